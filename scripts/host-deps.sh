@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Debian packages brig needs on the host: busybox-static (the child image's userland),
+# jq (the jq slicer), curl (engine probe). Installs only what is missing.
+set -euo pipefail
+need=()
+# busybox-static puts a static binary at /bin/busybox; the dynamic `busybox` package does not do.
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+command -v jq >/dev/null 2>&1 || need+=(jq)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+if [ "$(id -u)" != 0 ]; then
+  echo "host-deps: missing Debian packages: ${need[*]}; install them as root (apt-get install ${need[*]})" >&2
+  exit 1
+fi
+echo "host-deps: installing ${need[*]} (apt-get)" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq "${need[@]}" >/dev/null

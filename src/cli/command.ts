@@ -1,0 +1,111 @@
+import { BrigError } from '../util/errors.js';
+
+/** What a command gets: its arguments and where to write. */
+export interface CliIO {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  env: NodeJS.ProcessEnv;
+  /** True when stdout is a terminal (live progress is drawn only then). */
+  isTTY: boolean;
+}
+
+export interface Command {
+  /** e.g. `spawn`, or `lease list` for a subcommand. */
+  name: string;
+  summary: string;
+  usage: string;
+  run(args: string[], io: CliIO): Promise<number>;
+}
+
+export interface ParsedArgs {
+  flags: Map<string, string[]>;
+  bools: Set<string>;
+  positionals: string[];
+  /** Everything after `--`. */
+  rest: string[];
+}
+
+/**
+ * A strict flag parser: an unknown flag is an error that names it and the nearest known one.
+ * `valued` flags take a value (`--x v` or `--x=v`) and may repeat; `booleans` take none.
+ */
+export function parseArgs(args: string[], spec: { valued?: string[]; booleans?: string[] }): ParsedArgs {
+  const valued = new Set(spec.valued ?? []);
+  const booleans = new Set(spec.booleans ?? []);
+  const out: ParsedArgs = { flags: new Map(), bools: new Set(), positionals: [], rest: [] };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--') {
+      out.rest = args.slice(i + 1);
+      break;
+    }
+    if (a.startsWith('--')) {
+      const eq = a.indexOf('=');
+      const name = eq === -1 ? a.slice(2) : a.slice(2, eq);
+      if (booleans.has(name) && eq === -1) {
+        out.bools.add(name);
+        continue;
+      }
+      if (valued.has(name)) {
+        const v = eq === -1 ? args[++i] : a.slice(eq + 1);
+        if (v === undefined) throw new BrigError('invalid_input', `--${name} needs a value`);
+        const list = out.flags.get(name) ?? [];
+        list.push(v);
+        out.flags.set(name, list);
+        continue;
+      }
+      const known = [...valued, ...booleans];
+      const near = nearest(name, known);
+      throw new BrigError('invalid_input', `unknown flag --${name}`, {
+        hint: near ? `Did you mean --${near}?` : `Known flags: ${known.map((k) => `--${k}`).join(' ') || 'none'}`,
+      });
+    }
+    out.positionals.push(a);
+  }
+  return out;
+}
+
+export function flag(p: ParsedArgs, name: string): string | undefined {
+  const v = p.flags.get(name);
+  return v ? v[v.length - 1] : undefined;
+}
+
+export function numberFlag(p: ParsedArgs, name: string): number | undefined {
+  const v = flag(p, name);
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new BrigError('invalid_input', `--${name} must be a positive number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** The closest candidate by edit distance, when it is close enough to be a typo. */
+export function nearest(word: string, candidates: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const c of candidates) {
+    const d = editDistance(word, c);
+    if (d < bestD) {
+      bestD = d;
+      best = c;
+    }
+  }
+  return best !== undefined && bestD <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
+}
+
+export function editDistance(a: string, b: string): number {
+  const dp = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = dp[0]!;
+    dp[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = dp[j]!;
+      dp[j] = Math.min(dp[j]! + 1, dp[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return dp[b.length]!;
+}
+
+export function writeJson(io: CliIO, value: unknown): void {
+  io.stdout.write(JSON.stringify(value) + '\n');
+}

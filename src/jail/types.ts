@@ -1,0 +1,120 @@
+/**
+ * The jail in brig's own words. Nothing here names an engine type: the supervisor sees
+ * profiles, workspaces and runs, never a dockerode Container.
+ */
+
+/** Resource limits applied to one jail (already the lease's limits, never wider). */
+export interface JailLimits {
+  memoryMb: number;
+  cpu: number; // CPUs, fractional
+  pids: number;
+  tmpfsMb: number;
+}
+
+export interface JailArtifact {
+  /** Absolute host path of a regular file or directory; mounted read-only. */
+  hostPath: string;
+  /** Name under /artifacts inside the jail (a basename: no slash, no `..`). */
+  name: string;
+}
+
+export interface JailInput {
+  /** Path relative to /workspace (no absolute, no `..`). */
+  path: string;
+  data: Buffer | string;
+  mode?: number;
+}
+
+export interface JailSpec {
+  runId: string;
+  leaseId: string;
+  rootRunId: string;
+  /** argv, never a shell string. */
+  argv: string[];
+  /** The child's whole environment, built from nothing. */
+  env: Record<string, string>;
+  limits: JailLimits;
+  artifacts: JailArtifact[];
+  /** Host directory holding this run's broker socket; mounted read-only at /run/brig. */
+  brokerDir?: string;
+  /** Files put into /workspace before start. */
+  inputs?: JailInput[];
+  /** Image reference; the driver's built child image when absent. */
+  image?: string;
+}
+
+export interface JailExit {
+  exitCode: number;
+  oomKilled: boolean;
+}
+
+/** Caps for collecting outputs. Over a cap is refused with `ref_too_large`, never truncated. */
+export interface CollectCaps {
+  perFileBytes: number;
+  perRunBytes: number;
+  maxEntries: number;
+}
+
+export interface CollectedFile {
+  /** Relative path under the output directory (POSIX separators). */
+  path: string;
+  bytes: number;
+}
+
+export interface CollectReport {
+  /** Host directory holding the materialized files. */
+  dir: string;
+  files: CollectedFile[];
+  totalBytes: number;
+  /** Entries not copied and why (symlink, hardlink, device, fifo, unsafe path). Content-free. */
+  skipped: { path: string; reason: string }[];
+}
+
+export interface StreamTails {
+  stdoutTail: string;
+  stderrTail: string;
+  stdoutBytes: number;
+  stderrBytes: number;
+}
+
+/** One child's jail. Not started when handed out; destroy() is idempotent. */
+export interface Jail {
+  readonly runId: string;
+  readonly id: string;
+  start(): Promise<void>;
+  wait(): Promise<JailExit>;
+  kill(): Promise<void>;
+  tails(): StreamTails;
+  /** Copy /workspace/<from> (default `out`) to destDir atomically, regular files only. */
+  collect(destDir: string, caps: CollectCaps, from?: string): Promise<CollectReport>;
+  /** Remove the container and its workspace volume. Safe to call twice. */
+  destroy(): Promise<void>;
+}
+
+export interface EngineInfo {
+  version: string;
+  apiVersion: string;
+  os: string;
+  runtimes: string[];
+}
+
+export interface LabelledResource {
+  kind: 'container' | 'volume';
+  id: string;
+  runId: string;
+  rootRunId: string;
+  running: boolean;
+}
+
+export interface JailDriver {
+  info(): Promise<EngineInfo>;
+  /** Build the child image if its content hash is not present; returns the tag. */
+  ensureImage(onProgress?: (line: string) => void): Promise<string>;
+  /** Create and verify a jail. Refuses (`jail_unverified`) and removes it on any drift. */
+  create(spec: JailSpec): Promise<Jail>;
+  /** Reattach to a run's live container, or null when it is gone or not running. */
+  attach(runId: string): Promise<Jail | null>;
+  listLabelled(): Promise<LabelledResource[]>;
+  /** Remove labelled containers and volumes whose run is not live. */
+  sweep(isLive: (runId: string) => boolean): Promise<{ containers: number; volumes: number }>;
+}

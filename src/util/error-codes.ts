@@ -1,0 +1,55 @@
+/**
+ * The one catalog of brig's error codes. Codes are wire-visible (CLI --json, HTTP API,
+ * broker replies, ledger): never rename one, add a new one.
+ *
+ * `kind` is how each face maps the code into its own world (HTTP status, CLI exit code,
+ * broker reply): faces switch on the kind, never on the code.
+ */
+export type ErrorKind =
+  | 'invalid' // the caller's input is wrong: fix it and retry
+  | 'denied' // the lease or a policy says no
+  | 'not_found'
+  | 'conflict' // the thing exists but is in the wrong state
+  | 'limit' // an admission or size limit was hit
+  | 'unavailable' // a dependency (engine, helper, model) cannot serve now
+  | 'internal';
+
+export const ERROR_CODES = {
+  invalid_input: { kind: 'invalid', hint: 'Check the command or request against `brig --help`.' },
+  invalid_policy: { kind: 'invalid', hint: 'Fix the policy file; `brig policy check FILE` explains it.' },
+  depth_exceeded: { kind: 'limit', hint: 'Flatten the work: spawn from a shallower run.' },
+  children_exceeded: { kind: 'limit', hint: 'Wait for a running child to end, or raise maxChildrenPerAgent.' },
+  tree_exceeded: { kind: 'limit', hint: 'The whole run tree is at its ceiling; wait for runs in it to end.' },
+  queue_full: { kind: 'limit', hint: 'Too many children are waiting; retry after some end.' },
+  queue_timeout: { kind: 'limit', hint: 'The child waited too long for a slot; retry later.' },
+  capability_denied: { kind: 'denied', hint: "The lease does not grant this; ask the parent's operator for a wider profile." },
+  posture_downgrade: { kind: 'denied', hint: 'A child can never loosen its posture; request the same or a stricter one.' },
+  lease_expired: { kind: 'denied', hint: 'The lease has expired or was revoked; the run must end.' },
+  unauthenticated: { kind: 'denied', hint: 'Send the bearer token from the spawn packet.' },
+  rate_limited: { kind: 'limit', hint: 'Slow down: the broker limits calls per run.' },
+  not_running: { kind: 'conflict', hint: 'The run is not running; `brig list` shows its status.' },
+  run_not_found: { kind: 'not_found', hint: '`brig list` shows the known runs.' },
+  lease_not_found: { kind: 'not_found', hint: '`brig lease list` shows the known leases.' },
+  ref_not_found: { kind: 'not_found', hint: '`brig ref list RUN` shows the refs of a run.' },
+  ref_too_large: { kind: 'limit', hint: 'The output is over a byte cap; raise the cap or write less.' },
+  query_refused: { kind: 'denied', hint: 'Only one SELECT over the view `ref` is allowed.' },
+  query_failed: { kind: 'invalid', hint: 'Fix the query; the message says where it failed.' },
+  timeout: { kind: 'limit', hint: 'The operation ran past its time limit; narrow it.' },
+  output_too_large: { kind: 'limit', hint: 'Narrow the slice: the output was cut at its cap.' },
+  engine_unavailable: { kind: 'unavailable', hint: 'Start the Docker engine: `make engine` (or scripts/engine-up.sh).' },
+  image_missing: { kind: 'unavailable', hint: 'Build the child image: `make images`.' },
+  jail_unverified: { kind: 'internal', hint: 'The engine did not apply the hardened profile; brig refuses to run a weaker jail. Run `brig doctor`.' },
+  jail_failed: { kind: 'internal', hint: 'The jail could not be created or started; `brig doctor` shows why.' },
+  artifact_missing: { kind: 'invalid', hint: 'Give an existing regular file or directory as --artifact.' },
+  resume_unavailable: { kind: 'conflict', hint: 'Only a timed-out run with a checkpoint and its pinned script can be resumed.' },
+  daemon_unavailable: { kind: 'unavailable', hint: 'Start it with `brig serve`, or run without a daemon.' },
+  model_unavailable: { kind: 'unavailable', hint: 'Configure a model endpoint, or use condensation strategy `never`.' },
+  ledger_corrupt: { kind: 'internal', hint: 'The audit chain is broken; `brig audit verify` names the first bad line.' },
+  internal: { kind: 'internal', hint: 'This is a bug in brig; the ledger and logs hold the details.' },
+} as const satisfies Record<string, { kind: ErrorKind; hint: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function isErrorCode(x: unknown): x is ErrorCode {
+  return typeof x === 'string' && Object.hasOwn(ERROR_CODES, x);
+}
