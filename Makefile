@@ -41,8 +41,9 @@ test-unit: build
 demo: build engine images
 	bash scripts/demo.sh
 
+# Each bench/*.bench.ts measures brig against its raw floor in the same run and prints ratios.
 bench: build engine images
-	$(NODE) --import tsx bench/run.ts
+	@set -e; for f in $(sort $(wildcard bench/*.bench.ts)); do echo "== $$f"; $(NODE) --import tsx $$f; done
 
 clean:
 	rm -rf dist
