@@ -1,0 +1,150 @@
+/**
+ * Architecture pins: import quarantine, layer direction, no folder cycles, process.env
+ * read only in config/, and every DESIGN.md invariant cited by at least one test.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const SRC = path.join(ROOT, 'src');
+
+function walk(dir: string, ext = '.ts'): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return walk(p, ext);
+    return e.name.endsWith(ext) ? [p] : [];
+  });
+}
+
+const IMPORT_RE = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|(?:^|\n)\s*import\s*['"]([^'"]+)['"]/g;
+
+function importsOf(file: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  const out: string[] = [];
+  for (const m of text.matchAll(IMPORT_RE)) out.push((m[1] ?? m[2] ?? m[3])!);
+  return out;
+}
+
+/** The top folder under src/ (`jail`, `runs`, …), or `.` for src/index.ts. */
+function part(file: string): string {
+  const rel = path.relative(SRC, file).split(path.sep);
+  return rel.length > 1 ? rel[0]! : '.';
+}
+
+const files = walk(SRC);
+
+test('dangerous imports are quarantined', () => {
+  const rules: { pkg: RegExp; allowed: (rel: string) => boolean; why: string }[] = [
+    { pkg: /^(dockerode|tar-fs|tar-stream)$/, allowed: (r) => r.startsWith('jail/docker/'), why: 'only jail/docker/ talks to the engine' },
+    { pkg: /^@duckdb\//, allowed: (r) => r.startsWith('slice/'), why: 'only the DuckDB helper in slice/ loads DuckDB' },
+  ];
+  const bad: string[] = [];
+  for (const f of files) {
+    const rel = path.relative(SRC, f);
+    for (const imp of importsOf(f)) {
+      for (const r of rules) if (r.pkg.test(imp) && !r.allowed(rel)) bad.push(`${rel} imports ${imp}: ${r.why}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+test('child/ (runs inside the jail) imports Node built-ins and child/ only', () => {
+  const bad: string[] = [];
+  for (const f of walk(path.join(SRC, 'child'))) {
+    for (const imp of importsOf(f)) {
+      if (imp.startsWith('node:')) continue;
+      if (imp.startsWith('.') && path.resolve(path.dirname(f), imp).startsWith(path.join(SRC, 'child'))) continue;
+      bad.push(`${path.relative(SRC, f)} imports ${imp}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+test('only config/ reads process.env (cli/main.ts hands it to the CLI once)', () => {
+  const bad = files
+    .filter((f) => /process\.env\b/.test(fs.readFileSync(f, 'utf8')))
+    .map((f) => path.relative(SRC, f))
+    .filter((r) => !r.startsWith('config/') && r !== 'cli/main.ts');
+  assert.deepEqual(bad, []);
+});
+
+/** What each part may import (besides util/ and config/, which anyone may use). */
+const MAY_IMPORT: Record<string, string[]> = {
+  util: [],
+  config: [],
+  lease: [],
+  ledger: [],
+  models: [],
+  child: [],
+  jail: ['lease'],
+  results: ['lease', 'models', 'ledger'],
+  slice: ['results'],
+  broker: ['lease', 'slice', 'ledger', 'results'],
+  runs: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models'],
+  daemon: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api'],
+  api: ['runs', 'lease', 'ledger', 'results', 'slice'],
+  cli: ['runs', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models'],
+  mcp: ['runs', 'daemon', 'results', 'slice', 'lease'],
+  '.': ['runs', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker'],
+};
+
+test('parts import only downward (DESIGN.md parts table) and form no cycle', () => {
+  const bad: string[] = [];
+  const edges = new Map<string, Set<string>>();
+  for (const f of files) {
+    const from = part(f);
+    for (const imp of importsOf(f)) {
+      if (!imp.startsWith('.')) continue;
+      const target = path.resolve(path.dirname(f), imp);
+      if (!target.startsWith(SRC)) continue;
+      const to = part(target);
+      if (to === from || to === 'util' || to === 'config') continue;
+      // `import type` from a lower part's types is still a dependency: keep the rule simple.
+      const allowed = MAY_IMPORT[from];
+      if (!allowed) bad.push(`src/${from}/ is not in the parts table`);
+      else if (!allowed.includes(to)) bad.push(`${path.relative(SRC, f)} → ${to}/ (allowed: ${allowed.join(', ') || 'util, config'})`);
+      if (!edges.has(from)) edges.set(from, new Set());
+      edges.get(from)!.add(to);
+    }
+  }
+  assert.deepEqual([...new Set(bad)], []);
+  // A cycle between parts would show as a path back to the start.
+  const seen = new Set<string>();
+  const stack = new Set<string>();
+  const cycle: string[] = [];
+  const visit = (n: string): boolean => {
+    if (stack.has(n)) {
+      cycle.push(n);
+      return true;
+    }
+    if (seen.has(n)) return false;
+    seen.add(n);
+    stack.add(n);
+    for (const m of edges.get(n) ?? []) if (visit(m)) {
+      cycle.push(n);
+      return true;
+    }
+    stack.delete(n);
+    return false;
+  };
+  for (const n of edges.keys()) if (visit(n)) break;
+  assert.deepEqual(cycle, [], `cycle between parts: ${cycle.reverse().join(' → ')}`);
+});
+
+test('every DESIGN.md invariant is cited by a test', () => {
+  const ids = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => `INV-${n}`);
+  const testText = walk(path.join(ROOT, 'test'))
+    .filter((f) => !f.includes(`${path.sep}arch${path.sep}`))
+    .map((f) => fs.readFileSync(f, 'utf8'))
+    .join('\n');
+  const uncited = ids.filter((id) => !new RegExp(`\\[${id}\\]`).test(testText));
+  assert.deepEqual(uncited, [], `invariants with no test citing them as [INV-n]: ${uncited.join(', ')}`);
+});
+
+test('the library entry exports named things only (no export *)', () => {
+  const text = fs.readFileSync(path.join(SRC, 'index.ts'), 'utf8');
+  assert.doesNotMatch(text, /export\s+\*/);
+});
