@@ -1,0 +1,103 @@
+import { BrigError } from '../util/errors.js';
+import { isActive } from './state-machine.js';
+import type { RunRecord, SupervisorSettings } from './types.js';
+
+/**
+ * Admission, pure: given the live runs and a new request, decide admit | queue | duplicate |
+ * refuse. Guarantees a spawn loop cannot escape its limits: depth is counted from the root,
+ * the tree ceiling is keyed on the root run (not on the caller, which a loop could vary),
+ * and the per-parent queue is bounded. Fails closed: a refusal is a structured error with
+ * the limit, the current value and a hint.
+ */
+
+export interface AdmissionRequest {
+  /** Depth the new run would have (an operator spawn is depth 1). */
+  depth: number;
+  /** The parent run, or null for an operator spawn. */
+  parentRunId: string | null;
+  /** The tree the new run joins, or null when it starts a new tree. */
+  rootRunId: string | null;
+  callerId: string;
+  agent: string;
+  taskHash: string;
+}
+
+export type AdmissionDecision =
+  | { kind: 'admit' }
+  | { kind: 'queue'; position: number }
+  | { kind: 'duplicate'; runId: string }
+  | { kind: 'refuse'; error: BrigError };
+
+type Settings = Pick<SupervisorSettings, 'maxSpawnDepth' | 'maxChildrenPerAgent' | 'maxQueued' | 'maxRunsPerTree' | 'maxConcurrent'>;
+
+/** The key a parent's children share; operator spawns share one. */
+export const parentKey = (parentRunId: string | null): string => parentRunId ?? 'operator';
+
+function limitError(code: 'depth_exceeded' | 'tree_exceeded' | 'queue_full', message: string, limit: number, current: number): BrigError {
+  return new BrigError(code, message, { data: { limit, current } });
+}
+
+export function decideAdmission(live: readonly RunRecord[], req: AdmissionRequest, s: Settings): AdmissionDecision {
+  const dup = live.find(
+    (r) => r.status !== 'ended' && r.callerId === req.callerId && r.agent === req.agent && r.taskHash === req.taskHash,
+  );
+  if (dup) return { kind: 'duplicate', runId: dup.id };
+
+  if (req.depth > s.maxSpawnDepth) {
+    return {
+      kind: 'refuse',
+      error: limitError('depth_exceeded', `spawn depth ${req.depth} is over maxSpawnDepth ${s.maxSpawnDepth}`, s.maxSpawnDepth, req.depth),
+    };
+  }
+  if (req.rootRunId !== null) {
+    const inTree = live.filter((r) => r.status !== 'ended' && r.rootRunId === req.rootRunId).length;
+    if (inTree >= s.maxRunsPerTree) {
+      return {
+        kind: 'refuse',
+        error: limitError('tree_exceeded', `run tree ${req.rootRunId} has ${inTree} live runs (ceiling ${s.maxRunsPerTree})`, s.maxRunsPerTree, inTree),
+      };
+    }
+  }
+  const key = parentKey(req.parentRunId);
+  const siblings = live.filter((r) => parentKey(r.parentRunId) === key);
+  const active = siblings.filter((r) => isActive(r.status)).length;
+  const queued = siblings.filter((r) => r.status === 'queued').length;
+  const allActive = live.filter((r) => isActive(r.status)).length;
+  // FIFO: while anyone of this parent waits, a newcomer waits behind them.
+  if (active < s.maxChildrenPerAgent && allActive < s.maxConcurrent && queued === 0) return { kind: 'admit' };
+  if (queued >= s.maxQueued) {
+    return {
+      kind: 'refuse',
+      error: limitError('queue_full', `${queued} children already wait for a slot (maxQueued ${s.maxQueued})`, s.maxQueued, queued),
+    };
+  }
+  return { kind: 'queue', position: queued + 1 };
+}
+
+/**
+ * Which queued runs may start now, oldest first, respecting the per-parent and global caps.
+ */
+export function nextToStart(live: readonly RunRecord[], s: Settings): string[] {
+  const activeBy = new Map<string, number>();
+  let allActive = 0;
+  for (const r of live) {
+    if (!isActive(r.status)) continue;
+    allActive++;
+    const k = parentKey(r.parentRunId);
+    activeBy.set(k, (activeBy.get(k) ?? 0) + 1);
+  }
+  const queued = live
+    .filter((r) => r.status === 'queued')
+    .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  const out: string[] = [];
+  for (const r of queued) {
+    if (allActive >= s.maxConcurrent) break;
+    const k = parentKey(r.parentRunId);
+    const n = activeBy.get(k) ?? 0;
+    if (n >= s.maxChildrenPerAgent) continue;
+    activeBy.set(k, n + 1);
+    allActive++;
+    out.push(r.id);
+  }
+  return out;
+}

@@ -1,0 +1,72 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { RunKind, RunRecord } from './types.js';
+
+/** Run ids: `r-` + 16 hex chars. Sortable enough by createdAt; unguessable enough for a path. */
+export function newRunId(): string {
+  return `r-${randomBytes(8).toString('hex')}`;
+}
+
+export function taskHash(task: string): string {
+  return createHash('sha256').update(task).digest('hex');
+}
+
+export interface NewRunInput {
+  id: string;
+  parent: Pick<RunRecord, 'id' | 'rootRunId' | 'path' | 'depth'> | null;
+  callerId: string;
+  agent: string;
+  kind: RunKind;
+  label: string | null;
+  task: string;
+  now: Date;
+  timeoutMs: number;
+  maxSteps: number;
+  async: boolean;
+  expectedOutputs: string[];
+  resumeOf: string | null;
+}
+
+export function createRunRecord(i: NewRunInput): RunRecord {
+  return {
+    v: 1,
+    id: i.id,
+    rootRunId: i.parent ? i.parent.rootRunId : i.id,
+    parentRunId: i.parent ? i.parent.id : null,
+    path: i.parent ? [...i.parent.path, i.id] : [i.id],
+    depth: i.parent ? i.parent.depth + 1 : 1,
+    callerId: i.callerId,
+    agent: i.agent,
+    kind: i.kind,
+    label: i.label,
+    status: 'queued',
+    endReason: null,
+    killedBy: null,
+    terminalStatus: null,
+    leaseId: null,
+    taskHash: taskHash(i.task),
+    createdAt: i.now.toISOString(),
+    startedAt: null,
+    endedAt: null,
+    timeoutMs: i.timeoutMs,
+    maxSteps: i.maxSteps,
+    stepsExecuted: 0,
+    progressLine: null,
+    lastProgressAt: null,
+    exitCode: null,
+    async: i.async,
+    resumable: false,
+    resumeOf: i.resumeOf,
+    resumedBy: null,
+    hasCheckpoint: false,
+    expectedOutputs: i.expectedOutputs,
+    missingOutputs: [],
+    resultDir: null,
+    outputBytes: 0,
+    outputFiles: 0,
+    stdoutTail: '',
+    stderrTail: '',
+    result: null,
+    error: null,
+    steeredTo: null,
+  };
+}

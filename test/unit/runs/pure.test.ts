@@ -1,0 +1,150 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decideAdmission, nextToStart } from '../../../src/runs/admission.js';
+import { healthActions, retentionActions } from '../../../src/runs/health.js';
+import { createRunRecord } from '../../../src/runs/record.js';
+import { end, transition } from '../../../src/runs/state-machine.js';
+import { runTimeoutMs, effectiveMaxSteps } from '../../../src/runs/timeouts.js';
+import { ProgressFork, type Timers } from '../../../src/runs/progress-fork.js';
+import { DEFAULT_SETTINGS, SpawnRequestSchema, type RunRecord, type RunStatus } from '../../../src/runs/types.js';
+
+const T0 = new Date('2026-01-01T00:00:00Z');
+let seq = 0;
+function run(p: Partial<RunRecord> & { status?: RunStatus } = {}): RunRecord {
+  const id = `r-test${String(seq++).padStart(6, '0')}`;
+  const base = createRunRecord({
+    id, parent: null, callerId: 'operator', agent: 'default', kind: 'script', label: null, task: `task ${id}`,
+    now: T0, timeoutMs: 1000, maxSteps: 10, async: true, expectedOutputs: [], resumeOf: null,
+  });
+  return { ...base, ...p };
+}
+const req = (p: Partial<Parameters<typeof decideAdmission>[1]> = {}) => ({
+  depth: 1, parentRunId: null, rootRunId: null, callerId: 'operator', agent: 'default', taskHash: 'h-new', ...p,
+});
+
+test('admission: depth 4 is refused with depth_exceeded, limit and current value', () => {
+  const d = decideAdmission([], req({ depth: 4 }), DEFAULT_SETTINGS);
+  assert.equal(d.kind, 'refuse');
+  if (d.kind !== 'refuse') return;
+  assert.equal(d.error.code, 'depth_exceeded');
+  assert.deepEqual(d.error.data, { limit: 3, current: 4 });
+  assert.equal(decideAdmission([], req({ depth: 3 }), DEFAULT_SETTINGS).kind, 'admit');
+});
+
+test('admission: the 6th child of a parent is queued, queue bounded by maxQueued then queue_full', () => {
+  const live = Array.from({ length: 5 }, () => run({ status: 'running' }));
+  assert.deepEqual(decideAdmission(live, req(), DEFAULT_SETTINGS), { kind: 'queue', position: 1 });
+  const queued = Array.from({ length: 10 }, () => run({ status: 'queued' }));
+  const d = decideAdmission([...live, ...queued], req(), DEFAULT_SETTINGS);
+  assert.equal(d.kind, 'refuse');
+  if (d.kind === 'refuse') assert.equal(d.error.code, 'queue_full');
+});
+
+test('admission: a newcomer waits behind queued siblings even when a slot is free (FIFO)', () => {
+  const live = [run({ status: 'running' }), run({ status: 'queued' })];
+  assert.equal(decideAdmission(live, req(), DEFAULT_SETTINGS).kind, 'queue');
+});
+
+test('admission: the tree ceiling is keyed on the root run, whatever the caller', () => {
+  const s = { ...DEFAULT_SETTINGS, maxRunsPerTree: 3 };
+  const root = run({ status: 'running' });
+  const tree = [root, run({ status: 'running', rootRunId: root.id, parentRunId: root.id }), run({ status: 'queued', rootRunId: root.id, parentRunId: 'r-other00' })];
+  const d = decideAdmission(tree, req({ rootRunId: root.id, parentRunId: 'r-yetanother', callerId: 'x', depth: 2 }), s);
+  assert.equal(d.kind, 'refuse');
+  if (d.kind === 'refuse') assert.equal(d.error.code, 'tree_exceeded');
+});
+
+test('admission: an in-flight duplicate (same caller, agent, task) returns the existing run', () => {
+  const r = run({ status: 'running' });
+  assert.deepEqual(decideAdmission([r], req({ taskHash: r.taskHash }), DEFAULT_SETTINGS), { kind: 'duplicate', runId: r.id });
+  const ended = { ...r, status: 'ended' as const };
+  assert.equal(decideAdmission([ended], req({ taskHash: r.taskHash }), DEFAULT_SETTINGS).kind, 'admit');
+});
+
+test('nextToStart: oldest queued first, never over the per-parent cap', () => {
+  const live = [
+    ...Array.from({ length: 4 }, () => run({ status: 'running' })),
+    run({ status: 'queued', createdAt: '2026-01-01T00:00:02Z' }),
+    run({ status: 'queued', createdAt: '2026-01-01T00:00:01Z' }),
+  ];
+  assert.deepEqual(nextToStart(live, DEFAULT_SETTINGS), [live[5]!.id]);
+});
+
+test('[INV-8] state machine: exactly one end reason; a second end is refused', () => {
+  let r = run();
+  for (const s of ['starting', 'running', 'materializing'] as const) {
+    const t = transition(r, s, T0);
+    assert.ok(t.ok);
+    if (t.ok) r = t.value;
+  }
+  const e1 = end(r, { reason: 'completed', now: T0 });
+  assert.ok(e1.ok);
+  if (!e1.ok) return;
+  assert.equal(e1.value.endReason, 'completed');
+  const e2 = end(e1.value, { reason: 'killed', killedBy: 'operator', now: T0 });
+  assert.equal(e2.ok, false);
+  if (!e2.ok) assert.equal(e2.error.code, 'not_running');
+  assert.equal(transition(r, 'queued' as never, T0).ok, false);
+  assert.equal(end(run(), { reason: 'killed', now: T0 }).ok, false, 'killed needs killedBy');
+});
+
+test('timeouts: min(max_steps × perStep, maxRun, requested, lease)', () => {
+  assert.equal(runTimeoutMs(DEFAULT_SETTINGS, 5), 300_000);
+  assert.equal(runTimeoutMs(DEFAULT_SETTINGS, 50), 600_000);
+  assert.equal(runTimeoutMs(DEFAULT_SETTINGS, 50, 2000), 2000);
+  assert.equal(runTimeoutMs(DEFAULT_SETTINGS, 50, 9_000_000, 1500), 1500);
+  assert.equal(effectiveMaxSteps(DEFAULT_SETTINGS, 100, 20), 20);
+});
+
+test('health: watchdog, stuck-kill by health_monitor, ghost sweep past grace, queue timeout', () => {
+  const s = { ...DEFAULT_SETTINGS, stuckKillThresholdMs: 500, ghostGraceMs: 1000, queueTimeoutMs: 100 };
+  const started = T0.toISOString();
+  const wd = run({ status: 'running', startedAt: started, lastProgressAt: started, timeoutMs: 1000 });
+  const stuck = run({ status: 'running', startedAt: started, timeoutMs: 10_000 });
+  const ghost = run({ status: 'running', startedAt: started, timeoutMs: 100 });
+  const q = run({ status: 'queued' });
+  const fresh = run({ status: 'running', startedAt: new Date(T0.getTime() + 1000).toISOString(), timeoutMs: 10_000 });
+  const acts = healthActions([wd, stuck, ghost, q, fresh], new Date(T0.getTime() + 1100), s);
+  const by = new Map(acts.map((a) => [a.runId, a]));
+  assert.equal(by.get(wd.id)?.reason, 'watchdog_timeout');
+  assert.deepEqual(by.get(stuck.id), { runId: stuck.id, reason: 'killed', killedBy: 'health_monitor' });
+  assert.equal(by.get(ghost.id)?.reason, 'ghost_sweep');
+  assert.equal(by.get(q.id)?.code, 'queue_timeout');
+  assert.equal(by.has(fresh.id), false);
+});
+
+test('retention: ended runs past resultRetentionMs lose their results; ancient live runs end swept', () => {
+  const old = run({ status: 'ended', endedAt: T0.toISOString(), endReason: 'completed' });
+  const young = run({ status: 'ended', endedAt: new Date(T0.getTime() + 10).toISOString(), endReason: 'completed' });
+  const stale = run({ status: 'materializing' });
+  const r = retentionActions([old, young, stale], new Date(T0.getTime() + DEFAULT_SETTINGS.resultRetentionMs), DEFAULT_SETTINGS);
+  assert.deepEqual(r.removeResults, [old.id]);
+  assert.deepEqual(r.endSwept, [stale.id]);
+});
+
+test('progress fork: one timer per run, cleared at end, never outliving it', () => {
+  const live = new Map<number, () => void>();
+  let n = 0;
+  const timers: Timers = { setInterval: (fn) => (live.set(++n, fn), n), clearInterval: (h) => live.delete(h as number) };
+  const f = new ProgressFork(timers);
+  let ticks = 0;
+  f.start('r-a', 30_000, () => ticks++);
+  f.start('r-a', 30_000, () => ticks++); // restart replaces, never doubles
+  assert.equal(live.size, 1);
+  for (const fn of live.values()) fn();
+  assert.equal(ticks, 1);
+  f.stop('r-a');
+  assert.equal(live.size, 0);
+  assert.equal(f.has('r-a'), false);
+});
+
+test('SpawnRequest: one schema; kind needs its payload; unknown keys refused; defaults', () => {
+  const r = SpawnRequestSchema.parse({ task: 't', script: 'export default async () => 1' });
+  assert.equal(r.kind, 'script');
+  assert.equal(r.include_parent_history, 'none');
+  assert.equal(r.async, false);
+  assert.equal(SpawnRequestSchema.safeParse({ task: 't', kind: 'command' }).success, false);
+  assert.equal(SpawnRequestSchema.safeParse({ task: 't', script: 'x', nope: 1 }).success, false);
+  assert.equal(SpawnRequestSchema.safeParse({ task: 't', kind: 'agent' }).success, false);
+  assert.equal(SpawnRequestSchema.safeParse({ task: 't', script: 'x', parent_summary: 's' }).success, false);
+});
