@@ -39,6 +39,7 @@ export const ERROR_CODES = {
   engine_unavailable: { kind: 'unavailable', hint: 'Start the Docker engine: `make engine` (or scripts/engine-up.sh).' },
   image_missing: { kind: 'unavailable', hint: 'Build the child image: `make images`.' },
   jail_unverified: { kind: 'internal', hint: 'The engine did not apply the hardened profile; brig refuses to run a weaker jail. Run `brig doctor`.' },
+  image_build_failed: { kind: 'unavailable', hint: 'The child image could not be built; `brig image build` shows the engine output, `brig doctor` checks the host.' },
   jail_failed: { kind: 'internal', hint: 'The jail could not be created or started; `brig doctor` shows why.' },
   artifact_missing: { kind: 'invalid', hint: 'Give an existing regular file or directory as --artifact.' },
   resume_unavailable: { kind: 'conflict', hint: 'Only a timed-out run with a checkpoint and its pinned script can be resumed.' },

@@ -1,0 +1,205 @@
+/**
+ * The Docker implementation of `JailDriver`.
+ *
+ * Guarantees: create() hands out a jail only after the engine's own account of the container
+ * (inspect) matches the hardened profile; on any drift the container and its volume are
+ * removed and the run is refused with `jail_unverified` (INV-2). Every engine object carries
+ * brig's labels; listLabelled() and sweep() see nothing else.
+ * Threat: a weaker jail than the profile says, and engine objects leaking past their run.
+ * Trusts: the engine socket given by config (the supervisor's own).
+ * Fails: closed. Whatever create() acquired is released on its error path.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
+import { BrigError } from '../../util/errors.js';
+import type { EngineInfo, Jail, JailDriver, JailSpec, LabelledResource } from '../types.js';
+import { DockerJail, removeVolume } from './docker-jail.js';
+import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
+import { CHILD_IMAGE_REPO, ensurePlanImage, fingerprint, planChildImage, type ImagePlan } from './image.js';
+import { LABELS } from './labels.js';
+import { containerName, renderCreateBody, workspaceVolumeName, type CreateBody } from './profile.js';
+import { verifyInspect, type InspectView } from './verify.js';
+
+export interface DockerJailDriverOptions {
+  /** DOCKER_HOST as config gives it; undefined → /var/run/docker.sock. */
+  dockerHost?: string | undefined;
+  /** Compiled child runtime to bake into the image; default: this package's dist/child. */
+  childRuntimeDir?: string | undefined;
+  nodePath?: string;
+  busyboxPath?: string;
+}
+
+/** This package's root, whether running from src/ (tsx) or dist/. */
+function packageRoot(): string {
+  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+}
+
+export function dockerFromHost(dockerHost: string | undefined): Docker {
+  if (dockerHost === undefined) return new Docker({ socketPath: '/var/run/docker.sock' });
+  if (dockerHost.startsWith('unix://')) return new Docker({ socketPath: dockerHost.slice('unix://'.length) });
+  const u = new URL(dockerHost.replace(/^tcp:/, 'http:'));
+  return new Docker({ host: u.hostname, port: Number(u.port || 2375), protocol: 'http' });
+}
+
+export class DockerJailDriver implements JailDriver {
+  readonly docker: Docker;
+  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir'>> & { childRuntimeDir: string };
+  private image: Promise<string> | undefined;
+
+  constructor(opts: DockerJailDriverOptions = {}) {
+    this.docker = dockerFromHost(opts.dockerHost);
+    this.opts = {
+      childRuntimeDir: opts.childRuntimeDir ?? path.join(packageRoot(), 'dist', 'child'),
+      nodePath: opts.nodePath ?? fs.realpathSync(process.execPath),
+      busyboxPath: opts.busyboxPath ?? '/bin/busybox',
+    };
+  }
+
+  async info(): Promise<EngineInfo> {
+    try {
+      const [v, i] = await Promise.all([this.docker.version(), this.docker.info() as Promise<{ Runtimes?: Record<string, unknown> }>]);
+      return { version: v.Version, apiVersion: v.ApiVersion, os: v.Os, runtimes: Object.keys(i.Runtimes ?? {}).sort() };
+    } catch (e) {
+      throw engineError(e, 'engine_unavailable', 'the Docker engine did not answer');
+    }
+  }
+
+  /** The engine's raw info (security options, cgroup version), for `brig doctor`. */
+  async rawInfo(): Promise<Record<string, unknown>> {
+    return (await this.docker.info().catch((e: unknown) => {
+      throw engineError(e, 'engine_unavailable', 'the Docker engine did not answer');
+    })) as Record<string, unknown>;
+  }
+
+  async childPlan(): Promise<ImagePlan> {
+    if (!fs.existsSync(this.opts.busyboxPath)) {
+      throw new BrigError('image_build_failed', `no static busybox at ${this.opts.busyboxPath}`, { hint: 'Install it: `make deps` (Debian busybox-static).' });
+    }
+    const childRuntimeDir = fs.existsSync(this.opts.childRuntimeDir) ? this.opts.childRuntimeDir : undefined;
+    return planChildImage({ nodePath: this.opts.nodePath, busyboxPath: this.opts.busyboxPath, childRuntimeDir });
+  }
+
+  /** The tag the current plan would have, and whether the engine holds it. */
+  async childImageStatus(): Promise<{ tag: string; present: boolean; runtimeIncluded: boolean }> {
+    const plan = await this.childPlan();
+    const tag = `${CHILD_IMAGE_REPO}:${await fingerprint(plan)}`;
+    const present = await this.docker.getImage(tag).inspect().then(
+      () => true,
+      (e: unknown) => {
+        if (statusOf(e) === 404) return false;
+        throw engineError(e, 'engine_unavailable', 'the Docker engine did not answer');
+      },
+    );
+    return { tag, present, runtimeIncluded: plan.entries.some((e) => e.dest.startsWith('opt/brig/child/')) };
+  }
+
+  async buildChildImage(opts: { force?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean }> {
+    const res = await ensurePlanImage(this.docker, await this.childPlan(), CHILD_IMAGE_REPO, opts).catch((e: unknown) => {
+      throw engineError(e, 'image_build_failed', 'building the child image failed');
+    });
+    this.image = Promise.resolve(res.tag);
+    return res;
+  }
+
+  ensureImage(onProgress?: (line: string) => void): Promise<string> {
+    this.image ??= this.buildChildImage(onProgress ? { onProgress } : {}).then((r) => r.tag);
+    this.image.catch(() => (this.image = undefined));
+    return this.image;
+  }
+
+  async create(spec: JailSpec): Promise<Jail> {
+    const image = spec.image ?? (await this.ensureImage());
+    const rendered = renderCreateBody(spec, image);
+    if (!rendered.ok) throw rendered.error;
+    const body = rendered.value;
+    for (const a of spec.artifacts) {
+      const st = await fs.promises.stat(a.hostPath).catch(() => undefined);
+      if (!st || !(st.isFile() || st.isDirectory())) {
+        throw new BrigError('artifact_missing', `artifact ${a.name} is not an existing regular file or directory`, { data: { name: a.name } });
+      }
+    }
+    if (spec.brokerDir !== undefined && !(await fs.promises.stat(spec.brokerDir).catch(() => undefined))?.isDirectory()) {
+      throw new BrigError('invalid_input', 'the broker directory does not exist', { data: { runId: spec.runId } });
+    }
+    const volumeName = workspaceVolumeName(spec.runId);
+    await this.docker.createVolume({ Name: volumeName, Labels: body.Labels }).catch((e: unknown) => {
+      throw engineError(e, 'jail_failed', 'creating the workspace volume failed');
+    });
+    let container: Docker.Container | undefined;
+    try {
+      container = await this.docker.createContainer({ name: containerName(spec.runId), ...(body as unknown as Docker.ContainerCreateOptions) }).catch((e: unknown) => {
+        if (statusOf(e) === 404) throw new BrigError('image_missing', `the image ${image} is not in the engine`, { cause: e });
+        throw engineError(e, 'jail_failed', 'creating the jail failed');
+      });
+      const jail = new DockerJail(this.docker, container, spec.runId, volumeName);
+      await this.verify(container, body);
+      await jail.putInputs(spec.inputs ?? []);
+      return jail;
+    } catch (e) {
+      await container?.remove({ force: true }).catch(() => undefined);
+      await removeVolume(this.docker, volumeName).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async verify(container: Docker.Container, body: CreateBody): Promise<void> {
+    const inspect = (await container.inspect()) as unknown as InspectView;
+    const drift = verifyInspect(inspect, body);
+    if (drift.length > 0) {
+      throw new BrigError('jail_unverified', `the engine did not apply the hardened profile (${drift.map((d) => d.field).join(', ')})`, {
+        data: { drift: drift.map((d) => d.field) },
+      });
+    }
+  }
+
+  async attach(runId: string): Promise<Jail | null> {
+    const found = await this.docker
+      .listContainers({ all: true, filters: { label: [`${LABELS.managed}=1`, `${LABELS.runId}=${runId}`] } })
+      .catch((e: unknown) => {
+        throw engineError(e, 'engine_unavailable', 'listing jails failed');
+      });
+    const live = found.find((c) => c.State === 'running');
+    if (!live) return null;
+    const jail = new DockerJail(this.docker, this.docker.getContainer(live.Id), runId, workspaceVolumeName(runId));
+    await jail.attachStreams();
+    return jail;
+  }
+
+  async listLabelled(): Promise<LabelledResource[]> {
+    const filters = { label: [`${LABELS.managed}=1`, LABELS.runId] };
+    try {
+      const [cs, vs] = await Promise.all([this.docker.listContainers({ all: true, filters }), this.docker.listVolumes({ filters })]);
+      const out: LabelledResource[] = cs.map((c) => ({
+        kind: 'container' as const,
+        id: c.Id,
+        runId: c.Labels[LABELS.runId] ?? '',
+        rootRunId: c.Labels[LABELS.rootRunId] ?? '',
+        running: c.State === 'running',
+      }));
+      for (const v of vs.Volumes ?? []) {
+        const labels = v.Labels ?? {};
+        out.push({ kind: 'volume', id: v.Name, runId: labels[LABELS.runId] ?? '', rootRunId: labels[LABELS.rootRunId] ?? '', running: false });
+      }
+      return out;
+    } catch (e) {
+      throw engineError(e, 'engine_unavailable', 'listing jails failed');
+    }
+  }
+
+  async sweep(isLive: (runId: string) => boolean): Promise<{ containers: number; volumes: number }> {
+    const all = await this.listLabelled();
+    let containers = 0;
+    let volumes = 0;
+    for (const r of all.filter((r) => r.kind === 'container' && !isLive(r.runId))) {
+      await this.docker.getContainer(r.id).remove({ force: true }).catch(ignoreStatus(404, 409));
+      containers++;
+    }
+    for (const r of all.filter((r) => r.kind === 'volume' && !isLive(r.runId))) {
+      await removeVolume(this.docker, r.id);
+      volumes++;
+    }
+    return { containers, volumes };
+  }
+}

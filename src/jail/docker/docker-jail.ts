@@ -1,0 +1,157 @@
+/**
+ * One child's container and workspace volume, behind brig's `Jail` interface.
+ * A DockerJail is handed out created and verified, not started. destroy() removes both the
+ * container and the volume and is safe to call any number of times.
+ */
+import { PassThrough, Writable } from 'node:stream';
+import type Docker from 'dockerode';
+import tar from 'tar-stream';
+import fs from 'node:fs';
+import { BrigError } from '../../util/errors.js';
+import type { CollectCaps, CollectReport, Jail, JailExit, JailInput, StreamTails } from '../types.js';
+import { collectArchive } from './collect.js';
+import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
+import { WORKSPACE_DIR } from './profile.js';
+import { TailBuffer } from './tail.js';
+
+const TAIL_BYTES = 8 * 1024;
+
+/** A relative path under /workspace with no `..`, or undefined. */
+export function workspaceRelative(p: string): string | undefined {
+  if (p.startsWith('/') || p.includes('\0') || p.includes('\\')) return undefined;
+  const parts = p.split('/').filter((x) => x !== '' && x !== '.');
+  if (parts.length === 0 || parts.some((x) => x === '..')) return undefined;
+  return parts.join('/');
+}
+
+/** A tar of the inputs, owned by the jail user, with their parent directories. */
+export function inputsArchive(inputs: JailInput[]): Promise<Buffer> {
+  const pack = tar.pack();
+  const dirs = new Set<string>();
+  for (const input of inputs) {
+    const rel = workspaceRelative(input.path);
+    if (rel === undefined) throw new BrigError('invalid_input', 'an input path must be relative to /workspace without `..`', { data: { path: input.path } });
+    const parts = rel.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const d = parts.slice(0, i).join('/');
+      if (!dirs.has(d)) pack.entry({ name: d, type: 'directory', mode: 0o755, uid: 65534, gid: 65534 });
+      dirs.add(d);
+    }
+    const data = typeof input.data === 'string' ? Buffer.from(input.data) : input.data;
+    pack.entry({ name: rel, mode: (input.mode ?? 0o644) & 0o777, uid: 65534, gid: 65534 }, data);
+  }
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  return new Promise((resolve, reject) => {
+    pack.on('data', (c: unknown) => chunks.push(c as Buffer));
+    pack.on('end', () => resolve(Buffer.concat(chunks)));
+    pack.on('error', reject);
+  });
+}
+
+export class DockerJail implements Jail {
+  private readonly out = new TailBuffer(TAIL_BYTES);
+  private readonly err = new TailBuffer(TAIL_BYTES);
+  private streamDone: Promise<void> = Promise.resolve();
+  private destroyed = false;
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly container: Docker.Container,
+    readonly runId: string,
+    private readonly volumeName: string,
+  ) {}
+
+  get id(): string {
+    return this.container.id;
+  }
+
+  /** Attach to stdout/stderr; done before start so no byte is missed. */
+  async attachStreams(): Promise<void> {
+    const stream = (await this.container.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
+    const sink = (t: TailBuffer) => new Writable({ write: (c: Buffer, _e, cb) => (t.push(c), cb()) });
+    const outS = new PassThrough();
+    const errS = new PassThrough();
+    outS.pipe(sink(this.out));
+    errS.pipe(sink(this.err));
+    this.docker.modem.demuxStream(stream, outS, errS);
+    this.streamDone = new Promise((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+    });
+  }
+
+  async putInputs(inputs: JailInput[]): Promise<void> {
+    if (inputs.length === 0) return;
+    const archive = await inputsArchive(inputs);
+    await this.container.putArchive(archive, { path: WORKSPACE_DIR }).catch((e: unknown) => {
+      throw engineError(e, 'jail_failed', 'putting inputs into the workspace failed');
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.attachStreams();
+    await this.container.start().catch((e: unknown) => {
+      throw engineError(e, 'jail_failed', 'the jail did not start');
+    });
+  }
+
+  async wait(): Promise<JailExit> {
+    const res = (await this.container.wait().catch((e: unknown) => {
+      throw engineError(e, 'not_running', 'the jail is gone');
+    })) as { StatusCode: number };
+    await this.streamDone;
+    const info = await this.container.inspect().catch(() => undefined);
+    return { exitCode: res.StatusCode, oomKilled: Boolean(info?.State?.OOMKilled) };
+  }
+
+  async kill(): Promise<void> {
+    await this.container.kill({ signal: 'SIGKILL' }).catch(ignoreStatus(404, 409));
+  }
+
+  tails(): StreamTails {
+    return { stdoutTail: this.out.text(), stderrTail: this.err.text(), stdoutBytes: this.out.total, stderrBytes: this.err.total };
+  }
+
+  async collect(destDir: string, caps: CollectCaps, from = 'out'): Promise<CollectReport> {
+    const rel = workspaceRelative(from);
+    if (rel === undefined) throw new BrigError('invalid_input', 'collect reads a relative path under /workspace', { data: { from } });
+    let archive: NodeJS.ReadableStream;
+    try {
+      archive = (await this.container.getArchive({ path: `${WORKSPACE_DIR}/${rel}` })) as NodeJS.ReadableStream;
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404) {
+        await fs.promises.mkdir(destDir, { recursive: false, mode: 0o755 });
+        return { dir: destDir, files: [], totalBytes: 0, skipped: [] };
+      }
+      throw engineError(e, 'jail_failed', 'reading the workspace failed');
+    }
+    return collectArchive(archive, rel.split('/').pop()!, destDir, caps);
+  }
+
+  async destroy(): Promise<void> {
+    if (this.destroyed) return;
+    await this.container.remove({ force: true, v: false }).catch(ignoreStatus(404, 409));
+    await removeVolume(this.docker, this.volumeName);
+    this.destroyed = true;
+  }
+}
+
+/** Removes a volume; a 409 right after its container's removal is the engine still letting go. */
+export async function removeVolume(docker: Docker, name: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await docker.getVolume(name).remove();
+      return;
+    } catch (e) {
+      const s = statusOf(e);
+      if (s === 404) return;
+      if (s === 409 && attempt < 40) {
+        await new Promise((r) => setTimeout(r, 50));
+        continue;
+      }
+      throw engineError(e, 'jail_failed', `removing volume ${name} failed`);
+    }
+  }
+}

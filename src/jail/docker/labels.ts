@@ -1,0 +1,12 @@
+/**
+ * Labels brig puts on every container, volume and image it makes. Sweeps select by these
+ * and nothing else, so brig never touches an engine object it did not create.
+ */
+export const LABELS = Object.freeze({
+  managed: 'brig.managed',
+  runId: 'brig.run',
+  rootRunId: 'brig.root',
+  leaseId: 'brig.lease',
+  image: 'brig.image',
+  imageHash: 'brig.image.hash',
+});

@@ -1,0 +1,181 @@
+/**
+ * The hardened jail profile and its rendering into an Engine API create body.
+ *
+ * Guarantees: every container brig creates has no network, a read-only rootfs, no Linux
+ * capabilities, no-new-privileges, the default seccomp profile, a non-root user, pids/memory/
+ * cpu limits, and no host path mounted except the run's broker socket directory and declared
+ * artifacts (both read-only). Nothing in a JailSpec can widen these: the spec supplies only
+ * argv, env, limits and the two kinds of mounts, and every other field comes from one frozen
+ * table.
+ * Threat: a hostile child (prompt-injected agent, untrusted script) trying to reach the
+ * network, the host filesystem, the engine socket, or to gain privileges.
+ * Trusts: the engine to apply what it reports on inspect (verify.ts checks the report).
+ * Fails: closed. A spec that asks for something unsafe (relative host path, `..` in a name,
+ * a non-positive limit) is refused here, before the engine sees it.
+ *
+ * Pure: no engine, no disk. The golden test pins the rendered body.
+ */
+import path from 'node:path';
+import { BrigError, err, ok, type Result } from '../../util/errors.js';
+import type { JailSpec } from '../types.js';
+import { LABELS } from './labels.js';
+
+/** The jail's user: `nobody` in the child image's /etc/passwd. Never root. */
+export const JAIL_USER = '65534:65534';
+export const WORKSPACE_DIR = '/workspace';
+export const BROKER_DIR = '/run/brig';
+export const ARTIFACTS_DIR = '/artifacts';
+/** PATH inside the jail: the child env is built from nothing, so brig sets it itself. */
+export const JAIL_PATH = '/bin:/usr/bin';
+
+/**
+ * Every HostConfig field brig sets, with the reason. This is the whole profile: there is no
+ * pass-through of raw engine options anywhere in brig.
+ */
+export const HARDENED = Object.freeze({
+  NetworkMode: 'none', // no interface but loopback: a child cannot reach anything
+  ReadonlyRootfs: true, // the image cannot be altered; writes go to /workspace or /tmp only
+  CapDrop: Object.freeze(['ALL']), // no Linux capabilities at all, even for uid 0 paths
+  CapAdd: Object.freeze([] as string[]), // nothing added back
+  Privileged: false, // never
+  SecurityOpt: Object.freeze(['no-new-privileges']), // setuid binaries cannot raise privilege; seccomp stays default
+  IpcMode: 'private', // no shared IPC namespace with the host or other jails
+  PidMode: '', // own pid namespace
+  UTSMode: '', // own hostname
+  UsernsMode: '', // engine default; `host` would be refused by verify
+  CgroupnsMode: 'private', // the child sees only its own cgroup
+  Devices: Object.freeze([] as unknown[]), // no device nodes beyond the engine's minimal set
+  OomKillDisable: false, // the memory limit is enforced by the OOM killer
+  Init: false, // the child runtime is pid 1 and reaps its own children
+  AutoRemove: false, // brig collects /workspace/out after exit, then removes the container itself
+  RestartPolicy: Object.freeze({ Name: 'no', MaximumRetryCount: 0 }), // a jail serves one run
+  LogConfig: Object.freeze({ Type: 'none', Config: Object.freeze({}) }), // no host log files a child could fill; brig reads attach streams
+  Runtime: 'runc', // the runtime tier `docker-hardened`
+  PublishAllPorts: false, // nothing to publish without a network
+  ShmSize: 16 * 1024 * 1024, // /dev/shm bounded
+  Ulimits: Object.freeze([Object.freeze({ Name: 'core', Soft: 0, Hard: 0 })]), // no core dumps of child memory
+});
+
+export interface EngineMount {
+  Type: 'volume' | 'bind';
+  Source: string;
+  Target: string;
+  ReadOnly: boolean;
+}
+
+/** The Engine API create body: plain JSON, no adapter types. */
+export interface CreateBody {
+  Image: string;
+  Cmd: string[];
+  Env: string[];
+  User: string;
+  WorkingDir: string;
+  Hostname: string;
+  Labels: Record<string, string>;
+  AttachStdin: false;
+  AttachStdout: true;
+  AttachStderr: true;
+  OpenStdin: false;
+  Tty: false;
+  NetworkDisabled: true;
+  StopSignal: 'SIGKILL';
+  HostConfig: typeof HARDENED & {
+    Memory: number;
+    MemorySwap: number;
+    NanoCpus: number;
+    PidsLimit: number;
+    Tmpfs: Record<string, string>;
+    Mounts: EngineMount[];
+    Binds: string[];
+  };
+}
+
+/** The name of a run's workspace volume. */
+export function workspaceVolumeName(runId: string): string {
+  return `brig-ws-${runId}`;
+}
+
+export function containerName(runId: string): string {
+  return `brig-run-${runId}`;
+}
+
+const ID_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function refuse(message: string, data: Record<string, unknown>): Result<never> {
+  return err(new BrigError('invalid_input', message, { data }));
+}
+
+/** Checks a spec and renders the create body. Refusals are values. */
+export function renderCreateBody(spec: JailSpec, image: string): Result<CreateBody> {
+  for (const [k, v] of [['runId', spec.runId], ['leaseId', spec.leaseId], ['rootRunId', spec.rootRunId]] as const) {
+    if (!ID_RE.test(v)) return refuse(`jail ${k} is not a safe identifier`, { field: k });
+  }
+  if (spec.argv.length === 0 || spec.argv.some((a) => typeof a !== 'string' || a.includes('\0'))) {
+    return refuse('jail argv must be a non-empty list of strings without NUL', { argc: spec.argv.length });
+  }
+  const { memoryMb, cpu, pids, tmpfsMb } = spec.limits;
+  for (const [k, v] of Object.entries({ memoryMb, cpu, pids, tmpfsMb })) {
+    if (!Number.isFinite(v) || v <= 0) return refuse(`jail limit ${k} must be positive`, { limit: k });
+  }
+  if (!Number.isInteger(memoryMb) || !Number.isInteger(pids) || !Number.isInteger(tmpfsMb) || memoryMb < 6) {
+    return refuse('jail memoryMb (>= 6), pids and tmpfsMb must be integers', {});
+  }
+  const env: string[] = [];
+  for (const [k, v] of Object.entries(spec.env)) {
+    if (!ENV_NAME_RE.test(k) || v.includes('\0')) return refuse('jail env names must be identifiers and values NUL-free', { name: k });
+    if (k !== 'PATH') env.push(`${k}=${v}`);
+  }
+  env.push(`PATH=${spec.env.PATH ?? JAIL_PATH}`);
+  env.sort();
+
+  const mounts: EngineMount[] = [
+    { Type: 'volume', Source: workspaceVolumeName(spec.runId), Target: WORKSPACE_DIR, ReadOnly: false },
+  ];
+  if (spec.brokerDir !== undefined) {
+    if (!path.isAbsolute(spec.brokerDir)) return refuse('brokerDir must be an absolute host path', {});
+    mounts.push({ Type: 'bind', Source: path.normalize(spec.brokerDir), Target: BROKER_DIR, ReadOnly: true });
+  }
+  const names = new Set<string>();
+  for (const a of spec.artifacts) {
+    if (!path.isAbsolute(a.hostPath)) return refuse('an artifact host path must be absolute', { name: a.name });
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(a.name) || a.name.includes('..') || names.has(a.name)) {
+      return refuse('an artifact name must be a unique plain basename', { name: a.name });
+    }
+    names.add(a.name);
+    mounts.push({ Type: 'bind', Source: path.normalize(a.hostPath), Target: `${ARTIFACTS_DIR}/${a.name}`, ReadOnly: true });
+  }
+
+  const memory = memoryMb * 1024 * 1024;
+  return ok({
+    Image: image,
+    Cmd: [...spec.argv],
+    Env: env,
+    User: JAIL_USER,
+    WorkingDir: WORKSPACE_DIR,
+    Hostname: 'brig',
+    Labels: {
+      [LABELS.managed]: '1',
+      [LABELS.runId]: spec.runId,
+      [LABELS.rootRunId]: spec.rootRunId,
+      [LABELS.leaseId]: spec.leaseId,
+    },
+    AttachStdin: false,
+    AttachStdout: true,
+    AttachStderr: true,
+    OpenStdin: false,
+    Tty: false,
+    NetworkDisabled: true,
+    StopSignal: 'SIGKILL',
+    HostConfig: {
+      ...HARDENED,
+      Memory: memory,
+      MemorySwap: memory, // equal to Memory: no swap beyond the limit
+      NanoCpus: Math.round(cpu * 1e9),
+      PidsLimit: pids,
+      Tmpfs: { '/tmp': `rw,nosuid,nodev,noexec,size=${tmpfsMb}m,mode=1777` },
+      Mounts: mounts,
+      Binds: [],
+    },
+  });
+}

@@ -1,0 +1,22 @@
+/** Keeps the last `cap` bytes of a stream and counts all of it: the jail's stdout/stderr tails. */
+export class TailBuffer {
+  private chunks: Buffer[] = [];
+  private held = 0;
+  total = 0;
+
+  constructor(private readonly cap: number) {}
+
+  push(chunk: Buffer): void {
+    this.total += chunk.length;
+    this.chunks.push(chunk);
+    this.held += chunk.length;
+    while (this.held - (this.chunks[0]?.length ?? 0) >= this.cap && this.chunks.length > 1) {
+      this.held -= this.chunks.shift()!.length;
+    }
+  }
+
+  text(): string {
+    const all = Buffer.concat(this.chunks);
+    return all.subarray(Math.max(0, all.length - this.cap)).toString('utf8');
+  }
+}

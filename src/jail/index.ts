@@ -1,0 +1,24 @@
+/**
+ * The jail part's public surface. Callers get brig's words (JailDriver, Jail, JailSpec);
+ * the Docker types stay inside jail/docker/.
+ */
+export type {
+  CollectCaps,
+  CollectReport,
+  CollectedFile,
+  EngineInfo,
+  Jail,
+  JailArtifact,
+  JailDriver,
+  JailExit,
+  JailInput,
+  JailLimits,
+  JailSpec,
+  LabelledResource,
+  StreamTails,
+} from './types.js';
+export { DockerJailDriver, type DockerJailDriverOptions } from './docker/docker-jail-driver.js';
+export { HARDENED, JAIL_USER, WORKSPACE_DIR, BROKER_DIR, ARTIFACTS_DIR, renderCreateBody } from './docker/profile.js';
+export { verifyInspect, type Drift } from './docker/verify.js';
+export { CHILD_IMAGE_REPO, CHILD_RUNTIME_DIR } from './docker/image.js';
+export { LABELS } from './docker/labels.js';

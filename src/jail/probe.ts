@@ -1,0 +1,93 @@
+/**
+ * Proof from inside a jail. A small program (Node built-ins only) runs in a real jail and
+ * reports what it can see and do; `judgeProbe` turns the report into pass/fail checks.
+ * Used by `brig doctor` and by the [INV-2] integration tests: security is shown negatively,
+ * from inside, not assumed from the create body.
+ *
+ * All network attempts stay on loopback: the jail tries the supervisor's loopback port, which
+ * is unreachable from a separate network namespace.
+ */
+import { z } from 'zod';
+
+/** Runs as `node -e PROBE_SCRIPT <loopbackPort>` inside the jail; prints one JSON line. */
+export const PROBE_SCRIPT = String.raw`
+const fs = require('node:fs'), os = require('node:os'), net = require('node:net');
+const status = fs.readFileSync('/proc/self/status', 'utf8');
+const field = (k) => (new RegExp('^' + k + ':\\s*(\\S+)', 'm').exec(status) || [])[1] || null;
+const tryWrite = (p) => { try { fs.writeFileSync(p, 'x'); fs.unlinkSync(p); return 'ok'; } catch (e) { return e.code || String(e); } };
+const port = Number(process.argv[1] || 9);
+const connect = () => new Promise((resolve) => {
+  const s = net.connect({ host: '127.0.0.1', port, timeout: 2000 });
+  s.on('connect', () => { s.destroy(); resolve('connected'); });
+  s.on('error', (e) => resolve(e.code || 'error'));
+  s.on('timeout', () => { s.destroy(); resolve('timeout'); });
+});
+connect().then((tcp) => {
+  const out = {
+    uid: process.getuid(), gid: process.getgid(),
+    noNewPrivs: field('NoNewPrivs'), capEff: field('CapEff'), capBnd: field('CapBnd'), seccomp: field('Seccomp'),
+    interfaces: Object.keys(os.networkInterfaces()).sort(),
+    tcpLoopbackHost: tcp,
+    rootWrite: tryWrite('/brig-probe'), workspaceWrite: tryWrite('/workspace/.brig-probe'), tmpWrite: tryWrite('/tmp/.brig-probe'),
+    dockerSocket: fs.existsSync('/var/run/docker.sock') || fs.existsSync('/run/docker.sock'),
+    mounts: fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ').slice(1, 4).join(' ')),
+    envKeys: Object.keys(process.env).sort(),
+  };
+  process.stdout.write(JSON.stringify(out) + '\n');
+});
+`;
+
+export const ProbeReportSchema = z.object({
+  uid: z.number(),
+  gid: z.number(),
+  noNewPrivs: z.string().nullable(),
+  capEff: z.string().nullable(),
+  capBnd: z.string().nullable(),
+  seccomp: z.string().nullable(),
+  interfaces: z.array(z.string()),
+  tcpLoopbackHost: z.string(),
+  rootWrite: z.string(),
+  workspaceWrite: z.string(),
+  tmpWrite: z.string(),
+  dockerSocket: z.boolean(),
+  mounts: z.array(z.string()),
+  envKeys: z.array(z.string()),
+});
+export type ProbeReport = z.infer<typeof ProbeReportSchema>;
+
+export interface ProbeCheck {
+  name: string;
+  ok: boolean;
+  saw: string;
+}
+
+const ZERO_CAPS = /^0+$/;
+
+/** Pure: what the probe saw, judged against INV-2. */
+export function judgeProbe(r: ProbeReport): ProbeCheck[] {
+  const c = (name: string, ok: boolean, saw: unknown): ProbeCheck => ({ name, ok, saw: typeof saw === 'string' ? saw : JSON.stringify(saw) });
+  return [
+    c('non-root user', r.uid !== 0 && r.gid !== 0, `${r.uid}:${r.gid}`),
+    c('no-new-privileges', r.noNewPrivs === '1', r.noNewPrivs),
+    c('no effective capabilities', r.capEff !== null && ZERO_CAPS.test(r.capEff), r.capEff),
+    c('no bounding capabilities', r.capBnd !== null && ZERO_CAPS.test(r.capBnd), r.capBnd),
+    c('seccomp filter on', r.seccomp === '2', r.seccomp),
+    c('no network interface but loopback', r.interfaces.every((i) => i === 'lo'), r.interfaces),
+    c("host loopback unreachable", r.tcpLoopbackHost !== 'connected', r.tcpLoopbackHost),
+    c('read-only root filesystem', r.rootWrite === 'EROFS', r.rootWrite),
+    c('workspace writable', r.workspaceWrite === 'ok', r.workspaceWrite),
+    c('tmp writable', r.tmpWrite === 'ok', r.tmpWrite),
+    c('no engine socket', !r.dockerSocket, r.dockerSocket),
+  ];
+}
+
+/** Parses the probe's stdout (the last JSON line). */
+export function parseProbe(stdout: string): ProbeReport | undefined {
+  const line = stdout.trim().split('\n').pop() ?? '';
+  try {
+    const parsed = ProbeReportSchema.safeParse(JSON.parse(line));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
