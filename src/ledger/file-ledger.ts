@@ -1,0 +1,93 @@
+/**
+ * The audit ledger: append-only, hash-chained JSONL written with pino under $BRIG_HOME/ledger.
+ *
+ * Guarantees: every appended event is on disk when append() returns (pino's sync
+ * destination), content-free (only ids, counts, enums, durations: INV-7), and chained — each
+ * line carries seq, the previous line's hash and its own hash over its canonical form, so an
+ * edited, deleted or reordered line is detected by verifyLedger. Threat: someone with write
+ * access to the brig home hiding what a child did; a crash losing the tail. Trusts: the local
+ * file system for durability (not for integrity — a writer who can rewrite the whole chain
+ * is out of scope; anchor the last hash elsewhere for that). Fails loudly: a failed write
+ * throws rather than letting an action go unrecorded.
+ *
+ * Two processes (a daemon and a CLI) never share a file: each FileLedger writes its own
+ * segment `<utc-stamp>-<pid>-<random>.jsonl`, chained from a genesis bound to its name and
+ * ended by a `ledger.closed` line. verifyLedger checks every segment.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pino, { type Logger } from 'pino';
+import type { Ledger, LedgerEvent, LedgerValue } from './types.js';
+import { LEDGER_FORMAT, genesisHash, lineHash } from './chain.js';
+
+/** Fields the ledger owns; an event cannot set them. */
+const RESERVED = new Set(['v', 'seq', 'ts', 'prev', 'hash']);
+/** Ledger strings are ids and enums: a long string is a bug or a leak, so it is cut. */
+const MAX_STRING = 200;
+const MAX_ARRAY = 64;
+
+function clean(v: LedgerValue | undefined): LedgerValue | undefined {
+  if (typeof v === 'string') return v.length > MAX_STRING ? `${v.slice(0, MAX_STRING)}…` : v;
+  if (Array.isArray(v)) return v.slice(0, MAX_ARRAY).map((s) => String(s).slice(0, MAX_STRING));
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (v === null || typeof v === 'boolean') return v;
+  return undefined;
+}
+
+export interface FileLedgerOptions {
+  /** The ledger directory ($BRIG_HOME/ledger). */
+  dir: string;
+  now?: () => Date;
+}
+
+export class FileLedger implements Ledger {
+  readonly segment: string;
+  private readonly logger: Logger;
+  private readonly dest: ReturnType<typeof pino.destination>;
+  private readonly now: () => Date;
+  private seq = 0;
+  private prev: string;
+  private closed = false;
+
+  constructor(opts: FileLedgerOptions) {
+    fs.mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
+    this.now = opts.now ?? (() => new Date());
+    const stamp = this.now().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+    this.segment = path.join(opts.dir, `${stamp}-${process.pid}-${randomBytes(4).toString('hex')}.jsonl`);
+    this.prev = genesisHash(path.basename(this.segment));
+    this.dest = pino.destination({ dest: this.segment, sync: true, mode: 0o600, append: true });
+    // base/timestamp off and the level replaced by the format version: the line is exactly
+    // the object we hash, plus `v`.
+    this.logger = pino({ base: null, timestamp: false, formatters: { level: () => ({ v: LEDGER_FORMAT }) } }, this.dest);
+  }
+
+  append(event: LedgerEvent): void {
+    if (this.closed) throw new Error('ledger is closed');
+    const line: Record<string, LedgerValue> = { v: LEDGER_FORMAT, seq: this.seq, ts: this.now().toISOString(), type: String(event.type).slice(0, MAX_STRING) };
+    for (const [k, raw] of Object.entries(event)) {
+      if (k === 'type' || RESERVED.has(k)) continue;
+      const v = clean(raw);
+      if (v !== undefined) line[k] = v;
+    }
+    line.prev = this.prev;
+    const hash = lineHash(line);
+    const { v: _v, ...body } = line;
+    this.logger.info({ ...body, hash });
+    this.prev = hash;
+    this.seq++;
+  }
+
+  async flush(): Promise<void> {
+    if (!this.closed) this.dest.flushSync();
+  }
+
+  /** Ends the segment with a `ledger.closed` line so a truncated tail can be told apart. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.append({ type: 'ledger.closed', lines: this.seq + 1 });
+    this.closed = true;
+    this.dest.flushSync();
+    this.dest.end();
+  }
+}

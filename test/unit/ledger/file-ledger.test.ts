@@ -1,0 +1,106 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { FileLedger, verifyLedger, lineHash } from '../../../src/ledger/index.js';
+
+async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-ledger-'));
+  try {
+    await fn(path.join(home, 'ledger'));
+  } finally {
+    await fs.promises.rm(home, { recursive: true, force: true });
+  }
+}
+
+async function writeSome(dir: string, n: number): Promise<string> {
+  const l = new FileLedger({ dir });
+  for (let i = 0; i < n; i++) l.append({ type: 'lease.issued', leaseId: `ls_${i}`, runId: `run_${i}`, depth: i, caps: ['llm'] });
+  await l.close();
+  return l.segment;
+}
+
+function lines(file: string): string[] {
+  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
+}
+
+test('appends are on disk when append returns, chained and verifiable', async () => {
+  await withDir(async (dir) => {
+    const l = new FileLedger({ dir });
+    l.append({ type: 'a', runId: 'r1', n: 1 });
+    assert.equal(lines(l.segment).length, 1, 'sync destination: the line is on disk already');
+    l.append({ type: 'b', runId: 'r1', n: 2 });
+    const [first, second] = lines(l.segment).map((s) => JSON.parse(s));
+    assert.equal(first.seq, 0);
+    assert.equal(second.prev, first.hash);
+    assert.equal(first.hash, lineHash(first));
+    assert.equal(fs.statSync(l.segment).mode & 0o777, 0o600);
+    await l.close();
+    const r = verifyLedger(dir);
+    assert.deepEqual({ ok: r.ok, files: r.files, lines: r.lines, open: r.open }, { ok: true, files: 1, lines: 3, open: [] });
+  });
+});
+
+test('[INV-7] events are content-free: objects dropped, strings capped, reserved fields kept by the ledger', async () => {
+  await withDir(async (dir) => {
+    const l = new FileLedger({ dir });
+    l.append({ type: 't', seq: 99, hash: 'x', long: 'y'.repeat(5000), nested: { task: 'secret' } as never });
+    await l.close();
+    const first = JSON.parse(lines(l.segment)[0]!);
+    assert.equal(first.seq, 0);
+    assert.equal(first.nested, undefined);
+    assert.ok(first.long.length <= 201);
+    assert.ok(verifyLedger(dir).ok);
+  });
+});
+
+test('editing one line makes verify fail and name it', async () => {
+  await withDir(async (dir) => {
+    const seg = await writeSome(dir, 6);
+    const ls = lines(seg);
+    ls[3] = ls[3]!.replace('"depth":3', '"depth":4');
+    fs.writeFileSync(seg, ls.join('\n') + '\n');
+    const r = verifyLedger(dir);
+    assert.equal(r.ok, false);
+    assert.deepEqual({ file: r.bad?.file, line: r.bad?.line }, { file: seg, line: 4 });
+    assert.match(r.bad!.why, /edited/);
+  });
+});
+
+test('deleting one line makes verify fail and name the line after it', async () => {
+  await withDir(async (dir) => {
+    const seg = await writeSome(dir, 6);
+    const ls = lines(seg);
+    ls.splice(2, 1);
+    fs.writeFileSync(seg, ls.join('\n') + '\n');
+    const r = verifyLedger(dir);
+    assert.equal(r.ok, false);
+    assert.equal(r.bad?.line, 3);
+    assert.match(r.bad!.why, /deleted/);
+  });
+});
+
+test('a cut tail leaves the segment open; garbage is named; two writers never share a file', async () => {
+  await withDir(async (dir) => {
+    const a = new FileLedger({ dir });
+    const b = new FileLedger({ dir });
+    a.append({ type: 'x' });
+    b.append({ type: 'y' });
+    a.append({ type: 'x' });
+    await a.close();
+    await b.close();
+    assert.notEqual(a.segment, b.segment);
+    assert.equal(verifyLedger(dir).files, 2);
+    const ls = lines(a.segment);
+    fs.writeFileSync(a.segment, ls.slice(0, -1).join('\n') + '\n');
+    const r = verifyLedger(dir);
+    assert.ok(r.ok);
+    assert.deepEqual(r.open, [a.segment]);
+    fs.appendFileSync(b.segment, '{not json\n');
+    const bad = verifyLedger(dir);
+    assert.equal(bad.ok, false);
+    assert.equal(bad.bad?.file, b.segment);
+    assert.equal(bad.bad?.line, 3);
+  });
+});
