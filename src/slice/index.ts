@@ -1,0 +1,9 @@
+/**
+ * slice/: read, grep, jq, sql, jsonpath over one ResultRef, and the locked DuckDB helper.
+ */
+export { lockedQuery, QUERY_DEFAULTS } from './locked-query.js';
+export type { LockedQueryOptions, LockedQueryResult } from './locked-query.js';
+export { DuckdbHelperPool } from './duckdb-pool.js';
+export type { HelperPoolOptions } from './duckdb-pool.js';
+export { guardSerializedSelect, READER_ALLOWLIST } from './sql-guard.js';
+export type { GuardPolicy, GuardVerdict } from './sql-guard.js';
