@@ -78,7 +78,16 @@ export async function collectArchive(
       if ((h.size ?? 0) > caps.perFileBytes) throw refuse(`${where.rel} is over the per-file cap of ${caps.perFileBytes} bytes`, { perFileBytes: caps.perFileBytes });
       if (total + (h.size ?? 0) > caps.perRunBytes) throw refuse(`the output is over the per-run cap of ${caps.perRunBytes} bytes`, { perRunBytes: caps.perRunBytes });
       const target = path.join(tmp, where.rel);
-      await fs.promises.mkdir(path.dirname(target), { recursive: true, mode: 0o755 });
+      // A repeated name, or a file where a directory is needed: skip, never overwrite.
+      const placed = await fs.promises.mkdir(path.dirname(target), { recursive: true, mode: 0o755 }).then(
+        () => fs.promises.lstat(target).then(() => false, () => true),
+        () => false,
+      );
+      if (!placed || where.rel === '') {
+        skipped.push({ path: where.rel, reason: 'conflict' });
+        entry.resume();
+        continue;
+      }
       let bytes = 0;
       const counter = new Transform({
         transform(chunk: Buffer, _enc, cb) {

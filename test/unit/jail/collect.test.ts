@@ -1,0 +1,94 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import tar from 'tar-stream';
+import { collectArchive, safeRelative } from '../../../src/jail/docker/collect.js';
+import { isBrigError } from '../../../src/util/errors.js';
+
+type Entry = { name: string; type?: 'file' | 'directory' | 'symlink' | 'link' | 'fifo' | 'character-device'; data?: string; linkname?: string; mode?: number };
+
+async function tarOf(entries: Entry[]): Promise<Buffer> {
+  const pack = tar.pack();
+  for (const e of entries) {
+    pack.entry({ name: e.name, type: e.type ?? 'file', linkname: e.linkname, mode: e.mode ?? 0o644 }, e.data ?? '');
+  }
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const c of pack as unknown as AsyncIterable<Buffer>) chunks.push(Buffer.from(c));
+  return Buffer.concat(chunks);
+}
+
+const CAPS = { perFileBytes: 1024, perRunBytes: 4096, maxEntries: 100 };
+
+async function tmpdir(t: { after: (fn: () => void) => void }): Promise<string> {
+  const d = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-collect-'));
+  t.after(() => fs.rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+
+test('safeRelative refuses absolute, dotdot and foreign roots', () => {
+  assert.deepEqual(safeRelative('out/a/b.txt', 'out'), { rel: 'a/b.txt' });
+  assert.deepEqual(safeRelative('./out/./a', 'out'), { rel: 'a' });
+  assert.deepEqual(safeRelative('/etc/passwd', 'out'), { reason: 'absolute_path' });
+  assert.deepEqual(safeRelative('out/../../etc/passwd', 'out'), { reason: 'dotdot' });
+  assert.deepEqual(safeRelative('other/x', 'out'), { reason: 'outside_root' });
+});
+
+test('[INV-4] only regular files are copied; links, devices, fifos and escapes are skipped and reported', async (t) => {
+  const base = await tmpdir(t);
+  const dest = path.join(base, 'ref');
+  const archive = await tarOf([
+    { name: 'out/', type: 'directory' },
+    { name: 'out/ok.txt', data: 'hello' },
+    { name: 'out/sub/', type: 'directory' },
+    { name: 'out/sub/deep.json', data: '{"a":1}', mode: 0o4755 },
+    { name: 'out/passwd', type: 'symlink', linkname: '/etc/passwd' },
+    { name: 'out/hard', type: 'link', linkname: 'out/ok.txt' },
+    { name: 'out/fifo', type: 'fifo' },
+    { name: 'out/tty', type: 'character-device' },
+    { name: 'out/../../escape.txt', data: 'x' },
+    { name: '/abs.txt', data: 'x' },
+    { name: 'out/ok.txt', data: 'second copy must not overwrite' },
+  ]);
+  const rep = await collectArchive(Readable.from([archive]), 'out', dest, CAPS);
+  assert.deepEqual(rep.files.map((f) => f.path).sort(), ['ok.txt', 'sub/deep.json']);
+  assert.equal(rep.totalBytes, 5 + 7);
+  assert.deepEqual(
+    rep.skipped.map((s) => s.reason).sort(),
+    ['absolute_path', 'character-device', 'conflict', 'dotdot', 'fifo', 'link', 'symlink'],
+  );
+  assert.equal(fs.readFileSync(path.join(dest, 'ok.txt'), 'utf8'), 'hello');
+  const st = fs.statSync(path.join(dest, 'sub/deep.json'));
+  assert.equal(st.mode & 0o7777, 0o644, 'no setuid or exec bit carried over');
+  assert.equal(fs.existsSync(path.join(base, 'escape.txt')), false);
+  assert.deepEqual(fs.readdirSync(base), ['ref'], 'no temp directory left behind');
+});
+
+test('[INV-4] over the per-file cap is refused whole, not truncated, and leaves nothing', async (t) => {
+  const base = await tmpdir(t);
+  const dest = path.join(base, 'ref');
+  const archive = await tarOf([{ name: 'out/small', data: 'x' }, { name: 'out/big', data: 'y'.repeat(2000) }]);
+  await assert.rejects(collectArchive(Readable.from([archive]), 'out', dest, CAPS), (e) => isBrigError(e, 'ref_too_large'));
+  assert.deepEqual(fs.readdirSync(base), []);
+});
+
+test('[INV-4] over the per-run cap or the entry cap is refused', async (t) => {
+  const base = await tmpdir(t);
+  const many = await tarOf(Array.from({ length: 5 }, (_, i) => ({ name: `out/f${i}`, data: 'z'.repeat(1000) })));
+  await assert.rejects(collectArchive(Readable.from([many]), 'out', path.join(base, 'a'), CAPS), (e) => isBrigError(e, 'ref_too_large'));
+  const lots = await tarOf(Array.from({ length: 20 }, (_, i) => ({ name: `out/e${i}`, data: '' })));
+  await assert.rejects(
+    collectArchive(Readable.from([lots]), 'out', path.join(base, 'b'), { ...CAPS, maxEntries: 10 }),
+    (e) => isBrigError(e, 'ref_too_large'),
+  );
+  assert.deepEqual(fs.readdirSync(base), []);
+});
+
+test('an existing destination is refused, never merged into', async (t) => {
+  const base = await tmpdir(t);
+  const archive = await tarOf([{ name: 'out/a', data: 'a' }]);
+  await assert.rejects(collectArchive(Readable.from([archive]), 'out', base, CAPS), (e) => isBrigError(e, 'invalid_input'));
+});
