@@ -1,0 +1,71 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { LeaseRecordSchema, type LeaseRecord } from './types.js';
+
+/** Lease ids are `ls_` + 20 hex digits: safe as file names, never a path. */
+export const LEASE_ID_RE = /^ls_[0-9a-f]{20}$/;
+
+export function newLeaseId(): string {
+  return `ls_${randomBytes(10).toString('hex')}`;
+}
+
+/** One JSON file per lease under the leases dir; written atomically (temp + fsync + rename), 0600. */
+export class LeaseFiles {
+  constructor(readonly dir: string) {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  private file(id: string): string {
+    return path.join(this.dir, `${id}.json`);
+  }
+
+  write(rec: LeaseRecord): void {
+    const tmp = path.join(this.dir, `.tmp-${rec.id}-${randomBytes(4).toString('hex')}`);
+    const fd = fs.openSync(tmp, 'wx', 0o600);
+    try {
+      fs.writeSync(fd, JSON.stringify(rec, null, 2) + '\n');
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    try {
+      fs.renameSync(tmp, this.file(rec.id));
+    } catch (e) {
+      fs.rmSync(tmp, { force: true });
+      throw e;
+    }
+  }
+
+  /** The record, or undefined when absent, unreadable or not a valid record (fail closed). */
+  read(id: string): LeaseRecord | undefined {
+    if (!LEASE_ID_RE.test(id)) return undefined;
+    let text: string;
+    try {
+      text = fs.readFileSync(this.file(id), 'utf8');
+    } catch {
+      return undefined;
+    }
+    try {
+      const parsed = LeaseRecordSchema.safeParse(JSON.parse(text));
+      return parsed.success && parsed.data.id === id ? parsed.data : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  ids(): string[] {
+    return fs
+      .readdirSync(this.dir)
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => f.slice(0, -'.json'.length))
+      .filter((id) => LEASE_ID_RE.test(id));
+  }
+
+  all(): LeaseRecord[] {
+    return this.ids()
+      .map((id) => this.read(id))
+      .filter((r): r is LeaseRecord => r !== undefined)
+      .sort((a, b) => a.issuedAt.localeCompare(b.issuedAt) || a.id.localeCompare(b.id));
+  }
+}

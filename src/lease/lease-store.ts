@@ -1,0 +1,277 @@
+/**
+ * Lease records: issue (root and child), verify a bearer, lineage, revoke a subtree.
+ *
+ * Guarantees: a child lease is attenuate(parent, request, profile) and is never issued under
+ * a revoked or expired parent, past maxDepth, by a parent without `spawn`, or with a looser
+ * posture (INV-1). Bearer tokens are 32 random bytes; only their sha256 is stored and the
+ * comparison is constant-time. A token verifies only for its own run, while neither it nor
+ * (by cascade) an ancestor is revoked, and before it expires (issue + run timeout, never
+ * past the parent's expiry). Revoking revokes the whole subtree. Records are files, so they
+ * survive a restart and another process's revoke is seen on the next verify. Threat: a child
+ * replaying, guessing or borrowing a token, or widening itself through a request. Trusts:
+ * the policy and the leases directory (0700). Fails closed: an unreadable record is no lease.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { BrigError, err, ok, type Result } from '../util/errors.js';
+import { attenuate, grantAllows, hasPostureDowngrade, type Attenuation } from './attenuate.js';
+import { LEASE_ID_RE, LeaseFiles, newLeaseId } from './lease-files.js';
+import { profileOf, type Policy } from './policy.js';
+import { LeaseRequestSchema, type Grant, type LeaseRecord, type LeaseRequest } from './types.js';
+
+/** Where lease events go: structurally a ledger (lease/ does not import ledger/). */
+export interface LeaseEventSink {
+  append(event: { type: string; [field: string]: string | number | boolean | null | readonly string[] | undefined }): void;
+}
+
+export interface LeaseStoreOptions {
+  /** $BRIG_HOME/leases */
+  dir: string;
+  policy: Policy;
+  ledger: LeaseEventSink;
+  now?: () => number;
+}
+
+export interface IssuedLease {
+  record: LeaseRecord;
+  /** The bearer: handed to the child once, never stored. */
+  token: string;
+}
+
+export interface IssueRootArgs {
+  profile: string;
+  runId: string;
+  rootRunId: string;
+  timeoutMs: number;
+  /** Narrowing asked by the operator (`brig spawn --cap`); absent = the whole profile. */
+  request?: LeaseRequest;
+}
+
+export interface IssueChildArgs {
+  parentLeaseId: string;
+  request: LeaseRequest | undefined;
+  profile: string;
+  runId: string;
+  rootRunId: string;
+  timeoutMs: number;
+}
+
+export type RevokedListener = (revoked: LeaseRecord[], by: string) => void;
+
+const MAX_TOKEN = 128;
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/** Valid = not revoked and not past its expiry. */
+export function leaseLive(rec: LeaseRecord, nowMs: number): Result<LeaseRecord> {
+  if (rec.revoked) return err(new BrigError('lease_expired', `lease ${rec.id} was revoked by ${rec.revoked.by}`, { data: { leaseId: rec.id } }));
+  if (nowMs >= Date.parse(rec.expiresAt)) return err(new BrigError('lease_expired', `lease ${rec.id} expired at ${rec.expiresAt}`, { data: { leaseId: rec.id } }));
+  return ok(rec);
+}
+
+export class LeaseStore {
+  private readonly files: LeaseFiles;
+  private readonly policy: Policy;
+  private readonly ledger: LeaseEventSink;
+  private readonly now: () => number;
+  private readonly listeners = new Set<RevokedListener>();
+  /** runId → leaseId: a run holds exactly one lease. Rebuilt from disk on a miss. */
+  private readonly byRun = new Map<string, string>();
+
+  constructor(opts: LeaseStoreOptions) {
+    this.files = new LeaseFiles(opts.dir);
+    this.policy = opts.policy;
+    this.ledger = opts.ledger;
+    this.now = opts.now ?? Date.now;
+    this.reindex();
+  }
+
+  private reindex(): void {
+    for (const r of this.files.all()) this.byRun.set(r.runId, r.id);
+  }
+
+  issueRoot(a: IssueRootArgs): Result<IssuedLease> {
+    const root = this.policy.profiles.root;
+    if (!root) return err(new BrigError('invalid_policy', `${this.policy.source} has no root profile`));
+    return this.issue({ parent: null, parentGrant: root.grant, depth: 0, ...a });
+  }
+
+  issueChild(a: IssueChildArgs): Result<IssuedLease> {
+    const parent = this.files.read(a.parentLeaseId);
+    const refuse = (e: BrigError): Result<never> => {
+      this.ledger.append({ type: 'lease.refused', runId: a.runId, rootRunId: a.rootRunId, parentLeaseId: a.parentLeaseId, profile: a.profile, code: e.code });
+      return err(e);
+    };
+    if (!parent) return refuse(new BrigError('lease_not_found', `no lease ${a.parentLeaseId}`));
+    const live = leaseLive(parent, this.now());
+    if (!live.ok) return refuse(live.error);
+    if (!grantAllows(parent, 'spawn')) return refuse(new BrigError('capability_denied', `lease ${parent.id} does not hold spawn`, { data: { capability: 'spawn' } }));
+    const depth = parent.depth + 1;
+    if (depth > parent.limits.maxDepth) {
+      return refuse(new BrigError('depth_exceeded', `depth ${depth} is past maxDepth ${parent.limits.maxDepth}`, { data: { depth, maxDepth: parent.limits.maxDepth } }));
+    }
+    return this.issue({ parent, parentGrant: parent, depth, ...a, request: a.request });
+  }
+
+  private issue(a: {
+    parent: LeaseRecord | null;
+    parentGrant: Grant;
+    depth: number;
+    profile: string;
+    runId: string;
+    rootRunId: string;
+    timeoutMs: number;
+    request?: LeaseRequest | undefined;
+  }): Result<IssuedLease> {
+    const base = { runId: a.runId, rootRunId: a.rootRunId, parentLeaseId: a.parent?.id ?? null, profile: a.profile };
+    const refuse = (e: BrigError, what?: string[]): Result<never> => {
+      this.ledger.append({ type: 'lease.refused', ...base, code: e.code, ...(what ? { what } : {}) });
+      return err(e);
+    };
+    const req = LeaseRequestSchema.safeParse(a.request ?? {});
+    if (!req.success) return refuse(new BrigError('invalid_input', `invalid lease request: ${req.error.issues[0]?.message ?? 'bad shape'}`));
+    const prof = profileOf(this.policy, a.profile);
+    if (!prof.ok) return refuse(prof.error);
+    if (!Number.isFinite(a.timeoutMs) || a.timeoutMs <= 0) return refuse(new BrigError('invalid_input', 'timeoutMs must be a positive number'));
+    if (this.byRun.has(a.runId) || this.files.all().some((r) => r.runId === a.runId)) {
+      return refuse(new BrigError('invalid_input', `run ${a.runId} already holds a lease`));
+    }
+    const att: Attenuation = attenuate(a.parentGrant, req.data, prof.value.grant, this.policy.denylist.caps);
+    if (hasPostureDowngrade(att)) {
+      const what = att.refused.filter((r) => r.code === 'posture_downgrade').map((r) => r.what);
+      return refuse(new BrigError('posture_downgrade', `a child cannot loosen its posture (${what.join(', ')})`, { data: { refused: what } }), what);
+    }
+    const nowMs = this.now();
+    const limits = { ...att.grant.limits, timeoutMs: Math.min(att.grant.limits.timeoutMs, a.timeoutMs) };
+    const expiresMs = Math.min(nowMs + limits.timeoutMs, a.parent ? Date.parse(a.parent.expiresAt) : Infinity);
+    const token = randomBytes(32).toString('base64url');
+    const record: LeaseRecord = {
+      id: newLeaseId(),
+      parentLeaseId: a.parent?.id ?? null,
+      runId: a.runId,
+      rootRunId: a.rootRunId,
+      depth: a.depth,
+      profile: a.profile,
+      caps: att.grant.caps,
+      limits,
+      posture: att.grant.posture,
+      requested: req.data,
+      refused: att.refused,
+      tokenHash: hashToken(token),
+      issuedAt: new Date(nowMs).toISOString(),
+      expiresAt: new Date(expiresMs).toISOString(),
+      revoked: null,
+    };
+    this.files.write(record);
+    this.byRun.set(record.runId, record.id);
+    this.ledger.append({
+      type: 'lease.issued',
+      ...base,
+      leaseId: record.id,
+      depth: record.depth,
+      caps: record.caps,
+      refused: record.refused.map((r) => `${r.what}:${r.code}`),
+      timeoutMs: limits.timeoutMs,
+    });
+    return ok({ record, token });
+  }
+
+  /** The lease a bearer proves for this run. Bad, other-run, revoked and expired tokens are refused. */
+  verify(token: unknown, runId: string): Result<LeaseRecord> {
+    const denied = new BrigError('unauthenticated', 'bad bearer token for this run');
+    if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN) return err(denied);
+    let id = this.byRun.get(runId);
+    if (id === undefined) {
+      this.reindex();
+      id = this.byRun.get(runId);
+    }
+    const rec = id === undefined ? undefined : this.files.read(id);
+    // Compare even when the run is unknown so timing does not say which runs exist.
+    const want = Buffer.from(rec?.tokenHash ?? '0'.repeat(64), 'hex');
+    const got = Buffer.from(hashToken(token), 'hex');
+    if (!rec || want.length !== got.length || !timingSafeEqual(want, got) || rec.runId !== runId) return err(denied);
+    // The cascade marks descendants, but check the ancestors too: a revoke racing an issue in
+    // another process must still end the child.
+    for (const anc of this.lineage(rec.id)) {
+      const live = leaseLive(anc, this.now());
+      if (!live.ok) return live;
+    }
+    return ok(rec);
+  }
+
+  get(id: string): LeaseRecord | undefined {
+    return this.files.read(id);
+  }
+
+  byRunId(runId: string): LeaseRecord | undefined {
+    const id = this.byRun.get(runId);
+    return id === undefined ? this.files.all().find((r) => r.runId === runId) : this.files.read(id);
+  }
+
+  list(): LeaseRecord[] {
+    return this.files.all();
+  }
+
+  /** The lease and its ancestors, up to the root lease (self first). */
+  lineage(id: string): LeaseRecord[] {
+    const out: LeaseRecord[] = [];
+    const seen = new Set<string>();
+    let cur = this.files.read(id);
+    while (cur && !seen.has(cur.id)) {
+      seen.add(cur.id);
+      out.push(cur);
+      cur = cur.parentLeaseId ? this.files.read(cur.parentLeaseId) : undefined;
+    }
+    return out;
+  }
+
+  /** Every lease under `id` (not including it), breadth-first. */
+  descendants(id: string): LeaseRecord[] {
+    const all = this.files.all();
+    const out: LeaseRecord[] = [];
+    const frontier = [id];
+    const seen = new Set([id]);
+    while (frontier.length > 0) {
+      const p = frontier.shift()!;
+      for (const r of all) {
+        if (r.parentLeaseId === p && !seen.has(r.id)) {
+          seen.add(r.id);
+          out.push(r);
+          frontier.push(r.id);
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Revokes a lease and its whole subtree; returns the records this call revoked. */
+  revoke(id: string, by: string, reason?: string): Result<LeaseRecord[]> {
+    if (!LEASE_ID_RE.test(id)) return err(new BrigError('lease_not_found', `no lease ${JSON.stringify(id)}`));
+    const target = this.files.read(id);
+    if (!target) return err(new BrigError('lease_not_found', `no lease ${id}`));
+    const at = new Date(this.now()).toISOString();
+    const revoked: LeaseRecord[] = [];
+    for (const rec of [target, ...this.descendants(id)]) {
+      if (rec.revoked) continue;
+      const next: LeaseRecord = { ...rec, revoked: { by, at, ...(reason ? { reason } : {}) } };
+      this.files.write(next);
+      revoked.push(next);
+      this.ledger.append({ type: 'lease.revoked', leaseId: rec.id, runId: rec.runId, rootRunId: rec.rootRunId, by, cascadeFrom: id });
+    }
+    for (const cb of this.listeners) {
+      try {
+        cb(revoked, by);
+      } catch {
+        // A listener's failure must not undo or hide the revoke; the ledger has it.
+      }
+    }
+    return ok(revoked);
+  }
+
+  /** Called after every revoke with the records it revoked (the supervisor ends those runs). */
+  onRevoked(cb: RevokedListener): () => void {
+    this.listeners.add(cb);
+    return () => this.listeners.delete(cb);
+  }
+}

@@ -1,0 +1,177 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LeaseStore, loadPolicyFile, shippedPoliciesDir, grantWithin, type Policy } from '../../../src/lease/index.js';
+import { MemoryLedger } from '../../../src/ledger/index.js';
+
+function policy(): Policy {
+  const r = loadPolicyFile(path.join(shippedPoliciesDir(), 'default.yaml'));
+  assert.ok(r.ok);
+  return r.value;
+}
+
+async function withStore(fn: (s: LeaseStore, ctx: { dir: string; ledger: MemoryLedger; clock: { t: number } }) => void | Promise<void>): Promise<void> {
+  const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-lease-'));
+  const clock = { t: Date.parse('2026-01-01T00:00:00Z') };
+  const ledger = new MemoryLedger();
+  const dir = path.join(home, 'leases');
+  try {
+    await fn(new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t }), { dir, ledger, clock });
+  } finally {
+    await fs.promises.rm(home, { recursive: true, force: true });
+  }
+}
+
+test('a root lease is the profile inside root; token verifies for its run only', () =>
+  withStore((s, { ledger, dir }) => {
+    const r = s.issueRoot({ profile: 'coordinator', runId: 'run_a', rootRunId: 'run_a', timeoutMs: 60_000 });
+    assert.ok(r.ok);
+    const { record, token } = r.value;
+    assert.equal(record.depth, 0);
+    assert.ok(record.caps.includes('spawn'));
+    assert.equal(record.limits.timeoutMs, 60_000);
+    assert.equal(Date.parse(record.expiresAt) - Date.parse(record.issuedAt), 60_000);
+    assert.notEqual(record.tokenHash, token);
+    assert.ok(!fs.readFileSync(path.join(dir, `${record.id}.json`), 'utf8').includes(token), 'the token is never stored');
+    assert.equal(fs.statSync(path.join(dir, `${record.id}.json`)).mode & 0o777, 0o600);
+    assert.ok(s.verify(token, 'run_a').ok);
+    const other = s.verify(token, 'run_b');
+    assert.ok(!other.ok && other.error.code === 'unauthenticated');
+    const bad = s.verify(token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A'), 'run_a');
+    assert.ok(!bad.ok && bad.error.code === 'unauthenticated');
+    assert.ok(!s.verify(undefined, 'run_a').ok);
+    assert.ok(!s.verify('x'.repeat(10_000), 'run_a').ok);
+    assert.equal(ledger.events.filter((e) => e.type === 'lease.issued').length, 1);
+  }));
+
+test('[INV-1] a child is parent ∩ request ∩ profile; refusals are recorded and logged', () =>
+  withStore((s, { ledger }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    const c = s.issueChild({
+      parentLeaseId: root.value.record.id,
+      request: { caps: ['llm', 'exec', 'net.egress', 'spawn'], limits: { memoryMb: 99_999 } },
+      profile: 'worker',
+      runId: 'r1',
+      rootRunId: 'r0',
+      timeoutMs: 30_000,
+    });
+    assert.ok(c.ok);
+    const rec = c.value.record;
+    assert.deepEqual(rec.caps, ['llm']);
+    assert.deepEqual(
+      rec.refused.map((r) => `${r.what}:${r.code}`),
+      ['exec:capability_denied', 'net.egress:denylisted', 'spawn:capability_denied', 'memoryMb:limit_clamped'],
+    );
+    assert.equal(rec.depth, 1);
+    assert.equal(rec.limits.timeoutMs, 30_000);
+    assert.ok(grantWithin(rec, root.value.record));
+    assert.deepEqual(s.lineage(rec.id).map((r) => r.id), [rec.id, root.value.record.id]);
+    const ev = ledger.events.find((e) => e.type === 'lease.issued' && e.leaseId === rec.id);
+    assert.deepEqual(ev?.refused, ['exec:capability_denied', 'net.egress:denylisted', 'spawn:capability_denied', 'memoryMb:limit_clamped']);
+  }));
+
+test('posture downgrade, no spawn cap, past maxDepth and unknown parent are refused as values and logged', () =>
+  withStore((s, { ledger }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    const base = { parentLeaseId: root.value.record.id, profile: 'coordinator', rootRunId: 'r0', timeoutMs: 1000 };
+    const loose = s.issueChild({ ...base, request: { posture: { network: 'egress' } }, runId: 'x1' });
+    assert.ok(!loose.ok && loose.error.code === 'posture_downgrade');
+    const worker = s.issueChild({ ...base, request: undefined, profile: 'worker', runId: 'w1' });
+    assert.ok(worker.ok);
+    const grand = s.issueChild({ ...base, parentLeaseId: worker.value.record.id, request: undefined, runId: 'w2' });
+    assert.ok(!grand.ok && grand.error.code === 'capability_denied');
+    let parent = root.value.record.id;
+    let depthErr: string | undefined;
+    for (let i = 1; i <= 5; i++) {
+      const r = s.issueChild({ ...base, parentLeaseId: parent, request: undefined, runId: `d${i}` });
+      if (!r.ok) {
+        depthErr = `${i}:${r.error.code}`;
+        break;
+      }
+      parent = r.value.record.id;
+    }
+    assert.equal(depthErr, '4:depth_exceeded');
+    const none = s.issueChild({ ...base, parentLeaseId: 'ls_00000000000000000000', request: undefined, runId: 'n1' });
+    assert.ok(!none.ok && none.error.code === 'lease_not_found');
+    assert.deepEqual(
+      ledger.events.filter((e) => e.type === 'lease.refused').map((e) => e.code),
+      ['posture_downgrade', 'capability_denied', 'depth_exceeded', 'lease_not_found'],
+    );
+  }));
+
+test('expiry: a token past its expiry is refused, and a child never outlives its parent', () =>
+  withStore((s, { clock }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 10_000 });
+    assert.ok(root.ok);
+    clock.t += 5_000;
+    const c = s.issueChild({ parentLeaseId: root.value.record.id, request: undefined, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(c.ok);
+    assert.equal(c.value.record.expiresAt, root.value.record.expiresAt);
+    clock.t += 5_000;
+    const v = s.verify(c.value.token, 'r1');
+    assert.ok(!v.ok && v.error.code === 'lease_expired');
+    const late = s.issueChild({ parentLeaseId: root.value.record.id, request: undefined, profile: 'worker', runId: 'r2', rootRunId: 'r0', timeoutMs: 1 });
+    assert.ok(!late.ok && late.error.code === 'lease_expired');
+  }));
+
+test('revoke revokes the whole subtree, tells listeners, survives a restart', () =>
+  withStore((s, { dir, ledger, clock }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    const mk = (parent: string, runId: string, profile = 'coordinator') => {
+      const r = s.issueChild({ parentLeaseId: parent, request: undefined, profile, runId, rootRunId: 'r0', timeoutMs: 60_000 });
+      assert.ok(r.ok);
+      return r.value;
+    };
+    const a = mk(root.value.record.id, 'a');
+    const a1 = mk(a.record.id, 'a1');
+    const a2 = mk(a1.record.id, 'a2', 'worker');
+    const b = mk(root.value.record.id, 'b');
+    const heard: string[] = [];
+    s.onRevoked((recs, by) => heard.push(...recs.map((r) => `${r.runId}:${by}`)));
+    const rv = s.revoke(a.record.id, 'operator');
+    assert.ok(rv.ok);
+    assert.deepEqual(rv.value.map((r) => r.runId), ['a', 'a1', 'a2']);
+    assert.deepEqual(heard, ['a:operator', 'a1:operator', 'a2:operator']);
+    for (const [t, run] of [[a.token, 'a'], [a1.token, 'a1'], [a2.token, 'a2']] as const) {
+      const v = s.verify(t, run);
+      assert.ok(!v.ok && v.error.code === 'lease_expired');
+    }
+    assert.ok(s.verify(b.token, 'b').ok);
+    assert.equal(ledger.events.filter((e) => e.type === 'lease.revoked').length, 3);
+    const again = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
+    assert.equal(again.list().length, 5);
+    assert.equal(again.get(a2.record.id)?.revoked?.by, 'operator');
+    assert.ok(again.verify(b.token, 'b').ok);
+    assert.ok(!again.verify(a1.token, 'a1').ok);
+    const miss = again.revoke('ls_ffffffffffffffffffff', 'operator');
+    assert.ok(!miss.ok && miss.error.code === 'lease_not_found');
+    assert.ok(!again.revoke('../../etc/passwd', 'operator').ok);
+  }));
+
+test('a revoke by another process is seen on the next verify; a revoked ancestor ends a child', () =>
+  withStore((s, { dir, ledger, clock }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    const c = s.issueChild({ parentLeaseId: root.value.record.id, request: undefined, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(c.ok);
+    const cli = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
+    // Simulate a lost cascade: mark only the root revoked on disk.
+    const rootRec = cli.get(root.value.record.id)!;
+    fs.writeFileSync(path.join(dir, `${rootRec.id}.json`), JSON.stringify({ ...rootRec, revoked: { by: 'operator', at: rootRec.issuedAt } }));
+    const v = s.verify(c.value.token, 'r1');
+    assert.ok(!v.ok && v.error.code === 'lease_expired');
+  }));
+
+test('a corrupt lease file is no lease (fail closed)', () =>
+  withStore((s, { dir }) => {
+    const root = s.issueRoot({ profile: 'worker', runId: 'r0', rootRunId: 'r0', timeoutMs: 1000 });
+    assert.ok(root.ok);
+    fs.writeFileSync(path.join(dir, `${root.value.record.id}.json`), '{"id": "broken"');
+    assert.ok(!s.verify(root.value.token, 'r0').ok);
+    assert.equal(s.get(root.value.record.id), undefined);
+  }));
