@@ -1,0 +1,134 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { requireEngine } from '../../helpers/engine.js';
+import { judgeProbe, parseProbe, PROBE_SCRIPT } from '../../../src/jail/probe.js';
+import { renderCreateBody } from '../../../src/jail/index.js';
+import { verifyInspect, type InspectView } from '../../../src/jail/docker/verify.js';
+import { driver, ROOT, runToEnd, spec, sweepOwn } from './helpers.js';
+
+after(sweepOwn);
+
+/** A server on the supervisor's loopback: reachable from here, never from a jail. */
+async function loopbackServer(): Promise<{ port: number; close: () => void; hits: () => number }> {
+  let hits = 0;
+  const srv = net.createServer((s) => {
+    hits++;
+    s.destroy();
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  return { port: (srv.address() as net.AddressInfo).port, close: () => srv.close(), hits: () => hits };
+}
+
+test('[INV-2] from inside a real jail: non-root, no caps, no-new-privs, seccomp, no network, read-only root', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const srv = await loopbackServer();
+  try {
+    const { exit, tails } = await runToEnd(spec('probe', ['node', '-e', PROBE_SCRIPT, String(srv.port)]));
+    assert.equal(exit.exitCode, 0, tails.stderrTail);
+    const report = parseProbe(tails.stdoutTail);
+    assert.ok(report, `probe output unreadable: ${tails.stdoutTail} ${tails.stderrTail}`);
+    const failed = judgeProbe(report).filter((c) => !c.ok);
+    assert.deepEqual(failed, []);
+    assert.equal(srv.hits(), 0, 'the host loopback server saw a connection from the jail');
+    const mountPoints = report.mounts.map((m) => m.split(' ')[0]);
+    assert.ok(!mountPoints.some((m) => m?.includes('docker.sock')));
+    assert.ok(mountPoints.includes('/workspace'));
+  } finally {
+    srv.close();
+  }
+});
+
+test('[INV-6] the child environment is built from nothing: only the spec env (plus the engine HOSTNAME and passwd HOME)', async (t) => {
+  if (!(await requireEngine(t))) return;
+  process.env.BRIG_TEST_LEAK_CANARY = 'sk-canary';
+  t.after(() => delete process.env.BRIG_TEST_LEAK_CANARY);
+  const { tails } = await runToEnd(spec('env', ['node', '-e', PROBE_SCRIPT], { env: { ONLY_THIS: '1' } }));
+  // HOSTNAME comes from the engine, HOME from the image's /etc/passwd (the jail user's home).
+  assert.deepEqual(parseProbe(tails.stdoutTail)?.envKeys, ['HOME', 'HOSTNAME', 'ONLY_THIS', 'PATH']);
+});
+
+test('[INV-2] verification reads real engine output: a weakened container is caught', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const image = await driver.ensureImage();
+  const s = spec('drift', ['true']);
+  const r = renderCreateBody(s, image);
+  assert.ok(r.ok);
+  const weak = structuredClone(r.value) as unknown as { HostConfig: Record<string, unknown> };
+  weak.HostConfig.CapDrop = [];
+  weak.HostConfig.ReadonlyRootfs = false;
+  weak.HostConfig.Mounts = [];
+  const c = await driver.docker.createContainer({ name: `brig-run-${s.runId}`, ...(weak as object) });
+  try {
+    const drift = verifyInspect((await c.inspect()) as unknown as InspectView, r.value).map((d) => d.field);
+    for (const f of ['HostConfig.CapDrop', 'HostConfig.ReadonlyRootfs', 'HostConfig.Mounts']) assert.ok(drift.includes(f), `${f} missed: ${drift}`);
+  } finally {
+    await c.remove({ force: true });
+  }
+});
+
+test('[INV-2] the memory limit is enforced by the kernel (OOM kill seen)', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const hog = 'const a=[]; for(;;) a.push(Buffer.alloc(4e6, 1));';
+  const { exit } = await runToEnd(spec('oom', ['node', '-e', hog], { limits: { memoryMb: 48, cpu: 1, pids: 64, tmpfsMb: 4 } }));
+  assert.notEqual(exit.exitCode, 0);
+  assert.equal(exit.oomKilled, true);
+});
+
+test('[INV-2] artifacts are mounted read-only and inputs land in the workspace owned by the jail user', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-art-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const art = path.join(dir, 'data.txt');
+  fs.writeFileSync(art, 'artifact-bytes');
+  const script = `const fs=require('fs');
+let w; try { fs.writeFileSync('/artifacts/data.txt','x'); w='ok'; } catch (e) { w=e.code; }
+const st=fs.statSync('/workspace/in/task.txt');
+console.log(JSON.stringify({ art: fs.readFileSync('/artifacts/data.txt','utf8'), w, input: fs.readFileSync('/workspace/in/task.txt','utf8'), uid: st.uid }));`;
+  const { exit, tails } = await runToEnd(
+    spec('art', ['node', '-e', script], { artifacts: [{ hostPath: art, name: 'data.txt' }], inputs: [{ path: 'in/task.txt', data: 'the task' }] }),
+  );
+  assert.equal(exit.exitCode, 0, tails.stderrTail);
+  assert.deepEqual(JSON.parse(tails.stdoutTail), { art: 'artifact-bytes', w: 'EROFS', input: 'the task', uid: 65534 });
+  assert.equal(fs.readFileSync(art, 'utf8'), 'artifact-bytes');
+});
+
+test('[INV-8] kill ends a running jail, and destroy leaves no container or volume (twice is fine)', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const s = spec('kill', ['sleep', '60']);
+  const jail = await driver.create(s);
+  try {
+    await jail.start();
+    const again = await driver.attach(s.runId);
+    assert.ok(again, 'attach finds the running jail');
+    assert.equal(again.id, jail.id);
+    await jail.kill();
+    const exit = await jail.wait();
+    assert.equal(exit.exitCode, 137);
+  } finally {
+    await jail.destroy();
+    await jail.destroy();
+  }
+  const left = (await driver.listLabelled()).filter((r) => r.runId === s.runId);
+  assert.deepEqual(left, []);
+  assert.equal(await driver.attach(s.runId), null);
+});
+
+test('sweep removes only labelled objects of runs that are not live', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const keep = await driver.create(spec('keep', ['true']));
+  const drop = await driver.create(spec('drop', ['true']));
+  try {
+    const res = await driver.sweep((id) => id !== drop.runId);
+    assert.deepEqual(res, { containers: 1, volumes: 1 });
+    const mine = (await driver.listLabelled()).filter((r) => r.rootRunId === ROOT).map((r) => r.runId);
+    assert.ok(mine.includes(keep.runId));
+    assert.ok(!mine.includes(drop.runId));
+  } finally {
+    await keep.destroy();
+    await drop.destroy();
+  }
+});
