@@ -5,4 +5,11 @@ import type { Command } from './command.js';
  * Add a line per command; the key is what the user types (`lease list`).
  */
 export const COMMANDS: Record<string, () => Promise<Command>> = {
+  'policy check': async () => (await import('./commands/policy-check.js')).default,
+  'lease list': async () => (await import('./commands/lease-list.js')).default,
+  'lease show': async () => (await import('./commands/lease-show.js')).default,
+  'lease revoke': async () => (await import('./commands/lease-revoke.js')).default,
+  'audit verify': async () => (await import('./commands/audit-verify.js')).default,
+  doctor: async () => (await import('./commands/doctor.js')).default,
+  'image build': async () => (await import('./commands/image-build.js')).default,
 };

@@ -19,6 +19,7 @@ export { explainPolicy } from './policy-explain.js';
 export {
   LeaseStore,
   leaseLive,
+  leaseState,
   hashToken,
   type LeaseStoreOptions,
   type LeaseEventSink,

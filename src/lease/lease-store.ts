@@ -26,7 +26,8 @@ export interface LeaseEventSink {
 export interface LeaseStoreOptions {
   /** $BRIG_HOME/leases */
   dir: string;
-  policy: Policy;
+  /** Needed to issue; a store that only reads, verifies and revokes may go without. */
+  policy?: Policy;
   ledger: LeaseEventSink;
   now?: () => number;
 }
@@ -70,9 +71,15 @@ export function leaseLive(rec: LeaseRecord, nowMs: number): Result<LeaseRecord> 
   return ok(rec);
 }
 
+/** `live`, `revoked` or `expired`: what the operator sees. */
+export function leaseState(rec: LeaseRecord, nowMs: number): 'live' | 'revoked' | 'expired' {
+  if (rec.revoked) return 'revoked';
+  return nowMs >= Date.parse(rec.expiresAt) ? 'expired' : 'live';
+}
+
 export class LeaseStore {
   private readonly files: LeaseFiles;
-  private readonly policy: Policy;
+  private readonly policy: Policy | undefined;
   private readonly ledger: LeaseEventSink;
   private readonly now: () => number;
   private readonly listeners = new Set<RevokedListener>();
@@ -92,8 +99,8 @@ export class LeaseStore {
   }
 
   issueRoot(a: IssueRootArgs): Result<IssuedLease> {
-    const root = this.policy.profiles.root;
-    if (!root) return err(new BrigError('invalid_policy', `${this.policy.source} has no root profile`));
+    const root = this.policy?.profiles.root;
+    if (!root) return err(new BrigError('invalid_policy', 'no policy with a root profile was given to the lease store'));
     return this.issue({ parent: null, parentGrant: root.grant, depth: 0, ...a });
   }
 
@@ -131,6 +138,7 @@ export class LeaseStore {
     };
     const req = LeaseRequestSchema.safeParse(a.request ?? {});
     if (!req.success) return refuse(new BrigError('invalid_input', `invalid lease request: ${req.error.issues[0]?.message ?? 'bad shape'}`));
+    if (!this.policy) return refuse(new BrigError('invalid_policy', 'no policy was given to the lease store'));
     const prof = profileOf(this.policy, a.profile);
     if (!prof.ok) return refuse(prof.error);
     if (!Number.isFinite(a.timeoutMs) || a.timeoutMs <= 0) return refuse(new BrigError('invalid_input', 'timeoutMs must be a positive number'));

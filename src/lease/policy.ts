@@ -65,6 +65,9 @@ function describeIssue(issue: z.core.$ZodIssue, file: string, doc: Document, lc:
       ...(near ? { hint: `Did you mean "${near}"?` } : {}),
     };
   }
+  if (issue.code === 'invalid_type' && doc.getIn(issue.path as unknown[]) === undefined) {
+    return { text: `${loc}: missing key "${where}"` };
+  }
   return { text: `${loc}: "${where || '(top)'}": ${issue.message}` };
 }
 
@@ -131,7 +134,11 @@ export function parsePolicy(text: string, source: string): Result<Policy> {
     return err(policyError(source, doc.errors.map((e) => ({ text: `${source}:${e.linePos?.[0]?.line ?? '?'}: YAML: ${e.code}` }))));
   }
   const parsed = PolicyFileSchema.safeParse(doc.toJS({ maxAliasCount: 50 }));
-  if (!parsed.success) return err(policyError(source, parsed.error.issues.map((i) => describeIssue(i, source, doc, lc))));
+  if (!parsed.success) {
+    // An unknown key usually explains the rest (a misspelled `profiles` is also a missing one).
+    const issues = [...parsed.error.issues].sort((a, b) => Number(b.code === 'unrecognized_keys') - Number(a.code === 'unrecognized_keys'));
+    return err(policyError(source, issues.map((i) => describeIssue(i, source, doc, lc))));
+  }
   const resolved = resolveProfiles(parsed.data, source);
   return resolved.ok ? resolved : err(policyError(source, resolved.error));
 }

@@ -1,0 +1,27 @@
+import { loadConfig, brigPaths } from '../../config/index.js';
+import { BrigError } from '../../util/errors.js';
+import { verifyLedger } from '../../ledger/index.js';
+import { parseArgs, writeJson, type Command } from '../command.js';
+
+const command: Command = {
+  name: 'audit verify',
+  summary: 'Check the hash chain of every ledger segment; names the first bad line.',
+  usage: 'brig audit verify [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json'] });
+    const dir = brigPaths(loadConfig(io.env).home).ledger;
+    const r = verifyLedger(dir);
+    if (!r.ok && r.bad) {
+      throw new BrigError('ledger_corrupt', `ledger broken at ${r.bad.file}:${r.bad.line}: ${r.bad.why}`, {
+        data: { file: r.bad.file, line: r.bad.line, why: r.bad.why },
+      });
+    }
+    if (p.bools.has('json')) writeJson(io, r);
+    else {
+      io.stdout.write(`ledger ok: ${r.lines} line(s) in ${r.files} segment(s) under ${dir}\n`);
+      for (const f of r.open) io.stdout.write(`  open (being written, crashed, or tail cut): ${f}\n`);
+    }
+    return 0;
+  },
+};
+export default command;

@@ -1,0 +1,29 @@
+import { loadConfig, brigPaths } from '../../config/index.js';
+import { LeaseStore, leaseState } from '../../lease/index.js';
+import { parseArgs, writeJson, type Command } from '../command.js';
+
+const command: Command = {
+  name: 'lease list',
+  summary: 'List lease records: id, run, parent, depth, profile, caps, state.',
+  usage: 'brig lease list [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json'] });
+    const store = new LeaseStore({ dir: brigPaths(loadConfig(io.env).home).leases, ledger: { append() {} } });
+    const now = Date.now();
+    const recs = store.list();
+    if (p.bools.has('json')) {
+      writeJson(io, { leases: recs.map(({ tokenHash: _t, ...r }) => ({ ...r, state: leaseState(r as never, now) })) });
+      return 0;
+    }
+    if (recs.length === 0) {
+      io.stdout.write('no leases\n');
+      return 0;
+    }
+    const rows = recs.map((r) => [r.id, r.runId, r.parentLeaseId ?? '-', String(r.depth), r.profile, leaseState(r, now), r.caps.join(',') || '-']);
+    const head = ['LEASE', 'RUN', 'PARENT', 'DEPTH', 'PROFILE', 'STATE', 'CAPS'];
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    for (const r of [head, ...rows]) io.stdout.write(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd() + '\n');
+    return 0;
+  },
+};
+export default command;

@@ -1,0 +1,34 @@
+import { loadConfig, brigPaths } from '../../config/index.js';
+import { BrigError } from '../../util/errors.js';
+import { LeaseStore } from '../../lease/index.js';
+import { FileLedger } from '../../ledger/index.js';
+import { parseArgs, flag, writeJson, type Command } from '../command.js';
+
+const command: Command = {
+  name: 'lease revoke',
+  summary: 'Revoke a lease and its whole subtree (their broker calls are refused from now on).',
+  usage: 'brig lease revoke LEASE_ID [--reason TEXT] [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { valued: ['reason'], booleans: ['json'] });
+    const id = p.positionals[0];
+    if (!id) throw new BrigError('invalid_input', 'give a lease id', { hint: '`brig lease list` shows the ids.' });
+    const paths = brigPaths(loadConfig(io.env).home);
+    const ledger = new FileLedger({ dir: paths.ledger });
+    try {
+      const store = new LeaseStore({ dir: paths.leases, ledger });
+      const reason = flag(p, 'reason');
+      // Without a daemon this marks the records; a live supervisor ends the runs (killedBy operator).
+      const r = store.revoke(id, 'operator', reason);
+      if (!r.ok) throw r.error;
+      if (p.bools.has('json')) writeJson(io, { revoked: r.value.map((x) => ({ leaseId: x.id, runId: x.runId })) });
+      else {
+        io.stdout.write(`revoked ${r.value.length} lease(s)\n`);
+        for (const x of r.value) io.stdout.write(`  ${x.id}  run ${x.runId}\n`);
+      }
+      return 0;
+    } finally {
+      await ledger.close();
+    }
+  },
+};
+export default command;

@@ -1,0 +1,48 @@
+import { loadConfig, brigPaths } from '../../config/index.js';
+import { BrigError } from '../../util/errors.js';
+import { LIMIT_KEYS, LeaseStore, leaseState, type LeaseRecord } from '../../lease/index.js';
+import { parseArgs, writeJson, type Command } from '../command.js';
+
+function publicView(r: LeaseRecord, now: number) {
+  const { tokenHash: _t, ...rest } = r;
+  return { ...rest, state: leaseState(r, now) };
+}
+
+const command: Command = {
+  name: 'lease show',
+  summary: 'Show one lease: caps, limits, requested vs granted vs refused, lineage up to the root.',
+  usage: 'brig lease show LEASE_ID [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json'] });
+    const id = p.positionals[0];
+    if (!id) throw new BrigError('invalid_input', 'give a lease id', { hint: '`brig lease list` shows the ids.' });
+    const store = new LeaseStore({ dir: brigPaths(loadConfig(io.env).home).leases, ledger: { append() {} } });
+    const rec = store.get(id);
+    if (!rec) throw new BrigError('lease_not_found', `no lease ${id}`);
+    const now = Date.now();
+    const lineage = store.lineage(id);
+    if (p.bools.has('json')) {
+      writeJson(io, { lease: publicView(rec, now), lineage: lineage.map((l) => publicView(l, now)) });
+      return 0;
+    }
+    const w = (s: string) => io.stdout.write(s + '\n');
+    w(`lease ${rec.id}  (${leaseState(rec, now)})`);
+    w(`  run ${rec.runId}  root run ${rec.rootRunId}  depth ${rec.depth}  profile ${rec.profile}`);
+    w(`  issued ${rec.issuedAt}  expires ${rec.expiresAt}`);
+    if (rec.revoked) w(`  revoked by ${rec.revoked.by} at ${rec.revoked.at}${rec.revoked.reason ? ` (${rec.revoked.reason})` : ''}`);
+    w(`  requested caps: ${rec.requested.caps ? rec.requested.caps.join(', ') || '(none)' : '(all the parent holds)'}`);
+    w(`  granted caps:   ${rec.caps.join(', ') || '(none)'}`);
+    w(`  refused:        ${rec.refused.length === 0 ? '(nothing)' : ''}`);
+    for (const r of rec.refused) w(`    ${r.what}: ${r.code} — ${r.reason}`);
+    w('  limits (granted / requested):');
+    for (const k of LIMIT_KEYS) {
+      const asked = rec.requested.limits?.[k];
+      w(`    ${k.padEnd(12)} ${String(rec.limits[k]).padEnd(12)} ${asked === undefined ? '-' : String(asked)}`);
+    }
+    w(`  posture: network=${rec.posture.network} runtime=${rec.posture.runtime} user=${rec.posture.user}`);
+    w('  lineage (self → root):');
+    for (const l of lineage) w(`    ${l.id}  run ${l.runId}  depth ${l.depth}  ${l.profile}  [${l.caps.join(',')}]  ${leaseState(l, now)}`);
+    return 0;
+  },
+};
+export default command;

@@ -1,0 +1,45 @@
+import path from 'node:path';
+import fs from 'node:fs';
+import { BrigError } from '../../util/errors.js';
+import { loadConfig } from '../../config/index.js';
+import { explainPolicy, loadPolicyFile, policyFilesIn, shippedPoliciesDir } from '../../lease/index.js';
+import { parseArgs, writeJson, type Command } from '../command.js';
+
+const command: Command = {
+  name: 'policy check',
+  summary: 'Validate policy files and explain what each profile may do (default: every file in policies/).',
+  usage: 'brig policy check [FILE|DIR ...] [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json'] });
+    const own = path.join(loadConfig(io.env).home, 'policy.yaml');
+    const targets = p.positionals.length > 0 ? p.positionals : [shippedPoliciesDir(), ...(fs.existsSync(own) ? [own] : [])];
+    const files = targets.flatMap((t) => {
+      const abs = path.resolve(t);
+      if (fs.existsSync(abs) && fs.statSync(abs).isDirectory()) return policyFilesIn(abs);
+      return [abs];
+    });
+    if (files.length === 0) throw new BrigError('invalid_input', `no .yaml policy files in ${targets.join(', ')}`);
+    const results = files.map((f) => ({ file: f, r: loadPolicyFile(f) }));
+    const bad = results.filter((x) => !x.r.ok);
+    if (p.bools.has('json')) {
+      writeJson(io, {
+        ok: bad.length === 0,
+        files: results.map(({ file, r }) =>
+          r.ok
+            ? { file, ok: true, profiles: Object.fromEntries(Object.values(r.value.profiles).map((x) => [x.name, { ...x.grant, tools: x.tools }])) }
+            : { file, ok: false, error: r.error.toJSON() },
+        ),
+      });
+    } else {
+      for (const { r } of results) {
+        if (r.ok) io.stdout.write(explainPolicy(r.value).join('\n') + '\n');
+        else {
+          const problems = (r.error.data.problems as string[] | undefined) ?? [r.error.message];
+          io.stderr.write(`policy ${r.error.data.file ?? ''}: INVALID\n${problems.map((x) => `  ${x}`).join('\n')}\n  → ${r.error.hint}\n`);
+        }
+      }
+    }
+    return bad.length === 0 ? 0 : 2;
+  },
+};
+export default command;
