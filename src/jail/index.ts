@@ -22,3 +22,5 @@ export { HARDENED, JAIL_USER, WORKSPACE_DIR, BROKER_DIR, ARTIFACTS_DIR, renderCr
 export { verifyInspect, type Drift } from './docker/verify.js';
 export { CHILD_IMAGE_REPO, CHILD_RUNTIME_DIR } from './docker/image.js';
 export { LABELS } from './docker/labels.js';
+export { judgeDoctor, gatherDoctorFacts, type DoctorCheck, type DoctorFacts } from './doctor.js';
+export { PROBE_SCRIPT, judgeProbe, parseProbe, type ProbeReport, type ProbeCheck } from './probe.js';

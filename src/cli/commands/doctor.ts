@@ -1,0 +1,22 @@
+import { loadConfig } from '../../config/index.js';
+import { DockerJailDriver, gatherDoctorFacts, judgeDoctor } from '../../jail/index.js';
+import { parseArgs, writeJson, type Command } from '../command.js';
+
+const command: Command = {
+  name: 'doctor',
+  summary: 'Check that this host can give the hardened jail: engine, limits, child image, and a probe from inside a real jail.',
+  usage: 'brig doctor [--build] [--json]   (--build: build the child image when it is missing)',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json', 'build'] });
+    const driver = new DockerJailDriver({ dockerHost: loadConfig(io.env).dockerHost });
+    const checks = judgeDoctor(await gatherDoctorFacts(driver, { build: p.bools.has('build') }));
+    const ok = checks.every((c) => c.ok);
+    if (p.bools.has('json')) writeJson(io, { ok, checks });
+    else {
+      for (const c of checks) io.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name}: ${c.detail}${c.hint ? `\n        → ${c.hint}` : ''}\n`);
+      io.stdout.write(ok ? 'brig can run hardened jails on this host.\n' : 'brig will refuse to run children here until the failures above are fixed.\n');
+    }
+    return ok ? 0 : 1;
+  },
+};
+export default command;

@@ -1,0 +1,28 @@
+import { loadConfig } from '../../config/index.js';
+import { DockerJailDriver } from '../../jail/index.js';
+import { parseArgs, writeJson, type Command } from '../command.js';
+
+const command: Command = {
+  name: 'image build',
+  summary: 'Build the child image FROM scratch (node + its libraries, busybox-static, the child runtime); a present tag is kept.',
+  usage: 'brig image build [--force] [--quiet] [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json', 'force', 'quiet'] });
+    const driver = new DockerJailDriver({ dockerHost: loadConfig(io.env).dockerHost });
+    const quiet = p.bools.has('quiet') || p.bools.has('json');
+    const started = Date.now();
+    const res = await driver.buildChildImage({
+      force: p.bools.has('force'),
+      ...(quiet ? {} : { onProgress: (l: string) => io.stderr.write(`  ${l}\n`) }),
+    });
+    const status = await driver.childImageStatus();
+    const out = { tag: res.tag, built: res.built, runtimeIncluded: status.runtimeIncluded, ms: Date.now() - started };
+    if (p.bools.has('json')) writeJson(io, out);
+    else {
+      io.stdout.write(`${res.built ? 'built' : 'present'} ${res.tag}\n`);
+      if (!status.runtimeIncluded) io.stderr.write('note: dist/child is missing, so the image has no child runtime; run `make build` first.\n');
+    }
+    return 0;
+  },
+};
+export default command;

@@ -1,0 +1,110 @@
+/**
+ * `brig doctor`: can this host give brig the jail it promises (INV-2)?
+ * Facts are gathered from the engine and from a probe run inside a real hardened jail;
+ * judging them is a pure function. A host that fails any check is one where brig refuses to
+ * run children rather than run them weaker.
+ */
+import crypto from 'node:crypto';
+import net from 'node:net';
+import { toBrigError } from '../util/errors.js';
+import type { DockerJailDriver } from './docker/docker-jail-driver.js';
+import { judgeProbe, parseProbe, PROBE_SCRIPT, type ProbeCheck } from './probe.js';
+
+export interface DoctorCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+  hint?: string;
+}
+
+export interface DoctorFacts {
+  engine: { ok: true; version: string; apiVersion: string; info: Record<string, unknown> } | { ok: false; error: string };
+  image: { tag: string; present: boolean; runtimeIncluded: boolean; built: boolean } | { error: string } | undefined;
+  probe: { checks: ProbeCheck[] } | { error: string; code: string } | undefined;
+}
+
+const check = (name: string, ok: boolean, detail: string, hint?: string): DoctorCheck => (ok || !hint ? { name, ok, detail } : { name, ok, detail, hint });
+
+/** Pure: the facts judged. */
+export function judgeDoctor(f: DoctorFacts): DoctorCheck[] {
+  if (!f.engine.ok) return [check('engine answers', false, f.engine.error, 'Start the Docker engine: `make engine`.')];
+  const info = f.engine.info;
+  const secopts = Array.isArray(info.SecurityOptions) ? info.SecurityOptions.map(String) : [];
+  const runtimes = Object.keys((info.Runtimes as Record<string, unknown> | undefined) ?? {});
+  const out: DoctorCheck[] = [
+    check('engine answers', true, `Docker ${f.engine.version}, API ${f.engine.apiVersion}`),
+    check('runc runtime', runtimes.includes('runc'), runtimes.join(', ') || 'none', 'brig runs children under runc; install docker.io.'),
+    check('seccomp available', secopts.some((s) => s.includes('name=seccomp')), secopts.join('; ') || 'none', 'Use an engine built with seccomp.'),
+    check('rootless engine off', !secopts.some((s) => s.includes('name=rootless')), secopts.some((s) => s.includes('rootless')) ? 'rootless' : 'rootful', 'brig checks limits it can only enforce on a rootful engine.'),
+    check('memory limits', info.MemoryLimit === true, String(info.MemoryLimit), 'Enable the memory cgroup.'),
+    check('swap limits', info.SwapLimit === true, String(info.SwapLimit), 'Boot with swapaccount=1 so MemorySwap can be pinned.'),
+    check('pids limits', info.PidsLimit === true, String(info.PidsLimit), 'Enable the pids cgroup.'),
+    check('cpu quota', info.CpuCfsQuota === true, `cgroup v${String(info.CgroupVersion ?? '?')}`, 'Enable CFS quota in the cpu cgroup.'),
+  ];
+  if (f.image === undefined) out.push(check('child image', false, 'not checked'));
+  else if ('error' in f.image) out.push(check('child image', false, f.image.error, 'Build it: `brig image build`.'));
+  else {
+    out.push(check('child image', f.image.present, `${f.image.tag}${f.image.built ? ' (built now)' : ''}`, 'Build it: `brig image build` (or `brig doctor --build`).'));
+    out.push(check('child runtime in image', f.image.runtimeIncluded, f.image.runtimeIncluded ? 'present' : 'dist/child missing', 'Run `make build`, then `brig image build`.'));
+  }
+  if (f.probe === undefined) out.push(check('hardened jail', false, 'skipped: no child image', 'Build the image first.'));
+  else if ('error' in f.probe) out.push(check('hardened jail', false, `${f.probe.code}: ${f.probe.error}`, 'The engine did not give the hardened profile; brig refuses to run here.'));
+  else for (const c of f.probe.checks) out.push(check(`jail: ${c.name}`, c.ok, c.saw, 'The engine weakened the jail; brig refuses to run here.'));
+  return out;
+}
+
+async function loopbackPort(): Promise<{ port: number; close(): void }> {
+  const srv = net.createServer((s) => s.destroy());
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  return { port: (srv.address() as net.AddressInfo).port, close: () => srv.close() };
+}
+
+/** Gathers the facts: engine info, the image, and a probe from inside a real jail. */
+export async function gatherDoctorFacts(driver: DockerJailDriver, opts: { build?: boolean } = {}): Promise<DoctorFacts> {
+  let engine: DoctorFacts['engine'];
+  try {
+    const [v, info] = await Promise.all([driver.info(), driver.rawInfo()]);
+    engine = { ok: true, version: v.version, apiVersion: v.apiVersion, info };
+  } catch (e) {
+    return { engine: { ok: false, error: toBrigError(e).message }, image: undefined, probe: undefined };
+  }
+  let image: DoctorFacts['image'];
+  try {
+    const st = await driver.childImageStatus();
+    let built = false;
+    if (!st.present && opts.build) built = (await driver.buildChildImage()).built;
+    image = { ...st, present: st.present || built, built };
+  } catch (e) {
+    image = { error: toBrigError(e).message };
+  }
+  if ('error' in image || !image.present) return { engine, image, probe: undefined };
+  const srv = await loopbackPort();
+  const runId = `doctor-${crypto.randomBytes(5).toString('hex')}`;
+  let probe: DoctorFacts['probe'];
+  try {
+    const jail = await driver.create({
+      runId,
+      leaseId: runId,
+      rootRunId: runId,
+      argv: ['node', '-e', PROBE_SCRIPT, String(srv.port)],
+      env: { HOME: '/workspace' },
+      limits: { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 8 },
+      artifacts: [],
+      image: image.tag,
+    });
+    try {
+      await jail.start();
+      await jail.wait();
+      const report = parseProbe(jail.tails().stdoutTail);
+      probe = report ? { checks: judgeProbe(report) } : { code: 'jail_failed', error: `the probe printed no report: ${jail.tails().stderrTail.slice(-300)}` };
+    } finally {
+      await jail.destroy();
+    }
+  } catch (e) {
+    const be = toBrigError(e);
+    probe = { code: be.code, error: be.message };
+  } finally {
+    srv.close();
+  }
+  return { engine, image, probe };
+}
