@@ -5,9 +5,9 @@ import { parseArgs, writeJson, type Command } from '../command.js';
 const command: Command = {
   name: 'image build',
   summary: 'Build the child image FROM scratch (node + its libraries, busybox-static, the child runtime); a present tag is kept.',
-  usage: 'brig image build [--force] [--quiet] [--json]',
+  usage: 'brig image build [--force] [--prune] [--quiet] [--json]   (--prune: remove older child images no container uses)',
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json', 'force', 'quiet'] });
+    const p = parseArgs(args, { booleans: ['json', 'force', 'quiet', 'prune'] });
     const driver = new DockerJailDriver({ dockerHost: loadConfig(io.env).dockerHost });
     const quiet = p.bools.has('quiet') || p.bools.has('json');
     const started = Date.now();
@@ -16,10 +16,12 @@ const command: Command = {
       ...(quiet ? {} : { onProgress: (l: string) => io.stderr.write(`  ${l}\n`) }),
     });
     const status = await driver.childImageStatus();
-    const out = { tag: res.tag, built: res.built, runtimeIncluded: status.runtimeIncluded, ms: Date.now() - started };
+    const pruned = p.bools.has('prune') ? await driver.pruneChildImages(res.tag) : [];
+    const out = { tag: res.tag, built: res.built, runtimeIncluded: status.runtimeIncluded, pruned, ms: Date.now() - started };
     if (p.bools.has('json')) writeJson(io, out);
     else {
       io.stdout.write(`${res.built ? 'built' : 'present'} ${res.tag}\n`);
+      for (const t of pruned) io.stdout.write(`removed ${t}\n`);
       if (!status.runtimeIncluded) io.stderr.write('note: dist/child is missing, so the image has no child runtime; run `make build` first.\n');
     }
     return 0;

@@ -103,6 +103,20 @@ export class DockerJailDriver implements JailDriver {
     return res;
   }
 
+  /** Removes child images other than `keep`; an image a container still uses is left alone. */
+  async pruneChildImages(keep: string): Promise<string[]> {
+    const imgs = await this.docker.listImages({ filters: { label: [`${LABELS.managed}=1`, `${LABELS.image}=child`] } });
+    const removed: string[] = [];
+    for (const img of imgs) {
+      const tags = (img.RepoTags ?? []).filter((t) => t.startsWith(`${CHILD_IMAGE_REPO}:`));
+      if (tags.includes(keep)) continue;
+      for (const t of tags) {
+        await this.docker.getImage(t).remove().then(() => removed.push(t), ignoreStatus(404, 409));
+      }
+    }
+    return removed;
+  }
+
   ensureImage(onProgress?: (line: string) => void): Promise<string> {
     this.image ??= this.buildChildImage(onProgress ? { onProgress } : {}).then((r) => r.tag);
     this.image.catch(() => (this.image = undefined));

@@ -116,7 +116,7 @@ function dedupeDirs(entries: ImageEntry[]): ImageEntry[] {
  * content: hashing the ~100 MB node binary on every spawn would cost more than the spawn.
  */
 export async function fingerprint(plan: ImagePlan): Promise<string> {
-  const h = crypto.createHash('sha256').update(`brig-image-v1\0${plan.name}\0`);
+  const h = crypto.createHash('sha256').update(`brig-image-v1\0${plan.name}\0${dockerfile(plan.name, '')}\0`);
   for (const e of plan.entries) {
     h.update(`${e.kind}\0${e.dest}\0`);
     if (e.kind === 'dir') h.update(`${e.mode}\0${e.owned}\0`);
@@ -132,8 +132,8 @@ export async function fingerprint(plan: ImagePlan): Promise<string> {
 
 type TarHeader = Parameters<ReturnType<typeof tar.pack>['entry']>[0];
 
-const DOCKERFILE = (plan: string, hash: string) =>
-  [
+function dockerfile(plan: string, hash: string): string {
+  return [
     'FROM scratch',
     'COPY rootfs/ /',
     'COPY --chown=65534:65534 workspace/ /workspace/',
@@ -142,6 +142,7 @@ const DOCKERFILE = (plan: string, hash: string) =>
     `LABEL ${LABELS.managed}="1" ${LABELS.image}="${plan}" ${LABELS.imageHash}="${hash}"`,
     '',
   ].join('\n');
+}
 
 /** The build context as a tar stream: the Dockerfile, rootfs/ and workspace/. */
 export function buildContext(plan: ImagePlan, hash: string): NodeJS.ReadableStream {
@@ -149,7 +150,7 @@ export function buildContext(plan: ImagePlan, hash: string): NodeJS.ReadableStre
   const put = async () => {
     const add = (header: TarHeader, data?: Buffer) =>
       new Promise<void>((res, rej) => pack.entry(header, data ?? Buffer.alloc(0), (e) => (e ? rej(e) : res())));
-    await add({ name: 'Dockerfile', mode: 0o644 }, Buffer.from(DOCKERFILE(plan.name, hash)));
+    await add({ name: 'Dockerfile', mode: 0o644 }, Buffer.from(dockerfile(plan.name, hash)));
     for (const e of plan.entries) {
       const top = e.dest === 'workspace' || e.dest.startsWith('workspace/') ? '' : 'rootfs/';
       const name = `${top}${e.dest}`;
