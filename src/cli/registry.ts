@@ -11,5 +11,6 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   'lease revoke': async () => (await import('./commands/lease-revoke.js')).default,
   'audit verify': async () => (await import('./commands/audit-verify.js')).default,
   doctor: async () => (await import('./commands/doctor.js')).default,
+  spawn: async () => (await import('./commands/spawn.js')).default,
   'image build': async () => (await import('./commands/image-build.js')).default,
 };
