@@ -5,7 +5,16 @@ import { z } from 'zod';
  * One request per line on the helper's stdin, one reply per line on its stdout.
  */
 
-export const READERS = ['read_ndjson', 'read_json_auto', 'read_csv_auto', 'read_parquet', 'read_lines'] as const;
+/** How a view reads its files. Chosen by brig (from the ref's kind), never by the query. */
+export const READERS = [
+  'read_ndjson',
+  'read_json_auto',
+  'read_csv_auto',
+  'read_parquet',
+  'read_lines', // text: one VARCHAR column `line`
+  'read_ndjson_objects', // jsonpath over JSON lines: one JSON column `json` per line
+  'read_json_objects', // jsonpath over a JSON document
+] as const;
 export const ReaderSchema = z.enum(READERS);
 export type Reader = z.infer<typeof ReaderSchema>;
 

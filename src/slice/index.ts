@@ -7,3 +7,7 @@ export { DuckdbHelperPool } from './duckdb-pool.js';
 export type { HelperPoolOptions } from './duckdb-pool.js';
 export { guardSerializedSelect, READER_ALLOWLIST } from './sql-guard.js';
 export type { GuardPolicy, GuardVerdict } from './sql-guard.js';
+export { Slicer, SLICE_DEFAULTS, jqRefusal } from './slicer.js';
+export type { GrepOptions, ReadRange, RefReader, SliceLimits, SliceOutput, SliceVerb } from './slicer.js';
+export { parseJsonPath } from './jsonpath.js';
+export type { CompiledJsonPath, JsonPathSegment } from './jsonpath.js';

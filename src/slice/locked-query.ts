@@ -20,7 +20,7 @@ export interface LockedQueryOptions {
   files: string[];
   /** The view the SQL reads, made over all `files` with `reader`. */
   viewName: string;
-  reader: 'read_ndjson' | 'read_json_auto' | 'read_csv_auto' | 'read_parquet' | 'read_lines';
+  reader: Reader;
   sql: string;
   maxRows?: number;
   maxBytes?: number;
@@ -57,7 +57,7 @@ export async function lockedQuery(opts: LockedQueryOptions): Promise<LockedQuery
   try {
     reply = await pool.run({
       sql: opts.sql,
-      views: [{ name: opts.viewName, reader: opts.reader as Reader, files }],
+      views: [{ name: opts.viewName, reader: opts.reader, files }],
       fileArgs: opts.fileArgs ?? {},
       maxRows: opts.maxRows ?? QUERY_DEFAULTS.maxRows,
       maxBytes: opts.maxBytes ?? QUERY_DEFAULTS.maxBytes,

@@ -1,0 +1,17 @@
+/**
+ * results/: the ResultRef store (safe streaming materialization, kind detection, caps,
+ * retention), condensation, the narrative-cast envelope and the savings estimate.
+ */
+export {
+  LINE_INDEX_STRIDE,
+  PREVIEW_BYTES,
+  REF_ID_RE,
+  RESULT_KINDS,
+  ResultKindSchema,
+  ResultRefSchema,
+  RunManifestSchema,
+} from './types.js';
+export type { RefSource, ResultCaps, ResultKind, ResultRef, RunManifest } from './types.js';
+export { DEFAULT_RESULT_CAPS, DEFAULT_RETENTION_MS, FsResultStore, safeRelPath } from './result-store.js';
+export type { ResultStoreOptions, SweepReport } from './result-store.js';
+export { sniffKind, previewOf, utf8Boundary } from './kind.js';

@@ -1,0 +1,120 @@
+import { PREVIEW_BYTES, type ResultKind } from './types.js';
+
+/**
+ * Pure kind detection: the name's extension proposes, the first bytes decide. Anything with a
+ * NUL or invalid UTF-8 in its head is binary whatever its name says.
+ */
+export function sniffKind(name: string, head: Buffer): ResultKind {
+  if (looksBinary(head)) return 'binary';
+  const ext = (/\.([A-Za-z0-9]+)$/.exec(name)?.[1] ?? '').toLowerCase();
+  const text = head.toString('utf8');
+  const trimmed = text.trimStart();
+  if (ext === 'csv' || ext === 'tsv') return 'csv';
+  if (ext === 'jsonl' || ext === 'ndjson') return 'jsonl';
+  if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
+    if (isJsonLines(trimmed)) return 'jsonl';
+    if (ext === 'json' || ext === '' || ext === 'txt' || ext === 'out') return 'json';
+  }
+  if (ext === 'json') return 'json';
+  return 'text';
+}
+
+/** Two or more lines that each parse as a JSON object or array → JSON lines. */
+function isJsonLines(text: string): boolean {
+  const lines = text.split('\n');
+  // The last line of a head may be cut: judge only complete ones.
+  const complete = lines.slice(0, -1).filter((l) => l.trim().length > 0);
+  if (complete.length < 2) return false;
+  return complete.slice(0, 8).every((l) => {
+    const t = l.trim();
+    if (!(t.startsWith('{') || t.startsWith('['))) return false;
+    try {
+      JSON.parse(t);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+export function looksBinary(head: Buffer): boolean {
+  if (head.includes(0)) return true;
+  const cut = utf8Boundary(head, head.length);
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(head.subarray(0, cut));
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** The largest n ≤ limit such that buf[0..n) does not end inside a UTF-8 sequence. */
+export function utf8Boundary(buf: Buffer, limit: number): number {
+  let n = Math.min(limit, buf.length);
+  let i = n - 1;
+  let back = 0;
+  while (i >= 0 && back < 4 && (buf[i]! & 0xc0) === 0x80) {
+    i--;
+    back++;
+  }
+  if (i < 0) return 0;
+  const lead = buf[i]!;
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  if (i + need > n) n = i;
+  return n;
+}
+
+/** ≤ 2048 bytes of the head as text, never splitting a character. Binary gets none. */
+export function previewOf(head: Buffer, kind: ResultKind, limit = PREVIEW_BYTES): string {
+  if (kind === 'binary') return '';
+  return head.subarray(0, utf8Boundary(head, limit)).toString('utf8');
+}
+
+/** Column names from a CSV header line (quotes honoured, no multi-line headers). */
+export function csvColumns(headerLine: string): string[] {
+  const sep = headerLine.includes('\t') && !headerLine.includes(',') ? '\t' : ',';
+  const out: string[] = [];
+  let cur = '';
+  let q = false;
+  for (let i = 0; i < headerLine.length; i++) {
+    const c = headerLine[i]!;
+    if (q) {
+      if (c === '"' && headerLine[i + 1] === '"') {
+        cur += '"';
+        i++;
+      } else if (c === '"') q = false;
+      else cur += c;
+    } else if (c === '"') q = true;
+    else if (c === sep) {
+      out.push(cur.trim());
+      cur = '';
+    } else cur += c;
+  }
+  out.push(cur.replace(/\r$/, '').trim());
+  return out;
+}
+
+/** Keys of the first JSON-lines object, when it is one. */
+export function jsonlColumns(firstLine: string): string[] | undefined {
+  try {
+    const v: unknown = JSON.parse(firstLine);
+    return v && typeof v === 'object' && !Array.isArray(v) ? Object.keys(v) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** rows/columns for the kinds that have them, from the head and the line count. */
+export function shapeOf(kind: ResultKind, head: Buffer, lines: number): { rows?: number; columns?: string[] } {
+  const firstNl = head.indexOf(10);
+  const firstLine = firstNl === -1 ? head.toString('utf8') : head.subarray(0, firstNl).toString('utf8');
+  if (kind === 'jsonl') {
+    const columns = jsonlColumns(firstLine);
+    return columns ? { rows: lines, columns } : { rows: lines };
+  }
+  if (kind === 'csv') {
+    if (firstNl === -1 && head.length >= 65536) return { rows: Math.max(0, lines - 1) };
+    return { rows: Math.max(0, lines - 1), columns: csvColumns(firstLine) };
+  }
+  return {};
+}

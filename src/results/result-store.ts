@@ -1,0 +1,367 @@
+/**
+ * The ResultRef store: $BRIG_HOME/results/<rootRunId>/<runId>/ holds a run's result value, its
+ * bounded stdio and its /workspace/out files, each described by a ResultRef in refs.json.
+ *
+ * Guarantees: streaming end to end (hash, line index, kind and preview in the same pass; the
+ * content is never held in memory); atomic (temp file + rename, then the manifest — written
+ * with temp + rename — is the commit point, so a crash leaves no half ref); byte caps per file
+ * and per run refuse with `ref_too_large`, never truncate; only regular files become refs
+ * (symlinks, hardlinks, devices, fifos are skipped and listed); files are made read-only.
+ * Threat: a child's output trying to escape its directory or exhaust the host.
+ * Trusts: the run ids the supervisor gives (checked against a closed alphabet anyway).
+ * Fails closed: anything odd in a name or an entry is refused or skipped, never followed.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { BrigError } from '../util/errors.js';
+import { ContentScan, type ScanResult, decodeLineIndex, encodeLineIndex } from './content-scan.js';
+import { previewOf, shapeOf, sniffKind } from './kind.js';
+import {
+  REF_ID_RE,
+  RUN_ID_RE,
+  type RefSource,
+  type ResultCaps,
+  type ResultRef,
+  type RunManifest,
+  RunManifestSchema,
+} from './types.js';
+
+export interface ResultStoreOptions {
+  /** The results root: brigPaths(home).results. */
+  dir: string;
+  caps?: Partial<ResultCaps>;
+  /** How long refs live (default 24 h). */
+  retentionMs?: number;
+  now?: () => Date;
+}
+
+export const DEFAULT_RESULT_CAPS: ResultCaps = Object.freeze({ maxFileBytes: 4 * 1024 ** 3, maxRunBytes: 16 * 1024 ** 3 });
+export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
+const MANIFEST = 'refs.json';
+const INDEX_DIR = '.index';
+
+export interface SweepReport {
+  runs: number;
+  refs: number;
+  bytes: number;
+}
+
+export class FsResultStore {
+  readonly dir: string;
+  private readonly caps: ResultCaps;
+  private readonly retentionMs: number;
+  private readonly now: () => Date;
+  /** Per-run chain so manifest read-modify-writes never interleave. */
+  private readonly chains = new Map<string, Promise<unknown>>();
+  /** Bytes being streamed right now, per run, so concurrent writes share the run cap. */
+  private readonly inflight = new Map<string, number>();
+
+  constructor(opts: ResultStoreOptions) {
+    this.dir = path.resolve(opts.dir);
+    this.caps = { ...DEFAULT_RESULT_CAPS, ...opts.caps };
+    this.retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  runDir(rootRunId: string, runId: string): string {
+    checkRunId(rootRunId);
+    checkRunId(runId);
+    return path.join(this.dir, rootRunId, runId);
+  }
+
+  /** Streams one output into a ref. `name` is relative (`stdout.txt`, `result.json`). */
+  async writeStream(
+    runId: string,
+    rootRunId: string,
+    name: string,
+    readable: NodeJS.ReadableStream | Readable,
+    caps: Partial<ResultCaps> = {},
+    source: RefSource = 'stdout',
+  ): Promise<ResultRef> {
+    const rel = safeRelPath(name);
+    if (rel.split('/')[0] === 'out') throw new BrigError('invalid_input', 'out/ is filled by indexDir, not writeStream');
+    const dir = this.runDir(rootRunId, runId);
+    const limits = this.effectiveCaps(caps);
+    await fsp.mkdir(path.join(dir, path.dirname(rel)), { recursive: true });
+    const final = path.join(dir, rel);
+    if (await exists(final)) throw new BrigError('invalid_input', `run ${runId} already has a ref at ${rel}`);
+    const used = await this.runBytes(rootRunId, runId);
+    const tmp = path.join(dir, `.tmp-${randomBytes(8).toString('hex')}`);
+    const scan = new ContentScan();
+    const key = `${rootRunId}/${runId}`;
+    let counted = 0;
+    const meter = new Transform({
+      transform: (chunk: Buffer, _enc, cb) => {
+        scan.update(chunk);
+        const inflight = (this.inflight.get(key) ?? 0) + chunk.length;
+        this.inflight.set(key, inflight);
+        counted += chunk.length;
+        if (scan.size > limits.maxFileBytes) return cb(tooLarge(rel, 'file', limits.maxFileBytes));
+        if (used + inflight > limits.maxRunBytes) return cb(tooLarge(rel, 'run', limits.maxRunBytes));
+        cb(null, chunk);
+      },
+    });
+    try {
+      await pipeline(readable, meter, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: 1 << 20 }));
+      await fsp.chmod(tmp, 0o444);
+      await fsp.rename(tmp, final);
+    } catch (e) {
+      await fsp.rm(tmp, { force: true });
+      throw e instanceof BrigError ? e : new BrigError('internal', `could not materialize ${rel}`, { cause: e });
+    } finally {
+      this.inflight.set(key, (this.inflight.get(key) ?? counted) - counted);
+    }
+    const result = scan.finish();
+    const ref = this.describe(runId, rootRunId, rel, source, result);
+    await this.writeIndex(dir, ref.ref, result.offsets);
+    await this.commit(rootRunId, runId, [ref], []);
+    return ref;
+  }
+
+  /** The child's result value: a string becomes result.txt, anything else result.json. */
+  async writeValue(runId: string, rootRunId: string, value: unknown, caps: Partial<ResultCaps> = {}): Promise<ResultRef> {
+    const text = typeof value === 'string' ? value : JSON.stringify(value ?? null, null, 2);
+    const name = typeof value === 'string' ? 'result.txt' : 'result.json';
+    return this.writeStream(runId, rootRunId, name, Readable.from([Buffer.from(text, 'utf8')]), caps, 'value');
+  }
+
+  /**
+   * Turns an already-materialized directory inside the run's result directory (where the
+   * jail's collect put /workspace/out) into refs, in place. Regular files only.
+   */
+  async indexDir(runId: string, rootRunId: string, dir: string, caps: Partial<ResultCaps> = {}): Promise<RunManifest> {
+    const runDir = this.runDir(rootRunId, runId);
+    const abs = path.resolve(dir);
+    const relDir = path.relative(runDir, abs);
+    if (relDir === '' || relDir.startsWith('..') || path.isAbsolute(relDir) || relDir.split(path.sep).some((s) => s.startsWith('.'))) {
+      throw new BrigError('invalid_input', 'indexDir takes a directory inside the run\'s result directory (e.g. <runDir>/out)');
+    }
+    const limits = this.effectiveCaps(caps);
+    const { files, skipped } = await listRegularFiles(abs, runDir);
+    let total = await this.runBytes(rootRunId, runId);
+    for (const f of files) {
+      if (f.size > limits.maxFileBytes) throw tooLarge(f.rel, 'file', limits.maxFileBytes);
+      total += f.size;
+      if (total > limits.maxRunBytes) throw tooLarge(f.rel, 'run', limits.maxRunBytes);
+    }
+    const refs: ResultRef[] = [];
+    for (const f of files) {
+      const scan = new ContentScan();
+      const stream = fs.createReadStream(f.abs, { highWaterMark: 1 << 20 });
+      for await (const chunk of stream) scan.update(chunk as Buffer);
+      await fsp.chmod(f.abs, 0o444);
+      const result = scan.finish();
+      const ref = this.describe(runId, rootRunId, f.rel, 'out', result);
+      await this.writeIndex(runDir, ref.ref, result.offsets);
+      refs.push(ref);
+    }
+    return this.commit(rootRunId, runId, refs, skipped);
+  }
+
+  async manifest(runId: string): Promise<RunManifest> {
+    checkRunId(runId);
+    const root = await readPointer(path.join(this.dir, '.runs', runId));
+    if (!root) throw new BrigError('run_not_found', `no results for run ${runId}`, { hint: '`brig list` shows the known runs.' });
+    return (await this.readManifest(root, runId)) ?? { runId, rootRunId: root, refs: [], skipped: [] };
+  }
+
+  async list(runId: string): Promise<ResultRef[]> {
+    return (await this.manifest(runId)).refs;
+  }
+
+  async get(ref: string): Promise<ResultRef> {
+    if (!REF_ID_RE.test(ref)) throw notFound(ref);
+    const ptr = await readPointer(path.join(this.dir, '.refs', ref));
+    if (!ptr) throw notFound(ref);
+    const [root, run] = ptr.split('/');
+    const m = root && run ? await this.readManifest(root, run) : undefined;
+    const found = m?.refs.find((r) => r.ref === ref);
+    if (!found) throw notFound(ref);
+    if (Date.parse(found.expiresAt) <= this.now().getTime()) throw notFound(ref, 'it has expired');
+    return found;
+  }
+
+  /** The host path of a ref's bytes. Internal: never shown to a user or a child. */
+  resolvePath(ref: ResultRef): string {
+    return path.join(this.runDir(ref.rootRunId, ref.runId), ...safeRelPath(ref.path).split('/'));
+  }
+
+  async lineIndex(ref: ResultRef): Promise<number[]> {
+    const buf = await fsp.readFile(path.join(this.runDir(ref.rootRunId, ref.runId), INDEX_DIR, `${ref.ref}.lidx`)).catch(() => undefined);
+    return buf ? decodeLineIndex(buf) : [0];
+  }
+
+  /** Removes runs whose refs have all expired, and orphans older than the retention. */
+  async sweep(now: Date = this.now()): Promise<SweepReport> {
+    const out: SweepReport = { runs: 0, refs: 0, bytes: 0 };
+    for (const root of await readdirSafe(this.dir)) {
+      if (root.startsWith('.') || !RUN_ID_RE.test(root)) continue;
+      for (const run of await readdirSafe(path.join(this.dir, root))) {
+        if (!RUN_ID_RE.test(run)) continue;
+        await this.serial(`${root}/${run}`, async () => {
+          const m = await this.readManifest(root, run);
+          const runPath = path.join(this.dir, root, run);
+          const expired = m
+            ? m.refs.every((r) => Date.parse(r.expiresAt) <= now.getTime())
+            : (await fsp.stat(runPath)).mtimeMs + this.retentionMs <= now.getTime();
+          if (!expired) return;
+          out.runs++;
+          out.refs += m?.refs.length ?? 0;
+          out.bytes += m?.refs.reduce((s, r) => s + r.bytes, 0) ?? 0;
+          await fsp.rm(runPath, { recursive: true, force: true });
+          for (const r of m?.refs ?? []) await fsp.rm(path.join(this.dir, '.refs', r.ref), { force: true });
+          await fsp.rm(path.join(this.dir, '.runs', run), { force: true });
+        });
+      }
+      await fsp.rmdir(path.join(this.dir, root)).catch(() => undefined);
+    }
+    return out;
+  }
+
+  private effectiveCaps(caps: Partial<ResultCaps>): ResultCaps {
+    return {
+      maxFileBytes: Math.min(this.caps.maxFileBytes, caps.maxFileBytes ?? Infinity),
+      maxRunBytes: Math.min(this.caps.maxRunBytes, caps.maxRunBytes ?? Infinity),
+    };
+  }
+
+  private describe(runId: string, rootRunId: string, rel: string, source: RefSource, scan: ScanResult): ResultRef {
+    const kind = sniffKind(rel, scan.head);
+    const created = this.now();
+    return {
+      ref: newRefId(),
+      runId,
+      rootRunId,
+      path: rel,
+      source,
+      kind,
+      bytes: scan.bytes,
+      ...shapeOf(kind, scan.head, scan.lines),
+      lines: scan.lines,
+      sha256: scan.sha256,
+      preview: previewOf(scan.head, kind),
+      createdAt: created.toISOString(),
+      expiresAt: new Date(created.getTime() + this.retentionMs).toISOString(),
+    };
+  }
+
+  private async writeIndex(runDir: string, ref: string, offsets: number[]): Promise<void> {
+    await fsp.mkdir(path.join(runDir, INDEX_DIR), { recursive: true });
+    await atomicWrite(path.join(runDir, INDEX_DIR, `${ref}.lidx`), encodeLineIndex(offsets));
+  }
+
+  private async runBytes(rootRunId: string, runId: string): Promise<number> {
+    const m = await this.readManifest(rootRunId, runId);
+    return m ? m.refs.reduce((s, r) => s + r.bytes, 0) : 0;
+  }
+
+  private async readManifest(rootRunId: string, runId: string): Promise<RunManifest | undefined> {
+    const text = await fsp.readFile(path.join(this.runDir(rootRunId, runId), MANIFEST), 'utf8').catch(() => undefined);
+    return text === undefined ? undefined : RunManifestSchema.parse(JSON.parse(text));
+  }
+
+  /** Adds refs to the run's manifest (the commit point), then their lookup pointers. */
+  private commit(rootRunId: string, runId: string, refs: ResultRef[], skipped: RunManifest['skipped']): Promise<RunManifest> {
+    return this.serial(`${rootRunId}/${runId}`, async () => {
+      const dir = this.runDir(rootRunId, runId);
+      const m = (await this.readManifest(rootRunId, runId)) ?? { runId, rootRunId, refs: [], skipped: [] };
+      const next: RunManifest = { ...m, refs: [...m.refs, ...refs], skipped: [...m.skipped, ...skipped] };
+      await atomicWrite(path.join(dir, MANIFEST), Buffer.from(JSON.stringify(next)));
+      await fsp.mkdir(path.join(this.dir, '.refs'), { recursive: true });
+      await fsp.mkdir(path.join(this.dir, '.runs'), { recursive: true });
+      for (const r of refs) await atomicWrite(path.join(this.dir, '.refs', r.ref), Buffer.from(`${rootRunId}/${runId}`));
+      await atomicWrite(path.join(this.dir, '.runs', runId), Buffer.from(rootRunId));
+      return next;
+    });
+  }
+
+  private serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.chains.get(key) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const settled = next.catch(() => undefined);
+    this.chains.set(key, settled);
+    void settled.then(() => {
+      if (this.chains.get(key) === settled) this.chains.delete(key);
+    });
+    return next;
+  }
+}
+
+export function newRefId(): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
+  const bytes = randomBytes(26);
+  let id = 'ref_';
+  for (const b of bytes) id += alphabet[b & 31];
+  return id;
+}
+
+function checkRunId(id: string): void {
+  if (!RUN_ID_RE.test(id)) throw new BrigError('invalid_input', `not a run id: ${JSON.stringify(id.slice(0, 40))}`);
+}
+
+/** A relative POSIX path with no empty, `.`, `..` or hidden segment and no NUL. */
+export function safeRelPath(name: string): string {
+  const segs = name.split('/');
+  const bad =
+    name.length === 0 ||
+    name.length > 1024 ||
+    name.includes('\0') ||
+    name.includes('\\') ||
+    segs.some((s) => s === '' || s === '.' || s === '..' || s.startsWith('.') || Buffer.byteLength(s) > 255);
+  if (bad) throw new BrigError('invalid_input', `unsafe result path ${JSON.stringify(name.slice(0, 80))}`);
+  return name;
+}
+
+async function listRegularFiles(root: string, base: string) {
+  const files: { abs: string; rel: string; size: number }[] = [];
+  const skipped: { path: string; reason: string }[] = [];
+  const walk = async (d: string): Promise<void> => {
+    const entries = await fsp.readdir(d, { withFileTypes: true });
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of entries) {
+      const abs = path.join(d, e.name);
+      const rel = path.relative(base, abs).split(path.sep).join('/');
+      const st = await fsp.lstat(abs);
+      if (st.isDirectory()) await walk(abs);
+      else if (!st.isFile()) skipped.push({ path: rel, reason: st.isSymbolicLink() ? 'symlink' : 'not a regular file' });
+      else if (st.nlink > 1) skipped.push({ path: rel, reason: 'hardlink' });
+      else if (e.name.startsWith('.tmp-')) skipped.push({ path: rel, reason: 'temporary file' });
+      else files.push({ abs, rel, size: st.size });
+    }
+  };
+  await walk(root);
+  return { files, skipped };
+}
+
+async function atomicWrite(file: string, data: Buffer): Promise<void> {
+  const tmp = `${file}.tmp-${randomBytes(6).toString('hex')}`;
+  await fsp.writeFile(tmp, data, { mode: 0o600 });
+  await fsp.rename(tmp, file);
+}
+
+async function readPointer(file: string): Promise<string | undefined> {
+  return fsp.readFile(file, 'utf8').catch(() => undefined);
+}
+
+async function readdirSafe(d: string): Promise<string[]> {
+  return fsp.readdir(d).catch(() => []);
+}
+
+async function exists(p: string): Promise<boolean> {
+  return fsp.lstat(p).then(
+    () => true,
+    () => false,
+  );
+}
+
+function tooLarge(rel: string, which: 'file' | 'run', cap: number): BrigError {
+  return new BrigError('ref_too_large', `${rel}: the ${which} is over its cap of ${cap} bytes`, { data: { path: rel, cap, which } });
+}
+
+function notFound(ref: string, why = 'no such ref'): BrigError {
+  return new BrigError('ref_not_found', `${ref.slice(0, 40)}: ${why}`);
+}

@@ -1,0 +1,90 @@
+/**
+ * Runs grep/jq for slicing: argv only (never a shell), an EMPTY environment, a fresh empty
+ * working directory, an address-space cap (prlimit, when present), a timeout that SIGKILLs,
+ * and an output cap that SIGKILLs once reached. Threat: a hostile pattern or filter that
+ * hangs, bloats, or reads our environment or files next to it. Fails closed: over time →
+ * `timedOut`, over size → `cut`; the caller turns both into errors or "N more".
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+export interface BoundedExecOptions {
+  cmd: string;
+  args: string[];
+  /** Streamed to the child's stdin (so the tool never learns the host path). */
+  stdinFile?: string;
+  timeoutMs: number;
+  maxBytes: number;
+  /** Address-space cap in bytes (via prlimit). */
+  maxMemoryBytes?: number;
+}
+
+export interface BoundedExecResult {
+  stdout: Buffer;
+  stderr: string;
+  code: number | null;
+  timedOut: boolean;
+  /** Output reached maxBytes and the process was stopped. */
+  cut: boolean;
+}
+
+const PRLIMIT = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => fs.existsSync(p));
+
+export async function boundedExec(o: BoundedExecOptions): Promise<BoundedExecResult> {
+  const cwd = await fsp.mkdtemp(path.join(os.tmpdir(), 'brig-slice-'));
+  try {
+    return await run(o, cwd);
+  } finally {
+    await fsp.rm(cwd, { recursive: true, force: true });
+  }
+}
+
+function run(o: BoundedExecOptions, cwd: string): Promise<BoundedExecResult> {
+  const [cmd, args] =
+    PRLIMIT && o.maxMemoryBytes ? [PRLIMIT, [`--as=${o.maxMemoryBytes}`, '--', o.cmd, ...o.args]] : [o.cmd, o.args];
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { env: {}, cwd, stdio: [o.stdinFile ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    let outLen = 0;
+    let err = '';
+    let cut = false;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, o.timeoutMs);
+    child.stdout!.on('data', (b: Buffer) => {
+      if (cut) return;
+      const room = o.maxBytes - outLen;
+      if (b.length >= room) {
+        out.push(b.subarray(0, room));
+        outLen += room;
+        cut = true;
+        child.kill('SIGKILL');
+        return;
+      }
+      out.push(b);
+      outLen += b.length;
+    });
+    child.stderr!.on('data', (b: Buffer) => {
+      if (err.length < 4096) err += b.toString('utf8');
+    });
+    if (o.stdinFile) {
+      const input = fs.createReadStream(o.stdinFile, { highWaterMark: 1 << 20 });
+      input.on('error', () => child.kill('SIGKILL'));
+      child.stdin!.on('error', () => input.destroy()); // the tool may stop reading early (EPIPE)
+      input.pipe(child.stdin!);
+    }
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolve({ stdout: Buffer.alloc(0), stderr: e.message, code: null, timedOut, cut });
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ stdout: Buffer.concat(out), stderr: err.slice(0, 4096), code, timedOut, cut });
+    });
+  });
+}
