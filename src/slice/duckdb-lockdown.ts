@@ -1,0 +1,70 @@
+/**
+ * The DuckDB lockdown, shared by the helper process (duckdb-helper.ts, its only user in
+ * production) and the tests that prove the second wall holds without the guard.
+ * See duckdb-helper.ts for what is guaranteed and in which order.
+ */
+import { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import type { HelperRequest, ViewSpec } from './helper-protocol.js';
+import { guardSerializedSelect, parseBigJson, sqlString, stringifyBigJson } from './sql-guard.js';
+
+const NO_EXTENSIONS = { autoinstall_known_extensions: 'false', autoload_known_extensions: 'false', allow_community_extensions: 'false' };
+
+export async function parserConnection(): Promise<DuckDBConnection> {
+  const inst = await DuckDBInstance.create(':memory:', {
+    ...NO_EXTENSIONS,
+    enable_external_access: 'false',
+    threads: '1',
+    memory_limit: '64MB',
+    lock_configuration: 'true',
+  });
+  return inst.connect();
+}
+
+async function scalar(conn: DuckDBConnection, sql: string): Promise<unknown> {
+  const r = await conn.runAndReadAll(sql);
+  return r.getRows()[0]?.[0];
+}
+
+/** Parse + guard + render: returns the SQL text that will run, or a refusal. */
+export async function guarded(parser: DuckDBConnection, req: Pick<HelperRequest, 'sql' | 'views' | 'fileArgs'>): Promise<{ sql: string } | { refused: string }> {
+  const serialized = await scalar(parser, `SELECT json_serialize_sql(${sqlString(req.sql)})`);
+  let tree: unknown;
+  try {
+    tree = parseBigJson(String(serialized));
+  } catch {
+    return { refused: 'the query could not be parsed' };
+  }
+  const verdict = guardSerializedSelect(tree, { views: req.views.map((v) => v.name), fileArgs: req.fileArgs });
+  if (!verdict.ok) return { refused: verdict.reason };
+  const sql = await scalar(parser, `SELECT json_deserialize_sql(${sqlString(stringifyBigJson(verdict.ast))})`);
+  return { sql: String(sql) };
+}
+
+export function viewSql(v: ViewSpec): string {
+  const files = v.files.length === 1 ? sqlString(v.files[0]!) : `[${v.files.map(sqlString).join(', ')}]`;
+  const from =
+    v.reader === 'read_lines'
+      ? `read_csv(${files}, columns={'line': 'VARCHAR'}, header=false, delim=chr(1), quote='', escape='', auto_detect=false, null_padding=true, strict_mode=false)`
+      : `${v.reader}(${files})`;
+  return `CREATE VIEW "${v.name}" AS SELECT * FROM ${from}`;
+}
+
+export async function lockedConnection(req: Pick<HelperRequest, 'views' | 'memoryLimit' | 'threads' | 'tempDir' | 'maxTempSize'>): Promise<{ inst: DuckDBInstance; conn: DuckDBConnection }> {
+  const inst = await DuckDBInstance.create(':memory:', {
+    ...NO_EXTENSIONS,
+    memory_limit: req.memoryLimit,
+    threads: String(req.threads),
+  });
+  const conn = await inst.connect();
+  const files = [...new Set(req.views.flatMap((v) => v.files))];
+  // Order matters: allow the files before turning external access off, create the views while
+  // the configuration can still be read, lock last.
+  await conn.run(`SET allowed_paths=[${files.map(sqlString).join(', ')}]`);
+  await conn.run(`SET temp_directory=${sqlString(req.tempDir)}`);
+  await conn.run(`SET max_temp_directory_size=${sqlString(req.maxTempSize)}`);
+  await conn.run(`SET enable_external_access=false`);
+  for (const v of req.views) await conn.run(viewSql(v));
+  await conn.run(`SET lock_configuration=true`);
+  return { inst, conn };
+}
+
