@@ -1,0 +1,153 @@
+/**
+ * Broker protocol v1: one JSON object per line, at most 64 KiB, over a run's unix socket.
+ *
+ * Guarantees: ONE table (METHODS) says which capability each method needs; every envelope
+ * and every method's params are zod-validated (strict: unknown keys refused); fields that
+ * name who the caller is (run, lease, depth, caps…) are stripped from params before a
+ * handler sees them — identity comes from the verified bearer, never from the child.
+ * Threat: a hostile child shaping requests to widen itself or impersonate another run.
+ * Trusts: nothing in the line. Fails closed: an unknown method or shape is refused.
+ */
+import { z } from 'zod';
+import type { Capability } from '../lease/index.js';
+
+export const PROTOCOL_VERSION = 1;
+/** Longest accepted line, newline excluded. */
+export const MAX_LINE_BYTES = 64 * 1024;
+/** Deepest accepted JSON nesting (objects + arrays). */
+export const MAX_NESTING = 32;
+/** Longest reply line; a bigger handler result becomes an `output_too_large` error. */
+export const MAX_REPLY_BYTES = 1024 * 1024;
+
+const Id = z.union([z.string().min(1).max(64), z.number().int().safe()]);
+const RunRef = z.string().min(1).max(128);
+const RefId = z.string().min(1).max(256);
+const Json = z.unknown();
+
+/** The one method → required capability table (null = any valid lease), with params schemas. */
+export const METHODS = {
+  hello: { cap: null, params: z.strictObject({}) },
+  progress: {
+    cap: null,
+    params: z.strictObject({ line: z.string().max(1000).nullable().optional(), steps: z.number().int().nonnegative().optional() }),
+  },
+  log: {
+    cap: null,
+    params: z.strictObject({ level: z.enum(['debug', 'info', 'warn', 'error']).default('info'), message: z.string().max(2000) }),
+  },
+  checkpoint: { cap: null, params: z.strictObject({ state: Json }) },
+  resume: { cap: null, params: z.strictObject({}) },
+  result: { cap: null, params: z.strictObject({ value: Json }) },
+  'steer.poll': { cap: null, params: z.strictObject({}) },
+  spawn: { cap: 'spawn', params: z.strictObject({ request: z.record(z.string(), Json) }) },
+  'refs.read': { cap: 'refs.read', params: z.strictObject({ ref: RefId, offset: z.number().int().nonnegative().optional(), length: z.number().int().positive().max(1 << 20).optional() }) },
+  'refs.grep': { cap: 'refs.read', params: z.strictObject({ ref: RefId, pattern: z.string().min(1).max(1000), maxMatches: z.number().int().positive().max(10_000).optional() }) },
+  'refs.jq': { cap: 'refs.read', params: z.strictObject({ ref: RefId, filter: z.string().min(1).max(2000) }) },
+  'refs.sql': { cap: 'refs.read', params: z.strictObject({ ref: RefId, sql: z.string().min(1).max(8000), maxRows: z.number().int().positive().max(10_000).optional() }) },
+  'refs.jsonpath': { cap: 'refs.read', params: z.strictObject({ ref: RefId, path: z.string().min(1).max(1000) }) },
+  'llm.complete': {
+    cap: 'llm',
+    params: z.strictObject({
+      messages: z.array(z.strictObject({ role: z.enum(['system', 'user', 'assistant']), content: z.string().max(60_000) })).min(1).max(200),
+      maxTokens: z.number().int().positive().max(100_000).optional(),
+      model: z.string().max(128).optional(),
+    }),
+  },
+  'child.kill': { cap: 'kill', params: z.strictObject({ child: RunRef, reason: z.string().max(200).optional() }) },
+  'child.steer': { cap: 'steer', params: z.strictObject({ child: RunRef, message: z.string().min(1).max(4000) }) },
+} as const satisfies Record<string, { cap: Capability | null; params: z.ZodType }>;
+
+export type Method = keyof typeof METHODS;
+export type ParamsOf<M extends Method> = z.infer<(typeof METHODS)[M]['params']>;
+export const METHOD_NAMES = Object.keys(METHODS) as Method[];
+
+/**
+ * Names the first in-jail runtime used; they resolve to the same table rows (not new
+ * methods, not new capabilities). New clients should use the plain names.
+ */
+export const METHOD_ALIASES: Readonly<Record<string, Method>> = Object.freeze({
+  'run.progress': 'progress',
+  'run.checkpoint': 'checkpoint',
+  'run.resume': 'resume',
+  'run.result': 'result',
+  'run.spawn': 'spawn',
+});
+
+export function resolveMethod(name: string): Method | undefined {
+  if (Object.hasOwn(METHODS, name)) return name as Method;
+  return Object.hasOwn(METHOD_ALIASES, name) ? METHOD_ALIASES[name] : undefined;
+}
+
+/** The capability a method needs: the broker passes it to the lease code's own predicate. */
+export function requiredCapability(m: Method): Capability | null {
+  return METHODS[m].cap;
+}
+
+export const RequestSchema = z.strictObject({
+  v: z.literal(PROTOCOL_VERSION),
+  id: Id,
+  method: z.string().min(1).max(64),
+  token: z.string().max(512),
+  params: z.unknown().optional(),
+});
+export type BrokerRequest = z.infer<typeof RequestSchema>;
+
+export type BrokerReply =
+  | { v: 1; id: string | number | null; ok: true; result: unknown }
+  | { v: 1; id: string | number | null; ok: false; error: { code: string; message: string; hint: string } };
+
+/** Identity a child must never set: the broker fills it from the verified lease. */
+export const FORBIDDEN_FIELDS = [
+  'runId',
+  'rootRunId',
+  'parentRunId',
+  'leaseId',
+  'parentLeaseId',
+  'depth',
+  'token',
+  'lease',
+  'killedBy',
+  'tokenHash',
+] as const;
+const FORBIDDEN = new Set<string>(FORBIDDEN_FIELDS);
+
+function stripTop(o: unknown, stripped: string[]): unknown {
+  if (!o || typeof o !== 'object' || Array.isArray(o)) return o;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) {
+    if (FORBIDDEN.has(k) || k === '__proto__') stripped.push(k);
+    else out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * Removes identity fields from params (and from a spawn's `request`, where a child could
+ * otherwise claim a parent or a depth). Returns the cleaned params and the names removed.
+ */
+export function stripParams(method: Method, params: unknown): { params: unknown; stripped: string[] } {
+  const stripped: string[] = [];
+  const top = stripTop(params ?? {}, stripped);
+  if (method === 'spawn' && top && typeof top === 'object' && 'request' in top) {
+    (top as Record<string, unknown>).request = stripTop((top as Record<string, unknown>).request, stripped);
+  }
+  return { params: top, stripped };
+}
+
+/** Nesting depth of a JSON text, counted without parsing (strings are skipped). */
+export function jsonNesting(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inStr = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inStr) {
+      if (c === 92) i++; // backslash: skip the escaped char
+      else if (c === 34) inStr = false;
+    } else if (c === 34) inStr = true;
+    else if (c === 123 || c === 91) {
+      if (++depth > max) max = depth;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return max;
+}

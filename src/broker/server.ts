@@ -1,0 +1,275 @@
+/**
+ * The broker server: one unix socket per run, the child's only way out of its jail.
+ *
+ * Guarantees: each run gets `<dir>/broker.sock` in its own directory (the supervisor mounts
+ * that directory read-only into that run's jail only); a call is served only with that run's
+ * bearer and the capability the method needs (dispatch.ts). Nothing a child sends can crash
+ * the supervisor: lines are bounded (64 KiB, then the connection is dropped), nesting is
+ * bounded, each run has a token bucket, a cap on connections and calls in flight, a deadline
+ * to finish a line (slow-loris), a deadline to authenticate, an idle timeout, and a bound on
+ * unread replies; sustained abuse calls onAbuse (the supervisor kills the run, killedBy
+ * system). Runs are isolated: one run's flood does not consume another's budget. Threat: a
+ * hostile or buggy child. Trusts: the lease verifier and the handlers it is given. Fails
+ * closed: any doubt drops the connection or refuses the call.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import type { Ledger } from '../ledger/index.js';
+import { BrigError } from '../util/errors.js';
+import { deny, dispatchLine, type DispatchDeps, type Handlers, type LeaseVerifier, type RunState } from './dispatch.js';
+import { MAX_LINE_BYTES } from './protocol.js';
+import { StrikeCounter, TokenBucket } from './rate-limit.js';
+
+export interface BrokerLimits {
+  /** Token bucket per run: burst size and refill rate. */
+  capacity: number;
+  refillPerSec: number;
+  /** Refused lines within `abuseWindowMs` that count as sustained abuse. */
+  abuseStrikes: number;
+  abuseWindowMs: number;
+  maxConnections: number;
+  maxInflight: number;
+  /** A connection with no complete line for this long is closed (runs are ≤ 10 min by default). */
+  idleMs: number;
+  /** From a line's first byte to its newline. */
+  lineTimeoutMs: number;
+  /** A new connection must make an authenticated call within this. */
+  authTimeoutMs: number;
+  /** Unread reply bytes before the connection is dropped (a child that never reads). */
+  maxWriteBuffer: number;
+  /** `log` lines kept per run. */
+  logTail: number;
+}
+
+export const DEFAULT_BROKER_LIMITS: Readonly<BrokerLimits> = Object.freeze({
+  capacity: 200,
+  refillPerSec: 100,
+  abuseStrikes: 2000,
+  abuseWindowMs: 10_000,
+  maxConnections: 4,
+  maxInflight: 16,
+  idleMs: 15 * 60_000,
+  lineTimeoutMs: 10_000,
+  authTimeoutMs: 10_000,
+  maxWriteBuffer: 4 * 1024 * 1024,
+  logTail: 200,
+});
+
+export interface BrokerServerOptions {
+  leases: LeaseVerifier;
+  ledger: Ledger;
+  handlers?: Handlers;
+  rate?: Partial<BrokerLimits>;
+  /** Sustained abuse by a run: the supervisor ends it (`killed`, killedBy `system`). */
+  onAbuse?: (runId: string) => void;
+  now?: () => number;
+}
+
+export interface OpenRunArgs {
+  runId: string;
+  leaseId: string;
+  /** The run's own host directory; created 0755 and bind-mounted read-only into its jail. */
+  dir: string;
+  /** What `hello` returns. */
+  packet: unknown;
+}
+
+export interface BrokerRunHandle {
+  socketPath: string;
+  close(): Promise<void>;
+}
+
+/** Queued lines per connection at which reading pauses, and resumes. */
+const QUEUE_HIGH = 512;
+const QUEUE_LOW = 64;
+
+/** Longest unix socket path Linux accepts (sun_path is 108 bytes with the NUL). */
+const MAX_SOCKET_PATH = 107;
+
+interface OpenRun {
+  state: RunState;
+  server: net.Server;
+  sockets: Set<net.Socket>;
+  socketPath: string;
+  closing: Promise<void> | undefined;
+}
+
+export class BrokerServer {
+  private readonly limits: BrokerLimits;
+  private readonly deps: DispatchDeps;
+  private readonly runs = new Map<string, OpenRun>();
+  private readonly onAbuse: ((runId: string) => void) | undefined;
+
+  constructor(opts: BrokerServerOptions) {
+    this.limits = { ...DEFAULT_BROKER_LIMITS, ...(opts.rate ?? {}) };
+    this.onAbuse = opts.onAbuse;
+    this.deps = {
+      leases: opts.leases,
+      ledger: opts.ledger,
+      handlers: opts.handlers ?? {},
+      now: opts.now ?? Date.now,
+      maxInflight: this.limits.maxInflight,
+      logTail: this.limits.logTail,
+      abuse: (run) => {
+        try {
+          this.onAbuse?.(run.runId);
+        } catch {
+          // The supervisor's kill path failing must not take the broker down.
+        }
+      },
+    };
+  }
+
+  async openRun(a: OpenRunArgs): Promise<BrokerRunHandle> {
+    if (this.runs.has(a.runId)) throw new BrigError('invalid_input', `run ${a.runId} already has a broker socket`);
+    const socketPath = path.join(a.dir, 'broker.sock');
+    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
+      throw new BrigError('invalid_input', `broker socket path is over ${MAX_SOCKET_PATH} bytes: ${socketPath}`, { hint: 'Use a shorter BRIG_HOME.' });
+    }
+    await fs.promises.mkdir(a.dir, { recursive: true, mode: 0o755 });
+    await fs.promises.chmod(a.dir, 0o755);
+    await fs.promises.rm(socketPath, { force: true });
+    const now = this.deps.now();
+    const state: RunState = {
+      runId: a.runId,
+      leaseId: a.leaseId,
+      packet: a.packet,
+      bucket: new TokenBucket(this.limits.capacity, this.limits.refillPerSec, now),
+      strikes: new StrikeCounter(this.limits.abuseStrikes, this.limits.abuseWindowMs, now),
+      abused: false,
+      inflight: 0,
+      calls: 0,
+      denied: 0,
+      rateLimited: 0,
+      logs: [],
+    };
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer({ allowHalfOpen: false, pauseOnConnect: false }, (s) => this.accept(run, s));
+    const run: OpenRun = { state, server, sockets, socketPath, closing: undefined };
+    server.maxConnections = this.limits.maxConnections;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(socketPath, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    // Errors after listen (EMFILE on accept, …) must not become an uncaught exception.
+    server.on('error', () => {});
+    // The jail's user (uid 1000) must be able to connect; the directory mount scopes who can.
+    await fs.promises.chmod(socketPath, 0o666);
+    this.runs.set(a.runId, run);
+    this.deps.ledger.append({ type: 'broker.opened', runId: a.runId, leaseId: a.leaseId });
+    return { socketPath, close: () => this.closeRun(a.runId) };
+  }
+
+  private accept(run: OpenRun, s: net.Socket): void {
+    run.sockets.add(s);
+    const lim = this.limits;
+    let chunks: Buffer[] = [];
+    let buffered = 0;
+    let authed = false;
+    let dead = false;
+    let lineTimer: NodeJS.Timeout | undefined;
+    let queue = Promise.resolve();
+    const drop = () => {
+      s.destroy();
+    };
+    const authTimer = setTimeout(() => {
+      if (!authed) drop();
+    }, lim.authTimeoutMs);
+    authTimer.unref();
+    s.setTimeout(lim.idleMs, drop);
+    s.on('error', () => {});
+    s.on('close', () => {
+      clearTimeout(authTimer);
+      if (lineTimer) clearTimeout(lineTimer);
+      run.sockets.delete(s);
+      chunks = [];
+    });
+    const send = (line: string) => {
+      if (s.destroyed) return;
+      if (s.writableLength > lim.maxWriteBuffer) return drop();
+      s.write(line + '\n');
+    };
+    let pending = 0;
+    const handle = (line: string) => {
+      // Replies go out in request order; a slow handler holds back later replies only on
+      // this connection. Too many queued lines pause reading (backpressure to the child).
+      if (++pending >= QUEUE_HIGH) s.pause();
+      queue = queue.then(async () => {
+        const reply = await dispatchLine(line, run.state, this.deps);
+        if (reply.ok) authed = true;
+        send(reply.line);
+        if (--pending <= QUEUE_LOW && s.isPaused() && !dead) s.resume();
+      });
+    };
+    // A line over 64 KiB: one error reply, a strike, then the connection is closed. Reading
+    // stops at once so the rest of a 10 MB line is never buffered.
+    const oversize = () => {
+      dead = true;
+      chunks = [];
+      s.pause();
+      const reply = deny(run.state, this.deps, null, 'unknown', 'invalid_input', `line over ${MAX_LINE_BYTES} bytes`, 'Send at most 64 KiB per line; put bulk data in /workspace/out.');
+      s.end(JSON.stringify(reply) + '\n');
+      setTimeout(drop, 1000).unref();
+    };
+    s.on('data', (chunk: Buffer) => {
+      if (dead) return;
+      let start = 0;
+      for (;;) {
+        const nl = chunk.indexOf(0x0a, start);
+        if (nl === -1) break;
+        const piece = chunk.subarray(start, nl);
+        if (buffered + piece.length > MAX_LINE_BYTES) return oversize();
+        const line = buffered === 0 ? piece.toString('utf8') : Buffer.concat([...chunks, piece]).toString('utf8');
+        chunks = [];
+        buffered = 0;
+        if (lineTimer) {
+          clearTimeout(lineTimer);
+          lineTimer = undefined;
+        }
+        if (line.trim().length > 0) handle(line);
+        start = nl + 1;
+      }
+      const rest = chunk.subarray(start);
+      if (rest.length === 0) return;
+      buffered += rest.length;
+      if (buffered > MAX_LINE_BYTES) return oversize();
+      chunks.push(Buffer.from(rest));
+      lineTimer ??= setTimeout(drop, lim.lineTimeoutMs);
+    });
+  }
+
+  /** The run's recent `log` lines (kept in memory only: they are content, not ledger events). */
+  logTail(runId: string): readonly { at: string; level: string; message: string }[] {
+    return [...(this.runs.get(runId)?.state.logs ?? [])];
+  }
+
+  stats(runId: string): { calls: number; denied: number; connections: number; abused: boolean } | undefined {
+    const r = this.runs.get(runId);
+    return r && { calls: r.state.calls, denied: r.state.denied, connections: r.sockets.size, abused: r.state.abused };
+  }
+
+  async closeRun(runId: string): Promise<void> {
+    const run = this.runs.get(runId);
+    if (!run) return;
+    run.closing ??= (async () => {
+      for (const s of run.sockets) s.destroy();
+      await new Promise<void>((resolve) => run.server.close(() => resolve()));
+      await fs.promises.rm(run.socketPath, { force: true });
+      this.runs.delete(runId);
+      try {
+        this.deps.ledger.append({ type: 'broker.closed', runId, leaseId: run.state.leaseId, calls: run.state.calls, denied: run.state.denied });
+      } catch {
+        // Closing must complete even if the ledger cannot be written.
+      }
+    })();
+    return run.closing;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.runs.keys()].map((id) => this.closeRun(id)));
+  }
+}

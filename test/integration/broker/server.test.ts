@@ -1,0 +1,143 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { BrigError } from '../../../src/util/errors.js';
+import { BrokerTestClient, METHOD_NAMES, requiredCapability, type BrokerCall, type BrokerReply } from '../../../src/broker/index.js';
+import { verifyLedger } from '../../../src/ledger/index.js';
+import { BrokerFixture } from './fixture.js';
+
+const errCode = (r: BrokerReply) => (r.ok ? 'ok' : r.error.code);
+
+test('hello returns the packet; the socket is 0666 in a 0755 dir; close removes it', async () => {
+  const f = await BrokerFixture.create();
+  try {
+    const r = await f.run('run_a', { caps: ['llm'] });
+    assert.equal(fs.statSync(r.handle.socketPath).mode & 0o777, 0o666);
+    assert.equal(fs.statSync(r.dir).mode & 0o777, 0o755);
+    const c = await BrokerTestClient.connect(r.handle.socketPath, r.token);
+    const hello = await c.call('hello');
+    assert.ok(hello.ok);
+    const v = hello.result as { packet: unknown; methods: string[] };
+    assert.deepEqual(v.packet, { task: 'opaque', runId: 'run_a' });
+    assert.ok(v.methods.includes('llm.complete') && !v.methods.includes('spawn'));
+    c.close();
+    await r.handle.close();
+    assert.equal(fs.existsSync(r.handle.socketPath), false);
+  } finally {
+    await f.close();
+  }
+});
+
+test('[INV-1] every method is refused without its capability, and each denial lands in the ledger', async () => {
+  const f = await BrokerFixture.create();
+  try {
+    const none = await f.run('run_none', { caps: [] });
+    const all = await f.run('run_all');
+    const cn = await BrokerTestClient.connect(none.handle.socketPath, none.token);
+    const ca = await BrokerTestClient.connect(all.handle.socketPath, all.token);
+    for (const m of METHOD_NAMES) {
+      const cap = requiredCapability(m);
+      const denied = await cn.call(m, {});
+      const full = await ca.call(m, {});
+      if (cap === null) {
+        assert.notEqual(errCode(denied), 'capability_denied', m);
+      } else {
+        assert.equal(errCode(denied), 'capability_denied', m);
+        assert.notEqual(errCode(full), 'capability_denied', `${m} with ${cap}`);
+      }
+    }
+    const denials = f.events().filter((e) => e.type === 'broker.denied' && e.runId === 'run_none' && e.code === 'capability_denied');
+    assert.deepEqual(
+      denials.map((e) => e.method).sort(),
+      METHOD_NAMES.filter((m) => requiredCapability(m) !== null).sort(),
+    );
+    cn.close();
+    ca.close();
+  } finally {
+    await f.close();
+  }
+});
+
+test('bad, other-run, expired and revoked bearers are refused and logged; other runs keep being served', async () => {
+  const f = await BrokerFixture.create();
+  try {
+    const a = await f.run('run_a');
+    const b = await f.run('run_b');
+    const c = await BrokerTestClient.connect(a.handle.socketPath, a.token);
+    assert.equal(errCode(await c.call('progress', {}, 'not-a-token')), 'unauthenticated');
+    assert.equal(errCode(await c.call('progress', {}, b.token)), 'unauthenticated', "another run's bearer");
+    assert.equal(errCode(await c.call('progress', {}, 42)), 'invalid_input');
+    const cb = await BrokerTestClient.connect(b.handle.socketPath, b.token);
+    assert.equal(errCode(await cb.call('progress', {}, a.token)), 'unauthenticated');
+    assert.ok(f.leases.revoke(a.record.id, 'operator').ok);
+    assert.equal(errCode(await c.call('hello')), 'lease_expired', 'revoked');
+    assert.ok((await cb.call('hello')).ok, 'run_b is unaffected');
+    f.clock.t += 600_001;
+    assert.equal(errCode(await cb.call('hello')), 'lease_expired', 'expired');
+    const codes = f.events().filter((e) => e.type === 'broker.denied').map((e) => `${e.runId}:${e.code}`);
+    assert.deepEqual(codes, ['run_a:unauthenticated', 'run_a:unauthenticated', 'run_a:invalid_input', 'run_b:unauthenticated', 'run_a:lease_expired', 'run_b:lease_expired']);
+    c.close();
+    cb.close();
+  } finally {
+    await f.close();
+  }
+});
+
+test('handlers get the verified identity with child-set identity fields stripped', async () => {
+  const seen: BrokerCall[] = [];
+  const f = await BrokerFixture.create({
+    handlers: {
+      progress: (call) => {
+        seen.push(call);
+        return { steers: [] };
+      },
+      spawn: () => {
+        throw new BrigError('depth_exceeded', 'too deep');
+      },
+      checkpoint: () => {
+        throw new Error('/host/secret/path exploded');
+      },
+    },
+  });
+  try {
+    const r = await f.run('run_a');
+    const c = await BrokerTestClient.connect(r.handle.socketPath, r.token);
+    const p = await c.call('run.progress', { line: 'step 1', runId: 'run_root', leaseId: 'ls_x', depth: 0 });
+    assert.ok(p.ok);
+    assert.equal(seen[0]!.runId, 'run_a');
+    assert.equal(seen[0]!.leaseId, r.record.id);
+    assert.deepEqual(seen[0]!.params, { line: 'step 1' });
+    const s = await c.call('spawn', { request: { task: 'x' } });
+    assert.ok(!s.ok && s.error.code === 'depth_exceeded' && s.error.hint.length > 0);
+    const k = await c.call('checkpoint', { state: 1 });
+    assert.ok(!k.ok && k.error.code === 'internal');
+    assert.doesNotMatch(JSON.stringify(k), /secret/);
+    const u = await c.call('llm.complete', { messages: [{ role: 'user', content: 'hi' }] });
+    assert.ok(!u.ok && u.error.code === 'invalid_input' && /not available/.test(u.error.message));
+    const bad = await c.call('progress', { line: 7 });
+    assert.equal(errCode(bad), 'invalid_input');
+    assert.ok(f.events().some((e) => e.type === 'broker.stripped' && (e.fields as string[]).includes('runId')));
+    c.close();
+  } finally {
+    await f.close();
+  }
+});
+
+test('[INV-7] broker ledger events carry no task text, params or log content', async () => {
+  const f = await BrokerFixture.create();
+  try {
+    const r = await f.run('run_a');
+    const c = await BrokerTestClient.connect(r.handle.socketPath, r.token);
+    await c.call('log', { level: 'info', message: 'SECRET-LOG-LINE' });
+    await c.call('progress', { line: 'SECRET-PROGRESS', runId: 'x' });
+    await c.call('nope', { x: 'SECRET-PARAM' });
+    assert.deepEqual(f.broker.logTail('run_a').map((l) => l.message), ['SECRET-LOG-LINE']);
+    c.close();
+    await r.handle.close();
+    const text = fs.readdirSync(f.paths.ledger).map((x) => fs.readFileSync(`${f.paths.ledger}/${x}`, 'utf8')).join('');
+    assert.doesNotMatch(text, /SECRET|opaque/);
+    assert.ok(verifyLedger(f.paths.ledger).ok);
+  } finally {
+    await f.close();
+  }
+});
