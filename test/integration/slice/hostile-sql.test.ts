@@ -84,7 +84,7 @@ test('[INV-5] legitimate queries pass: aggregates, a self-join, a column named i
   assert.deepEqual(join.value.rows, [['49']]);
   const inst = await slicer.sql(s.ref.ref, "SELECT installed_at FROM ref WHERE installed_at >= '2026-01-28' ORDER BY id");
   assert.ok(inst.ok, JSON.stringify(inst));
-  assert.equal(inst.value.rows.length, 1);
+  assert.equal(inst.value.rows?.length, 1);
   const byId = await slicer.sql(s.ref.ref, `SELECT count(*) FROM read_ndjson('${s.ref.ref}')`);
   assert.ok(byId.ok, JSON.stringify(byId));
   assert.deepEqual(byId.value.rows, [['50']]);
@@ -93,7 +93,7 @@ test('[INV-5] legitimate queries pass: aggregates, a self-join, a column named i
   assert.deepEqual(cte.value.rows, [['25']]);
   const cut = await slicer.sql(s.ref.ref, 'SELECT id FROM ref ORDER BY id', { maxRows: 10 });
   assert.ok(cut.ok);
-  assert.equal(cut.value.rows.length, 10);
+  assert.equal(cut.value.rows?.length, 10);
   assert.equal(cut.value.more, 40);
   assert.match(cut.value.note ?? '', /40 more rows/);
 });
