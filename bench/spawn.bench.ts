@@ -1,0 +1,122 @@
+/**
+ * Spawn overhead: brig's jail lifecycle against the raw floor, measured in the same run.
+ *
+ * floor-cli  `docker run --rm --network none` of a FROM-scratch busybox image running `true`
+ * floor-api  engine API create + start + wait + remove of the same, no hardening, no volume
+ * floor-nonet  floor-api with NetworkDisabled (no libnetwork sandbox: what brig's profile does)
+ * brig-jail  DockerJailDriver: volume + create + inspect-verify + attach + start + wait + destroy (`true`)
+ * brig-collect  the same plus collecting /workspace/out (empty)
+ * brig-node  the same with `node -e 0` (Node start-up inside the jail, for scale)
+ * brig-cli   `node dist/cli/main.js spawn -- true` end to end (CLI start-up included; needs `make build`)
+ *
+ * Prints medians and ratios against floor-api. Never asserted anywhere.
+ */
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { DockerJailDriver, runJailOnce, type JailSpec, type RunOnceTimings } from '../src/jail/index.js';
+import { ensurePlanImage, type ImagePlan } from '../src/jail/docker/image.js';
+
+const run = promisify(execFile);
+const N = Number(process.argv[2] ?? 10);
+const ROOT = `bench-${crypto.randomBytes(3).toString('hex')}`;
+const driver = new DockerJailDriver();
+const docker = driver.docker;
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+
+/** Round-robin: each round runs every variant once, so load from elsewhere hits all alike. */
+async function rounds(variants: [string, () => Promise<unknown>][]): Promise<[string, number[]][]> {
+  for (const [, fn] of variants) await fn(); // warm-up
+  const xs = variants.map(() => [] as number[]);
+  for (let i = 0; i < N; i++) {
+    for (const [j, [, fn]] of variants.entries()) {
+      const t0 = performance.now();
+      await fn();
+      xs[j]!.push(performance.now() - t0);
+    }
+  }
+  return variants.map(([k], j) => [k, xs[j]!]);
+}
+
+const busyboxPlan: ImagePlan = {
+  name: 'bench-busybox',
+  entries: [
+    { kind: 'dir', dest: 'bin', mode: 0o755, owned: false },
+    { kind: 'dir', dest: 'tmp', mode: 0o1777, owned: false },
+    { kind: 'dir', dest: 'workspace', mode: 0o755, owned: true },
+    { kind: 'host', dest: 'bin/busybox', mode: 0o755, hostPath: '/bin/busybox' },
+    { kind: 'link', dest: 'bin/true', target: '/bin/busybox' },
+    { kind: 'link', dest: 'bin/sh', target: '/bin/busybox' },
+  ],
+};
+
+let n = 0;
+const spec = (argv: string[]): JailSpec => ({
+  runId: `${ROOT}-${n++}`,
+  leaseId: 'bench',
+  rootRunId: ROOT,
+  argv,
+  env: { HOME: '/workspace' },
+  limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 16 },
+  artifacts: [],
+});
+
+async function main(): Promise<void> {
+  const { tag: floorImage } = await ensurePlanImage(docker, busyboxPlan, 'brig-bench-busybox');
+  const childImage = await driver.ensureImage();
+  const tmp = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-bench-'));
+  const phases: RunOnceTimings[] = [];
+  try {
+    const variants: [string, () => Promise<unknown>][] = [
+      ['floor-cli', () => run('docker', ['run', '--rm', '--network', 'none', floorImage, 'true'])],
+      [
+        'floor-api',
+        async () => {
+          const c = await docker.createContainer({ Image: floorImage, Cmd: ['true'], HostConfig: { NetworkMode: 'none' } });
+          await c.start();
+          await c.wait();
+          await c.remove({ force: true });
+        },
+      ],
+      [
+        'floor-nonet',
+        async () => {
+          const c = await docker.createContainer({ Image: floorImage, Cmd: ['true'], NetworkDisabled: true, HostConfig: { NetworkMode: 'none' } });
+          await c.start();
+          await c.wait();
+          await c.remove({ force: true });
+        },
+      ],
+      ['brig-jail', async () => phases.push((await runJailOnce(driver, spec(['true']), { timeoutMs: 60_000 })).timings)],
+      ['brig-collect', () => runJailOnce(driver, spec(['true']), { timeoutMs: 60_000, collectTo: path.join(tmp, String(n)) })],
+      ['brig-node', () => runJailOnce(driver, spec(['node', '-e', '0']), { timeoutMs: 60_000 })],
+    ];
+    const main = path.resolve(import.meta.dirname, '../dist/cli/main.js');
+    if (fs.existsSync(path.resolve(import.meta.dirname, '../dist/cli/commands/spawn.js'))) {
+      variants.push(['brig-cli', () => run(process.execPath, [main, 'spawn', '--json', '--', 'true'], { env: { BRIG_HOME: tmp, PATH: process.env.PATH ?? '' } })]);
+    } else process.stderr.write('brig-cli: skipped (run `make build` first)\n');
+    const results = await rounds(variants);
+
+    const floor = median(results.find(([k]) => k === 'floor-api')![1]);
+    const nonet = median(results.find(([k]) => k === 'floor-nonet')![1]);
+    console.log(`spawn overhead, ${N} runs each, median ms (child image ${childImage}, floor image ${floorImage})`);
+    for (const [k, xs] of results) {
+      const m = median(xs);
+      console.log(`${k.padEnd(13)} ${m.toFixed(0).padStart(6)} ms   ×${(m / floor).toFixed(2)} of floor-api   ×${(m / nonet).toFixed(2)} of floor-nonet   (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`);
+    }
+    const ph = (k: keyof RunOnceTimings) => median(phases.map((p) => p[k])).toFixed(0);
+    console.log(`brig-jail phases (median ms): create+verify ${ph('createMs')}, start ${ph('startMs')}, run ${ph('runMs')}, destroy ${ph('destroyMs')}`);
+  } finally {
+    await fs.promises.rm(tmp, { recursive: true, force: true });
+    await driver.sweep((id) => !id.startsWith(ROOT));
+  }
+}
+
+await main();
