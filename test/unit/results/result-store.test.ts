@@ -1,0 +1,145 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { FsResultStore, ResultRefSchema } from '../../../src/results/index.js';
+import { Slicer } from '../../../src/slice/index.js';
+import { isBrigError } from '../../../src/util/errors.js';
+
+async function tmpStore(t: import('node:test').TestContext, opts: Partial<ConstructorParameters<typeof FsResultStore>[0]> = {}) {
+  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-h3-store-'));
+  t.after(() => fs.rm(home, { recursive: true, force: true }));
+  return { home, store: new FsResultStore({ dir: path.join(home, 'results'), ...opts }) };
+}
+
+function* lines(n: number) {
+  for (let i = 1; i <= n; i++) yield Buffer.from(`line ${i} ${'x'.repeat(i % 37)}\n`);
+}
+
+test('writeStream: sha256, bytes, lines, kind, preview, schema-valid, read-only file', async (t) => {
+  const { store } = await tmpStore(t);
+  const body = Buffer.concat([...lines(10_000)]);
+  const ref = await store.writeStream('r1', 'root', 'log.txt', Readable.from(lines(10_000)));
+  ResultRefSchema.parse(ref);
+  assert.equal(ref.bytes, body.length);
+  assert.equal(ref.lines, 10_000);
+  assert.equal(ref.kind, 'text');
+  assert.equal(ref.sha256, createHash('sha256').update(body).digest('hex'));
+  assert.ok(Buffer.byteLength(ref.preview) <= 2048);
+  assert.ok(body.toString().startsWith(ref.preview));
+  assert.match(ref.ref, /^ref_[a-z2-7]{26}$/);
+  const st = await fs.stat(store.resolvePath(ref));
+  assert.equal(st.mode & 0o222, 0, 'materialized files are read-only');
+  assert.deepEqual((await store.get(ref.ref)).sha256, ref.sha256);
+  assert.deepEqual((await store.list('r1')).map((r) => r.ref), [ref.ref]);
+});
+
+test('read by line uses the sparse index and matches a full scan at every stride edge', async (t) => {
+  const { store } = await tmpStore(t);
+  const ref = await store.writeStream('r1', 'root', 'log.txt', Readable.from(lines(5000)));
+  const all = Buffer.concat([...lines(5000)]).toString().split('\n');
+  const s = new Slicer(store);
+  for (const n of [1, 2, 1023, 1024, 1025, 2048, 2049, 4999, 5000]) {
+    const r = await s.read(ref.ref, { line: n, lines: 2 });
+    assert.ok(r.ok);
+    const want = all.slice(n - 1, n + 1).filter((l) => l.length > 0);
+    assert.equal(r.value.text, want.map((l) => `${l}\n`).join(''), `line ${n}`);
+    assert.equal(r.value.more, Math.max(0, 5000 - (n - 1) - want.length));
+  }
+  const past = await s.read(ref.ref, { line: 5001 });
+  assert.ok(past.ok);
+  assert.equal(past.value.returned, 0);
+});
+
+test('a last line without a newline is a line; preview never splits a UTF-8 character', async (t) => {
+  const { store } = await tmpStore(t);
+  const text = `${'é'.repeat(1500)}\nlast`;
+  const ref = await store.writeStream('r1', 'root', 'u.txt', Readable.from([Buffer.from(text)]));
+  assert.equal(ref.lines, 2);
+  assert.ok(Buffer.byteLength(ref.preview) <= 2048);
+  assert.ok(!ref.preview.includes('\uFFFD'));
+  const s = new Slicer(store);
+  const r = await s.read(ref.ref, { line: 2 });
+  assert.ok(r.ok);
+  assert.equal(r.value.text, 'last');
+});
+
+test('[INV-4] over the per-file cap is refused, not truncated, and leaves no half ref', async (t) => {
+  const { home, store } = await tmpStore(t, { caps: { maxFileBytes: 1000 } });
+  await assert.rejects(
+    store.writeStream('r1', 'root', 'big.txt', Readable.from(lines(500))),
+    (e: unknown) => isBrigError(e, 'ref_too_large'),
+  );
+  const runDir = store.runDir('root', 'r1');
+  const left = await fs.readdir(runDir).catch(() => []);
+  assert.deepEqual(left.filter((f) => f !== '.index'), [], 'no temp file and no final file');
+  await assert.rejects(store.list('r1'), (e: unknown) => isBrigError(e, 'run_not_found'));
+  assert.ok(home);
+});
+
+test('[INV-4] the per-run cap counts every ref of the run; a caller cap only narrows', async (t) => {
+  const { store } = await tmpStore(t, { caps: { maxRunBytes: 3000 } });
+  await store.writeStream('r1', 'root', 'a.txt', Readable.from([Buffer.alloc(2000, 97)]));
+  await assert.rejects(store.writeStream('r1', 'root', 'b.txt', Readable.from([Buffer.alloc(1500, 97)])), (e: unknown) => isBrigError(e, 'ref_too_large'));
+  await assert.rejects(
+    store.writeStream('r2', 'root', 'c.txt', Readable.from([Buffer.alloc(600, 97)]), { maxFileBytes: 500 }),
+    (e: unknown) => isBrigError(e, 'ref_too_large'),
+  );
+  const wide = await store.writeStream('r3', 'root', 'd.txt', Readable.from([Buffer.alloc(2500, 97)]), { maxRunBytes: 1e12 });
+  assert.equal(wide.bytes, 2500);
+});
+
+test('[INV-4] indexDir: regular files become refs; symlinks and hardlinks are skipped; outside dirs refused', async (t) => {
+  const { home, store } = await tmpStore(t);
+  const out = path.join(store.runDir('root', 'r1'), 'out');
+  await fs.mkdir(path.join(out, 'sub'), { recursive: true });
+  await fs.writeFile(path.join(out, 'rows.jsonl'), '{"a":1,"b":"x"}\n{"a":2,"b":"y"}\n');
+  await fs.writeFile(path.join(out, 'sub', 't.csv'), 'name,"q,uoted"\nx,1\ny,2\nz,3\n');
+  await fs.writeFile(path.join(out, 'blob.bin'), Buffer.from([0, 1, 2, 255]));
+  await fs.writeFile(path.join(home, 'secret.txt'), 'SECRET');
+  await fs.symlink(path.join(home, 'secret.txt'), path.join(out, 'link'));
+  await fs.writeFile(path.join(out, 'h1'), 'hard');
+  await fs.link(path.join(out, 'h1'), path.join(out, 'h2'));
+  const m = await store.indexDir('r1', 'root', out);
+  const byPath = Object.fromEntries(m.refs.map((r) => [r.path, r]));
+  assert.deepEqual(Object.keys(byPath).sort(), ['out/blob.bin', 'out/rows.jsonl', 'out/sub/t.csv']);
+  assert.equal(byPath['out/rows.jsonl']!.kind, 'jsonl');
+  assert.equal(byPath['out/rows.jsonl']!.rows, 2);
+  assert.deepEqual(byPath['out/rows.jsonl']!.columns, ['a', 'b']);
+  assert.equal(byPath['out/sub/t.csv']!.kind, 'csv');
+  assert.equal(byPath['out/sub/t.csv']!.rows, 3);
+  assert.deepEqual(byPath['out/sub/t.csv']!.columns, ['name', 'q,uoted']);
+  assert.equal(byPath['out/blob.bin']!.kind, 'binary');
+  assert.equal(byPath['out/blob.bin']!.preview, '');
+  assert.deepEqual(m.skipped.map((s) => `${s.path}:${s.reason}`).sort(), ['out/h1:hardlink', 'out/h2:hardlink', 'out/link:symlink']);
+  await assert.rejects(store.indexDir('r1', 'root', home), (e: unknown) => isBrigError(e, 'invalid_input'));
+  await assert.rejects(store.indexDir('r1', 'root', store.runDir('root', 'r2')), (e: unknown) => isBrigError(e, 'invalid_input'));
+});
+
+test('[INV-4] unsafe names and run ids are refused', async (t) => {
+  const { store } = await tmpStore(t);
+  for (const name of ['../x', '/etc/passwd', 'a/../../b', '.hidden', 'a//b', 'out/x', 'a\0b']) {
+    await assert.rejects(store.writeStream('r1', 'root', name, Readable.from([Buffer.from('x')])), (e: unknown) => isBrigError(e, 'invalid_input'), name);
+  }
+  await assert.rejects(store.writeStream('../r1', 'root', 'a.txt', Readable.from([Buffer.from('x')])), (e: unknown) => isBrigError(e, 'invalid_input'));
+  await assert.rejects(store.get('ref_../../etc'), (e: unknown) => isBrigError(e, 'ref_not_found'));
+});
+
+test('writeValue: a string becomes text, an object json; sweep removes expired runs only', async (t) => {
+  let now = new Date('2026-01-01T00:00:00Z');
+  const { store } = await tmpStore(t, { now: () => now, retentionMs: 1000 });
+  const v = await store.writeValue('r1', 'root', { answer: 42 });
+  assert.equal(v.kind, 'json');
+  assert.equal(v.source, 'value');
+  const s = await store.writeValue('r2', 'root', 'plain words');
+  assert.equal(s.kind, 'text');
+  assert.equal(s.path, 'result.txt');
+  now = new Date('2026-01-01T00:00:00.500Z');
+  const fresh = await store.writeValue('r3', 'root', [1]);
+  assert.deepEqual(await store.sweep(new Date('2026-01-01T00:00:01.200Z')), { runs: 2, refs: 2, bytes: v.bytes + s.bytes });
+  await assert.rejects(store.get(v.ref), (e: unknown) => isBrigError(e, 'ref_not_found'));
+  assert.equal((await store.get(fresh.ref)).ref, fresh.ref);
+});
