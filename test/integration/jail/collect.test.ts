@@ -62,3 +62,14 @@ test('a child that writes no output collects to an empty directory', async (t) =
   });
   assert.deepEqual(fs.readdirSync(path.join(base, 'ref')), []);
 });
+
+test('[INV-4] an out/ replaced by a symlink to elsewhere collects nothing from elsewhere', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const base = await tmp(t);
+  await runToEnd(spec('outlink', ['sh', '-c', 'rm -rf out && ln -s /etc out']), async (jail) => {
+    const rep = await jail.collect(path.join(base, 'ref'), CAPS);
+    assert.deepEqual(rep.files, []);
+    assert.deepEqual(rep.skipped.map((s) => s.reason), ['symlink']);
+  });
+  assert.deepEqual(fs.readdirSync(path.join(base, 'ref')), []);
+});
