@@ -31,7 +31,7 @@ connect().then((tcp) => {
     rootWrite: tryWrite('/brig-probe'), workspaceWrite: tryWrite('/workspace/.brig-probe'), tmpWrite: tryWrite('/tmp/.brig-probe'),
     dockerSocket: fs.existsSync('/var/run/docker.sock') || fs.existsSync('/run/docker.sock'),
     mounts: fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ').slice(1, 4).join(' ')),
-    envKeys: Object.keys(process.env).sort(),
+    envKeys: fs.readFileSync('/proc/self/environ', 'utf8').split('\0').filter(Boolean).map((l) => l.split('=')[0]).sort(),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
 });
