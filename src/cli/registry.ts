@@ -10,6 +10,7 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   'lease show': async () => (await import('./commands/lease-show.js')).default,
   'lease revoke': async () => (await import('./commands/lease-revoke.js')).default,
   'audit verify': async () => (await import('./commands/audit-verify.js')).default,
+  'audit query': async () => (await import('./commands/audit-query.js')).default,
   doctor: async () => (await import('./commands/doctor.js')).default,
   spawn: async () => (await import('./commands/spawn.js')).default,
   'image build': async () => (await import('./commands/image-build.js')).default,

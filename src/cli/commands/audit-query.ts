@@ -1,0 +1,36 @@
+import { loadConfig, brigPaths } from '../../config/index.js';
+import { BrigError } from '../../util/errors.js';
+import { ledgerFiles } from '../../ledger/index.js';
+import { lockedQuery } from '../../slice/index.js';
+import { parseArgs, numberFlag, writeJson, type Command } from '../command.js';
+
+const command: Command = {
+  name: 'audit query',
+  summary: 'Run one read-only SQL SELECT over the ledger (view `ledger`), locked down like the slicer.',
+  usage: "brig audit query 'SELECT type, count(*) FROM ledger GROUP BY type' [--max-rows N] [--json]",
+  async run(args, io) {
+    const p = parseArgs(args, { valued: ['max-rows'], booleans: ['json'] });
+    const sql = p.positionals.join(' ').trim();
+    if (!sql) throw new BrigError('invalid_input', 'give a SELECT over the view `ledger`', { hint: command.usage });
+    const files = ledgerFiles(brigPaths(loadConfig(io.env).home).ledger);
+    if (files.length === 0) throw new BrigError('invalid_input', 'the ledger is empty', { hint: 'Nothing has been recorded under this BRIG_HOME yet.' });
+    // Only the ledger segments are readable; the helper enforces the same lockdown as `brig ref sql`.
+    const r = await lockedQuery({ files, viewName: 'ledger', reader: 'read_ndjson', sql, maxRows: numberFlag(p, 'max-rows') ?? 1000 }).catch((e: unknown) => {
+      if (e instanceof BrigError && e.code === 'query_refused') {
+        throw new BrigError('query_refused', e.message, { hint: 'Only one SELECT over the view `ledger` is allowed.' });
+      }
+      throw e;
+    });
+    if (p.bools.has('json')) {
+      writeJson(io, { columns: r.columns, rows: r.rows, truncated: r.truncated });
+      return 0;
+    }
+    const cells = (row: unknown[]) => row.map((v) => (v === null ? 'NULL' : typeof v === 'object' ? JSON.stringify(v) : String(v)));
+    const table = [r.columns, ...r.rows.map(cells)];
+    const widths = r.columns.map((_, i) => Math.min(60, Math.max(...table.map((row) => (row[i] ?? '').length))));
+    for (const row of table) io.stdout.write(row.map((c, i) => c.slice(0, 60).padEnd(widths[i]!)).join('  ').trimEnd() + '\n');
+    if (r.truncated) io.stdout.write(`… truncated at ${r.rows.length} rows (--max-rows)\n`);
+    return 0;
+  },
+};
+export default command;
