@@ -7,6 +7,7 @@ import { PassThrough, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
 import fs from 'node:fs';
+import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectReport, Jail, JailExit, JailInput, StreamTails } from '../types.js';
 import { collectArchive } from './collect.js';
@@ -122,7 +123,10 @@ export class DockerJail implements Jail {
       archive = (await this.container.getArchive({ path: `${WORKSPACE_DIR}/${rel}` })) as NodeJS.ReadableStream;
     } catch (e) {
       if ((e as { statusCode?: number }).statusCode === 404) {
-        await fs.promises.mkdir(destDir, { recursive: false, mode: 0o755 });
+        await fs.promises.mkdir(path.dirname(destDir), { recursive: true });
+        await fs.promises.mkdir(destDir, { mode: 0o755 }).catch(() => {
+          throw new BrigError('invalid_input', 'the collect destination already exists', { data: { destDir } });
+        });
         return { dir: destDir, files: [], totalBytes: 0, skipped: [] };
       }
       throw engineError(e, 'jail_failed', 'reading the workspace failed');
