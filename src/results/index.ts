@@ -15,3 +15,11 @@ export type { RefSource, ResultCaps, ResultKind, ResultRef, RunManifest } from '
 export { DEFAULT_RESULT_CAPS, DEFAULT_RETENTION_MS, FsResultStore, safeRelPath } from './result-store.js';
 export type { ResultStoreOptions, SweepReport } from './result-store.js';
 export { sniffKind, previewOf, utf8Boundary } from './kind.js';
+export { CONDENSE_DEFAULTS, CondensedSummarySchema, condense, estimateTokens, headTail, parseSummary, renderSummary } from './condense.js';
+export type { CondenseOptions, CondenseStrategy, Condensed, CondensationLevel, CondensedSummary } from './condense.js';
+export { renderEnvelope } from './narrative.js';
+export type { EnvelopeInput } from './narrative.js';
+export { rollUpSavings, savingsFor } from './savings.js';
+export type { Savings } from './savings.js';
+export { renderExplain } from './explain.js';
+export type { ExplainInput } from './explain.js';

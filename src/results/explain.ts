@@ -1,0 +1,58 @@
+/**
+ * `brig explain RUN` as text (pure): the run, its lease decisions, its refs and its savings.
+ * Content-free apart from what the operator already owns (labels, paths inside the run).
+ */
+import type { Savings } from './savings.js';
+import type { ResultRef } from './types.js';
+
+export interface ExplainInput {
+  run: {
+    runId: string;
+    rootRunId?: string;
+    parentRunId?: string;
+    label?: string;
+    status: string;
+    endReason?: string;
+    startedAt?: string;
+    endedAt?: string;
+    depth?: number;
+  };
+  /** One line per lease decision, e.g. `spawn: granted`, `net.egress: denied (not in parent)`. */
+  leaseDecisions?: string[];
+  refs: Pick<ResultRef, 'ref' | 'path' | 'kind' | 'bytes' | 'rows' | 'expiresAt'>[];
+  savings?: Savings;
+  condensationLevel?: number;
+}
+
+export function renderExplain(x: ExplainInput): string {
+  const r = x.run;
+  const lines: string[] = [`Run ${r.runId}${r.label ? ` (${r.label})` : ''}`];
+  const kv = (k: string, v: unknown) => (v === undefined || v === '' ? undefined : `  ${k}: ${String(v)}`);
+  lines.push(
+    ...[
+      kv('status', r.status),
+      kv('end reason', r.endReason),
+      kv('root', r.rootRunId && r.rootRunId !== r.runId ? r.rootRunId : undefined),
+      kv('parent', r.parentRunId),
+      kv('depth', r.depth),
+      kv('started', r.startedAt),
+      kv('ended', r.endedAt),
+      kv('condensation', x.condensationLevel !== undefined ? `Level ${x.condensationLevel}` : undefined),
+    ].filter((l): l is string => l !== undefined),
+  );
+  if (x.leaseDecisions?.length) lines.push('Lease decisions:', ...x.leaseDecisions.map((d) => `  - ${d}`));
+  if (x.refs.length) {
+    lines.push('Refs:');
+    for (const ref of x.refs) {
+      lines.push(`  ${ref.ref}  ${ref.kind.padEnd(6)} ${String(ref.bytes).padStart(12)}B${ref.rows !== undefined ? `  ${ref.rows} rows` : ''}  ${ref.path}  (expires ${ref.expiresAt})`);
+    }
+  }
+  if (x.savings) {
+    const s = x.savings;
+    lines.push(
+      'Savings (estimate):',
+      `  materialized: ${s.materializedBytes} bytes  re-entered: ${s.charsReentered} chars  estSavedTokens: ${s.estSavedTokens}${s.savedRatio !== undefined ? `  savedRatio: ${s.savedRatio}` : ''}`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}

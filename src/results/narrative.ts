@@ -1,0 +1,67 @@
+/**
+ * The narrative cast: the one envelope a coordinator receives from a child (pure).
+ *
+ *   [Subagent Result: <label>]
+ *   Status: Completed
+ *   Condensation: Level 2 (LLM summary)
+ *
+ *   <body>
+ *
+ *   ---
+ *   Runtime: 12.3s | Steps: 5 | Tokens: 4500 | Cost: $0.0135
+ *   Condensation: Level 2 | Original: 15000 tokens | Ratio: 0.30
+ *   Full result (drill in with read/grep/jq/sql/jsonpath): ref_… (1234B, jsonl)
+ *   Session: <session>
+ *
+ * Empty sections are left out. The child's content appears only in the body, which the caller
+ * has already bounded by condensation.
+ */
+import type { Condensed } from './condense.js';
+import type { ResultRef } from './types.js';
+
+export interface EnvelopeInput {
+  label: string;
+  /** completed | failed | killed | swept | watchdog_timeout | ghost_sweep, or free text. */
+  status: string;
+  /** Who killed it, for `killed`. */
+  killedBy?: string;
+  condensed: Pick<Condensed, 'level' | 'levelName' | 'body' | 'originalTokens' | 'ratio'>;
+  runtimeMs?: number;
+  steps?: number;
+  tokens?: number;
+  costUsd?: number;
+  refs?: Pick<ResultRef, 'ref' | 'bytes' | 'kind'>[];
+  session?: string;
+}
+
+const STATUS_WORDS: Record<string, string> = {
+  completed: 'Completed',
+  failed: 'Failed',
+  killed: 'Killed',
+  swept: 'Swept',
+  watchdog_timeout: 'Timed out (watchdog)',
+  ghost_sweep: 'Swept (ghost)',
+};
+
+export function renderEnvelope(e: EnvelopeInput): string {
+  const status = (STATUS_WORDS[e.status] ?? e.status) + (e.status === 'killed' && e.killedBy ? ` (by ${e.killedBy})` : '');
+  const head = [`[Subagent Result: ${oneLine(e.label)}]`, `Status: ${status}`, `Condensation: Level ${e.condensed.level} (${e.condensed.levelName})`];
+  const metrics = [
+    e.runtimeMs !== undefined ? `Runtime: ${(e.runtimeMs / 1000).toFixed(1)}s` : '',
+    e.steps !== undefined ? `Steps: ${e.steps}` : '',
+    e.tokens !== undefined ? `Tokens: ${e.tokens}` : '',
+    e.costUsd !== undefined ? `Cost: $${e.costUsd.toFixed(4)}` : '',
+  ].filter(Boolean);
+  const foot = [
+    metrics.join(' | '),
+    `Condensation: Level ${e.condensed.level} | Original: ${e.condensed.originalTokens} tokens | Ratio: ${e.condensed.ratio.toFixed(2)}`,
+    ...(e.refs ?? []).map((r) => `Full result (drill in with read/grep/jq/sql/jsonpath): ${r.ref} (${r.bytes}B, ${r.kind})`),
+    e.session ? `Session: ${oneLine(e.session)}` : '',
+  ].filter(Boolean);
+  const body = e.condensed.body.trim();
+  return [head.join('\n'), body, `---\n${foot.join('\n')}`].filter((s) => s.length > 0).join('\n\n') + '\n';
+}
+
+function oneLine(s: string): string {
+  return s.replace(/[\r\n]+/g, ' ').slice(0, 200);
+}

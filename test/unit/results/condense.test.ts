@@ -1,0 +1,84 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { condense, headTail, renderEnvelope, rollUpSavings, savingsFor } from '../../../src/results/index.js';
+import type { ModelProvider } from '../../../src/models/index.js';
+
+test('[INV-3] Level 1 passthrough when it fits, Level 3 head+tail with a marker when it does not', async () => {
+  const small = await condense('the answer is 42');
+  assert.equal(small.level, 1);
+  assert.equal(small.body, 'the answer is 42');
+  assert.equal(small.ratio, 1);
+  const text = `HEAD-START ${'a'.repeat(40_000)} TAIL-END`;
+  const big = await condense(text);
+  assert.equal(big.level, 3);
+  assert.equal(big.fallback, 'no model configured');
+  assert.ok(big.body.length <= 16_000, `bounded: ${big.body.length}`);
+  assert.ok(big.body.startsWith('HEAD-START'));
+  assert.ok(big.body.endsWith('TAIL-END'));
+  assert.match(big.body, /characters \(~\d+ tokens\) omitted/);
+  const [head, tail] = big.body.split(/\n\n\[…[^\]]*\]\n\n/);
+  assert.ok(head && tail);
+  const ratio = head.length / (head.length + tail.length);
+  assert.ok(ratio > 0.55 && ratio < 0.65, `60/40 split, got ${ratio}`);
+});
+
+test('errorPreservation keeps error lines from the omitted middle; off, it does not', () => {
+  const text = `${'x'.repeat(10_000)}\nFATAL: out of memory in worker 3\n${'y'.repeat(10_000)}`;
+  assert.match(headTail(text, 4000, true), /Preserved errors[\s\S]*FATAL: out of memory in worker 3/);
+  assert.doesNotMatch(headTail(text, 4000, false), /FATAL/);
+  assert.ok(headTail(text, 4000, true).length <= 4000);
+});
+
+test('a model that throws means Level 3 (or Level 1 when it fits); the body stays bounded', async () => {
+  const broken: ModelProvider = { name: 'broken', chat: async () => Promise.reject(new Error('down')) };
+  assert.equal((await condense('z'.repeat(20_000), { model: broken })).level, 3);
+  assert.equal((await condense('tiny', { model: broken, strategy: 'always' })).level, 1);
+});
+
+test('[INV-3] the narrative cast: header, body, footer; empty sections left out', () => {
+  const env = renderEnvelope({
+    label: 'scan\nlogs',
+    status: 'killed',
+    killedBy: 'operator',
+    condensed: { level: 3, levelName: 'head+tail', body: 'BODY', originalTokens: 15000, ratio: 0.27 },
+    runtimeMs: 12_345,
+    steps: 5,
+    tokens: 4500,
+    costUsd: 0.0135,
+    refs: [
+      { ref: 'ref_aaaaaaaaaaaaaaaaaaaaaaaaaa', bytes: 300, kind: 'jsonl' },
+      { ref: 'ref_bbbbbbbbbbbbbbbbbbbbbbbbbb', bytes: 12, kind: 'text' },
+    ],
+    session: 'root-1/run-2',
+  });
+  assert.equal(
+    env,
+    [
+      '[Subagent Result: scan logs]',
+      'Status: Killed (by operator)',
+      'Condensation: Level 3 (head+tail)',
+      '',
+      'BODY',
+      '',
+      '---',
+      'Runtime: 12.3s | Steps: 5 | Tokens: 4500 | Cost: $0.0135',
+      'Condensation: Level 3 | Original: 15000 tokens | Ratio: 0.27',
+      'Full result (drill in with read/grep/jq/sql/jsonpath): ref_aaaaaaaaaaaaaaaaaaaaaaaaaa (300B, jsonl)',
+      'Full result (drill in with read/grep/jq/sql/jsonpath): ref_bbbbbbbbbbbbbbbbbbbbbbbbbb (12B, text)',
+      'Session: root-1/run-2',
+      '',
+    ].join('\n'),
+  );
+  const bare = renderEnvelope({ label: 'x', status: 'completed', condensed: { level: 1, levelName: 'passthrough', body: '', originalTokens: 0, ratio: 1 } });
+  assert.equal(bare, '[Subagent Result: x]\nStatus: Completed\nCondensation: Level 1 (passthrough)\n\n---\nCondensation: Level 1 | Original: 0 tokens | Ratio: 1.00\n');
+});
+
+test('savings: the formula, clamped at zero, ratio only with a would-be cost, rolled up per root', () => {
+  assert.deepEqual(savingsFor(400_000, 2_000), { materializedBytes: 400_000, charsReentered: 2_000, estSavedTokens: 99_500, savedRatio: 0.995 });
+  assert.deepEqual(savingsFor(100, 10_000), { materializedBytes: 100, charsReentered: 10_000, estSavedTokens: 0, savedRatio: 0 });
+  assert.deepEqual(savingsFor(0, 50), { materializedBytes: 0, charsReentered: 50, estSavedTokens: 0 });
+  const root = rollUpSavings([savingsFor(400_000, 2_000), savingsFor(100, 10_000)]);
+  assert.equal(root.runs, 2);
+  assert.equal(root.estSavedTokens, 99_500);
+  assert.equal(root.savedRatio, Math.round((99_500 / (100_000 + 25)) * 1000) / 1000);
+});
