@@ -23,7 +23,7 @@ import { ensurePlanImage, type ImagePlan } from '../src/jail/docker/image.js';
 const run = promisify(execFile);
 const N = Number(process.argv[2] ?? 10);
 const ROOT = `bench-${crypto.randomBytes(3).toString('hex')}`;
-const driver = new DockerJailDriver();
+const driver = new DockerJailDriver({ owner: `bench-${process.pid}` });
 const docker = driver.docker;
 
 const median = (xs: number[]) => {

@@ -17,7 +17,7 @@ export type {
   LabelledResource,
   StreamTails,
 } from './types.js';
-export { DockerJailDriver, type DockerJailDriverOptions } from './docker/docker-jail-driver.js';
+export { DockerJailDriver, ownerForHome, type DockerJailDriverOptions } from './docker/docker-jail-driver.js';
 export { HARDENED, JAIL_USER, WORKSPACE_DIR, BROKER_DIR, ARTIFACTS_DIR, renderCreateBody } from './docker/profile.js';
 export { verifyInspect, type Drift } from './docker/verify.js';
 export { CHILD_IMAGE_REPO, CHILD_RUNTIME_DIR } from './docker/image.js';

@@ -1,5 +1,5 @@
 import { loadConfig } from '../../config/index.js';
-import { DockerJailDriver, gatherDoctorFacts, judgeDoctor } from '../../jail/index.js';
+import { DockerJailDriver, ownerForHome, gatherDoctorFacts, judgeDoctor } from '../../jail/index.js';
 import { parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
@@ -8,7 +8,8 @@ const command: Command = {
   usage: 'brig doctor [--build] [--json]   (--build: build the child image when it is missing)',
   async run(args, io) {
     const p = parseArgs(args, { booleans: ['json', 'build'] });
-    const driver = new DockerJailDriver({ dockerHost: loadConfig(io.env).dockerHost });
+    const cfg = loadConfig(io.env);
+    const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
     const checks = judgeDoctor(await gatherDoctorFacts(driver, { build: p.bools.has('build') }));
     const ok = checks.every((c) => c.ok);
     if (p.bools.has('json')) writeJson(io, { ok, checks });

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { brigPaths, loadConfig } from '../../config/index.js';
-import { DockerJailDriver, runJailOnce, type JailArtifact } from '../../jail/index.js';
+import { DockerJailDriver, ownerForHome, runJailOnce, type JailArtifact } from '../../jail/index.js';
 import { BrigError } from '../../util/errors.js';
 import { flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
 
@@ -31,7 +31,7 @@ const command: Command = {
     const artifacts: JailArtifact[] = (p.flags.get('artifact') ?? []).map((a) => ({ hostPath: path.resolve(a), name: path.basename(a) }));
     const resultDir = path.join(brigPaths(cfg.home).results, runId);
     await fs.promises.mkdir(resultDir, { recursive: true, mode: 0o700 });
-    const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost });
+    const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
     const image = flag(p, 'image');
     const res = await runJailOnce(
       driver,

@@ -9,6 +9,7 @@
  * Trusts: the engine socket given by config (the supervisor's own).
  * Fails: closed. Whatever create() acquired is released on its error path.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +30,13 @@ export interface DockerJailDriverOptions {
   childRuntimeDir?: string | undefined;
   nodePath?: string;
   busyboxPath?: string;
+  /** Labels every jail; listLabelled/sweep/attach see only this owner's. Use ownerForHome(BRIG_HOME). */
+  owner?: string;
+}
+
+/** The owner label for a brig home: one supervisor's jails are never swept by another's. */
+export function ownerForHome(home: string): string {
+  return `h-${crypto.createHash('sha256').update(path.resolve(home)).digest('hex').slice(0, 12)}`;
 }
 
 /** This package's root, whether running from src/ (tsx) or dist/. */
@@ -45,11 +53,13 @@ export function dockerFromHost(dockerHost: string | undefined): Docker {
 
 export class DockerJailDriver implements JailDriver {
   readonly docker: Docker;
-  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir'>> & { childRuntimeDir: string };
+  readonly owner: string;
+  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner'>> & { childRuntimeDir: string };
   private image: Promise<string> | undefined;
 
   constructor(opts: DockerJailDriverOptions = {}) {
     this.docker = dockerFromHost(opts.dockerHost);
+    this.owner = opts.owner ?? 'default';
     this.opts = {
       childRuntimeDir: opts.childRuntimeDir ?? path.join(packageRoot(), 'dist', 'child'),
       nodePath: opts.nodePath ?? fs.realpathSync(process.execPath),
@@ -125,7 +135,7 @@ export class DockerJailDriver implements JailDriver {
 
   async create(spec: JailSpec): Promise<Jail> {
     const image = spec.image ?? (await this.ensureImage());
-    const rendered = renderCreateBody(spec, image);
+    const rendered = renderCreateBody(spec, image, this.owner);
     if (!rendered.ok) throw rendered.error;
     const body = rendered.value;
     for (const a of spec.artifacts) {
@@ -170,7 +180,7 @@ export class DockerJailDriver implements JailDriver {
 
   async attach(runId: string): Promise<Jail | null> {
     const found = await this.docker
-      .listContainers({ all: true, filters: { label: [`${LABELS.managed}=1`, `${LABELS.runId}=${runId}`] } })
+      .listContainers({ all: true, filters: { label: [`${LABELS.managed}=1`, `${LABELS.owner}=${this.owner}`, `${LABELS.runId}=${runId}`] } })
       .catch((e: unknown) => {
         throw engineError(e, 'engine_unavailable', 'listing jails failed');
       });
@@ -182,7 +192,7 @@ export class DockerJailDriver implements JailDriver {
   }
 
   async listLabelled(): Promise<LabelledResource[]> {
-    const filters = { label: [`${LABELS.managed}=1`, LABELS.runId] };
+    const filters = { label: [`${LABELS.managed}=1`, `${LABELS.owner}=${this.owner}`, LABELS.runId] };
     try {
       const [cs, vs] = await Promise.all([this.docker.listContainers({ all: true, filters }), this.docker.listVolumes({ filters })]);
       const out: LabelledResource[] = cs.map((c) => ({

@@ -4,6 +4,8 @@
  */
 export const LABELS = Object.freeze({
   managed: 'brig.managed',
+  /** Which supervisor (one per BRIG_HOME) made it: sweeps never cross owners. */
+  owner: 'brig.owner',
   runId: 'brig.run',
   rootRunId: 'brig.root',
   leaseId: 'brig.lease',

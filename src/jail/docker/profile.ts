@@ -107,8 +107,8 @@ function refuse(message: string, data: Record<string, unknown>): Result<never> {
 }
 
 /** Checks a spec and renders the create body. Refusals are values. */
-export function renderCreateBody(spec: JailSpec, image: string): Result<CreateBody> {
-  for (const [k, v] of [['runId', spec.runId], ['leaseId', spec.leaseId], ['rootRunId', spec.rootRunId]] as const) {
+export function renderCreateBody(spec: JailSpec, image: string, owner = 'default'): Result<CreateBody> {
+  for (const [k, v] of [['runId', spec.runId], ['leaseId', spec.leaseId], ['rootRunId', spec.rootRunId], ['owner', owner]] as const) {
     if (!ID_RE.test(v)) return refuse(`jail ${k} is not a safe identifier`, { field: k });
   }
   if (spec.argv.length === 0 || spec.argv.some((a) => typeof a !== 'string' || a.includes('\0'))) {
@@ -156,6 +156,7 @@ export function renderCreateBody(spec: JailSpec, image: string): Result<CreateBo
     Hostname: 'brig',
     Labels: {
       [LABELS.managed]: '1',
+      [LABELS.owner]: owner,
       [LABELS.runId]: spec.runId,
       [LABELS.rootRunId]: spec.rootRunId,
       [LABELS.leaseId]: spec.leaseId,

@@ -6,7 +6,16 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { requireEngine } from '../../helpers/engine.js';
 import { main } from '../../../src/cli/cli.js';
-import { DockerJailDriver } from '../../../src/jail/index.js';
+import { DockerJailDriver, LABELS } from '../../../src/jail/index.js';
+
+/** Containers and volumes of a run, whoever owns them. */
+async function leftovers(runId: string): Promise<string[]> {
+  const docker = new DockerJailDriver().docker;
+  const filters = { label: [`${LABELS.runId}=${runId}`] };
+  const cs = await docker.listContainers({ all: true, filters });
+  const vs = await docker.listVolumes({ filters });
+  return [...cs.map((c) => c.Id), ...(vs.Volumes ?? []).map((v) => v.Name)];
+}
 
 async function brig(args: string[], home: string): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = new PassThrough();
@@ -36,8 +45,7 @@ test('[INV-8] brig spawn runs a command in a fresh jail, collects out/, and leav
   assert.equal(env.resultDir, path.join(h, 'results', env.runId, 'out'));
   assert.equal(fs.readFileSync(path.join(env.resultDir, 'd/x.txt'), 'utf8'), 'abc');
   assert.equal(env.stdoutPreview, 'to-stdout\n');
-  const left = (await new DockerJailDriver().listLabelled()).filter((x) => x.runId === env.runId);
-  assert.deepEqual(left, []);
+  assert.deepEqual(await leftovers(env.runId), []);
 });
 
 test('brig spawn ends a run past its timeout as watchdog_timeout and exits non-zero', async (t) => {
@@ -47,8 +55,7 @@ test('brig spawn ends a run past its timeout as watchdog_timeout and exits non-z
   assert.equal(r.code, 1);
   const env = JSON.parse(r.stdout) as { runId: string; endReason: string };
   assert.equal(env.endReason, 'watchdog_timeout');
-  const left = (await new DockerJailDriver().listLabelled()).filter((x) => x.runId === env.runId);
-  assert.deepEqual(left, []);
+  assert.deepEqual(await leftovers(env.runId), []);
 });
 
 test('brig spawn refuses a missing artifact before creating anything', async (t) => {

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { judgeProbe, parseProbe, PROBE_SCRIPT } from '../../../src/jail/probe.js';
-import { renderCreateBody } from '../../../src/jail/index.js';
+import { DockerJailDriver, renderCreateBody } from '../../../src/jail/index.js';
 import { verifyInspect, type InspectView } from '../../../src/jail/docker/verify.js';
 import { driver, ROOT, runToEnd, spec, sweepOwn } from './helpers.js';
 
@@ -141,5 +141,19 @@ test('sweep removes only labelled objects of runs that are not live', async (t) 
   } finally {
     await keep.destroy();
     await drop.destroy();
+  }
+});
+
+test('sweep never crosses owners: another supervisor\'s jails are left alone', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const mine = await driver.create(spec('owned', ['true']));
+  try {
+    const other = new DockerJailDriver({ owner: `${ROOT}-other` });
+    await other.sweep(() => false);
+    assert.equal(await other.attach(mine.runId), null);
+    assert.ok((await driver.listLabelled()).some((r) => r.runId === mine.runId && r.kind === 'container'));
+    assert.ok(!(await other.listLabelled()).some((r) => r.runId === mine.runId));
+  } finally {
+    await mine.destroy();
   }
 });

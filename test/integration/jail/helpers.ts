@@ -21,7 +21,7 @@ export function spec(tag: string, argv: string[], patch: Partial<JailSpec> = {})
   };
 }
 
-export const driver = new DockerJailDriver();
+export const driver = new DockerJailDriver({ owner: ROOT });
 
 /** Creates, starts and waits; always destroys. */
 export async function runToEnd(s: JailSpec, after?: (j: Jail) => Promise<void>) {

@@ -12,3 +12,4 @@ export const GOLDEN_SPEC: JailSpec = {
   brokerDir: '/var/lib/brig/brokers/r-golden',
 };
 export const GOLDEN_IMAGE = 'brig-child:0123456789abcdef';
+export const GOLDEN_OWNER = 'h-0123456789ab';

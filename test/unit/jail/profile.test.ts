@@ -5,12 +5,12 @@ import path from 'node:path';
 import { HARDENED, renderCreateBody, verifyInspect, type JailSpec } from '../../../src/jail/index.js';
 import type { CreateBody } from '../../../src/jail/docker/profile.js';
 import type { InspectView } from '../../../src/jail/docker/verify.js';
-import { GOLDEN_IMAGE, GOLDEN_SPEC } from './golden-spec.js';
+import { GOLDEN_IMAGE, GOLDEN_OWNER, GOLDEN_SPEC } from './golden-spec.js';
 
 const GOLDEN = path.resolve(import.meta.dirname, '../../fixtures/jail/create-body.golden.json');
 
 function body(spec: JailSpec = GOLDEN_SPEC): CreateBody {
-  const r = renderCreateBody(spec, GOLDEN_IMAGE);
+  const r = renderCreateBody(spec, GOLDEN_IMAGE, GOLDEN_OWNER);
   assert.ok(r.ok, r.ok ? '' : r.error.message);
   return r.value;
 }
