@@ -14,4 +14,10 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   doctor: async () => (await import('./commands/doctor.js')).default,
   spawn: async () => (await import('./commands/spawn.js')).default,
   'image build': async () => (await import('./commands/image-build.js')).default,
+  'ref list': async () => (await import('./commands/ref-list.js')).default,
+  'ref read': async () => (await import('./commands/ref-read.js')).default,
+  'ref grep': async () => (await import('./commands/ref-grep.js')).default,
+  'ref jq': async () => (await import('./commands/ref-jq.js')).default,
+  'ref sql': async () => (await import('./commands/ref-sql.js')).default,
+  'ref jsonpath': async () => (await import('./commands/ref-jsonpath.js')).default,
 };

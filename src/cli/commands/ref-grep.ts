@@ -1,0 +1,22 @@
+import { numberFlag, parseArgs, type Command } from '../command.js';
+import { needPositionals, openRefs, printSlice } from './ref-shared.js';
+
+const command: Command = {
+  name: 'ref grep',
+  summary: 'Lines of a ref matching an extended regex (GNU grep, empty environment, timeout).',
+  usage: 'brig ref grep REF PATTERN [--max N] [--context N] [--ignore-case] [--fixed] [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { valued: ['max', 'context'], booleans: ['json', 'ignore-case', 'fixed'] });
+    const [ref, ...rest] = needPositionals({ ...p, positionals: [...p.positionals, ...p.rest] }, 2, command.usage);
+    const ctx = p.flags.get('context')?.at(-1);
+    const { slicer } = openRefs(io);
+    const res = await slicer.grep(ref!, rest.join(' '), {
+      ...(numberFlag(p, 'max') !== undefined ? { maxMatches: numberFlag(p, 'max')! } : {}),
+      ...(ctx !== undefined ? { context: Number(ctx) } : {}),
+      ignoreCase: p.bools.has('ignore-case'),
+      fixed: p.bools.has('fixed'),
+    });
+    return printSlice(io, p, res);
+  },
+};
+export default command;

@@ -1,0 +1,15 @@
+import { numberFlag, parseArgs, type Command } from '../command.js';
+import { needPositionals, openRefs, printSlice } from './ref-shared.js';
+
+const command: Command = {
+  name: 'ref jsonpath',
+  summary: "Extract with a strict JSONPath ($, .name, ['name'], [n], [*]) compiled to DuckDB json_extract.",
+  usage: "brig ref jsonpath REF '$.items[*].id' [--max-rows N] [--json]",
+  async run(args, io) {
+    const p = parseArgs(args, { valued: ['max-rows'], booleans: ['json'] });
+    const [ref, ...rest] = needPositionals({ ...p, positionals: [...p.positionals, ...p.rest] }, 2, command.usage);
+    const max = numberFlag(p, 'max-rows');
+    return printSlice(io, p, await openRefs(io).slicer.jsonpath(ref!, rest.join(' '), max !== undefined ? { maxRows: max } : {}));
+  },
+};
+export default command;

@@ -1,0 +1,25 @@
+import { parseArgs, writeJson, type Command } from '../command.js';
+import { needPositionals, openRefs } from './ref-shared.js';
+
+const command: Command = {
+  name: 'ref list',
+  summary: 'List the ResultRefs of a run: id, kind, size, rows, path.',
+  usage: 'brig ref list RUN [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json'] });
+    const [run] = needPositionals(p, 1, command.usage);
+    const { store } = openRefs(io);
+    const m = await store.manifest(run!);
+    if (p.bools.has('json')) {
+      writeJson(io, { runId: m.runId, rootRunId: m.rootRunId, refs: m.refs.map(({ preview: _preview, ...r }) => r), skipped: m.skipped });
+      return 0;
+    }
+    for (const r of m.refs) {
+      io.stdout.write(`${r.ref}  ${r.kind.padEnd(6)} ${String(r.bytes).padStart(12)}B  ${r.rows !== undefined ? `${r.rows} rows  ` : ''}${r.path}\n`);
+    }
+    for (const s of m.skipped) io.stdout.write(`(skipped ${s.path}: ${s.reason})\n`);
+    if (m.refs.length === 0) io.stderr.write('no refs for this run\n');
+    return 0;
+  },
+};
+export default command;

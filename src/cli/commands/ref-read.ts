@@ -1,0 +1,23 @@
+import { BrigError } from '../../util/errors.js';
+import { numberFlag, parseArgs, type Command } from '../command.js';
+import { needPositionals, openRefs, printSlice } from './ref-shared.js';
+
+const command: Command = {
+  name: 'ref read',
+  summary: 'Read a slice of a ref by line (1-based, a seek via the line index) or by byte offset.',
+  usage: 'brig ref read REF (--line N [--lines M] | --offset B [--length L]) [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { valued: ['line', 'lines', 'offset', 'length'], booleans: ['json'] });
+    const [ref] = needPositionals(p, 1, command.usage);
+    const line = numberFlag(p, 'line');
+    const offsetRaw = p.flags.get('offset')?.at(-1);
+    if (line !== undefined && offsetRaw !== undefined) throw new BrigError('invalid_input', 'give --line or --offset, not both', { hint: command.usage });
+    const { slicer } = openRefs(io);
+    const range =
+      offsetRaw !== undefined
+        ? { offset: Number(offsetRaw), ...(numberFlag(p, 'length') !== undefined ? { length: numberFlag(p, 'length')! } : {}) }
+        : { line: line ?? 1, ...(numberFlag(p, 'lines') !== undefined ? { lines: numberFlag(p, 'lines')! } : {}) };
+    return printSlice(io, p, await slicer.read(ref!, range));
+  },
+};
+export default command;
