@@ -32,6 +32,8 @@ export interface DockerJailDriverOptions {
   busyboxPath?: string;
   /** Labels every jail; listLabelled/sweep/attach see only this owner's. Use ownerForHome(BRIG_HOME). */
   owner?: string;
+  /** Bytes of stdout and of stderr each jail keeps (default 16 KiB). */
+  tailBytes?: number;
 }
 
 /** The owner label for a brig home: one supervisor's jails are never swept by another's. */
@@ -54,12 +56,14 @@ export function dockerFromHost(dockerHost: string | undefined): Docker {
 export class DockerJailDriver implements JailDriver {
   readonly docker: Docker;
   readonly owner: string;
-  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner'>> & { childRuntimeDir: string };
+  private readonly tailBytes: number | undefined;
+  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes'>> & { childRuntimeDir: string };
   private image: Promise<string> | undefined;
 
   constructor(opts: DockerJailDriverOptions = {}) {
     this.docker = dockerFromHost(opts.dockerHost);
     this.owner = opts.owner ?? 'default';
+    this.tailBytes = opts.tailBytes;
     this.opts = {
       childRuntimeDir: opts.childRuntimeDir ?? path.join(packageRoot(), 'dist', 'child'),
       nodePath: opts.nodePath ?? fs.realpathSync(process.execPath),
@@ -157,7 +161,7 @@ export class DockerJailDriver implements JailDriver {
         if (statusOf(e) === 404) throw new BrigError('image_missing', `the image ${image} is not in the engine`, { cause: e });
         throw engineError(e, 'jail_failed', 'creating the jail failed');
       });
-      const jail = new DockerJail(this.docker, container, spec.runId, volumeName);
+      const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes);
       await this.verify(container, body);
       await jail.putInputs(spec.inputs ?? []);
       return jail;
@@ -186,7 +190,7 @@ export class DockerJailDriver implements JailDriver {
       });
     const live = found.find((c) => c.State === 'running');
     if (!live) return null;
-    const jail = new DockerJail(this.docker, this.docker.getContainer(live.Id), runId, workspaceVolumeName(runId));
+    const jail = new DockerJail(this.docker, this.docker.getContainer(live.Id), runId, workspaceVolumeName(runId), this.tailBytes);
     await jail.attachStreams();
     return jail;
   }

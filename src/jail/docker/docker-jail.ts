@@ -15,7 +15,9 @@ import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { WORKSPACE_DIR } from './profile.js';
 import { TailBuffer } from './tail.js';
 
-const TAIL_BYTES = 8 * 1024;
+/** Default bytes kept of each of stdout and stderr (the supervisor's stdoutTailBytes). */
+export const DEFAULT_TAIL_BYTES = 16 * 1024;
+const STREAM_DRAIN_MS = 2000;
 
 /** A relative path under /workspace with no `..`, or undefined. */
 export function workspaceRelative(p: string): string | undefined {
@@ -51,8 +53,8 @@ export function inputsArchive(inputs: JailInput[]): Promise<Buffer> {
 }
 
 export class DockerJail implements Jail {
-  private readonly out = new TailBuffer(TAIL_BYTES);
-  private readonly err = new TailBuffer(TAIL_BYTES);
+  private readonly out: TailBuffer;
+  private readonly err: TailBuffer;
   private streamDone: Promise<void> = Promise.resolve();
   private destroyed = false;
 
@@ -61,7 +63,11 @@ export class DockerJail implements Jail {
     private readonly container: Docker.Container,
     readonly runId: string,
     private readonly volumeName: string,
-  ) {}
+    tailBytes = DEFAULT_TAIL_BYTES,
+  ) {
+    this.out = new TailBuffer(tailBytes);
+    this.err = new TailBuffer(tailBytes);
+  }
 
   get id(): string {
     return this.container.id;
@@ -102,7 +108,8 @@ export class DockerJail implements Jail {
     const res = (await this.container.wait().catch((e: unknown) => {
       throw engineError(e, 'not_running', 'the jail is gone');
     })) as { StatusCode: number };
-    await this.streamDone;
+    // The attach stream ends with the container; the bound keeps a stuck stream from holding wait().
+    await Promise.race([this.streamDone, new Promise((r) => setTimeout(r, STREAM_DRAIN_MS).unref())]);
     const info = await this.container.inspect().catch(() => undefined);
     return { exitCode: res.StatusCode, oomKilled: Boolean(info?.State?.OOMKilled) };
   }
