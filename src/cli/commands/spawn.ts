@@ -3,13 +3,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { brigPaths, loadConfig } from '../../config/index.js';
 import { DockerJailDriver, ownerForHome, runJailOnce, type JailArtifact } from '../../jail/index.js';
+import { FsResultStore, type RunManifest } from '../../results/index.js';
 import { BrigError } from '../../util/errors.js';
 import { flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
 
 /**
  * The first `brig spawn`: one command in one fresh hardened jail, its /workspace/out
- * collected under $BRIG_HOME/results/<run>/out. No lease or broker yet: the child gets no
- * capabilities at all (it cannot reach the supervisor), so nothing needs granting.
+ * collected under $BRIG_HOME/results/<run>/<run>/out and indexed as ResultRefs, so
+ * `brig ref list RUN` / `brig ref read REF` drill into them. No lease or broker yet: the child
+ * gets no capabilities at all (it cannot reach the supervisor), so nothing needs granting.
  */
 const PREVIEW_BYTES = 2048;
 
@@ -29,8 +31,9 @@ const command: Command = {
     const cfg = loadConfig(io.env);
     const runId = newRunId();
     const artifacts: JailArtifact[] = (p.flags.get('artifact') ?? []).map((a) => ({ hostPath: path.resolve(a), name: path.basename(a) }));
-    const resultDir = path.join(brigPaths(cfg.home).results, runId);
-    await fs.promises.mkdir(resultDir, { recursive: true, mode: 0o700 });
+    const store = new FsResultStore({ dir: brigPaths(cfg.home).results });
+    const runDir = store.runDir(runId, runId);
+    await fs.promises.mkdir(runDir, { recursive: true, mode: 0o700 });
     const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
     const image = flag(p, 'image');
     const res = await runJailOnce(
@@ -50,8 +53,10 @@ const command: Command = {
         artifacts,
         ...(image ? { image } : {}),
       },
-      { timeoutMs: Math.round((numberFlag(p, 'timeout') ?? 600) * 1000), collectTo: path.join(resultDir, 'out') },
+      { timeoutMs: Math.round((numberFlag(p, 'timeout') ?? 600) * 1000), collectTo: path.join(runDir, 'out') },
     );
+    let manifest: RunManifest | null = null;
+    if (res.collected) manifest = await store.indexDir(runId, runId, res.collected.dir);
     const summary = {
       runId,
       endReason: res.endReason,
@@ -61,6 +66,7 @@ const command: Command = {
       files: res.collected?.files ?? [],
       outputBytes: res.collected?.totalBytes ?? 0,
       skipped: res.collected?.skipped ?? [],
+      refs: (manifest?.refs ?? []).map((r) => ({ ref: r.ref, path: r.path, kind: r.kind, bytes: r.bytes, lines: r.lines })),
       stdoutBytes: res.tails.stdoutBytes,
       stdoutPreview: res.tails.stdoutTail.slice(-PREVIEW_BYTES),
       stderrPreview: res.tails.stderrTail.slice(-PREVIEW_BYTES),
@@ -71,6 +77,7 @@ const command: Command = {
     else {
       io.stdout.write(`run ${runId} ${res.endReason} (exit ${res.exitCode ?? '-'}${res.oomKilled ? ', OOM-killed' : ''})\n`);
       if (res.collected) io.stdout.write(`output: ${res.collected.files.length} files, ${res.collected.totalBytes} bytes in ${res.collected.dir}\n`);
+      for (const r of summary.refs) io.stdout.write(`ref ${r.ref}  ${r.path}  ${r.kind}, ${r.bytes} bytes, ${r.lines} lines\n`);
       for (const s of summary.skipped) io.stdout.write(`skipped: ${s.path} (${s.reason})\n`);
       if (res.error) io.stdout.write(`error: ${res.error.message} [${res.error.code}]\n`);
       if (summary.stdoutPreview) io.stdout.write(`--- stdout (last ${PREVIEW_BYTES} bytes at most)\n${summary.stdoutPreview}${summary.stdoutPreview.endsWith('\n') ? '' : '\n'}`);

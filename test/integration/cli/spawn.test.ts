@@ -34,15 +34,19 @@ async function home(t: { after: (fn: () => void) => void }): Promise<string> {
   return d;
 }
 
-test('[INV-8] brig spawn runs a command in a fresh jail, collects out/, and leaves no container or volume', async (t) => {
+test('[INV-8] brig spawn runs a command in a fresh jail, collects out/ as refs, and leaves no container or volume', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await home(t);
   const r = await brig(['spawn', '--json', '--memory', '64', '--', 'sh', '-c', 'mkdir -p out/d && echo -n abc > out/d/x.txt && echo to-stdout'], h);
   assert.equal(r.code, 0, r.stderr + r.stdout);
-  const env = JSON.parse(r.stdout) as { runId: string; endReason: string; exitCode: number; files: { path: string; bytes: number }[]; resultDir: string; stdoutPreview: string };
+  const env = JSON.parse(r.stdout) as { runId: string; endReason: string; exitCode: number; files: { path: string; bytes: number }[]; resultDir: string; stdoutPreview: string; refs: { ref: string; path: string; bytes: number }[] };
   assert.equal(env.endReason, 'completed');
   assert.deepEqual(env.files, [{ path: 'd/x.txt', bytes: 3 }]);
-  assert.equal(env.resultDir, path.join(h, 'results', env.runId, 'out'));
+  assert.equal(env.resultDir, path.join(h, 'results', env.runId, env.runId, 'out'));
+  assert.deepEqual(env.refs.map((r) => [r.path, r.bytes]), [['out/d/x.txt', 3]]);
+  const read = await brig(['ref', 'read', env.refs[0]!.ref], h);
+  assert.equal(read.code, 0, read.stderr);
+  assert.match(read.stdout, /abc/);
   assert.equal(fs.readFileSync(path.join(env.resultDir, 'd/x.txt'), 'utf8'), 'abc');
   assert.equal(env.stdoutPreview, 'to-stdout\n');
   assert.deepEqual(await leftovers(env.runId), []);
