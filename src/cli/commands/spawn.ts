@@ -1,5 +1,4 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { brigPaths, loadConfig } from '../../config/index.js';
 import { DockerJailDriver, ownerForHome, runJailOnce, type JailArtifact } from '../../jail/index.js';
@@ -33,7 +32,6 @@ const command: Command = {
     const artifacts: JailArtifact[] = (p.flags.get('artifact') ?? []).map((a) => ({ hostPath: path.resolve(a), name: path.basename(a) }));
     const store = new FsResultStore({ dir: brigPaths(cfg.home).results });
     const runDir = store.runDir(runId, runId);
-    await fs.promises.mkdir(runDir, { recursive: true, mode: 0o700 });
     const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
     const image = flag(p, 'image');
     const res = await runJailOnce(

@@ -68,6 +68,7 @@ test('brig spawn refuses a missing artifact before creating anything', async (t)
   const r = await brig(['spawn', '--artifact', path.join(h, 'nope.txt'), '--', 'true'], h);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /artifact_missing/);
+  assert.equal(fs.existsSync(path.join(h, 'results')), false, 'nothing was written for a refused spawn');
 });
 
 test('brig doctor passes every check on this host and reports them as JSON', async (t) => {
