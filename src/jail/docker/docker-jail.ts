@@ -28,7 +28,7 @@ export function workspaceRelative(p: string): string | undefined {
 }
 
 /** A tar of the inputs, owned by the jail user, with their parent directories. */
-export function inputsArchive(inputs: JailInput[]): Promise<Buffer> {
+export async function inputsArchive(inputs: JailInput[]): Promise<Buffer> {
   const pack = tar.pack();
   const dirs = new Set<string>();
   for (const input of inputs) {
@@ -45,7 +45,7 @@ export function inputsArchive(inputs: JailInput[]): Promise<Buffer> {
   }
   pack.finalize();
   const chunks: Buffer[] = [];
-  return new Promise((resolve, reject) => {
+  return new Promise<Buffer>((resolve, reject) => {
     pack.on('data', (c: unknown) => chunks.push(c as Buffer));
     pack.on('end', () => resolve(Buffer.concat(chunks)));
     pack.on('error', reject);

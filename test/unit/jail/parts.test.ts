@@ -44,7 +44,7 @@ test('inputs are archived owned by the jail user, and escapes are refused', asyn
   const buf = await inputsArchive([{ path: 'in/a.txt', data: 'hi' }]);
   assert.ok(buf.length >= 1024);
   assert.ok(buf.includes(Buffer.from('in/a.txt')));
-  assert.throws(() => inputsArchive([{ path: '../x', data: '' }]), (e) => isBrigError(e, 'invalid_input'));
+  await assert.rejects(inputsArchive([{ path: '../x', data: '' }]), (e) => isBrigError(e, 'invalid_input'));
 });
 
 test('TailBuffer keeps the last bytes and counts all', () => {
