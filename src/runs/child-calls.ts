@@ -1,0 +1,67 @@
+import { BrigError } from '../util/errors.js';
+import type { BrigSupervisor } from './supervisor.js';
+
+/**
+ * The supervisor's side of the child SDK. The broker has already authenticated the caller,
+ * so `runId` is the calling run, never a value from the params. Every reply is bounded; a
+ * call from a run that is not running is refused (`not_running`).
+ */
+
+export const CHILD_METHODS = ['run.progress', 'run.checkpoint', 'run.resume', 'run.result', 'run.spawn'] as const;
+export type ChildMethod = (typeof CHILD_METHODS)[number];
+
+const MAX_CHECKPOINT_BYTES = 1024 * 1024;
+const MAX_RESULT_BYTES = 256 * 1024;
+
+function obj(params: unknown): Record<string, unknown> {
+  return params && typeof params === 'object' && !Array.isArray(params) ? (params as Record<string, unknown>) : {};
+}
+
+export async function handleChildCall(sup: BrigSupervisor, runId: string, method: string, params: unknown): Promise<unknown> {
+  const r = sup.runs.get(runId);
+  if (!r || r.status !== 'running') {
+    throw new BrigError('not_running', `run ${runId} is not running`, { data: { status: r?.status ?? 'unknown' } });
+  }
+  const p = obj(params);
+  switch (method) {
+    case 'run.progress': {
+      const line = typeof p.line === 'string' ? p.line.slice(0, 200) : r.progressLine;
+      await sup.update(runId, (x) => ({ ...x, stepsExecuted: x.stepsExecuted + 1, progressLine: line, lastProgressAt: sup.clock.now().toISOString() }));
+      const live = sup.live.get(runId);
+      const steers = live ? live.steers.splice(0, live.steers.length) : [];
+      return { steers, stepsExecuted: r.stepsExecuted + 1 };
+    }
+    case 'run.checkpoint': {
+      const json = JSON.stringify(p.state ?? null);
+      if (Buffer.byteLength(json) > MAX_CHECKPOINT_BYTES) {
+        throw new BrigError('ref_too_large', `a checkpoint is at most ${MAX_CHECKPOINT_BYTES} bytes`, { data: { limit: MAX_CHECKPOINT_BYTES } });
+      }
+      await sup.store.write(runId, 'checkpoint', json);
+      await sup.update(runId, (x) => ({ ...x, hasCheckpoint: true, lastProgressAt: sup.clock.now().toISOString() }));
+      return { saved: true };
+    }
+    case 'run.resume': {
+      const buf = await sup.store.read(runId, 'checkpoint');
+      return { checkpoint: buf ? (JSON.parse(buf.toString('utf8')) as unknown) : null, untrusted: true };
+    }
+    case 'run.result': {
+      const json = JSON.stringify(p.value ?? null);
+      if (Buffer.byteLength(json) > MAX_RESULT_BYTES) {
+        throw new BrigError('ref_too_large', `result() takes at most ${MAX_RESULT_BYTES} bytes; write bigger output to /workspace/out`, { data: { limit: MAX_RESULT_BYTES } });
+      }
+      await sup.update(runId, (x) => ({ ...x, result: JSON.parse(json) as unknown }));
+      return { saved: true };
+    }
+    case 'run.spawn': {
+      const live = sup.live.get(runId);
+      if (!live?.lease?.caps.includes('spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
+      const req = obj(p.request);
+      const res = await sup.spawn(req as never, { parentRunId: runId });
+      if (!res.ok) throw res.error;
+      const c = res.value;
+      return { runId: c.id, status: c.status, endReason: c.endReason, result: c.result, error: c.error, missingOutputs: c.missingOutputs };
+    }
+    default:
+      throw new BrigError('invalid_input', `unknown method ${method}`, { data: { method } });
+  }
+}

@@ -1,0 +1,111 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { Jail, JailInput, JailSpec } from '../jail/types.js';
+import { toBrigError } from '../util/errors.js';
+import type { LeaseGrant } from './ports.js';
+import type { RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
+import type { BrigSupervisor } from './supervisor.js';
+
+/**
+ * What goes into a jail and what comes out of it. The packet and jail spec are pure data
+ * built from the run, the request and the lease (the lease's limits, never the request's, size
+ * the jail). The child's environment is built from nothing (INV-6): no variable of ours is
+ * passed; the bearer token travels as a 0400 file in the workspace, never in argv.
+ */
+
+export const CHILD_PATHS = {
+  runtime: '/opt/brig/child/runtime.js',
+  node: '/usr/bin/node',
+  packet: '.brig/packet.json',
+  token: '.brig/token',
+  script: '.brig/script.mjs',
+  workspace: '/workspace',
+  out: 'out',
+} as const;
+
+export const COLLECT_CAPS = { perFileBytes: 8 * 1024 * 1024, perRunBytes: 64 * 1024 * 1024, maxEntries: 10_000 } as const;
+
+export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGrant, 'leaseId' | 'caps' | 'expiresAt'>, s: SupervisorSettings): SpawnPacket {
+  const maxSummaryChars = s.parentSummaryMaxTokens * 4;
+  return {
+    v: 1,
+    runId: r.id,
+    task: req.task,
+    objective: req.objective ?? null,
+    artifactRefs: req.artifact_refs.map((a) => path.basename(a)),
+    domainKnowledge: req.domain_knowledge ?? null,
+    toolGroups: [...lease.caps],
+    parentSummary: req.include_parent_history === 'summary' && req.parent_summary ? req.parent_summary.slice(0, maxSummaryChars) : null,
+    workspaceDir: CHILD_PATHS.workspace,
+    depth: r.depth,
+    maxDepth: s.maxSpawnDepth,
+    expectedOutputs: r.expectedOutputs,
+    maxSteps: r.maxSteps,
+    timeoutMs: r.timeoutMs,
+    lease: { id: lease.leaseId, caps: [...lease.caps], expiresAt: lease.expiresAt },
+    resumed: r.resumeOf !== null,
+  };
+}
+
+export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, packet: SpawnPacket, brokerDir: string, script: Buffer | null): JailSpec {
+  const inputs: JailInput[] = [
+    { path: CHILD_PATHS.packet, data: JSON.stringify(packet), mode: 0o444 },
+    { path: CHILD_PATHS.token, data: lease.token, mode: 0o400 },
+  ];
+  if (r.kind === 'script' && script) inputs.push({ path: CHILD_PATHS.script, data: script, mode: 0o444 });
+  const argv = r.kind === 'script' ? [CHILD_PATHS.node, CHILD_PATHS.runtime] : [...(req.argv ?? [])];
+  return {
+    runId: r.id,
+    leaseId: lease.leaseId,
+    rootRunId: r.rootRunId,
+    argv,
+    env: { BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace },
+    limits: { memoryMb: lease.limits.memoryMb, cpu: lease.limits.cpu, pids: lease.limits.pids, tmpfsMb: 64 },
+    artifacts: req.artifact_refs.map((a) => ({ hostPath: path.resolve(a), name: path.basename(a) })),
+    brokerDir,
+    inputs,
+    ...(req.image ? { image: req.image } : {}),
+  };
+}
+
+/** Normalizes an expected output to a path relative to /workspace/out. */
+export function outputRel(p: string): string {
+  return p.replace(/^\/?workspace\//, '').replace(/^\/+/, '').replace(/^out\//, '');
+}
+
+export function missingOutputs(expected: readonly string[], files: readonly { path: string }[]): string[] {
+  const have = new Set(files.map((f) => f.path));
+  const dirs = new Set(files.flatMap((f) => f.path.split('/').slice(0, -1).map((_, i, a) => a.slice(0, i + 1).join('/'))));
+  return expected.filter((e) => {
+    const rel = outputRel(e).replace(/\/+$/, '');
+    return !have.has(rel) && !dirs.has(rel);
+  });
+}
+
+/** Collects /workspace/out and the stream tails; over a cap is an error on the run, never a truncation. */
+export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: Jail): Promise<Partial<RunRecord>> {
+  const r = sup.runs.get(runId)!;
+  const dest = path.join(sup.store.dir(runId), 'out');
+  const patch: Partial<RunRecord> = {};
+  try {
+    const t = jail.tails();
+    patch.stdoutTail = t.stdoutTail.slice(-sup.settings.stdoutTailBytes);
+    patch.stderrTail = t.stderrTail.slice(-sup.settings.stdoutTailBytes);
+  } catch {
+    // tails are best effort: a reattached jail may not have them
+  }
+  try {
+    await fs.rm(dest, { recursive: true, force: true });
+    const rep = await jail.collect(dest, COLLECT_CAPS);
+    patch.resultDir = dest;
+    patch.outputBytes = rep.totalBytes;
+    patch.outputFiles = rep.files.length;
+    patch.missingOutputs = missingOutputs(r.expectedOutputs, rep.files);
+    await sup.deps.results?.index(runId, dest);
+  } catch (e) {
+    const be = toBrigError(e);
+    patch.error = { code: be.code, message: be.message };
+    patch.missingOutputs = [...r.expectedOutputs];
+  }
+  return patch;
+}

@@ -1,0 +1,87 @@
+import type { Capability, Limits } from '../lease/types.js';
+import type { JailDriver } from '../jail/types.js';
+import type { Ledger } from '../ledger/types.js';
+import type { BrigError, Result } from '../util/errors.js';
+import type { Timers } from './progress-fork.js';
+import type { SpawnPacket, SupervisorSettings, RunRecord } from './types.js';
+
+/**
+ * What the supervisor needs from the parts around it, in its own words. The composition
+ * root (src/daemon) adapts the real LeaseStore, BrokerServer and ResultStore to these; unit
+ * tests use in-memory twins. Keeping them narrow keeps runs/ testable without Docker.
+ */
+
+export interface LeaseGrant {
+  leaseId: string;
+  /** The bearer the child presents to the broker. Never persisted by the supervisor. */
+  token: string;
+  caps: Capability[];
+  limits: Limits;
+  expiresAt: string;
+}
+
+export interface LeaseIssue {
+  runId: string;
+  rootRunId: string;
+  depth: number;
+  /** The parent run's lease, or null for an operator (root) spawn. */
+  parentLeaseId: string | null;
+  profile?: string;
+  caps?: Capability[];
+  limits?: Partial<Limits>;
+}
+
+export interface LeasePort {
+  issue(req: LeaseIssue): Promise<Result<LeaseGrant, BrigError>>;
+  revoke(leaseId: string, by: string, reason: string): Promise<void>;
+  /** Called for every lease revoked by anyone (cascades included); returns an unsubscribe. */
+  onRevoked(cb: (leaseId: string) => void): () => void;
+}
+
+export interface BrokerHandle {
+  socketPath: string;
+  close(): Promise<void>;
+}
+
+export interface BrokerPort {
+  /** Listen on `<dir>/broker.sock` for this run; calls reach Supervisor.handleChildCall. */
+  openRun(o: { runId: string; leaseId: string; dir: string; packet: SpawnPacket }): Promise<BrokerHandle>;
+}
+
+export interface ResultsPort {
+  /** Index a run's materialized output directory as ResultRefs. */
+  index(runId: string, dir: string): Promise<void>;
+  /** Drop a run's ResultRefs (retention sweep). */
+  remove(runId: string): Promise<void>;
+}
+
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+export interface SupervisorHooks {
+  /** Before a run is announced: create its directories; the rollback undoes it on failure. */
+  prepareSpawn?(run: RunRecord): Promise<{ rollback(): Promise<void> }>;
+  /** After a run ended and its resources are released. A failing hook never breaks the run. */
+  onEnded?(run: RunRecord): Promise<void> | void;
+}
+
+export interface SupervisorDeps {
+  jail: JailDriver;
+  leases: LeasePort;
+  broker: BrokerPort;
+  ledger: Ledger;
+  results?: ResultsPort;
+  clock?: Clock;
+  timers?: Timers;
+  /** $BRIG_HOME/runs and $BRIG_HOME/brokers. */
+  paths: { runs: string; brokers: string };
+  settings?: Partial<SupervisorSettings>;
+  hooks?: SupervisorHooks;
+  /** Sweep labelled leftovers of runs this supervisor does not know (default true). */
+  sweepUnknown?: boolean;
+  /** Health tick period (watchdog, stuck-kill, ghost sweep, queue timeout). */
+  tickMs?: number;
+}

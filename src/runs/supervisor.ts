@@ -1,0 +1,613 @@
+/**
+ * The supervisor: every child's life from admission to exactly one end reason.
+ *
+ * Guarantees: a run is admitted only within depth / per-parent / tree / queue limits; its
+ * record moves queued → starting → running → materializing → ended and is persisted
+ * atomically at each step; it ends exactly once (INV-8: `#claimEnd` is the only door and is
+ * taken synchronously); after its end its container, volume, broker socket and lease are
+ * released. Events and ledger entries carry ids, counts, enums and durations only (INV-7).
+ * Threat: a child (or a spawn loop of children) trying to outlive, out-spawn or widen its
+ * limits; a supervisor crash leaving orphans. Trusts: the JailDriver to apply the hardened
+ * profile, the LeasePort to attenuate, the broker to authenticate the caller's run id.
+ * Fails closed: any error while starting ends the run `failed` and releases what it got.
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { Jail } from '../jail/types.js';
+import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js';
+import { decideAdmission, nextToStart } from './admission.js';
+import { EventBus } from './event-bus.js';
+import { healthActions, retentionActions } from './health.js';
+import { buildPacket, collectOutputs, jailSpecFor } from './launch.js';
+import { systemClock, type BrokerHandle, type Clock, type LeaseGrant, type SupervisorDeps } from './ports.js';
+import { ProgressFork, progressLineFor, realTimers } from './progress-fork.js';
+import { createRunRecord, newRunId, taskHash } from './record.js';
+import { RunStore } from './run-store.js';
+import { elapsedMs, end, transition } from './state-machine.js';
+import { effectiveMaxSteps, runTimeoutMs } from './timeouts.js';
+import {
+  DEFAULT_SETTINGS,
+  SpawnRequestSchema,
+  type EndReason,
+  type EventsOptions,
+  type KillOptions,
+  type KilledBy,
+  type ListFilter,
+  type ReconcileReport,
+  type RunRecord,
+  type SpawnContext,
+  type SpawnPacket,
+  type SpawnRequest,
+  type SpawnRequestInput,
+  type SteerOutcome,
+  type Supervisor,
+  type SupervisorEvent,
+  type SupervisorSettings,
+  type WaitOptions,
+} from './types.js';
+import { handleChildCall } from './child-calls.js';
+
+interface Live {
+  jail?: Jail;
+  broker?: BrokerHandle;
+  lease?: LeaseGrant;
+  steers: string[];
+}
+
+export interface EndOptions {
+  killedBy?: KilledBy;
+  error?: { code: string; message: string };
+  /** Skip output collection (kills discard in-flight work). */
+  collect?: boolean;
+  exitCode?: number;
+}
+
+export class BrigSupervisor implements Supervisor {
+  readonly settings: SupervisorSettings;
+  readonly store: RunStore;
+  readonly deps: SupervisorDeps;
+  readonly clock: Clock;
+  readonly bus = new EventBus();
+  readonly runs = new Map<string, RunRecord>();
+  readonly live = new Map<string, Live>();
+  readonly #fork: ProgressFork;
+  readonly #ending = new Set<string>();
+  readonly #waiters = new Map<string, (() => void)[]>();
+  readonly #bg = new Set<Promise<unknown>>();
+  #tick: NodeJS.Timeout | undefined;
+  #retention: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #closed = false;
+
+  constructor(deps: SupervisorDeps) {
+    this.deps = deps;
+    this.settings = { ...DEFAULT_SETTINGS, ...(deps.settings ?? {}) };
+    this.store = new RunStore(deps.paths.runs);
+    this.clock = deps.clock ?? systemClock;
+    this.#fork = new ProgressFork(deps.timers ?? realTimers);
+  }
+
+  // ── lifecycle of the supervisor ────────────────────────────────────────────────────────
+
+  async start(): Promise<ReconcileReport> {
+    await fs.mkdir(this.deps.paths.runs, { recursive: true, mode: 0o700 });
+    await fs.mkdir(this.deps.paths.brokers, { recursive: true, mode: 0o711 });
+    const report: ReconcileReport = { reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } };
+    for (const r of await this.store.loadAll()) this.runs.set(r.id, r);
+    for (const r of [...this.runs.values()]) {
+      if (r.status === 'ended' || r.status === 'queued') continue;
+      const jail = await this.deps.jail.attach(r.id).catch(() => null);
+      if (jail && r.status === 'running' && (await this.#reattach(r, jail))) {
+        report.reattached.push(r.id);
+        continue;
+      }
+      if (jail) await jail.destroy().catch(() => {});
+      await this.endRun(r.id, 'ghost_sweep', { collect: false, error: { code: 'internal', message: 'supervisor restarted; no live container' } });
+      report.ghostSwept.push(r.id);
+    }
+    // `isLive` true means "leave it": unknown runs are kept when told not to sweep them
+    // (tests share one engine with other suites).
+    report.swept = await this.deps.jail.sweep((id) => {
+      const r = this.runs.get(id);
+      return r ? r.status !== 'ended' : this.deps.sweepUnknown === false;
+    });
+    this.#unsubscribe = this.deps.leases.onRevoked((leaseId) => this.#onLeaseRevoked(leaseId));
+    const tickMs = this.deps.tickMs ?? 1000;
+    this.#tick = setInterval(() => void this.#healthTick().catch(() => {}), tickMs);
+    this.#tick.unref();
+    this.#retention = setInterval(() => void this.retentionSweep().catch(() => {}), this.settings.sweepIntervalMs);
+    this.#retention.unref();
+    this.#pump();
+    return report;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#tick);
+    clearInterval(this.#retention);
+    this.#unsubscribe?.();
+    this.#fork.stopAll();
+    for (const l of this.live.values()) await l.broker?.close().catch(() => {});
+    this.live.clear();
+    this.bus.close();
+  }
+
+  /** Waits for background work (ends, starts) in flight; for tests and orderly shutdown. */
+  async idle(): Promise<void> {
+    while (this.#bg.size > 0) await Promise.allSettled([...this.#bg]);
+  }
+
+  // ── the public surface ─────────────────────────────────────────────────────────────────
+
+  async spawn(input: SpawnRequestInput, ctx: SpawnContext = {}): Promise<Result<RunRecord, BrigError>> {
+    const parsed = SpawnRequestSchema.safeParse(input);
+    if (!parsed.success) {
+      const first = parsed.error.issues[0];
+      return err(new BrigError('invalid_input', `spawn request: ${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'}`));
+    }
+    const req = parsed.data;
+    const parent = ctx.parentRunId ? (this.runs.get(ctx.parentRunId) ?? null) : null;
+    if (ctx.parentRunId && (!parent || parent.status === 'ended')) {
+      return err(new BrigError('not_running', `parent run ${ctx.parentRunId} is not running`, { data: { status: parent?.status ?? 'unknown' } }));
+    }
+    if (parent && (req.artifact_refs.length > 0 || req.image !== undefined)) {
+      return err(new BrigError('capability_denied', 'a child cannot hand host paths or pick an image for a grandchild', { data: { what: 'artifact_refs/image' } }));
+    }
+    const callerId = ctx.callerId ?? ctx.parentRunId ?? 'operator';
+    const live = [...this.runs.values()].filter((r) => r.status !== 'ended');
+    const decision = decideAdmission(
+      live,
+      {
+        depth: parent ? parent.depth + 1 : 1,
+        parentRunId: parent?.id ?? null,
+        rootRunId: parent?.rootRunId ?? null,
+        callerId,
+        agent: req.agent,
+        taskHash: taskHash(req.task),
+      },
+      this.settings,
+    );
+    if (decision.kind === 'refuse') {
+      this.deps.ledger.append({ type: 'run.refused', code: decision.error.code, parentRunId: parent?.id ?? null, depth: parent ? parent.depth + 1 : 1 });
+      return err(decision.error);
+    }
+    if (decision.kind === 'duplicate') return req.async ? ok(this.runs.get(decision.runId)!) : this.wait(decision.runId);
+
+    const maxSteps = effectiveMaxSteps(this.settings, req.max_steps);
+    const now = this.clock.now();
+    const rec = createRunRecord({
+      id: newRunId(),
+      parent,
+      callerId,
+      agent: req.agent,
+      kind: req.kind,
+      label: req.label ?? null,
+      task: req.task,
+      now,
+      timeoutMs: runTimeoutMs(this.settings, maxSteps, req.timeout),
+      maxSteps,
+      async: req.async,
+      expectedOutputs: req.expected_outputs,
+      resumeOf: ctx.resumeOf ?? null,
+    });
+    const prepared = await this.#prepareSpawn(rec, req);
+    if (!prepared.ok) return prepared;
+    this.runs.set(rec.id, rec);
+    try {
+      await this.store.save(rec);
+    } catch (e) {
+      this.runs.delete(rec.id);
+      await prepared.value.rollback().catch(() => {});
+      return err(toBrigError(e));
+    }
+    this.#emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue' });
+    this.#pump();
+    return req.async ? ok(this.runs.get(rec.id)!) : this.wait(rec.id);
+  }
+
+  async wait(runId: string, opts: WaitOptions = {}): Promise<Result<RunRecord, BrigError>> {
+    const r = this.runs.get(runId);
+    if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
+    if (r.status === 'ended') return ok(r);
+    await new Promise<void>((resolve) => {
+      const list = this.#waiters.get(runId) ?? [];
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      list.push(done);
+      this.#waiters.set(runId, list);
+      if (opts.timeoutMs !== undefined) timer = setTimeout(done, opts.timeoutMs);
+      opts.signal?.addEventListener('abort', done, { once: true });
+    });
+    return ok(this.runs.get(runId)!);
+  }
+
+  async list(filter: ListFilter = {}): Promise<RunRecord[]> {
+    return [...this.runs.values()]
+      .filter((r) => !filter.status || filter.status.includes(r.status))
+      .filter((r) => !filter.rootRunId || r.rootRunId === filter.rootRunId)
+      .filter((r) => !filter.parentRunId || r.parentRunId === filter.parentRunId)
+      .filter((r) => !filter.label || r.label === filter.label)
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  }
+
+  async get(runId: string): Promise<RunRecord | undefined> {
+    return this.runs.get(runId);
+  }
+
+  async kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>> {
+    if (opts.confirm !== true) return err(new BrigError('invalid_input', 'kill needs explicit confirmation', { hint: 'Pass --confirm (or confirm: true).' }));
+    const r = this.runs.get(runId);
+    if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
+    if (r.status === 'ended' || this.#ending.has(runId)) return err(this.#notRunning(r, 'kill'));
+    await this.endRun(runId, 'killed', { killedBy: opts.by ?? 'operator', collect: false });
+    return ok(this.runs.get(runId)!);
+  }
+
+  async steer(runId: string, message: string): Promise<Result<SteerOutcome, BrigError>> {
+    const r = this.runs.get(runId);
+    if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
+    if (r.status !== 'running' || this.#ending.has(runId)) return err(this.#notRunning(r, 'steer'));
+    if (typeof message !== 'string' || message.length === 0 || message.length > 64 * 1024) {
+      return err(new BrigError('invalid_input', 'a steer message is 1..65536 characters'));
+    }
+    if (this.settings.steerInject) {
+      this.live.get(runId)?.steers.push(message);
+      this.#emit(r, { type: 'steered', mode: 'inject', newRunId: null });
+      return ok({ mode: 'inject', runId, newRunId: null });
+    }
+    // Off: kill + respawn with the message as the new task. Same request otherwise: the
+    // lease is re-derived from the same parent, so a steer never widens it.
+    const req = await this.#loadRequest(runId);
+    if (!req) return err(new BrigError('internal', `run ${runId} has no stored request`));
+    const script = r.kind === 'script' ? (await this.store.read(runId, 'script'))?.toString('utf8') : undefined;
+    await this.endRun(runId, 'killed', { killedBy: r.parentRunId ? 'parent' : 'operator', collect: false });
+    const again = await this.spawn(
+      { ...req, task: message, async: true, ...(script !== undefined ? { script } : {}) },
+      r.parentRunId ? { parentRunId: r.parentRunId } : { callerId: r.callerId },
+    );
+    if (!again.ok) return again;
+    await this.#update(runId, (x) => ({ ...x, steeredTo: again.value.id }));
+    this.#emit(this.runs.get(runId)!, { type: 'steered', mode: 'respawn', newRunId: again.value.id });
+    return ok({ mode: 'respawn', runId, newRunId: again.value.id });
+  }
+
+  async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
+    const r = this.runs.get(runId);
+    if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
+    const refuse = (reason: string, msg: string) => err(new BrigError('resume_unavailable', msg, { data: { runId, reason, status: r.status } }));
+    if (r.status !== 'ended' || !r.resumable) return refuse('not_resumable', `run ${runId} is not resumable (status ${r.status}, end ${r.endReason ?? 'none'})`);
+    if (r.resumedBy) return refuse('already_resumed', `run ${runId} was already resumed as ${r.resumedBy}`);
+    const script = await this.store.read(runId, 'script');
+    if (!script) return refuse('script_missing', `the pinned script of ${runId} is gone`);
+    if (!(await this.store.read(runId, 'checkpoint'))) return refuse('checkpoint_missing', `run ${runId} has no checkpoint on disk`);
+    const req = await this.#loadRequest(runId);
+    if (!req) return refuse('request_missing', `run ${runId} has no stored request`);
+    // Only the pinned bytes run again: whatever script text a caller might send is not read.
+    const again = await this.spawn({ ...req, script: script.toString('utf8'), async: true }, {
+      ...(r.parentRunId ? { parentRunId: r.parentRunId } : { callerId: r.callerId }),
+      resumeOf: runId,
+    });
+    if (again.ok) await this.#update(runId, (x) => ({ ...x, resumedBy: again.value.id }));
+    return again;
+  }
+
+  events(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {
+    return this.bus.subscribe(opts);
+  }
+
+  /** A broker call from a run's child (the broker authenticated `runId` by its token). */
+  handleChildCall(runId: string, method: string, params: unknown): Promise<unknown> {
+    return handleChildCall(this, runId, method, params);
+  }
+
+  // ── internals shared with child-calls / launch ───────────────────────────────────────
+
+  async update(runId: string, fn: (r: RunRecord) => RunRecord): Promise<RunRecord> {
+    return this.#update(runId, fn);
+  }
+
+  emit(r: RunRecord, ev: Record<string, unknown> & { type: SupervisorEvent['type'] }): void {
+    this.#emit(r, ev);
+  }
+
+  /**
+   * Ends a run with one reason. The claim is synchronous, so two enders (an exit racing a
+   * kill, the watchdog racing the health monitor) cannot both pass it.
+   */
+  async endRun(runId: string, reason: EndReason, o: EndOptions = {}): Promise<boolean> {
+    const r = this.runs.get(runId);
+    if (!r || r.status === 'ended' || this.#ending.has(runId)) return false;
+    this.#ending.add(runId);
+    try {
+      this.#fork.stop(runId);
+      const handle = this.live.get(runId);
+      if (handle?.jail && o.collect !== false) await this.#materialize(runId, handle.jail);
+      const cur = this.runs.get(runId)!;
+      if (reason === 'completed' && cur.error) reason = 'failed';
+      const resumable = reason === 'watchdog_timeout' && cur.kind === 'script' && cur.hasCheckpoint;
+      const ended = end(cur, {
+        reason,
+        now: this.clock.now(),
+        resumable,
+        ...(o.killedBy ? { killedBy: o.killedBy } : {}),
+        ...(o.error ? { error: o.error } : {}),
+      });
+      if (!ended.ok) return false;
+      const rec = { ...ended.value, exitCode: o.exitCode ?? cur.exitCode };
+      this.runs.set(runId, rec);
+      await this.store.save(rec).catch(() => {});
+      // Children go first, attributed to their parent, before the parent's lease revoke
+      // cascades to theirs (which would read as a `system` kill).
+      const children = [...this.runs.values()].filter((c) => c.parentRunId === runId && c.status !== 'ended');
+      await Promise.all(children.map((c) => this.endRun(c.id, 'killed', { killedBy: 'parent', collect: false })));
+      await this.#release(rec, handle);
+      this.live.delete(runId);
+      this.#announceEnd(rec);
+      const ws = this.#waiters.get(runId) ?? [];
+      this.#waiters.delete(runId);
+      for (const w of ws) w();
+      try {
+        await this.deps.hooks?.onEnded?.(rec);
+      } catch {
+        this.deps.ledger.append({ type: 'run.hook_failed', runId, hook: 'onEnded' });
+      }
+      return true;
+    } finally {
+      this.#ending.delete(runId);
+      this.#pump();
+    }
+  }
+
+  /** Removes results of ended runs past retention; ends ancient live runs `swept`. */
+  async retentionSweep(): Promise<{ removed: string[]; swept: string[] }> {
+    const { removeResults, endSwept } = retentionActions([...this.runs.values()], this.clock.now(), this.settings);
+    const removed: string[] = [];
+    for (const id of removeResults) {
+      const r = this.runs.get(id)!;
+      if (r.resultDir === null && !r.resumable) continue;
+      await this.store.removeFile(id, 'out');
+      await this.store.removeFile(id, 'script');
+      await this.store.removeFile(id, 'checkpoint');
+      await this.deps.results?.remove(id).catch(() => {});
+      await this.#update(id, (x) => ({ ...x, resultDir: null, resumable: false }));
+      this.deps.ledger.append({ type: 'run.results_swept', runId: id, rootRunId: r.rootRunId });
+      removed.push(id);
+    }
+    for (const id of endSwept) if (await this.endRun(id, 'swept', { collect: false })) removed.push(id);
+    return { removed, swept: endSwept };
+  }
+
+  // ── private ──────────────────────────────────────────────────────────────────────────
+
+  #notRunning(r: RunRecord, what: string): BrigError {
+    return new BrigError('not_running', `Run ${r.id} is not running (status: ${r.status}) -- cannot ${what}`, {
+      data: { runId: r.id, status: r.status, endReason: r.endReason },
+      ...(what === 'steer' ? { hint: 'Use kill + spawn instead; `brig list` shows its status.' } : {}),
+    });
+  }
+
+  async #prepareSpawn(rec: RunRecord, req: SpawnRequest): Promise<Result<{ rollback(): Promise<void> }, BrigError>> {
+    try {
+      await this.store.ensureDir(rec.id);
+      await fs.writeFile(path.join(this.store.dir(rec.id), 'request.json'), JSON.stringify(req), { mode: 0o600 });
+      if (req.kind === 'script' && req.script !== undefined) await this.store.write(rec.id, 'script', req.script);
+      const carried = rec.resumeOf ? await this.store.read(rec.resumeOf, 'checkpoint') : null;
+      if (carried) {
+        await this.store.write(rec.id, 'checkpoint', carried);
+        rec.hasCheckpoint = true;
+      }
+      const hook = await this.deps.hooks?.prepareSpawn?.(rec);
+      return ok({
+        rollback: async () => {
+          await hook?.rollback().catch(() => {});
+          await this.store.remove(rec.id);
+        },
+      });
+    } catch (e) {
+      await this.store.remove(rec.id).catch(() => {});
+      return err(toBrigError(e));
+    }
+  }
+
+  async #loadRequest(runId: string): Promise<SpawnRequest | null> {
+    try {
+      return JSON.parse(await fs.readFile(path.join(this.store.dir(runId), 'request.json'), 'utf8')) as SpawnRequest;
+    } catch {
+      return null;
+    }
+  }
+
+  async #update(runId: string, fn: (r: RunRecord) => RunRecord): Promise<RunRecord> {
+    const next = fn(this.runs.get(runId)!);
+    this.runs.set(runId, next);
+    await this.store.save(next);
+    return next;
+  }
+
+  #emit(r: RunRecord, ev: Record<string, unknown> & { type: SupervisorEvent['type'] }): void {
+    const full = { runId: r.id, rootRunId: r.rootRunId, path: r.path, depth: r.depth, timestamp: this.clock.now().toISOString(), ...ev } as SupervisorEvent;
+    this.bus.publish(full);
+    const { progress, ...flat } = full as SupervisorEvent & { progress?: { stepsExecuted: number; elapsedMs: number } };
+    const ledgerEv: Record<string, string | number | boolean | null | readonly string[]> = {};
+    for (const [k, v] of Object.entries(flat)) if (v !== undefined) ledgerEv[k] = v as string;
+    if (progress) {
+      ledgerEv.stepsExecuted = progress.stepsExecuted;
+      ledgerEv.elapsedMs = progress.elapsedMs;
+    }
+    this.deps.ledger.append({ ...ledgerEv, type: `run.${ev.type}` });
+  }
+
+  #announceEnd(r: RunRecord): void {
+    const runtimeMs = elapsedMs(r, this.clock.now());
+    if (r.endReason === 'completed') this.#emit(r, { type: 'completed', runtimeMs, stepsExecuted: r.stepsExecuted });
+    else this.#emit(r, { type: 'failed', terminalStatus: r.terminalStatus, endReason: r.endReason, code: r.error?.code ?? null });
+    this.#emit(r, {
+      type: 'lifecycle_ended',
+      endReason: r.endReason,
+      killedBy: r.killedBy,
+      runtimeMs,
+      stepsExecuted: r.stepsExecuted,
+      outputBytes: r.outputBytes,
+      resumable: r.resumable,
+    });
+  }
+
+  #bgRun(p: Promise<unknown>): void {
+    const q = p.catch((e) => this.deps.ledger.append({ type: 'run.internal_error', code: toBrigError(e).code }));
+    this.#bg.add(q);
+    void q.finally(() => this.#bg.delete(q));
+  }
+
+  /** Starts whatever queued runs now fit. */
+  #pump(): void {
+    if (this.#closed) return;
+    const live = [...this.runs.values()].filter((r) => r.status !== 'ended' && !this.#ending.has(r.id));
+    // The health tick keeps the process alive exactly while some run is alive: a library
+    // caller awaiting wait() must not see the event loop drain under a watchdog.
+    if (live.length > 0) this.#tick?.ref();
+    else this.#tick?.unref();
+    for (const id of nextToStart(live, this.settings)) {
+      const t = transition(this.runs.get(id)!, 'starting', this.clock.now());
+      if (!t.ok) continue;
+      this.runs.set(id, t.value);
+      this.#bgRun(this.#launch(id));
+    }
+  }
+
+  async #launch(runId: string): Promise<void> {
+    const handle: Live = { steers: [] };
+    this.live.set(runId, handle);
+    try {
+      await this.store.save(this.runs.get(runId)!);
+      const req = await this.#loadRequest(runId);
+      if (!req) throw new BrigError('internal', 'stored request missing');
+      const rec = this.runs.get(runId)!;
+      const parentLease = rec.parentRunId ? this.live.get(rec.parentRunId)?.lease?.leaseId ?? this.runs.get(rec.parentRunId)?.leaseId ?? null : null;
+      const lease = await this.deps.leases.issue({
+        runId,
+        rootRunId: rec.rootRunId,
+        depth: rec.depth,
+        parentLeaseId: parentLease,
+        ...(req.profile ? { profile: req.profile } : {}),
+        ...(req.caps ? { caps: req.caps } : {}),
+      });
+      if (!lease.ok) throw lease.error;
+      handle.lease = lease.value;
+      const timeoutMs = Math.min(rec.timeoutMs, lease.value.limits.timeoutMs);
+      await this.#update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs }));
+      if (this.runs.get(runId)!.status === 'ended' || this.#ending.has(runId)) return;
+      const packet = buildPacket(this.runs.get(runId)!, req, lease.value, this.settings);
+      const brokerDir = path.join(this.deps.paths.brokers, runId);
+      await fs.mkdir(brokerDir, { recursive: true, mode: 0o755 });
+      await fs.chmod(brokerDir, 0o755);
+      await fs.writeFile(path.join(this.store.dir(runId), 'packet.json'), JSON.stringify(packet), { mode: 0o600 });
+      handle.broker = await this.deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: brokerDir, packet });
+      const spec = jailSpecFor(this.runs.get(runId)!, req, lease.value, packet, brokerDir, await this.store.read(runId, 'script'));
+      handle.jail = await this.deps.jail.create(spec);
+      if (this.#ending.has(runId) || this.runs.get(runId)!.status === 'ended') {
+        await handle.jail.destroy().catch(() => {});
+        return;
+      }
+      await handle.jail.start();
+      const running = transition(this.runs.get(runId)!, 'running', this.clock.now());
+      if (!running.ok) return;
+      await this.#update(runId, () => ({ ...running.value, lastProgressAt: running.value.startedAt }));
+      this.#emit(running.value, { type: 'started' });
+      this.#watch(runId, handle.jail);
+    } catch (e) {
+      const be = toBrigError(e);
+      await this.endRun(runId, 'failed', { collect: false, error: { code: be.code, message: be.message } });
+    }
+  }
+
+  /** Starts the progress fork and waits for the container to exit in the background. */
+  #watch(runId: string, jail: Jail): void {
+    this.#fork.start(runId, this.settings.progressIntervalMs, () => {
+      const r = this.runs.get(runId);
+      if (!r || r.status === 'ended') return this.#fork.stop(runId);
+      const now = this.clock.now();
+      const progress = {
+        runId,
+        agentId: r.agent,
+        progressLine: progressLineFor(r.status, r.stepsExecuted),
+        elapsedMs: elapsedMs(r, now),
+        stepsExecuted: r.stepsExecuted,
+        timestamp: now.toISOString(),
+      };
+      this.#emit(r, { type: 'progress', progress });
+    });
+    this.#bgRun(
+      jail.wait().then(
+        (exit) => {
+          const error = exit.exitCode === 0 ? undefined : { code: 'child_failed', message: exit.oomKilled ? 'the child ran out of memory' : `the child exited with code ${exit.exitCode}` };
+          return this.endRun(runId, exit.exitCode === 0 ? 'completed' : 'failed', { exitCode: exit.exitCode, ...(error ? { error } : {}) });
+        },
+        (e) => this.endRun(runId, 'failed', { error: { code: toBrigError(e).code, message: 'lost the container' } }),
+      ),
+    );
+  }
+
+  async #reattach(r: RunRecord, jail: Jail): Promise<boolean> {
+    try {
+      const packet = JSON.parse(await fs.readFile(path.join(this.store.dir(r.id), 'packet.json'), 'utf8')) as SpawnPacket;
+      if (!r.leaseId) return false;
+      const handle: Live = { jail, steers: [] };
+      this.live.set(r.id, handle);
+      // The child keeps its token; the broker verifies it against the persisted lease.
+      handle.broker = await this.deps.broker.openRun({
+        runId: r.id,
+        leaseId: r.leaseId,
+        dir: path.join(this.deps.paths.brokers, r.id),
+        packet,
+      });
+      this.#watch(r.id, jail);
+      return true;
+    } catch {
+      this.live.delete(r.id);
+      return false;
+    }
+  }
+
+  async #materialize(runId: string, jail: Jail): Promise<void> {
+    const t = transition(this.runs.get(runId)!, 'materializing', this.clock.now());
+    if (t.ok) this.runs.set(runId, t.value);
+    const patch = await collectOutputs(this, runId, jail);
+    await this.#update(runId, (x) => ({ ...x, ...patch }));
+  }
+
+  async #release(r: RunRecord, handle: Live | undefined): Promise<void> {
+    await handle?.jail?.kill().catch(() => {});
+    await handle?.jail?.destroy().catch(() => {});
+    if (!handle?.jail && r.startedAt !== null) {
+      const j = await this.deps.jail.attach(r.id).catch(() => null);
+      await j?.destroy().catch(() => {});
+    }
+    await handle?.broker?.close().catch(() => {});
+    await fs.rm(path.join(this.deps.paths.brokers, r.id), { recursive: true, force: true }).catch(() => {});
+    if (!r.resumable) {
+      await this.store.removeFile(r.id, 'checkpoint').catch(() => {});
+      await this.store.removeFile(r.id, 'script').catch(() => {});
+    }
+    if (r.leaseId) await this.deps.leases.revoke(r.leaseId, 'system', `run_${r.endReason}`).catch(() => {});
+  }
+
+  async #healthTick(): Promise<void> {
+    const live = [...this.runs.values()].filter((r) => r.status !== 'ended' && !this.#ending.has(r.id));
+    for (const a of healthActions(live, this.clock.now(), this.settings)) {
+      const error = a.code ? { code: a.code, message: 'waited too long for a slot' } : undefined;
+      this.#bgRun(this.endRun(a.runId, a.reason, { collect: false, ...(a.killedBy ? { killedBy: a.killedBy } : {}), ...(error ? { error } : {}) }));
+    }
+  }
+
+  #onLeaseRevoked(leaseId: string): void {
+    for (const r of this.runs.values()) {
+      if (r.leaseId === leaseId && r.status !== 'ended' && !this.#ending.has(r.id)) {
+        this.#bgRun(this.endRun(r.id, 'killed', { killedBy: 'system', collect: false, error: { code: 'lease_expired', message: 'the lease was revoked' } }));
+      }
+    }
+  }
+}

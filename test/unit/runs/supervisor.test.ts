@@ -1,0 +1,279 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MemoryLedger } from '../../../src/ledger/types.js';
+import { BrigSupervisor } from '../../../src/runs/supervisor.js';
+import type { SupervisorSettings } from '../../../src/runs/types.js';
+import { FakeJailDriver, type FakeJail } from '../../helpers/fakes/fake-jail.js';
+import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
+
+const SCRIPT = 'export default async function (brig) { return 1 }';
+
+async function setup(settings: Partial<SupervisorSettings> = {}, home?: string, jail = new FakeJailDriver(), leases = new MemoryLeases()) {
+  home ??= await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-'));
+  const ledger = new MemoryLedger();
+  const broker = new NullBroker();
+  const sup = new BrigSupervisor({
+    jail, leases, broker, ledger, tickMs: 10,
+    paths: { runs: path.join(home, 'runs'), brokers: path.join(home, 'brokers') },
+    settings: { progressIntervalMs: 5, ...settings },
+  });
+  const report = await sup.start();
+  return { sup, jail, leases, ledger, broker, home, report };
+}
+
+async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+const running = (sup: BrigSupervisor, id: string) => () => sup.runs.get(id)?.status === 'running';
+
+test('[INV-8] [INV-7] a run goes queued → running → ended completed, releases everything, events are content-free', async () => {
+  const { sup, jail, leases, ledger, broker } = await setup();
+  const r = await sup.spawn({ task: 'SECRET-TASK-TEXT', script: SCRIPT, async: true, expected_outputs: ['report.txt', 'missing.txt'] });
+  assert.ok(r.ok);
+  const id = r.value.id;
+  await until(running(sup, id), 'running');
+  const j = jail.jails.get(id)!;
+  j.outFiles = { 'report.txt': 'done' };
+  await sup.handleChildCall(id, 'run.progress', { line: 'step one' });
+  j.exit(0);
+  const w = await sup.wait(id);
+  assert.ok(w.ok);
+  assert.equal(w.value.endReason, 'completed');
+  assert.equal(w.value.stepsExecuted, 1);
+  assert.deepEqual(w.value.missingOutputs, ['missing.txt']);
+  assert.equal(w.value.outputFiles, 1);
+  assert.ok(j.destroyed, 'container and volume removed');
+  assert.equal(broker.open.size, 0, 'broker socket closed');
+  assert.ok(leases.leases.get(w.value.leaseId!)!.revoked, 'lease revoked at the end');
+  const types = ledger.events.filter((e) => e.runId === id).map((e) => e.type);
+  assert.deepEqual(types.filter((t) => t !== 'run.progress'), ['run.spawned', 'run.started', 'run.completed', 'run.lifecycle_ended']);
+  assert.doesNotMatch(JSON.stringify(ledger.events), /SECRET-TASK-TEXT|step one/);
+  const packet = JSON.parse(String(jail.created[0]!.inputs!.find((i) => i.path === '.brig/packet.json')!.data));
+  assert.equal(packet.task, 'SECRET-TASK-TEXT');
+  assert.deepEqual(Object.keys(jail.created[0]!.env).sort(), ['BRIG_RUN_ID', 'HOME'], '[INV-6] env built from nothing');
+  await sup.close();
+});
+
+test('the 6th child is queued and starts when a slot frees; a full queue is refused', async () => {
+  const { sup, jail } = await setup({ maxQueued: 2 });
+  const ids: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const r = await sup.spawn({ task: `t${i}`, script: SCRIPT, async: true });
+    assert.ok(r.ok);
+    ids.push(r.value.id);
+  }
+  await until(() => ids.slice(0, 5).every((id) => sup.runs.get(id)!.status === 'running'), 'five running');
+  assert.equal(sup.runs.get(ids[5]!)!.status, 'queued');
+  assert.ok((await sup.spawn({ task: 't6', script: SCRIPT, async: true })).ok);
+  const full = await sup.spawn({ task: 't7', script: SCRIPT, async: true });
+  assert.equal(full.ok, false);
+  if (!full.ok) assert.equal(full.error.code, 'queue_full');
+  jail.jails.get(ids[0]!)!.exit(0);
+  await until(running(sup, ids[5]!), 'queued one started');
+  for (const id of ids) jail.jails.get(id)?.exit(0);
+  await sup.close();
+});
+
+test('[INV-8] kill mid-run: killed by operator, container gone; a racing exit does not add a second end', async () => {
+  const { sup, jail, ledger } = await setup();
+  const r = await sup.spawn({ task: 'k', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  await until(running(sup, r.value.id), 'running');
+  const noConfirm = await sup.kill(r.value.id, { confirm: false });
+  assert.equal(noConfirm.ok, false);
+  const j = jail.jails.get(r.value.id)!;
+  const [k] = await Promise.all([sup.kill(r.value.id, { confirm: true }), Promise.resolve(j.exit(0))]);
+  assert.ok(k.ok);
+  await sup.idle();
+  const rec = sup.runs.get(r.value.id)!;
+  assert.equal(rec.endReason, 'killed');
+  assert.equal(rec.killedBy, 'operator');
+  assert.ok(j.destroyed);
+  assert.equal(ledger.events.filter((e) => e.type === 'run.lifecycle_ended' && e.runId === r.value.id).length, 1);
+  const again = await sup.kill(r.value.id, { confirm: true });
+  assert.equal(again.ok, false);
+  if (!again.ok) assert.equal(again.error.code, 'not_running');
+  await sup.close();
+});
+
+test('watchdog fires; after a checkpoint the run is resumable and resume re-spawns the pinned bytes with the checkpoint', async () => {
+  const { sup, jail } = await setup({ perStepTimeoutMs: 50, defaultMaxSteps: 1 });
+  const r = await sup.spawn({ task: 'long', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  await until(running(sup, r.value.id), 'running');
+  await sup.handleChildCall(r.value.id, 'run.checkpoint', { state: { i: 7 } });
+  await until(() => sup.runs.get(r.value.id)!.status === 'ended', 'watchdog');
+  const ended = sup.runs.get(r.value.id)!;
+  assert.equal(ended.endReason, 'watchdog_timeout');
+  assert.equal(ended.terminalStatus, 'timeout');
+  assert.equal(ended.resumable, true);
+  const again = await sup.resume(r.value.id);
+  assert.ok(again.ok);
+  await until(running(sup, again.value.id), 'resumed running');
+  const spec = jail.created.find((s) => s.runId === again.value.id)!;
+  assert.equal(String(spec.inputs!.find((i) => i.path === '.brig/script.mjs')!.data), SCRIPT);
+  assert.deepEqual(await sup.handleChildCall(again.value.id, 'run.resume', {}), { checkpoint: { i: 7 }, untrusted: true });
+  const twice = await sup.resume(r.value.id);
+  assert.equal(twice.ok, false);
+  if (!twice.ok) assert.equal(twice.error.data.reason, 'already_resumed');
+  jail.jails.get(again.value.id)!.exit(0);
+  await sup.close();
+});
+
+test('a timed-out run without a checkpoint is not resumable, with an honest reason', async () => {
+  const { sup } = await setup({ perStepTimeoutMs: 30, defaultMaxSteps: 1 });
+  const r = await sup.spawn({ task: 'nock', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  await until(() => sup.runs.get(r.value.id)!.status === 'ended', 'watchdog');
+  const res = await sup.resume(r.value.id);
+  assert.equal(res.ok, false);
+  if (!res.ok) {
+    assert.equal(res.error.code, 'resume_unavailable');
+    assert.equal(res.error.data.reason, 'not_resumable');
+  }
+  await sup.close();
+});
+
+test('a silent child is killed by health_monitor', async () => {
+  const { sup } = await setup({ stuckKillThresholdMs: 40 });
+  const r = await sup.spawn({ task: 'silent', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  const w = await sup.wait(r.value.id);
+  assert.ok(w.ok);
+  assert.equal(w.value.endReason, 'killed');
+  assert.equal(w.value.killedBy, 'health_monitor');
+  await sup.close();
+});
+
+test('steer: inject reaches the child at its next step; respawn mode kills and starts a new run; ended run fails fast', async () => {
+  const { sup, jail } = await setup();
+  const r = await sup.spawn({ task: 'a', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  await until(running(sup, r.value.id), 'running');
+  const s = await sup.steer(r.value.id, 'go left');
+  assert.deepEqual(s.ok && s.value, { mode: 'inject', runId: r.value.id, newRunId: null });
+  const p = (await sup.handleChildCall(r.value.id, 'run.progress', {})) as { steers: string[] };
+  assert.deepEqual(p.steers, ['go left']);
+  jail.jails.get(r.value.id)!.exit(0);
+  await sup.wait(r.value.id);
+  const late = await sup.steer(r.value.id, 'too late');
+  assert.equal(late.ok, false);
+  if (!late.ok) {
+    assert.equal(late.error.code, 'not_running');
+    assert.match(late.error.message, /status: ended/);
+  }
+  (sup.settings as { steerInject: boolean }).steerInject = false;
+  const r2 = await sup.spawn({ task: 'b', script: SCRIPT, async: true });
+  assert.ok(r2.ok);
+  await until(running(sup, r2.value.id), 'running');
+  const leaseBefore = sup.live.get(r2.value.id)!.lease!.caps;
+  const s2 = await sup.steer(r2.value.id, 'new direction');
+  assert.ok(s2.ok);
+  assert.equal(s2.value.mode, 'respawn');
+  assert.equal(sup.runs.get(r2.value.id)!.endReason, 'killed');
+  await until(running(sup, s2.value.newRunId!), 'respawned');
+  assert.deepEqual(sup.live.get(s2.value.newRunId!)!.lease!.caps, leaseBefore, '[INV-1] a steer never changes the lease');
+  const spec = jail.created.find((x) => x.runId === s2.value.newRunId)!;
+  assert.equal(JSON.parse(String(spec.inputs![0]!.data)).task, 'new direction');
+  jail.jails.get(s2.value.newRunId!)!.exit(0);
+  await sup.close();
+});
+
+test('depth 4 is refused through grandchild spawns; spawn needs the capability', async () => {
+  const { sup } = await setup();
+  const a = await sup.spawn({ task: 'd1', script: SCRIPT, async: true });
+  assert.ok(a.ok);
+  await until(running(sup, a.value.id), 'd1');
+  let parent = a.value.id;
+  for (const d of [2, 3]) {
+    const c = (await sup.spawn({ task: `d${d}`, script: SCRIPT, async: true }, { parentRunId: parent }));
+    assert.ok(c.ok);
+    assert.equal(c.value.depth, d);
+    await until(running(sup, c.value.id), `d${d}`);
+    parent = c.value.id;
+  }
+  const deep = (await sup.handleChildCall(parent, 'run.spawn', { request: { task: 'd4', script: SCRIPT, async: true } }).catch((e: unknown) => e)) as { code: string; data: { limit: number } };
+  assert.equal(deep.code, 'depth_exceeded');
+  assert.equal(deep.data.limit, 3);
+  await sup.kill(a.value.id, { confirm: true });
+  await sup.idle();
+  assert.ok([...sup.runs.values()].every((r) => r.status === 'ended'), 'killing a parent ends its subtree');
+  assert.ok([...sup.runs.values()].filter((r) => r.id !== a.value.id).every((r) => r.killedBy === 'parent'));
+  await sup.close();
+});
+
+test('[INV-8] restart: a live container is reattached, a vanished one ends ghost_sweep', async () => {
+  const jail = new FakeJailDriver();
+  const leases = new MemoryLeases();
+  const first = await setup({}, undefined, jail, leases);
+  const a = await first.sup.spawn({ task: 'stays', script: SCRIPT, async: true });
+  const b = await first.sup.spawn({ task: 'vanishes', script: SCRIPT, async: true });
+  assert.ok(a.ok && b.ok);
+  await until(() => running(first.sup, a.value.id)() && running(first.sup, b.value.id)(), 'both running');
+  await first.sup.close(); // the containers outlive the supervisor
+  jail.jails.delete(b.value.id);
+  const second = await setup({}, first.home, jail, leases);
+  assert.deepEqual(second.report.reattached, [a.value.id]);
+  assert.deepEqual(second.report.ghostSwept, [b.value.id]);
+  assert.equal(second.sup.runs.get(b.value.id)!.endReason, 'ghost_sweep');
+  jail.jails.get(a.value.id)!.exit(0);
+  const w = await second.sup.wait(a.value.id);
+  assert.ok(w.ok);
+  assert.equal(w.value.endReason, 'completed');
+  await second.sup.close();
+});
+
+test('a start failure ends the run failed and releases its lease; lease revoke ends a run killed by system', async () => {
+  const { sup, jail, leases } = await setup();
+  jail.failStart = true;
+  const r = await sup.spawn({ task: 'boom', script: SCRIPT });
+  assert.ok(r.ok);
+  assert.equal(r.value.endReason, 'failed');
+  assert.equal(r.value.error?.code, 'jail_failed');
+  jail.failStart = false;
+  const r2 = await sup.spawn({ task: 'rev', script: SCRIPT, async: true });
+  assert.ok(r2.ok);
+  await until(running(sup, r2.value.id), 'running');
+  await leases.revoke(sup.runs.get(r2.value.id)!.leaseId!);
+  const w = await sup.wait(r2.value.id);
+  assert.ok(w.ok);
+  assert.equal(w.value.endReason, 'killed');
+  assert.equal(w.value.killedBy, 'system');
+  await sup.close();
+});
+
+test('progress events carry real step counts and stop at the end', async () => {
+  const { sup, jail, ledger } = await setup();
+  const r = await sup.spawn({ task: 'p', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  const it = sup.events({ runId: r.value.id });
+  await until(running(sup, r.value.id), 'running');
+  await sup.handleChildCall(r.value.id, 'run.progress', {});
+  await sup.handleChildCall(r.value.id, 'run.progress', {});
+  let seen: { stepsExecuted: number; progressLine: string | null } | undefined;
+  for (;;) {
+    const { value } = await it.next();
+    if (value?.type === 'progress' && value.progress.stepsExecuted === 2) {
+      seen = value.progress;
+      break;
+    }
+  }
+  assert.equal(seen!.progressLine, 'running, step 2');
+  jail.jails.get(r.value.id)!.exit(0);
+  await sup.wait(r.value.id);
+  await it.return!();
+  await new Promise((res) => setTimeout(res, 40)); // eight progress intervals
+  const mine = ledger.events.filter((e) => e.runId === r.value.id).map((e) => e.type);
+  const endAt = mine.indexOf('run.lifecycle_ended');
+  assert.ok(endAt > 0);
+  assert.deepEqual(mine.slice(endAt + 1), [], 'no progress after the end');
+  await sup.close();
+});
