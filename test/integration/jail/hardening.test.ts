@@ -81,8 +81,8 @@ test('[INV-2] the memory limit is enforced by the kernel (OOM kill seen)', async
 test('[INV-2] the pids limit is enforced by the kernel (forks beyond it fail)', async (t) => {
   if (!(await requireEngine(t))) return;
   const forks = `const { spawn } = require('child_process'); let ok = 0, bad = 0;
-for (let i = 0; i < 80; i++) { try { const p = spawn('sleep', ['3']); p.on('error', () => bad++); p.on('spawn', () => ok++); } catch { bad++; } }
-setTimeout(() => { console.log(JSON.stringify({ ok, bad })); process.exit(0); }, 1500);`;
+for (let i = 0; i < 80; i++) { try { const p = spawn('sleep', ['6']); p.on('error', () => bad++); p.on('spawn', () => ok++); } catch { bad++; } }
+setTimeout(() => { console.log(JSON.stringify({ ok, bad })); process.exit(0); }, 3000);`;
   const { tails } = await runToEnd(spec('pids', ['node', '-e', forks], { limits: { memoryMb: 128, cpu: 1, pids: 32, tmpfsMb: 4 } }));
   const r = JSON.parse(tails.stdoutTail) as { ok: number; bad: number };
   assert.ok(r.ok < 32, `started ${r.ok} processes under a pids limit of 32`);
