@@ -42,11 +42,21 @@ export async function boundedExec(o: BoundedExecOptions): Promise<BoundedExecRes
   }
 }
 
-function run(o: BoundedExecOptions, cwd: string): Promise<BoundedExecResult> {
+async function run(o: BoundedExecOptions, cwd: string): Promise<BoundedExecResult> {
   const [cmd, args] =
     PRLIMIT && o.maxMemoryBytes ? [PRLIMIT, [`--as=${o.maxMemoryBytes}`, '--', o.cmd, ...o.args]] : [o.cmd, o.args];
+  // The file becomes the tool's stdin directly (no copy through us), read-only.
+  const input = o.stdinFile ? await fsp.open(o.stdinFile, 'r') : undefined;
+  try {
+    return await runWith(cmd, args, o, cwd, input?.fd);
+  } finally {
+    await input?.close();
+  }
+}
+
+function runWith(cmd: string, args: string[], o: BoundedExecOptions, cwd: string, stdinFd: number | undefined): Promise<BoundedExecResult> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { env: {}, cwd, stdio: [o.stdinFile ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { env: {}, cwd, stdio: [stdinFd ?? 'ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     let outLen = 0;
     let err = '';
@@ -72,12 +82,6 @@ function run(o: BoundedExecOptions, cwd: string): Promise<BoundedExecResult> {
     child.stderr!.on('data', (b: Buffer) => {
       if (err.length < 4096) err += b.toString('utf8');
     });
-    if (o.stdinFile) {
-      const input = fs.createReadStream(o.stdinFile, { highWaterMark: 1 << 20 });
-      input.on('error', () => child.kill('SIGKILL'));
-      child.stdin!.on('error', () => input.destroy()); // the tool may stop reading early (EPIPE)
-      input.pipe(child.stdin!);
-    }
     child.on('error', (e) => {
       clearTimeout(timer);
       resolve({ stdout: Buffer.alloc(0), stderr: e.message, code: null, timedOut, cut });
