@@ -152,6 +152,16 @@ export class DockerJailDriver implements JailDriver {
       throw new BrigError('invalid_input', 'the broker directory does not exist', { data: { runId: spec.runId } });
     }
     const volumeName = workspaceVolumeName(spec.runId);
+    // The engine's volume create returns an existing volume of that name: refuse, so a
+    // workspace is always fresh and never another run's leftovers.
+    const existing = await this.docker.getVolume(volumeName).inspect().then(
+      () => true,
+      (e: unknown) => {
+        if (statusOf(e) === 404) return false;
+        throw engineError(e, 'jail_failed', 'inspecting the workspace volume failed');
+      },
+    );
+    if (existing) throw new BrigError('jail_failed', `a workspace volume for run ${spec.runId} already exists`, { data: { runId: spec.runId } });
     await this.docker.createVolume({ Name: volumeName, Labels: body.Labels }).catch((e: unknown) => {
       throw engineError(e, 'jail_failed', 'creating the workspace volume failed');
     });

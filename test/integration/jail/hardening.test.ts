@@ -5,6 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
+import { isBrigError } from '../../../src/util/errors.js';
 import { judgeProbe, parseProbe, PROBE_SCRIPT } from '../../../src/jail/probe.js';
 import { DockerJailDriver, renderCreateBody } from '../../../src/jail/index.js';
 import { verifyInspect, type InspectView } from '../../../src/jail/docker/verify.js';
@@ -155,5 +156,18 @@ test('sweep never crosses owners: another supervisor\'s jails are left alone', a
     assert.ok(!(await other.listLabelled()).some((r) => r.runId === mine.runId));
   } finally {
     await mine.destroy();
+  }
+});
+
+test('[INV-2] a workspace is always fresh: a leftover volume of the same run is refused, not reused', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const s = spec('stale', ['true']);
+  await driver.docker.createVolume({ Name: `brig-ws-${s.runId}`, Labels: { 'brig.managed': '1', 'brig.owner': driver.owner, 'brig.run': s.runId, 'brig.root': ROOT } });
+  try {
+    await assert.rejects(driver.create(s), (e) => isBrigError(e, 'jail_failed'));
+    const left = (await driver.listLabelled()).filter((r) => r.runId === s.runId).map((r) => r.kind);
+    assert.deepEqual(left, ['volume'], 'the refused create made no container and left the foreign volume alone');
+  } finally {
+    await driver.docker.getVolume(`brig-ws-${s.runId}`).remove();
   }
 });
