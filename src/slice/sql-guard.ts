@@ -44,6 +44,7 @@ const DENIED_FUNCTIONS = new Set([
   'load_extension', 'install_extension', 'which_secret', 'getvariable', 'checkpoint', 'force_checkpoint',
   'sql_auto_complete', 'json_execute_serialized_sql', 'file_search_path', 'current_setting_value',
   'enable_profiling', 'disable_profiling', 'resource', 'from_substrait', 'get_substrait', 'test_all_types',
+  'json_serialize_plan',
 ]);
 const DENIED_PREFIXES = ['duckdb_', 'pragma_', 'read_', 'parquet_', 'sqlite_', 'postgres_', 'mysql_', 'iceberg_', 'delta_', 'http', 's3', 'json_execute', 'glob'];
 
