@@ -195,6 +195,31 @@ export class FsResultStore {
     return buf ? decodeLineIndex(buf) : [0];
   }
 
+  // The supervisor's ResultsPort (src/runs/ports.ts), satisfied structurally: root first.
+
+  /** Where the jail's collect puts a run's /workspace/out (it must not exist yet). */
+  outDir(rootRunId: string, runId: string): string {
+    return path.join(this.runDir(rootRunId, runId), 'out');
+  }
+
+  /** Indexes a collected out/ directory; returns how many refs it made. */
+  async index(rootRunId: string, runId: string, dir: string): Promise<number> {
+    const before = (await this.readManifest(rootRunId, runId))?.refs.length ?? 0;
+    const m = await this.indexDir(runId, rootRunId, dir);
+    return m.refs.length - before;
+  }
+
+  /** Drops a run's refs and files now (retention decided by the caller). */
+  async remove(rootRunId: string, runId: string): Promise<void> {
+    await this.serial(`${rootRunId}/${runId}`, async () => {
+      const m = await this.readManifest(rootRunId, runId);
+      await fsp.rm(this.runDir(rootRunId, runId), { recursive: true, force: true });
+      for (const r of m?.refs ?? []) await fsp.rm(path.join(this.dir, '.refs', r.ref), { force: true });
+      await fsp.rm(path.join(this.dir, '.runs', runId), { force: true });
+      await fsp.rmdir(path.join(this.dir, rootRunId)).catch(() => undefined);
+    });
+  }
+
   /** Removes runs whose refs have all expired, and orphans older than the retention. */
   async sweep(now: Date = this.now()): Promise<SweepReport> {
     const out: SweepReport = { runs: 0, refs: 0, bytes: 0 };

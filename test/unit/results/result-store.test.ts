@@ -143,3 +143,19 @@ test('writeValue: a string becomes text, an object json; sweep removes expired r
   await assert.rejects(store.get(v.ref), (e: unknown) => isBrigError(e, 'ref_not_found'));
   assert.equal((await store.get(fresh.ref)).ref, fresh.ref);
 });
+
+test('the supervisor port: outDir, index (count of new refs), remove', async (t) => {
+  const { store } = await tmpStore(t);
+  const out = store.outDir('root', 'r9');
+  await fs.mkdir(out, { recursive: true });
+  await fs.writeFile(path.join(out, 'a.txt'), 'a\n');
+  await fs.writeFile(path.join(out, 'b.csv'), 'x,y\n1,2\n');
+  await store.writeValue('r9', 'root', { ok: true });
+  assert.equal(await store.index('root', 'r9', out), 2);
+  const refs = await store.list('r9');
+  assert.equal(refs.length, 3);
+  await store.remove('root', 'r9');
+  await assert.rejects(store.list('r9'), (e: unknown) => isBrigError(e, 'run_not_found'));
+  await assert.rejects(store.get(refs[0]!.ref), (e: unknown) => isBrigError(e, 'ref_not_found'));
+  await assert.rejects(fs.access(store.runDir('root', 'r9')));
+});
