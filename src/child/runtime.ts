@@ -33,7 +33,7 @@ async function main(): Promise<number> {
     const mod = (await import(pathToFileURL(PATHS.script).href)) as { default?: unknown };
     if (typeof mod.default !== 'function') throw new Error('the script must export a default async function (brig)');
     const value = await (mod.default as (b: unknown) => unknown)(createSdk(client, packet, state));
-    if (!state.resultSet && value !== undefined) await client.call('run.result', { value });
+    if (!state.resultSet && value !== undefined) await client.call('result', { value });
     return 0;
   } catch (e) {
     const err = e as Error;

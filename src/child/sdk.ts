@@ -35,11 +35,11 @@ export interface BrigSdk {
 }
 
 export const METHODS = {
-  progress: 'run.progress',
-  checkpoint: 'run.checkpoint',
-  resume: 'run.resume',
-  result: 'run.result',
-  spawn: 'run.spawn',
+  progress: 'progress',
+  checkpoint: 'checkpoint',
+  resume: 'resume',
+  result: 'result',
+  spawn: 'spawn',
 } as const;
 
 export function createSdk(client: BrokerClient, packet: Record<string, unknown>, state: { resultSet: boolean }): BrigSdk {

@@ -7,7 +7,8 @@ import type { BrigSupervisor } from './supervisor.js';
  * call from a run that is not running is refused (`not_running`).
  */
 
-export const CHILD_METHODS = ['run.progress', 'run.checkpoint', 'run.resume', 'run.result', 'run.spawn'] as const;
+/** The broker's method names (its `run.*` aliases resolve to these). */
+export const CHILD_METHODS = ['progress', 'checkpoint', 'resume', 'result', 'spawn', 'steer.poll'] as const;
 export type ChildMethod = (typeof CHILD_METHODS)[number];
 
 const MAX_CHECKPOINT_BYTES = 1024 * 1024;
@@ -23,15 +24,15 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
     throw new BrigError('not_running', `run ${runId} is not running`, { data: { status: r?.status ?? 'unknown' } });
   }
   const p = obj(params);
-  switch (method) {
-    case 'run.progress': {
+  switch (method.startsWith('run.') ? method.slice(4) : method) {
+    case 'progress': {
       const line = typeof p.line === 'string' ? p.line.slice(0, 200) : r.progressLine;
       await sup.update(runId, (x) => ({ ...x, stepsExecuted: x.stepsExecuted + 1, progressLine: line, lastProgressAt: sup.clock.now().toISOString() }));
       const live = sup.live.get(runId);
       const steers = live ? live.steers.splice(0, live.steers.length) : [];
       return { steers, stepsExecuted: r.stepsExecuted + 1 };
     }
-    case 'run.checkpoint': {
+    case 'checkpoint': {
       const json = JSON.stringify(p.state ?? null);
       if (Buffer.byteLength(json) > MAX_CHECKPOINT_BYTES) {
         throw new BrigError('ref_too_large', `a checkpoint is at most ${MAX_CHECKPOINT_BYTES} bytes`, { data: { limit: MAX_CHECKPOINT_BYTES } });
@@ -40,11 +41,11 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
       await sup.update(runId, (x) => ({ ...x, hasCheckpoint: true, lastProgressAt: sup.clock.now().toISOString() }));
       return { saved: true };
     }
-    case 'run.resume': {
+    case 'resume': {
       const buf = await sup.store.read(runId, 'checkpoint');
       return { checkpoint: buf ? (JSON.parse(buf.toString('utf8')) as unknown) : null, untrusted: true };
     }
-    case 'run.result': {
+    case 'result': {
       const json = JSON.stringify(p.value ?? null);
       if (Buffer.byteLength(json) > MAX_RESULT_BYTES) {
         throw new BrigError('ref_too_large', `result() takes at most ${MAX_RESULT_BYTES} bytes; write bigger output to /workspace/out`, { data: { limit: MAX_RESULT_BYTES } });
@@ -52,7 +53,7 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
       await sup.update(runId, (x) => ({ ...x, result: JSON.parse(json) as unknown }));
       return { saved: true };
     }
-    case 'run.spawn': {
+    case 'spawn': {
       const live = sup.live.get(runId);
       if (!live?.lease?.caps.includes('spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
       const req = obj(p.request);
@@ -60,6 +61,10 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
       if (!res.ok) throw res.error;
       const c = res.value;
       return { runId: c.id, status: c.status, endReason: c.endReason, result: c.result, error: c.error, missingOutputs: c.missingOutputs };
+    }
+    case 'steer.poll': {
+      const live = sup.live.get(runId);
+      return { steers: live ? live.steers.splice(0, live.steers.length) : [] };
     }
     default:
       throw new BrigError('invalid_input', `unknown method ${method}`, { data: { method } });

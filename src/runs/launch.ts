@@ -85,7 +85,7 @@ export function missingOutputs(expected: readonly string[], files: readonly { pa
 /** Collects /workspace/out and the stream tails; over a cap is an error on the run, never a truncation. */
 export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: Jail): Promise<Partial<RunRecord>> {
   const r = sup.runs.get(runId)!;
-  const dest = path.join(sup.store.dir(runId), 'out');
+  const dest = sup.deps.results ? sup.deps.results.outDir(r.rootRunId, runId) : path.join(sup.store.dir(runId), 'out');
   const patch: Partial<RunRecord> = {};
   try {
     const t = jail.tails();
@@ -96,12 +96,13 @@ export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: J
   }
   try {
     await fs.rm(dest, { recursive: true, force: true });
+    await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
     const rep = await jail.collect(dest, COLLECT_CAPS);
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;
     patch.outputFiles = rep.files.length;
     patch.missingOutputs = missingOutputs(r.expectedOutputs, rep.files);
-    await sup.deps.results?.index(runId, dest);
+    await sup.deps.results?.index(r.rootRunId, runId, dest);
   } catch (e) {
     const be = toBrigError(e);
     patch.error = { code: be.code, message: be.message };

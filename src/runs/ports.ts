@@ -26,6 +26,8 @@ export interface LeaseIssue {
   depth: number;
   /** The parent run's lease, or null for an operator (root) spawn. */
   parentLeaseId: string | null;
+  /** The run's own timeout: the lease never outlives it. */
+  timeoutMs: number;
   profile?: string;
   caps?: Capability[];
   limits?: Partial<Limits>;
@@ -49,10 +51,12 @@ export interface BrokerPort {
 }
 
 export interface ResultsPort {
-  /** Index a run's materialized output directory as ResultRefs. */
-  index(runId: string, dir: string): Promise<void>;
+  /** Where a run's /workspace/out is collected to (must not exist yet). */
+  outDir(rootRunId: string, runId: string): string;
+  /** Index a run's materialized output directory as ResultRefs; returns how many. */
+  index(rootRunId: string, runId: string, dir: string): Promise<number>;
   /** Drop a run's ResultRefs (retention sweep). */
-  remove(runId: string): Promise<void>;
+  remove(rootRunId: string, runId: string): Promise<void>;
 }
 
 export interface Clock {
@@ -82,6 +86,9 @@ export interface SupervisorDeps {
   hooks?: SupervisorHooks;
   /** Sweep labelled leftovers of runs this supervisor does not know (default true). */
   sweepUnknown?: boolean;
+  /** Reattach or ghost-sweep persisted runs on start (default true). An in-process CLI
+   * supervisor passes false: it must not touch runs another process supervises. */
+  reconcile?: boolean;
   /** Health tick period (watchdog, stuck-kill, ghost sweep, queue timeout). */
   tickMs?: number;
 }

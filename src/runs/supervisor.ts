@@ -93,8 +93,9 @@ export class BrigSupervisor implements Supervisor {
     await fs.mkdir(this.deps.paths.runs, { recursive: true, mode: 0o700 });
     await fs.mkdir(this.deps.paths.brokers, { recursive: true, mode: 0o711 });
     const report: ReconcileReport = { reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } };
-    for (const r of await this.store.loadAll()) this.runs.set(r.id, r);
-    for (const r of [...this.runs.values()]) {
+    // An in-process (no-daemon) supervisor holds only the runs it spawns itself.
+    if (this.deps.reconcile !== false) for (const r of await this.store.loadAll()) this.runs.set(r.id, r);
+    for (const r of this.deps.reconcile === false ? [] : [...this.runs.values()]) {
       if (r.status === 'ended' || r.status === 'queued') continue;
       const jail = await this.deps.jail.attach(r.id).catch(() => null);
       if (jail && r.status === 'running' && (await this.#reattach(r, jail))) {
@@ -107,7 +108,7 @@ export class BrigSupervisor implements Supervisor {
     }
     // `isLive` true means "leave it": unknown runs are kept when told not to sweep them
     // (tests share one engine with other suites).
-    report.swept = await this.deps.jail.sweep((id) => {
+    if (this.deps.reconcile !== false) report.swept = await this.deps.jail.sweep((id) => {
       const r = this.runs.get(id);
       return r ? r.status !== 'ended' : this.deps.sweepUnknown === false;
     });
@@ -370,9 +371,10 @@ export class BrigSupervisor implements Supervisor {
       const r = this.runs.get(id)!;
       if (r.resultDir === null && !r.resumable) continue;
       await this.store.removeFile(id, 'out');
+      if (r.resultDir) await fs.rm(r.resultDir, { recursive: true, force: true }).catch(() => {});
       await this.store.removeFile(id, 'script');
       await this.store.removeFile(id, 'checkpoint');
-      await this.deps.results?.remove(id).catch(() => {});
+      await this.deps.results?.remove(r.rootRunId, id).catch(() => {});
       await this.#update(id, (x) => ({ ...x, resultDir: null, resumable: false }));
       this.deps.ledger.append({ type: 'run.results_swept', runId: id, rootRunId: r.rootRunId });
       removed.push(id);
@@ -492,6 +494,7 @@ export class BrigSupervisor implements Supervisor {
         rootRunId: rec.rootRunId,
         depth: rec.depth,
         parentLeaseId: parentLease,
+        timeoutMs: rec.timeoutMs,
         ...(req.profile ? { profile: req.profile } : {}),
         ...(req.caps ? { caps: req.caps } : {}),
       });

@@ -1,0 +1,126 @@
+/**
+ * The composition root: the one place that builds the real parts (Docker jail driver, lease
+ * store, broker server, file ledger, result store) and hands them to the supervisor. No part
+ * looks up its own dependencies. The broker's handlers forward every authenticated child
+ * call to the supervisor by the run id the broker verified (never one the child claims).
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { BrokerServer, type Handlers } from '../broker/index.js';
+import { brigPaths, type BrigConfig } from '../config/index.js';
+import { DockerJailDriver, ownerForHome } from '../jail/index.js';
+import { LeaseStore, loadPolicyFile, policyFileFor, type LeaseRecord } from '../lease/index.js';
+import { FileLedger, type Ledger } from '../ledger/index.js';
+import { FsResultStore } from '../results/index.js';
+import { BrigSupervisor, type LeasePort, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
+import { BrigError, err, ok } from '../util/errors.js';
+
+export interface ComposeOptions {
+  settings?: Partial<SupervisorSettings>;
+  /** Reattach / ghost-sweep persisted runs and sweep labelled leftovers (daemon: true). */
+  reconcile?: boolean;
+  tickMs?: number;
+  /** Build the child image if missing (default true). */
+  ensureImage?: boolean;
+}
+
+export interface Composed {
+  supervisor: BrigSupervisor;
+  leases: LeaseStore;
+  ledger: Ledger;
+  close(): Promise<void>;
+}
+
+function leasePort(store: LeaseStore): LeasePort {
+  return {
+    async issue(req) {
+      const profileOfParent = req.parentLeaseId ? store.get(req.parentLeaseId)?.profile : undefined;
+      const profile = req.profile ?? profileOfParent ?? 'root';
+      const request = req.caps ? { caps: req.caps } : undefined;
+      const issued = req.parentLeaseId
+        ? store.issueChild({ parentLeaseId: req.parentLeaseId, request, profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs })
+        : store.issueRoot({ profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, ...(request ? { request } : {}) });
+      if (!issued.ok) return err(issued.error);
+      const r = issued.value.record;
+      return ok({ leaseId: r.id, token: issued.value.token, caps: r.caps, limits: r.limits, expiresAt: r.expiresAt });
+    },
+    async revoke(leaseId, by, reason) {
+      const l = store.get(leaseId);
+      if (!l || l.revoked) return;
+      store.revoke(leaseId, by, reason);
+    },
+    onRevoked(cb) {
+      return store.onRevoked((revoked: LeaseRecord[]) => {
+        for (const r of revoked) cb(r.id);
+      });
+    },
+  };
+}
+
+function resultsPort(store: FsResultStore): ResultsPort {
+  return {
+    outDir: (rootRunId, runId) => path.join(store.runDir(rootRunId, runId), 'out'),
+    async index(rootRunId, runId, dir) {
+      const m = await store.indexDir(runId, rootRunId, dir);
+      return m.refs.length;
+    },
+    async remove(rootRunId, runId) {
+      await fs.rm(store.runDir(rootRunId, runId), { recursive: true, force: true });
+    },
+  };
+}
+
+export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {}): Promise<Composed> {
+  const paths = brigPaths(cfg.home);
+  await fs.mkdir(paths.home, { recursive: true, mode: 0o700 });
+  const pol = loadPolicyFile(policyFileFor(cfg.home));
+  if (!pol.ok) throw pol.error;
+  const ledger = new FileLedger({ dir: paths.ledger });
+  const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
+  const results = new FsResultStore({ dir: paths.results });
+  const jail = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
+  if (o.ensureImage !== false) await jail.ensureImage();
+  // Handlers close over the supervisor built just below: the broker and the supervisor
+  // need each other, and this is the one place that wires them.
+  let sup: BrigSupervisor | undefined;
+  const forward = (call: { runId: string; method: string; params: unknown }) => {
+    if (!sup) throw new BrigError('daemon_unavailable', 'the supervisor is starting');
+    return sup.handleChildCall(call.runId, call.method, call.params);
+  };
+  const handlers: Handlers = {
+    progress: forward,
+    checkpoint: forward,
+    resume: forward,
+    result: forward,
+    spawn: forward,
+    'steer.poll': forward,
+  };
+  const broker = new BrokerServer({
+    leases,
+    ledger,
+    handlers,
+    onAbuse: (runId) => void sup?.kill(runId, { confirm: true, by: 'system' }),
+  });
+  sup = new BrigSupervisor({
+    jail,
+    leases: leasePort(leases),
+    broker,
+    ledger,
+    results: resultsPort(results),
+    paths: { runs: paths.runs, brokers: paths.brokers },
+    ...(o.settings ? { settings: o.settings } : {}),
+    ...(o.tickMs ? { tickMs: o.tickMs } : {}),
+    reconcile: o.reconcile !== false,
+  });
+  const supervisor = sup;
+  return {
+    supervisor,
+    leases,
+    ledger,
+    async close() {
+      await supervisor.close();
+      await broker.close();
+      await ledger.close();
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/** runs/: the supervisor — admission, lifecycle, watchdog, control, resume, events. */
+export {
+  RUN_STATUSES,
+  END_REASONS,
+  KILLED_BY,
+  TERMINAL_STATUSES,
+  RUN_KINDS,
+  SPAWN_BOUNDS,
+  DEFAULT_SETTINGS,
+  SpawnRequestSchema,
+  RunStatusSchema,
+  EndReasonSchema,
+  KilledBySchema,
+} from './types.js';
+export type {
+  RunStatus,
+  EndReason,
+  KilledBy,
+  TerminalStatus,
+  RunKind,
+  SpawnRequest,
+  SpawnRequestInput,
+  SpawnContext,
+  SpawnPacket,
+  RunRecord,
+  RunError,
+  ProgressEvent,
+  SupervisorEvent,
+  SupervisorEventType,
+  ListFilter,
+  WaitOptions,
+  KillOptions,
+  SteerOutcome,
+  EventsOptions,
+  ReconcileReport,
+  Supervisor,
+  SupervisorSettings,
+} from './types.js';
+export { BrigSupervisor } from './supervisor.js';
+export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, ResultsPort, Clock, SupervisorDeps, SupervisorHooks } from './ports.js';
+export { decideAdmission, nextToStart } from './admission.js';
+export { RunStore, isRunId } from './run-store.js';
+export { elapsedMs } from './state-machine.js';
+export { CHILD_METHODS } from './child-calls.js';
