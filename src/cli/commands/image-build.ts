@@ -15,14 +15,13 @@ const command: Command = {
       force: p.bools.has('force'),
       ...(quiet ? {} : { onProgress: (l: string) => io.stderr.write(`  ${l}\n`) }),
     });
-    const status = await driver.childImageStatus();
     const pruned = p.bools.has('prune') ? await driver.pruneChildImages(res.tag) : [];
-    const out = { tag: res.tag, built: res.built, runtimeIncluded: status.runtimeIncluded, pruned, ms: Date.now() - started };
+    const out = { tag: res.tag, built: res.built, runtimeIncluded: res.runtimeIncluded, pruned, ms: Date.now() - started };
     if (p.bools.has('json')) writeJson(io, out);
     else {
       io.stdout.write(`${res.built ? 'built' : 'present'} ${res.tag}\n`);
       for (const t of pruned) io.stdout.write(`removed ${t}\n`);
-      if (!status.runtimeIncluded) io.stderr.write('note: dist/child is missing, so the image has no child runtime; run `make build` first.\n');
+      if (!res.runtimeIncluded) io.stderr.write('note: dist/child is missing, so the image has no child runtime; run `make build` first.\n');
     }
     return 0;
   },

@@ -53,6 +53,8 @@ export function dockerFromHost(dockerHost: string | undefined): Docker {
   return new Docker({ host: u.hostname, port: Number(u.port || 2375), protocol: 'http' });
 }
 
+const hasRuntime = (plan: ImagePlan) => plan.entries.some((e) => e.dest.startsWith('opt/brig/child/'));
+
 export class DockerJailDriver implements JailDriver {
   readonly docker: Docker;
   readonly owner: string;
@@ -106,15 +108,16 @@ export class DockerJailDriver implements JailDriver {
         throw engineError(e, 'engine_unavailable', 'the Docker engine did not answer');
       },
     );
-    return { tag, present, runtimeIncluded: plan.entries.some((e) => e.dest.startsWith('opt/brig/child/')) };
+    return { tag, present, runtimeIncluded: hasRuntime(plan) };
   }
 
-  async buildChildImage(opts: { force?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean }> {
-    const res = await ensurePlanImage(this.docker, await this.childPlan(), CHILD_IMAGE_REPO, opts).catch((e: unknown) => {
+  async buildChildImage(opts: { force?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean; runtimeIncluded: boolean }> {
+    const plan = await this.childPlan();
+    const res = await ensurePlanImage(this.docker, plan, CHILD_IMAGE_REPO, opts).catch((e: unknown) => {
       throw engineError(e, 'image_build_failed', 'building the child image failed');
     });
     this.image = Promise.resolve(res.tag);
-    return res;
+    return { ...res, runtimeIncluded: hasRuntime(plan) };
   }
 
   /** Removes child images other than `keep`; an image a container still uses is left alone. */
