@@ -124,12 +124,13 @@ function encode(reply: BrokerReply): string {
 }
 
 /** Handles one line; resolves to the reply line (without newline) and whether it succeeded. Never rejects. */
-export async function dispatchLine(line: string, run: RunState, deps: DispatchDeps): Promise<{ line: string; ok: boolean }> {
-  const reply = await decide(line, run, deps);
-  return { line: encode(reply), ok: reply.ok };
+export async function dispatchLine(line: string, run: RunState, deps: DispatchDeps): Promise<{ line: string; ok: boolean; authenticated: boolean }> {
+  const seen = { authenticated: false };
+  const reply = await decide(line, run, deps, seen);
+  return { line: encode(reply), ok: reply.ok, authenticated: seen.authenticated };
 }
 
-async function decide(line: string, run: RunState, deps: DispatchDeps): Promise<BrokerReply> {
+async function decide(line: string, run: RunState, deps: DispatchDeps, seen: { authenticated: boolean }): Promise<BrokerReply> {
   if (jsonNesting(line) > MAX_NESTING) return deny(run, deps, null, 'unknown', 'invalid_input', `JSON nested deeper than ${MAX_NESTING}`);
   let raw: unknown;
   try {
@@ -153,6 +154,7 @@ async function decide(line: string, run: RunState, deps: DispatchDeps): Promise<
   if (!auth.ok) return deny(run, deps, id, method, auth.error.code, auth.error.message);
   const lease = auth.value;
   if (lease.id !== run.leaseId) return deny(run, deps, id, method, 'unauthenticated', 'bad bearer token for this run');
+  seen.authenticated = true;
   const cap = requiredCapability(method);
   if (!grantAllows(lease, cap)) return deny(run, deps, id, method, 'capability_denied', `the lease does not grant ${cap}`);
   const { params: cleaned, stripped } = stripParams(method, env.data.params);

@@ -34,7 +34,7 @@ export interface BrokerLimits {
   idleMs: number;
   /** From a line's first byte to its newline. */
   lineTimeoutMs: number;
-  /** A new connection must make an authenticated call within this. */
+  /** A new connection must present a valid bearer within this. */
   authTimeoutMs: number;
   /** Unread reply bytes before the connection is dropped (a child that never reads). */
   maxWriteBuffer: number;
@@ -200,7 +200,8 @@ export class BrokerServer {
       if (++pending >= QUEUE_HIGH) s.pause();
       queue = queue.then(async () => {
         const reply = await dispatchLine(line, run.state, this.deps);
-        if (reply.ok) authed = true;
+        // A connection counts as authenticated once a bearer verified on it, whatever the call.
+        if (reply.authenticated) authed = true;
         send(reply.line);
         if (--pending <= QUEUE_LOW && s.isPaused() && !dead) s.resume();
       });

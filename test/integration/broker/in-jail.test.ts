@@ -27,6 +27,7 @@ test('[INV-1] from inside a real jail: no capability, bad/other-run/expired/revo
     const child = await f.run(runId, { caps: [] });
     const by = await f.run(`${ROOT}-bystander`);
     const bc = await BrokerTestClient.connect(by.handle.socketPath, by.token);
+    assert.ok((await bc.call('hello')).ok, 'authenticate before the auth deadline');
     const methods = Object.fromEntries(METHOD_NAMES.map((m) => [m, requiredCapability(m)]));
     jail = await driver.create({
       runId,
