@@ -15,6 +15,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FsResultStore } from '../src/results/index.js';
@@ -195,7 +196,7 @@ async function main(): Promise<void> {
   rows.push(['jq select', fmt(j.ms), `jq ${fmt(jFloor)}`, `${ratio(j.ms, jFloor)} (target ≤ 1.1×)`]);
   rows.push(['DuckDB helper peak RSS', Number.isFinite(helperHwm) ? `${(helperHwm / 1024).toFixed(0)} MB` : 'n/a', '', '']);
 
-  console.log('\nbench/slice (2 cores; ratios are brig / floor, measured in this run)\n');
+  console.log(`\nbench/slice (${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ratios are brig / floor, measured in this run)\n`);
   const w = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
   for (const r of rows) console.log(r.map((c, i) => c.padEnd(w[i]!)).join('  '));
   await fsp.rm(home, { recursive: true, force: true });

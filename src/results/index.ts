@@ -23,3 +23,5 @@ export { rollUpSavings, savingsFor } from './savings.js';
 export type { Savings } from './savings.js';
 export { renderExplain } from './explain.js';
 export type { ExplainInput } from './explain.js';
+export { buildRunEnvelope, resultText } from './run-envelope.js';
+export type { EnvelopeRun, RunEnvelope } from './run-envelope.js';

@@ -30,7 +30,7 @@ export interface EnvelopeInput {
   steps?: number;
   tokens?: number;
   costUsd?: number;
-  refs?: Pick<ResultRef, 'ref' | 'bytes' | 'kind'>[];
+  refs?: readonly Pick<ResultRef, 'ref' | 'bytes' | 'kind'>[];
   session?: string;
 }
 

@@ -1,0 +1,64 @@
+/**
+ * From a finished run to what its coordinator receives: condense the result, cast the
+ * envelope, and estimate the savings. Structural input (results/ does not import runs/):
+ * any run record with these fields works.
+ */
+import { type CondenseOptions, type Condensed, condense } from './condense.js';
+import { renderEnvelope } from './narrative.js';
+import { type Savings, savingsFor } from './savings.js';
+import type { ResultRef } from './types.js';
+
+export interface EnvelopeRun {
+  id: string;
+  rootRunId: string;
+  label: string | null;
+  agent?: string;
+  status: string;
+  endReason: string | null;
+  killedBy: string | null;
+  startedAt: string | null;
+  endedAt: string | null;
+  stepsExecuted?: number;
+  result: unknown;
+  stdoutTail?: string;
+  error?: { code?: string; message?: string } | null;
+  tokens?: number;
+  costUsd?: number;
+}
+
+export interface RunEnvelope {
+  envelope: string;
+  condensed: Condensed;
+  savings: Savings;
+}
+
+/** The text that condensation works on: the result value, else stdout, plus the error if any. */
+export function resultText(run: EnvelopeRun): string {
+  const value =
+    typeof run.result === 'string'
+      ? run.result
+      : run.result !== undefined && run.result !== null
+        ? JSON.stringify(run.result, null, 2)
+        : (run.stdoutTail ?? '');
+  const error = run.error ? `\nError${run.error.code ? ` [${run.error.code}]` : ''}: ${run.error.message ?? ''}` : '';
+  return `${value}${error}`.trim();
+}
+
+export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRef[], opts: CondenseOptions = {}): Promise<RunEnvelope> {
+  const condensed = await condense(resultText(run), { ...opts, knownPaths: [...(opts.knownPaths ?? []), ...refs.map((r) => r.path)] });
+  const runtimeMs = run.startedAt && run.endedAt ? Date.parse(run.endedAt) - Date.parse(run.startedAt) : undefined;
+  const envelope = renderEnvelope({
+    label: run.label ?? run.agent ?? run.id,
+    status: run.endReason ?? run.status,
+    ...(run.killedBy ? { killedBy: run.killedBy } : {}),
+    condensed,
+    ...(runtimeMs !== undefined && Number.isFinite(runtimeMs) ? { runtimeMs } : {}),
+    ...(run.stepsExecuted !== undefined ? { steps: run.stepsExecuted } : {}),
+    ...(run.tokens !== undefined ? { tokens: run.tokens } : {}),
+    ...(run.costUsd !== undefined ? { costUsd: run.costUsd } : {}),
+    refs,
+    session: `${run.rootRunId}/${run.id}`,
+  });
+  const materialized = refs.reduce((s, r) => s + r.bytes, 0);
+  return { envelope, condensed, savings: savingsFor(materialized, envelope.length) };
+}
