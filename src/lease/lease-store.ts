@@ -11,6 +11,8 @@
  * replaying, guessing or borrowing a token, or widening itself through a request. Trusts:
  * the policy and the leases directory (0700). Fails closed: an unreadable record is no lease.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { attenuate, grantAllows, hasPostureDowngrade, type Attenuation } from './attenuate.js';
@@ -83,6 +85,8 @@ export class LeaseStore {
   private readonly ledger: LeaseEventSink;
   private readonly now: () => number;
   private readonly listeners = new Set<RevokedListener>();
+  /** Revoked lease ids already announced to listeners (by this process or the watcher). */
+  private readonly announced = new Set<string>();
   /** runId → leaseId: a run holds exactly one lease. Rebuilt from disk on a miss. */
   private readonly byRun = new Map<string, string>();
 
@@ -268,14 +272,55 @@ export class LeaseStore {
       revoked.push(next);
       this.ledger.append({ type: 'lease.revoked', leaseId: rec.id, runId: rec.runId, rootRunId: rec.rootRunId, by, cascadeFrom: id });
     }
+    this.announce(revoked, by);
+    return ok(revoked);
+  }
+
+  private announce(revoked: LeaseRecord[], by: string): void {
+    const fresh = revoked.filter((r) => !this.announced.has(r.id));
+    if (fresh.length === 0) return;
+    for (const r of fresh) this.announced.add(r.id);
     for (const cb of this.listeners) {
       try {
-        cb(revoked, by);
+        cb(fresh, by);
       } catch {
         // A listener's failure must not undo or hide the revoke; the ledger has it.
       }
     }
-    return ok(revoked);
+  }
+
+  /**
+   * Announces revokes written by another process (`brig lease revoke` while a daemon runs)
+   * to this store's onRevoked listeners: a change in the leases directory is read at once,
+   * and a periodic scan catches anything the watch missed. Returns a stop function.
+   */
+  watchRevocations(intervalMs = 5000): () => void {
+    for (const r of this.files.all()) if (r.revoked) this.announced.add(r.id);
+    const check = (rec: LeaseRecord | undefined) => {
+      if (rec?.revoked && !this.announced.has(rec.id)) this.announce([rec], rec.revoked.by);
+    };
+    const scan = () => {
+      const recs = this.files.all().filter((r) => r.revoked && !this.announced.has(r.id));
+      // Group by who revoked, parents first (all() is in issue order).
+      for (const by of new Set(recs.map((r) => r.revoked!.by))) this.announce(recs.filter((r) => r.revoked!.by === by), by);
+    };
+    let watcher: fs.FSWatcher | undefined;
+    try {
+      watcher = fs.watch(this.files.dir, (_event, name) => {
+        const file = typeof name === 'string' ? path.basename(name) : '';
+        if (file.endsWith('.json')) check(this.files.read(file.slice(0, -'.json'.length)));
+      });
+      watcher.on('error', () => {});
+      watcher.unref();
+    } catch {
+      // No inotify: the periodic scan alone still announces every revoke.
+    }
+    const timer = setInterval(scan, intervalMs);
+    timer.unref();
+    return () => {
+      clearInterval(timer);
+      watcher?.close();
+    };
   }
 
   /** Called after every revoke with the records it revoked (the supervisor ends those runs). */

@@ -175,3 +175,25 @@ test('a corrupt lease file is no lease (fail closed)', () =>
     assert.ok(!s.verify(root.value.token, 'r0').ok);
     assert.equal(s.get(root.value.record.id), undefined);
   }));
+
+test('watchRevocations: a revoke written by another process reaches this store\'s listeners once', () =>
+  withStore(async (s, { dir, ledger, clock }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    const kid = s.issueChild({ parentLeaseId: root.value.record.id, request: undefined, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(kid.ok);
+    const heard: string[] = [];
+    s.onRevoked((recs, by) => heard.push(...recs.map((r) => `${r.runId}:${by}`)));
+    const stop = s.watchRevocations(50);
+    try {
+      const cli = new LeaseStore({ dir, ledger, now: () => clock.t });
+      assert.ok(cli.revoke(root.value.record.id, 'operator').ok);
+      for (let i = 0; i < 100 && heard.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 150));
+      assert.deepEqual(heard.sort(), ['r0:operator', 'r1:operator']);
+      assert.ok(s.revoke(root.value.record.id, 'operator').ok);
+      assert.equal(heard.length, 2, 'already-announced revokes are not announced again');
+    } finally {
+      stop();
+    }
+  }));
