@@ -20,4 +20,13 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   'ref jq': async () => (await import('./commands/ref-jq.js')).default,
   'ref sql': async () => (await import('./commands/ref-sql.js')).default,
   'ref jsonpath': async () => (await import('./commands/ref-jsonpath.js')).default,
+  result: async () => (await import('./commands/result.js')).default,
+  explain: async () => (await import('./commands/result-explain.js')).default,
+  list: async () => (await import('./commands/list.js')).default,
+  wait: async () => (await import('./commands/wait.js')).default,
+  kill: async () => (await import('./commands/kill.js')).default,
+  steer: async () => (await import('./commands/steer.js')).default,
+  resume: async () => (await import('./commands/resume.js')).default,
+  events: async () => (await import('./commands/events.js')).default,
+  serve: async () => (await import('./commands/serve.js')).default,
 };

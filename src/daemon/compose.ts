@@ -36,7 +36,7 @@ function leasePort(store: LeaseStore): LeasePort {
     async issue(req) {
       const profileOfParent = req.parentLeaseId ? store.get(req.parentLeaseId)?.profile : undefined;
       const profile = req.profile ?? profileOfParent ?? 'root';
-      const request = req.caps ? { caps: req.caps } : undefined;
+      const request = req.caps || req.limits ? { ...(req.caps ? { caps: req.caps } : {}), ...(req.limits ? { limits: req.limits } : {}) } : undefined;
       const issued = req.parentLeaseId
         ? store.issueChild({ parentLeaseId: req.parentLeaseId, request, profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs })
         : store.issueRoot({ profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, ...(request ? { request } : {}) });

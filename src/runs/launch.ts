@@ -101,6 +101,8 @@ export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: J
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;
     patch.outputFiles = rep.files.length;
+    patch.outputs = rep.files.slice(0, 1000).map((f) => ({ path: f.path, bytes: f.bytes }));
+    patch.skipped = rep.skipped.slice(0, 1000);
     patch.missingOutputs = missingOutputs(r.expectedOutputs, rep.files);
     await sup.deps.results?.index(r.rootRunId, runId, dest);
   } catch (e) {

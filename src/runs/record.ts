@@ -63,6 +63,8 @@ export function createRunRecord(i: NewRunInput): RunRecord {
     resultDir: null,
     outputBytes: 0,
     outputFiles: 0,
+    outputs: [],
+    skipped: [],
     stdoutTail: '',
     stderrTail: '',
     result: null,

@@ -154,6 +154,12 @@ export class BrigSupervisor implements Supervisor {
     if (parent && (req.artifact_refs.length > 0 || req.image !== undefined)) {
       return err(new BrigError('capability_denied', 'a child cannot hand host paths or pick an image for a grandchild', { data: { what: 'artifact_refs/image' } }));
     }
+    for (const a of req.artifact_refs) {
+      const st = await fs.stat(path.resolve(a)).catch(() => null);
+      if (!st || !(st.isFile() || st.isDirectory())) {
+        return err(new BrigError('artifact_missing', `artifact ${path.basename(a)} is not an existing regular file or directory`, { data: { artifact: a } }));
+      }
+    }
     const callerId = ctx.callerId ?? ctx.parentRunId ?? 'operator';
     const live = [...this.runs.values()].filter((r) => r.status !== 'ended');
     const decision = decideAdmission(
@@ -207,7 +213,8 @@ export class BrigSupervisor implements Supervisor {
   }
 
   async wait(runId: string, opts: WaitOptions = {}): Promise<Result<RunRecord, BrigError>> {
-    const r = this.runs.get(runId);
+    const r = await this.#adoptOrErr(runId);
+    if (r instanceof BrigError) return err(r);
     if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
     if (r.status === 'ended') return ok(r);
     await new Promise<void>((resolve) => {
@@ -227,7 +234,11 @@ export class BrigSupervisor implements Supervisor {
   }
 
   async list(filter: ListFilter = {}): Promise<RunRecord[]> {
-    return [...this.runs.values()]
+    const all = new Map<string, RunRecord>();
+    // In-process mode holds only its own runs; the rest are read from disk, read-only.
+    if (this.deps.reconcile === false) for (const r of await this.store.loadAll()) all.set(r.id, r);
+    for (const r of this.runs.values()) all.set(r.id, r);
+    return [...all.values()]
       .filter((r) => !filter.status || filter.status.includes(r.status))
       .filter((r) => !filter.rootRunId || r.rootRunId === filter.rootRunId)
       .filter((r) => !filter.parentRunId || r.parentRunId === filter.parentRunId)
@@ -236,12 +247,34 @@ export class BrigSupervisor implements Supervisor {
   }
 
   async get(runId: string): Promise<RunRecord | undefined> {
-    return this.runs.get(runId);
+    return this.runs.get(runId) ?? (this.deps.reconcile === false ? await this.store.load(runId) : undefined);
+  }
+
+  async #adoptOrErr(runId: string): Promise<RunRecord | BrigError | undefined> {
+    try {
+      return await this.#adopt(runId);
+    } catch (e) {
+      return toBrigError(e);
+    }
+  }
+
+  /** In-process mode: take an ended run from disk so it can be resumed or waited on. */
+  async #adopt(runId: string): Promise<RunRecord | undefined> {
+    const mine = this.runs.get(runId);
+    if (mine || this.deps.reconcile !== false) return mine;
+    const r = await this.store.load(runId);
+    if (!r) return undefined;
+    if (r.status !== 'ended') {
+      throw new BrigError('daemon_unavailable', `run ${runId} is supervised by another process`, { hint: 'Start `brig serve` and run brig commands against it.' });
+    }
+    this.runs.set(r.id, r);
+    return r;
   }
 
   async kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>> {
     if (opts.confirm !== true) return err(new BrigError('invalid_input', 'kill needs explicit confirmation', { hint: 'Pass --confirm (or confirm: true).' }));
-    const r = this.runs.get(runId);
+    const r = await this.#adoptOrErr(runId);
+    if (r instanceof BrigError) return err(r);
     if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
     if (r.status === 'ended' || this.#ending.has(runId)) return err(this.#notRunning(r, 'kill'));
     await this.endRun(runId, 'killed', { killedBy: opts.by ?? 'operator', collect: false });
@@ -249,7 +282,8 @@ export class BrigSupervisor implements Supervisor {
   }
 
   async steer(runId: string, message: string): Promise<Result<SteerOutcome, BrigError>> {
-    const r = this.runs.get(runId);
+    const r = await this.#adoptOrErr(runId);
+    if (r instanceof BrigError) return err(r);
     if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
     if (r.status !== 'running' || this.#ending.has(runId)) return err(this.#notRunning(r, 'steer'));
     if (typeof message !== 'string' || message.length === 0 || message.length > 64 * 1024) {
@@ -277,7 +311,8 @@ export class BrigSupervisor implements Supervisor {
   }
 
   async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
-    const r = this.runs.get(runId);
+    const r = await this.#adoptOrErr(runId);
+    if (r instanceof BrigError) return err(r);
     if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
     const refuse = (reason: string, msg: string) => err(new BrigError('resume_unavailable', msg, { data: { runId, reason, status: r.status } }));
     if (r.status !== 'ended' || !r.resumable) return refuse('not_resumable', `run ${runId} is not resumable (status ${r.status}, end ${r.endReason ?? 'none'})`);
@@ -497,6 +532,7 @@ export class BrigSupervisor implements Supervisor {
         timeoutMs: rec.timeoutMs,
         ...(req.profile ? { profile: req.profile } : {}),
         ...(req.caps ? { caps: req.caps } : {}),
+        ...(req.limits ? { limits: req.limits } : {}),
       });
       if (!lease.ok) throw lease.error;
       handle.lease = lease.value;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CapabilitySchema } from '../lease/types.js';
+import { CapabilitySchema, LimitsSchema } from '../lease/types.js';
 import type { BrigError, Result } from '../util/errors.js';
 
 /**
@@ -54,6 +54,8 @@ export const SpawnRequestSchema = z
     argv: z.array(z.string()).min(1).max(SPAWN_BOUNDS.argvItems).optional(),
     image: z.string().min(1).optional(),
     caps: z.array(CapabilitySchema).optional(),
+    /** Narrowing of the jail's size; the lease clamps it to the parent's (never widens). */
+    limits: LimitsSchema.pick({ cpu: true, memoryMb: true, pids: true }).partial().strict().optional(),
     profile: z.string().min(1).optional(),
     objective: z.string().max(4096).optional(),
     /** Host paths (operator spawns) or ResultRef ids handed to the child read-only. */
@@ -161,6 +163,10 @@ export interface RunRecord {
   resultDir: string | null;
   outputBytes: number;
   outputFiles: number;
+  /** The collected files (first 1000), relative to out/. */
+  outputs: { path: string; bytes: number }[];
+  /** Entries of /workspace/out not copied and why (symlink, device…). */
+  skipped: { path: string; reason: string }[];
   /** Bounded tails of stdout/stderr (stdout goes into the result). */
   stdoutTail: string;
   stderrTail: string;

@@ -1,87 +1,85 @@
-import crypto from 'node:crypto';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { brigPaths, loadConfig } from '../../config/index.js';
-import { DockerJailDriver, ownerForHome, runJailOnce, type JailArtifact } from '../../jail/index.js';
-import { FsResultStore, type RunManifest } from '../../results/index.js';
+import { CAPABILITIES, type Capability } from '../../lease/index.js';
+import type { SpawnRequestInput } from '../../runs/index.js';
 import { BrigError } from '../../util/errors.js';
 import { flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
+import { connectSupervisor } from '../connect.js';
+import { runBlock, runJson } from '../run-view.js';
 
 /**
- * The first `brig spawn`: one command in one fresh hardened jail, its /workspace/out
- * collected under $BRIG_HOME/results/<run>/<run>/out and indexed as ResultRefs, so
- * `brig ref list RUN` / `brig ref read REF` drill into them. No lease or broker yet: the child
- * gets no capabilities at all (it cannot reach the supervisor), so nothing needs granting.
+ * `brig spawn`: one child through the supervisor (admission, lease, broker, jail, collect).
+ * `-- ARGV...` runs a command; `--script FILE` runs an ES-module script with the brig SDK.
+ * Without a daemon the command runs an in-process supervisor, which cannot outlive the
+ * command: `--async` then needs `brig serve`.
  */
-const PREVIEW_BYTES = 2048;
-
-export function newRunId(): string {
-  return `r-${Date.now().toString(36)}-${crypto.randomBytes(4).toString('hex')}`;
-}
-
 const command: Command = {
   name: 'spawn',
-  summary: 'Run a command in a fresh hardened jail (no network, read-only root, no caps) and collect /workspace/out.',
+  summary: 'Run a child (a command or a script) in a fresh hardened jail through the supervisor.',
   usage:
-    'brig spawn [--memory MB] [--cpus N] [--pids N] [--timeout SECONDS] [--artifact PATH]... [--image TAG] [--json] -- ARGV...',
+    'brig spawn [--script FILE | -- ARGV...] [--task TEXT] [--objective TEXT] [--label L] [--profile P] [--cap CAP]... ' +
+    '[--expect PATH]... [--max-steps N] [--timeout SECONDS] [--memory MB] [--cpus N] [--pids N] [--artifact PATH]... [--image TAG] [--async] [--json]',
   async run(args, io) {
-    const p = parseArgs(args, { valued: ['memory', 'cpus', 'pids', 'timeout', 'artifact', 'image'], booleans: ['json'] });
+    const p = parseArgs(args, {
+      valued: ['script', 'task', 'objective', 'label', 'profile', 'cap', 'expect', 'max-steps', 'timeout', 'memory', 'cpus', 'pids', 'artifact', 'image'],
+      booleans: ['json', 'async'],
+    });
     const argv = [...p.positionals, ...p.rest];
-    if (argv.length === 0) throw new BrigError('invalid_input', 'spawn needs a command after `--`', { hint: 'e.g. `brig spawn -- sh -c "echo hi > out/a.txt"`' });
-    const cfg = loadConfig(io.env);
-    const runId = newRunId();
-    const artifacts: JailArtifact[] = (p.flags.get('artifact') ?? []).map((a) => ({ hostPath: path.resolve(a), name: path.basename(a) }));
-    const store = new FsResultStore({ dir: brigPaths(cfg.home).results });
-    const runDir = store.runDir(runId, runId);
-    const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
-    const image = flag(p, 'image');
-    const res = await runJailOnce(
-      driver,
-      {
-        runId,
-        leaseId: `none-${runId}`,
-        rootRunId: runId,
-        argv,
-        env: { HOME: '/workspace', BRIG_RUN_ID: runId },
-        limits: {
-          memoryMb: Math.round(numberFlag(p, 'memory') ?? 512),
-          cpu: numberFlag(p, 'cpus') ?? 1,
-          pids: Math.round(numberFlag(p, 'pids') ?? 128),
-          tmpfsMb: 64,
-        },
-        artifacts,
-        ...(image ? { image } : {}),
-      },
-      { timeoutMs: Math.round((numberFlag(p, 'timeout') ?? 600) * 1000), collectTo: path.join(runDir, 'out') },
-    );
-    let manifest: RunManifest | null = null;
-    if (res.collected) manifest = await store.indexDir(runId, runId, res.collected.dir);
-    const summary = {
-      runId,
-      endReason: res.endReason,
-      exitCode: res.exitCode,
-      oomKilled: res.oomKilled,
-      resultDir: res.collected?.dir ?? null,
-      files: res.collected?.files ?? [],
-      outputBytes: res.collected?.totalBytes ?? 0,
-      skipped: res.collected?.skipped ?? [],
-      refs: (manifest?.refs ?? []).map((r) => ({ ref: r.ref, path: r.path, kind: r.kind, bytes: r.bytes, lines: r.lines })),
-      stdoutBytes: res.tails.stdoutBytes,
-      stdoutPreview: res.tails.stdoutTail.slice(-PREVIEW_BYTES),
-      stderrPreview: res.tails.stderrTail.slice(-PREVIEW_BYTES),
-      error: res.error,
-      timings: res.timings,
-    };
-    if (p.bools.has('json')) writeJson(io, summary);
-    else {
-      io.stdout.write(`run ${runId} ${res.endReason} (exit ${res.exitCode ?? '-'}${res.oomKilled ? ', OOM-killed' : ''})\n`);
-      if (res.collected) io.stdout.write(`output: ${res.collected.files.length} files, ${res.collected.totalBytes} bytes in ${res.collected.dir}\n`);
-      for (const r of summary.refs) io.stdout.write(`ref ${r.ref}  ${r.path}  ${r.kind}, ${r.bytes} bytes, ${r.lines} lines\n`);
-      for (const s of summary.skipped) io.stdout.write(`skipped: ${s.path} (${s.reason})\n`);
-      if (res.error) io.stdout.write(`error: ${res.error.message} [${res.error.code}]\n`);
-      if (summary.stdoutPreview) io.stdout.write(`--- stdout (last ${PREVIEW_BYTES} bytes at most)\n${summary.stdoutPreview}${summary.stdoutPreview.endsWith('\n') ? '' : '\n'}`);
-      if (res.endReason !== 'completed' && summary.stderrPreview) io.stdout.write(`--- stderr\n${summary.stderrPreview}\n`);
+    const scriptFile = flag(p, 'script');
+    if (scriptFile && argv.length > 0) throw new BrigError('invalid_input', 'give either --script FILE or `-- ARGV...`, not both');
+    if (!scriptFile && argv.length === 0) {
+      throw new BrigError('invalid_input', 'spawn needs --script FILE or a command after `--`', { hint: 'e.g. `brig spawn -- sh -c "echo hi > out/a.txt"`' });
     }
-    return res.endReason === 'completed' ? 0 : 1;
+    const caps = p.flags.get('cap') ?? [];
+    for (const c of caps) {
+      if (!(CAPABILITIES as readonly string[]).includes(c)) throw new BrigError('invalid_input', `unknown capability ${c}`, { hint: `Known: ${CAPABILITIES.join(', ')}` });
+    }
+    let script: string | undefined;
+    if (scriptFile) {
+      try {
+        script = await fs.readFile(path.resolve(scriptFile), 'utf8');
+      } catch {
+        throw new BrigError('invalid_input', `cannot read the script ${scriptFile}`);
+      }
+    }
+    const timeout = numberFlag(p, 'timeout');
+    const maxSteps = numberFlag(p, 'max-steps');
+    const memory = numberFlag(p, 'memory');
+    const cpus = numberFlag(p, 'cpus');
+    const pids = numberFlag(p, 'pids');
+    const limits = { ...(memory ? { memoryMb: Math.round(memory) } : {}), ...(cpus ? { cpu: cpus } : {}), ...(pids ? { pids: Math.round(pids) } : {}) };
+    const req: SpawnRequestInput = {
+      task: flag(p, 'task') ?? (scriptFile ? `script ${path.basename(scriptFile)}` : argv.join(' ').slice(0, 1000)),
+      kind: script !== undefined ? 'script' : 'command',
+      ...(script !== undefined ? { script } : { argv }),
+      ...(flag(p, 'objective') ? { objective: flag(p, 'objective')! } : {}),
+      ...(flag(p, 'label') ? { label: flag(p, 'label')! } : {}),
+      ...(flag(p, 'profile') ? { profile: flag(p, 'profile')! } : {}),
+      ...(caps.length ? { caps: caps as Capability[] } : {}),
+      ...(flag(p, 'image') ? { image: flag(p, 'image')! } : {}),
+      ...(Object.keys(limits).length ? { limits } : {}),
+      ...(timeout ? { timeout: Math.max(1, Math.round(timeout * 1000)) } : {}),
+      ...(maxSteps ? { max_steps: Math.round(maxSteps) } : {}),
+      artifact_refs: (p.flags.get('artifact') ?? []).map((a) => path.resolve(a)),
+      expected_outputs: p.flags.get('expect') ?? [],
+      async: p.bools.has('async'),
+    };
+    const conn = await connectSupervisor(io, { needsJail: true });
+    try {
+      if (req.async && conn.mode === 'local') {
+        throw new BrigError('daemon_unavailable', '--async needs a running daemon: an in-process supervisor ends with this command', { hint: 'Start `brig serve` first.' });
+      }
+      const res = await conn.sup.spawn(req);
+      if (!res.ok) throw res.error;
+      const r = res.value;
+      if (p.bools.has('json')) writeJson(io, await runJson(io, r));
+      else if (r.status !== 'ended') io.stdout.write(`run ${r.id} ${r.status}\n`);
+      else io.stdout.write(runBlock(r));
+      if (r.status !== 'ended') return 0;
+      return r.endReason === 'completed' ? 0 : 1;
+    } finally {
+      await conn.close();
+    }
   },
 };
 export default command;

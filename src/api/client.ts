@@ -1,0 +1,138 @@
+/**
+ * The API client: the Supervisor interface over the daemon's unix socket with undici. Error
+ * replies become BrigErrors with the daemon's code and hint, so a face cannot tell (and need
+ * not care) whether it talks to a daemon or to an in-process supervisor.
+ */
+import { Client } from 'undici';
+import type {
+  EventsOptions,
+  KillOptions,
+  ListFilter,
+  ReconcileReport,
+  RunRecord,
+  SpawnContext,
+  SpawnRequestInput,
+  SteerOutcome,
+  Supervisor,
+  SupervisorEvent,
+  WaitOptions,
+} from '../runs/index.js';
+import { BrigError, err, isErrorCode, ok, type Result } from '../util/errors.js';
+
+export class ApiClient implements Supervisor {
+  readonly #client: Client;
+
+  constructor(readonly socketPath: string) {
+    this.#client = new Client('http://brig', { socketPath, headersTimeout: 0, bodyTimeout: 0 });
+  }
+
+  /** True when a daemon answers on the socket. */
+  static async probe(socketPath: string): Promise<boolean> {
+    const c = new Client('http://brig', { socketPath, connectTimeout: 1000, headersTimeout: 2000 });
+    try {
+      const r = await c.request({ path: '/v1/health', method: 'GET' });
+      await r.body.dump();
+      return r.statusCode === 200;
+    } catch {
+      return false;
+    } finally {
+      await c.close().catch(() => {});
+    }
+  }
+
+  async #call<T>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<Result<T, BrigError>> {
+    let r;
+    try {
+      r = await this.#client.request({
+        path,
+        method,
+        ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (e) {
+      return err(new BrigError('daemon_unavailable', `the daemon at ${this.socketPath} did not answer`, { cause: e }));
+    }
+    const json = (await r.body.json()) as { error?: { code: string; message: string; hint: string; data?: Record<string, unknown> } } & T;
+    if (r.statusCode >= 400 || json.error) {
+      const e = json.error;
+      const code = e && isErrorCode(e.code) ? e.code : 'internal';
+      return err(new BrigError(code, e?.message ?? `HTTP ${r.statusCode}`, { ...(e?.hint ? { hint: e.hint } : {}), ...(e?.data ? { data: e.data } : {}) }));
+    }
+    return ok(json);
+  }
+
+  async start(): Promise<ReconcileReport> {
+    return { reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } };
+  }
+
+  async spawn(req: SpawnRequestInput, _ctx?: SpawnContext): Promise<Result<RunRecord, BrigError>> {
+    const r = await this.#call<{ run: RunRecord }>('POST', '/v1/runs', req);
+    return r.ok ? ok(r.value.run) : r;
+  }
+
+  async wait(runId: string, opts: WaitOptions = {}): Promise<Result<RunRecord, BrigError>> {
+    const r = await this.#call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/wait`, opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}, opts.signal);
+    return r.ok ? ok(r.value.run) : r;
+  }
+
+  async list(filter: ListFilter = {}): Promise<RunRecord[]> {
+    const q = new URLSearchParams();
+    for (const s of filter.status ?? []) q.append('status', s);
+    for (const k of ['rootRunId', 'parentRunId', 'label'] as const) if (filter[k]) q.set(k, filter[k]!);
+    const r = await this.#call<{ runs: RunRecord[] }>('GET', `/v1/runs${q.size ? `?${q}` : ''}`);
+    if (!r.ok) throw r.error;
+    return r.value.runs;
+  }
+
+  async get(runId: string): Promise<RunRecord | undefined> {
+    const r = await this.#call<{ run: RunRecord }>('GET', `/v1/runs/${encodeURIComponent(runId)}`);
+    if (!r.ok && (r.error.code === 'run_not_found' || r.error.code === 'invalid_input')) return undefined;
+    if (!r.ok) throw r.error;
+    return r.value.run;
+  }
+
+  async kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>> {
+    const r = await this.#call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/kill`, { confirm: opts.confirm, ...(opts.by ? { by: opts.by } : {}) });
+    return r.ok ? ok(r.value.run) : r;
+  }
+
+  async steer(runId: string, message: string): Promise<Result<SteerOutcome, BrigError>> {
+    const r = await this.#call<{ steer: SteerOutcome }>('POST', `/v1/runs/${encodeURIComponent(runId)}/steer`, { message });
+    return r.ok ? ok(r.value.steer) : r;
+  }
+
+  async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
+    const r = await this.#call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/resume`, {});
+    return r.ok ? ok(r.value.run) : r;
+  }
+
+  events(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {
+    const q = new URLSearchParams();
+    if (opts.runId) q.set('runId', opts.runId);
+    if (opts.rootRunId) q.set('rootRunId', opts.rootRunId);
+    const client = this.#client;
+    async function* gen(): AsyncGenerator<SupervisorEvent> {
+      const r = await client.request({ path: `/v1/events${q.size ? `?${q}` : ''}`, method: 'GET', ...(opts.signal ? { signal: opts.signal } : {}) });
+      let buf = '';
+      try {
+        for await (const chunk of r.body) {
+          buf += chunk.toString();
+          let sep: number;
+          while ((sep = buf.indexOf('\n\n')) !== -1) {
+            const block = buf.slice(0, sep);
+            buf = buf.slice(sep + 2);
+            const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+            if (data) yield JSON.parse(data) as SupervisorEvent;
+          }
+        }
+      } catch (e) {
+        if (!opts.signal?.aborted) throw e;
+      }
+    }
+    return gen();
+  }
+
+  async close(): Promise<void> {
+    await this.#client.close().catch(() => {});
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The supervisor as a versioned JSON HTTP API (/v1/...) on a unix socket. Thin: it parses,
+ * calls the Supervisor, and maps error kinds to HTTP statuses; errors are `{error: {code,
+ * message, hint}}`. The socket is created 0600 inside $BRIG_HOME, so only the operator's uid
+ * can reach it (filesystem permission is the authentication). Fails closed: an unknown route
+ * is 404, a body over 2 MiB or bad JSON is refused.
+ */
+import http from 'node:http';
+import { promises as fs } from 'node:fs';
+import type { KilledBy, ListFilter, RunStatus, Supervisor } from '../runs/index.js';
+import { BrigError, httpStatusFor, toBrigError } from '../util/errors.js';
+
+export const API_VERSION = 'v1';
+const MAX_BODY = 2 * 1024 * 1024;
+const RUN_ROUTE = /^\/v1\/runs\/(r-[a-z0-9-]{6,64})(?:\/(wait|kill|steer|resume))?$/;
+
+async function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of req as AsyncIterable<Buffer>) {
+    n += c.length;
+    if (n > MAX_BODY) throw new BrigError('invalid_input', `request body over ${MAX_BODY} bytes`);
+    chunks.push(c);
+  }
+  if (n === 0) return {};
+  try {
+    const v = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+    if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not an object');
+    return v as Record<string, unknown>;
+  } catch {
+    throw new BrigError('invalid_input', 'the request body must be one JSON object');
+  }
+}
+
+function send(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendError(res: http.ServerResponse, e: unknown): void {
+  const be = toBrigError(e);
+  if (res.headersSent) return void res.destroy();
+  send(res, httpStatusFor(be.kind), { error: be.toJSON() });
+}
+
+function unwrap<T>(r: { ok: true; value: T } | { ok: false; error: BrigError }): T {
+  if (!r.ok) throw r.error;
+  return r.value;
+}
+
+async function streamEvents(sup: Supervisor, req: http.IncomingMessage, res: http.ServerResponse, q: URLSearchParams): Promise<void> {
+  const ac = new AbortController();
+  const it = sup.events({ signal: ac.signal, ...(q.get('runId') ? { runId: q.get('runId')! } : {}), ...(q.get('rootRunId') ? { rootRunId: q.get('rootRunId')! } : {}) });
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
+  res.write(': brig events v1\n\n');
+  const beat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+  const stop = () => {
+    clearInterval(beat);
+    ac.abort();
+  };
+  req.on('close', stop);
+  res.on('close', stop);
+  try {
+    for await (const ev of it) res.write(`event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`);
+  } finally {
+    stop();
+    res.end();
+  }
+}
+
+export function apiHandler(sup: Supervisor): http.RequestListener {
+  return (req, res) => {
+    void route(sup, req, res).catch((e) => sendError(res, e));
+  };
+}
+
+async function route(sup: Supervisor, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://brig');
+  const m = req.method ?? 'GET';
+  if (url.pathname === '/v1/health' && m === 'GET') return send(res, 200, { ok: true, api: API_VERSION });
+  if (url.pathname === '/v1/events' && m === 'GET') return streamEvents(sup, req, res, url.searchParams);
+  if (url.pathname === '/v1/runs') {
+    if (m === 'GET') {
+      const f: ListFilter = {};
+      const st = url.searchParams.getAll('status');
+      if (st.length) f.status = st as RunStatus[];
+      for (const k of ['rootRunId', 'parentRunId', 'label'] as const) {
+        const v = url.searchParams.get(k);
+        if (v) f[k] = v;
+      }
+      return send(res, 200, { runs: await sup.list(f) });
+    }
+    if (m === 'POST') {
+      const body = await readJson(req);
+      const run = unwrap(await sup.spawn(body as never));
+      return send(res, run.status === 'ended' ? 200 : 202, { run });
+    }
+  }
+  const hit = RUN_ROUTE.exec(url.pathname);
+  if (hit) {
+    const [, id, action] = hit as unknown as [string, string, string | undefined];
+    if (!action && m === 'GET') {
+      const run = await sup.get(id);
+      if (!run) throw new BrigError('run_not_found', `no run ${id}`);
+      return send(res, 200, { run });
+    }
+    if (m === 'POST') {
+      const body = await readJson(req);
+      switch (action) {
+        case 'wait': {
+          const t = Number(body.timeoutMs ?? url.searchParams.get('timeoutMs'));
+          const ac = new AbortController();
+          req.on('close', () => ac.abort());
+          return send(res, 200, { run: unwrap(await sup.wait(id, { signal: ac.signal, ...(Number.isFinite(t) && t > 0 ? { timeoutMs: t } : {}) })) });
+        }
+        case 'kill':
+          return send(res, 200, { run: unwrap(await sup.kill(id, { confirm: body.confirm === true, by: (body.by as KilledBy | undefined) === 'system' ? 'system' : 'operator' })) });
+        case 'steer':
+          return send(res, 200, { steer: unwrap(await sup.steer(id, typeof body.message === 'string' ? body.message : '')) });
+        case 'resume':
+          return send(res, 202, { run: unwrap(await sup.resume(id)) });
+      }
+    }
+  }
+  throw new BrigError('invalid_input', `no route ${m} ${url.pathname}`, { hint: 'The API is under /v1: runs, runs/RUN[/wait|kill|steer|resume], events, health.' });
+}
+
+/** Listens on a unix socket (0600). A stale socket file is replaced. */
+export async function listenApi(sup: Supervisor, socketPath: string): Promise<{ server: http.Server; close(): Promise<void> }> {
+  await fs.rm(socketPath, { force: true });
+  const server = http.createServer(apiHandler(sup));
+  server.keepAliveTimeout = 5_000;
+  server.requestTimeout = 0; // wait and spawn may legitimately last a run's whole timeout
+  const prevMask = process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(socketPath, () => resolve());
+    });
+  } finally {
+    process.umask(prevMask);
+  }
+  await fs.chmod(socketPath, 0o600);
+  return {
+    server,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await fs.rm(socketPath, { force: true });
+    },
+  };
+}

@@ -1,0 +1,26 @@
+import { BrigError } from '../../util/errors.js';
+import { parseArgs, writeJson, type Command } from '../command.js';
+import { connectSupervisor } from '../connect.js';
+import { runLine } from '../run-view.js';
+
+const command: Command = {
+  name: 'kill',
+  summary: 'Kill a running child (ends `killed` by operator; its in-flight work is discarded).',
+  usage: 'brig kill RUN --confirm [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json', 'confirm'] });
+    if (p.positionals.length !== 1) throw new BrigError('invalid_input', 'kill takes exactly one RUN');
+    if (!p.bools.has('confirm')) throw new BrigError('invalid_input', 'kill discards the run\'s work: pass --confirm', { hint: `brig kill ${p.positionals[0]} --confirm` });
+    const conn = await connectSupervisor(io);
+    try {
+      const r = await conn.sup.kill(p.positionals[0]!, { confirm: true, by: 'operator' });
+      if (!r.ok) throw r.error;
+      if (p.bools.has('json')) writeJson(io, { run: r.value });
+      else io.stdout.write(runLine(r.value) + '\n');
+      return 0;
+    } finally {
+      await conn.close();
+    }
+  },
+};
+export default command;

@@ -1,0 +1,28 @@
+import { BrigError } from '../../util/errors.js';
+import { parseArgs, writeJson, type Command } from '../command.js';
+import { connectSupervisor } from '../connect.js';
+import { runBlock, runJson } from '../run-view.js';
+
+const command: Command = {
+  name: 'resume',
+  summary: 'Re-spawn a timed-out resumable script run from its pinned bytes and last checkpoint.',
+  usage: 'brig resume RUN [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json'] });
+    if (p.positionals.length !== 1) throw new BrigError('invalid_input', 'resume takes exactly one RUN');
+    const conn = await connectSupervisor(io, { needsJail: true });
+    try {
+      const r = await conn.sup.resume(p.positionals[0]!);
+      if (!r.ok) throw r.error;
+      // The daemon keeps the new run going; an in-process supervisor waits for it.
+      const done = conn.mode === 'local' ? await conn.sup.wait(r.value.id) : r;
+      if (!done.ok) throw done.error;
+      if (p.bools.has('json')) writeJson(io, await runJson(io, done.value));
+      else io.stdout.write(done.value.status === 'ended' ? runBlock(done.value) : `run ${done.value.id} ${done.value.status} (resumes ${p.positionals[0]})\n`);
+      return done.value.status !== 'ended' || done.value.endReason === 'completed' ? 0 : 1;
+    } finally {
+      await conn.close();
+    }
+  },
+};
+export default command;

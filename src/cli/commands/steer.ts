@@ -1,0 +1,25 @@
+import { BrigError } from '../../util/errors.js';
+import { parseArgs, writeJson, type Command } from '../command.js';
+import { connectSupervisor } from '../connect.js';
+
+const command: Command = {
+  name: 'steer',
+  summary: 'Send a steering message to a running child (inject at its next step, or kill + respawn).',
+  usage: 'brig steer RUN MESSAGE [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json'] });
+    const [id, ...words] = p.positionals;
+    if (!id || words.length === 0) throw new BrigError('invalid_input', 'steer takes a RUN and a MESSAGE');
+    const conn = await connectSupervisor(io);
+    try {
+      const r = await conn.sup.steer(id, words.join(' '));
+      if (!r.ok) throw r.error;
+      if (p.bools.has('json')) writeJson(io, { steer: r.value });
+      else io.stdout.write(r.value.mode === 'inject' ? `steered ${id} (delivered at its next step)\n` : `steered ${id}: killed and respawned as ${r.value.newRunId}\n`);
+      return 0;
+    } finally {
+      await conn.close();
+    }
+  },
+};
+export default command;

@@ -1,0 +1,61 @@
+import { elapsedMs, type RunRecord, type Supervisor } from '../../runs/index.js';
+import { BrigError } from '../../util/errors.js';
+import { numberFlag, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
+import { connectSupervisor } from '../connect.js';
+import { fmtMs, runBlock, runJson } from '../run-view.js';
+
+/** On a terminal: one status line per run, redrawn on every event (elapsed, steps, children). */
+async function live(io: CliIO, sup: Supervisor, ids: string[], signal: AbortSignal): Promise<void> {
+  const draw = async () => {
+    const all = await sup.list();
+    const lines = ids.map((id) => {
+      const r = all.find((x) => x.id === id);
+      if (!r) return `${id}  unknown`;
+      const kids = all.filter((x) => x.parentRunId === id);
+      const liveKids = kids.filter((x) => x.status !== 'ended').length;
+      return `${id}  ${r.endReason ?? r.status}  ${fmtMs(elapsedMs(r, new Date()))}  steps ${r.stepsExecuted}  children ${liveKids}/${kids.length}`;
+    });
+    io.stdout.write(`\r\x1b[K${lines.join(' | ')}`);
+  };
+  const tick = setInterval(() => void draw().catch(() => {}), 1000);
+  try {
+    await draw();
+    for await (const _ of sup.events({ signal })) await draw();
+  } catch {
+    // the stream ends when the waits end
+  } finally {
+    clearInterval(tick);
+    io.stdout.write('\n');
+  }
+}
+
+const command: Command = {
+  name: 'wait',
+  summary: 'Wait for runs to end; shows live progress on a terminal.',
+  usage: 'brig wait RUN... [--timeout SECONDS] [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { valued: ['timeout'], booleans: ['json'] });
+    if (p.positionals.length === 0) throw new BrigError('invalid_input', 'wait needs at least one RUN', { hint: '`brig list` shows run ids.' });
+    const t = numberFlag(p, 'timeout');
+    const conn = await connectSupervisor(io);
+    const ac = new AbortController();
+    try {
+      const drawing = io.isTTY && !p.bools.has('json') ? live(io, conn.sup, p.positionals, ac.signal) : Promise.resolve();
+      const results: RunRecord[] = [];
+      await Promise.all(
+        p.positionals.map(async (id, i) => {
+          const r = await conn.sup.wait(id, t ? { timeoutMs: Math.round(t * 1000) } : {});
+          if (!r.ok) throw r.error;
+          results[i] = r.value;
+        }),
+      ).finally(() => ac.abort());
+      await drawing;
+      if (p.bools.has('json')) writeJson(io, { runs: await Promise.all(results.map((r) => runJson(io, r))) });
+      else for (const r of results) io.stdout.write(runBlock(r));
+      return results.every((r) => r.endReason === 'completed') ? 0 : 1;
+    } finally {
+      await conn.close();
+    }
+  },
+};
+export default command;

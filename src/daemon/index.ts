@@ -1,0 +1,3 @@
+/** daemon/: the composition root and `brig serve`. */
+export { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
+export { startDaemon, type Daemon } from './serve.js';
