@@ -57,3 +57,35 @@ test('brig ref list|read|grep|jq|sql|jsonpath over a real store; refusals map to
   assert.equal(missing.code, 4);
   assert.match(missing.err, /ref_not_found/);
 });
+
+test('[INV-3] brig result RUN prints the bounded envelope; brig explain RUN shows refs and savings', async (t) => {
+  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-h3-cli-'));
+  t.after(() => fs.rm(home, { recursive: true, force: true }));
+  const store = new FsResultStore({ dir: path.join(home, 'results') });
+  const big = Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ i, v: 'x'.repeat(20) })).join('\n') + '\n';
+  const ref = await store.writeStream('r-abc123', 'r-root01', 'out-rows.jsonl', Readable.from([Buffer.from(big)]));
+  const runDir = path.join(home, 'runs', 'r-abc123');
+  await fs.mkdir(runDir, { recursive: true });
+  const record = {
+    id: 'r-abc123', rootRunId: 'r-root01', parentRunId: 'r-root01', depth: 1, label: 'scan', status: 'ended', endReason: 'completed',
+    killedBy: null, startedAt: '2026-01-01T00:00:00.000Z', endedAt: '2026-01-01T00:00:02.500Z', stepsExecuted: 3, leaseId: null,
+    result: { answer: 'x'.repeat(30_000) }, stdoutTail: '', error: null,
+  };
+  await fs.writeFile(path.join(runDir, 'run.json'), JSON.stringify(record));
+  const r = await brig(home, ['result', 'r-abc123']);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /^\[Subagent Result: scan\]\nStatus: Completed\nCondensation: Level 3 \(head\+tail\)\n/);
+  assert.match(r.out, new RegExp(`Full result \\(drill in with read/grep/jq/sql/jsonpath\\): ${ref.ref} \\(${ref.bytes}B, jsonl\\)`));
+  assert.match(r.out, /Runtime: 2\.5s \| Steps: 3/);
+  assert.ok(r.out.length < 17_000, 'the envelope is bounded');
+  const j = JSON.parse((await brig(home, ['result', 'r-abc123', '--json'])).out);
+  assert.equal(j.level, 3);
+  assert.ok(j.savings.estSavedTokens > 0);
+  const ex = await brig(home, ['explain', 'r-abc123']);
+  assert.equal(ex.code, 0, ex.err);
+  assert.match(ex.out, /Run r-abc123 \(scan\)/);
+  assert.match(ex.out, new RegExp(ref.ref));
+  assert.match(ex.out, /estSavedTokens: \d+/);
+  const none = await brig(home, ['result', 'r-nope00']);
+  assert.equal(none.code, 4);
+});

@@ -1,0 +1,52 @@
+import { brigPaths, loadConfig } from '../../config/index.js';
+import { LeaseStore } from '../../lease/index.js';
+import { buildRunEnvelope, renderExplain } from '../../results/index.js';
+import { parseArgs, writeJson, type Command } from '../command.js';
+import { needPositionals } from './ref-shared.js';
+import { loadRunForEnvelope } from './result-shared.js';
+
+const command: Command = {
+  name: 'explain',
+  summary: 'A run, its lease decisions, its ResultRefs and its estimated context savings.',
+  usage: 'brig explain RUN [--json]',
+  async run(args, io) {
+    const p = parseArgs(args, { booleans: ['json'] });
+    const [runId] = needPositionals(p, 1, command.usage);
+    const { run, refs } = await loadRunForEnvelope(io, runId!);
+    // Savings are measured against the envelope the coordinator got (Level 1/3: no model call here).
+    const env = await buildRunEnvelope(run, refs, { strategy: 'never' });
+    const leases = new LeaseStore({ dir: brigPaths(loadConfig(io.env).home).leases, ledger: { append: () => undefined } });
+    const lease = run.leaseId ? leases.get(run.leaseId) : leases.byRunId(run.id);
+    const leaseDecisions = lease
+      ? [
+          `lease ${lease.id} (profile ${lease.profile}, depth ${lease.depth})${lease.revoked ? ` revoked by ${lease.revoked.by}` : ''}`,
+          `granted: ${lease.caps.join(', ') || 'nothing'}`,
+          ...lease.refused.map((r) => `refused ${r.what}: ${r.code} (${r.reason})`),
+        ]
+      : [];
+    const input = {
+      run: {
+        runId: run.id,
+        rootRunId: run.rootRunId,
+        ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
+        ...(run.label ? { label: run.label } : {}),
+        status: run.status,
+        ...(run.endReason ? { endReason: run.endReason + (run.killedBy ? ` (by ${run.killedBy})` : '') } : {}),
+        ...(run.startedAt ? { startedAt: run.startedAt } : {}),
+        ...(run.endedAt ? { endedAt: run.endedAt } : {}),
+        ...(run.depth !== undefined ? { depth: run.depth } : {}),
+      },
+      leaseDecisions,
+      refs,
+      savings: env.savings,
+      condensationLevel: env.condensed.level,
+    };
+    if (p.bools.has('json')) {
+      writeJson(io, { ...input, refs: refs.map(({ preview: _p, ...x }) => x) });
+      return 0;
+    }
+    io.stdout.write(renderExplain(input));
+    return 0;
+  },
+};
+export default command;
