@@ -4,8 +4,9 @@
  * Used by `brig doctor` and by the [INV-2] integration tests: security is shown negatively,
  * from inside, not assumed from the create body.
  *
- * All network attempts stay on loopback: the jail tries the supervisor's loopback port, which
- * is unreachable from a separate network namespace.
+ * Network attempts: the supervisor's loopback port (unreachable from a separate network
+ * namespace) and one literal public address, which with NetworkMode none fails at once with
+ * ENETUNREACH — there is no route, so no packet leaves the jail.
  */
 import { z } from 'zod';
 
@@ -16,18 +17,19 @@ const status = fs.readFileSync('/proc/self/status', 'utf8');
 const field = (k) => (new RegExp('^' + k + ':\\s*(\\S+)', 'm').exec(status) || [])[1] || null;
 const tryWrite = (p) => { try { fs.writeFileSync(p, 'x'); fs.unlinkSync(p); return 'ok'; } catch (e) { return e.code || String(e); } };
 const port = Number(process.argv[1] || 9);
-const connect = () => new Promise((resolve) => {
-  const s = net.connect({ host: '127.0.0.1', port, timeout: 2000 });
+const connect = (host, port) => new Promise((resolve) => {
+  const s = net.connect({ host, port, timeout: 2000 });
   s.on('connect', () => { s.destroy(); resolve('connected'); });
   s.on('error', (e) => resolve(e.code || 'error'));
   s.on('timeout', () => { s.destroy(); resolve('timeout'); });
 });
-connect().then((tcp) => {
+Promise.all([connect('127.0.0.1', port), connect('1.1.1.1', 443)]).then(([tcp, pub]) => {
   const out = {
     uid: process.getuid(), gid: process.getgid(),
     noNewPrivs: field('NoNewPrivs'), capEff: field('CapEff'), capBnd: field('CapBnd'), seccomp: field('Seccomp'),
     interfaces: Object.keys(os.networkInterfaces()).sort(),
-    tcpLoopbackHost: tcp,
+    tcpLoopbackHost: tcp, tcpPublic: pub,
+    shmWrite: tryWrite('/dev/shm/.brig-probe'),
     rootWrite: tryWrite('/brig-probe'), workspaceWrite: tryWrite('/workspace/.brig-probe'), tmpWrite: tryWrite('/tmp/.brig-probe'),
     dockerSocket: fs.existsSync('/var/run/docker.sock') || fs.existsSync('/run/docker.sock'),
     mounts: fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ').slice(1, 4).join(' ')),
@@ -46,6 +48,8 @@ export const ProbeReportSchema = z.object({
   seccomp: z.string().nullable(),
   interfaces: z.array(z.string()),
   tcpLoopbackHost: z.string(),
+  tcpPublic: z.string(),
+  shmWrite: z.string(),
   rootWrite: z.string(),
   workspaceWrite: z.string(),
   tmpWrite: z.string(),
@@ -73,10 +77,12 @@ export function judgeProbe(r: ProbeReport): ProbeCheck[] {
     c('no bounding capabilities', r.capBnd !== null && ZERO_CAPS.test(r.capBnd), r.capBnd),
     c('seccomp filter on', r.seccomp === '2', r.seccomp),
     c('no network interface but loopback', r.interfaces.every((i) => i === 'lo'), r.interfaces),
-    c("host loopback unreachable", r.tcpLoopbackHost !== 'connected', r.tcpLoopbackHost),
+    c('host loopback unreachable', r.tcpLoopbackHost !== 'connected', r.tcpLoopbackHost),
+    c('public address unreachable', r.tcpPublic !== 'connected', r.tcpPublic),
     c('read-only root filesystem', r.rootWrite === 'EROFS', r.rootWrite),
     c('workspace writable', r.workspaceWrite === 'ok', r.workspaceWrite),
     c('tmp writable', r.tmpWrite === 'ok', r.tmpWrite),
+    c('no writable /dev/shm', r.shmWrite !== 'ok', r.shmWrite),
     c('no engine socket', !r.dockerSocket, r.dockerSocket),
   ];
 }

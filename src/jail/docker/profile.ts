@@ -39,7 +39,7 @@ export const HARDENED = Object.freeze({
   CapAdd: Object.freeze([] as string[]), // nothing added back
   Privileged: false, // never
   SecurityOpt: Object.freeze(['no-new-privileges']), // setuid binaries cannot raise privilege; seccomp stays default
-  IpcMode: 'private', // no shared IPC namespace with the host or other jails
+  IpcMode: 'none', // own IPC namespace and no /dev/shm mounted at all: no shared-memory area to write
   PidMode: '', // own pid namespace
   UTSMode: '', // own hostname
   UsernsMode: '', // engine default; `host` would be refused by verify
@@ -52,7 +52,7 @@ export const HARDENED = Object.freeze({
   LogConfig: Object.freeze({ Type: 'none', Config: Object.freeze({}) }), // no host log files a child could fill; brig reads attach streams
   Runtime: 'runc', // the runtime tier `docker-hardened`
   PublishAllPorts: false, // nothing to publish without a network
-  ShmSize: 16 * 1024 * 1024, // /dev/shm bounded
+  ShmSize: 16 * 1024 * 1024, // bounds /dev/shm should a future profile mount one (IpcMode none mounts none)
   Ulimits: Object.freeze([Object.freeze({ Name: 'core', Soft: 0, Hard: 0 })]), // no core dumps of child memory
 });
 

@@ -7,7 +7,7 @@ import { isBrigError } from '../../../src/util/errors.js';
 
 const GOOD: ProbeReport = {
   uid: 65534, gid: 65534, noNewPrivs: '1', capEff: '0000000000000000', capBnd: '0000000000000000', seccomp: '2',
-  interfaces: ['lo'], tcpLoopbackHost: 'ECONNREFUSED', rootWrite: 'EROFS', workspaceWrite: 'ok', tmpWrite: 'ok',
+  interfaces: ['lo'], tcpLoopbackHost: 'ECONNREFUSED', tcpPublic: 'ENETUNREACH', shmWrite: 'ENOENT', rootWrite: 'EROFS', workspaceWrite: 'ok', tmpWrite: 'ok',
   dockerSocket: false, mounts: [], envKeys: ['PATH'],
 };
 
@@ -20,6 +20,8 @@ test('judgeProbe passes a hardened report and fails each weakness', () => {
     [{ seccomp: '0' }, 'seccomp filter on'],
     [{ interfaces: ['eth0', 'lo'] }, 'no network interface but loopback'],
     [{ tcpLoopbackHost: 'connected' }, 'host loopback unreachable'],
+    [{ tcpPublic: 'connected' }, 'public address unreachable'],
+    [{ shmWrite: 'ok' }, 'no writable /dev/shm'],
     [{ rootWrite: 'ok' }, 'read-only root filesystem'],
     [{ dockerSocket: true }, 'no engine socket'],
   ];

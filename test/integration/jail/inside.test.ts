@@ -1,0 +1,125 @@
+/**
+ * Issue 2, shown negatively from inside a real jail: what a hostile child tries, and that it
+ * fails. Every network attempt is either a literal public IP (with NetworkMode none the kernel
+ * answers ENETUNREACH at once: no route, so no packet leaves) or the supervisor's own loopback.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { requireEngine } from '../../helpers/engine.js';
+import { runToEnd, spec, sweepOwn } from './helpers.js';
+
+after(sweepOwn);
+
+/** Node built-ins only; prints one JSON line. argv[1] = a port the host listens on at 127.0.0.1. */
+const INSIDE = String.raw`
+const fs = require('node:fs'), net = require('node:net'), os = require('node:os'), path = require('node:path');
+const attempt = (host, port) => new Promise((resolve) => {
+  const s = net.connect({ host, port, timeout: 3000 });
+  s.on('connect', () => { s.destroy(); resolve('connected'); });
+  s.on('error', (e) => resolve(e.code || 'error'));
+  s.on('timeout', () => { s.destroy(); resolve('timeout'); });
+});
+const sockets = [], named = [];
+let visited = 0;
+const walk = (dir) => {
+  let ents; try { ents = fs.readdirSync(dir, { withFileTypes: true }); } catch { return; }
+  for (const e of ents) {
+    const p = path.join(dir, e.name); visited++;
+    if (e.isSocket()) sockets.push(p);
+    if (/docker\.sock|containerd/i.test(e.name) || e.name.endsWith('.sock')) named.push(p); // not /.dockerenv: an empty marker file
+    if (e.isDirectory() && p !== '/proc' && p !== '/sys') walk(p);
+  }
+};
+walk('/');
+const read = (...ps) => { for (const p of ps) { try { return fs.readFileSync(p, 'utf8').trim(); } catch {} } return null; };
+const shmWrite = (() => { try { fs.writeFileSync('/dev/shm/brig-probe', 'x'); return 'ok'; } catch (e) { return e.code; } })();
+Promise.all([attempt('1.1.1.1', 443), attempt('2606:4700:4700::1111', 443), attempt('127.0.0.1', Number(process.argv[1]))]).then(([v4, v6, hostLo]) => {
+  console.log(JSON.stringify({
+    interfaces: Object.keys(os.networkInterfaces()).sort(),
+    v4, v6, hostLo,
+    sockets, named, visited,
+    unixSockets: read('/proc/net/unix'),
+    shmMounted: fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').some((l) => l.split(' ')[1] === '/dev/shm'),
+    shmWrite,
+    memLimit: read('/sys/fs/cgroup/memory/memory.limit_in_bytes', '/sys/fs/cgroup/memory.max'),
+    memswLimit: read('/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes'),
+    swapMax: read('/sys/fs/cgroup/memory.swap.max'),
+  }));
+});
+`;
+
+interface Inside {
+  interfaces: string[];
+  v4: string;
+  v6: string;
+  hostLo: string;
+  sockets: string[];
+  named: string[];
+  visited: number;
+  unixSockets: string | null;
+  shmMounted: boolean;
+  shmWrite: string;
+  memLimit: string | null;
+  memswLimit: string | null;
+  swapMax: string | null;
+}
+
+test('[INV-2] from inside a real jail: no route out, host loopback unreachable, no engine socket, no /dev/shm, memory limit in the cgroup', async (t) => {
+  if (!(await requireEngine(t))) return;
+  let hits = 0;
+  const srv = net.createServer((s) => {
+    hits++;
+    s.destroy();
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  t.after(() => srv.close());
+  const port = (srv.address() as net.AddressInfo).port;
+  const memoryMb = 96;
+  const { exit, tails } = await runToEnd(spec('inside', ['node', '-e', INSIDE, String(port)], { limits: { memoryMb, cpu: 1, pids: 64, tmpfsMb: 8 } }));
+  assert.equal(exit.exitCode, 0, tails.stderrTail);
+  const r = JSON.parse(tails.stdoutTail) as Inside;
+
+  assert.deepEqual(r.interfaces, ['lo'], 'only loopback exists');
+  // No interface, no route: the kernel refuses before a packet is built.
+  assert.equal(r.v4, 'ENETUNREACH', 'a public IPv4 address is unreachable');
+  assert.notEqual(r.v6, 'connected', 'a public IPv6 address is unreachable');
+  // The jail's 127.0.0.1 is its own loopback: nothing listens there, and the host server sees nothing.
+  assert.equal(r.hostLo, 'ECONNREFUSED');
+  assert.equal(hits, 0, 'the host loopback server saw a connection from the jail');
+
+  assert.ok(r.visited > 100, `the filesystem walk saw only ${r.visited} entries`);
+  assert.deepEqual(r.sockets, [], 'no unix socket file anywhere in the jail filesystem');
+  assert.deepEqual(r.named, [], 'nothing named like an engine socket');
+  assert.ok(!/docker|containerd/.test(r.unixSockets ?? ''), 'no engine socket among the network namespace\'s unix sockets');
+
+  assert.equal(r.shmMounted, false, '/dev/shm is not mounted');
+  assert.notEqual(r.shmWrite, 'ok', '/dev/shm cannot be written');
+
+  const bytes = String(memoryMb * 1024 * 1024);
+  assert.equal(r.memLimit, bytes, 'the memory limit is visible in the cgroup');
+  // Swap equals memory: cgroup v1 pins memory+swap to the same bytes, v2 allows no swap.
+  if (r.memswLimit !== null) assert.equal(r.memswLimit, bytes);
+  else assert.equal(r.swapMax, '0');
+});
+
+test('[INV-2] a fork loop inside a real jail stops at the pids limit', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const pids = 24;
+  // 200 background forks; each one past the limit fails with EAGAIN and the loop goes on.
+  // Only shell built-ins after the loop: with the pids limit reached, `cat` could not start.
+  const sh = [
+    'i=0; while [ $i -lt 200 ]; do ( sleep 30 & ) 2>/dev/null; i=$((i+1)); done',
+    'p=/sys/fs/cgroup/pids; [ -d $p ] || p=/sys/fs/cgroup',
+    'read cur < $p/pids.current; read max < $p/pids.max; read ev < $p/pids.events',
+    'echo "$i $cur $max $ev"',
+  ].join('; ');
+  const { exit, tails } = await runToEnd(spec('forkloop', ['sh', '-c', sh], { limits: { memoryMb: 128, cpu: 1, pids, tmpfsMb: 4 } }));
+  assert.equal(exit.exitCode, 0, tails.stderrTail);
+  const [loops, cur, max, evName, evCount] = tails.stdoutTail.trim().split(/\s+/);
+  assert.equal(loops, '200', 'the loop ran to its end');
+  assert.equal(max, String(pids), 'the pids limit is the one brig set');
+  assert.ok(Number(cur) <= pids, `${cur} tasks alive under a limit of ${pids}`);
+  assert.equal(evName, 'max');
+  assert.ok(Number(evCount) > 0, 'the kernel refused forks at the limit');
+});
