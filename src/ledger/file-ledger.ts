@@ -41,53 +41,76 @@ export interface FileLedgerOptions {
   now?: () => Date;
 }
 
+interface Segment {
+  file: string;
+  dest: ReturnType<typeof pino.destination>;
+  logger: Logger;
+  seq: number;
+  prev: string;
+}
+
 export class FileLedger implements Ledger {
-  readonly segment: string;
-  private readonly logger: Logger;
-  private readonly dest: ReturnType<typeof pino.destination>;
+  private readonly dir: string;
   private readonly now: () => Date;
-  private seq = 0;
-  private prev: string;
-  private closed = false;
+  private current: Segment | undefined;
+  private last: string;
 
   constructor(opts: FileLedgerOptions) {
-    fs.mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
+    this.dir = opts.dir;
     this.now = opts.now ?? (() => new Date());
+    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    this.current = this.open();
+    this.last = this.current.file;
+  }
+
+  /** The segment file this ledger writes (or last wrote). */
+  get segment(): string {
+    return this.last;
+  }
+
+  private open(): Segment {
     const stamp = this.now().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-    this.segment = path.join(opts.dir, `${stamp}-${process.pid}-${randomBytes(4).toString('hex')}.jsonl`);
-    this.prev = genesisHash(path.basename(this.segment));
-    this.dest = pino.destination({ dest: this.segment, sync: true, mode: 0o600, append: true });
+    const file = path.join(this.dir, `${stamp}-${process.pid}-${randomBytes(4).toString('hex')}.jsonl`);
+    const dest = pino.destination({ dest: file, sync: true, mode: 0o600, append: true });
     // base/timestamp off and the level replaced by the format version: the line is exactly
     // the object we hash, plus `v`.
-    this.logger = pino({ base: null, timestamp: false, formatters: { level: () => ({ v: LEDGER_FORMAT }) } }, this.dest);
+    const logger = pino({ base: null, timestamp: false, formatters: { level: () => ({ v: LEDGER_FORMAT }) } }, dest);
+    return { file, dest, logger, seq: 0, prev: genesisHash(path.basename(file)) };
   }
 
   append(event: LedgerEvent): void {
-    if (this.closed) throw new Error('ledger is closed');
-    const line: Record<string, LedgerValue> = { v: LEDGER_FORMAT, seq: this.seq, ts: this.now().toISOString(), type: String(event.type).slice(0, MAX_STRING) };
+    // An append after close (a background task finishing during shutdown) starts a new
+    // segment rather than losing the event or throwing into the caller.
+    if (!this.current) {
+      this.current = this.open();
+      this.last = this.current.file;
+    }
+    const seg = this.current;
+    const line: Record<string, LedgerValue> = { v: LEDGER_FORMAT, seq: seg.seq, ts: this.now().toISOString(), type: String(event.type).slice(0, MAX_STRING) };
     for (const [k, raw] of Object.entries(event)) {
       if (k === 'type' || RESERVED.has(k)) continue;
       const v = clean(raw);
       if (v !== undefined) line[k] = v;
     }
-    line.prev = this.prev;
+    line.prev = seg.prev;
     const hash = lineHash(line);
     const { v: _v, ...body } = line;
-    this.logger.info({ ...body, hash });
-    this.prev = hash;
-    this.seq++;
+    seg.logger.info({ ...body, hash });
+    seg.prev = hash;
+    seg.seq++;
   }
 
   async flush(): Promise<void> {
-    if (!this.closed) this.dest.flushSync();
+    this.current?.dest.flushSync();
   }
 
   /** Ends the segment with a `ledger.closed` line so a truncated tail can be told apart. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.append({ type: 'ledger.closed', lines: this.seq + 1 });
-    this.closed = true;
-    this.dest.flushSync();
-    this.dest.end();
+    const seg = this.current;
+    if (!seg) return;
+    this.append({ type: 'ledger.closed', lines: seg.seq + 1 });
+    this.current = undefined;
+    seg.dest.flushSync();
+    seg.dest.end();
   }
 }

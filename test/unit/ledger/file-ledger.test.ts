@@ -104,3 +104,18 @@ test('a cut tail leaves the segment open; garbage is named; two writers never sh
     assert.equal(bad.bad?.line, 3);
   });
 });
+
+test('an append after close starts a new, verifiable segment instead of throwing', async () => {
+  await withDir(async (dir) => {
+    const l = new FileLedger({ dir });
+    l.append({ type: 'a' });
+    await l.close();
+    const first = l.segment;
+    l.append({ type: 'late', runId: 'r1' });
+    assert.notEqual(l.segment, first);
+    await l.close();
+    await l.close();
+    const r = verifyLedger(dir);
+    assert.deepEqual({ ok: r.ok, files: r.files, lines: r.lines, open: r.open.length }, { ok: true, files: 2, lines: 4, open: 0 });
+  });
+});
