@@ -335,7 +335,9 @@ export function jqRefusal(expr: string): string | undefined {
   return undefined;
 }
 
+/** json_extract returns JSON text, or a list of JSON texts for a wildcard path. */
 function parseJsonCell(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(parseJsonCell);
   if (typeof v !== 'string') return v;
   try {
     return JSON.parse(v);

@@ -1,0 +1,89 @@
+/**
+ * sql over every kind's reader, jsonpath over json and jsonl, and the helper's time limit:
+ * an over-time query is interrupted, the helper recycled, and the pool keeps serving.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { FsResultStore } from '../../../src/results/index.js';
+import { DuckdbHelperPool, Slicer } from '../../../src/slice/index.js';
+
+async function setup(t: import('node:test').TestContext) {
+  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-h3-kinds-'));
+  const pool = new DuckdbHelperPool({ size: 1 });
+  t.after(async () => {
+    await pool.close();
+    await fs.rm(home, { recursive: true, force: true });
+  });
+  const store = new FsResultStore({ dir: path.join(home, 'results') });
+  return { home, pool, store };
+}
+
+test('sql reads csv, json, text and parquet refs with the right reader; jsonpath over json', async (t) => {
+  const { pool, store } = await setup(t);
+  const out = store.outDir('root-k', 'run-k');
+  await fs.mkdir(out, { recursive: true });
+  await fs.writeFile(path.join(out, 'people.csv'), 'name,age\nada,36\nalan,41\ngrace,85\n');
+  await fs.writeFile(path.join(out, 'doc.json'), JSON.stringify({ items: [{ id: 1, tags: ['a'] }, { id: 2, tags: ['b', 'c'] }], meta: { n: 2 } }));
+  await fs.writeFile(path.join(out, 'notes.txt'), 'alpha line\nbeta line, with comma\n"quoted" gamma\n');
+  const pq = path.join(out, 'nums.parquet');
+  const inst = await DuckDBInstance.create(':memory:');
+  const c = await inst.connect();
+  await c.run(`COPY (SELECT range AS n, range % 3 AS g FROM range(100)) TO '${pq}' (FORMAT parquet)`);
+  c.closeSync();
+  inst.closeSync();
+  const m = await store.indexDir('run-k', 'root-k', out);
+  const by = Object.fromEntries(m.refs.map((r) => [r.path.split('/').pop(), r]));
+  assert.equal(by['nums.parquet']!.kind, 'binary');
+  const s = new Slicer(store, { pool });
+
+  const csv = await s.sql(by['people.csv']!.ref, 'SELECT name FROM ref WHERE age > 40 ORDER BY name');
+  assert.ok(csv.ok, JSON.stringify(csv));
+  assert.deepEqual(csv.value.rows, [['alan'], ['grace']]);
+
+  const json = await s.sql(by['doc.json']!.ref, 'SELECT len(items) AS n, meta.n AS m FROM ref');
+  assert.ok(json.ok, JSON.stringify(json));
+  assert.deepEqual(json.value.rows, [['2', '2']]);
+
+  const text = await s.sql(by['notes.txt']!.ref, "SELECT line FROM ref WHERE line LIKE '%comma%' OR line LIKE '%gamma%'");
+  assert.ok(text.ok, JSON.stringify(text));
+  assert.deepEqual(text.value.rows, [['beta line, with comma'], ['"quoted" gamma']]);
+
+  const parquet = await s.sql(by['nums.parquet']!.ref, 'SELECT g, count(*) FROM ref GROUP BY 1 ORDER BY 1');
+  assert.ok(parquet.ok, JSON.stringify(parquet));
+  assert.deepEqual(parquet.value.rows, [['0', '34'], ['1', '33'], ['2', '33']]);
+
+  const jp = await s.jsonpath(by['doc.json']!.ref, '$.items[*].id');
+  assert.ok(jp.ok, JSON.stringify(jp));
+  assert.deepEqual(jp.value.rows, [[[1, 2]]]);
+  const jp2 = await s.jsonpath(by['doc.json']!.ref, "$['items'][1].tags[1]");
+  assert.ok(jp2.ok);
+  assert.deepEqual(jp2.value.rows, [['c']]);
+  const bad = await s.jsonpath(by['doc.json']!.ref, '$..id');
+  assert.ok(!bad.ok);
+  assert.equal(bad.error.code, 'query_refused');
+  const notJson = await s.jsonpath(by['people.csv']!.ref, '$.a');
+  assert.ok(!notJson.ok);
+  assert.equal(notJson.error.code, 'query_refused');
+});
+
+test('[INV-5] an over-time query is interrupted, its helper recycled, and the next query is served', async (t) => {
+  const { pool, store } = await setup(t);
+  const ref = await store.writeStream('run-t', 'root-t', 'x.jsonl', Readable.from([Buffer.from('{"a":1}\n')]));
+  const s = new Slicer(store, { pool, limits: { timeoutMs: 1000 } });
+  await pool.warm();
+  const before = pool.pids();
+  const slow = await s.sql(ref.ref, 'SELECT count(*) FROM range(1000000000000) a');
+  assert.ok(!slow.ok);
+  assert.equal(slow.error.code, 'timeout');
+  const next = await s.sql(ref.ref, 'SELECT a FROM ref');
+  assert.ok(next.ok, JSON.stringify(next));
+  assert.deepEqual(next.value.rows, [['1']]);
+  const after = pool.pids();
+  assert.equal(after.length, 1);
+  assert.notDeepEqual(after, before, 'the helper that timed out was replaced');
+});
