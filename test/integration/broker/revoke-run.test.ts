@@ -9,6 +9,7 @@ import { composeSupervisor } from '../../../src/daemon/compose.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
 import { LeaseStore } from '../../../src/lease/index.js';
 import { MemoryLedger } from '../../../src/ledger/index.js';
+import type { RunRecord } from '../../../src/runs/index.js';
 
 const CHILD = `export default async function (brig) { for (;;) { await brig.progress('tick'); await new Promise((r) => setTimeout(r, 100)); } }`;
 const PARENT = `export default async function (brig) { await brig.spawn({ task: 'loop', profile: 'worker', script: ${JSON.stringify(CHILD)} }); }`;
@@ -36,7 +37,7 @@ test('[INV-8] revoking a lease in the middle of a run ends that run and its desc
       const rv = cli.revoke(root.leaseId!, 'operator');
       assert.ok(rv.ok);
       assert.deepEqual(new Set(rv.value.map((x) => x.runId)), new Set(runs.map((x) => x.id)));
-      const ended = [];
+      const ended: RunRecord[] = [];
       for (const x of runs) {
         const w = await c.supervisor.wait(x.id, { timeoutMs: 60_000 });
         assert.ok(w.ok);
