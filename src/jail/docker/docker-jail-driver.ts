@@ -179,7 +179,7 @@ export class DockerJailDriver implements JailDriver {
       await jail.putInputs(spec.inputs ?? []);
       return jail;
     } catch (e) {
-      await container?.remove({ force: true }).catch(() => undefined);
+      await container?.remove({ force: true, v: true }).catch(() => undefined); // v: an image VOLUME would leave an anonymous volume behind
       await removeVolume(this.docker, volumeName).catch(() => undefined);
       throw e;
     }
@@ -234,7 +234,7 @@ export class DockerJailDriver implements JailDriver {
     let containers = 0;
     let volumes = 0;
     for (const r of all.filter((r) => r.kind === 'container' && !isLive(r.runId))) {
-      await this.docker.getContainer(r.id).remove({ force: true }).catch(ignoreStatus(404, 409));
+      await this.docker.getContainer(r.id).remove({ force: true, v: true }).catch(ignoreStatus(404, 409));
       containers++;
     }
     for (const r of all.filter((r) => r.kind === 'volume' && !isLive(r.runId))) {

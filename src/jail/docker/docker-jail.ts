@@ -143,7 +143,7 @@ export class DockerJail implements Jail {
 
   async destroy(): Promise<void> {
     if (this.destroyed) return;
-    await this.container.remove({ force: true, v: false }).catch(ignoreStatus(404, 409));
+    await this.container.remove({ force: true, v: true }).catch(ignoreStatus(404, 409));
     await removeVolume(this.docker, this.volumeName);
     this.destroyed = true;
   }

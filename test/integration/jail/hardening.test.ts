@@ -1,5 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -7,7 +8,7 @@ import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { isBrigError } from '../../../src/util/errors.js';
 import { judgeProbe, parseProbe, PROBE_SCRIPT } from '../../../src/jail/probe.js';
-import { DockerJailDriver, renderCreateBody } from '../../../src/jail/index.js';
+import { DockerJailDriver, LABELS, renderCreateBody } from '../../../src/jail/index.js';
 import { verifyInspect, type InspectView } from '../../../src/jail/docker/verify.js';
 import { driver, ROOT, runToEnd, spec, sweepOwn } from './helpers.js';
 
@@ -169,5 +170,51 @@ test('[INV-2] a workspace is always fresh: a leftover volume of the same run is 
     assert.deepEqual(left, ['volume'], 'the refused create made no container and left the foreign volume alone');
   } finally {
     await driver.docker.getVolume(`brig-ws-${s.runId}`).remove();
+  }
+});
+
+/** The engine's own event log for a window, as parsed JSON lines. */
+async function engineEvents(since: number, until: number, filters: Record<string, string[]>): Promise<{ Type: string; Action: string; Actor: { ID: string; Attributes: Record<string, string> } }[]> {
+  const stream = (await driver.docker.getEvents({ since, until, filters: JSON.stringify(filters) } as object)) as NodeJS.ReadableStream;
+  let text = '';
+  for await (const c of stream as AsyncIterable<Buffer>) text += c.toString();
+  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as never);
+}
+
+test('[INV-2] no weakened container is ever started: an image that adds a VOLUME and an ENV is refused, removed, and never ran', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const base = await driver.ensureImage();
+  // A real engine really weakening the jail: the image's VOLUME becomes an extra writable
+  // mount brig never asked for, and its ENV leaks into the child's environment.
+  const weakTag = `brig-test-weak:${ROOT.toLowerCase()}`;
+  const dockerfile = `FROM ${base}\nENV INJECTED=1\nVOLUME /data\nLABEL brig.test=${ROOT}\n`;
+  await new Promise<void>((resolve, reject) => {
+    const p = execFile('docker', ['build', '-q', '-t', weakTag, '-'], (e) => (e ? reject(e) : resolve()));
+    p.stdin!.end(dockerfile);
+  });
+  t.after(() => driver.docker.getImage(weakTag).remove({ force: true }).catch(() => undefined));
+  const s = spec('weak', ['sh', '-c', 'echo ran > /workspace/ran'], { image: weakTag });
+  const since = Math.floor(Date.now() / 1000) - 1;
+  let drift: string[] = [];
+  await assert.rejects(driver.create(s), (e) => {
+    drift = (isBrigError(e, 'jail_unverified') && ((e.data as { drift?: string[] }).drift ?? [])) || [];
+    return isBrigError(e, 'jail_unverified');
+  });
+  assert.ok(drift.includes('Config.Env'), `drift: ${drift}`);
+  assert.ok(drift.includes('Mounts[/data]'), `drift: ${drift}`);
+  const until = Math.floor(Date.now() / 1000) + 1;
+  await new Promise((r) => setTimeout(r, 1100)); // let `until` pass so the event stream ends
+  const events = await engineEvents(since, until, { type: ['container'], label: [`${LABELS.runId}=${s.runId}`] });
+  const actions = events.map((e) => e.Action);
+  assert.ok(actions.includes('create'), `the engine saw the create: ${actions}`);
+  assert.ok(actions.includes('destroy'), `and the removal: ${actions}`);
+  assert.ok(!actions.includes('start'), `the weakened container was started: ${actions}`);
+  assert.deepEqual((await driver.listLabelled()).filter((r) => r.runId === s.runId), [], 'no container or workspace volume left');
+  // The anonymous volume the image's VOLUME made was removed with its container.
+  const vols = await engineEvents(since, until, { type: ['volume'], event: ['create'] });
+  const anonymous = vols.filter((e) => /^[0-9a-f]{64}$/.test(e.Actor.ID));
+  assert.ok(anonymous.length > 0, 'the engine made the image\'s anonymous volume');
+  for (const v of anonymous) {
+    await assert.rejects(driver.docker.getVolume(v.Actor.ID).inspect(), (e: unknown) => (e as { statusCode?: number }).statusCode === 404, `anonymous volume ${v.Actor.ID} left`);
   }
 });
