@@ -10,7 +10,7 @@ export const QUERY_DEFAULTS = Object.freeze({
   maxRows: 1000,
   maxBytes: 1024 * 1024,
   timeoutMs: 15_000,
-  memoryLimit: '512MB',
+  memoryLimit: '1GB',
   threads: 2,
   maxTempSize: '2GB',
 });
