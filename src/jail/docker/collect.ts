@@ -3,8 +3,11 @@
  *
  * Guarantees: only regular files are written, only under destDir, with fixed modes
  * (0644/0755, no setuid, no owner carried over). Symlinks, hardlinks, devices, fifos,
- * absolute names and any name with `..` are skipped and reported. Per-file, per-run and
- * entry-count caps refuse the whole collection (`ref_too_large`); nothing is truncated.
+ * absolute names, any `..` component and names with control characters (newlines, terminal
+ * escapes) are skipped and reported, with the reported name escaped. Per-file, per-run,
+ * entry-count, depth and path-length caps refuse the whole collection (`ref_too_large`);
+ * nothing is truncated. An entry's declared size is checked before anything else, so a
+ * 100 GB sparse file is refused at its header and never streamed, whatever its type or name.
  * The copy lands in a temp sibling and is renamed into place: a crash or a refusal leaves
  * no half directory at destDir.
  * Threat: a hostile child crafting its output tree (symlink to /etc/shadow, `../../x`,
@@ -21,9 +24,21 @@ import tar from 'tar-stream';
 import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectReport, CollectedFile } from '../types.js';
 
+/** Deepest directory level and longest relative path collected; deeper or longer is refused. */
+export const MAX_DEPTH = 64;
+export const MAX_PATH_BYTES = 1024;
+
+// Control characters in a name would reach terminals and logs through every listing.
+const CONTROL = /[\x00-\x1f\x7f]/;
+
+/** A name for reports: control characters escaped, length bounded. */
+export function printableName(name: string): string {
+  return name.slice(0, 256).replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 /** The name of an archive entry relative to the collected root, or why it is unsafe. */
 export function safeRelative(name: string, root: string): { rel: string } | { reason: string } {
-  if (name.includes('\0') || name.includes('\\')) return { reason: 'unsafe_name' };
+  if (CONTROL.test(name) || name.includes('\\')) return { reason: 'unsafe_name' };
   if (name.startsWith('/')) return { reason: 'absolute_path' };
   const parts = name.split('/').filter((p) => p !== '' && p !== '.');
   if (parts.some((p) => p === '..')) return { reason: 'dotdot' };
@@ -50,6 +65,7 @@ export async function collectArchive(
   const skipped: { path: string; reason: string }[] = [];
   let total = 0;
   let entries = 0;
+  let read = 0; // declared bytes of every entry, collected or skipped
   const ex = tar.extract();
   try {
     const feeding = pipeline(archive as NodeJS.ReadableStream & AsyncIterable<Buffer>, ex).catch((e: unknown) => {
@@ -59,9 +75,17 @@ export async function collectArchive(
       const h = entry.header;
       entries++;
       if (entries > caps.maxEntries) throw refuse(`the output has more than ${caps.maxEntries} entries`, { maxEntries: caps.maxEntries });
+      // Sizes first: a skipped entry is still read through, so it counts against the run cap.
+      const size = h.size ?? 0;
+      if (size > caps.perFileBytes) throw refuse(`${printableName(h.name)} is over the per-file cap of ${caps.perFileBytes} bytes`, { perFileBytes: caps.perFileBytes });
+      read += size;
+      if (read > caps.perRunBytes) throw refuse(`the output is over the per-run cap of ${caps.perRunBytes} bytes`, { perRunBytes: caps.perRunBytes });
+      if (Buffer.byteLength(h.name) > MAX_PATH_BYTES || h.name.split('/').filter(Boolean).length > MAX_DEPTH + 1) {
+        throw refuse(`the output tree is deeper than ${MAX_DEPTH} levels or has a path over ${MAX_PATH_BYTES} bytes`, { maxDepth: MAX_DEPTH, maxPathBytes: MAX_PATH_BYTES });
+      }
       const where = safeRelative(h.name, root);
       if ('reason' in where) {
-        skipped.push({ path: h.name.slice(0, 256), reason: where.reason });
+        skipped.push({ path: printableName(h.name), reason: where.reason });
         entry.resume();
         continue;
       }
@@ -75,8 +99,6 @@ export async function collectArchive(
         entry.resume();
         continue;
       }
-      if ((h.size ?? 0) > caps.perFileBytes) throw refuse(`${where.rel} is over the per-file cap of ${caps.perFileBytes} bytes`, { perFileBytes: caps.perFileBytes });
-      if (total + (h.size ?? 0) > caps.perRunBytes) throw refuse(`the output is over the per-run cap of ${caps.perRunBytes} bytes`, { perRunBytes: caps.perRunBytes });
       const target = path.join(tmp, where.rel);
       // A repeated name, or a file where a directory is needed: skip, never overwrite.
       const placed = await fs.promises.mkdir(path.dirname(target), { recursive: true, mode: 0o755 }).then(

@@ -73,3 +73,90 @@ test('[INV-4] an out/ replaced by a symlink to elsewhere collects nothing from e
   });
   assert.deepEqual(fs.readdirSync(path.join(base, 'ref')), []);
 });
+
+/** Every entry under dir, by lstat: kind and path. Never follows a link. */
+function walkKinds(dir: string, rel = ''): string[] {
+  const out: string[] = [];
+  for (const name of fs.readdirSync(path.join(dir, rel))) {
+    const p = path.posix.join(rel, name);
+    const st = fs.lstatSync(path.join(dir, p));
+    out.push(`${st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'OTHER'} ${p}`);
+    if (st.isDirectory()) out.push(...walkKinds(dir, p));
+  }
+  return out.sort();
+}
+
+const PLANT = String.raw`
+const fs = require('node:fs'), cp = require('node:child_process');
+const r = {};
+fs.mkdirSync('out/sub', { recursive: true });
+fs.writeFileSync('secret-outside-out.txt', 'workspace-secret');
+fs.writeFileSync('out/a.txt', 'hello');
+fs.symlinkSync('/etc/passwd', 'out/passwd-link');
+fs.symlinkSync('../../..', 'out/up');
+fs.symlinkSync('../secret-outside-out.txt', 'out/secret-link');
+try { fs.linkSync('/etc/passwd', 'out/hard-etc'); r.hardEtc = 'ok'; } catch (e) { r.hardEtc = e.code; }
+fs.linkSync('secret-outside-out.txt', 'out/hard-outside');
+fs.linkSync('out/a.txt', 'out/sub/hard-inside');
+cp.execFileSync('mkfifo', ['out/fifo']);
+fs.writeFileSync('out/a..b.txt', 'dots');
+fs.writeFileSync('out/..hidden', 'dots2');
+fs.writeFileSync('out/line\nbreak', 'nl');
+fs.writeFileSync('out/\x1b[31mred\x1b[0m', 'esc');
+console.log(JSON.stringify(r));
+`;
+
+test('[INV-4] materialization against a hostile child: links, fifo, odd names, 100 GB sparse file, 10,000 nested dirs; the supervisor stays up with bounded memory', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const base = await tmp(t);
+  const rssBefore = process.memoryUsage().rss;
+
+  await t.test('links, hardlinks, a fifo and odd names: regular files only, nothing from outside the workspace', async () => {
+    const dest = path.join(base, 'links');
+    const { exit, tails } = await runToEnd(spec('plant', ['node', '-e', PLANT]), async (jail) => {
+      const rep = await jail.collect(dest, CAPS);
+      assert.deepEqual(rep.files.map((f) => f.path).sort(), ['..hidden', 'a..b.txt', 'a.txt', 'hard-outside']);
+      assert.deepEqual(
+        rep.skipped.map((s) => `${s.reason} ${s.path}`).sort(),
+        ['fifo fifo', 'link sub/hard-inside', 'symlink passwd-link', 'symlink secret-link', 'symlink up', 'unsafe_name out/\\x1b[31mred\\x1b[0m', 'unsafe_name out/line\\x0abreak'],
+      );
+    });
+    assert.equal(exit.exitCode, 0, tails.stderrTail);
+    // A hardlink cannot cross from the image into the workspace volume.
+    assert.notEqual((JSON.parse(tails.stdoutTail) as { hardEtc: string }).hardEtc, 'ok');
+    assert.deepEqual(walkKinds(dest), ['dir sub', 'file ..hidden', 'file a..b.txt', 'file a.txt', 'file hard-outside']);
+    // The one hardlink whose first name lies outside out/ is still the child's own workspace file.
+    assert.equal(fs.readFileSync(path.join(dest, 'hard-outside'), 'utf8'), 'workspace-secret');
+    for (const f of walkKinds(dest).filter((k) => k.startsWith('file '))) {
+      assert.doesNotMatch(fs.readFileSync(path.join(dest, f.slice(5)), 'utf8'), /root:x:0/, `${f} holds /etc/passwd`);
+    }
+    assert.deepEqual(fs.readdirSync(base), ['links'], 'nothing written beside the destination');
+  });
+
+  await t.test('a 100 GB sparse file is refused with ref_too_large at its header', async () => {
+    const dest = path.join(base, 'sparse');
+    const sh = "const fs=require('fs'); fs.writeFileSync('out/small','x'); fs.closeSync(fs.openSync('out/sparse','w')); fs.truncateSync('out/sparse', 100 * 2 ** 30); console.log(fs.statSync('out/sparse').size)";
+    const { exit, tails } = await runToEnd(spec('sparse', ['node', '-e', sh]), async (jail) => {
+      await assert.rejects(jail.collect(dest, CAPS), (e) => isBrigError(e, 'ref_too_large'));
+    });
+    assert.equal(exit.exitCode, 0, tails.stderrTail);
+    assert.equal(tails.stdoutTail.trim(), String(100 * 2 ** 30), 'the child really made a 100 GB file');
+    assert.equal(fs.existsSync(dest), false, 'a refused collection leaves no directory');
+  });
+
+  await t.test('10,000 nested directories are refused with ref_too_large', async () => {
+    const dest = path.join(base, 'deep');
+    const js = "const fs=require('fs'); process.chdir('out'); for (let i = 0; i < 10000; i++) { fs.mkdirSync('d'); process.chdir('d'); } fs.writeFileSync('bottom', 'x'); console.log('made')";
+    const { exit, tails } = await runToEnd(spec('deep', ['node', '-e', js], { limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 4 } }), async (jail) => {
+      await assert.rejects(jail.collect(dest, { ...CAPS, maxEntries: 100_000 }), (e) => isBrigError(e, 'ref_too_large'));
+    });
+    assert.equal(exit.exitCode, 0, tails.stderrTail);
+    assert.equal(tails.stdoutTail.trim(), 'made');
+    assert.equal(fs.existsSync(dest), false);
+  });
+
+  // A memory bound, not a timing one: none of the above was buffered whole.
+  const grew = process.memoryUsage().rss - rssBefore;
+  assert.ok(grew < 200 * 1024 * 1024, `the supervisor grew by ${Math.round(grew / 1048576)} MB`);
+  assert.deepEqual(fs.readdirSync(base).sort(), ['links'], 'no temp directories left behind');
+});

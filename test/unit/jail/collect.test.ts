@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import tar from 'tar-stream';
-import { collectArchive, safeRelative } from '../../../src/jail/docker/collect.js';
+import { collectArchive, MAX_DEPTH, printableName, safeRelative } from '../../../src/jail/docker/collect.js';
 import { isBrigError } from '../../../src/util/errors.js';
 
 type Entry = { name: string; type?: 'file' | 'directory' | 'symlink' | 'link' | 'fifo' | 'character-device'; data?: string; linkname?: string; mode?: number };
@@ -91,4 +91,44 @@ test('an existing destination is refused, never merged into', async (t) => {
   const base = await tmpdir(t);
   const archive = await tarOf([{ name: 'out/a', data: 'a' }]);
   await assert.rejects(collectArchive(Readable.from([archive]), 'out', base, CAPS), (e) => isBrigError(e, 'invalid_input'));
+});
+
+test('[INV-4] names with newlines or terminal escapes are skipped, and reported escaped', async (t) => {
+  const base = await tmpdir(t);
+  const dest = path.join(base, 'ref');
+  const archive = await tarOf([
+    { name: 'out/', type: 'directory' },
+    { name: 'out/line\nbreak.txt', data: 'x' },
+    { name: 'out/\x1b[2Jclear.txt', data: 'x' },
+    { name: 'out/a..b.txt', data: 'dots inside a name are just a name' },
+  ]);
+  const rep = await collectArchive(Readable.from([archive]), 'out', dest, CAPS);
+  assert.deepEqual(rep.files.map((f) => f.path), ['a..b.txt']);
+  assert.deepEqual(rep.skipped, [
+    { path: 'out/line\\x0abreak.txt', reason: 'unsafe_name' },
+    { path: 'out/\\x1b[2Jclear.txt', reason: 'unsafe_name' },
+  ]);
+  assert.ok(rep.skipped.every((s) => !/[\x00-\x1f]/.test(s.path)));
+  assert.equal(printableName('a\tb'), 'a\\x09b');
+});
+
+test('[INV-4] a huge declared size is refused at the header even for a skipped entry', async (t) => {
+  const base = await tmpdir(t);
+  // Only the header is built: a reader that streamed the body would never finish.
+  const header = tar.pack();
+  header.entry({ name: 'out/bad\nname', size: 100 * 2 ** 30, type: 'file' }, () => undefined);
+  const first: Buffer[] = [];
+  for await (const c of header as unknown as AsyncIterable<Buffer>) {
+    first.push(Buffer.from(c));
+    break;
+  }
+  await assert.rejects(collectArchive(Readable.from(first), 'out', path.join(base, 'a'), CAPS), (e) => isBrigError(e, 'ref_too_large'));
+  assert.deepEqual(fs.readdirSync(base), []);
+});
+
+test('[INV-4] a tree deeper than the depth cap is refused whole', async (t) => {
+  const base = await tmpdir(t);
+  const deep = Array.from({ length: MAX_DEPTH + 2 }, (_, i) => ({ name: `out/${Array(i + 1).fill('d').join('/')}/`, type: 'directory' as const }));
+  await assert.rejects(collectArchive(Readable.from([await tarOf(deep)]), 'out', path.join(base, 'a'), { ...CAPS, maxEntries: 1000 }), (e) => isBrigError(e, 'ref_too_large'));
+  assert.deepEqual(fs.readdirSync(base), []);
 });
