@@ -105,7 +105,9 @@ export class LeaseStore {
   issueRoot(a: IssueRootArgs): Result<IssuedLease> {
     const root = this.policy?.profiles.root;
     if (!root) return err(new BrigError('invalid_policy', 'no policy with a root profile was given to the lease store'));
-    return this.issue({ parent: null, parentGrant: root.grant, depth: 0, ...a });
+    // The operator is depth 0; a run it spawns holds a depth-1 lease (the supervisor counts
+    // run depth the same way, so `brig lease show` and `brig list` agree).
+    return this.issue({ parent: null, parentGrant: root.grant, depth: 1, ...a });
   }
 
   issueChild(a: IssueChildArgs): Result<IssuedLease> {
@@ -157,6 +159,9 @@ export class LeaseStore {
     }
     const nowMs = this.now();
     const limits = { ...att.grant.limits, timeoutMs: Math.min(att.grant.limits.timeoutMs, a.timeoutMs) };
+    if (a.depth > limits.maxDepth) {
+      return refuse(new BrigError('depth_exceeded', `depth ${a.depth} is past maxDepth ${limits.maxDepth}`, { data: { depth: a.depth, maxDepth: limits.maxDepth } }));
+    }
     const expiresMs = Math.min(nowMs + limits.timeoutMs, a.parent ? Date.parse(a.parent.expiresAt) : Infinity);
     const token = randomBytes(32).toString('base64url');
     const record: LeaseRecord = {

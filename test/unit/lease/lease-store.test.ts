@@ -29,7 +29,7 @@ test('a root lease is the profile inside root; token verifies for its run only',
     const r = s.issueRoot({ profile: 'coordinator', runId: 'run_a', rootRunId: 'run_a', timeoutMs: 60_000 });
     assert.ok(r.ok);
     const { record, token } = r.value;
-    assert.equal(record.depth, 0);
+    assert.equal(record.depth, 1, 'the operator is depth 0');
     assert.ok(record.caps.includes('spawn'));
     assert.equal(record.limits.timeoutMs, 60_000);
     assert.equal(Date.parse(record.expiresAt) - Date.parse(record.issuedAt), 60_000);
@@ -65,7 +65,7 @@ test('[INV-1] a child is parent ∩ request ∩ profile; refusals are recorded a
       rec.refused.map((r) => `${r.what}:${r.code}`),
       ['exec:capability_denied', 'net.egress:denylisted', 'spawn:capability_denied', 'memoryMb:limit_clamped'],
     );
-    assert.equal(rec.depth, 1);
+    assert.equal(rec.depth, 2);
     assert.equal(rec.limits.timeoutMs, 30_000);
     assert.ok(grantWithin(rec, root.value.record));
     assert.deepEqual(s.lineage(rec.id).map((r) => r.id), [rec.id, root.value.record.id]);
@@ -94,7 +94,7 @@ test('posture downgrade, no spawn cap, past maxDepth and unknown parent are refu
       }
       parent = r.value.record.id;
     }
-    assert.equal(depthErr, '4:depth_exceeded');
+    assert.equal(depthErr, '3:depth_exceeded', 'root maxDepth 3: leases at depths 1, 2, 3');
     const none = s.issueChild({ ...base, parentLeaseId: 'ls_00000000000000000000', request: undefined, runId: 'n1' });
     assert.ok(!none.ok && none.error.code === 'lease_not_found');
     assert.deepEqual(
@@ -129,14 +129,15 @@ test('revoke revokes the whole subtree, tells listeners, survives a restart', ()
     };
     const a = mk(root.value.record.id, 'a');
     const a1 = mk(a.record.id, 'a1');
-    const a2 = mk(a1.record.id, 'a2', 'worker');
+    const a2 = mk(a.record.id, 'a2', 'worker');
     const b = mk(root.value.record.id, 'b');
     const heard: string[] = [];
     s.onRevoked((recs, by) => heard.push(...recs.map((r) => `${r.runId}:${by}`)));
     const rv = s.revoke(a.record.id, 'operator');
     assert.ok(rv.ok);
-    assert.deepEqual(rv.value.map((r) => r.runId), ['a', 'a1', 'a2']);
-    assert.deepEqual(heard, ['a:operator', 'a1:operator', 'a2:operator']);
+    assert.equal(rv.value[0]!.runId, 'a', 'the revoked lease first, then its subtree');
+    assert.deepEqual(rv.value.map((r) => r.runId).sort(), ['a', 'a1', 'a2']);
+    assert.deepEqual(heard.sort(), ['a1:operator', 'a2:operator', 'a:operator']);
     for (const [t, run] of [[a.token, 'a'], [a1.token, 'a1'], [a2.token, 'a2']] as const) {
       const v = s.verify(t, run);
       assert.ok(!v.ok && v.error.code === 'lease_expired');
