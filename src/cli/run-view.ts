@@ -18,11 +18,16 @@ export async function runJson(io: CliIO, r: RunRecord): Promise<Record<string, u
     }
   }
   return {
+    // The issue-2 spawn envelope: runId, exitCode, endReason, stdoutTail, stderrTail, outputs, outputDir.
     runId: r.id,
-    status: r.status,
-    endReason: r.endReason,
-    killedBy: r.killedBy,
     exitCode: r.exitCode,
+    endReason: r.endReason,
+    stdoutTail: r.stdoutTail,
+    stderrTail: r.stderrTail,
+    outputs: r.outputs.map((o) => ({ path: o.path, bytes: o.bytes })),
+    outputDir: r.resultDir,
+    status: r.status,
+    killedBy: r.killedBy,
     oomKilled: r.error?.message.includes('out of memory') ?? false,
     resultDir: r.resultDir,
     files: r.outputs,
