@@ -21,6 +21,19 @@ import { BrigError } from '../util/errors.js';
 import { ContentScan, type ScanResult, decodeLineIndex, encodeLineIndex } from './content-scan.js';
 import { previewOf, shapeOf, sniffKind } from './kind.js';
 import {
+  atomicWrite,
+  checkRunId,
+  exists,
+  listRegularFiles,
+  newRefId,
+  notFound,
+  readPointer,
+  readdirSafe,
+  removeStaleTemps,
+  safeRelPath,
+  tooLarge,
+} from './store-fs.js';
+import {
   REF_ID_RE,
   RUN_ID_RE,
   type RefSource,
@@ -42,6 +55,8 @@ export interface ResultStoreOptions {
 export const DEFAULT_RESULT_CAPS: ResultCaps = Object.freeze({ maxFileBytes: 4 * 1024 ** 3, maxRunBytes: 16 * 1024 ** 3 });
 export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
 const MANIFEST = 'refs.json';
+/** A temp file this old belongs to a writer that crashed. */
+const STALE_TEMP_MS = 60 * 60 * 1000;
 const INDEX_DIR = '.index';
 
 export interface SweepReport {
@@ -233,7 +248,10 @@ export class FsResultStore {
           const expired = m
             ? m.refs.every((r) => Date.parse(r.expiresAt) <= now.getTime())
             : (await fsp.stat(runPath)).mtimeMs + this.retentionMs <= now.getTime();
-          if (!expired) return;
+          if (!expired) {
+            await removeStaleTemps(runPath, now.getTime() - STALE_TEMP_MS);
+            return;
+          }
           out.runs++;
           out.refs += m?.refs.length ?? 0;
           out.bytes += m?.refs.reduce((s, r) => s + r.bytes, 0) ?? 0;
@@ -316,77 +334,4 @@ export class FsResultStore {
   }
 }
 
-export function newRefId(): string {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
-  const bytes = randomBytes(26);
-  let id = 'ref_';
-  for (const b of bytes) id += alphabet[b & 31];
-  return id;
-}
-
-function checkRunId(id: string): void {
-  if (!RUN_ID_RE.test(id)) throw new BrigError('invalid_input', `not a run id: ${JSON.stringify(id.slice(0, 40))}`);
-}
-
-/** A relative POSIX path with no empty, `.`, `..` or hidden segment and no NUL. */
-export function safeRelPath(name: string): string {
-  const segs = name.split('/');
-  const bad =
-    name.length === 0 ||
-    name.length > 1024 ||
-    name.includes('\0') ||
-    name.includes('\\') ||
-    segs.some((s) => s === '' || s === '.' || s === '..' || s.startsWith('.') || Buffer.byteLength(s) > 255);
-  if (bad) throw new BrigError('invalid_input', `unsafe result path ${JSON.stringify(name.slice(0, 80))}`);
-  return name;
-}
-
-async function listRegularFiles(root: string, base: string) {
-  const files: { abs: string; rel: string; size: number }[] = [];
-  const skipped: { path: string; reason: string }[] = [];
-  const walk = async (d: string): Promise<void> => {
-    const entries = await fsp.readdir(d, { withFileTypes: true });
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    for (const e of entries) {
-      const abs = path.join(d, e.name);
-      const rel = path.relative(base, abs).split(path.sep).join('/');
-      const st = await fsp.lstat(abs);
-      if (st.isDirectory()) await walk(abs);
-      else if (!st.isFile()) skipped.push({ path: rel, reason: st.isSymbolicLink() ? 'symlink' : 'not a regular file' });
-      else if (st.nlink > 1) skipped.push({ path: rel, reason: 'hardlink' });
-      else if (e.name.startsWith('.tmp-')) skipped.push({ path: rel, reason: 'temporary file' });
-      else files.push({ abs, rel, size: st.size });
-    }
-  };
-  await walk(root);
-  return { files, skipped };
-}
-
-async function atomicWrite(file: string, data: Buffer): Promise<void> {
-  const tmp = `${file}.tmp-${randomBytes(6).toString('hex')}`;
-  await fsp.writeFile(tmp, data, { mode: 0o600 });
-  await fsp.rename(tmp, file);
-}
-
-async function readPointer(file: string): Promise<string | undefined> {
-  return fsp.readFile(file, 'utf8').catch(() => undefined);
-}
-
-async function readdirSafe(d: string): Promise<string[]> {
-  return fsp.readdir(d).catch(() => []);
-}
-
-async function exists(p: string): Promise<boolean> {
-  return fsp.lstat(p).then(
-    () => true,
-    () => false,
-  );
-}
-
-function tooLarge(rel: string, which: 'file' | 'run', cap: number): BrigError {
-  return new BrigError('ref_too_large', `${rel}: the ${which} is over its cap of ${cap} bytes`, { data: { path: rel, cap, which } });
-}
-
-function notFound(ref: string, why = 'no such ref'): BrigError {
-  return new BrigError('ref_not_found', `${ref.slice(0, 40)}: ${why}`);
-}
+export { newRefId, safeRelPath } from './store-fs.js';

@@ -11,39 +11,23 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
-import { LINE_INDEX_STRIDE, type ResultRef } from '../results/index.js';
+import type { ResultRef } from '../results/index.js';
 import { BrigError, type Result, err, ok, toBrigError } from '../util/errors.js';
 import { boundedExec } from './bounded-exec.js';
 import type { DuckdbHelperPool } from './duckdb-pool.js';
 import { type Reader, scrubPaths } from './helper-protocol.js';
 import { parseJsonPath } from './jsonpath.js';
 import { lockedQuery } from './locked-query.js';
+import { readBytes, readLines } from './read-slice.js';
+import { type SliceOutput, clamp, out } from './slice-output.js';
+
+export type { SliceOutput, SliceVerb } from './slice-output.js';
 
 /** What the slicer needs from the store (FsResultStore has it). */
 export interface RefReader {
   get(ref: string): Promise<ResultRef>;
   resolvePath(ref: ResultRef): string;
   lineIndex(ref: ResultRef): Promise<number[]>;
-}
-
-export type SliceVerb = 'read' | 'grep' | 'jq' | 'sql' | 'jsonpath';
-
-export interface SliceOutput {
-  ref: string;
-  verb: SliceVerb;
-  /** read/grep/jq: the slice as text (base64 for a binary read). */
-  text?: string;
-  encoding?: 'utf8' | 'base64';
-  /** sql/jsonpath */
-  columns?: string[];
-  rows?: unknown[][];
-  returned: number;
-  unit: 'bytes' | 'lines' | 'matches' | 'rows' | 'values';
-  /** How many more units there were past the slice; a lower bound when moreExact is false. */
-  more: number;
-  moreExact: boolean;
-  /** "1,234 more lines" when cut, absent otherwise. */
-  note?: string;
 }
 
 export interface SliceLimits {
@@ -89,7 +73,9 @@ export class Slicer {
   }
 
   read(ref: string, range: ReadRange): Promise<Result<SliceOutput>> {
-    return this.guard(ref, async (r, file) => ('line' in range ? this.readLines(r, file, range) : this.readBytes(r, file, range)));
+    return this.guard(ref, async (r, file) =>
+      'line' in range ? readLines(r, file, range, await this.refs.lineIndex(r), this.limits.maxBytes, this.limits.maxLines) : readBytes(r, file, range, this.limits.maxBytes),
+    );
   }
 
   grep(ref: string, pattern: string, o: GrepOptions = {}): Promise<Result<SliceOutput>> {
@@ -192,81 +178,6 @@ export class Slicer {
     });
   }
 
-  private async readBytes(r: ResultRef, file: string, range: { offset: number; length?: number }): Promise<SliceOutput> {
-    const offset = intArg(range.offset, 'offset', 0);
-    const want = clamp(intArg(range.length ?? 64 * 1024, 'length', 1), 1, this.limits.maxBytes);
-    const fh = await fsp.open(file, 'r');
-    try {
-      const buf = Buffer.alloc(Math.min(want, Math.max(0, r.bytes - offset)));
-      const { bytesRead } = buf.length > 0 ? await fh.read(buf, 0, buf.length, offset) : { bytesRead: 0 };
-      const got = buf.subarray(0, bytesRead);
-      const binary = r.kind === 'binary';
-      const text = binary ? got.toString('base64') : got.toString('utf8');
-      const more = Math.max(0, r.bytes - offset - bytesRead);
-      return out(r.ref, 'read', { text, encoding: binary ? 'base64' : 'utf8', returned: bytesRead, unit: 'bytes', more, moreExact: true });
-    } finally {
-      await fh.close();
-    }
-  }
-
-  /** Line N (1-based): seek to the nearest indexed line at or before it, scan forward. */
-  private async readLines(r: ResultRef, file: string, range: { line: number; lines?: number }): Promise<SliceOutput> {
-    const line = intArg(range.line, 'line', 1);
-    const want = clamp(intArg(range.lines ?? 100, 'lines', 1), 1, this.limits.maxLines);
-    if (line > r.lines) return out(r.ref, 'read', { text: '', encoding: 'utf8', returned: 0, unit: 'lines', more: 0, moreExact: true });
-    const index = await this.refs.lineIndex(r);
-    const k = Math.min(Math.floor((line - 1) / LINE_INDEX_STRIDE), Math.max(0, index.length - 1));
-    let skip = line - 1 - k * LINE_INDEX_STRIDE;
-    let pos = index[k] ?? 0;
-    const fh = await fsp.open(file, 'r');
-    const parts: Buffer[] = [];
-    let taken = 0;
-    let bytes = 0;
-    let cut = false;
-    try {
-      const buf = Buffer.alloc(64 * 1024);
-      let carry = Buffer.alloc(0);
-      outer: while (taken < want) {
-        const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
-        if (bytesRead === 0) {
-          if (carry.length > 0 && skip === 0) parts.push(carry), taken++;
-          break;
-        }
-        pos += bytesRead;
-        let chunk = carry.length ? Buffer.concat([carry, buf.subarray(0, bytesRead)]) : buf.subarray(0, bytesRead);
-        let start = 0;
-        let nl = chunk.indexOf(10, start);
-        while (nl !== -1) {
-          if (skip > 0) skip--;
-          else {
-            const piece = chunk.subarray(start, nl + 1);
-            if (bytes + piece.length > this.limits.maxBytes) {
-              cut = true;
-              break outer;
-            }
-            parts.push(Buffer.from(piece));
-            bytes += piece.length;
-            if (++taken >= want) break outer;
-          }
-          start = nl + 1;
-          nl = chunk.indexOf(10, start);
-        }
-        carry = Buffer.from(chunk.subarray(start));
-        if (carry.length > this.limits.maxBytes) {
-          cut = true;
-          break;
-        }
-        chunk = carry;
-      }
-    } finally {
-      await fh.close();
-    }
-    if (taken === 0 && cut) throw new BrigError('output_too_large', `line ${line} is longer than the ${this.limits.maxBytes}-byte cap`, { hint: 'Read it by bytes: --offset/--length.' });
-    const more = Math.max(0, r.lines - (line - 1) - taken);
-    const text = Buffer.concat(parts).toString('utf8');
-    return out(r.ref, 'read', { text, encoding: 'utf8', returned: taken, unit: 'lines', more, moreExact: true, ...(cut ? { cutByBytes: true } : {}) });
-  }
-
   /** Resolves the ref, runs the verb, turns any failure into a closed-set, path-free error. */
   private async guard(ref: string, fn: (r: ResultRef, file: string) => Promise<SliceOutput>): Promise<Result<SliceOutput>> {
     let file = '';
@@ -280,15 +191,6 @@ export class Slicer {
       return err(new BrigError(code, scrub(be.message, file), Object.keys(be.data).length ? { data: { ...be.data } } : {}));
     }
   }
-}
-
-function out(ref: string, verb: SliceVerb, o: Omit<SliceOutput, 'ref' | 'verb' | 'note'> & { cutByBytes?: boolean }): SliceOutput {
-  const { cutByBytes, ...rest } = o;
-  const note =
-    o.more > 0 || cutByBytes
-      ? `${o.moreExact ? '' : 'at least '}${o.more.toLocaleString('en-US')} more ${o.unit}${cutByBytes ? ' (cut at the byte cap)' : ''}`
-      : undefined;
-  return { ref, verb, ...rest, ...(note ? { note } : {}) };
 }
 
 /** The reader a view needs for this ref's kind. */
@@ -349,15 +251,6 @@ function parseJsonCell(v: unknown): unknown {
 function cutUtf8(text: string, cut: boolean): string {
   // A cut stream may end mid-character; the replacement char at the end is dropped.
   return cut ? text.replace(/\uFFFD+$/, '') : text;
-}
-
-function clamp(n: number, lo: number, hi: number): number {
-  return Math.max(lo, Math.min(hi, Math.floor(n)));
-}
-
-function intArg(v: number, name: string, min: number): number {
-  if (!Number.isSafeInteger(v) || v < min) throw new BrigError('invalid_input', `${name} must be an integer ≥ ${min}`);
-  return v;
 }
 
 function refused(reason: string): BrigError {

@@ -159,3 +159,17 @@ test('the supervisor port: outDir, index (count of new refs), remove', async (t)
   await assert.rejects(store.get(refs[0]!.ref), (e: unknown) => isBrigError(e, 'ref_not_found'));
   await assert.rejects(fs.access(store.runDir('root', 'r9')));
 });
+
+test('[INV-4] a stream that fails half-way leaves no file, no temp file and no ref', async (t) => {
+  const { store } = await tmpStore(t);
+  async function* broken() {
+    yield Buffer.from('first part\n'.repeat(1000));
+    throw new Error('the child went away');
+  }
+  await assert.rejects(store.writeStream('r1', 'root', 'half.txt', Readable.from(broken())));
+  const left = await fs.readdir(store.runDir('root', 'r1')).catch(() => []);
+  assert.deepEqual(left.filter((f) => f !== '.index'), []);
+  const ok = await store.writeStream('r1', 'root', 'half.txt', Readable.from([Buffer.from('whole\n')]));
+  assert.equal((await store.list('r1')).length, 1, 'the same name can be written after a failure');
+  assert.equal(ok.lines, 1);
+});
