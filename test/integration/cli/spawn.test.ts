@@ -17,14 +17,14 @@ async function leftovers(runId: string): Promise<string[]> {
   return [...cs.map((c) => c.Id), ...(vs.Volumes ?? []).map((v) => v.Name)];
 }
 
-async function brig(args: string[], home: string): Promise<{ code: number; stdout: string; stderr: string }> {
+async function brig(args: string[], home: string, env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = new PassThrough();
   const err = new PassThrough();
   let stdout = '';
   let stderr = '';
   out.on('data', (c: Buffer) => (stdout += c.toString()));
   err.on('data', (c: Buffer) => (stderr += c.toString()));
-  const code = await main(args, { stdout: out, stderr: err, env: { BRIG_HOME: home }, isTTY: false });
+  const code = await main(args, { stdout: out, stderr: err, env: { BRIG_HOME: home, ...env }, isTTY: false });
   return { code, stdout, stderr };
 }
 
@@ -79,4 +79,70 @@ test('brig doctor passes every check on this host and reports them as JSON', asy
   const failed = rep.checks.filter((c) => !c.ok && c.name !== 'child runtime in image');
   assert.deepEqual(failed, []);
   assert.ok(rep.checks.some((c) => c.name === 'jail: no effective capabilities' && c.ok));
+});
+
+test('brig spawn --json prints exactly one object with the issue-2 envelope; outputs are the materialized files', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await home(t);
+  const js = "const fs=require('fs'); fs.writeFileSync('out/report.json', JSON.stringify({ok:true})); fs.writeFileSync('out/rows.csv', 'a,b\\n1,2\\n'); console.log('said'); console.error('warned')";
+  const r = await brig(['spawn', '--json', '--memory', '128', '--timeout', '60', '--', 'node', '-e', js], h);
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+  assert.equal(r.stdout.trim().split('\n').length, 1, 'one line of JSON');
+  const env = JSON.parse(r.stdout) as Record<string, unknown>;
+  for (const k of ['runId', 'exitCode', 'endReason', 'stdoutTail', 'stderrTail', 'outputs', 'outputDir']) assert.ok(k in env, `missing ${k}`);
+  assert.equal(env.exitCode, 0);
+  assert.equal(env.endReason, 'completed');
+  assert.equal(env.stdoutTail, 'said\n');
+  assert.equal(env.stderrTail, 'warned\n');
+  const outputs = env.outputs as { path: string; bytes: number }[];
+  assert.deepEqual([...outputs].sort((a, b) => a.path.localeCompare(b.path)), [{ path: 'report.json', bytes: 11 }, { path: 'rows.csv', bytes: 8 }]);
+  const dir = env.outputDir as string;
+  assert.ok(dir.startsWith(h), 'outputDir is under BRIG_HOME');
+  assert.equal(fs.readFileSync(path.join(dir, 'report.json'), 'utf8'), '{"ok":true}');
+  assert.equal(fs.readFileSync(path.join(dir, 'rows.csv'), 'utf8'), 'a,b\n1,2\n');
+  assert.deepEqual(await leftovers(env.runId as string), []);
+});
+
+test('brig spawn mounts --artifact read-only at /artifacts/<basename>; human output by default', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await home(t);
+  const art = path.join(h, 'notes.txt');
+  fs.writeFileSync(art, 'artifact says hi');
+  const r = await brig(['spawn', '--artifact', art, '--', 'sh', '-c', 'cat /artifacts/notes.txt; echo x > /artifacts/notes.txt || echo read-only; pwd'], h);
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+  assert.throws(() => JSON.parse(r.stdout), 'human output is not JSON');
+  assert.match(r.stdout, /^run \S+ completed \(exit 0\)/);
+  assert.match(r.stdout, /artifact says hi/);
+  assert.match(r.stdout, /read-only/);
+  assert.match(r.stdout, /\/workspace/);
+  assert.equal(fs.readFileSync(art, 'utf8'), 'artifact says hi');
+});
+
+test('brig spawn without ARGV is a clear error and a non-zero exit', async (t) => {
+  const h = await home(t);
+  for (const args of [['spawn'], ['spawn', '--json', '--'], ['spawn', '--memory', '64', '--']]) {
+    const r = await brig(args, h);
+    assert.notEqual(r.code, 0, args.join(' '));
+    assert.match(r.stderr, /command after `--`/);
+    assert.match(r.stderr, /invalid_input/);
+  }
+});
+
+test('brig spawn with the engine down is a clear error and a non-zero exit; brig doctor fails naming the fix', async (t) => {
+  const h = await home(t);
+  const down = { DOCKER_HOST: 'unix:///nonexistent/brig-test/docker.sock' };
+  const r = await brig(['spawn', '--', 'true'], h, down);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /engine_unavailable/);
+  assert.match(r.stderr, /make engine/);
+  const d = await brig(['doctor', '--json'], h, down);
+  assert.notEqual(d.code, 0);
+  const rep = JSON.parse(d.stdout) as { ok: boolean; checks: { name: string; ok: boolean; hint?: string }[] };
+  assert.equal(rep.ok, false);
+  assert.deepEqual(rep.checks.filter((c) => !c.ok).map((c) => c.name), ['engine answers']);
+  assert.match(rep.checks[0]!.hint ?? '', /make engine/);
+  const human = await brig(['doctor'], h, down);
+  assert.notEqual(human.code, 0);
+  assert.match(human.stdout, /FAIL\s+engine answers/);
+  assert.match(human.stdout, /make engine/);
 });
