@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 
 /** The ledger line format version; pino writes it first on every line. */
 export const LEDGER_FORMAT = 1;
@@ -30,4 +32,54 @@ export function genesisHash(segmentName: string): string {
 export function lineHash(line: Record<string, unknown>): string {
   const { hash: _drop, ...rest } = line;
   return sha256Hex(canonicalJson(rest));
+}
+
+/** The last line of a file, read from its tail (ledger lines are far below 16 KiB). */
+function lastLine(file: string): Record<string, unknown> | undefined {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(file, 'r');
+    const size = fs.fstatSync(fd).size;
+    const len = Math.min(size, 16 * 1024);
+    const buf = Buffer.alloc(len);
+    fs.readSync(fd, buf, 0, len, size - len);
+    const rows = buf.toString('utf8').split('\n').filter((l) => l.length > 0);
+    const obj: unknown = JSON.parse(rows[rows.length - 1] ?? 'null');
+    return obj && typeof obj === 'object' && !Array.isArray(obj) ? (obj as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/**
+ * The newest closed segment in a ledger directory as `"<name> <last hash>"`: a new segment
+ * records it on its first line, so deleting or cutting an earlier closed segment breaks a
+ * link verifyLedger checks. Only the newest few files are looked at (bounded cost).
+ */
+export function segmentLink(dir: string, except: string): string | undefined {
+  const names = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl') && f !== except)
+    .sort()
+    .reverse()
+    .slice(0, 50);
+  for (const name of names) {
+    const last = lastLine(path.join(dir, name));
+    if (last?.type === 'ledger.closed' && typeof last.hash === 'string') return `${name} ${last.hash}`;
+  }
+  return undefined;
+}
+
+/** Checks a `link` written by segmentLink; undefined when it holds. */
+export function checkLink(dir: string, link: unknown): string | undefined {
+  if (typeof link !== 'string') return 'link is not a string';
+  const [name, hash] = link.split(' ');
+  if (!name || !hash || name.includes('/') || !name.endsWith('.jsonl')) return 'link is malformed';
+  const file = path.join(dir, name);
+  if (!fs.existsSync(file)) return `links to segment ${name}, which is missing (a segment was deleted)`;
+  const last = lastLine(file);
+  if (last?.hash !== hash) return `links to segment ${name}, whose last line is not the one linked (that segment's tail was changed)`;
+  return undefined;
 }

@@ -12,17 +12,19 @@
  *
  * Two processes (a daemon and a CLI) never share a file: each FileLedger writes its own
  * segment `<utc-stamp>-<pid>-<random>.jsonl`, chained from a genesis bound to its name and
- * ended by a `ledger.closed` line. verifyLedger checks every segment.
+ * ended by a `ledger.closed` line; a segment's first line links to the newest closed segment
+ * (name + last hash), so deleting or cutting an earlier segment is detected too.
+ * verifyLedger checks every segment.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import type { Ledger, LedgerEvent, LedgerValue } from './types.js';
-import { LEDGER_FORMAT, genesisHash, lineHash } from './chain.js';
+import { LEDGER_FORMAT, genesisHash, lineHash, segmentLink } from './chain.js';
 
 /** Fields the ledger owns; an event cannot set them. */
-const RESERVED = new Set(['v', 'seq', 'ts', 'prev', 'hash']);
+const RESERVED = new Set(['v', 'seq', 'ts', 'prev', 'hash', 'link']);
 /** Ledger strings are ids and enums: a long string is a bug or a leak, so it is cut. */
 const MAX_STRING = 200;
 const MAX_ARRAY = 64;
@@ -91,6 +93,10 @@ export class FileLedger implements Ledger {
       if (k === 'type' || RESERVED.has(k)) continue;
       const v = clean(raw);
       if (v !== undefined) line[k] = v;
+    }
+    if (seg.seq === 0) {
+      const link = segmentLink(this.dir, path.basename(seg.file));
+      if (link) line.link = link;
     }
     line.prev = seg.prev;
     const hash = lineHash(line);

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { LEDGER_FORMAT, genesisHash, lineHash } from './chain.js';
+import { LEDGER_FORMAT, checkLink, genesisHash, lineHash } from './chain.js';
 
 export interface LedgerBreak {
   file: string;
@@ -40,6 +40,10 @@ function verifySegment(file: string): { lines: number; bad?: LedgerBreak; closed
     if (line.seq !== i) return at(`seq ${JSON.stringify(line.seq)} where ${i} was expected (a line was deleted, inserted or reordered)`);
     if (line.prev !== prev) return at('prev does not match the previous line\'s hash (a line before it was deleted or changed)');
     if (line.hash !== lineHash(line)) return at('hash does not match the line\'s content (line edited)');
+    if (i === 0 && line.link !== undefined) {
+      const broken = checkLink(path.dirname(file), line.link);
+      if (broken) return at(broken);
+    }
     prev = line.hash as string;
     if (line.type === 'ledger.closed') closed = true;
   }

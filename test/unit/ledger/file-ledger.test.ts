@@ -119,3 +119,25 @@ test('an append after close starts a new, verifiable segment instead of throwing
     assert.deepEqual({ ok: r.ok, files: r.files, lines: r.lines, open: r.open.length }, { ok: true, files: 2, lines: 4, open: 0 });
   });
 });
+
+test('deleting or cutting an earlier closed segment breaks the next segment\'s link', async () => {
+  await withDir(async (dir) => {
+    const first = await writeSome(dir, 3);
+    await new Promise((r) => setTimeout(r, 5));
+    const second = await writeSome(dir, 2);
+    assert.match(JSON.parse(lines(second)[0]!).link, new RegExp(`^${path.basename(first)} [0-9a-f]{64}$`));
+    assert.ok(verifyLedger(dir).ok);
+    const saved = fs.readFileSync(first);
+    fs.writeFileSync(first, lines(first).slice(0, -1).join('\n') + '\n');
+    const cut = verifyLedger(dir);
+    assert.equal(cut.ok, false);
+    assert.deepEqual([cut.bad?.file, cut.bad?.line], [second, 1]);
+    assert.match(cut.bad!.why, /tail was changed/);
+    fs.rmSync(first);
+    const gone = verifyLedger(dir);
+    assert.equal(gone.ok, false);
+    assert.match(gone.bad!.why, /missing \(a segment was deleted\)/);
+    fs.writeFileSync(first, saved);
+    assert.ok(verifyLedger(dir).ok);
+  });
+});
