@@ -5,7 +5,8 @@
  *
  * Guarantees: the image holds only the files listed in its plan; /workspace is owned by the
  * jail user so a fresh workspace volume inherits that owner; the tag carries a fingerprint of
- * the plan, so a changed runtime or node gets a new tag and never reuses a stale image.
+ * the plan (content of every file but the node binary, see fingerprint), so a changed runtime,
+ * recipe or node gets a new tag and never reuses a stale image.
  * Trusts: the host's node, busybox and libraries (they are the supervisor's own).
  * Fails: a missing host file or a build error throws `image_build_failed`.
  */
@@ -111,12 +112,19 @@ function dedupeDirs(entries: ImageEntry[]): ImageEntry[] {
   return entries.filter((e) => (e.kind !== 'dir' ? true : seen.has(e.dest) ? false : (seen.add(e.dest), true)));
 }
 
+/** Host files up to this size are fingerprinted by content; larger ones by metadata. */
+export const CONTENT_HASH_MAX_BYTES = 16 * 1024 * 1024;
+
 /**
- * A fingerprint of the plan. Host files count by path, size, mtime and inode rather than by
- * content: hashing the ~100 MB node binary on every spawn would cost more than the spawn.
+ * A fingerprint of the plan: the Dockerfile recipe, every entry's name, kind and mode, and the
+ * content of every file up to CONTENT_HASH_MAX_BYTES (busybox, the shared libraries, the child
+ * runtime, /etc files). Only a larger host file — in practice the ~100 MB node binary — counts
+ * by path, size, mtime and inode: hashing it on every spawn would cost more than the spawn.
+ * So a rebuilt but unchanged dist/child keeps its tag, and any changed byte of it, any changed
+ * recipe line, or a replaced node binary gets a new one.
  */
 export async function fingerprint(plan: ImagePlan): Promise<string> {
-  const h = crypto.createHash('sha256').update(`brig-image-v1\0${plan.name}\0${dockerfile(plan.name, '')}\0`);
+  const h = crypto.createHash('sha256').update(`brig-image-v2\0${plan.name}\0${dockerfile(plan.name, '')}\0`);
   for (const e of plan.entries) {
     h.update(`${e.kind}\0${e.dest}\0`);
     if (e.kind === 'dir') h.update(`${e.mode}\0${e.owned}\0`);
@@ -124,7 +132,8 @@ export async function fingerprint(plan: ImagePlan): Promise<string> {
     else if (e.kind === 'data') h.update(`${e.mode}\0`).update(e.data);
     else {
       const st = await fs.promises.stat(e.hostPath);
-      h.update(`${e.mode}\0${e.hostPath}\0${st.size}\0${st.mtimeMs}\0${st.ino}\0`);
+      if (st.size <= CONTENT_HASH_MAX_BYTES) h.update(`${e.mode}\0content\0${st.size}\0`).update(await fs.promises.readFile(e.hostPath));
+      else h.update(`${e.mode}\0meta\0${e.hostPath}\0${st.size}\0${st.mtimeMs}\0${st.ino}\0`);
     }
   }
   return h.digest('hex').slice(0, 16);
