@@ -95,7 +95,7 @@ test('a 10,000-message burst is rate-limited and reported as abuse; other runs k
 });
 
 test('half-open and slow-loris connections are closed; more than maxConnections are refused', async () => {
-  const f = await BrokerFixture.create({ rate: { authTimeoutMs: 300, lineTimeoutMs: 300, maxConnections: 2 } });
+  const f = await BrokerFixture.create({ rate: { authTimeoutMs: 1000, lineTimeoutMs: 1000, maxConnections: 2 } });
   try {
     const by = await bystander(f);
     const r = await f.run('run_slow');
