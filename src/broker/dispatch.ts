@@ -126,7 +126,14 @@ function encode(reply: BrokerReply): string {
 /** Handles one line; resolves to the reply line (without newline) and whether it succeeded. Never rejects. */
 export async function dispatchLine(line: string, run: RunState, deps: DispatchDeps): Promise<{ line: string; ok: boolean; authenticated: boolean }> {
   const seen = { authenticated: false };
-  const reply = await decide(line, run, deps, seen);
+  let reply: BrokerReply;
+  try {
+    reply = await decide(line, run, deps, seen);
+  } catch {
+    // A dependency failing (the leases directory vanished, a verifier bug) is an internal
+    // error for this call, never an exception that could take the supervisor down.
+    reply = errorReply(null, 'internal', 'the broker could not serve this call');
+  }
   return { line: encode(reply), ok: reply.ok, authenticated: seen.authenticated };
 }
 

@@ -145,7 +145,8 @@ export class BrokerServer {
       logs: [],
     };
     const sockets = new Set<net.Socket>();
-    const server = net.createServer({ allowHalfOpen: false, pauseOnConnect: false }, (s) => this.accept(run, s));
+    // allowHalfOpen: a child that ends its writing side still gets every reply, then we end.
+    const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: false }, (s) => this.accept(run, s));
     const run: OpenRun = { state, server, sockets, socketPath, closing: undefined };
     server.maxConnections = this.limits.maxConnections;
     await new Promise<void>((resolve, reject) => {
@@ -216,6 +217,12 @@ export class BrokerServer {
       s.end(JSON.stringify(reply) + '\n');
       setTimeout(drop, 1000).unref();
     };
+    s.on('end', () => {
+      // The child will send nothing more: answer what it sent (a partial last line is
+      // dropped), then close our side.
+      if (lineTimer) clearTimeout(lineTimer);
+      void queue.then(() => s.end());
+    });
     s.on('data', (chunk: Buffer) => {
       if (dead) return;
       let start = 0;

@@ -141,3 +141,19 @@ test('[INV-7] broker ledger events carry no task text, params or log content', a
     await f.close();
   }
 });
+
+test('a child that ends its writing side still gets every reply, then the broker closes', async () => {
+  const f = await BrokerFixture.create();
+  try {
+    const r = await f.run('run_a');
+    const c = await BrokerTestClient.connect(r.handle.socketPath, r.token);
+    const replies = [c.reply(1), c.reply(2)];
+    c.raw(JSON.stringify({ v: 1, id: 1, method: 'hello', token: r.token }) + '\n' + JSON.stringify({ v: 1, id: 2, method: 'log', token: r.token, params: { message: 'm' } }) + '\n');
+    c.socket.end();
+    const [a, b] = await Promise.all(replies);
+    assert.ok(a?.ok && b?.ok);
+    await c.whenClosed();
+  } finally {
+    await f.close();
+  }
+});

@@ -69,3 +69,12 @@ test('dispatch never rejects, whatever the line', async () => {
     { numRuns: 3000 },
   );
 });
+
+test('a verifier that throws is an internal error for that call, never a rejection', async () => {
+  const d = deps(lease([]));
+  d.leases = { verify: () => { throw new Error('ENOENT /home/secret/leases'); } };
+  const r = await dispatchLine(JSON.stringify({ v: 1, id: 1, method: 'hello', token: 'good' }), run(), d);
+  const reply = JSON.parse(r.line);
+  assert.equal(reply.error.code, 'internal');
+  assert.doesNotMatch(r.line, /secret/);
+});
