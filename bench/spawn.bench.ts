@@ -1,7 +1,8 @@
 /**
- * Spawn overhead: brig's jail lifecycle against the raw floor, measured in the same run.
+ * Spawn overhead: brig's jail lifecycle against the raw floor, measured in the same run, all
+ * with the same child image (brig's own) running `true`, round-robin, N runs each (default 20).
  *
- * floor-cli  `docker run --rm --network none` of a FROM-scratch busybox image running `true`
+ * floor-cli  `docker run --rm --network none IMAGE true`
  * floor-api  engine API create + start + wait + remove of the same, no hardening, no volume
  * floor-nonet  floor-api with NetworkDisabled (no libnetwork sandbox: what brig's profile does)
  * brig-jail  DockerJailDriver: volume + create + inspect-verify + attach + start + wait + destroy (`true`)
@@ -18,10 +19,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { DockerJailDriver, runJailOnce, type JailSpec, type RunOnceTimings } from '../src/jail/index.js';
-import { ensurePlanImage, type ImagePlan } from '../src/jail/docker/image.js';
 
 const run = promisify(execFile);
-const N = Number(process.argv[2] ?? 10);
+const N = Math.max(20, Number(process.argv[2] ?? 20));
 const ROOT = `bench-${crypto.randomBytes(3).toString('hex')}`;
 const driver = new DockerJailDriver({ owner: `bench-${process.pid}` });
 const docker = driver.docker;
@@ -45,18 +45,6 @@ async function rounds(variants: [string, () => Promise<unknown>][]): Promise<[st
   return variants.map(([k], j) => [k, xs[j]!]);
 }
 
-const busyboxPlan: ImagePlan = {
-  name: 'bench-busybox',
-  entries: [
-    { kind: 'dir', dest: 'bin', mode: 0o755, owned: false },
-    { kind: 'dir', dest: 'tmp', mode: 0o1777, owned: false },
-    { kind: 'dir', dest: 'workspace', mode: 0o755, owned: true },
-    { kind: 'host', dest: 'bin/busybox', mode: 0o755, hostPath: '/bin/busybox' },
-    { kind: 'link', dest: 'bin/true', target: '/bin/busybox' },
-    { kind: 'link', dest: 'bin/sh', target: '/bin/busybox' },
-  ],
-};
-
 let n = 0;
 const spec = (argv: string[]): JailSpec => ({
   runId: `${ROOT}-${n++}`,
@@ -69,8 +57,8 @@ const spec = (argv: string[]): JailSpec => ({
 });
 
 async function main(): Promise<void> {
-  const { tag: floorImage } = await ensurePlanImage(docker, busyboxPlan, 'brig-bench-busybox');
   const childImage = await driver.ensureImage();
+  const floorImage = childImage; // the same image: the ratio is brig's lifecycle, not image size
   const tmp = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-bench-'));
   const phases: RunOnceTimings[] = [];
   try {
@@ -106,11 +94,14 @@ async function main(): Promise<void> {
 
     const floor = median(results.find(([k]) => k === 'floor-api')![1]);
     const nonet = median(results.find(([k]) => k === 'floor-nonet')![1]);
-    console.log(`spawn overhead, ${N} runs each, median ms (child image ${childImage}, floor image ${floorImage})`);
+    console.log(`spawn overhead: \`true\` in ${childImage}, ${N} runs each, round-robin, median ms`);
     for (const [k, xs] of results) {
       const m = median(xs);
       console.log(`${k.padEnd(13)} ${m.toFixed(0).padStart(6)} ms   ×${(m / floor).toFixed(2)} of floor-api   ×${(m / nonet).toFixed(2)} of floor-nonet   (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`);
     }
+    const jail = median(results.find(([k]) => k === 'brig-jail')![1]);
+    const cli = median(results.find(([k]) => k === 'floor-cli')![1]);
+    console.log(`brig-jail / floor-api = ×${(jail / floor).toFixed(2)} (target ≤ ×1.15); brig-jail / floor-cli = ×${(jail / cli).toFixed(2)}`);
     const ph = (k: keyof RunOnceTimings) => median(phases.map((p) => p[k])).toFixed(0);
     console.log(`brig-jail phases (median ms): create+verify ${ph('createMs')}, start ${ph('startMs')}, run ${ph('runMs')}, destroy ${ph('destroyMs')}`);
   } finally {
