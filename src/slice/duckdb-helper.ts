@@ -14,12 +14,19 @@
  * Threat: hostile SQL reading other files, writing, loading extensions, reaching the network,
  * reading our environment. The parent spawns us with an empty environment.
  * Trusts: the parent (it picks the files). Fails closed: any doubt → query_refused.
- * Not done: this process runs on the host as the supervisor's user, not in its own jail.
+ * Isolation: started with `--isolate DIR` (by the pool, through `unshare`), it first makes
+ * `/` read-only in its own mount namespace, with no network, and spills only into a tmpfs at
+ * DIR (helper-isolation.ts). Without it, it runs on the host as the supervisor's user.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import readline from 'node:readline';
 import { type DuckDBConnection, JsonDuckDBValueConverter } from '@duckdb/node-api';
 import { guarded, lockedConnection, parserConnection } from './duckdb-lockdown.js';
-import { type HelperReply, type HelperRequest, HelperRequestSchema, scrubPaths } from './helper-protocol.js';
+import { type HelperReady, type HelperReply, type HelperRequest, HelperRequestSchema, scrubPaths } from './helper-protocol.js';
+import { enterIsolation } from './helper-isolation.js';
+
+const SPILL_BYTES = 2 * 1024 ** 3;
 
 async function runBounded(conn: DuckDBConnection, sql: string, req: HelperRequest, deadline: number) {
   const result = await conn.stream(sql);
@@ -77,18 +84,28 @@ async function handle(parser: DuckDBConnection, req: HelperRequest, scrubList: s
 }
 
 async function main(): Promise<void> {
+  const at = process.argv.indexOf('--isolate');
+  const spillRoot = at !== -1 ? process.argv[at + 1] : undefined;
+  if (spillRoot) enterIsolation(spillRoot, SPILL_BYTES);
   const parser = await parserConnection();
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-  const send = (r: HelperReply) => process.stdout.write(`${JSON.stringify(r)}\n`);
-  send({ id: 0, ok: true, columns: [], rows: [], more: 0, moreExact: true }); // ready
+  const send = (r: HelperReply | HelperReady) => process.stdout.write(`${JSON.stringify(r)}\n`);
+  send({ ready: true, isolated: spillRoot !== undefined });
   // One request at a time: the pool never sends a second before the first is answered.
   for await (const line of rl) {
     let id = -1;
     try {
       const req = HelperRequestSchema.parse(JSON.parse(line));
       id = req.id;
-      const scrubList = [...req.views.flatMap((v) => v.files), ...Object.values(req.fileArgs), req.tempDir];
-      send(await handle(parser, req, scrubList));
+      // Isolated, the only writable place is our tmpfs: each query spills into its own dir there.
+      const tempDir = spillRoot ? path.join(spillRoot, `q-${req.id}`) : req.tempDir;
+      if (spillRoot) fs.mkdirSync(tempDir, { mode: 0o700 });
+      const scrubList = [...req.views.flatMap((v) => v.files), ...Object.values(req.fileArgs), req.tempDir, tempDir];
+      try {
+        send(await handle(parser, { ...req, tempDir }, scrubList));
+      } finally {
+        if (spillRoot) fs.rmSync(tempDir, { recursive: true, force: true });
+      }
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
       send({ id, ok: false, error: { code: 'internal', message: scrubPaths(msg.split('\n')[0] ?? msg) } });

@@ -9,9 +9,12 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { type HelperReply, type HelperRequest, HelperReplySchema } from './helper-protocol.js';
+import { type HelperReply, type HelperRequest, HelperReadySchema, HelperReplySchema } from './helper-protocol.js';
+import { isolatedArgv, isolationAvailable } from './helper-isolation.js';
 
 export interface HelperPoolOptions {
   /** Helpers kept warm (default 2). */
@@ -20,6 +23,12 @@ export interface HelperPoolOptions {
   graceMs?: number;
   /** Time allowed for a helper to start (default 15 s). */
   startMs?: number;
+  /**
+   * Run helpers in their own network and mount namespaces with a read-only `/`
+   * (helper-isolation.ts). `auto` (default): when the host allows it, else unisolated;
+   * `require`: never run a helper unisolated; `off`: never isolate.
+   */
+  isolate?: 'auto' | 'require' | 'off';
 }
 
 /** Where the helper lives: the compiled .js next to us, or the .ts source under tsx. */
@@ -50,12 +59,18 @@ class Helper {
   private pending: Pending | undefined;
   readonly ready: Promise<void>;
   dead = false;
+  isolated = false;
+  /** Started through unshare (whether or not it got there). */
+  get isolating(): boolean {
+    return this.spillDir !== undefined;
+  }
+  private readonly spillDir: string | undefined;
 
-  constructor(entry: string, startMs: number) {
-    this.proc = spawn(process.execPath, [...loaderArgs(process.execArgv), entry], {
-      env: {},
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+  constructor(entry: string, startMs: number, isolate: boolean) {
+    const nodeArgs = [...loaderArgs(process.execArgv), entry];
+    this.spillDir = isolate ? fs.mkdtempSync(path.join(os.tmpdir(), 'brig-spill-')) : undefined;
+    const [cmd, args] = this.spillDir ? isolatedArgv(nodeArgs, this.spillDir) : [process.execPath, nodeArgs];
+    this.proc = spawn(cmd, args, { env: {}, stdio: ['pipe', 'pipe', 'pipe'] });
     this.proc.stderr!.resume();
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
@@ -71,14 +86,17 @@ class Helper {
     rl.on('line', (line) => {
       let reply: HelperReply;
       try {
-        reply = HelperReplySchema.parse(JSON.parse(line));
+        const msg: unknown = JSON.parse(line);
+        const ready = HelperReadySchema.safeParse(msg);
+        if (ready.success) {
+          this.isolated = ready.data.isolated;
+          clearTimeout(startTimer);
+          readyResolve();
+          return;
+        }
+        reply = HelperReplySchema.parse(msg);
       } catch {
         this.fail(new Error('the DuckDB helper sent a malformed reply'));
-        return;
-      }
-      if (reply.id === 0) {
-        clearTimeout(startTimer);
-        readyResolve();
         return;
       }
       const p = this.pending;
@@ -89,6 +107,7 @@ class Helper {
     });
     this.proc.on('exit', () => {
       clearTimeout(startTimer);
+      if (this.spillDir) fs.rm(this.spillDir, { recursive: true, force: true }, () => undefined);
       this.dead = true;
       readyReject(new Error('the DuckDB helper exited while starting'));
       this.fail(new Error('the DuckDB helper exited'));
@@ -135,11 +154,21 @@ export class DuckdbHelperPool {
   private readonly graceMs: number;
   private readonly startMs: number;
   private readonly entry = helperEntry();
+  private readonly isolateMode: 'auto' | 'require' | 'off';
+  /** Whether new helpers are started isolated; `auto` turns it off after an isolated start fails. */
+  private isolateNext: boolean;
 
   constructor(opts: HelperPoolOptions = {}) {
     this.size = Math.max(1, opts.size ?? 2);
     this.graceMs = opts.graceMs ?? 2000;
     this.startMs = opts.startMs ?? 15_000;
+    this.isolateMode = opts.isolate ?? 'auto';
+    this.isolateNext = this.isolateMode !== 'off' && isolationAvailable();
+  }
+
+  /** True when helpers run in their own network-less, read-only namespaces. */
+  get isolated(): boolean {
+    return this.isolateNext;
   }
 
   /** Pids of live helpers (for RSS measurement and tests). */
@@ -158,16 +187,30 @@ export class DuckdbHelperPool {
     await Promise.allSettled(starting);
   }
 
-  async run(req: Omit<HelperRequest, 'id'>): Promise<HelperReply> {
+  async run(req: Omit<HelperRequest, 'id'>, retried = false): Promise<HelperReply> {
     if (this.closed) throw new Error('the DuckDB helper pool is closed');
+    let retry = false;
+    const reply = await this.runOnce(req, retried, () => (retry = true));
+    return retry ? this.run(req, true) : reply;
+  }
+
+  private async runOnce(req: Omit<HelperRequest, 'id'>, retried: boolean, markRetry: () => void): Promise<HelperReply> {
     const h = await this.acquire();
     const id = this.nextId++;
     let timer: NodeJS.Timeout | undefined;
+    let retry = false;
     try {
       try {
         await h.ready;
       } catch (e) {
-        return { id, ok: false, error: { code: 'internal', message: e instanceof Error ? e.message : String(e) } };
+        // An isolated start that failed (no mount rights here, …) already switched `auto`
+        // pools to unisolated helpers: retry once on one of those.
+        if (h.isolating && this.isolateMode === 'auto' && !retried) retry = true;
+        else return { id, ok: false, error: { code: 'internal', message: e instanceof Error ? e.message : String(e) } };
+      }
+      if (retry) {
+        markRetry();
+        return { id, ok: false, error: { code: 'internal', message: 'retry' } };
       }
       const hard = new Promise<HelperReply>((resolve) => {
         timer = setTimeout(() => {
@@ -189,7 +232,11 @@ export class DuckdbHelperPool {
   }
 
   private spawnHelper(): Helper {
-    const h = new Helper(this.entry, this.startMs);
+    if (this.isolateMode === 'require' && !this.isolateNext) throw new Error('isolated DuckDB helpers are required but this host cannot start them');
+    const h = new Helper(this.entry, this.startMs, this.isolateNext);
+    h.ready.catch(() => {
+      if (h.isolating && this.isolateMode === 'auto') this.isolateNext = false;
+    });
     this.all.add(h);
     h.proc.on('exit', () => this.all.delete(h));
     return h;

@@ -43,6 +43,10 @@ export const HelperRequestSchema = z.strictObject({
 });
 export type HelperRequest = z.infer<typeof HelperRequestSchema>;
 
+/** The helper's first line: it is ready, and whether it runs isolated. */
+export const HelperReadySchema = z.strictObject({ ready: z.literal(true), isolated: z.boolean() });
+export type HelperReady = z.infer<typeof HelperReadySchema>;
+
 export const HelperErrorCodeSchema = z.enum(['query_refused', 'query_failed', 'timeout', 'internal']);
 export const HelperReplySchema = z.union([
   z.strictObject({
