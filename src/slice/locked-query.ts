@@ -51,6 +51,9 @@ export interface LockedQueryResult {
 export async function lockedQuery(opts: LockedQueryOptions): Promise<LockedQueryResult> {
   if (opts.files.length === 0) throw new BrigError('invalid_input', 'lockedQuery needs at least one file');
   const files = opts.files.map((f) => path.resolve(f));
+  const fileArgs = Object.fromEntries(Object.entries(opts.fileArgs ?? {}).map(([k, v]) => [k, path.resolve(v)]));
+  // A reader may be pointed only at a file the view could read anyway.
+  if (Object.values(fileArgs).some((v) => !files.includes(v))) throw new BrigError('invalid_input', 'fileArgs may only name files listed in files');
   const tempDir = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-duck-'));
   const pool = opts.pool ?? new DuckdbHelperPool({ size: 1 });
   let reply: HelperReply;
@@ -58,7 +61,7 @@ export async function lockedQuery(opts: LockedQueryOptions): Promise<LockedQuery
     reply = await pool.run({
       sql: opts.sql,
       views: [{ name: opts.viewName, reader: opts.reader, files }],
-      fileArgs: opts.fileArgs ?? {},
+      fileArgs,
       maxRows: opts.maxRows ?? QUERY_DEFAULTS.maxRows,
       maxBytes: opts.maxBytes ?? QUERY_DEFAULTS.maxBytes,
       timeoutMs: opts.timeoutMs ?? QUERY_DEFAULTS.timeoutMs,
