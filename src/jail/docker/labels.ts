@@ -3,12 +3,12 @@
  * and nothing else, so brig never touches an engine object it did not create.
  */
 export const LABELS = Object.freeze({
-  managed: 'brig.managed',
+  managed: 'dev.brig.managed',
   /** Which supervisor (one per BRIG_HOME) made it: sweeps never cross owners. */
-  owner: 'brig.owner',
-  runId: 'brig.run',
-  rootRunId: 'brig.root',
-  leaseId: 'brig.lease',
-  image: 'brig.image',
-  imageHash: 'brig.image.hash',
+  owner: 'dev.brig.owner',
+  runId: 'dev.brig.run-id',
+  rootRunId: 'dev.brig.root-run-id',
+  leaseId: 'dev.brig.lease-id',
+  image: 'dev.brig.image',
+  imageHash: 'dev.brig.image-hash',
 });

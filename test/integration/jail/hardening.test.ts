@@ -163,7 +163,7 @@ test('sweep never crosses owners: another supervisor\'s jails are left alone', a
 test('[INV-2] a workspace is always fresh: a leftover volume of the same run is refused, not reused', async (t) => {
   if (!(await requireEngine(t))) return;
   const s = spec('stale', ['true']);
-  await driver.docker.createVolume({ Name: `brig-ws-${s.runId}`, Labels: { 'brig.managed': '1', 'brig.owner': driver.owner, 'brig.run': s.runId, 'brig.root': ROOT } });
+  await driver.docker.createVolume({ Name: `brig-ws-${s.runId}`, Labels: { [LABELS.managed]: '1', [LABELS.owner]: driver.owner, [LABELS.runId]: s.runId, [LABELS.rootRunId]: ROOT } });
   try {
     await assert.rejects(driver.create(s), (e) => isBrigError(e, 'jail_failed'));
     const left = (await driver.listLabelled()).filter((r) => r.runId === s.runId).map((r) => r.kind);
