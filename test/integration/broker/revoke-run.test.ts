@@ -53,6 +53,7 @@ test('[INV-8] revoking a lease in the middle of a run ends that run and its desc
   } finally {
     await c.close().catch(() => {});
     await new DockerJailDriver({ owner: ownerForHome(home) }).sweep(() => false).catch(() => {});
-    await fs.promises.rm(home, { recursive: true, force: true });
+    // The supervisor may still finish a background append after close: retry the removal.
+    await fs.promises.rm(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 });
