@@ -60,7 +60,6 @@ export class FileLedger implements Ledger {
   constructor(opts: FileLedgerOptions) {
     this.dir = opts.dir;
     this.now = opts.now ?? (() => new Date());
-    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.current = this.open();
     this.last = this.current.file;
   }
@@ -71,6 +70,9 @@ export class FileLedger implements Ledger {
   }
 
   private open(): Segment {
+    // Again here, not only in the constructor: a late append after the directory was removed
+    // records the event rather than failing.
+    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const stamp = this.now().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
     const file = path.join(this.dir, `${stamp}-${process.pid}-${randomBytes(4).toString('hex')}.jsonl`);
     const dest = pino.destination({ dest: file, sync: true, mode: 0o600, append: true });
