@@ -165,7 +165,7 @@ async function main(): Promise<void> {
   if (!ours.value.ok) throw new Error(`sql failed: ${ours.value.error.message}`);
   const duck = duckInProcessMs(file, sql);
   rows.push(['sql filter+aggregate', fmt(ours.ms), `DuckDB in-process ${fmt(duck)}`, `${ratio(ours.ms, duck)} (target ≤ 1.3×)`]);
-  const helperHwm = Math.max(...pool.pids().map((p) => vmHwmKb(p)));
+  const helperHwm = Math.max(...pool.nodePids().map((p) => vmHwmKb(p)));
   await pool.close();
 
   // grep: a selective pattern (not cut) and a cut one (pays a counting pass for "N more")
@@ -194,7 +194,7 @@ async function main(): Promise<void> {
   }
   const j = { ms: jMs };
   rows.push(['jq select', fmt(j.ms), `jq ${fmt(jFloor)}`, `${ratio(j.ms, jFloor)} (target ≤ 1.1×)`]);
-  rows.push(['DuckDB helper peak RSS', Number.isFinite(helperHwm) ? `${(helperHwm / 1024).toFixed(0)} MB` : 'n/a', '', '']);
+  rows.push(['DuckDB helper peak RSS', Number.isFinite(helperHwm) ? `${(helperHwm / 1024).toFixed(0)} MB` : 'n/a', pool.isolated ? 'isolated (own netns, read-only /)' : 'not isolated', '']);
 
   console.log(`\nbench/slice (${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ratios are brig / floor, measured in this run)\n`);
   const w = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));

@@ -171,9 +171,21 @@ export class DuckdbHelperPool {
     return this.isolateNext;
   }
 
-  /** Pids of live helpers (for RSS measurement and tests). */
+  /** Pids of the live helpers' launchers (`unshare` when isolated, else node itself). */
   pids(): number[] {
     return [...this.all].filter((h) => !h.dead).map((h) => h.proc.pid!).filter((p) => p !== undefined);
+  }
+
+  /** Pids of the helpers' node processes (the child of `unshare` when isolated), for RSS. */
+  nodePids(): number[] {
+    return [...this.all]
+      .filter((h) => !h.dead && h.proc.pid !== undefined)
+      .map((h) => {
+        if (!h.isolating) return h.proc.pid!;
+        const kids = fs.readFileSync(`/proc/${h.proc.pid}/task/${h.proc.pid}/children`, 'utf8').trim().split(/\s+/);
+        return Number(kids[0]);
+      })
+      .filter((p) => Number.isInteger(p) && p > 0);
   }
 
   /** Starts helpers up to the pool size so the first query does not pay for a spawn. */
