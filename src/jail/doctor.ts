@@ -8,7 +8,10 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import { toBrigError } from '../util/errors.js';
 import type { DockerJailDriver } from './docker/docker-jail-driver.js';
-import { judgeProbe, parseProbe, PROBE_SCRIPT, type ProbeCheck } from './probe.js';
+import { judgeProbe, parseProbe, PROBE_SCRIPT, type ProbeCheck, type ProbeLimits } from './probe.js';
+
+/** The probe jail's limits; the probe must find each one in its own cgroup. */
+const PROBE_LIMITS: ProbeLimits = Object.freeze({ memoryMb: 128, pids: 64, cpu: 1 });
 
 export interface DoctorCheck {
   name: string;
@@ -88,7 +91,7 @@ export async function gatherDoctorFacts(driver: DockerJailDriver, opts: { build?
       rootRunId: runId,
       argv: ['node', '-e', PROBE_SCRIPT, String(srv.port)],
       env: { HOME: '/workspace' },
-      limits: { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 8 },
+      limits: { ...PROBE_LIMITS, tmpfsMb: 8 },
       artifacts: [],
       image: image.tag,
     });
@@ -96,7 +99,7 @@ export async function gatherDoctorFacts(driver: DockerJailDriver, opts: { build?
       await jail.start();
       await jail.wait();
       const report = parseProbe(jail.tails().stdoutTail);
-      probe = report ? { checks: judgeProbe(report) } : { code: 'jail_failed', error: `the probe printed no report: ${jail.tails().stderrTail.slice(-300)}` };
+      probe = report ? { checks: judgeProbe(report, PROBE_LIMITS) } : { code: 'jail_failed', error: `the probe printed no report: ${jail.tails().stderrTail.slice(-300)}` };
     } finally {
       await jail.destroy();
     }

@@ -17,6 +17,8 @@ const status = fs.readFileSync('/proc/self/status', 'utf8');
 const field = (k) => (new RegExp('^' + k + ':\\s*(\\S+)', 'm').exec(status) || [])[1] || null;
 const tryWrite = (p) => { try { fs.writeFileSync(p, 'x'); fs.unlinkSync(p); return 'ok'; } catch (e) { return e.code || String(e); } };
 const port = Number(process.argv[1] || 9);
+const read = (...ps) => { for (const p of ps) { try { return fs.readFileSync(p, 'utf8').trim(); } catch {} } return null; };
+const cg = '/sys/fs/cgroup/';
 const connect = (host, port) => new Promise((resolve) => {
   const s = net.connect({ host, port, timeout: 2000 });
   s.on('connect', () => { s.destroy(); resolve('connected'); });
@@ -33,6 +35,13 @@ Promise.all([connect('127.0.0.1', port), connect('1.1.1.1', 443)]).then(([tcp, p
     rootWrite: tryWrite('/brig-probe'), workspaceWrite: tryWrite('/workspace/.brig-probe'), tmpWrite: tryWrite('/tmp/.brig-probe'),
     dockerSocket: fs.existsSync('/var/run/docker.sock') || fs.existsSync('/run/docker.sock'),
     mounts: fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ').slice(1, 4).join(' ')),
+    limits: {
+      memory: read(cg + 'memory/memory.limit_in_bytes', cg + 'memory.max'),
+      memsw: read(cg + 'memory/memory.memsw.limit_in_bytes'),
+      swapMax: read(cg + 'memory.swap.max'),
+      pids: read(cg + 'pids/pids.max', cg + 'pids.max'),
+      cpu: read(cg + 'cpu.max') || [read(cg + 'cpu/cpu.cfs_quota_us'), read(cg + 'cpu/cpu.cfs_period_us')].join(' '),
+    },
     envKeys: fs.readFileSync('/proc/self/environ', 'utf8').split('\0').filter(Boolean).map((l) => l.split('=')[0]).sort(),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
@@ -55,6 +64,13 @@ export const ProbeReportSchema = z.object({
   tmpWrite: z.string(),
   dockerSocket: z.boolean(),
   mounts: z.array(z.string()),
+  limits: z.object({
+    memory: z.string().nullable(),
+    memsw: z.string().nullable(),
+    swapMax: z.string().nullable(),
+    pids: z.string().nullable(),
+    cpu: z.string().nullable(),
+  }),
   envKeys: z.array(z.string()),
 });
 export type ProbeReport = z.infer<typeof ProbeReportSchema>;
@@ -67,8 +83,21 @@ export interface ProbeCheck {
 
 const ZERO_CAPS = /^0+$/;
 
-/** Pure: what the probe saw, judged against INV-2. */
-export function judgeProbe(r: ProbeReport): ProbeCheck[] {
+/** The limits the probe jail was created with, to find again in its cgroup. */
+export interface ProbeLimits {
+  memoryMb: number;
+  pids: number;
+  cpu: number;
+}
+
+/** Pure: cgroup v1 `quota period` or v2 `max`-file `quota period` as CPUs, or null. */
+function cpusOf(s: string | null): number | null {
+  const [q, p] = (s ?? '').split(' ').map(Number);
+  return q !== undefined && p !== undefined && q > 0 && p > 0 ? q / p : null;
+}
+
+/** Pure: what the probe saw, judged against INV-2 (and, given them, the limits it was made with). */
+export function judgeProbe(r: ProbeReport, limits?: ProbeLimits): ProbeCheck[] {
   const c = (name: string, ok: boolean, saw: unknown): ProbeCheck => ({ name, ok, saw: typeof saw === 'string' ? saw : JSON.stringify(saw) });
   return [
     c('non-root user', r.uid !== 0 && r.gid !== 0, `${r.uid}:${r.gid}`),
@@ -84,6 +113,18 @@ export function judgeProbe(r: ProbeReport): ProbeCheck[] {
     c('tmp writable', r.tmpWrite === 'ok', r.tmpWrite),
     c('no writable /dev/shm', r.shmWrite !== 'ok', r.shmWrite),
     c('no engine socket', !r.dockerSocket, r.dockerSocket),
+    ...(limits ? judgeLimits(r, limits).map((x) => c(x.name, x.ok, x.saw)) : []),
+  ];
+}
+
+function judgeLimits(r: ProbeReport, want: ProbeLimits): { name: string; ok: boolean; saw: unknown }[] {
+  const bytes = String(want.memoryMb * 1024 * 1024);
+  const l = r.limits;
+  return [
+    { name: 'memory limit in the cgroup', ok: l.memory === bytes, saw: l.memory },
+    { name: 'no swap beyond memory', ok: l.memsw !== null ? l.memsw === bytes : l.swapMax === '0', saw: l.memsw ?? `swap.max ${l.swapMax}` },
+    { name: 'pids limit in the cgroup', ok: l.pids === String(want.pids), saw: l.pids },
+    { name: 'cpu quota in the cgroup', ok: cpusOf(l.cpu) !== null && Math.abs(cpusOf(l.cpu)! - want.cpu) < 0.01, saw: l.cpu },
   ];
 }
 

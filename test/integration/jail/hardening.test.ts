@@ -29,11 +29,14 @@ test('[INV-2] from inside a real jail: non-root, no caps, no-new-privs, seccomp,
   if (!(await requireEngine(t))) return;
   const srv = await loopbackServer();
   try {
-    const { exit, tails } = await runToEnd(spec('probe', ['node', '-e', PROBE_SCRIPT, String(srv.port)]));
+    const limits = { memoryMb: 96, pids: 48, cpu: 0.5 };
+    const { exit, tails } = await runToEnd(spec('probe', ['node', '-e', PROBE_SCRIPT, String(srv.port)], { limits: { ...limits, tmpfsMb: 8 } }));
     assert.equal(exit.exitCode, 0, tails.stderrTail);
     const report = parseProbe(tails.stdoutTail);
     assert.ok(report, `probe output unreadable: ${tails.stdoutTail} ${tails.stderrTail}`);
-    const failed = judgeProbe(report).filter((c) => !c.ok);
+    const checks = judgeProbe(report, limits);
+    assert.ok(checks.some((c) => c.name === 'cpu quota in the cgroup'), 'limits were judged');
+    const failed = checks.filter((c) => !c.ok);
     assert.deepEqual(failed, []);
     assert.equal(srv.hits(), 0, 'the host loopback server saw a connection from the jail');
     const mountPoints = report.mounts.map((m) => m.split(' ')[0]);

@@ -9,7 +9,9 @@ const GOOD: ProbeReport = {
   uid: 65534, gid: 65534, noNewPrivs: '1', capEff: '0000000000000000', capBnd: '0000000000000000', seccomp: '2',
   interfaces: ['lo'], tcpLoopbackHost: 'ECONNREFUSED', tcpPublic: 'ENETUNREACH', shmWrite: 'ENOENT', rootWrite: 'EROFS', workspaceWrite: 'ok', tmpWrite: 'ok',
   dockerSocket: false, mounts: [], envKeys: ['PATH'],
+  limits: { memory: String(128 * 1024 * 1024), memsw: String(128 * 1024 * 1024), swapMax: null, pids: '64', cpu: '100000 100000' },
 };
+const LIMITS = { memoryMb: 128, pids: 64, cpu: 1 };
 
 test('judgeProbe passes a hardened report and fails each weakness', () => {
   assert.ok(judgeProbe(GOOD).every((c) => c.ok));
@@ -25,6 +27,19 @@ test('judgeProbe passes a hardened report and fails each weakness', () => {
     [{ rootWrite: 'ok' }, 'read-only root filesystem'],
     [{ dockerSocket: true }, 'no engine socket'],
   ];
+  const limitWeak: [Partial<ProbeReport['limits']>, string][] = [
+    [{ memory: '9223372036854771712' }, 'memory limit in the cgroup'],
+    [{ memsw: '9223372036854771712' }, 'no swap beyond memory'],
+    [{ memsw: null, swapMax: 'max' }, 'no swap beyond memory'],
+    [{ pids: 'max' }, 'pids limit in the cgroup'],
+    [{ cpu: '-1 100000' }, 'cpu quota in the cgroup'],
+  ];
+  assert.ok(judgeProbe(GOOD, LIMITS).every((c) => c.ok));
+  assert.ok(judgeProbe({ ...GOOD, limits: { ...GOOD.limits, memsw: null, swapMax: '0', cpu: 'max 100000' } }, { ...LIMITS, cpu: 1 }).some((c) => !c.ok), 'v2 cpu.max "max" is no quota');
+  for (const [patch, name] of limitWeak) {
+    const failed = judgeProbe({ ...GOOD, limits: { ...GOOD.limits, ...patch } }, LIMITS).filter((c) => !c.ok).map((c) => c.name);
+    assert.deepEqual(failed, [name]);
+  }
   for (const [patch, name] of weak) {
     const failed = judgeProbe({ ...GOOD, ...patch }).filter((c) => !c.ok).map((c) => c.name);
     assert.deepEqual(failed, [name]);
