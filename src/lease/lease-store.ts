@@ -13,10 +13,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { attenuate, grantAllows, hasPostureDowngrade, type Attenuation } from './attenuate.js';
 import { LEASE_ID_RE, LeaseFiles, newLeaseId } from './lease-files.js';
+import { hashToken, leaseLive } from './lease-state.js';
+
+export { hashToken, leaseLive, leaseState } from './lease-state.js';
 import { profileOf, type Policy } from './policy.js';
 import { LeaseRequestSchema, type Grant, type LeaseRecord, type LeaseRequest } from './types.js';
 
@@ -61,23 +64,6 @@ export interface IssueChildArgs {
 export type RevokedListener = (revoked: LeaseRecord[], by: string) => void;
 
 const MAX_TOKEN = 128;
-
-export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
-}
-
-/** Valid = not revoked and not past its expiry. */
-export function leaseLive(rec: LeaseRecord, nowMs: number): Result<LeaseRecord> {
-  if (rec.revoked) return err(new BrigError('lease_expired', `lease ${rec.id} was revoked by ${rec.revoked.by}`, { data: { leaseId: rec.id } }));
-  if (nowMs >= Date.parse(rec.expiresAt)) return err(new BrigError('lease_expired', `lease ${rec.id} expired at ${rec.expiresAt}`, { data: { leaseId: rec.id } }));
-  return ok(rec);
-}
-
-/** `live`, `revoked` or `expired`: what the operator sees. */
-export function leaseState(rec: LeaseRecord, nowMs: number): 'live' | 'revoked' | 'expired' {
-  if (rec.revoked) return 'revoked';
-  return nowMs >= Date.parse(rec.expiresAt) ? 'expired' : 'live';
-}
 
 export class LeaseStore {
   private readonly files: LeaseFiles;
