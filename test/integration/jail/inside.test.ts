@@ -33,6 +33,9 @@ const walk = (dir) => {
 };
 walk('/');
 const read = (...ps) => { for (const p of ps) { try { return fs.readFileSync(p, 'utf8').trim(); } catch {} } return null; };
+const tmpMount = fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').find((l) => l.split(' ')[1] === '/tmp') || '';
+const tmpFill = (() => { try { fs.writeFileSync('/tmp/fill', Buffer.alloc(12 * 1024 * 1024)); return 'ok'; } catch (e) { return e.code; } finally { try { fs.unlinkSync('/tmp/fill'); } catch {} } })();
+const tmpExec = (() => { fs.copyFileSync('/bin/busybox', '/tmp/bb'); fs.chmodSync('/tmp/bb', 0o755); const r = require('node:child_process').spawnSync('/tmp/bb', ['true']); return r.error ? r.error.code : 'ran'; })();
 const shmWrite = (() => { try { fs.writeFileSync('/dev/shm/brig-probe', 'x'); return 'ok'; } catch (e) { return e.code; } })();
 Promise.all([attempt('1.1.1.1', 443), attempt('2606:4700:4700::1111', 443), attempt('127.0.0.1', Number(process.argv[1]))]).then(([v4, v6, hostLo]) => {
   console.log(JSON.stringify({
@@ -41,7 +44,7 @@ Promise.all([attempt('1.1.1.1', 443), attempt('2606:4700:4700::1111', 443), atte
     sockets, named, visited,
     unixSockets: read('/proc/net/unix'),
     shmMounted: fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').some((l) => l.split(' ')[1] === '/dev/shm'),
-    shmWrite,
+    shmWrite, tmpMount, tmpFill, tmpExec,
     memLimit: read('/sys/fs/cgroup/memory/memory.limit_in_bytes', '/sys/fs/cgroup/memory.max'),
     memswLimit: read('/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes'),
     swapMax: read('/sys/fs/cgroup/memory.swap.max'),
@@ -60,12 +63,15 @@ interface Inside {
   unixSockets: string | null;
   shmMounted: boolean;
   shmWrite: string;
+  tmpMount: string;
+  tmpFill: string;
+  tmpExec: string;
   memLimit: string | null;
   memswLimit: string | null;
   swapMax: string | null;
 }
 
-test('[INV-2] from inside a real jail: no route out, host loopback unreachable, no engine socket, no /dev/shm, memory limit in the cgroup', async (t) => {
+test('[INV-2] from inside a real jail: no route out, host loopback unreachable, no engine socket, no /dev/shm, /tmp noexec and sized, memory limit in the cgroup', async (t) => {
   if (!(await requireEngine(t))) return;
   let hits = 0;
   const srv = net.createServer((s) => {
@@ -95,6 +101,12 @@ test('[INV-2] from inside a real jail: no route out, host loopback unreachable, 
 
   assert.equal(r.shmMounted, false, '/dev/shm is not mounted');
   assert.notEqual(r.shmWrite, 'ok', '/dev/shm cannot be written');
+
+  // /tmp: a tmpfs, nosuid, nodev, noexec, and sized (8 MiB here: 12 MiB does not fit).
+  assert.match(r.tmpMount, /^tmpfs \/tmp tmpfs /);
+  for (const o of ['nosuid', 'nodev', 'noexec', 'size=8192k']) assert.ok(r.tmpMount.split(' ')[3]!.split(',').includes(o), `${o} missing: ${r.tmpMount}`);
+  assert.equal(r.tmpFill, 'ENOSPC');
+  assert.equal(r.tmpExec, 'EACCES', 'a binary copied to /tmp cannot run');
 
   const bytes = String(memoryMb * 1024 * 1024);
   assert.equal(r.memLimit, bytes, 'the memory limit is visible in the cgroup');
