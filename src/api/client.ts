@@ -3,7 +3,7 @@
  * replies become BrigErrors with the daemon's code and hint, so a face cannot tell (and need
  * not care) whether it talks to a daemon or to an in-process supervisor.
  */
-import { Client } from 'undici';
+import { Client, Pool } from 'undici';
 import type {
   EventsOptions,
   KillOptions,
@@ -20,10 +20,11 @@ import type {
 import { BrigError, err, isErrorCode, ok, type Result } from '../util/errors.js';
 
 export class ApiClient implements Supervisor {
-  readonly #client: Client;
+  // A pool, not one Client: a long wait or an SSE stream must not block other calls.
+  readonly #client: Pool;
 
   constructor(readonly socketPath: string) {
-    this.#client = new Client('http://brig', { socketPath, headersTimeout: 0, bodyTimeout: 0 });
+    this.#client = new Pool('http://brig', { socketPath, headersTimeout: 0, bodyTimeout: 0, connections: 16 });
   }
 
   /** True when a daemon answers on the socket. */
@@ -110,8 +111,16 @@ export class ApiClient implements Supervisor {
     const q = new URLSearchParams();
     if (opts.runId) q.set('runId', opts.runId);
     if (opts.rootRunId) q.set('rootRunId', opts.rootRunId);
-    const client = this.#client;
+    const socketPath = this.socketPath;
     async function* gen(): AsyncGenerator<SupervisorEvent> {
+      const client = new Client('http://brig', { socketPath, headersTimeout: 0, bodyTimeout: 0 });
+      try {
+        yield* read(client);
+      } finally {
+        await client.destroy().catch(() => {});
+      }
+    }
+    async function* read(client: Client): AsyncGenerator<SupervisorEvent> {
       const r = await client.request({ path: `/v1/events${q.size ? `?${q}` : ''}`, method: 'GET', ...(opts.signal ? { signal: opts.signal } : {}) });
       let buf = '';
       try {
