@@ -17,3 +17,21 @@ export { FileLedger, MemoryLedger, verifyLedger } from './ledger/index.js';
 export type { Ledger, LedgerEvent, LedgerReport } from './ledger/index.js';
 export { BrokerServer, METHODS as BROKER_METHODS } from './broker/index.js';
 export type { BrokerCall, Handler as BrokerHandler, Handlers as BrokerHandlers, Method as BrokerMethod, BrokerRunHandle } from './broker/index.js';
+export { createBrig, startDaemon } from './daemon/index.js';
+export type { Brig, BrigOptions, Daemon } from './daemon/index.js';
+export { ApiClient } from './api/index.js';
+export { BrigSupervisor, SpawnRequestSchema, DEFAULT_SETTINGS as SUPERVISOR_DEFAULTS, END_REASONS, KILLED_BY } from './runs/index.js';
+export type {
+  Supervisor,
+  SpawnRequest,
+  SpawnRequestInput,
+  SpawnPacket,
+  RunRecord,
+  RunStatus,
+  EndReason,
+  KilledBy,
+  ProgressEvent,
+  SupervisorEvent,
+  SupervisorSettings,
+  SteerOutcome,
+} from './runs/index.js';

@@ -1,3 +1,4 @@
 /** daemon/: the composition root and `brig serve`. */
 export { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
 export { startDaemon, type Daemon } from './serve.js';
+export { createBrig, type Brig, type BrigOptions } from './create-brig.js';

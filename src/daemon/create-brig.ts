@@ -1,0 +1,54 @@
+import { ApiClient } from '../api/index.js';
+import { brigPaths, loadConfig, type BrigConfig } from '../config/index.js';
+import type { Supervisor, SupervisorSettings } from '../runs/index.js';
+import { composeSupervisor } from './compose.js';
+
+/**
+ * The library entry: `createBrig(options)` gives the Supervisor surface (spawn, wait, list,
+ * get, kill, steer, resume, events as an async iterator). It talks to the daemon when one
+ * answers on $BRIG_HOME/brig.sock, else it runs the supervisor in this process (reconciling
+ * persisted runs, like a daemon without a socket).
+ */
+export interface BrigOptions {
+  /** $BRIG_HOME; default from the environment (config/ reads it). */
+  home?: string;
+  /** `auto` (default): the daemon if it answers, else in-process. */
+  mode?: 'auto' | 'daemon' | 'local';
+  /** In-process only: supervisor tunables. */
+  settings?: Partial<SupervisorSettings>;
+}
+
+export type Brig = Omit<Supervisor, 'start'> & { readonly mode: 'daemon' | 'local' };
+
+export async function createBrig(o: BrigOptions = {}): Promise<Brig> {
+  const base = loadConfig();
+  const cfg: BrigConfig = o.home ? { ...base, home: o.home } : base;
+  const socket = brigPaths(cfg.home).socket;
+  const mode = o.mode ?? 'auto';
+  if (mode !== 'local' && (await ApiClient.probe(socket))) return wrap(new ApiClient(socket), 'daemon', async () => {});
+  if (mode === 'daemon') {
+    const { BrigError } = await import('../util/errors.js');
+    throw new BrigError('daemon_unavailable', `no daemon answers on ${socket}`);
+  }
+  const composed = await composeSupervisor(cfg, { reconcile: true, ...(o.settings ? { settings: o.settings } : {}) });
+  await composed.supervisor.start();
+  return wrap(composed.supervisor, 'local', () => composed.close());
+}
+
+function wrap(s: Supervisor, mode: 'daemon' | 'local', close: () => Promise<void>): Brig {
+  return {
+    mode,
+    spawn: (req, ctx) => s.spawn(req, ctx),
+    wait: (id, opts) => s.wait(id, opts),
+    list: (f) => s.list(f),
+    get: (id) => s.get(id),
+    kill: (id, opts) => s.kill(id, opts),
+    steer: (id, m) => s.steer(id, m),
+    resume: (id) => s.resume(id),
+    events: (opts) => s.events(opts),
+    close: async () => {
+      await s.close();
+      await close();
+    },
+  };
+}
