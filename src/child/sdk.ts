@@ -32,6 +32,10 @@ export interface BrigSdk {
   spawn(request: Record<string, unknown>): Promise<ChildRunSummary>;
   /** Steer messages received and not yet taken. */
   steers(): string[];
+  /** Kill one of this run's own children (needs `kill` in the lease). */
+  kill(childRunId: string): Promise<{ runId: string; endReason: string | null }>;
+  /** Steer one of this run's own children (needs `steer` in the lease). */
+  steer(childRunId: string, message: string): Promise<{ mode: string; runId: string; newRunId: string | null }>;
 }
 
 export const METHODS = {
@@ -40,6 +44,8 @@ export const METHODS = {
   resume: 'resume',
   result: 'result',
   spawn: 'spawn',
+  kill: 'child.kill',
+  steer: 'child.steer',
 } as const;
 
 export function createSdk(client: BrokerClient, packet: Record<string, unknown>, state: { resultSet: boolean }): BrigSdk {
@@ -68,5 +74,11 @@ export function createSdk(client: BrokerClient, packet: Record<string, unknown>,
       return (await client.call(METHODS.spawn, { request })) as ChildRunSummary;
     },
     steers: take,
+    async kill(child: string) {
+      return (await client.call(METHODS.kill, { child })) as { runId: string; endReason: string | null };
+    },
+    async steer(child: string, message: string) {
+      return (await client.call(METHODS.steer, { child, message })) as { mode: string; runId: string; newRunId: string | null };
+    },
   });
 }

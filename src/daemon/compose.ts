@@ -94,6 +94,8 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     result: forward,
     spawn: forward,
     'steer.poll': forward,
+    'child.kill': forward,
+    'child.steer': forward,
   };
   const broker = new BrokerServer({
     leases,
@@ -113,11 +115,14 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     reconcile: o.reconcile !== false,
   });
   const supervisor = sup;
+  // A revoke written by another process (`brig lease revoke`) must still end the run here.
+  const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
   return {
     supervisor,
     leases,
     ledger,
     async close() {
+      unwatch();
       await supervisor.close();
       await broker.close();
       await ledger.close();

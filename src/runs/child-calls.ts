@@ -26,6 +26,11 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
   const p = obj(params);
   switch (method.startsWith('run.') ? method.slice(4) : method) {
     case 'progress': {
+      if (r.stepsExecuted >= r.maxSteps) {
+        // The step budget is spent: the run ends; the reply tells the child why.
+        void sup.endRun(runId, 'failed', { collect: true, error: { code: 'timeout', message: `max_steps ${r.maxSteps} spent` } });
+        throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted + 1 } });
+      }
       const line = typeof p.line === 'string' ? p.line.slice(0, 200) : r.progressLine;
       await sup.update(runId, (x) => ({ ...x, stepsExecuted: x.stepsExecuted + 1, progressLine: line, lastProgressAt: sup.clock.now().toISOString() }));
       const live = sup.live.get(runId);
@@ -61,6 +66,21 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
       if (!res.ok) throw res.error;
       const c = res.value;
       return { runId: c.id, status: c.status, endReason: c.endReason, result: c.result, error: c.error, missingOutputs: c.missingOutputs };
+    }
+    case 'child.kill':
+    case 'child.steer': {
+      const childId = typeof p.child === 'string' ? p.child : '';
+      const child = sup.runs.get(childId);
+      // Only its own direct children: a run cannot reach into another subtree.
+      if (!child || child.parentRunId !== runId) throw new BrigError('run_not_found', `run ${childId.slice(0, 80)} is not a child of this run`);
+      if (method === 'child.kill') {
+        const k = await sup.kill(childId, { confirm: true, by: 'parent' });
+        if (!k.ok) throw k.error;
+        return { runId: childId, endReason: k.value.endReason };
+      }
+      const s = await sup.steer(childId, typeof p.message === 'string' ? p.message : '');
+      if (!s.ok) throw s.error;
+      return s.value;
     }
     case 'steer.poll': {
       const live = sup.live.get(runId);

@@ -214,8 +214,8 @@ export class BrigSupervisor implements Supervisor {
 
   async wait(runId: string, opts: WaitOptions = {}): Promise<Result<RunRecord, BrigError>> {
     const r = await this.#adoptOrErr(runId);
-    if (r instanceof BrigError) return err(r);
-    if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
+    if (r instanceof BrigError) return this.#pollForeign(runId, opts);
+    if (!r) return this.deps.reconcile === false ? this.#pollForeign(runId, opts) : err(new BrigError('run_not_found', `no run ${runId}`));
     if (r.status === 'ended') return ok(r);
     await new Promise<void>((resolve) => {
       const list = this.#waiters.get(runId) ?? [];
@@ -248,6 +248,17 @@ export class BrigSupervisor implements Supervisor {
 
   async get(runId: string): Promise<RunRecord | undefined> {
     return this.runs.get(runId) ?? (this.deps.reconcile === false ? await this.store.load(runId) : undefined);
+  }
+
+  /** In-process mode: another process supervises this run; watch its record on disk. */
+  async #pollForeign(runId: string, opts: WaitOptions): Promise<Result<RunRecord, BrigError>> {
+    const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : Infinity;
+    for (;;) {
+      const r = await this.store.load(runId);
+      if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
+      if (r.status === 'ended' || Date.now() >= deadline || opts.signal?.aborted) return ok(r);
+      await new Promise((res) => setTimeout(res, 250));
+    }
   }
 
   async #adoptOrErr(runId: string): Promise<RunRecord | BrigError | undefined> {
@@ -537,7 +548,8 @@ export class BrigSupervisor implements Supervisor {
       if (!lease.ok) throw lease.error;
       handle.lease = lease.value;
       const timeoutMs = Math.min(rec.timeoutMs, lease.value.limits.timeoutMs);
-      await this.#update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs }));
+      const maxSteps = lease.value.limits.maxSteps > 0 ? Math.min(rec.maxSteps, lease.value.limits.maxSteps) : rec.maxSteps;
+      await this.#update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps }));
       if (this.runs.get(runId)!.status === 'ended' || this.#ending.has(runId)) return;
       const packet = buildPacket(this.runs.get(runId)!, req, lease.value, this.settings);
       const brokerDir = path.join(this.deps.paths.brokers, runId);

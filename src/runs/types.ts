@@ -309,7 +309,7 @@ export const DEFAULT_SETTINGS: Readonly<SupervisorSettings> = Object.freeze({
   maxConcurrent: 5,
   perStepTimeoutMs: 60_000,
   maxRunTimeoutMs: 600_000,
-  defaultMaxSteps: 10,
+  defaultMaxSteps: 50,
   progressIntervalMs: 30_000,
   stuckKillThresholdMs: 300_000,
   ghostGraceMs: 120_000,

@@ -1,0 +1,35 @@
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MemoryLedger } from '../../../src/ledger/types.js';
+import type { Clock, SupervisorHooks } from '../../../src/runs/ports.js';
+import { BrigSupervisor } from '../../../src/runs/supervisor.js';
+import type { SupervisorSettings } from '../../../src/runs/types.js';
+import { FakeJailDriver } from '../../helpers/fakes/fake-jail.js';
+import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
+
+export const SCRIPT = 'export default async function (brig) { return 1 }';
+
+export async function setupSup(o: { settings?: Partial<SupervisorSettings>; hooks?: SupervisorHooks; clock?: Clock } = {}) {
+  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-'));
+  const jail = new FakeJailDriver();
+  const leases = new MemoryLeases();
+  const ledger = new MemoryLedger();
+  const sup = new BrigSupervisor({
+    jail, leases, broker: new NullBroker(), ledger, tickMs: 10,
+    paths: { runs: path.join(home, 'runs'), brokers: path.join(home, 'brokers') },
+    settings: { progressIntervalMs: 5, ...(o.settings ?? {}) },
+    ...(o.hooks ? { hooks: o.hooks } : {}),
+    ...(o.clock ? { clock: o.clock } : {}),
+  });
+  await sup.start();
+  return { sup, jail, leases, ledger, home };
+}
+
+export async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`never happened: ${what}`);
+}

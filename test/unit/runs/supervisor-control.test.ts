@@ -1,0 +1,107 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { promises as fs } from 'node:fs';
+import { SCRIPT, setupSup, until } from './setup.js';
+
+test('the step past max_steps is refused with `timeout` and the run ends failed', async () => {
+  const { sup, jail } = await setupSup();
+  const r = await sup.spawn({ task: 'steps', script: SCRIPT, async: true, max_steps: 2 });
+  assert.ok(r.ok);
+  await until(() => sup.runs.get(r.value.id)?.status === 'running', 'running');
+  await sup.handleChildCall(r.value.id, 'progress', {});
+  await sup.handleChildCall(r.value.id, 'progress', {});
+  const third = (await sup.handleChildCall(r.value.id, 'progress', {}).catch((e: unknown) => e)) as { code: string };
+  assert.equal(third.code, 'timeout');
+  const w = await sup.wait(r.value.id);
+  assert.ok(w.ok);
+  assert.equal(w.value.endReason, 'failed');
+  assert.equal(w.value.error?.code, 'timeout');
+  assert.ok(jail.jails.get(r.value.id) === undefined, 'container destroyed');
+  await sup.close();
+});
+
+test('a parent kills and steers only its own children over the broker; identity comes from the caller', async () => {
+  const { sup, jail } = await setupSup();
+  const p = await sup.spawn({ task: 'parent', script: SCRIPT, async: true });
+  const other = await sup.spawn({ task: 'stranger', script: SCRIPT, async: true });
+  assert.ok(p.ok && other.ok);
+  await until(() => sup.runs.get(p.value.id)?.status === 'running', 'parent running');
+  const kid = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'kid', script: SCRIPT, async: true } })) as { runId: string };
+  await until(() => sup.runs.get(kid.runId)?.status === 'running', 'kid running');
+  const s = (await sup.handleChildCall(p.value.id, 'child.steer', { child: kid.runId, message: 'faster' })) as { mode: string };
+  assert.equal(s.mode, 'inject');
+  const stranger = (await sup.handleChildCall(p.value.id, 'child.kill', { child: other.value.id }).catch((e: unknown) => e)) as { code: string };
+  assert.equal(stranger.code, 'run_not_found');
+  assert.equal(sup.runs.get(other.value.id)!.status !== 'ended', true);
+  const k = (await sup.handleChildCall(p.value.id, 'child.kill', { child: kid.runId })) as { endReason: string };
+  assert.equal(k.endReason, 'killed');
+  assert.equal(sup.runs.get(kid.runId)!.killedBy, 'parent');
+  jail.jails.get(p.value.id)!.exit(0);
+  jail.jails.get(other.value.id)!.exit(0);
+  await sup.wait(other.value.id);
+  await sup.close();
+});
+
+test('a queued run past the queue timeout ends failed with queue_timeout', async () => {
+  const { sup, jail } = await setupSup({ settings: { maxChildrenPerAgent: 1, queueTimeoutMs: 30 } });
+  const a = await sup.spawn({ task: 'a', script: SCRIPT, async: true });
+  const b = await sup.spawn({ task: 'b', script: SCRIPT, async: true });
+  assert.ok(a.ok && b.ok);
+  assert.equal(b.value.status, 'queued');
+  const w = await sup.wait(b.value.id);
+  assert.ok(w.ok);
+  assert.equal(w.value.endReason, 'failed');
+  assert.equal(w.value.error?.code, 'queue_timeout');
+  assert.equal(w.value.startedAt, null);
+  jail.jails.get(a.value.id)!.exit(0);
+  await sup.close();
+});
+
+test('prepareSpawn runs before the run is announced and its rollback undoes a failed spawn; onEnded sees the end', async () => {
+  const ended: string[] = [];
+  let rolledBack = 0;
+  const { sup, jail } = await setupSup({
+    hooks: {
+      prepareSpawn: async (run) => {
+        if (run.label === 'doomed') throw Object.assign(new Error('no room'), { code: 'internal' });
+        return { rollback: async () => void rolledBack++ };
+      },
+      onEnded: (run) => void ended.push(`${run.id}:${run.endReason}`),
+    },
+  });
+  const bad = await sup.spawn({ task: 'x', script: SCRIPT, label: 'doomed', async: true });
+  assert.equal(bad.ok, false);
+  assert.deepEqual(await sup.list(), [], 'nothing announced');
+  assert.deepEqual((await fs.readdir(sup.store.root)).length, 0, 'its directory is gone');
+  const good = await sup.spawn({ task: 'y', script: SCRIPT, async: true });
+  assert.ok(good.ok);
+  await until(() => sup.runs.get(good.value.id)?.status === 'running', 'running');
+  jail.jails.get(good.value.id)!.exit(0);
+  await sup.wait(good.value.id);
+  await sup.idle();
+  assert.deepEqual(ended, [`${good.value.id}:completed`]);
+  assert.equal(rolledBack, 0);
+  await sup.close();
+});
+
+test('retention: outputs of runs ended past resultRetentionMs are removed; the end reason stays the one it was', async () => {
+  const now = { t: Date.now() };
+  const { sup, jail, ledger } = await setupSup({ clock: { now: () => new Date(now.t) } });
+  const r = await sup.spawn({ task: 'old', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  await until(() => sup.runs.get(r.value.id)?.status === 'running', 'running');
+  jail.jails.get(r.value.id)!.outFiles = { 'a.txt': 'x' };
+  jail.jails.get(r.value.id)!.exit(0);
+  const w = await sup.wait(r.value.id);
+  assert.ok(w.ok && w.value.resultDir);
+  assert.ok(await fs.stat(w.value.resultDir!).then(() => true));
+  now.t += sup.settings.resultRetentionMs + 1;
+  const swept = await sup.retentionSweep();
+  assert.deepEqual(swept.removed, [r.value.id]);
+  const after = sup.runs.get(r.value.id)!;
+  assert.equal(after.endReason, 'completed');
+  assert.equal(after.resultDir, null);
+  assert.equal(await fs.stat(w.value.resultDir!).then(() => true, () => false), false);
+  assert.equal(ledger.events.filter((e) => e.type === 'run.results_swept').length, 1);
+  await sup.close();
+});
