@@ -22,7 +22,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { type DuckDBConnection, JsonDuckDBValueConverter } from '@duckdb/node-api';
-import { guarded, lockedConnection, parserConnection } from './duckdb-lockdown.js';
+import { type SchemaCache, guarded, lockedConnection, parserConnection } from './duckdb-lockdown.js';
 import { type HelperReady, type HelperReply, type HelperRequest, HelperRequestSchema, scrubPaths } from './helper-protocol.js';
 import { enterIsolation } from './helper-isolation.js';
 
@@ -60,10 +60,18 @@ async function runBounded(conn: DuckDBConnection, sql: string, req: HelperReques
   return { columns, rows, more, moreExact };
 }
 
-async function handle(parser: DuckDBConnection, req: HelperRequest, scrubList: string[]): Promise<HelperReply> {
+type Handled = { reply: HelperReply; release: () => void };
+
+/** Answers one request; `release` (closing the instance) runs after the reply is sent. */
+async function handle(parser: DuckDBConnection, req: HelperRequest, scrubList: string[], schemas: SchemaCache): Promise<Handled> {
   const g = await guarded(parser, req);
-  if ('refused' in g) return { id: req.id, ok: false, error: { code: 'query_refused', message: scrubPaths(g.refused, scrubList) } };
-  const { inst, conn } = await lockedConnection(req);
+  const none = () => undefined;
+  if ('refused' in g) return { reply: { id: req.id, ok: false, error: { code: 'query_refused', message: scrubPaths(g.refused, scrubList) } }, release: none };
+  const { inst, conn } = await lockedConnection(req, schemas);
+  const release = () => {
+    conn.closeSync();
+    inst.closeSync();
+  };
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -71,15 +79,13 @@ async function handle(parser: DuckDBConnection, req: HelperRequest, scrubList: s
   }, req.timeoutMs);
   try {
     const out = await runBounded(conn, g.sql, req, Date.now() + req.timeoutMs / 2);
-    return { id: req.id, ok: true, ...out };
+    return { reply: { id: req.id, ok: true, ...out }, release };
   } catch (e) {
-    if (timedOut) return { id: req.id, ok: false, error: { code: 'timeout', message: `the query ran past ${req.timeoutMs} ms and was interrupted` } };
+    if (timedOut) return { reply: { id: req.id, ok: false, error: { code: 'timeout', message: `the query ran past ${req.timeoutMs} ms and was interrupted` } }, release };
     const msg = e instanceof Error ? e.message : String(e);
-    return { id: req.id, ok: false, error: { code: 'query_failed', message: scrubPaths(msg.split('\n')[0] ?? msg, scrubList) } };
+    return { reply: { id: req.id, ok: false, error: { code: 'query_failed', message: scrubPaths(msg.split('\n')[0] ?? msg, scrubList) } }, release };
   } finally {
     clearTimeout(timer);
-    conn.closeSync();
-    inst.closeSync();
   }
 }
 
@@ -88,6 +94,7 @@ async function main(): Promise<void> {
   const spillRoot = at !== -1 ? process.argv[at + 1] : undefined;
   if (spillRoot) enterIsolation(spillRoot, SPILL_BYTES);
   const parser = await parserConnection();
+  const schemas: SchemaCache = new Map();
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   const send = (r: HelperReply | HelperReady) => process.stdout.write(`${JSON.stringify(r)}\n`);
   send({ ready: true, isolated: spillRoot !== undefined });
@@ -101,9 +108,13 @@ async function main(): Promise<void> {
       const tempDir = spillRoot ? path.join(spillRoot, `q-${req.id}`) : req.tempDir;
       if (spillRoot) fs.mkdirSync(tempDir, { mode: 0o700 });
       const scrubList = [...req.views.flatMap((v) => v.files), ...Object.values(req.fileArgs), req.tempDir, tempDir];
+      let release = () => {};
       try {
-        send(await handle(parser, { ...req, tempDir }, scrubList));
+        const h = await handle(parser, { ...req, tempDir }, scrubList, schemas);
+        release = h.release;
+        send(h.reply);
       } finally {
+        release();
         if (spillRoot) fs.rmSync(tempDir, { recursive: true, force: true });
       }
     } catch (e) {

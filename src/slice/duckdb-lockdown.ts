@@ -3,6 +3,7 @@
  * production) and the tests that prove the second wall holds without the guard.
  * See duckdb-helper.ts for what is guaranteed and in which order.
  */
+import fs from 'node:fs';
 import { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { HelperRequest, ViewSpec } from './helper-protocol.js';
 import { guardSerializedSelect, parseBigJson, sqlString, stringifyBigJson } from './sql-guard.js';
@@ -40,16 +41,43 @@ export async function guarded(parser: DuckDBConnection, req: Pick<HelperRequest,
   return { sql: String(sql) };
 }
 
-export function viewSql(v: ViewSpec): string {
+/** Column names and types of a view, as DuckDB's sniffer found them. */
+export type ViewSchema = [name: string, type: string][];
+
+/**
+ * Sniffed JSON-lines schemas by file identity (path, size, mtime), so a ref queried again does
+ * not pay for type detection twice per query (view + query). Plain data in the helper process,
+ * never DuckDB state: every query still gets a fresh instance.
+ */
+export type SchemaCache = Map<string, ViewSchema>;
+
+export function viewSql(v: ViewSpec, schema?: ViewSchema): string {
   const files = v.files.length === 1 ? sqlString(v.files[0]!) : `[${v.files.map(sqlString).join(', ')}]`;
   const from =
     v.reader === 'read_lines'
       ? `read_csv(${files}, columns={'line': 'VARCHAR'}, header=false, delim=chr(1), quote='', escape='', auto_detect=false, null_padding=true, strict_mode=false)`
-      : `${v.reader}(${files})`;
+      : v.reader === 'read_ndjson' && schema
+        ? `read_ndjson(${files}, columns={${schema.map(([n, t]) => `${sqlString(n)}: ${sqlString(t)}`).join(', ')}})`
+        : `${v.reader}(${files})`;
   return `CREATE VIEW "${v.name}" AS SELECT * FROM ${from}`;
 }
 
-export async function lockedConnection(req: Pick<HelperRequest, 'views' | 'memoryLimit' | 'threads' | 'tempDir' | 'maxTempSize'>): Promise<{ inst: DuckDBInstance; conn: DuckDBConnection }> {
+function schemaKey(v: ViewSpec): string | undefined {
+  if (v.reader !== 'read_ndjson') return undefined;
+  try {
+    return JSON.stringify(v.files.map((f) => {
+      const st = fs.statSync(f);
+      return [f, st.size, st.mtimeMs, st.ino];
+    }));
+  } catch {
+    return undefined;
+  }
+}
+
+export async function lockedConnection(
+  req: Pick<HelperRequest, 'views' | 'memoryLimit' | 'threads' | 'tempDir' | 'maxTempSize'>,
+  schemas?: SchemaCache,
+): Promise<{ inst: DuckDBInstance; conn: DuckDBConnection }> {
   const inst = await DuckDBInstance.create(':memory:', {
     ...NO_EXTENSIONS,
     memory_limit: req.memoryLimit,
@@ -63,7 +91,16 @@ export async function lockedConnection(req: Pick<HelperRequest, 'views' | 'memor
   await conn.run(`SET temp_directory=${sqlString(req.tempDir)}`);
   await conn.run(`SET max_temp_directory_size=${sqlString(req.maxTempSize)}`);
   await conn.run(`SET enable_external_access=false`);
-  for (const v of req.views) await conn.run(viewSql(v));
+  for (const v of req.views) {
+    const key = schemas ? schemaKey(v) : undefined;
+    const known = key ? schemas!.get(key) : undefined;
+    await conn.run(viewSql(v, known));
+    if (key && !known) {
+      const d = await conn.runAndReadAll(`DESCRIBE "${v.name}"`);
+      schemas!.set(key, d.getRows().map((r) => [String(r[0]), String(r[1])]));
+      if (schemas!.size > 256) schemas!.delete(schemas!.keys().next().value!);
+    }
+  }
   await conn.run(`SET lock_configuration=true`);
   return { inst, conn };
 }

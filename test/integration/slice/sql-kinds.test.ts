@@ -87,3 +87,21 @@ test('[INV-5] an over-time query is interrupted, its helper recycled, and the ne
   assert.equal(after.length, 1);
   assert.notDeepEqual(after, before, 'the helper that timed out was replaced');
 });
+
+test('a JSON-lines ref queried again (cached sniffed schema) answers exactly as the first time', async (t) => {
+  const { pool, store } = await setup(t);
+  const rows = Array.from({ length: 300 }, (_, i) =>
+    JSON.stringify({ id: i, 'odd name': `n${i}`, nested: { a: i * 2, tags: [`t${i % 3}`] }, when: `2026-01-0${(i % 9) + 1}`, maybe: i % 2 ? null : 1.5 }),
+  ).join('\n');
+  const ref = await store.writeStream('run-s', 'root-s', 'n.jsonl', Readable.from([Buffer.from(`${rows}\n`)]));
+  const s = new Slicer(store, { pool });
+  const q = 'SELECT count(*), sum(nested.a), max("odd name"), count(maybe), any_value(typeof(nested)), any_value(typeof("when")) FROM ref WHERE nested.tags[1] = \'t1\'';
+  const first = await s.sql(ref.ref, q);
+  const second = await s.sql(ref.ref, q);
+  const third = await s.sql(ref.ref, 'DESCRIBE SELECT * FROM ref');
+  const fourth = await s.sql(ref.ref, 'DESCRIBE SELECT * FROM ref');
+  assert.ok(first.ok && second.ok && third.ok && fourth.ok, JSON.stringify([first, second]));
+  assert.deepEqual(second.value.rows, first.value.rows);
+  assert.deepEqual(fourth.value.rows, third.value.rows);
+  assert.equal(first.value.rows?.[0]?.[0], '100');
+});
