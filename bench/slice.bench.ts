@@ -18,7 +18,6 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { FsResultStore } from '../src/results/index.js';
 import { DuckdbHelperPool, Slicer } from '../src/slice/index.js';
 
@@ -148,6 +147,8 @@ async function main(): Promise<void> {
   // sql
   const sql = "SELECT kind, count(*) AS n, avg(value) AS v FROM ref WHERE value > 500 GROUP BY 1 ORDER BY 1";
   // Interleaved with the floor (one warm in-process instance) so both see the same machine.
+  // Loaded here, not at the top: the materialization probe (this same file) must not carry DuckDB.
+  const { DuckDBInstance } = await import('@duckdb/node-api');
   const inst = await DuckDBInstance.create(':memory:');
   const conn = await inst.connect();
   await conn.run(`CREATE VIEW ref AS SELECT * FROM read_ndjson('${file.replaceAll("'", "''")}')`);
