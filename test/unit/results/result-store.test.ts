@@ -173,3 +173,19 @@ test('[INV-4] a stream that fails half-way leaves no file, no temp file and no r
   assert.equal((await store.list('r1')).length, 1, 'the same name can be written after a failure');
   assert.equal(ok.lines, 1);
 });
+
+test('[INV-4] indexDir refuses the whole directory when a file or the run is over its cap', async (t) => {
+  const { store } = await tmpStore(t, { caps: { maxFileBytes: 100, maxRunBytes: 150 } });
+  const out = store.outDir('root', 'r1');
+  await fs.mkdir(out, { recursive: true });
+  await fs.writeFile(path.join(out, 'big.txt'), 'x'.repeat(101));
+  await assert.rejects(store.indexDir('r1', 'root', out), (e: unknown) => isBrigError(e, 'ref_too_large'));
+  await fs.writeFile(path.join(out, 'big.txt'), 'x'.repeat(90));
+  await fs.writeFile(path.join(out, 'big2.txt'), 'y'.repeat(90));
+  await assert.rejects(store.indexDir('r1', 'root', out), (e: unknown) => isBrigError(e, 'ref_too_large'));
+  await assert.rejects(store.list('r1'), (e: unknown) => isBrigError(e, 'run_not_found'), 'nothing was committed');
+  await fs.rm(path.join(out, 'big2.txt'));
+  await fs.writeFile(path.join(out, 'naïve name ✓.txt'), 'ok\n');
+  const m = await store.indexDir('r1', 'root', out);
+  assert.deepEqual(m.refs.map((r) => r.path).sort(), ['out/big.txt', 'out/naïve name ✓.txt']);
+});
