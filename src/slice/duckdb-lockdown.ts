@@ -37,8 +37,10 @@ export async function guarded(parser: DuckDBConnection, req: Pick<HelperRequest,
   }
   const verdict = guardSerializedSelect(tree, { views: req.views.map((v) => v.name), fileArgs: req.fileArgs });
   if (!verdict.ok) return { refused: verdict.reason };
-  const sql = await scalar(parser, `SELECT json_deserialize_sql(${sqlString(stringifyBigJson(verdict.ast))})`);
-  return { sql: String(sql) };
+  // What runs is the checked tree, rendered back; a shape DuckDB cannot render is refused.
+  const sql = await scalar(parser, `SELECT json_deserialize_sql(${sqlString(stringifyBigJson(verdict.ast))})`).catch(() => undefined);
+  if (typeof sql !== 'string') return { refused: 'this query uses syntax the guard cannot render back for checking' };
+  return { sql };
 }
 
 /** Column names and types of a view, as DuckDB's sniffer found them. */
