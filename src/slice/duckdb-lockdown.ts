@@ -28,6 +28,7 @@ async function scalar(conn: DuckDBConnection, sql: string): Promise<unknown> {
 
 /** Parse + guard + render: returns the SQL text that will run, or a refusal. */
 export async function guarded(parser: DuckDBConnection, req: Pick<HelperRequest, 'sql' | 'views' | 'fileArgs'>): Promise<{ sql: string } | { refused: string }> {
+  if (req.sql.includes('\0')) return { refused: 'the query may not contain NUL' };
   const serialized = await scalar(parser, `SELECT json_serialize_sql(${sqlString(req.sql)})`);
   let tree: unknown;
   try {
