@@ -72,6 +72,7 @@ export class BrigSupervisor implements Supervisor {
   readonly live = new Map<string, Live>();
   readonly #fork: ProgressFork;
   readonly #ending = new Set<string>();
+  readonly #preparing = new Set<string>();
   readonly #waiters = new Map<string, (() => void)[]>();
   readonly #bg = new Set<Promise<unknown>>();
   #tick: NodeJS.Timeout | undefined;
@@ -197,17 +198,31 @@ export class BrigSupervisor implements Supervisor {
       expectedOutputs: req.expected_outputs,
       resumeOf: ctx.resumeOf ?? null,
     });
-    const prepared = await this.#prepareSpawn(rec, req);
-    if (!prepared.ok) return prepared;
+    // Admission is decided and recorded in the same tick (no await in between), so 100
+    // concurrent requests see each other and the caps hold. An admitted run is `starting`
+    // at once; `#preparing` keeps the pump and the health tick off it until it is on disk.
+    if (decision.kind === 'admit') rec.status = 'starting';
     this.runs.set(rec.id, rec);
+    this.#preparing.add(rec.id);
+    const prepared = await this.#prepareSpawn(rec, req);
+    if (!prepared.ok) {
+      this.runs.delete(rec.id);
+      this.#preparing.delete(rec.id);
+      this.#pump();
+      return prepared;
+    }
     try {
       await this.store.save(rec);
     } catch (e) {
       this.runs.delete(rec.id);
+      this.#preparing.delete(rec.id);
       await prepared.value.rollback().catch(() => {});
+      this.#pump();
       return err(toBrigError(e));
     }
+    this.#preparing.delete(rec.id);
     this.#emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue' });
+    if (decision.kind === 'admit') this.#bgRun(this.#launch(rec.id));
     this.#pump();
     return req.async ? ok(this.runs.get(rec.id)!) : this.wait(rec.id);
   }
@@ -514,11 +529,14 @@ export class BrigSupervisor implements Supervisor {
   #pump(): void {
     if (this.#closed) return;
     const live = [...this.runs.values()].filter((r) => r.status !== 'ended' && !this.#ending.has(r.id));
+    // Preparing admitted runs count as active (they are `starting`); preparing queued ones
+    // are not candidates yet.
+    const startable = live.filter((r) => !(this.#preparing.has(r.id) && r.status === 'queued'));
     // The health tick keeps the process alive exactly while some run is alive: a library
     // caller awaiting wait() must not see the event loop drain under a watchdog.
     if (live.length > 0) this.#tick?.ref();
     else this.#tick?.unref();
-    for (const id of nextToStart(live, this.settings)) {
+    for (const id of nextToStart(startable, this.settings)) {
       const t = transition(this.runs.get(id)!, 'starting', this.clock.now());
       if (!t.ok) continue;
       this.runs.set(id, t.value);
@@ -647,7 +665,7 @@ export class BrigSupervisor implements Supervisor {
   }
 
   async #healthTick(): Promise<void> {
-    const live = [...this.runs.values()].filter((r) => r.status !== 'ended' && !this.#ending.has(r.id));
+    const live = [...this.runs.values()].filter((r) => r.status !== 'ended' && !this.#ending.has(r.id) && !this.#preparing.has(r.id));
     for (const a of healthActions(live, this.clock.now(), this.settings)) {
       const error = a.code ? { code: a.code, message: 'waited too long for a slot' } : undefined;
       this.#bgRun(this.endRun(a.runId, a.reason, { collect: false, ...(a.killedBy ? { killedBy: a.killedBy } : {}), ...(error ? { error } : {}) }));

@@ -105,3 +105,21 @@ test('retention: outputs of runs ended past resultRetentionMs are removed; the e
   assert.equal(ledger.events.filter((e) => e.type === 'run.results_swept').length, 1);
   await sup.close();
 });
+
+test('100 concurrent spawns see each other: exactly 5 admitted, 10 queued, 85 refused queue_full', async () => {
+  const { sup, jail } = await setupSup();
+  const res = await Promise.all(Array.from({ length: 100 }, (_, i) => sup.spawn({ task: `c${i}`, script: SCRIPT, async: true })));
+  const ok = res.filter((r) => r.ok);
+  assert.equal(ok.length, 15);
+  for (const r of res) if (!r.ok) assert.equal(r.error.code, 'queue_full');
+  await until(() => [...sup.runs.values()].filter((r) => r.status === 'running').length === 5, 'five running');
+  assert.equal([...sup.runs.values()].filter((r) => r.status === 'queued').length, 10);
+  for (let round = 0; round < 3; round++) {
+    for (const j of [...jail.jails.values()]) j.exit(0);
+    await sup.idle();
+    await until(() => [...sup.runs.values()].every((r) => r.status === 'ended' || r.status === 'running' || r.status === 'queued'), 'settled');
+  }
+  await until(() => [...sup.runs.values()].every((r) => r.status === 'ended'), 'all ended');
+  assert.equal([...sup.runs.values()].filter((r) => r.endReason === 'completed').length, 15);
+  await sup.close();
+});
