@@ -74,6 +74,15 @@ export function verifyInspect(inspect: InspectView, body: CreateBody): Drift[] {
   const weakened = secopt.filter((s) => /unconfined|^seccomp|^label[:=]disable|^systempaths/.test(s));
   check('HostConfig.SecurityOpt', want.SecurityOpt, secopt, nnp && weakened.length === 0);
 
+  // The engine echoes Ulimits with its own key order: compare as name:soft:hard.
+  const ulimits = (x: unknown) =>
+    list(x)
+      .map((u) => u as { Name?: string; Soft?: number; Hard?: number })
+      .map((o) => `${o.Name}:${o.Soft}:${o.Hard}`)
+      .sort();
+  check('HostConfig.Ulimits', ulimits(want.Ulimits), ulimits(h.Ulimits));
+  check('HostConfig.LogConfig.Type', want.LogConfig.Type, (h.LogConfig as { Type?: string } | undefined)?.Type);
+  check('HostConfig.RestartPolicy.Name', want.RestartPolicy.Name, (h.RestartPolicy as { Name?: string } | undefined)?.Name);
   check('HostConfig.Tmpfs', want.Tmpfs, h.Tmpfs);
   check('HostConfig.Mounts', normMounts(want.Mounts), normMounts(list(h.Mounts) as EngineMount[]));
 

@@ -101,6 +101,10 @@ test('[INV-2] every weakening the engine could report is caught as drift', () =>
     ['Config.NetworkDisabled', (i) => (i.Config!.NetworkDisabled = false)],
     ['NetworkSettings.Networks', (i) => (i.NetworkSettings = { Networks: { none: {}, bridge: {} } })],
     ['HostConfig.Runtime', (i) => (i.HostConfig!.Runtime = 'runsc-unknown')],
+    ['HostConfig.IpcMode', (i) => (i.HostConfig!.IpcMode = 'private')],
+    ['HostConfig.Ulimits', (i) => (i.HostConfig!.Ulimits = [])],
+    ['HostConfig.LogConfig.Type', (i) => (i.HostConfig!.LogConfig = { Type: 'json-file', Config: {} })],
+    ['HostConfig.RestartPolicy.Name', (i) => (i.HostConfig!.RestartPolicy = { Name: 'always', MaximumRetryCount: 0 })],
   ];
   for (const [field, mutate] of cases) {
     const i = faithfulInspect(b);
