@@ -547,6 +547,17 @@ export class BrigSupervisor implements Supervisor {
   async #launch(runId: string): Promise<void> {
     const handle: Live = { steers: [] };
     this.live.set(runId, handle);
+    const brokerDir = path.join(this.deps.paths.brokers, runId);
+    // A kill can land at any await below: after each, a run that is no longer `starting`
+    // gives back whatever this launch acquired so far (endRun releases what it saw).
+    const gone = () => this.#ending.has(runId) || this.runs.get(runId)?.status !== 'starting';
+    const abandon = async () => {
+      await handle.jail?.kill().catch(() => {});
+      await handle.jail?.destroy().catch(() => {});
+      await handle.broker?.close().catch(() => {});
+      await fs.rm(brokerDir, { recursive: true, force: true }).catch(() => {});
+      if (handle.lease) await this.deps.leases.revoke(handle.lease.leaseId, 'system', 'run_ended').catch(() => {});
+    };
     try {
       await this.store.save(this.runs.get(runId)!);
       const req = await this.#loadRequest(runId);
@@ -565,31 +576,30 @@ export class BrigSupervisor implements Supervisor {
       });
       if (!lease.ok) throw lease.error;
       handle.lease = lease.value;
+      if (gone()) return await abandon();
       const timeoutMs = Math.min(rec.timeoutMs, lease.value.limits.timeoutMs);
       const maxSteps = lease.value.limits.maxSteps > 0 ? Math.min(rec.maxSteps, lease.value.limits.maxSteps) : rec.maxSteps;
       await this.#update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps }));
-      if (this.runs.get(runId)!.status === 'ended' || this.#ending.has(runId)) return;
       const packet = buildPacket(this.runs.get(runId)!, req, lease.value, this.settings);
-      const brokerDir = path.join(this.deps.paths.brokers, runId);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o755 });
       await fs.chmod(brokerDir, 0o755);
       await fs.writeFile(path.join(this.store.dir(runId), 'packet.json'), JSON.stringify(packet), { mode: 0o600 });
       handle.broker = await this.deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: brokerDir, packet });
+      if (gone()) return await abandon();
       const spec = jailSpecFor(this.runs.get(runId)!, req, lease.value, packet, brokerDir, await this.store.read(runId, 'script'));
       handle.jail = await this.deps.jail.create(spec);
-      if (this.#ending.has(runId) || this.runs.get(runId)!.status === 'ended') {
-        await handle.jail.destroy().catch(() => {});
-        return;
-      }
+      if (gone()) return await abandon();
       await handle.jail.start();
+      if (gone()) return await abandon();
       const running = transition(this.runs.get(runId)!, 'running', this.clock.now());
-      if (!running.ok) return;
+      if (!running.ok) return await abandon();
       await this.#update(runId, () => ({ ...running.value, lastProgressAt: running.value.startedAt }));
+      if (this.runs.get(runId)!.status === 'ended') return; // killed while saving: endRun released it
       this.#emit(running.value, { type: 'started' });
       this.#watch(runId, handle.jail);
     } catch (e) {
       const be = toBrigError(e);
-      await this.endRun(runId, 'failed', { collect: false, error: { code: be.code, message: be.message } });
+      if (!(await this.endRun(runId, 'failed', { collect: false, error: { code: be.code, message: be.message } }))) await abandon();
     }
   }
 

@@ -54,6 +54,8 @@ export class FakeJailDriver implements JailDriver {
   readonly created: JailSpec[] = [];
   failStart = false;
   onCreate: ((j: FakeJail) => void) | undefined;
+  /** When set, create() waits for it: lets a test kill a run mid-start. */
+  createGate: Promise<void> | undefined;
 
   async info(): Promise<EngineInfo> {
     return { version: 'fake', apiVersion: '1.41', os: 'linux', runtimes: ['runc'] };
@@ -62,6 +64,7 @@ export class FakeJailDriver implements JailDriver {
     return 'brig-child:fake';
   }
   async create(spec: JailSpec): Promise<Jail> {
+    if (this.createGate) await this.createGate;
     const j = new FakeJail(spec.runId, spec, this);
     this.created.push(spec);
     this.jails.set(spec.runId, j);

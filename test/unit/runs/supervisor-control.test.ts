@@ -122,3 +122,22 @@ test('100 concurrent spawns see each other: exactly 5 admitted, 10 queued, 85 re
   assert.equal([...sup.runs.values()].filter((r) => r.endReason === 'completed').length, 15);
   await sup.close();
 });
+
+test('[INV-8] a kill while the jail is being created releases the jail, broker socket and lease anyway', async () => {
+  const { sup, jail, leases } = await setupSup();
+  let open!: () => void;
+  jail.createGate = new Promise((r) => (open = r));
+  const r = await sup.spawn({ task: 'mid-start', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  await until(() => sup.runs.get(r.value.id)?.leaseId !== null, 'lease issued');
+  const k = await sup.kill(r.value.id, { confirm: true });
+  assert.ok(k.ok);
+  assert.equal(k.value.endReason, 'killed');
+  open();
+  await sup.idle();
+  const j = jail.created.find((s) => s.runId === r.value.id) ? [...jail.jails.values()].find((x) => x.runId === r.value.id) : undefined;
+  assert.equal(j, undefined, 'the late jail was destroyed');
+  assert.ok([...leases.leases.values()].every((l) => l.revoked), 'its lease is revoked');
+  assert.equal(sup.runs.get(r.value.id)!.status, 'ended');
+  await sup.close();
+});
