@@ -46,6 +46,7 @@ import {
   type WaitOptions,
 } from './types.js';
 import { handleChildCall } from './child-calls.js';
+import { resumeRun, steerRun } from './control.js';
 
 interface Live {
   jail?: Jail;
@@ -73,6 +74,8 @@ export class BrigSupervisor implements Supervisor {
   readonly #fork: ProgressFork;
   readonly #ending = new Set<string>();
   readonly #preparing = new Set<string>();
+  /** Runs a resume is in flight for (control.ts). */
+  readonly resuming = new Set<string>();
   readonly #waiters = new Map<string, (() => void)[]>();
   readonly #bg = new Set<Promise<unknown>>();
   #tick: NodeJS.Timeout | undefined;
@@ -312,49 +315,21 @@ export class BrigSupervisor implements Supervisor {
     if (r instanceof BrigError) return err(r);
     if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
     if (r.status !== 'running' || this.#ending.has(runId)) return err(this.#notRunning(r, 'steer'));
-    if (typeof message !== 'string' || message.length === 0 || message.length > 64 * 1024) {
-      return err(new BrigError('invalid_input', 'a steer message is 1..65536 characters'));
-    }
-    if (this.settings.steerInject) {
-      this.live.get(runId)?.steers.push(message);
-      this.#emit(r, { type: 'steered', mode: 'inject', newRunId: null });
-      return ok({ mode: 'inject', runId, newRunId: null });
-    }
-    // Off: kill + respawn with the message as the new task. Same request otherwise: the
-    // lease is re-derived from the same parent, so a steer never widens it.
-    const req = await this.#loadRequest(runId);
-    if (!req) return err(new BrigError('internal', `run ${runId} has no stored request`));
-    const script = r.kind === 'script' ? (await this.store.read(runId, 'script'))?.toString('utf8') : undefined;
-    await this.endRun(runId, 'killed', { killedBy: r.parentRunId ? 'parent' : 'operator', collect: false });
-    const again = await this.spawn(
-      { ...req, task: message, async: true, ...(script !== undefined ? { script } : {}) },
-      r.parentRunId ? { parentRunId: r.parentRunId } : { callerId: r.callerId },
-    );
-    if (!again.ok) return again;
-    await this.#update(runId, (x) => ({ ...x, steeredTo: again.value.id }));
-    this.#emit(this.runs.get(runId)!, { type: 'steered', mode: 'respawn', newRunId: again.value.id });
-    return ok({ mode: 'respawn', runId, newRunId: again.value.id });
+    return steerRun(this, r, message);
   }
 
   async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
     const r = await this.#adoptOrErr(runId);
     if (r instanceof BrigError) return err(r);
     if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
-    const refuse = (reason: string, msg: string) => err(new BrigError('resume_unavailable', msg, { data: { runId, reason, status: r.status } }));
-    if (r.status !== 'ended' || !r.resumable) return refuse('not_resumable', `run ${runId} is not resumable (status ${r.status}, end ${r.endReason ?? 'none'})`);
-    if (r.resumedBy) return refuse('already_resumed', `run ${runId} was already resumed as ${r.resumedBy}`);
-    const script = await this.store.read(runId, 'script');
-    if (!script) return refuse('script_missing', `the pinned script of ${runId} is gone`);
-    if (!(await this.store.read(runId, 'checkpoint'))) return refuse('checkpoint_missing', `run ${runId} has no checkpoint on disk`);
-    const req = await this.#loadRequest(runId);
-    if (!req) return refuse('request_missing', `run ${runId} has no stored request`);
-    // Only the pinned bytes run again: whatever script text a caller might send is not read.
-    const again = await this.spawn({ ...req, script: script.toString('utf8'), async: true }, {
-      ...(r.parentRunId ? { parentRunId: r.parentRunId } : { callerId: r.callerId }),
-      resumeOf: runId,
-    });
-    if (again.ok) await this.#update(runId, (x) => ({ ...x, resumedBy: again.value.id }));
-    return again;
+    // Claimed synchronously: two concurrent resumes cannot both re-spawn the pinned bytes.
+    if (this.resuming.has(runId)) return err(new BrigError('resume_unavailable', `run ${runId} is being resumed`, { data: { runId, reason: 'already_resumed' } }));
+    this.resuming.add(runId);
+    try {
+      return await resumeRun(this, r);
+    } finally {
+      this.resuming.delete(runId);
+    }
   }
 
   events(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {
@@ -474,6 +449,10 @@ export class BrigSupervisor implements Supervisor {
       await this.store.remove(rec.id).catch(() => {});
       return err(toBrigError(e));
     }
+  }
+
+  async loadRequest(runId: string): Promise<SpawnRequest | null> {
+    return this.#loadRequest(runId);
   }
 
   async #loadRequest(runId: string): Promise<SpawnRequest | null> {
