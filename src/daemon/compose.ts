@@ -50,8 +50,8 @@ function leasePort(store: LeaseStore): LeasePort {
       store.revoke(leaseId, by, reason);
     },
     onRevoked(cb) {
-      return store.onRevoked((revoked: LeaseRecord[]) => {
-        for (const r of revoked) cb(r.id);
+      return store.onRevoked((revoked: LeaseRecord[], by: string) => {
+        for (const r of revoked) cb(r.id, by);
       });
     },
   };

@@ -36,8 +36,8 @@ export interface LeaseIssue {
 export interface LeasePort {
   issue(req: LeaseIssue): Promise<Result<LeaseGrant, BrigError>>;
   revoke(leaseId: string, by: string, reason: string): Promise<void>;
-  /** Called for every lease revoked by anyone (cascades included); returns an unsubscribe. */
-  onRevoked(cb: (leaseId: string) => void): () => void;
+  /** Called for every lease revoked by anyone (cascades included) with who revoked it. */
+  onRevoked(cb: (leaseId: string, by: string) => void): () => void;
 }
 
 export interface BrokerHandle {

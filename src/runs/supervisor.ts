@@ -116,7 +116,7 @@ export class BrigSupervisor implements Supervisor {
       const r = this.runs.get(id);
       return r ? r.status !== 'ended' : this.deps.sweepUnknown === false;
     });
-    this.#unsubscribe = this.deps.leases.onRevoked((leaseId) => this.#onLeaseRevoked(leaseId));
+    this.#unsubscribe = this.deps.leases.onRevoked((leaseId, by) => this.#onLeaseRevoked(leaseId, by));
     const tickMs = this.deps.tickMs ?? 1000;
     this.#tick = setInterval(() => void this.#healthTick().catch(() => {}), tickMs);
     this.#tick.unref();
@@ -661,10 +661,12 @@ export class BrigSupervisor implements Supervisor {
     }
   }
 
-  #onLeaseRevoked(leaseId: string): void {
+  #onLeaseRevoked(leaseId: string, by: string): void {
+    // An operator's revoke reads as an operator kill; anything else (expiry, abuse) as system.
+    const killedBy: KilledBy = by === 'operator' ? 'operator' : 'system';
     for (const r of this.runs.values()) {
       if (r.leaseId === leaseId && r.status !== 'ended' && !this.#ending.has(r.id)) {
-        this.#bgRun(this.endRun(r.id, 'killed', { killedBy: 'system', collect: false, error: { code: 'lease_expired', message: 'the lease was revoked' } }));
+        this.#bgRun(this.endRun(r.id, 'killed', { killedBy, collect: false, error: { code: 'lease_expired', message: `the lease was revoked by ${killedBy}` } }));
       }
     }
   }

@@ -10,7 +10,7 @@ export const ROOT_LIMITS: Limits = {
 /** An in-memory LeasePort: child caps ⊆ parent caps, limits min(parent, requested). */
 export class MemoryLeases implements LeasePort {
   readonly leases = new Map<string, LeaseGrant & { parent: string | null; revoked: boolean }>();
-  readonly #subs = new Set<(id: string) => void>();
+  readonly #subs = new Set<(id: string, by: string) => void>();
   rootCaps: Capability[] = ['spawn', 'exec', 'steer', 'kill'];
 
   async issue(req: LeaseIssue): Promise<Result<LeaseGrant, BrigError>> {
@@ -23,14 +23,14 @@ export class MemoryLeases implements LeasePort {
     this.leases.set(g.leaseId, { ...g, parent: req.parentLeaseId, revoked: false });
     return ok(g);
   }
-  async revoke(leaseId: string): Promise<void> {
+  async revoke(leaseId: string, by = 'system'): Promise<void> {
     const l = this.leases.get(leaseId);
     if (!l || l.revoked) return;
     l.revoked = true;
-    for (const s of this.#subs) s(leaseId);
-    for (const c of this.leases.values()) if (c.parent === leaseId) await this.revoke(c.leaseId);
+    for (const s of this.#subs) s(leaseId, by);
+    for (const c of this.leases.values()) if (c.parent === leaseId) await this.revoke(c.leaseId, by);
   }
-  onRevoked(cb: (id: string) => void): () => void {
+  onRevoked(cb: (id: string, by: string) => void): () => void {
     this.#subs.add(cb);
     return () => this.#subs.delete(cb);
   }
