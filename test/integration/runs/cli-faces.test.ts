@@ -9,14 +9,14 @@ import { startDaemon } from '../../../src/daemon/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { freshHome, leftovers } from './fixture.js';
 
-async function brig(args: string[], home: string): Promise<{ code: number; stdout: string; stderr: string }> {
+async function brig(args: string[], home: string, isTTY = false): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = new PassThrough();
   const err = new PassThrough();
   let stdout = '';
   let stderr = '';
   out.on('data', (c: Buffer) => (stdout += c.toString()));
   err.on('data', (c: Buffer) => (stderr += c.toString()));
-  const code = await main(args, { stdout: out, stderr: err, env: { BRIG_HOME: home }, isTTY: false });
+  const code = await main(args, { stdout: out, stderr: err, env: { BRIG_HOME: home }, isTTY });
   return { code, stdout, stderr };
 }
 
@@ -77,6 +77,12 @@ test('CLI with a daemon: spawn --async then wait over the unix socket', async (t
     assert.deepEqual(done.runs[0]!.files.map((f) => f.path), ['x.txt']);
     const k = await brig(['kill', started.runId, '--confirm', '--json'], home);
     assert.equal(k.code, 5, 'an ended run cannot be killed');
+    const s2 = await brig(['spawn', '--async', '--json', '--', 'sleep', '2'], home);
+    const id2 = (JSON.parse(s2.stdout) as { runId: string }).runId;
+    const tty = await brig(['wait', id2], home, true);
+    assert.equal(tty.code, 0, tty.stderr);
+    assert.match(tty.stdout, /\r\x1b\[K.*steps \d+\s+children 0\/0/, 'a live line on a terminal');
+    assert.match(tty.stdout, new RegExp(`run ${id2} completed`));
   } finally {
     await d.close();
   }
