@@ -1,7 +1,7 @@
 import { ApiClient } from '../api/index.js';
 import { brigPaths, loadConfig } from '../config/index.js';
 import { composeSupervisor } from '../daemon/index.js';
-import type { Supervisor } from '../runs/index.js';
+import { ReadOnlyRuns, type Supervisor } from '../runs/index.js';
 import type { CliIO } from './command.js';
 
 /**
@@ -22,7 +22,9 @@ export async function connectSupervisor(io: CliIO, o: { needsJail?: boolean } = 
     const c = new ApiClient(socket);
     return { sup: c, mode: 'daemon', close: () => c.close() };
   }
-  const composed = await composeSupervisor(cfg, { reconcile: false, ensureImage: o.needsJail === true });
+  // Reading and waiting need no supervisor: the records on disk are enough.
+  if (o.needsJail !== true) return { sup: new ReadOnlyRuns(brigPaths(cfg.home).runs), mode: 'local', close: async () => {} };
+  const composed = await composeSupervisor(cfg, { reconcile: false });
   await composed.supervisor.start();
   return { sup: composed.supervisor, mode: 'local', close: () => composed.close() };
 }

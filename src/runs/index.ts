@@ -37,6 +37,7 @@ export type {
   SupervisorSettings,
 } from './types.js';
 export { BrigSupervisor } from './supervisor.js';
+export { ReadOnlyRuns } from './read-only.js';
 export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, ResultsPort, Clock, SupervisorDeps, SupervisorHooks } from './ports.js';
 export { decideAdmission, nextToStart } from './admission.js';
 export { RunStore, isRunId } from './run-store.js';
