@@ -1,14 +1,25 @@
 import { loadConfig } from '../../config/index.js';
 import { startDaemon } from '../../daemon/index.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import type { SupervisorSettings } from '../../runs/index.js';
+import { numberFlag, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
   name: 'serve',
   summary: 'Run the supervisor as a daemon on $BRIG_HOME/brig.sock (HTTP API /v1, SSE events).',
-  usage: 'brig serve [--json]',
+  usage: 'brig serve [--progress-interval SECONDS] [--stuck-kill SECONDS] [--max-children N] [--max-queued N] [--no-steer-inject] [--json]',
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json'] });
-    const d = await startDaemon(loadConfig(io.env));
+    const p = parseArgs(args, { valued: ['progress-interval', 'stuck-kill', 'max-children', 'max-queued'], booleans: ['json', 'no-steer-inject'] });
+    const settings: Partial<SupervisorSettings> = {};
+    const pi = numberFlag(p, 'progress-interval');
+    if (pi) settings.progressIntervalMs = Math.round(pi * 1000);
+    const sk = numberFlag(p, 'stuck-kill');
+    if (sk) settings.stuckKillThresholdMs = Math.round(sk * 1000);
+    const mc = numberFlag(p, 'max-children');
+    if (mc) settings.maxChildrenPerAgent = Math.round(mc);
+    const mq = numberFlag(p, 'max-queued');
+    if (mq) settings.maxQueued = Math.round(mq);
+    if (p.bools.has('no-steer-inject')) settings.steerInject = false;
+    const d = await startDaemon(loadConfig(io.env), { settings });
     if (p.bools.has('json')) writeJson(io, { socket: d.socketPath, reconcile: d.report });
     else {
       io.stdout.write(`brig serving on ${d.socketPath}\n`);
