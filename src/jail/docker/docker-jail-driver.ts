@@ -122,7 +122,8 @@ export class DockerJailDriver implements JailDriver {
 
   /** Removes child images other than `keep`; an image a container still uses is left alone. */
   async pruneChildImages(keep: string): Promise<string[]> {
-    const imgs = await this.docker.listImages({ filters: { label: [`${LABELS.managed}=1`, `${LABELS.image}=child`] } });
+    // By repository, not label: child images built before a label rename are pruned too.
+    const imgs = await this.docker.listImages({ filters: { reference: [CHILD_IMAGE_REPO] } });
     const removed: string[] = [];
     for (const img of imgs) {
       const tags = (img.RepoTags ?? []).filter((t) => t.startsWith(`${CHILD_IMAGE_REPO}:`));
