@@ -93,3 +93,37 @@ test('brig lease revoke from another process ends the run of the daemon (killed 
   }
   assert.deepEqual(await leftovers(home), []);
 });
+
+test('[INV-7] progress events on a real child: real step counts, content-free, none after the end', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const c = await supervisorAt(home, { progressIntervalMs: 100 });
+  const script = `export default async function (brig) {
+    for (let i = 0; i < 5; i++) { await brig.progress('SECRET-LINE ' + i); await new Promise((r) => setTimeout(r, 150)); }
+    return 'done';
+  }`;
+  try {
+    const it = c.supervisor.events();
+    const r = await c.supervisor.spawn({ task: 'stepper', script });
+    assert.ok(r.ok);
+    assert.equal(r.value.stepsExecuted, 5);
+    await new Promise((res) => setTimeout(res, 400)); // four more intervals
+    await it.return!();
+    const seen: import('../../../src/runs/index.js').SupervisorEvent[] = [];
+    for (;;) {
+      const n = await it.next();
+      if (n.done) break;
+      seen.push(n.value);
+    }
+    const mine = seen.filter((e) => e.runId === r.value.id);
+    const steps = mine.flatMap((e) => (e.type === 'progress' ? [e.progress.stepsExecuted] : []));
+    assert.ok(steps.length >= 3, `progress events: ${steps.length}`);
+    assert.ok(steps.some((s) => s > 0) && steps.every((s, i) => i === 0 || s >= steps[i - 1]!), 'real, non-decreasing step counts');
+    const endAt = mine.findIndex((e) => e.type === 'lifecycle_ended');
+    assert.ok(endAt > 0);
+    assert.deepEqual(mine.slice(endAt + 1), [], 'nothing after the end');
+    assert.doesNotMatch(JSON.stringify(mine), /SECRET-LINE|stepper/);
+  } finally {
+    await c.close();
+  }
+});
