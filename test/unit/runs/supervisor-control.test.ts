@@ -141,3 +141,21 @@ test('[INV-8] a kill while the jail is being created releases the jail, broker s
   assert.equal(sup.runs.get(r.value.id)!.status, 'ended');
   await sup.close();
 });
+
+test('resume says honestly when the checkpoint of a resumable run is gone', async () => {
+  const { sup } = await setupSup({ settings: { perStepTimeoutMs: 40, defaultMaxSteps: 1 } });
+  const r = await sup.spawn({ task: 'cp', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  await until(() => sup.runs.get(r.value.id)?.status === 'running', 'running');
+  await sup.handleChildCall(r.value.id, 'checkpoint', { state: { n: 1 } });
+  const w = await sup.wait(r.value.id);
+  assert.ok(w.ok && w.value.resumable);
+  await fs.rm(sup.store.file(r.value.id, 'checkpoint'));
+  const res = await sup.resume(r.value.id);
+  assert.equal(res.ok, false);
+  if (!res.ok) {
+    assert.equal(res.error.code, 'resume_unavailable');
+    assert.equal(res.error.data.reason, 'checkpoint_missing');
+  }
+  await sup.close();
+});
