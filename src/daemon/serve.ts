@@ -1,4 +1,5 @@
-import { listenApi } from '../api/index.js';
+import { ApiClient, listenApi } from '../api/index.js';
+import { BrigError } from '../util/errors.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import type { ReconcileReport } from '../runs/index.js';
 import { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
@@ -16,6 +17,10 @@ export interface Daemon {
 }
 
 export async function startDaemon(cfg: BrigConfig, o: ComposeOptions = {}): Promise<Daemon> {
+  // Two supervisors on one home would each reconcile (and sweep) the other's runs.
+  if (await ApiClient.probe(brigPaths(cfg.home).socket)) {
+    throw new BrigError('daemon_running', `a daemon already answers on ${brigPaths(cfg.home).socket}`);
+  }
   const composed = await composeSupervisor(cfg, { ...o, reconcile: true });
   const report = await composed.supervisor.start();
   const socketPath = brigPaths(cfg.home).socket;

@@ -43,6 +43,7 @@ export const ERROR_CODES = {
   jail_failed: { kind: 'internal', hint: 'The jail could not be created or started; `brig doctor` shows why.' },
   artifact_missing: { kind: 'invalid', hint: 'Give an existing regular file or directory as --artifact.' },
   resume_unavailable: { kind: 'conflict', hint: 'Only a timed-out run with a checkpoint and its pinned script can be resumed.' },
+  daemon_running: { kind: 'conflict', hint: 'A daemon already serves this BRIG_HOME: use it (`brig list`), or stop it first.' },
   daemon_unavailable: { kind: 'unavailable', hint: 'Start it with `brig serve`, or run without a daemon.' },
   model_unavailable: { kind: 'unavailable', hint: 'Configure a model endpoint, or use condensation strategy `never`.' },
   ledger_corrupt: { kind: 'internal', hint: 'The audit chain is broken; `brig audit verify` names the first bad line.' },

@@ -117,3 +117,15 @@ test('[INV-8] the daemon SIGKILLed mid-run and restarted: every run ends with ex
   assert.deepEqual(await leftovers(home), []);
   assert.deepEqual(fs.readdirSync(brigPaths(home).brokers), [], 'no broker socket dir left');
 });
+
+test('a second daemon on the same BRIG_HOME is refused with daemon_running', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const d = await startDaemon(loadConfig({ BRIG_HOME: home }));
+  try {
+    await assert.rejects(startDaemon(loadConfig({ BRIG_HOME: home })), (e: { code?: string }) => e.code === 'daemon_running');
+    assert.equal(await ApiClient.probe(d.socketPath), true, 'the first one still serves');
+  } finally {
+    await d.close();
+  }
+});
