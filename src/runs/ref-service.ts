@@ -1,0 +1,77 @@
+/**
+ * The coordinator's drill-in surface, one implementation for every face (library, HTTP API,
+ * CLI): list a run's ResultRefs, slice one (read / grep / jq / sql / jsonpath), and cast a
+ * run's envelope — the bounded summary plus handles that is all a coordinator receives (INV-3).
+ * Slicing itself is confined and read-only (INV-5, in slice/); this only routes and bounds.
+ */
+import type { ModelProvider } from '../models/index.js';
+import { type CondenseOptions, type FsResultStore, type ResultRef, type RunEnvelope, type Savings, buildRunEnvelope, rollUpSavings } from '../results/index.js';
+import type { GrepOptions, ReadRange, Slicer, SliceOutput } from '../slice/index.js';
+import { BrigError, err, ok, type Result } from '../util/errors.js';
+import type { RunRecord } from './types.js';
+
+export interface RefServiceDeps {
+  store: FsResultStore;
+  slicer: Slicer;
+  /** Reads a run record (the supervisor's store). */
+  getRun: (runId: string) => Promise<RunRecord | undefined>;
+  model?: ModelProvider;
+  condense?: Omit<CondenseOptions, 'model'>;
+}
+
+export interface RunResult extends RunEnvelope {
+  runId: string;
+  refs: ResultRef[];
+}
+
+export class RefService {
+  constructor(private readonly d: RefServiceDeps) {}
+
+  async list(runId: string): Promise<Result<ResultRef[]>> {
+    const run = await this.d.getRun(runId);
+    if (!run) return err(new BrigError('run_not_found', `no run ${runId}`));
+    return ok(await this.refsOf(runId));
+  }
+
+  read(ref: string, range: ReadRange): Promise<Result<SliceOutput>> {
+    return this.d.slicer.read(ref, range);
+  }
+  grep(ref: string, pattern: string, opts: GrepOptions = {}): Promise<Result<SliceOutput>> {
+    return this.d.slicer.grep(ref, pattern, opts);
+  }
+  jq(ref: string, expr: string): Promise<Result<SliceOutput>> {
+    return this.d.slicer.jq(ref, expr);
+  }
+  sql(ref: string, query: string, opts: { maxRows?: number } = {}): Promise<Result<SliceOutput>> {
+    return this.d.slicer.sql(ref, query, opts);
+  }
+  jsonpath(ref: string, expr: string, opts: { maxRows?: number } = {}): Promise<Result<SliceOutput>> {
+    return this.d.slicer.jsonpath(ref, expr, opts);
+  }
+
+  /** The envelope of an ended run: condensed result, handles, savings. */
+  async result(runId: string): Promise<Result<RunResult>> {
+    const run = await this.d.getRun(runId);
+    if (!run) return err(new BrigError('run_not_found', `no run ${runId}`));
+    if (run.status !== 'ended') {
+      return err(new BrigError('not_running', `run ${runId} has not ended (status ${run.status})`, { hint: '`brig wait RUN` first.', data: { status: run.status } }));
+    }
+    const refs = await this.refsOf(runId);
+    const env = await buildRunEnvelope(run, refs, { ...this.d.condense, ...(this.d.model ? { model: this.d.model } : {}) });
+    return ok({ runId, refs, ...env });
+  }
+
+  /** Savings rolled up over several runs (e.g. one root's children). */
+  rollUp(list: Savings[]): ReturnType<typeof rollUpSavings> {
+    return rollUpSavings(list);
+  }
+
+  private async refsOf(runId: string): Promise<ResultRef[]> {
+    try {
+      return await this.d.store.list(runId);
+    } catch (e) {
+      if (e instanceof BrigError && (e.code === 'ref_not_found' || e.code === 'run_not_found')) return [];
+      throw e;
+    }
+  }
+}
