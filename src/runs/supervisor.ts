@@ -135,6 +135,9 @@ export class BrigSupervisor implements Supervisor {
     for (const l of this.live.values()) await l.broker?.close().catch(() => {});
     this.live.clear();
     this.bus.close();
+    // Pending waits return the run as it stands; the run itself goes on (a restart reattaches).
+    for (const ws of this.#waiters.values()) for (const w of ws) w();
+    this.#waiters.clear();
   }
 
   /** Waits for background work (ends, starts) in flight; for tests and orderly shutdown. */
