@@ -39,6 +39,9 @@ export async function steerRun(sup: BrigSupervisor, r: RunRecord, message: strin
 
 export async function resumeRun(sup: BrigSupervisor, r: RunRecord): Promise<Result<RunRecord, BrigError>> {
   const refuse = (reason: string, msg: string) => err(new BrigError('resume_unavailable', msg, { data: { runId: r.id, reason, status: r.status } }));
+  if (r.status === 'ended' && !r.resumable && r.error?.code === 'resume_unavailable') {
+    return refuse(r.error.message, `run ${r.id} lost what a resume needs (${r.error.message})`);
+  }
   if (r.status !== 'ended' || !r.resumable) return refuse('not_resumable', `run ${r.id} is not resumable (status ${r.status}, end ${r.endReason ?? 'none'})`);
   if (r.resumedBy) return refuse('already_resumed', `run ${r.id} was already resumed as ${r.resumedBy}`);
   const script = await sup.store.read(r.id, 'script');

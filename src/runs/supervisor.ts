@@ -110,6 +110,7 @@ export class BrigSupervisor implements Supervisor {
       await this.endRun(r.id, 'ghost_sweep', { collect: false, error: { code: 'internal', message: 'supervisor restarted; no live container' } });
       report.ghostSwept.push(r.id);
     }
+    await this.#verifyResumable(report);
     // `isLive` true means "leave it": unknown runs are kept when told not to sweep them
     // (tests share one engine with other suites).
     if (this.deps.reconcile !== false) report.swept = await this.deps.jail.sweep((id) => {
@@ -423,6 +424,23 @@ export class BrigSupervisor implements Supervisor {
   }
 
   // ── private ──────────────────────────────────────────────────────────────────────────
+
+  /** A resumable run survives a restart only with its pinned bytes and checkpoint on disk. */
+  async #verifyResumable(report: ReconcileReport): Promise<void> {
+    report.resumable = [];
+    report.orphaned = [];
+    for (const r of [...this.runs.values()]) {
+      if (r.status !== 'ended' || !r.resumable || r.resumedBy) continue;
+      const reason = !(await this.store.read(r.id, 'script')) ? 'script_missing' : !(await this.store.read(r.id, 'checkpoint')) ? 'checkpoint_missing' : null;
+      if (reason === null) {
+        report.resumable.push(r.id);
+        continue;
+      }
+      report.orphaned.push({ runId: r.id, reason });
+      await this.#update(r.id, (x) => ({ ...x, resumable: false, error: { code: 'resume_unavailable', message: reason } }));
+      this.deps.ledger.append({ type: 'run.resume_orphaned', runId: r.id, rootRunId: r.rootRunId, reason });
+    }
+  }
 
   #notRunning(r: RunRecord, what: string): BrigError {
     return new BrigError('not_running', `Run ${r.id} is not running (status: ${r.status}) -- cannot ${what}`, {

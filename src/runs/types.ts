@@ -251,6 +251,10 @@ export interface EventsOptions {
 export interface ReconcileReport {
   reattached: string[];
   ghostSwept: string[];
+  /** Resumable runs whose pinned script and checkpoint are still on disk. */
+  resumable?: string[];
+  /** Resumable runs that lost their script or checkpoint: no longer resumable, and why. */
+  orphaned?: { runId: string; reason: 'script_missing' | 'checkpoint_missing' }[];
   swept: { containers: number; volumes: number };
 }
 

@@ -10,10 +10,12 @@ import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
 
 export const SCRIPT = 'export default async function (brig) { return 1 }';
 
-export async function setupSup(o: { settings?: Partial<SupervisorSettings>; hooks?: SupervisorHooks; clock?: Clock } = {}) {
-  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-'));
-  const jail = new FakeJailDriver();
-  const leases = new MemoryLeases();
+export async function setupSup(
+  o: { settings?: Partial<SupervisorSettings>; hooks?: SupervisorHooks; clock?: Clock; home?: string; jail?: FakeJailDriver; leases?: MemoryLeases } = {},
+) {
+  const home = o.home ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-')));
+  const jail = o.jail ?? new FakeJailDriver();
+  const leases = o.leases ?? new MemoryLeases();
   const ledger = new MemoryLedger();
   const sup = new BrigSupervisor({
     jail, leases, broker: new NullBroker(), ledger, tickMs: 10,
@@ -22,8 +24,8 @@ export async function setupSup(o: { settings?: Partial<SupervisorSettings>; hook
     ...(o.hooks ? { hooks: o.hooks } : {}),
     ...(o.clock ? { clock: o.clock } : {}),
   });
-  await sup.start();
-  return { sup, jail, leases, ledger, home };
+  const report = await sup.start();
+  return { sup, jail, leases, ledger, home, report };
 }
 
 export async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {

@@ -159,3 +159,31 @@ test('resume says honestly when the checkpoint of a resumable run is gone', asyn
   }
   await sup.close();
 });
+
+test('after a restart a resumable run is verified on disk; one that lost its checkpoint is an honest orphan', async () => {
+  const first = await setupSup({ settings: { perStepTimeoutMs: 40, defaultMaxSteps: 1 } });
+  const ids: string[] = [];
+  for (const task of ['keeps', 'loses']) {
+    const r = await first.sup.spawn({ task, script: SCRIPT, async: true });
+    assert.ok(r.ok);
+    ids.push(r.value.id);
+    await until(() => first.sup.runs.get(r.value.id)?.status === 'running', 'running');
+    await first.sup.handleChildCall(r.value.id, 'checkpoint', { state: { task } });
+  }
+  for (const id of ids) await first.sup.wait(id);
+  await first.sup.close();
+  await fs.rm(first.sup.store.file(ids[1]!, 'checkpoint'));
+  const second = await setupSup({ home: first.home, jail: first.jail, leases: first.leases });
+  assert.deepEqual(second.report.resumable, [ids[0]]);
+  assert.deepEqual(second.report.orphaned, [{ runId: ids[1], reason: 'checkpoint_missing' }]);
+  const lost = await second.sup.resume(ids[1]!);
+  assert.equal(lost.ok, false);
+  if (!lost.ok) assert.equal(lost.error.data.reason, 'checkpoint_missing');
+  const kept = await second.sup.resume(ids[0]!);
+  assert.ok(kept.ok);
+  await until(() => second.sup.runs.get(kept.value.id)?.status === 'running', 'resumed');
+  assert.deepEqual(await second.sup.handleChildCall(kept.value.id, 'resume', {}), { checkpoint: { task: 'keeps' }, untrusted: true });
+  second.jail.jails.get(kept.value.id)!.exit(0);
+  await second.sup.wait(kept.value.id);
+  await second.sup.close();
+});
