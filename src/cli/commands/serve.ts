@@ -25,6 +25,8 @@ const command: Command = {
       io.stdout.write(`brig serving on ${d.socketPath}\n`);
       const r = d.report;
       io.stdout.write(`reconciled: ${r.reattached.length} reattached, ${r.ghostSwept.length} ghost-swept, ${r.swept.containers} containers and ${r.swept.volumes} volumes swept\n`);
+      if (r.resumable?.length) io.stdout.write(`resumable: ${r.resumable.join(' ')}\n`);
+      for (const o of r.orphaned ?? []) io.stdout.write(`no longer resumable: ${o.runId} (${o.reason})\n`);
     }
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
