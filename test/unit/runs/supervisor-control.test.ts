@@ -187,3 +187,24 @@ test('after a restart a resumable run is verified on disk; one that lost its che
   await second.sup.wait(kept.value.id);
   await second.sup.close();
 });
+
+test('[INV-1] a child cannot hand host paths or choose an image for its grandchild, nor spawn without the capability', async () => {
+  const { sup, jail, leases } = await setupSup();
+  const p = await sup.spawn({ task: 'p', script: SCRIPT, async: true });
+  assert.ok(p.ok);
+  await until(() => sup.runs.get(p.value.id)?.status === 'running', 'running');
+  for (const extra of [{ artifact_refs: ['/etc/shadow'] }, { image: 'alpine' }]) {
+    const e = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'g', script: SCRIPT, ...extra } }).catch((x: unknown) => x)) as { code: string };
+    assert.equal(e.code, 'capability_denied');
+  }
+  leases.rootCaps = ['exec'];
+  const q = await sup.spawn({ task: 'q', script: SCRIPT, async: true });
+  assert.ok(q.ok);
+  await until(() => sup.runs.get(q.value.id)?.status === 'running', 'running');
+  const e = (await sup.handleChildCall(q.value.id, 'spawn', { request: { task: 'g', script: SCRIPT } }).catch((x: unknown) => x)) as { code: string };
+  assert.equal(e.code, 'capability_denied');
+  assert.equal([...sup.runs.values()].length, 2, 'nothing was spawned');
+  for (const id of [p.value.id, q.value.id]) jail.jails.get(id)!.exit(0);
+  await sup.wait(q.value.id);
+  await sup.close();
+});
