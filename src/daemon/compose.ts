@@ -6,6 +6,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { BrokerServer, type Handlers } from '../broker/index.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import { DockerJailDriver, ownerForHome } from '../jail/index.js';
@@ -60,8 +61,13 @@ function leasePort(store: LeaseStore): LeasePort {
 function resultsPort(store: FsResultStore): ResultsPort {
   return {
     outDir: (rootRunId, runId) => path.join(store.runDir(rootRunId, runId), 'out'),
-    async index(rootRunId, runId, dir) {
-      const m = await store.indexDir(runId, rootRunId, dir);
+    async index(rootRunId, runId, dir, extras = {}) {
+      let m = await store.indexDir(runId, rootRunId, dir);
+      if (extras.result !== undefined) await store.writeValue(runId, rootRunId, extras.result);
+      for (const [name, text] of [['stdout.txt', extras.stdout], ['stderr.txt', extras.stderr]] as const) {
+        if (text) await store.writeStream(runId, rootRunId, name, Readable.from([Buffer.from(text, 'utf8')]), {}, name === 'stdout.txt' ? 'stdout' : 'stderr');
+      }
+      m = await store.manifest(runId);
       return m.refs.length;
     },
     async remove(rootRunId, runId) {

@@ -104,7 +104,11 @@ export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: J
     patch.outputs = rep.files.slice(0, 1000).map((f) => ({ path: f.path, bytes: f.bytes }));
     patch.skipped = rep.skipped.slice(0, 1000);
     patch.missingOutputs = missingOutputs(r.expectedOutputs, rep.files);
-    await sup.deps.results?.index(r.rootRunId, runId, dest);
+    await sup.deps.results?.index(r.rootRunId, runId, dest, {
+      ...(r.result !== undefined && r.result !== null ? { result: r.result } : {}),
+      ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
+      ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
+    });
   } catch (e) {
     const be = toBrigError(e);
     patch.error = { code: be.code, message: be.message };

@@ -50,11 +50,21 @@ export interface BrokerPort {
   openRun(o: { runId: string; leaseId: string; dir: string; packet: SpawnPacket }): Promise<BrokerHandle>;
 }
 
+/** What a run leaves besides /workspace/out: each becomes a ResultRef of its own. */
+export interface RunExtras {
+  result?: unknown;
+  stdout?: string;
+  stderr?: string;
+}
+
 export interface ResultsPort {
   /** Where a run's /workspace/out is collected to (must not exist yet). */
   outDir(rootRunId: string, runId: string): string;
-  /** Index a run's materialized output directory as ResultRefs; returns how many. */
-  index(rootRunId: string, runId: string, dir: string): Promise<number>;
+  /**
+   * Index a run's materialized output directory as ResultRefs, plus the child's result value
+   * and its bounded stdout/stderr tails when present; returns how many refs the run has.
+   */
+  index(rootRunId: string, runId: string, dir: string, extras?: RunExtras): Promise<number>;
   /** Drop a run's ResultRefs (retention sweep). */
   remove(rootRunId: string, runId: string): Promise<void>;
 }
