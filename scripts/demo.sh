@@ -39,6 +39,18 @@ demo_child() {
   done
 }
 
+# Step 3, the main job: a coordinator fans out script children over data each generates
+# deterministically, receives only envelopes + ResultRef handles, answers a question by
+# drilling in with sql and grep, and prints the context economy.
+demo_main_job() {
+  step "the main job — fan out, drill in, answer (examples/demo/coordinator.ts)"
+  node --import tsx examples/demo/coordinator.ts
+}
+
 demo_doctor
-demo_child
+case "${DEMO_STEPS:-main}" in
+  all) demo_child; demo_main_job ;;
+  child) demo_child ;;
+  *) demo_main_job ;;
+esac
 step "done (BRIG_HOME=$BRIG_HOME)"

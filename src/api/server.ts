@@ -7,7 +7,8 @@
  */
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
-import type { KilledBy, ListFilter, RunStatus, Supervisor } from '../runs/index.js';
+import type { KilledBy, ListFilter, RefService, RunStatus, Supervisor } from '../runs/index.js';
+import { refRoute } from './ref-routes.js';
 import { BrigError, httpStatusFor, toBrigError } from '../util/errors.js';
 
 export const API_VERSION = 'v1';
@@ -69,15 +70,19 @@ async function streamEvents(sup: Supervisor, req: http.IncomingMessage, res: htt
   }
 }
 
-export function apiHandler(sup: Supervisor): http.RequestListener {
+export function apiHandler(sup: Supervisor, refs?: RefService): http.RequestListener {
   return (req, res) => {
-    void route(sup, req, res).catch((e) => sendError(res, e));
+    void route(sup, refs, req, res).catch((e) => sendError(res, e));
   };
 }
 
-async function route(sup: Supervisor, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function route(sup: Supervisor, refs: RefService | undefined, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://brig');
   const m = req.method ?? 'GET';
+  if (refs) {
+    const hitRef = await refRoute(refs, m, url.pathname, () => readJson(req));
+    if (hitRef) return send(res, hitRef.status, hitRef.body);
+  }
   if (url.pathname === '/v1/health' && m === 'GET') return send(res, 200, { ok: true, api: API_VERSION });
   if (url.pathname === '/v1/events' && m === 'GET') return streamEvents(sup, req, res, url.searchParams);
   if (url.pathname === '/v1/runs') {
@@ -123,13 +128,15 @@ async function route(sup: Supervisor, req: http.IncomingMessage, res: http.Serve
       }
     }
   }
-  throw new BrigError('invalid_input', `no route ${m} ${url.pathname}`, { hint: 'The API is under /v1: runs, runs/RUN[/wait|kill|steer|resume], events, health.' });
+  throw new BrigError('invalid_input', `no route ${m} ${url.pathname}`, {
+    hint: 'The API is under /v1: runs, runs/RUN[/wait|kill|steer|resume|refs|result], refs/REF/(read|grep|jq|sql|jsonpath), events, health.',
+  });
 }
 
 /** Listens on a unix socket (0600). A stale socket file is replaced. */
-export async function listenApi(sup: Supervisor, socketPath: string): Promise<{ server: http.Server; close(): Promise<void> }> {
+export async function listenApi(sup: Supervisor, socketPath: string, refs?: RefService): Promise<{ server: http.Server; close(): Promise<void> }> {
   await fs.rm(socketPath, { force: true });
-  const server = http.createServer(apiHandler(sup));
+  const server = http.createServer(apiHandler(sup, refs));
   server.keepAliveTimeout = 5_000;
   server.requestTimeout = 0; // wait and spawn may legitimately last a run's whole timeout
   const prevMask = process.umask(0o177);

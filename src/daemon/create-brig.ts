@@ -1,7 +1,8 @@
 import { ApiClient } from '../api/index.js';
 import { brigPaths, loadConfig, type BrigConfig } from '../config/index.js';
-import type { Supervisor, SupervisorSettings } from '../runs/index.js';
+import type { RefService, Supervisor, SupervisorSettings } from '../runs/index.js';
 import { composeSupervisor } from './compose.js';
+import { openRefService } from './refs.js';
 
 /**
  * The library entry: `createBrig(options)` gives the Supervisor surface (spawn, wait, list,
@@ -18,26 +19,33 @@ export interface BrigOptions {
   settings?: Partial<SupervisorSettings>;
 }
 
-export type Brig = Omit<Supervisor, 'start'> & { readonly mode: 'daemon' | 'local' };
+export type Brig = Omit<Supervisor, 'start'> & {
+  readonly mode: 'daemon' | 'local';
+  /** Drill-in: a run's ResultRefs, the five slice verbs, and its envelope (`result`). */
+  readonly refs: RefService;
+};
 
 export async function createBrig(o: BrigOptions = {}): Promise<Brig> {
   const base = loadConfig();
   const cfg: BrigConfig = o.home ? { ...base, home: o.home } : base;
   const socket = brigPaths(cfg.home).socket;
   const mode = o.mode ?? 'auto';
-  if (mode !== 'local' && (await ApiClient.probe(socket))) return wrap(new ApiClient(socket), 'daemon', async () => {});
+  if (mode !== 'local' && (await ApiClient.probe(socket))) return wrap(new ApiClient(socket), 'daemon', cfg, async () => {});
   if (mode === 'daemon') {
     const { BrigError } = await import('../util/errors.js');
     throw new BrigError('daemon_unavailable', `no daemon answers on ${socket}`);
   }
   const composed = await composeSupervisor(cfg, { reconcile: true, ...(o.settings ? { settings: o.settings } : {}) });
   await composed.supervisor.start();
-  return wrap(composed.supervisor, 'local', () => composed.close());
+  return wrap(composed.supervisor, 'local', cfg, () => composed.close());
 }
 
-function wrap(s: Supervisor, mode: 'daemon' | 'local', close: () => Promise<void>): Brig {
+function wrap(s: Supervisor, mode: 'daemon' | 'local', cfg: BrigConfig, close: () => Promise<void>): Brig {
+  // Results live on this host's disk under the same home, so slicing runs here in both modes.
+  const refs = openRefService(cfg, (id) => s.get(id));
   return {
     mode,
+    refs: refs.refs,
     spawn: (req, ctx) => s.spawn(req, ctx),
     wait: (id, opts) => s.wait(id, opts),
     list: (f) => s.list(f),
@@ -47,6 +55,7 @@ function wrap(s: Supervisor, mode: 'daemon' | 'local', close: () => Promise<void
     resume: (id) => s.resume(id),
     events: (opts) => s.events(opts),
     close: async () => {
+      await refs.close();
       await s.close();
       await close();
     },

@@ -37,6 +37,8 @@ export type {
   SupervisorSettings,
 } from './types.js';
 export { BrigSupervisor } from './supervisor.js';
+export { RefService } from './ref-service.js';
+export type { RefServiceDeps, RunResult } from './ref-service.js';
 export { ReadOnlyRuns } from './read-only.js';
 export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, ResultsPort, Clock, SupervisorDeps, SupervisorHooks } from './ports.js';
 export { decideAdmission, nextToStart } from './admission.js';

@@ -1,0 +1,26 @@
+import { brigPaths, type BrigConfig } from '../config/index.js';
+import { OpenAICompatibleProvider } from '../models/index.js';
+import { FsResultStore } from '../results/index.js';
+import { RefService, type RunRecord } from '../runs/index.js';
+import { DuckdbHelperPool, Slicer } from '../slice/index.js';
+
+/**
+ * Builds the drill-in surface for one brig home: the result store, a slicer with a small warm
+ * DuckDB helper pool, and the model for Level 2 condensation when one is configured. The
+ * caller says how to read run records (the supervisor, the daemon's API, or the disk).
+ */
+export function openRefService(
+  cfg: BrigConfig,
+  getRun: (runId: string) => Promise<RunRecord | undefined>,
+  o: { poolSize?: number } = {},
+): { refs: RefService; close(): Promise<void> } {
+  const store = new FsResultStore({ dir: brigPaths(cfg.home).results });
+  const pool = new DuckdbHelperPool({ size: o.poolSize ?? 1 });
+  const refs = new RefService({
+    store,
+    slicer: new Slicer(store, { pool }),
+    getRun,
+    ...(cfg.model ? { model: new OpenAICompatibleProvider(cfg.model) } : {}),
+  });
+  return { refs, close: () => pool.close() };
+}
