@@ -21,16 +21,28 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { type DuckDBConnection, JsonDuckDBValueConverter } from '@duckdb/node-api';
+import { type DuckDBConnection, DuckDBTypeId, JsonDuckDBValueConverter } from '@duckdb/node-api';
 import { type SchemaCache, guarded, lockedConnection, parserConnection } from './duckdb-lockdown.js';
 import { type HelperReady, type HelperReply, type HelperRequest, HelperRequestSchema, scrubPaths } from './helper-protocol.js';
 import { enterIsolation } from './helper-isolation.js';
 
 const SPILL_BYTES = 2 * 1024 ** 3;
 
+const WIDE_INTS: ReadonlySet<DuckDBTypeId> = new Set([DuckDBTypeId.BIGINT, DuckDBTypeId.UBIGINT, DuckDBTypeId.HUGEINT, DuckDBTypeId.UHUGEINT]);
+
+/** The JSON converter writes 64/128-bit integers as strings; a count that fits a double is a number. */
+function narrowInts(row: unknown[], wide: readonly boolean[]): unknown[] {
+  for (let c = 0; c < row.length; c++) {
+    const v = row[c];
+    if (wide[c] && typeof v === 'string' && /^-?\d{1,16}$/.test(v) && Number.isSafeInteger(Number(v))) row[c] = Number(v);
+  }
+  return row;
+}
+
 async function runBounded(conn: DuckDBConnection, sql: string, req: HelperRequest, deadline: number) {
   const result = await conn.stream(sql);
   const columns = result.columnNames();
+  const wide = result.columnTypes().map((t) => WIDE_INTS.has(t.typeId));
   const rows: unknown[][] = [];
   let bytes = 2;
   let more = 0;
@@ -43,7 +55,7 @@ async function runBounded(conn: DuckDBConnection, sql: string, req: HelperReques
         more += chunk.rowCount - i;
         break;
       }
-      const row = chunk.convertRowValues(i, JsonDuckDBValueConverter);
+      const row = narrowInts(chunk.convertRowValues(i, JsonDuckDBValueConverter), wide);
       bytes += JSON.stringify(row).length + 1;
       if (bytes > req.maxBytes) {
         more += 1;

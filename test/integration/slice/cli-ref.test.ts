@@ -43,7 +43,7 @@ test('brig ref list|read|grep|jq|sql|jsonpath over a real store; refusals map to
 
   const sql = await brig(home, ['ref', 'sql', ref.ref, 'SELECT k, count(*) AS n FROM ref GROUP BY 1 ORDER BY 1', '--json']);
   assert.equal(sql.code, 0, sql.err);
-  assert.deepEqual(JSON.parse(sql.out).rows, [['a', '50'], ['b', '50']]);
+  assert.deepEqual(JSON.parse(sql.out).rows, [['a', 50], ['b', 50]]);
 
   const jp = await brig(home, ['ref', 'jsonpath', ref.ref, '$.tags[0]', '--max-rows', '3', '--json']);
   assert.deepEqual(JSON.parse(jp.out).rows, [[0], [1], [2]]);

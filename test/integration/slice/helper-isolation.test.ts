@@ -47,7 +47,7 @@ test('[INV-5] isolated helper: own network namespace, read-only root, queries st
   const file = path.join(dir, 'rows.jsonl');
   await fs.writeFile(file, Array.from({ length: 2000 }, (_, i) => JSON.stringify({ i, s: `${i}`.repeat(20) })).join('\n') + '\n');
   const r = await lockedQuery({ files: [file], viewName: 'ref', reader: 'read_ndjson', sql: 'SELECT count(*), max(i) FROM ref', pool });
-  assert.deepEqual(r.rows, [['2000', '1999']]);
+  assert.deepEqual(r.rows, [[2000, 1999]]);
   const sorted = await lockedQuery({ files: [file], viewName: 'ref', reader: 'read_ndjson', sql: 'SELECT i FROM ref ORDER BY s DESC, i LIMIT 1', pool });
-  assert.deepEqual(sorted.rows, [['999']]);
+  assert.deepEqual(sorted.rows, [[999]]);
 });

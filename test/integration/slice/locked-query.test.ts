@@ -17,7 +17,7 @@ test('[INV-5] lockedQuery: a SELECT over the view runs; other files and statemen
 
   const r = await lockedQuery({ files: [a, b], viewName: 'events', reader: 'read_ndjson', sql: 'SELECT k, sum(n) AS s FROM events GROUP BY 1 ORDER BY 1' });
   assert.deepEqual(r.columns, ['k', 's']);
-  assert.deepEqual(r.rows, [['x', '6'], ['y', '2']]);
+  assert.deepEqual(r.rows, [['x', 6], ['y', 2]]);
   assert.equal(r.truncated, false);
 
   const cut = await lockedQuery({ files: [a], viewName: 'events', reader: 'read_ndjson', sql: 'SELECT * FROM range(10)', maxRows: 3 });

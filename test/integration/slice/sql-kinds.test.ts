@@ -47,7 +47,7 @@ test('sql reads csv, json, text and parquet refs with the right reader; jsonpath
 
   const json = await s.sql(by['doc.json']!.ref, 'SELECT len(items) AS n, meta.n AS m FROM ref');
   assert.ok(json.ok, JSON.stringify(json));
-  assert.deepEqual(json.value.rows, [['2', '2']]);
+  assert.deepEqual(json.value.rows, [[2, 2]]);
 
   const text = await s.sql(by['notes.txt']!.ref, "SELECT line FROM ref WHERE line LIKE '%comma%' OR line LIKE '%gamma%'");
   assert.ok(text.ok, JSON.stringify(text));
@@ -55,7 +55,7 @@ test('sql reads csv, json, text and parquet refs with the right reader; jsonpath
 
   const parquet = await s.sql(by['nums.parquet']!.ref, 'SELECT g, count(*) FROM ref GROUP BY 1 ORDER BY 1');
   assert.ok(parquet.ok, JSON.stringify(parquet));
-  assert.deepEqual(parquet.value.rows, [['0', '34'], ['1', '33'], ['2', '33']]);
+  assert.deepEqual(parquet.value.rows, [[0, 34], [1, 33], [2, 33]]);
 
   const jp = await s.jsonpath(by['doc.json']!.ref, '$.items[*].id');
   assert.ok(jp.ok, JSON.stringify(jp));
@@ -82,7 +82,7 @@ test('[INV-5] an over-time query is interrupted, its helper recycled, and the ne
   assert.equal(slow.error.code, 'timeout');
   const next = await s.sql(ref.ref, 'SELECT a FROM ref');
   assert.ok(next.ok, JSON.stringify(next));
-  assert.deepEqual(next.value.rows, [['1']]);
+  assert.deepEqual(next.value.rows, [[1]]);
   const after = pool.pids();
   assert.equal(after.length, 1);
   assert.notDeepEqual(after, before, 'the helper that timed out was replaced');
@@ -103,5 +103,5 @@ test('a JSON-lines ref queried again (cached sniffed schema) answers exactly as 
   assert.ok(first.ok && second.ok && third.ok && fourth.ok, JSON.stringify([first, second]));
   assert.deepEqual(second.value.rows, first.value.rows);
   assert.deepEqual(fourth.value.rows, third.value.rows);
-  assert.equal(first.value.rows?.[0]?.[0], '100');
+  assert.equal(first.value.rows?.[0]?.[0], 100);
 });
