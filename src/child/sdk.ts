@@ -12,6 +12,46 @@ export interface UntrustedCheckpoint {
   state: unknown;
 }
 
+/** One slice of a ref, bounded by the broker (`note` says "N more …" when cut). */
+export interface RefSlice {
+  ref: string;
+  verb: 'read' | 'grep' | 'jq' | 'sql' | 'jsonpath';
+  text?: string;
+  encoding?: 'utf8' | 'base64';
+  columns?: string[];
+  rows?: unknown[][];
+  returned: number;
+  unit: string;
+  more: number;
+  moreExact: boolean;
+  note?: string;
+}
+
+export type ReadRange = { offset?: number; length?: number } | { line: number; lines?: number };
+export interface GrepOptions {
+  maxMatches?: number;
+  context?: number;
+  ignoreCase?: boolean;
+  fixed?: boolean;
+}
+
+/**
+ * A descendant's ResultRef. The data fields are plain (they survive JSON); the verbs go
+ * through the broker, which allows them only for this run's own descendants' refs.
+ */
+export interface RefHandle {
+  readonly ref: string;
+  readonly path: string;
+  readonly kind: string;
+  readonly bytes: number;
+  readonly rows?: number;
+  read(range?: ReadRange): Promise<RefSlice>;
+  grep(pattern: string, opts?: GrepOptions): Promise<RefSlice>;
+  jq(filter: string): Promise<RefSlice>;
+  sql(query: string, opts?: { maxRows?: number }): Promise<RefSlice>;
+  jsonpath(expr: string): Promise<RefSlice>;
+}
+
 export interface ChildRunSummary {
   runId: string;
   status: string;
@@ -19,6 +59,10 @@ export interface ChildRunSummary {
   result: unknown;
   error: { code: string; message: string } | null;
   missingOutputs: string[];
+  /** The child's ResultRefs (empty for an async spawn: use `brig.refs(runId)` once it ended). */
+  refs: RefHandle[];
+  /** Handles left out of `refs` past the broker's cap. */
+  refsMore?: number;
 }
 
 export interface BrigSdk {
@@ -36,6 +80,10 @@ export interface BrigSdk {
   kill(childRunId: string): Promise<{ runId: string; endReason: string | null }>;
   /** Steer one of this run's own children (needs `steer` in the lease). */
   steer(childRunId: string, message: string): Promise<{ mode: string; runId: string; newRunId: string | null }>;
+  /** The ResultRefs of one of this run's descendants (needs `refs.read`). */
+  refs(runId: string): Promise<RefHandle[]>;
+  /** A handle for a descendant's ref id (e.g. one a child returned); the broker still checks it. */
+  ref(id: string): RefHandle;
 }
 
 export const METHODS = {
@@ -46,7 +94,42 @@ export const METHODS = {
   spawn: 'spawn',
   kill: 'child.kill',
   steer: 'child.steer',
+  refsList: 'refs.list',
+  read: 'refs.read',
+  grep: 'refs.grep',
+  jq: 'refs.jq',
+  sql: 'refs.sql',
+  jsonpath: 'refs.jsonpath',
 } as const;
+
+type Info = { ref: string; path?: string; kind?: string; bytes?: number; rows?: number };
+
+function refHandle(client: BrokerClient, info: Info): RefHandle {
+  const ref = String(info.ref);
+  const call = async (method: string, params: Record<string, unknown>) => (await client.call(method, { ref, ...params })) as RefSlice;
+  const data = {
+    ref,
+    path: String(info.path ?? ''),
+    kind: String(info.kind ?? 'unknown'),
+    bytes: Number(info.bytes ?? 0),
+    ...(typeof info.rows === 'number' ? { rows: info.rows } : {}),
+  };
+  // Verbs are non-enumerable: a script that returns a handle returns its data only.
+  const verbs: Omit<RefHandle, keyof typeof data> = {
+    read: (range: ReadRange = { offset: 0 }) => call(METHODS.read, { ...range }),
+    grep: (pattern: string, opts: GrepOptions = {}) => call(METHODS.grep, { pattern, ...opts }),
+    jq: (filter: string) => call(METHODS.jq, { filter }),
+    sql: (query: string, opts: { maxRows?: number } = {}) => call(METHODS.sql, { sql: query, ...opts }),
+    jsonpath: (expr: string) => call(METHODS.jsonpath, { path: expr }),
+  };
+  const h = { ...data };
+  for (const [k, fn] of Object.entries(verbs)) Object.defineProperty(h, k, { value: fn, enumerable: false });
+  return Object.freeze(h) as RefHandle;
+}
+
+function handles(client: BrokerClient, list: unknown): RefHandle[] {
+  return Array.isArray(list) ? list.filter((x): x is Info => !!x && typeof x === 'object' && typeof (x as Info).ref === 'string').map((x) => refHandle(client, x)) : [];
+}
 
 export function createSdk(client: BrokerClient, packet: Record<string, unknown>, state: { resultSet: boolean }): BrigSdk {
   const inbox: string[] = [];
@@ -71,7 +154,8 @@ export function createSdk(client: BrokerClient, packet: Record<string, unknown>,
       state.resultSet = true;
     },
     async spawn(request: Record<string, unknown>) {
-      return (await client.call(METHODS.spawn, { request })) as ChildRunSummary;
+      const s = (await client.call(METHODS.spawn, { request })) as ChildRunSummary & { refs?: unknown };
+      return { ...s, refs: handles(client, s.refs) };
     },
     steers: take,
     async kill(child: string) {
@@ -79,6 +163,13 @@ export function createSdk(client: BrokerClient, packet: Record<string, unknown>,
     },
     async steer(child: string, message: string) {
       return (await client.call(METHODS.steer, { child, message })) as { mode: string; runId: string; newRunId: string | null };
+    },
+    async refs(run: string) {
+      const r = (await client.call(METHODS.refsList, { run })) as { refs?: unknown };
+      return handles(client, r?.refs);
+    },
+    ref(id: string) {
+      return refHandle(client, { ref: id });
     },
   });
 }

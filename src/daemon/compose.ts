@@ -13,7 +13,8 @@ import { DockerJailDriver, ownerForHome } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor, type LeaseRecord } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { FsResultStore } from '../results/index.js';
-import { BrigSupervisor, type LeasePort, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
+import { BrigSupervisor, ChildRefs, type LeasePort, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
+import { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, err, ok } from '../util/errors.js';
 
 export interface ComposeOptions {
@@ -93,12 +94,27 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     if (!sup) throw new BrigError('daemon_unavailable', 'the supervisor is starting');
     return sup.handleChildCall(call.runId, call.method, call.params);
   };
+  // A child with `refs.read` slices its descendants' refs (runs/child-refs.ts decides who).
+  const pool = new DuckdbHelperPool({ size: 1 });
+  const childRefs = new ChildRefs({ store: results, pool, ledger, getRun: async (id) => sup?.get(id) });
+  const refsCall = (call: { runId: string; leaseId: string; method: string; params: unknown }) => childRefs.handle(call);
   const handlers: Handlers = {
     progress: forward,
     checkpoint: forward,
     resume: forward,
     result: forward,
-    spawn: forward,
+    // The summary a parent gets carries its child's ref handles (sdk.ts turns them into objects).
+    spawn: async (call) => {
+      const s = (await forward(call)) as { runId: string };
+      const h = await childRefs.handlesOf(s.runId);
+      return { ...s, refs: h.refs, ...(h.more > 0 ? { refsMore: h.more } : {}) };
+    },
+    'refs.list': refsCall,
+    'refs.read': refsCall,
+    'refs.grep': refsCall,
+    'refs.jq': refsCall,
+    'refs.sql': refsCall,
+    'refs.jsonpath': refsCall,
     'steer.poll': forward,
     'child.kill': forward,
     'child.steer': forward,
@@ -131,6 +147,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
       unwatch();
       await supervisor.close();
       await broker.close();
+      await pool.close();
       await ledger.close();
     },
   };

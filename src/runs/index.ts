@@ -45,3 +45,5 @@ export { decideAdmission, nextToStart } from './admission.js';
 export { RunStore, isRunId } from './run-store.js';
 export { elapsedMs } from './state-machine.js';
 export { CHILD_METHODS } from './child-calls.js';
+export { ChildRefs, isDescendant, fitReply, handleOf, CHILD_REF_METHODS, CHILD_REPLY_BYTES, CHILD_SLICE_LIMITS, MAX_LISTED_REFS } from './child-refs.js';
+export type { ChildRefHandle, ChildRefsDeps, ChildRefCall } from './child-refs.js';

@@ -1,0 +1,197 @@
+/**
+ * A child's drill-in over the broker: `refs.list|read|grep|jq|sql|jsonpath` for a run whose
+ * lease grants `refs.read` (the broker has already checked the capability and verified who
+ * the caller is).
+ *
+ * Guarantees: a caller slices only refs of its own DESCENDANTS — runs whose path (root →
+ * run) passes through the caller, in the caller's tree. Not its own refs, not a sibling's,
+ * not another tree's. Anything else is answered exactly like a ref or run that does not
+ * exist (`ref_not_found` / `run_not_found`), so a child cannot probe for the existence of
+ * another run's refs; the real reason (`not_descendant`) goes to the ledger only. Every
+ * reply is bounded well under the broker's 64 KiB line (CHILD_REPLY_BYTES).
+ * Threat: a hostile child naming a ref it was told about (by a task, a sibling's result) to
+ * read outside its subtree, or asking for a reply big enough to flood its parent.
+ * Trusts: the broker's verified run id, the supervisor's run records (path), the result
+ * store's manifest (a ref's runId). Fails closed: an unknown caller or run record → refused.
+ */
+import type { Ledger } from '../ledger/types.js';
+import type { ResultRef } from '../results/index.js';
+import type { FsResultStore } from '../results/index.js';
+import { Slicer, type SliceLimits, type SliceOutput } from '../slice/index.js';
+import type { DuckdbHelperPool } from '../slice/index.js';
+import { BrigError, type Result } from '../util/errors.js';
+import { RefService } from './ref-service.js';
+import type { RunRecord } from './types.js';
+
+export const CHILD_REF_METHODS = ['refs.list', 'refs.read', 'refs.grep', 'refs.jq', 'refs.sql', 'refs.jsonpath'] as const;
+export type ChildRefMethod = (typeof CHILD_REF_METHODS)[number];
+
+/** Largest reply a child gets from a refs.* call (the JSON of the result). */
+export const CHILD_REPLY_BYTES = 48 * 1024;
+/** At most this many handles in one list (a spawn summary or refs.list). */
+export const MAX_LISTED_REFS = 100;
+/** The slicer's own caps for a child: smaller than the operator's, so a reply starts small. */
+export const CHILD_SLICE_LIMITS: Partial<SliceLimits> = Object.freeze({
+  maxBytes: 32 * 1024,
+  maxLines: 500,
+  maxMatches: 100,
+  maxRows: 200,
+  timeoutMs: 15_000,
+});
+
+/** What a child sees of a ref: no host path, no preview (it slices what it needs). */
+export interface ChildRefHandle {
+  ref: string;
+  path: string;
+  kind: ResultRef['kind'];
+  bytes: number;
+  rows?: number;
+}
+
+export interface ChildRefsDeps {
+  store: FsResultStore;
+  pool?: DuckdbHelperPool;
+  getRun: (runId: string) => Promise<RunRecord | undefined>;
+  ledger: Ledger;
+  limits?: Partial<SliceLimits>;
+}
+
+export interface ChildRefCall {
+  runId: string;
+  leaseId: string;
+  method: string;
+  params: unknown;
+}
+
+/** Pure: may `callerRunId` slice the refs of `target`? Only a strict descendant in its tree. */
+export function isDescendant(callerRunId: string, callerRootRunId: string, target: Pick<RunRecord, 'id' | 'rootRunId' | 'path'> | undefined): boolean {
+  if (!target || target.id === callerRunId || target.rootRunId !== callerRootRunId) return false;
+  if (target.path[target.path.length - 1] !== target.id) return false;
+  return target.path.slice(0, -1).includes(callerRunId);
+}
+
+export function handleOf(r: ResultRef): ChildRefHandle {
+  return { ref: r.ref, path: r.path, kind: r.kind, bytes: r.bytes, ...(r.rows !== undefined ? { rows: r.rows } : {}) };
+}
+
+/** Cuts a slice until its JSON is at most `max` bytes: rows from the end, text at a UTF-8 boundary. */
+export function fitReply(o: SliceOutput, max: number = CHILD_REPLY_BYTES): SliceOutput {
+  const size = (x: unknown) => Buffer.byteLength(JSON.stringify(x));
+  const total = size(o);
+  if (total <= max) return o;
+  const note = `${o.note ? `${o.note}; ` : ''}cut to fit a ${max}-byte broker reply`;
+  if (o.rows) {
+    const rows = [...o.rows];
+    let bytes = total;
+    while (rows.length > 0 && bytes > max - 200) bytes -= size(rows.pop()) + 1;
+    const dropped = o.rows.length - rows.length;
+    return { ...o, rows, returned: rows.length, more: o.more + dropped, note };
+  }
+  if (o.text !== undefined) {
+    const overhead = total - size(o.text) + 200;
+    let text = o.text;
+    // JSON escaping can grow a string; shrink until the encoded form fits.
+    while (text.length > 0 && size(text) + overhead > max) text = text.slice(0, Math.floor(text.length * 0.8));
+    if (o.encoding === 'base64') text = text.slice(0, text.length - (text.length % 4));
+    else text = text.replace(/[\uD800-\uDBFF]$/, '');
+    return { ...o, text, more: Math.max(o.more, 1), moreExact: false, note };
+  }
+  return o;
+}
+
+function str(p: Record<string, unknown>, k: string): string {
+  return typeof p[k] === 'string' ? (p[k] as string) : '';
+}
+function num(p: Record<string, unknown>, k: string): number | undefined {
+  return typeof p[k] === 'number' ? (p[k] as number) : undefined;
+}
+
+export class ChildRefs {
+  readonly service: RefService;
+
+  constructor(private readonly d: ChildRefsDeps) {
+    this.service = new RefService({
+      store: d.store,
+      slicer: new Slicer(d.store, { ...(d.pool ? { pool: d.pool } : {}), limits: { ...CHILD_SLICE_LIMITS, ...d.limits } }),
+      getRun: d.getRun,
+    });
+  }
+
+  /** The handles of a run's refs (bounded), for a spawn summary: the caller already owns the run. */
+  async handlesOf(runId: string): Promise<{ refs: ChildRefHandle[]; more: number }> {
+    const l = await this.service.list(runId);
+    const all = l.ok ? l.value : [];
+    return { refs: all.slice(0, MAX_LISTED_REFS).map(handleOf), more: Math.max(0, all.length - MAX_LISTED_REFS) };
+  }
+
+  /** One broker call. Throws a BrigError (the broker turns it into an error reply). */
+  async handle(call: ChildRefCall): Promise<unknown> {
+    const p = call.params && typeof call.params === 'object' ? (call.params as Record<string, unknown>) : {};
+    const caller = await this.d.getRun(call.runId);
+    if (!caller) throw new BrigError('not_running', `run ${call.runId} is not known to this supervisor`);
+    if (call.method === 'refs.list') {
+      const target = str(p, 'run');
+      if (!isDescendant(caller.id, caller.rootRunId, await this.d.getRun(target))) {
+        this.denied(call, 'run_not_found');
+        throw new BrigError('run_not_found', `run ${target.slice(0, 80)} is not a descendant of this run`);
+      }
+      return this.handlesOf(target);
+    }
+    const ref = str(p, 'ref');
+    await this.authorizeRef(call, caller, ref);
+    return fitReply(unwrap(await this.slice(call.method, ref, p)));
+  }
+
+  private async authorizeRef(call: ChildRefCall, caller: RunRecord, ref: string): Promise<void> {
+    let owner: RunRecord | undefined;
+    try {
+      owner = await this.d.getRun((await this.d.store.get(ref)).runId);
+    } catch (e) {
+      if (!(e instanceof BrigError && e.code === 'ref_not_found')) throw e;
+    }
+    if (isDescendant(caller.id, caller.rootRunId, owner)) return;
+    // The same words as a missing ref: existence outside the subtree is not disclosed.
+    if (owner) this.denied(call, 'ref_not_found');
+    throw new BrigError('ref_not_found', `no ref ${ref.slice(0, 80)} among this run's descendants`);
+  }
+
+  private slice(method: string, ref: string, p: Record<string, unknown>): Promise<Result<SliceOutput>> {
+    const s = this.service;
+    switch (method as ChildRefMethod) {
+      case 'refs.read': {
+        const line = num(p, 'line');
+        const lines = num(p, 'lines');
+        const length = num(p, 'length');
+        return s.read(ref, line !== undefined ? { line, ...(lines !== undefined ? { lines } : {}) } : { offset: num(p, 'offset') ?? 0, ...(length !== undefined ? { length } : {}) });
+      }
+      case 'refs.grep': {
+        const opts = { maxMatches: num(p, 'maxMatches'), context: num(p, 'context'), ignoreCase: p.ignoreCase === true, fixed: p.fixed === true };
+        return s.grep(ref, str(p, 'pattern'), Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)));
+      }
+      case 'refs.jq':
+        return s.jq(ref, str(p, 'filter'));
+      case 'refs.sql': {
+        const maxRows = num(p, 'maxRows');
+        return s.sql(ref, str(p, 'sql'), maxRows !== undefined ? { maxRows } : {});
+      }
+      case 'refs.jsonpath':
+        return s.jsonpath(ref, str(p, 'path'));
+      default:
+        throw new BrigError('invalid_input', `unknown method ${method.slice(0, 64)}`);
+    }
+  }
+
+  /** Content-free (INV-7): ids and enums only; the ref id itself is not logged. */
+  private denied(call: ChildRefCall, code: 'ref_not_found' | 'run_not_found'): void {
+    try {
+      this.d.ledger.append({ type: 'broker.denied', runId: call.runId, leaseId: call.leaseId, method: call.method, code, reason: 'not_descendant' });
+    } catch {
+      // A failing ledger must not turn a refusal into a crash; its owner reports the error.
+    }
+  }
+}
+
+function unwrap(r: Result<SliceOutput>): SliceOutput {
+  if (!r.ok) throw r.error;
+  return r.value;
+}
