@@ -68,6 +68,40 @@ const OUTSIDER = (foreign: { ref: string; run: string }) => `export default asyn
   return { other, otherList, missing, sibling: sibling.result, siblingRun: sibling.runId, ref };
 }`;
 
+/** 4000 quote-heavy lines (~330 KB): JSON escaping grows every slice of it. */
+const BIG_WRITER = `import { writeFileSync } from 'node:fs';
+export default async function () {
+  const rows = [];
+  for (let i = 0; i < 4000; i++) rows.push(JSON.stringify({ i, q: '"'.repeat(40), pad: 'p'.repeat(20) }));
+  writeFileSync('/workspace/out/big.jsonl', rows.join('\\n') + '\\n');
+  return { wrote: rows.length };
+}`;
+
+/** Spawns BIG_WRITER and hands back its ref id: the grandparent slices it. */
+const MIDDLE = `export default async function (brig) {
+  const c = await brig.spawn({ task: 'write big', script: ${JSON.stringify(BIG_WRITER)} });
+  return { ref: c.refs.find((r) => r.path === 'out/big.jsonl').ref, run: c.runId };
+}`;
+
+const GRANDPARENT = `export default async function (brig) {
+  const m = await brig.spawn({ task: 'delegate', script: ${JSON.stringify(MIDDLE)}, caps: ['spawn'] });
+  const h = brig.ref(m.result.ref);
+  const size = (x) => Buffer.byteLength(JSON.stringify(x));
+  const all = await h.read({ offset: 0, length: 1048576 });
+  const lines = await h.read({ line: 1, lines: 10000 });
+  const rows = await h.sql('SELECT * FROM ref', { maxRows: 10000 });
+  const count = await h.sql('SELECT count(*) FROM ref');
+  const grep = await h.grep('pad', { maxMatches: 10000 });
+  const listed = await brig.refs(m.result.run);
+  return {
+    count: count.rows, listed: listed.map((r) => r.path).sort(),
+    all: { size: size(all), bytes: Buffer.byteLength(all.text), more: all.more, note: all.note ?? null },
+    lines: { size: size(lines), returned: lines.returned, more: lines.more },
+    rows: { size: size(rows), returned: rows.returned, more: rows.more, first: rows.rows[0] },
+    grep: { size: size(grep), returned: grep.returned, more: grep.more },
+  };
+}`;
+
 function ledgerEvents(home: string): LedgerEvent[] {
   const dir = brigPaths(home).ledger;
   return fs
@@ -157,6 +191,29 @@ test('[INV-5] a run cannot slice refs outside its descendants (another tree, a s
     // A truly missing ref is not a cross-tree probe and is not logged as one; no ref id is logged.
     assert.equal(events.length, 3);
     assert.ok(!JSON.stringify(events).includes(foreign.ref) && !JSON.stringify(events).includes(v.ref));
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
+
+test('[INV-3] a grandparent slices its grandchild\'s ref; every reply stays under the 48 KiB cap and says how much more there was', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const c = await supervisorAt(home);
+  try {
+    const r = await c.supervisor.spawn({ task: 'two levels down', script: GRANDPARENT, caps: ['spawn', 'refs.read'] });
+    assert.ok(r.ok, r.ok ? '' : r.error.message);
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    const v = r.value.result as Record<string, any>;
+    assert.deepEqual(v.count, [[4000]]);
+    assert.ok(v.listed.includes('out/big.jsonl'));
+    for (const k of ['all', 'lines', 'rows', 'grep']) assert.ok(v[k].size <= 48 * 1024, `${k}: ${v[k].size} bytes`);
+    assert.ok(v.all.bytes <= 32 * 1024 && v.all.bytes > 0 && v.all.more > 0, JSON.stringify(v.all));
+    assert.ok(v.lines.returned > 0 && v.lines.returned + v.lines.more === 4000, JSON.stringify(v.lines));
+    assert.ok(v.rows.returned > 0 && v.rows.returned <= 200 && v.rows.returned + v.rows.more === 4000, JSON.stringify(v.rows));
+    assert.deepEqual(v.rows.first, [0, '"'.repeat(40), 'p'.repeat(20)]);
+    assert.ok(v.grep.returned > 0 && v.grep.returned <= 100 && v.grep.more > 0, JSON.stringify(v.grep));
   } finally {
     await c.close();
   }
