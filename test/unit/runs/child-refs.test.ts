@@ -1,8 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { CHILD_REPLY_BYTES, fitReply, isDescendant } from '../../../src/runs/index.js';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { MemoryLedger } from '../../../src/ledger/index.js';
+import { FsResultStore } from '../../../src/results/index.js';
+import { CHILD_REPLY_BYTES, ChildRefs, fitReply, isDescendant, type RunRecord } from '../../../src/runs/index.js';
 import type { SliceOutput } from '../../../src/slice/index.js';
+import type { BrigError } from '../../../src/util/errors.js';
 
 const run = (path: string[]) => ({ id: path[path.length - 1]!, rootRunId: path[0]!, path });
 
@@ -58,4 +65,39 @@ test('fitReply: a small slice is untouched; rows and text are cut under the repl
   const b64 = fitReply(base({ verb: 'read', unit: 'bytes', text: 'QUJD'.repeat(20_000), encoding: 'base64' }));
   assert.equal(b64.text!.length % 4, 0);
   assert.ok(Buffer.byteLength(JSON.stringify(b64)) <= CHILD_REPLY_BYTES);
+});
+
+/** A tree root → p → c, a sibling q, and another tree x; each run has one text ref. */
+async function tree(t: { after: (fn: () => Promise<void>) => void }) {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'brig-child-refs-'));
+  t.after(() => fsp.rm(dir, { recursive: true, force: true }));
+  const store = new FsResultStore({ dir });
+  const runs = new Map<string, RunRecord>();
+  const add = (p: string[]) => runs.set(p[p.length - 1]!, { id: p[p.length - 1]!, rootRunId: p[0]!, path: p, parentRunId: p.length > 1 ? p[p.length - 2]! : null } as RunRecord);
+  [['root'], ['root', 'p'], ['root', 'p', 'c'], ['root', 'q'], ['x']].forEach(add);
+  const refOf: Record<string, string> = {};
+  for (const r of runs.values()) refOf[r.id] = (await store.writeStream(r.id, r.rootRunId, 'n.txt', Readable.from([Buffer.from(`hello from ${r.id}\n`)]))).ref;
+  const ledger = new MemoryLedger();
+  const refs = new ChildRefs({ store, ledger, getRun: async (id) => runs.get(id) });
+  return { refs, refOf, ledger };
+}
+
+test('[INV-5] ChildRefs: a descendant\'s ref reads; its own, a sibling\'s, another tree\'s are ref_not_found and ledgered without the ref id', async (t) => {
+  const { refs, refOf, ledger } = await tree(t);
+  const call = (runId: string, method: string, params: unknown) => refs.handle({ runId, leaseId: `l-${runId}`, method, params });
+  const read = (await call('root', 'refs.read', { ref: refOf.c, line: 1 })) as SliceOutput;
+  assert.equal(read.text, 'hello from c\n');
+  const listed = (await call('p', 'refs.list', { run: 'c' })) as { refs: { ref: string; path: string; kind: string }[]; more: number };
+  assert.deepEqual(listed, { refs: [{ ref: refOf.c, path: 'n.txt', kind: 'text', bytes: 13 }], more: 0 });
+  for (const [caller, target] of [['p', 'p'], ['p', 'q'], ['p', 'root'], ['p', 'x'], ['c', 'p']] as const) {
+    await assert.rejects(call(caller, 'refs.read', { ref: refOf[target] }), (e: BrigError) => e.code === 'ref_not_found', `${caller} → ${target}`);
+  }
+  await assert.rejects(call('p', 'refs.read', { ref: 'ref_aaaaaaaaaaaaaaaaaaaaaaaaaa' }), (e: BrigError) => e.code === 'ref_not_found');
+  await assert.rejects(call('p', 'refs.list', { run: 'q' }), (e: BrigError) => e.code === 'run_not_found');
+  await assert.rejects(call('p', 'refs.list', { run: '../root' }), (e: BrigError) => e.code === 'run_not_found');
+  await assert.rejects(call('ghost', 'refs.read', { ref: refOf.c }), (e: BrigError) => e.code === 'not_running');
+  const denied = ledger.events.filter((e) => e.type === 'broker.denied');
+  assert.equal(denied.length, 7, 'five cross-subtree reads and two lists; a missing ref is not a probe');
+  assert.ok(denied.every((e) => e.reason === 'not_descendant' && e.leaseId === `l-${e.runId}`));
+  assert.ok(!Object.values(refOf).some((r) => JSON.stringify(denied).includes(r)), 'no ref id in the ledger');
 });
