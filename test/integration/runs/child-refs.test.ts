@@ -102,6 +102,25 @@ const GRANDPARENT = `export default async function (brig) {
   };
 }`;
 
+/** The child chooses only the query: the coordinator's lockdown still applies. */
+const HOSTILE = `export default async function (brig) {
+  const c = await brig.spawn({ task: 'write data', script: ${JSON.stringify(WRITER)} });
+  const h = c.refs.find((r) => r.path === 'out/data.jsonl');
+  const out = {};
+  const tries = {
+    readText: () => h.sql("SELECT * FROM read_text('/etc/passwd')"),
+    replacementScan: () => h.sql("SELECT * FROM '/etc/passwd'"),
+    twoStatements: () => h.sql('SELECT 1; SELECT 2'),
+    attach: () => h.sql("ATTACH '/tmp/x.db' AS x"),
+    jqEnv: () => h.jq('$ENV'),
+    jqInput: () => h.jq('input_filename'),
+  };
+  for (const [k, fn] of Object.entries(tries)) {
+    try { out[k] = { ok: await fn() }; } catch (e) { out[k] = { code: e.code, message: e.message }; }
+  }
+  return out;
+}`;
+
 function ledgerEvents(home: string): LedgerEvent[] {
   const dir = brigPaths(home).ledger;
   return fs
@@ -214,6 +233,31 @@ test('[INV-3] a grandparent slices its grandchild\'s ref; every reply stays unde
     assert.ok(v.rows.returned > 0 && v.rows.returned <= 200 && v.rows.returned + v.rows.more === 4000, JSON.stringify(v.rows));
     assert.deepEqual(v.rows.first, [0, '"'.repeat(40), 'p'.repeat(20)]);
     assert.ok(v.grep.returned > 0 && v.grep.returned <= 100 && v.grep.more > 0, JSON.stringify(v.grep));
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
+
+test('[INV-5] a child\'s hostile sql/jq through the broker meets the same lockdown: refused, no host file or env leaks', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const c = await supervisorAt(home);
+  try {
+    const r = await c.supervisor.spawn({ task: 'try to escape', script: HOSTILE, caps: ['spawn', 'refs.read'] });
+    assert.ok(r.ok, r.ok ? '' : r.error.message);
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    const v = r.value.result as Record<string, { ok?: any; code?: string; message?: string }>;
+    for (const k of ['readText', 'replacementScan', 'twoStatements', 'attach']) {
+      assert.ok(v[k]!.code === 'query_refused' || v[k]!.code === 'query_failed', `${k}: ${JSON.stringify(v[k])}`);
+    }
+    assert.equal(v.twoStatements!.code, 'query_refused');
+    // jq runs with an empty environment and reads stdin: nothing of the host shows.
+    const lines = (x: { ok?: any; code?: string }) => (x.ok ? (x.ok.text as string).split('\n').filter(Boolean) : []);
+    assert.ok(v.jqEnv!.code !== undefined || lines(v.jqEnv!).every((l) => l === '{}'), JSON.stringify(v.jqEnv).slice(0, 300));
+    assert.ok(v.jqInput!.code !== undefined || lines(v.jqInput!).every((l) => l === 'null' || l === '"<stdin>"'), JSON.stringify(v.jqInput).slice(0, 300));
+    const text = JSON.stringify(v);
+    assert.ok(!text.includes('root:x:0:0') && !text.includes(home) && !text.includes('/results/'), text.slice(0, 500));
   } finally {
     await c.close();
   }
