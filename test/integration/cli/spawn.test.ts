@@ -43,7 +43,8 @@ test('[INV-8] brig spawn runs a command in a fresh jail, collects out/ as refs, 
   assert.equal(env.endReason, 'completed');
   assert.deepEqual(env.files, [{ path: 'd/x.txt', bytes: 3 }]);
   assert.equal(env.resultDir, path.join(h, 'results', env.runId, env.runId, 'out'));
-  assert.deepEqual(env.refs.map((r) => [r.path, r.bytes]), [['out/d/x.txt', 3]]);
+  // out/ files, and the bounded stdout as its own ref (issue 5: stdio becomes ResultRefs too).
+  assert.deepEqual(env.refs.map((r) => [r.path, r.bytes]), [['out/d/x.txt', 3], ['stdout.txt', 10]]);
   const read = await brig(['ref', 'read', env.refs[0]!.ref], h);
   assert.equal(read.code, 0, read.stderr);
   assert.match(read.stdout, /abc/);

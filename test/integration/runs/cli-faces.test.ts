@@ -40,7 +40,8 @@ test('CLI without a daemon: spawn --script, list, and fast, coded refusals for k
   assert.deepEqual(env.result, { task: 'write a' });
   assert.deepEqual(env.missingOutputs, ['b.txt']);
   assert.deepEqual(env.files.map((f) => f.path), ['a.txt']);
-  assert.deepEqual(env.refs.map((x) => x.path), ['out/a.txt']);
+  // out/ files, and the script's result value as a ref of its own.
+  assert.deepEqual(env.refs.map((x) => x.path).sort(), ['out/a.txt', 'result.json']);
 
   const list = await brig(['list', '--label', 'cli', '--json'], home);
   assert.equal(list.code, 0, list.stderr);
