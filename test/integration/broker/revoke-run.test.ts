@@ -44,9 +44,8 @@ test('[INV-8] revoking a lease in the middle of a run ends that run and its desc
         ended.push(w.value);
       }
       for (const e of ended) assert.deepEqual([e.status, e.endReason], ['ended', 'killed'], e.id);
-      await t.test('killedBy is operator for every run in the revoked subtree', { todo: 'the supervisor attributes lease-revoke kills to `system` (LeasePort.onRevoked drops `by`)' }, () => {
-        for (const e of ended) assert.equal(e.killedBy, 'operator', e.id);
-      });
+      // The revoker is an operator: every run in the revoked subtree says so.
+      for (const e of ended) assert.equal(e.killedBy, 'operator', e.id);
     } finally {
       stop();
     }
