@@ -85,6 +85,7 @@ const MIDDLE = `export default async function (brig) {
 
 const GRANDPARENT = `export default async function (brig) {
   const m = await brig.spawn({ task: 'delegate', script: ${JSON.stringify(MIDDLE)}, caps: ['spawn'] });
+  if (!m.result) throw new Error('the middle run ended ' + m.endReason + ' without a result: ' + JSON.stringify(m.error));
   const h = brig.ref(m.result.ref);
   const size = (x) => Buffer.byteLength(JSON.stringify(x));
   const all = await h.read({ offset: 0, length: 1048576 });
