@@ -197,9 +197,15 @@ export class LeaseStore {
     if (!rec || want.length !== got.length || !timingSafeEqual(want, got) || rec.runId !== runId) return err(denied);
     // The cascade marks descendants, but check the ancestors too: a revoke racing an issue in
     // another process must still end the child.
-    for (const anc of this.lineage(rec.id)) {
+    const chain = this.lineage(rec.id);
+    for (const anc of chain) {
       const live = leaseLive(anc, this.now());
       if (!live.ok) return live;
+    }
+    // An ancestor that is missing or unreadable cannot be shown unrevoked: no lease (fail closed).
+    const top = chain[chain.length - 1]!;
+    if (top.parentLeaseId !== null) {
+      return err(new BrigError('lease_expired', `lease ${rec.id} has a missing or unreadable ancestor ${top.parentLeaseId}`, { data: { leaseId: rec.id } }));
     }
     return ok(rec);
   }

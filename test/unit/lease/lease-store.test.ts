@@ -177,6 +177,33 @@ test('a corrupt lease file is no lease (fail closed)', () =>
     assert.equal(s.get(root.value.record.id), undefined);
   }));
 
+test('a child whose ancestor record is missing or unreadable is no lease (fail closed)', () =>
+  withStore((s, { dir }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    const c = s.issueChild({ parentLeaseId: root.value.record.id, request: undefined, profile: 'coordinator', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(c.ok);
+    const g = s.issueChild({ parentLeaseId: c.value.record.id, request: undefined, profile: 'worker', runId: 'r2', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(g.ok);
+    assert.ok(s.verify(g.value.token, 'r2').ok, 'verifies while the lineage is whole');
+    // A revoked root whose record then vanishes must not leave its subtree live.
+    const cFile = path.join(dir, `${c.value.record.id}.json`);
+    const cText = fs.readFileSync(cFile, 'utf8');
+    fs.writeFileSync(cFile, '{"garbled":');
+    const mid = s.verify(g.value.token, 'r2');
+    assert.ok(!mid.ok);
+    assert.equal(mid.error.code, 'lease_expired');
+    assert.match(mid.error.message, /missing or unreadable ancestor/);
+    fs.writeFileSync(cFile, cText);
+    assert.ok(s.verify(g.value.token, 'r2').ok, 'whole again');
+    fs.rmSync(path.join(dir, `${root.value.record.id}.json`));
+    for (const [token, run] of [[c.value.token, 'r1'], [g.value.token, 'r2']] as const) {
+      const v = s.verify(token, run);
+      assert.ok(!v.ok);
+      assert.match(v.error.message, /missing or unreadable ancestor/);
+    }
+  }));
+
 test('watchRevocations: a revoke written by another process reaches this store\'s listeners once', () =>
   withStore(async (s, { dir, ledger, clock }) => {
     const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
