@@ -53,6 +53,12 @@ for (const [m, cap] of Object.entries(METHODS)) report.caps[m] = { cap, got: cod
 report.auth.bad = code(await call(c, 'progress', {}, 'A'.repeat(43)));
 report.auth.other = code(await call(c, 'progress', {}, OTHER));
 report.auth.missing = code(await c.send({ v: 1, id: ++id, method: 'hello' }));
+// Every method, not only one: a bad bearer and another run's bearer.
+report.authAll = { bad: {}, other: {} };
+for (const m of Object.keys(METHODS)) {
+  report.authAll.bad[m] = code(await call(c, m, {}, 'A'.repeat(43)));
+  report.authAll.other[m] = code(await call(c, m, {}, OTHER));
+}
 
 // A 10 MB line on its own connection.
 const big = await connect();
@@ -86,16 +92,24 @@ report.hostile.halfOpenClosed = silent.closed;
 
 // Phase 2: the host expires, then revokes, this run's lease while it keeps calling.
 console.log('PHASE1-DONE');
+// Every method is tried in each round (paced under the refill rate, so the answers are the
+// lease's, not the rate limiter's); `byMethod` records which methods met each kind.
 const seen = [];
+const byMethod = { expired: {}, revoked: {} };
+const all = Object.keys(METHODS);
 const deadline = Date.now() + 30000;
-while (Date.now() < deadline && seen.length < 2) {
-  const r = await call(c, 'hello');
-  if (!r.ok && r.error.code === 'lease_expired') {
-    const kind = /revoked/.test(r.error.message) ? 'revoked' : 'expired';
-    if (!seen.includes(kind)) seen.push(kind);
+while (Date.now() < deadline && !(seen.length === 2 && all.every((m) => byMethod.revoked[m]))) {
+  for (const m of all) {
+    const r = await call(c, m, {});
+    if (!r.ok && r.error.code === 'lease_expired') {
+      const kind = /revoked/.test(r.error.message) ? 'revoked' : 'expired';
+      if (!seen.includes(kind)) seen.push(kind);
+      byMethod[kind][m] = true;
+    }
   }
-  await sleep(50);
+  await sleep(300);
 }
 report.phases.seen = seen;
+report.phases.byMethod = { expired: Object.keys(byMethod.expired).sort(), revoked: Object.keys(byMethod.revoked).sort() };
 console.log('REPORT ' + JSON.stringify(report));
 process.exit(0);

@@ -56,7 +56,8 @@ test('[INV-1] from inside a real jail: no capability, bad/other-run/expired/revo
       if (phase === 0 && out.includes('PHASE1-DONE')) {
         f.clock.t += 700_000; // past the child's expiry
         phase = 1;
-      } else if (phase === 1 && f.events().some((e) => e.type === 'broker.denied' && e.runId === runId && e.code === 'lease_expired')) {
+      } else if (phase === 1 && METHOD_NAMES.every((m) => f.events().some((e) => e.type === 'broker.denied' && e.runId === runId && e.code === 'lease_expired' && e.method === m))) {
+        // Every method has met the expired bearer: now revoke it.
         f.clock.t -= 700_000;
         assert.ok(f.leases.revoke(child.record.id, 'operator').ok);
         phase = 2;
@@ -77,6 +78,13 @@ test('[INV-1] from inside a real jail: no capability, bad/other-run/expired/revo
       else assert.notEqual(rep.caps[m].got, 'capability_denied', m);
     }
     assert.deepEqual(rep.auth, { bad: 'unauthenticated', other: 'unauthenticated', missing: 'invalid_input' });
+    for (const m of METHOD_NAMES) {
+      assert.equal(rep.authAll.bad[m], 'unauthenticated', `bad bearer: ${m}`);
+      assert.equal(rep.authAll.other[m], 'unauthenticated', `other run's bearer: ${m}`);
+    }
+    const sorted = [...METHOD_NAMES].sort();
+    assert.deepEqual(rep.phases.byMethod.expired, sorted, 'every method refused with an expired bearer');
+    assert.deepEqual(rep.phases.byMethod.revoked, sorted, 'every method refused with a revoked bearer');
     assert.equal(rep.hostile.bigLine, 'invalid_input');
     assert.equal(rep.hostile.bigLineClosed, true);
     for (const k of ['invalidJson', 'deepNesting', 'unknown', 'proto']) assert.equal(rep.hostile[k], 'invalid_input', k);
@@ -89,8 +97,12 @@ test('[INV-1] from inside a real jail: no capability, bad/other-run/expired/revo
     const denied = f.events().filter((e) => e.type === 'broker.denied' && e.runId === runId);
     const has = (code: string, method?: string) => denied.some((e) => e.code === code && (method === undefined || e.method === method));
     for (const m of METHOD_NAMES) if (requiredCapability(m) !== null) assert.ok(has('capability_denied', m), `ledger: ${m}`);
-    assert.equal(denied.filter((e) => e.code === 'unauthenticated').length, 2);
-    assert.ok(has('lease_expired') && has('rate_limited') && has('invalid_input'));
+    assert.equal(denied.filter((e) => e.code === 'unauthenticated').length, 2 + 2 * METHOD_NAMES.length);
+    for (const m of METHOD_NAMES) {
+      assert.equal(denied.filter((e) => e.code === 'unauthenticated' && e.method === m).length, m === 'progress' ? 4 : 2, `ledger: bad + other bearer on ${m}`);
+      assert.ok(has('lease_expired', m), `ledger: expired/revoked bearer on ${m}`);
+    }
+    assert.ok(has('rate_limited') && has('invalid_input'));
     assert.deepEqual(f.abused, [runId], 'a 10,000-message burst is sustained abuse');
     bc.close();
   } finally {
