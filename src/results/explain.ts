@@ -21,6 +21,8 @@ export interface ExplainInput {
   leaseDecisions?: string[];
   refs: Pick<ResultRef, 'ref' | 'path' | 'kind' | 'bytes' | 'rows' | 'expiresAt'>[];
   savings?: Savings;
+  /** For a root run: the savings of every run of its tree, rolled up (rollUpSavings). */
+  treeSavings?: Savings & { runs: number };
   condensationLevel?: number;
 }
 
@@ -51,6 +53,13 @@ export function renderExplain(x: ExplainInput): string {
     const s = x.savings;
     lines.push(
       'Savings (estimate):',
+      `  materialized: ${s.materializedBytes} bytes  re-entered: ${s.charsReentered} chars  estSavedTokens: ${s.estSavedTokens}${s.savedRatio !== undefined ? `  savedRatio: ${s.savedRatio}` : ''}`,
+    );
+  }
+  if (x.treeSavings) {
+    const s = x.treeSavings;
+    lines.push(
+      `Savings rolled up over the tree (${s.runs} run${s.runs === 1 ? '' : 's'}, estimate):`,
       `  materialized: ${s.materializedBytes} bytes  re-entered: ${s.charsReentered} chars  estSavedTokens: ${s.estSavedTokens}${s.savedRatio !== undefined ? `  savedRatio: ${s.savedRatio}` : ''}`,
     );
   }

@@ -1,6 +1,7 @@
 import { brigPaths, loadConfig } from '../../config/index.js';
 import { LeaseStore } from '../../lease/index.js';
-import { buildRunEnvelope, renderExplain } from '../../results/index.js';
+import { FsResultStore, buildRunEnvelope, renderExplain, rollUpSavings, type Savings } from '../../results/index.js';
+import { ReadOnlyRuns } from '../../runs/index.js';
 import { parseArgs, writeJson, type Command } from '../command.js';
 import { needPositionals } from './ref-shared.js';
 import { loadRunForEnvelope } from './result-shared.js';
@@ -24,6 +25,7 @@ const command: Command = {
           ...lease.refused.map((r) => `refused ${r.what}: ${r.code} (${r.reason})`),
         ]
       : [];
+    const treeSavings = run.rootRunId === run.id ? await rolledUpTree(io, run.id) : undefined;
     const input = {
       run: {
         runId: run.id,
@@ -39,6 +41,7 @@ const command: Command = {
       leaseDecisions,
       refs,
       savings: env.savings,
+      ...(treeSavings ? { treeSavings } : {}),
       condensationLevel: env.condensed.level,
     };
     if (p.bools.has('json')) {
@@ -49,4 +52,21 @@ const command: Command = {
     return 0;
   },
 };
+/**
+ * A root's savings rolled up over every run of its tree (the root included), each measured
+ * like the run's own: against its Level 1/3 envelope. Undefined when the root ran alone.
+ */
+async function rolledUpTree(io: Parameters<Command['run']>[1], rootRunId: string): Promise<ReturnType<typeof rollUpSavings> | undefined> {
+  const paths = brigPaths(loadConfig(io.env).home);
+  const tree = await new ReadOnlyRuns(paths.runs).list({ rootRunId });
+  if (tree.length < 2) return undefined;
+  const store = new FsResultStore({ dir: paths.results });
+  const each: Savings[] = [];
+  for (const r of tree) {
+    const refs = await store.list(r.id).catch(() => []);
+    each.push((await buildRunEnvelope(r, refs, { strategy: 'never' })).savings);
+  }
+  return rollUpSavings(each);
+}
+
 export default command;

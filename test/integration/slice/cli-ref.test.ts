@@ -5,6 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { main } from '../../../src/cli/cli.js';
+import { brigPaths } from '../../../src/config/index.js';
+import { LeaseStore, loadPolicyFile, shippedPoliciesDir } from '../../../src/lease/index.js';
+import { MemoryLedger } from '../../../src/ledger/index.js';
 import { FsResultStore } from '../../../src/results/index.js';
 
 async function brig(home: string, argv: string[]) {
@@ -88,4 +91,49 @@ test('[INV-3] brig result RUN prints the bounded envelope; brig explain RUN show
   assert.match(ex.out, /estSavedTokens: \d+/);
   const none = await brig(home, ['result', 'r-nope00']);
   assert.equal(none.code, 4);
+});
+
+test('brig explain RUN shows its lease decisions; a root shows its savings rolled up over the tree', async (t) => {
+  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-a5-explain-'));
+  t.after(() => fs.rm(home, { recursive: true, force: true }));
+  const pol = loadPolicyFile(path.join(shippedPoliciesDir(), 'default.yaml'));
+  assert.ok(pol.ok);
+  const leases = new LeaseStore({ dir: brigPaths(home).leases, policy: pol.value, ledger: new MemoryLedger() });
+  const root = leases.issueRoot({ profile: 'coordinator', runId: 'r-root01', rootRunId: 'r-root01', timeoutMs: 600_000 });
+  assert.ok(root.ok);
+  const kid = leases.issueChild({ parentLeaseId: root.value.record.id, request: { caps: ['llm', 'spawn'] }, profile: 'worker', runId: 'r-kid001', rootRunId: 'r-root01', timeoutMs: 60_000 });
+  assert.ok(kid.ok);
+  assert.ok(kid.value.record.refused.length > 0, 'the worker profile refuses something, so there is a decision to show');
+
+  const store = new FsResultStore({ dir: path.join(home, 'results') });
+  const rows = (n: number) => Array.from({ length: n }, (_, i) => JSON.stringify({ i, v: 'y'.repeat(30) })).join('\n') + '\n';
+  const kidRef = await store.writeStream('r-kid001', 'r-root01', 'rows.jsonl', Readable.from([Buffer.from(rows(5000))]));
+  const rootRef = await store.writeStream('r-root01', 'r-root01', 'rows.jsonl', Readable.from([Buffer.from(rows(3000))]));
+  const record = (id: string, parent: string | null, depth: number, leaseId: string) => ({
+    id, rootRunId: 'r-root01', parentRunId: parent, depth, label: id, status: 'ended', endReason: 'completed', killedBy: null,
+    createdAt: `2026-01-01T00:00:0${depth}.000Z`, startedAt: '2026-01-01T00:00:00.000Z', endedAt: '2026-01-01T00:00:01.000Z',
+    leaseId, result: { ok: true }, stdoutTail: '', error: null,
+  });
+  for (const r of [record('r-root01', null, 0, root.value.record.id), record('r-kid001', 'r-root01', 1, kid.value.record.id)]) {
+    await fs.mkdir(path.join(home, 'runs', r.id), { recursive: true });
+    await fs.writeFile(path.join(home, 'runs', r.id, 'run.json'), JSON.stringify(r));
+  }
+
+  const ex = await brig(home, ['explain', 'r-kid001']);
+  assert.equal(ex.code, 0, ex.err);
+  assert.match(ex.out, new RegExp(`Lease decisions:\\n  - lease ${kid.value.record.id} \\(profile worker, depth ${kid.value.record.depth}\\)`));
+  const refused = kid.value.record.refused[0]!;
+  assert.ok(ex.out.includes(`refused ${refused.what}: ${refused.code}`), ex.out);
+  assert.doesNotMatch(ex.out, /rolled up over the tree/, 'a child shows its own savings only');
+
+  const rx = await brig(home, ['explain', 'r-root01']);
+  assert.equal(rx.code, 0, rx.err);
+  const m = /Savings rolled up over the tree \(2 runs, estimate\):\n  materialized: (\d+) bytes  re-entered: (\d+) chars  estSavedTokens: (\d+)/.exec(rx.out);
+  assert.ok(m, rx.out);
+  assert.equal(Number(m[1]), kidRef.bytes + rootRef.bytes, 'the tree counts both runs\' refs');
+  const j = JSON.parse((await brig(home, ['explain', 'r-root01', '--json'])).out);
+  const jk = JSON.parse((await brig(home, ['explain', 'r-kid001', '--json'])).out);
+  assert.equal(j.treeSavings.runs, 2);
+  assert.equal(j.treeSavings.estSavedTokens, j.savings.estSavedTokens + jk.savings.estSavedTokens, 'the roll-up is the sum of the runs\' own');
+  assert.equal(j.treeSavings.materializedBytes, j.savings.materializedBytes + jk.savings.materializedBytes);
 });
