@@ -1,8 +1,10 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { CAPABILITIES, type Capability } from '../../lease/index.js';
+import { loadConfig } from '../../config/index.js';
+import { CAPABILITIES, loadPolicyFile, policyFileFor, profileOf, type Capability } from '../../lease/index.js';
 import type { SpawnRequestInput } from '../../runs/index.js';
 import { BrigError } from '../../util/errors.js';
+import { nearest } from '../../util/nearest.js';
 import { flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
 import { connectSupervisor } from '../connect.js';
 import { runBlock, runJson } from '../run-view.js';
@@ -32,7 +34,19 @@ const command: Command = {
     }
     const caps = p.flags.get('cap') ?? [];
     for (const c of caps) {
-      if (!(CAPABILITIES as readonly string[]).includes(c)) throw new BrigError('invalid_input', `unknown capability ${c}`, { hint: `Known: ${CAPABILITIES.join(', ')}` });
+      if (!(CAPABILITIES as readonly string[]).includes(c)) {
+        const near = nearest(c, CAPABILITIES);
+        throw new BrigError('invalid_input', `unknown capability ${c}`, { hint: `${near ? `Did you mean "${near}"? ` : ''}Known: ${CAPABILITIES.join(', ')}` });
+      }
+    }
+    // An unknown profile is refused here, with the nearest name, before a run is created.
+    // (The policy in force is the one the supervisor loads for this home.)
+    const profile = flag(p, 'profile');
+    if (profile !== undefined) {
+      const pol = loadPolicyFile(policyFileFor(loadConfig(io.env).home));
+      if (!pol.ok) throw pol.error;
+      const prof = profileOf(pol.value, profile);
+      if (!prof.ok) throw prof.error;
     }
     let script: string | undefined;
     if (scriptFile) {
