@@ -1,4 +1,5 @@
 import { buildRunEnvelope } from '../../results/index.js';
+import { BrigError } from '../../util/errors.js';
 import { parseArgs, writeJson, type Command } from '../command.js';
 import { needPositionals } from './ref-shared.js';
 import { configuredModel, loadRunForEnvelope } from './result-shared.js';
@@ -11,10 +12,17 @@ const command: Command = {
     const p = parseArgs(args, { valued: ['strategy'], booleans: ['json'] });
     const [runId] = needPositionals(p, 1, command.usage);
     const strategy = p.flags.get('strategy')?.at(-1);
+    if (strategy !== undefined && strategy !== 'auto' && strategy !== 'always' && strategy !== 'never') {
+      throw new BrigError('invalid_input', `--strategy must be auto, always or never, got ${JSON.stringify(strategy.slice(0, 40))}`, { hint: command.usage });
+    }
     const { run, refs } = await loadRunForEnvelope(io, runId!);
+    // Same answer as the API and the library (RefService.result): only an ended run has an envelope.
+    if (run.status !== 'ended') {
+      throw new BrigError('not_running', `run ${runId} has not ended (status ${run.status})`, { hint: '`brig wait RUN` first.', data: { status: run.status } });
+    }
     const model = configuredModel(io);
     const r = await buildRunEnvelope(run, refs, {
-      ...(strategy === 'auto' || strategy === 'always' || strategy === 'never' ? { strategy } : {}),
+      ...(strategy !== undefined ? { strategy } : {}),
       ...(model ? { model } : {}),
     });
     if (p.bools.has('json')) {

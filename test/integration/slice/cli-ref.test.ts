@@ -91,6 +91,18 @@ test('[INV-3] brig result RUN prints the bounded envelope; brig explain RUN show
   assert.match(ex.out, /estSavedTokens: \d+/);
   const none = await brig(home, ['result', 'r-nope00']);
   assert.equal(none.code, 4);
+  const badStrategy = await brig(home, ['result', 'r-abc123', '--strategy', 'sometimes']);
+  assert.notEqual(badStrategy.code, 0);
+  assert.match(badStrategy.err, /invalid_input/);
+  assert.match(badStrategy.err, /--strategy must be auto, always or never, got "sometimes"/);
+  // A run that has not ended has no envelope yet (the API says the same).
+  await fs.mkdir(path.join(home, 'runs', 'r-live01'), { recursive: true });
+  await fs.writeFile(path.join(home, 'runs', 'r-live01', 'run.json'), JSON.stringify({ ...record, id: 'r-live01', status: 'running', endReason: null, endedAt: null, result: null }));
+  const live = await brig(home, ['result', 'r-live01']);
+  assert.notEqual(live.code, 0);
+  assert.match(live.err, /not_running/);
+  assert.match(live.err, /brig wait RUN/);
+  assert.equal(live.out, '', 'no half envelope');
 });
 
 test('brig explain RUN shows its lease decisions; a root shows its savings rolled up over the tree', async (t) => {
