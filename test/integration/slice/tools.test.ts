@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { FsResultStore } from '../../../src/results/index.js';
 import { Slicer } from '../../../src/slice/index.js';
+import { boundedExec } from '../../../src/slice/bounded-exec.js';
 
 async function setup(t: import('node:test').TestContext) {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-h3-tools-'));
@@ -74,6 +75,14 @@ test('[INV-5] grep: matches with line numbers, "N more", context, ignoreCase; en
   const dash = await s.grep(ref.ref, '-e');
   assert.ok(dash.ok, 'a pattern starting with - is a pattern, not an option');
   assert.equal(dash.value.returned, 0);
+  // grep and jq are started by boundedExec: what it starts sees no environment at all (the
+  // secret set in setup is in ours), and its working directory is a fresh empty one.
+  const env = await boundedExec({ cmd: '/usr/bin/env', args: [], timeoutMs: 5000, maxBytes: 4096 });
+  assert.equal(env.code, 0);
+  assert.equal(env.stdout.toString('utf8'), '', 'empty environment');
+  assert.ok(process.env.BRIG_H3_TEST_SECRET, 'control: our own environment has the secret');
+  const ls = await boundedExec({ cmd: '/bin/ls', args: ['-A'], timeoutMs: 5000, maxBytes: 4096 });
+  assert.equal(ls.stdout.toString('utf8'), '', 'empty working directory');
 });
 
 test('[INV-5] grep: a catastrophic pattern cannot hang anything', async (t) => {
