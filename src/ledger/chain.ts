@@ -53,6 +53,53 @@ function lastLine(file: string): Record<string, unknown> | undefined {
   }
 }
 
+/** The first line of a file, read from its head (a first line with links stays under 64 KiB). */
+function firstLine(file: string): Record<string, unknown> | undefined {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(file, 'r');
+    const buf = Buffer.alloc(64 * 1024);
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    const text = buf.subarray(0, n).toString('utf8');
+    const nl = text.indexOf('\n');
+    const obj: unknown = JSON.parse(nl === -1 ? text : text.slice(0, nl));
+    return obj && typeof obj === 'object' && !Array.isArray(obj) ? (obj as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** How many of the newest segment files a new segment looks at for links (bounded cost). */
+const LINK_WINDOW = 50;
+
+/**
+ * Every closed segment (among the newest LINK_WINDOW) that no other segment links to yet, as
+ * `"<name> <last hash>"`, newest first. A new segment records them on its first line
+ * (`links`), so a segment that was still open when a later one started (a long-lived daemon's,
+ * while CLI segments came and went) is linked by the next segment opened after it closed:
+ * deleting it whole is then caught too, not only deleting the newest closed one.
+ */
+export function unlinkedClosedSegments(dir: string, except: string): string[] {
+  const names = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl') && f !== except)
+    .sort()
+    .reverse()
+    .slice(0, LINK_WINDOW);
+  const linked = new Set<string>();
+  const closed: string[] = [];
+  for (const name of names) {
+    const first = firstLine(path.join(dir, name));
+    const refs = [first?.link, ...(Array.isArray(first?.links) ? first.links : [])];
+    for (const l of refs) if (typeof l === 'string') linked.add(l.split(' ')[0]!);
+    const last = lastLine(path.join(dir, name));
+    if (last?.type === 'ledger.closed' && typeof last.hash === 'string') closed.push(`${name} ${last.hash}`);
+  }
+  return closed.filter((c) => !linked.has(c.split(' ')[0]!));
+}
+
 /**
  * The newest closed segment in a ledger directory as `"<name> <last hash>"`: a new segment
  * records it on its first line, so deleting or cutting an earlier closed segment breaks a

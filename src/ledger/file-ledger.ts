@@ -13,7 +13,8 @@
  * Two processes (a daemon and a CLI) never share a file: each FileLedger writes its own
  * segment `<utc-stamp>-<pid>-<random>.jsonl`, chained from a genesis bound to its name and
  * ended by a `ledger.closed` line; a segment's first line links to the newest closed segment
- * (name + last hash), so deleting or cutting an earlier segment is detected too.
+ * (name + last hash) and to every other closed segment no segment links yet (`links`), so
+ * deleting or cutting an earlier closed segment is detected too.
  * verifyLedger checks every segment.
  */
 import fs from 'node:fs';
@@ -21,10 +22,10 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import type { Ledger, LedgerEvent, LedgerValue } from './types.js';
-import { LEDGER_FORMAT, genesisHash, lineHash, segmentLink } from './chain.js';
+import { LEDGER_FORMAT, genesisHash, lineHash, segmentLink, unlinkedClosedSegments } from './chain.js';
 
 /** Fields the ledger owns; an event cannot set them. */
-const RESERVED = new Set(['v', 'seq', 'ts', 'prev', 'hash', 'link']);
+const RESERVED = new Set(['v', 'seq', 'ts', 'prev', 'hash', 'link', 'links']);
 /** Ledger strings are ids and enums: a long string is a bug or a leak, so it is cut. */
 const MAX_STRING = 200;
 const MAX_ARRAY = 64;
@@ -97,8 +98,12 @@ export class FileLedger implements Ledger {
       if (v !== undefined) line[k] = v;
     }
     if (seg.seq === 0) {
-      const link = segmentLink(this.dir, path.basename(seg.file));
+      const own = path.basename(seg.file);
+      const link = segmentLink(this.dir, own);
       if (link) line.link = link;
+      // Closed segments nobody links yet (e.g. a daemon's, closed after a CLI segment opened).
+      const more = unlinkedClosedSegments(this.dir, own).filter((l) => l !== link);
+      if (more.length > 0) line.links = more;
     }
     line.prev = seg.prev;
     const hash = lineHash(line);

@@ -44,6 +44,13 @@ function verifySegment(file: string): { lines: number; bad?: LedgerBreak; closed
       const broken = checkLink(path.dirname(file), line.link);
       if (broken) return at(broken);
     }
+    if (i === 0 && line.links !== undefined) {
+      if (!Array.isArray(line.links)) return at('links is not a list');
+      for (const l of line.links) {
+        const broken = checkLink(path.dirname(file), l);
+        if (broken) return at(broken);
+      }
+    }
     prev = line.hash as string;
     if (line.type === 'ledger.closed') closed = true;
   }

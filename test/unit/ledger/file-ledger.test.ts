@@ -141,3 +141,40 @@ test('deleting or cutting an earlier closed segment breaks the next segment\'s l
     assert.ok(verifyLedger(dir).ok);
   });
 });
+
+test('deleting a long-lived segment that closed after a later one opened is caught (links)', async () => {
+  await withDir(async (dir) => {
+    let t = Date.parse('2026-01-01T00:00:00Z');
+    const now = () => new Date(t);
+    // A daemon's segment stays open while a CLI writes and closes its own; then the daemon
+    // closes, and a new daemon starts.
+    const daemon = new FileLedger({ dir, now });
+    daemon.append({ type: 'run.spawned', runId: 'r1' });
+    t += 2000;
+    const cli = new FileLedger({ dir, now });
+    cli.append({ type: 'lease.revoked', leaseId: 'ls_1' });
+    await cli.close();
+    t += 2000;
+    daemon.append({ type: 'run.ended', runId: 'r1' });
+    await daemon.close();
+    t += 2000;
+    const next = new FileLedger({ dir, now });
+    next.append({ type: 'daemon.started' });
+    await next.close();
+    const head = JSON.parse(lines(next.segment)[0]!);
+    assert.match(head.link, new RegExp(`^${path.basename(cli.segment)} `));
+    assert.deepEqual(head.links.map((l: string) => l.split(' ')[0]), [path.basename(daemon.segment)]);
+    assert.ok(verifyLedger(dir).ok);
+    // An event cannot forge the field.
+    const forged = new FileLedger({ dir, now });
+    forged.append({ type: 'x', links: ['nope.jsonl 00'] });
+    await forged.close();
+    assert.ok(!('links' in JSON.parse(lines(forged.segment)[0]!)) || JSON.parse(lines(forged.segment)[0]!).links[0] !== 'nope.jsonl 00');
+    assert.ok(verifyLedger(dir).ok);
+    fs.rmSync(daemon.segment);
+    const gone = verifyLedger(dir);
+    assert.equal(gone.ok, false);
+    assert.deepEqual([gone.bad?.file, gone.bad?.line], [next.segment, 1]);
+    assert.match(gone.bad!.why, new RegExp(`${path.basename(daemon.segment)}, which is missing`));
+  });
+});
