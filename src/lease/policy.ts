@@ -131,7 +131,12 @@ export function parsePolicy(text: string, source: string): Result<Policy> {
   const lc = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
-    return err(policyError(source, doc.errors.map((e) => ({ text: `${source}:${e.linePos?.[0]?.line ?? '?'}: YAML: ${e.code}` }))));
+    // prettyErrors is off (no source excerpts in errors), so the line comes from our counter.
+    const yamlProblem = (e: (typeof doc.errors)[number]) => {
+      const line = e.linePos?.[0]?.line ?? lc.linePos(e.pos[0]).line;
+      return { text: `${source}:${line}: YAML ${e.code}: ${e.message.split('\n')[0]}` };
+    };
+    return err(policyError(source, doc.errors.map(yamlProblem)));
   }
   const parsed = PolicyFileSchema.safeParse(doc.toJS({ maxAliasCount: 50 }));
   if (!parsed.success) {

@@ -91,4 +91,8 @@ test('invalid YAML is an invalid_policy error, not a throw', () => {
   const r = parsePolicy('version: 1\nprofiles: [\n', 'bad.yaml');
   assert.ok(!r.ok);
   assert.equal(r.error.code, 'invalid_policy');
+  // A duplicate key names its line and says what is wrong, not only a code.
+  const dup = parsePolicy('version: 1\nprofiles: {}\nversion: 1\n', 'dup.yaml');
+  assert.ok(!dup.ok);
+  assert.match(dup.error.message, /^dup\.yaml:3: YAML DUPLICATE_KEY: .*unique/);
 });
