@@ -18,10 +18,13 @@ const command: Command = {
       const store = new LeaseStore({ dir: paths.leases, ledger });
       const reason = flag(p, 'reason');
       // Without a daemon this marks the records; a live supervisor ends the runs (killedBy operator).
+      const before = store.get(id)?.revoked ?? null;
       const r = store.revoke(id, 'operator', reason);
       if (!r.ok) throw r.error;
-      if (p.bools.has('json')) writeJson(io, { revoked: r.value.map((x) => ({ leaseId: x.id, runId: x.runId })) });
+      if (p.bools.has('json')) writeJson(io, { revoked: r.value.map((x) => ({ leaseId: x.id, runId: x.runId })), alreadyRevoked: before });
       else {
+        // Revoking again is not an error (the subtree is still swept), but say what happened.
+        if (before) io.stdout.write(`lease ${id} was already revoked by ${before.by} at ${before.at}\n`);
         io.stdout.write(`revoked ${r.value.length} lease(s)\n`);
         for (const x of r.value) io.stdout.write(`  ${x.id}  run ${x.runId}\n`);
       }

@@ -42,10 +42,13 @@ test('brig lease list / show / revoke over a small tree', async () => {
     assert.equal(rv.code, 0);
     assert.match(rv.out, /revoked 2 lease/);
     assert.ok(!s.verify(kid.value.token, 'r1').ok, 'the in-process store sees the CLI revoke');
+    const again = await brig(home, 'lease', 'revoke', root.value.record.id);
+    assert.equal(again.code, 0);
+    assert.match(again.out, /was already revoked by operator at .*\nrevoked 0 lease/);
     const after = JSON.parse((await brig(home, 'lease', 'list', '--json')).out).leases;
     assert.ok(after.every((l: { state: string }) => l.state === 'revoked'));
     const v = verifyLedger(brigPaths(home).ledger);
-    assert.ok(v.ok && v.lines === 3, 'two lease.revoked lines and a close line');
+    assert.ok(v.ok && v.lines === 4, 'two lease.revoked lines and two close lines');
   } finally {
     await fs.promises.rm(home, { recursive: true, force: true });
   }
