@@ -25,3 +25,4 @@ export { renderExplain } from './explain.js';
 export type { ExplainInput } from './explain.js';
 export { buildRunEnvelope, resultText } from './run-envelope.js';
 export type { EnvelopeRun, RunEnvelope } from './run-envelope.js';
+export { envelopeOnce, loadEnvelope, saveEnvelope } from './envelope-store.js';

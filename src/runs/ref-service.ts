@@ -5,7 +5,7 @@
  * Slicing itself is confined and read-only (INV-5, in slice/); this only routes and bounds.
  */
 import type { ModelProvider } from '../models/index.js';
-import { type CondenseOptions, type FsResultStore, type ResultRef, type RunEnvelope, type Savings, buildRunEnvelope, rollUpSavings } from '../results/index.js';
+import { type CondenseOptions, type FsResultStore, type ResultRef, type RunEnvelope, type Savings, envelopeOnce, rollUpSavings } from '../results/index.js';
 import type { GrepOptions, ReadRange, Slicer, SliceOutput } from '../slice/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import type { RunRecord } from './types.js';
@@ -49,7 +49,7 @@ export class RefService {
     return this.d.slicer.jsonpath(ref, expr, opts);
   }
 
-  /** The envelope of an ended run: condensed result, handles, savings. */
+  /** The envelope of an ended run (cast on first ask, then kept): condensed result, handles, savings. */
   async result(runId: string): Promise<Result<RunResult>> {
     const run = await this.d.getRun(runId);
     if (!run) return err(new BrigError('run_not_found', `no run ${runId}`));
@@ -57,7 +57,8 @@ export class RefService {
       return err(new BrigError('not_running', `run ${runId} has not ended (status ${run.status})`, { hint: '`brig wait RUN` first.', data: { status: run.status } }));
     }
     const refs = await this.refsOf(runId);
-    const env = await buildRunEnvelope(run, refs, { ...this.d.condense, ...(this.d.model ? { model: this.d.model } : {}) });
+    // Cast once and kept: every later ask (any face) gets the envelope the coordinator got.
+    const env = await envelopeOnce(this.d.store, run, refs, { ...this.d.condense, ...(this.d.model ? { model: this.d.model } : {}) });
     return ok({ runId, refs, ...env });
   }
 

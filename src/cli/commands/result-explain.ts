@@ -1,6 +1,6 @@
 import { brigPaths, loadConfig } from '../../config/index.js';
 import { LeaseStore } from '../../lease/index.js';
-import { FsResultStore, buildRunEnvelope, renderExplain, rollUpSavings, type Savings } from '../../results/index.js';
+import { type EnvelopeRun, FsResultStore, type ResultRef, type RunEnvelope, buildRunEnvelope, loadEnvelope, renderExplain, rollUpSavings, type Savings } from '../../results/index.js';
 import { ReadOnlyRuns } from '../../runs/index.js';
 import { parseArgs, writeJson, type Command } from '../command.js';
 import { needPositionals } from './ref-shared.js';
@@ -14,8 +14,8 @@ const command: Command = {
     const p = parseArgs(args, { booleans: ['json'] });
     const [runId] = needPositionals(p, 1, command.usage);
     const { run, refs } = await loadRunForEnvelope(io, runId!);
-    // Savings are measured against the envelope the coordinator got (Level 1/3: no model call here).
-    const env = await buildRunEnvelope(run, refs, { strategy: 'never' });
+    const store = new FsResultStore({ dir: brigPaths(loadConfig(io.env).home).results });
+    const env = await envelopeOf(store, run, refs);
     const leases = new LeaseStore({ dir: brigPaths(loadConfig(io.env).home).leases, ledger: { append: () => undefined } });
     const lease = run.leaseId ? leases.get(run.leaseId) : leases.byRunId(run.id);
     const leaseDecisions = lease
@@ -25,7 +25,7 @@ const command: Command = {
           ...lease.refused.map((r) => `refused ${r.what}: ${r.code} (${r.reason})`),
         ]
       : [];
-    const treeSavings = run.rootRunId === run.id ? await rolledUpTree(io, run.id) : undefined;
+    const treeSavings = run.rootRunId === run.id ? await rolledUpTree(io, store, run.id) : undefined;
     const input = {
       run: {
         runId: run.id,
@@ -53,18 +53,21 @@ const command: Command = {
   },
 };
 /**
- * A root's savings rolled up over every run of its tree (the root included), each measured
- * like the run's own: against its Level 1/3 envelope. Undefined when the root ran alone.
+ * Savings are measured against the envelope the coordinator got when it was kept; else against
+ * a Level 1/3 cast made here (no model call, and not kept: explaining must not decide it).
  */
-async function rolledUpTree(io: Parameters<Command['run']>[1], rootRunId: string): Promise<ReturnType<typeof rollUpSavings> | undefined> {
-  const paths = brigPaths(loadConfig(io.env).home);
-  const tree = await new ReadOnlyRuns(paths.runs).list({ rootRunId });
+async function envelopeOf(store: FsResultStore, run: EnvelopeRun, refs: ResultRef[]): Promise<RunEnvelope> {
+  return (await loadEnvelope(store, run.rootRunId, run.id)) ?? (await buildRunEnvelope(run, refs, { strategy: 'never' }));
+}
+
+/** A root's savings rolled up over every run of its tree (the root included). Undefined when it ran alone. */
+async function rolledUpTree(io: Parameters<Command['run']>[1], store: FsResultStore, rootRunId: string): Promise<ReturnType<typeof rollUpSavings> | undefined> {
+  const tree = await new ReadOnlyRuns(brigPaths(loadConfig(io.env).home).runs).list({ rootRunId });
   if (tree.length < 2) return undefined;
-  const store = new FsResultStore({ dir: paths.results });
   const each: Savings[] = [];
   for (const r of tree) {
     const refs = await store.list(r.id).catch(() => []);
-    each.push((await buildRunEnvelope(r, refs, { strategy: 'never' })).savings);
+    each.push((await envelopeOf(store, r, refs)).savings);
   }
   return rollUpSavings(each);
 }

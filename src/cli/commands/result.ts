@@ -1,19 +1,22 @@
-import { buildRunEnvelope } from '../../results/index.js';
+import { buildRunEnvelope, envelopeOnce } from '../../results/index.js';
 import { BrigError } from '../../util/errors.js';
 import { parseArgs, writeJson, type Command } from '../command.js';
-import { needPositionals } from './ref-shared.js';
+import { needPositionals, openRefs } from './ref-shared.js';
 import { configuredModel, loadRunForEnvelope } from './result-shared.js';
+
+const STRATEGIES = ['auto', 'always', 'never'] as const;
 
 const command: Command = {
   name: 'result',
-  summary: 'The envelope a coordinator receives for a run: condensed result, metrics, one line per ResultRef.',
+  summary: 'The envelope a coordinator receives for a run (cast once, then kept): condensed result, metrics, one line per ResultRef.',
   usage: 'brig result RUN [--strategy auto|always|never] [--json]',
   async run(args, io) {
     const p = parseArgs(args, { valued: ['strategy'], booleans: ['json'] });
     const [runId] = needPositionals(p, 1, command.usage);
-    const strategy = p.flags.get('strategy')?.at(-1);
-    if (strategy !== undefined && strategy !== 'auto' && strategy !== 'always' && strategy !== 'never') {
-      throw new BrigError('invalid_input', `--strategy must be auto, always or never, got ${JSON.stringify(strategy.slice(0, 40))}`, { hint: command.usage });
+    const given = p.flags.get('strategy')?.at(-1);
+    const strategy = STRATEGIES.find((s) => s === given);
+    if (given !== undefined && strategy === undefined) {
+      throw new BrigError('invalid_input', `--strategy must be auto, always or never, got ${JSON.stringify(given.slice(0, 40))}`, { hint: command.usage });
     }
     const { run, refs } = await loadRunForEnvelope(io, runId!);
     // Same answer as the API and the library (RefService.result): only an ended run has an envelope.
@@ -21,10 +24,10 @@ const command: Command = {
       throw new BrigError('not_running', `run ${runId} has not ended (status ${run.status})`, { hint: '`brig wait RUN` first.', data: { status: run.status } });
     }
     const model = configuredModel(io);
-    const r = await buildRunEnvelope(run, refs, {
-      ...(strategy !== undefined ? { strategy } : {}),
-      ...(model ? { model } : {}),
-    });
+    const opts = { ...(strategy !== undefined ? { strategy } : {}), ...(model ? { model } : {}) };
+    // Without --strategy: the envelope the coordinator got (cast once, kept). With it: a fresh
+    // cast for a look, not kept.
+    const r = strategy === undefined ? await envelopeOnce(openRefs(io).store, run, refs, opts) : await buildRunEnvelope(run, refs, opts);
     if (p.bools.has('json')) {
       writeJson(io, { envelope: r.envelope, level: r.condensed.level, originalTokens: r.condensed.originalTokens, ratio: r.condensed.ratio, savings: r.savings, refs: refs.map(({ preview: _p, ...x }) => x) });
       return 0;
