@@ -62,6 +62,11 @@ export class LeaseFiles {
       .filter((id) => LEASE_ID_RE.test(id));
   }
 
+  /** Ids whose file exists but is not a valid record (operators must see these, not lose them). */
+  unreadable(): string[] {
+    return this.ids().filter((id) => this.read(id) === undefined);
+  }
+
   all(): LeaseRecord[] {
     return this.ids()
       .map((id) => this.read(id))

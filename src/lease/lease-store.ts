@@ -223,6 +223,11 @@ export class LeaseStore {
     return this.files.all();
   }
 
+  /** Lease files that are not valid records: treated as no lease (fail closed), listed for the operator. */
+  unreadable(): string[] {
+    return this.files.unreadable();
+  }
+
   /** The lease and its ancestors, up to the root lease (self first). */
   lineage(id: string): LeaseRecord[] {
     const out: LeaseRecord[] = [];

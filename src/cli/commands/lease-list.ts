@@ -11,10 +11,13 @@ const command: Command = {
     const store = new LeaseStore({ dir: brigPaths(loadConfig(io.env).home).leases, ledger: { append() {} } });
     const now = Date.now();
     const recs = store.list();
+    const bad = store.unreadable();
     if (p.bools.has('json')) {
-      writeJson(io, { leases: recs.map(({ tokenHash: _t, ...r }) => ({ ...r, state: leaseState(r as never, now) })) });
+      writeJson(io, { leases: recs.map(({ tokenHash: _t, ...r }) => ({ ...r, state: leaseState(r as never, now) })), unreadable: bad });
       return 0;
     }
+    // A damaged record is no lease (its run's calls are refused); say so rather than hide it.
+    for (const id of bad) io.stderr.write(`warning: lease file ${id}.json is not a valid record: treated as no lease (its run's broker calls are refused)\n`);
     if (recs.length === 0) {
       io.stdout.write('no leases\n');
       return 0;

@@ -47,6 +47,11 @@ test('brig lease list / show / revoke over a small tree', async () => {
     assert.match(again.out, /was already revoked by operator at .*\nrevoked 0 lease/);
     const after = JSON.parse((await brig(home, 'lease', 'list', '--json')).out).leases;
     assert.ok(after.every((l: { state: string }) => l.state === 'revoked'));
+    fs.writeFileSync(path.join(brigPaths(home).leases, `${kid.value.record.id}.json`), '{"id":');
+    const damaged = await brig(home, 'lease', 'list');
+    assert.equal(damaged.code, 0);
+    assert.match(damaged.err, new RegExp(`warning: lease file ${kid.value.record.id}\\.json is not a valid record`));
+    assert.deepEqual(JSON.parse((await brig(home, 'lease', 'list', '--json')).out).unreadable, [kid.value.record.id]);
     const v = verifyLedger(brigPaths(home).ledger);
     assert.ok(v.ok && v.lines === 4, 'two lease.revoked lines and two close lines');
   } finally {
