@@ -17,7 +17,9 @@ const command: Command = {
     // Only the ledger segments are readable; the helper enforces the same lockdown as `brig ref sql`.
     const r = await lockedQuery({ files, viewName: 'ledger', reader: 'read_ndjson', sql, maxRows: numberFlag(p, 'max-rows') ?? 1000 }).catch((e: unknown) => {
       if (e instanceof BrigError && e.code === 'query_refused') {
-        throw new BrigError('query_refused', e.message, { hint: 'Only one SELECT over the view `ledger` is allowed.' });
+        // The guard speaks of "this ref" (the slicer's words); here the one readable thing is the ledger.
+        const message = e.message.replace(/this ref: pass its id/g, 'the ledger: query the view `ledger`');
+        throw new BrigError('query_refused', message, { hint: 'Only one SELECT over the view `ledger` is allowed.' });
       }
       throw e;
     });

@@ -27,6 +27,10 @@ test('brig audit query runs a locked SELECT over every ledger segment and refuse
       assert.equal(r.code, 3, `${sql}: ${r.err}`);
       assert.match(r.err, /query_refused/);
     }
+    const ndjson = await brig(home, 'audit', 'query', `SELECT * FROM read_ndjson('${secret}')`);
+    assert.equal(ndjson.code, 3);
+    assert.match(ndjson.err, /may only read the ledger: query the view `ledger`/);
+    assert.doesNotMatch(ndjson.err, /this ref/);
   } finally {
     await fs.promises.rm(home, { recursive: true, force: true });
   }
