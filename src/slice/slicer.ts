@@ -19,7 +19,7 @@ import { type Reader, scrubPaths } from './helper-protocol.js';
 import { parseJsonPath } from './jsonpath.js';
 import { lockedQuery } from './locked-query.js';
 import { readBytes, readLines } from './read-slice.js';
-import { type SliceOutput, clamp, out } from './slice-output.js';
+import { type SliceOutput, clamp, intArg, out } from './slice-output.js';
 
 export type { SliceOutput, SliceVerb } from './slice-output.js';
 
@@ -81,8 +81,9 @@ export class Slicer {
   grep(ref: string, pattern: string, o: GrepOptions = {}): Promise<Result<SliceOutput>> {
     return this.guard(ref, async (r, file) => {
       if (pattern.length === 0 || pattern.length > 2000) throw refused('the pattern must be 1–2000 characters');
-      const max = clamp(o.maxMatches ?? 50, 1, this.limits.maxMatches);
-      const ctx = clamp(o.context ?? 0, 0, 20);
+      // Bad numbers are the caller's mistake, said as such (not a grep error about `-C NaN`).
+      const max = clamp(intArg(o.maxMatches ?? 50, 'maxMatches', 1), 1, this.limits.maxMatches);
+      const ctx = clamp(intArg(o.context ?? 0, 'context', 0), 0, 20);
       const flags = ['-n', '-a', o.fixed ? '-F' : '-E', ...(o.ignoreCase ? ['-i'] : []), ...(ctx > 0 ? ['-C', String(ctx)] : [])];
       const res = await boundedExec({
         cmd: GREP,

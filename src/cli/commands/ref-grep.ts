@@ -1,3 +1,4 @@
+import { BrigError } from '../../util/errors.js';
 import { numberFlag, parseArgs, type Command } from '../command.js';
 import { needPositionals, openRefs, printSlice } from './ref-shared.js';
 
@@ -8,11 +9,15 @@ const command: Command = {
   async run(args, io) {
     const p = parseArgs(args, { valued: ['max', 'context'], booleans: ['json', 'ignore-case', 'fixed'] });
     const [ref, ...rest] = needPositionals({ ...p, positionals: [...p.positionals, ...p.rest] }, 2, command.usage);
-    const ctx = p.flags.get('context')?.at(-1);
+    const ctxRaw = p.flags.get('context')?.at(-1);
+    const ctx = ctxRaw === undefined ? undefined : Number(ctxRaw);
+    if (ctx !== undefined && (!Number.isSafeInteger(ctx) || ctx < 0)) {
+      throw new BrigError('invalid_input', `--context must be a whole number of lines ≥ 0, got ${JSON.stringify(ctxRaw!.slice(0, 40))}`, { hint: command.usage });
+    }
     const { slicer } = openRefs(io);
     const res = await slicer.grep(ref!, rest.join(' '), {
       ...(numberFlag(p, 'max') !== undefined ? { maxMatches: numberFlag(p, 'max')! } : {}),
-      ...(ctx !== undefined ? { context: Number(ctx) } : {}),
+      ...(ctx !== undefined ? { context: ctx } : {}),
       ignoreCase: p.bools.has('ignore-case'),
       fixed: p.bools.has('fixed'),
     });

@@ -72,6 +72,12 @@ test('[INV-5] grep: matches with line numbers, "N more", context, ignoreCase; en
   const ctx = await s.grep(ref.ref, 'ERROR disk 100"', { context: 1 });
   assert.ok(ctx.ok);
   assert.equal(ctx.value.text, '100-{"id":99,"msg":"ok 99"}\n101:{"id":100,"msg":"ERROR disk 100"}\n102-{"id":101,"msg":"ok 101"}\n');
+  for (const bad of [{ context: Number.NaN }, { context: -1 }, { context: 1.5 }, { maxMatches: 0 }, { maxMatches: Number.NaN }]) {
+    const r2 = await s.grep(ref.ref, 'ERROR', bad);
+    assert.ok(!r2.ok, `accepted ${JSON.stringify(bad)}`);
+    assert.equal(r2.error.code, 'invalid_input', `${JSON.stringify(bad)} → ${r2.error.message}`);
+    assert.match(r2.error.message, /(context|maxMatches) must be an integer/);
+  }
   const dash = await s.grep(ref.ref, '-e');
   assert.ok(dash.ok, 'a pattern starting with - is a pattern, not an option');
   assert.equal(dash.value.returned, 0);
