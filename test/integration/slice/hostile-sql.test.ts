@@ -91,6 +91,12 @@ test('[INV-5] legitimate queries pass: aggregates, a self-join, a column named i
   const cte = await slicer.sql(s.ref.ref, 'WITH odd AS (SELECT * FROM ref WHERE kind = \'odd\') SELECT count(*) FROM odd');
   assert.ok(cte.ok);
   assert.deepEqual(cte.value.rows, [[25]]);
+  for (const maxRows of [0, 2.5, Number.NaN]) {
+    const bad = await slicer.sql(s.ref.ref, 'SELECT id FROM ref', { maxRows });
+    assert.ok(!bad.ok && bad.error.code === 'invalid_input' && /maxRows must be an integer/.test(bad.error.message), `maxRows ${maxRows}: ${JSON.stringify(bad)}`);
+    const badJp = await slicer.jsonpath(s.ref.ref, '$.id', { maxRows });
+    assert.ok(!badJp.ok && badJp.error.code === 'invalid_input', `jsonpath maxRows ${maxRows}`);
+  }
   const cut = await slicer.sql(s.ref.ref, 'SELECT id FROM ref ORDER BY id', { maxRows: 10 });
   assert.ok(cut.ok);
   assert.equal(cut.value.rows?.length, 10);
