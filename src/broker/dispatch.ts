@@ -179,7 +179,8 @@ async function decide(line: string, run: RunState, deps: DispatchDeps, seen: { a
       run.calls++;
       return { v: PROTOCOL_VERSION, id, ok: true, result: b.value };
     }
-    return errorReply(id, 'invalid_input', `method ${method} is not available from this broker yet`, 'This supervisor does not serve it; the method is reserved in protocol v1.');
+    // A refusal like any other: answered, struck and ledgered (the method name is from the table).
+    return deny(run, deps, id, method, 'invalid_input', `method ${method} is not available from this broker yet`, 'This supervisor does not serve it; the method is reserved in protocol v1.');
   }
   if (run.inflight >= deps.maxInflight) return deny(run, deps, id, method, 'rate_limited', `more than ${deps.maxInflight} calls in flight`);
   run.inflight++;

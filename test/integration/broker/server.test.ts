@@ -114,6 +114,7 @@ test('handlers get the verified identity with child-set identity fields stripped
     assert.doesNotMatch(JSON.stringify(k), /secret/);
     const u = await c.call('llm.complete', { messages: [{ role: 'user', content: 'hi' }] });
     assert.ok(!u.ok && u.error.code === 'invalid_input' && /not available/.test(u.error.message));
+    assert.ok(f.events().some((e) => e.type === 'broker.denied' && e.method === 'llm.complete' && e.code === 'invalid_input'), 'an unserved method is a ledgered refusal');
     const bad = await c.call('progress', { line: 7 });
     assert.equal(errCode(bad), 'invalid_input');
     assert.ok(f.events().some((e) => e.type === 'broker.stripped' && (e.fields as string[]).includes('runId')));
