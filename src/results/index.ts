@@ -17,7 +17,7 @@ export type { ResultStoreOptions, SweepReport } from './result-store.js';
 export { sniffKind, previewOf, utf8Boundary } from './kind.js';
 export { CONDENSE_DEFAULTS, CondensedSummarySchema, condense, estimateTokens, headTail, parseSummary, renderSummary } from './condense.js';
 export type { CondenseOptions, CondenseStrategy, Condensed, CondensationLevel, CondensedSummary } from './condense.js';
-export { renderEnvelope } from './narrative.js';
+export { MAX_ENVELOPE_REFS, renderEnvelope } from './narrative.js';
 export type { EnvelopeInput } from './narrative.js';
 export { rollUpSavings, savingsFor } from './savings.js';
 export type { Savings } from './savings.js';

@@ -14,7 +14,7 @@
  *   Session: <session>
  *
  * Empty sections are left out. The child's content appears only in the body, which the caller
- * has already bounded by condensation.
+ * has already bounded by condensation; the footer is bounded too (MAX_ENVELOPE_REFS handles).
  */
 import type { Condensed } from './condense.js';
 import type { ResultRef } from './types.js';
@@ -33,6 +33,12 @@ export interface EnvelopeInput {
   refs?: readonly Pick<ResultRef, 'ref' | 'bytes' | 'kind'>[];
   session?: string;
 }
+
+/**
+ * One handle line per ResultRef, up to this many: a child that writes thousands of files must
+ * not flood its coordinator through the footer (INV-3). The rest are counted in one line.
+ */
+export const MAX_ENVELOPE_REFS = 20;
 
 const STATUS_WORDS: Record<string, string> = {
   completed: 'Completed',
@@ -55,7 +61,10 @@ export function renderEnvelope(e: EnvelopeInput): string {
   const foot = [
     metrics.join(' | '),
     `Condensation: Level ${e.condensed.level} | Original: ${e.condensed.originalTokens} tokens | Ratio: ${e.condensed.ratio.toFixed(2)}`,
-    ...(e.refs ?? []).map((r) => `Full result (drill in with read/grep/jq/sql/jsonpath): ${r.ref} (${r.bytes}B, ${r.kind})`),
+    ...(e.refs ?? []).slice(0, MAX_ENVELOPE_REFS).map((r) => `Full result (drill in with read/grep/jq/sql/jsonpath): ${r.ref} (${r.bytes}B, ${r.kind})`),
+    (e.refs?.length ?? 0) > MAX_ENVELOPE_REFS
+      ? `Full results: ${e.refs!.length - MAX_ENVELOPE_REFS} more ResultRefs not listed here (ref list on this run shows them all)`
+      : '',
     e.session ? `Session: ${oneLine(e.session)}` : '',
   ].filter(Boolean);
   const body = e.condensed.body.trim();

@@ -44,6 +44,8 @@ export function resultText(run: EnvelopeRun): string {
   return `${value}${error}`.trim();
 }
 
+const SOURCE_RANK: Record<ResultRef['source'], number> = { value: 0, out: 1, stdout: 2, stderr: 3 };
+
 export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRef[], opts: CondenseOptions = {}): Promise<RunEnvelope> {
   const condensed = await condense(resultText(run), { ...opts, knownPaths: [...(opts.knownPaths ?? []), ...refs.map((r) => r.path)] });
   const runtimeMs = run.startedAt && run.endedAt ? Date.parse(run.endedAt) - Date.parse(run.startedAt) : undefined;
@@ -56,7 +58,8 @@ export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRe
     ...(run.stepsExecuted !== undefined ? { steps: run.stepsExecuted } : {}),
     ...(run.tokens !== undefined ? { tokens: run.tokens } : {}),
     ...(run.costUsd !== undefined ? { costUsd: run.costUsd } : {}),
-    refs,
+    // The result value first, then /workspace/out, then stdio: what the footer keeps when cut.
+    refs: [...refs].sort((a, b) => SOURCE_RANK[a.source] - SOURCE_RANK[b.source]),
     session: `${run.rootRunId}/${run.id}`,
   });
   const materialized = refs.reduce((s, r) => s + r.bytes, 0);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { condense, headTail, renderEnvelope, rollUpSavings, savingsFor } from '../../../src/results/index.js';
+import { MAX_ENVELOPE_REFS, type ResultRef, buildRunEnvelope, condense, headTail, renderEnvelope, rollUpSavings, savingsFor } from '../../../src/results/index.js';
 import type { ModelProvider } from '../../../src/models/index.js';
 
 test('[INV-3] Level 1 passthrough when it fits, Level 3 head+tail with a marker when it does not', async () => {
@@ -71,6 +71,28 @@ test('[INV-3] the narrative cast: header, body, footer; empty sections left out'
   );
   const bare = renderEnvelope({ label: 'x', status: 'completed', condensed: { level: 1, levelName: 'passthrough', body: '', originalTokens: 0, ratio: 1 } });
   assert.equal(bare, '[Subagent Result: x]\nStatus: Completed\nCondensation: Level 1 (passthrough)\n\n---\nCondensation: Level 1 | Original: 0 tokens | Ratio: 1.00\n');
+});
+
+test('[INV-3] the footer is bounded too: at most MAX_ENVELOPE_REFS handle lines, the rest counted', () => {
+  const refs = Array.from({ length: 5000 }, (_, i) => ({ ref: `ref_${String(i).padStart(26, 'a')}`, bytes: i, kind: 'text' as const }));
+  const condensed = { level: 1 as const, levelName: 'passthrough', body: 'ok', originalTokens: 1, ratio: 1 };
+  const env = renderEnvelope({ label: 'many files', status: 'completed', condensed, refs, session: 'r/r' });
+  const handles = env.split('\n').filter((l) => l.startsWith('Full result (drill in'));
+  assert.equal(handles.length, MAX_ENVELOPE_REFS);
+  assert.equal(handles[0], `Full result (drill in with read/grep/jq/sql/jsonpath): ${refs[0]!.ref} (0B, text)`);
+  assert.match(env, new RegExp(`Full results: ${5000 - MAX_ENVELOPE_REFS} more ResultRefs not listed here`));
+  assert.ok(env.length < 4000, `envelope of ${env.length} chars for 5000 refs`);
+  const exact = renderEnvelope({ label: 'x', status: 'completed', condensed, refs: refs.slice(0, MAX_ENVELOPE_REFS) });
+  assert.doesNotMatch(exact, /more ResultRefs/, 'no count line when every handle is listed');
+});
+
+test('[INV-3] buildRunEnvelope lists the result value first, then out/ files, then stdio', async () => {
+  const mk = (source: ResultRef['source']) => ({ ref: `ref_${source.padEnd(26, 'z')}`, source, bytes: 1, kind: 'text' }) as ResultRef;
+  const refs = [mk('stdout'), mk('out'), mk('value'), mk('stderr')];
+  const run = { id: 'r1', rootRunId: 'r1', label: 'x', status: 'ended', endReason: 'completed', killedBy: null, startedAt: null, endedAt: null, result: 'ok' };
+  const { envelope } = await buildRunEnvelope(run, refs);
+  const order = envelope.split('\n').filter((l) => l.startsWith('Full result (')).map((l) => /ref_([a-y]+)z/.exec(l)![1]);
+  assert.deepEqual(order, ['value', 'out', 'stdout', 'stderr']);
 });
 
 test('savings: the formula, clamped at zero, ratio only with a would-be cost, rolled up per root', () => {
