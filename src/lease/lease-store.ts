@@ -103,7 +103,7 @@ export class LeaseStore {
       return err(e);
     };
     if (!parent) return refuse(new BrigError('lease_not_found', `no lease ${a.parentLeaseId}`));
-    const live = leaseLive(parent, this.now());
+    const live = this.chainLive(parent);
     if (!live.ok) return refuse(live.error);
     if (!grantAllows(parent, 'spawn')) return refuse(new BrigError('capability_denied', `lease ${parent.id} does not hold spawn`, { data: { capability: 'spawn' } }));
     const depth = parent.depth + 1;
@@ -195,15 +195,21 @@ export class LeaseStore {
     const want = Buffer.from(rec?.tokenHash ?? '0'.repeat(64), 'hex');
     const got = Buffer.from(hashToken(token), 'hex');
     if (!rec || want.length !== got.length || !timingSafeEqual(want, got) || rec.runId !== runId) return err(denied);
-    // The cascade marks descendants, but check the ancestors too: a revoke racing an issue in
-    // another process must still end the child.
+    return this.chainLive(rec);
+  }
+
+  /**
+   * A lease is live only while it and every ancestor are: the cascade marks descendants, but
+   * a revoke racing an issue in another process must still end the child. An ancestor that is
+   * missing or unreadable cannot be shown unrevoked, so the lease is not live (fail closed).
+   */
+  private chainLive(rec: LeaseRecord): Result<LeaseRecord> {
     const chain = this.lineage(rec.id);
     for (const anc of chain) {
       const live = leaseLive(anc, this.now());
       if (!live.ok) return live;
     }
-    // An ancestor that is missing or unreadable cannot be shown unrevoked: no lease (fail closed).
-    const top = chain[chain.length - 1]!;
+    const top = chain[chain.length - 1] ?? rec;
     if (top.parentLeaseId !== null) {
       return err(new BrigError('lease_expired', `lease ${rec.id} has a missing or unreadable ancestor ${top.parentLeaseId}`, { data: { leaseId: rec.id } }));
     }

@@ -160,12 +160,17 @@ test('a revoke by another process is seen on the next verify; a revoked ancestor
     assert.ok(root.ok);
     const c = s.issueChild({ parentLeaseId: root.value.record.id, request: undefined, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
     assert.ok(c.ok);
+    const mid = s.issueChild({ parentLeaseId: root.value.record.id, request: undefined, profile: 'coordinator', runId: 'r2', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(mid.ok);
     const cli = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
     // Simulate a lost cascade: mark only the root revoked on disk.
     const rootRec = cli.get(root.value.record.id)!;
     fs.writeFileSync(path.join(dir, `${rootRec.id}.json`), JSON.stringify({ ...rootRec, revoked: { by: 'operator', at: rootRec.issuedAt } }));
     const v = s.verify(c.value.token, 'r1');
     assert.ok(!v.ok && v.error.code === 'lease_expired');
+    // A coordinator child not itself marked (the lost cascade) cannot issue a grandchild either.
+    const g = s.issueChild({ parentLeaseId: mid.value.record.id, request: undefined, profile: 'worker', runId: 'r9', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(!g.ok && g.error.code === 'lease_expired', 'no grandchild under a revoked ancestor');
   }));
 
 test('a corrupt lease file is no lease (fail closed)', () =>
@@ -202,6 +207,11 @@ test('a child whose ancestor record is missing or unreadable is no lease (fail c
       assert.ok(!v.ok);
       assert.match(v.error.message, /missing or unreadable ancestor/);
     }
+    // Nor can such a lease issue children.
+    const kid = s.issueChild({ parentLeaseId: c.value.record.id, request: undefined, profile: 'worker', runId: 'r3', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(!kid.ok);
+    assert.equal(kid.error.code, 'lease_expired');
+    assert.match(kid.error.message, /missing or unreadable ancestor/);
   }));
 
 test('watchRevocations: a revoke written by another process reaches this store\'s listeners once', () =>
