@@ -50,7 +50,11 @@ maxLines: number,
     outer: while (taken < want) {
       const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
       if (bytesRead === 0) {
-        if (carry.length > 0 && skip === 0) parts.push(carry), taken++;
+        // A last line without a newline.
+        if (carry.length > 0 && skip === 0) {
+          if (bytes + carry.length > maxBytes) cut = true;
+          else parts.push(carry), (bytes += carry.length), taken++;
+        }
         break;
       }
       pos += bytesRead;
@@ -72,7 +76,9 @@ maxLines: number,
         start = nl + 1;
         nl = chunk.indexOf(10, start);
       }
-      carry = Buffer.from(chunk.subarray(start));
+      // The rest of a line being skipped is not kept (only its newline matters): a long line
+      // before the one asked for costs a scan, never memory, and is not blamed for the cap.
+      carry = skip > 0 ? Buffer.alloc(0) : Buffer.from(chunk.subarray(start));
       if (carry.length > maxBytes) {
         cut = true;
         break;

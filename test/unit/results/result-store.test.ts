@@ -189,3 +189,35 @@ test('[INV-4] indexDir refuses the whole directory when a file or the run is ove
   const m = await store.indexDir('r1', 'root', out);
   assert.deepEqual(m.refs.map((r) => r.path).sort(), ['out/big.txt', 'out/naïve name ✓.txt']);
 });
+
+test('read by line: a long line before the one asked for is skipped, not blamed for the byte cap', async (t) => {
+  const { store } = await tmpStore(t);
+  // Line 1 is 1 MB (over the slicer's 256 KiB cap); lines after it are short.
+  const body = `${'x'.repeat(1_000_000)}\nshort line two\nthree\n${'y'.repeat(300_000)}\nfive\nsix-no-newline`;
+  const ref = await store.writeStream('r1', 'root', 'long.txt', Readable.from([Buffer.from(body)]));
+  const s = new Slicer(store);
+  const two = await s.read(ref.ref, { line: 2, lines: 2 });
+  assert.ok(two.ok, JSON.stringify(two));
+  assert.equal(two.value.text, 'short line two\nthree\n');
+  assert.equal(two.value.more, 3);
+  const five = await s.read(ref.ref, { line: 5, lines: 5 });
+  assert.ok(five.ok, JSON.stringify(five));
+  assert.equal(five.value.text, 'five\nsix-no-newline', 'the last line without a newline is read too');
+  assert.equal(five.value.returned, 2);
+  // The long line itself is still refused with a reason, and so is a slice that reaches it.
+  const one = await s.read(ref.ref, { line: 1 });
+  assert.ok(!one.ok);
+  assert.equal(one.error.code, 'output_too_large');
+  assert.match(one.error.message, /line 1 is longer than the 262144-byte cap/);
+  const reach = await s.read(ref.ref, { line: 3, lines: 3 });
+  assert.ok(reach.ok, JSON.stringify(reach));
+  assert.equal(reach.value.text, 'three\n', 'cut before the long line 4');
+  assert.equal(reach.value.more, 3);
+  assert.match(reach.value.note ?? '', /cut at the byte cap/);
+  // The byte cap counts a last line without a newline too.
+  const small = new Slicer(store, { limits: { maxBytes: 12 } });
+  const tail = await small.read(ref.ref, { line: 5, lines: 5 });
+  assert.ok(tail.ok, JSON.stringify(tail));
+  assert.equal(tail.value.text, 'five\n');
+  assert.match(tail.value.note ?? '', /cut at the byte cap/);
+});
