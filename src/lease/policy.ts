@@ -153,7 +153,15 @@ export function loadPolicyFile(file: string): Result<Policy> {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    return err(new BrigError('invalid_policy', `cannot read policy ${file}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`, { cause: e }));
+    const code = (e as NodeJS.ErrnoException).code ?? 'error';
+    const message = `cannot read policy ${file}: ${code}`;
+    return err(
+      new BrigError('invalid_policy', message, {
+        cause: e,
+        data: { file, problems: [message] },
+        hint: code === 'ENOENT' ? 'Check the path; `brig policy check` with no file checks the shipped policies and $BRIG_HOME/policy.yaml.' : 'Check the file is readable by this user.',
+      }),
+    );
   }
   return parsePolicy(text, file);
 }

@@ -73,6 +73,10 @@ test('brig policy check: shipped policies pass, a misspelled key fails naming fi
     assert.match(bad.err, /Did you mean "denylist"/);
     const json = JSON.parse((await brig(home, 'policy', 'check', file, '--json')).out);
     assert.equal(json.ok, false);
+    const missing = await brig(home, 'policy', 'check', path.join(home, 'nope.yaml'));
+    assert.equal(missing.code, 2);
+    assert.match(missing.err, new RegExp(`policy ${path.join(home, 'nope.yaml').replace(/[.]/g, '\\.')}: INVALID`));
+    assert.match(missing.err, /ENOENT[\s\S]*Check the path/);
   } finally {
     await fs.promises.rm(home, { recursive: true, force: true });
   }
