@@ -59,7 +59,8 @@ function leasePort(store: LeaseStore): LeasePort {
   };
 }
 
-function resultsPort(store: FsResultStore): ResultsPort {
+/** The supervisor's view of the result store (exported for its test). */
+export function resultsPort(store: FsResultStore): ResultsPort {
   return {
     outDir: (rootRunId, runId) => path.join(store.runDir(rootRunId, runId), 'out'),
     async index(rootRunId, runId, dir, extras = {}) {
@@ -72,7 +73,9 @@ function resultsPort(store: FsResultStore): ResultsPort {
       return m.refs.length;
     },
     async remove(rootRunId, runId) {
-      await fs.rm(store.runDir(rootRunId, runId), { recursive: true, force: true });
+      // The store's own remove: the run's directory AND its ref/run lookup pointers, so a
+      // retention-swept run answers run_not_found / ref_not_found, not an empty listing.
+      await store.remove(rootRunId, runId);
     },
   };
 }
