@@ -40,6 +40,8 @@ const command: Command = {
       w(`    ${k.padEnd(12)} ${String(rec.limits[k]).padEnd(12)} ${asked === undefined ? '-' : String(asked)}`);
     }
     w(`  posture: network=${rec.posture.network} runtime=${rec.posture.runtime} user=${rec.posture.user}`);
+    const askedPosture = Object.entries(rec.requested.posture ?? {});
+    if (askedPosture.length > 0) w(`  posture requested: ${askedPosture.map(([k, v]) => `${k}=${v}`).join(' ')}`);
     w('  lineage (self → root):');
     for (const l of lineage) w(`    ${l.id}  run ${l.runId}  depth ${l.depth}  ${l.profile}  [${l.caps.join(',')}]  ${leaseState(l, now)}`);
     return 0;

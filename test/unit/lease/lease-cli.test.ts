@@ -16,7 +16,7 @@ test('brig lease list / show / revoke over a small tree', async () => {
     const s = new LeaseStore({ dir: brigPaths(home).leases, policy: pol.value, ledger: new MemoryLedger() });
     const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
     assert.ok(root.ok);
-    const kid = s.issueChild({ parentLeaseId: root.value.record.id, request: { caps: ['llm', 'spawn'] }, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
+    const kid = s.issueChild({ parentLeaseId: root.value.record.id, request: { caps: ['llm', 'spawn'], posture: { network: 'none' } }, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
     assert.ok(kid.ok);
 
     const list = await brig(home, 'lease', 'list', '--json');
@@ -30,6 +30,7 @@ test('brig lease list / show / revoke over a small tree', async () => {
     assert.equal(show.code, 0);
     assert.match(show.out, /granted caps:\s+llm/);
     assert.match(show.out, /spawn: capability_denied/);
+    assert.match(show.out, /posture requested: network=none/);
     assert.match(show.out, new RegExp(`lineage[\\s\\S]*${root.value.record.id}`));
     const shown = JSON.parse((await brig(home, 'lease', 'show', kid.value.record.id, '--json')).out);
     assert.deepEqual(shown.lineage.map((l: { id: string }) => l.id), [kid.value.record.id, root.value.record.id]);
