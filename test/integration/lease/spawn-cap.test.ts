@@ -55,3 +55,36 @@ test('brig spawn refuses an unknown --cap or --profile with the nearest name, be
     await fs.promises.rm(h, { recursive: true, force: true });
   }
 });
+
+// The child reads its own bearer and hands it back reversed, so the test knows it without the
+// plaintext being written anywhere by the child's own output.
+const LEAK = `export default async function () {
+  const fs = await import('node:fs');
+  const t = fs.readFileSync('/workspace/.brig/token', 'utf8').trim();
+  return { reversed: [...t].reverse().join(''), n: t.length };
+}`;
+
+function filesUnder(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true, recursive: true }).filter((d) => d.isFile()).map((d) => path.join(d.parentPath, d.name));
+}
+
+test('[INV-1] a run\'s bearer token is never written under BRIG_HOME: only its sha256 is', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await home(t);
+  const script = path.join(h, 'leak.mjs');
+  fs.writeFileSync(script, LEAK);
+  const r = await brig(h, 'spawn', '--json', '--profile', 'worker', '--script', script);
+  assert.equal(r.code, 0, r.err);
+  const env = JSON.parse(r.out);
+  const token = [...(env.result.reversed as string)].reverse().join('');
+  assert.equal(token.length, env.result.n);
+  assert.ok(token.length >= 40, 'a 32-byte bearer');
+  const hash = (await import('node:crypto')).createHash('sha256').update(token).digest('hex');
+  const lease = JSON.parse((await brig(h, 'lease', 'show', env.run.leaseId, '--json')).out).lease;
+  assert.ok(!('tokenHash' in lease), 'not even the hash is shown');
+  const rec = fs.readFileSync(path.join(h, 'leases', `${env.run.leaseId}.json`), 'utf8');
+  assert.ok(rec.includes(hash), 'the record holds the sha256 of the token the child had');
+  const files = filesUnder(h).filter((f) => f !== script);
+  assert.ok(files.length > 5, files.join('\n'));
+  for (const f of files) assert.ok(!fs.readFileSync(f).includes(token), `the bearer is in ${f}`);
+});
