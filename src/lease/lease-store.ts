@@ -96,10 +96,19 @@ export class LeaseStore {
     return this.issue({ parent: null, parentGrant: root.grant, depth: 1, ...a });
   }
 
+  /**
+   * A profile name as the ledger may record it: a child chooses the name in its spawn request,
+   * so anything not a profile of the policy is recorded as `(unknown)` — never the child's
+   * text (INV-7).
+   */
+  private ledgerProfile(name: string): string {
+    return this.policy && Object.hasOwn(this.policy.profiles, name) ? name : '(unknown)';
+  }
+
   issueChild(a: IssueChildArgs): Result<IssuedLease> {
     const parent = this.files.read(a.parentLeaseId);
     const refuse = (e: BrigError): Result<never> => {
-      this.ledger.append({ type: 'lease.refused', runId: a.runId, rootRunId: a.rootRunId, parentLeaseId: a.parentLeaseId, profile: a.profile, code: e.code });
+      this.ledger.append({ type: 'lease.refused', runId: a.runId, rootRunId: a.rootRunId, parentLeaseId: a.parentLeaseId, profile: this.ledgerProfile(a.profile), code: e.code });
       return err(e);
     };
     if (!parent) return refuse(new BrigError('lease_not_found', `no lease ${a.parentLeaseId}`));
@@ -123,7 +132,7 @@ export class LeaseStore {
     timeoutMs: number;
     request?: LeaseRequest | undefined;
   }): Result<IssuedLease> {
-    const base = { runId: a.runId, rootRunId: a.rootRunId, parentLeaseId: a.parent?.id ?? null, profile: a.profile };
+    const base = { runId: a.runId, rootRunId: a.rootRunId, parentLeaseId: a.parent?.id ?? null, profile: this.ledgerProfile(a.profile) };
     const refuse = (e: BrigError, what?: string[]): Result<never> => {
       this.ledger.append({ type: 'lease.refused', ...base, code: e.code, ...(what ? { what } : {}) });
       return err(e);

@@ -214,6 +214,23 @@ test('a child whose ancestor record is missing or unreadable is no lease (fail c
     assert.match(kid.error.message, /missing or unreadable ancestor/);
   }));
 
+test('[INV-7] a profile name a child made up never reaches the ledger', () =>
+  withStore((s, { ledger }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    const text = 'summarise the secret quarterly numbers';
+    const c = s.issueChild({ parentLeaseId: root.value.record.id, request: undefined, profile: text, runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(!c.ok && c.error.code === 'invalid_input');
+    const refused = ledger.events.filter((e) => e.type === 'lease.refused');
+    assert.equal(refused.length, 1);
+    assert.equal(refused[0]!.profile, '(unknown)');
+    assert.doesNotMatch(JSON.stringify(ledger.events), /quarterly/);
+    const gone = s.issueChild({ parentLeaseId: 'ls_00000000000000000000', request: undefined, profile: text, runId: 'r2', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(!gone.ok);
+    assert.doesNotMatch(JSON.stringify(ledger.events), /quarterly/);
+    assert.equal(ledger.events.filter((e) => e.type === 'lease.issued')[0]!.profile, 'coordinator', 'a real profile name is kept');
+  }));
+
 test('watchRevocations: a revoke written by another process reaches this store\'s listeners once', () =>
   withStore(async (s, { dir, ledger, clock }) => {
     const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
