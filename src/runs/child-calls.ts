@@ -60,7 +60,7 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
     }
     case 'spawn': {
       const live = sup.live.get(runId);
-      if (!live?.lease?.caps.includes('spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
+      if (!live?.caps.includes('spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
       const req = obj(p.request);
       const res = await sup.spawn(req as never, { parentRunId: runId });
       if (!res.ok) throw res.error;

@@ -52,6 +52,8 @@ interface Live {
   jail?: Jail;
   broker?: BrokerHandle;
   lease?: LeaseGrant;
+  /** The lease's capabilities; after a reattach only these are known (from the packet). */
+  caps: readonly string[];
   steers: string[];
 }
 
@@ -545,7 +547,7 @@ export class BrigSupervisor implements Supervisor {
   }
 
   async #launch(runId: string): Promise<void> {
-    const handle: Live = { steers: [] };
+    const handle: Live = { caps: [], steers: [] };
     this.live.set(runId, handle);
     const brokerDir = path.join(this.deps.paths.brokers, runId);
     // A kill can land at any await below: after each, a run that is no longer `starting`
@@ -576,10 +578,13 @@ export class BrigSupervisor implements Supervisor {
       });
       if (!lease.ok) throw lease.error;
       handle.lease = lease.value;
+      handle.caps = lease.value.caps;
       if (gone()) return await abandon();
       const timeoutMs = Math.min(rec.timeoutMs, lease.value.limits.timeoutMs);
-      const maxSteps = lease.value.limits.maxSteps > 0 ? Math.min(rec.maxSteps, lease.value.limits.maxSteps) : rec.maxSteps;
-      await this.#update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps }));
+      // Limits only shrink (INV-1): a lease's maxSteps of 0 means no steps, not "unbounded".
+      const maxSteps = Math.min(rec.maxSteps, lease.value.limits.maxSteps);
+      const resultCapBytes = lease.value.limits.resultBytes;
+      await this.#update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes }));
       const packet = buildPacket(this.runs.get(runId)!, req, lease.value, this.settings);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o755 });
       await fs.chmod(brokerDir, 0o755);
@@ -634,7 +639,8 @@ export class BrigSupervisor implements Supervisor {
     try {
       const packet = JSON.parse(await fs.readFile(path.join(this.store.dir(r.id), 'packet.json'), 'utf8')) as SpawnPacket;
       if (!r.leaseId) return false;
-      const handle: Live = { jail, steers: [] };
+      // The child's capabilities are those its packet was written with (the lease's own).
+      const handle: Live = { jail, caps: packet.lease.caps, steers: [] };
       this.live.set(r.id, handle);
       // The child keeps its token; the broker verifies it against the persisted lease.
       handle.broker = await this.deps.broker.openRun({

@@ -208,3 +208,23 @@ test('[INV-1] a child cannot hand host paths or choose an image for its grandchi
   await sup.wait(q.value.id);
   await sup.close();
 });
+
+test('[INV-8] a run reattached after a restart keeps its lease: it can still spawn a child (and no more than it could)', async () => {
+  const first = await setupSup();
+  const withSpawn = await first.sup.spawn({ task: 'parent', script: SCRIPT, async: true });
+  const without = await first.sup.spawn({ task: 'no spawn', script: SCRIPT, async: true, caps: ['exec'] });
+  assert.ok(withSpawn.ok && without.ok);
+  const onDisk = async (id: string) => (await first.sup.store.load(id))?.status === 'running';
+  await until(async () => (await onDisk(withSpawn.value.id)) && (await onDisk(without.value.id)), 'running, on disk');
+  await first.sup.close(); // the containers outlive the supervisor
+  const second = await setupSup({ home: first.home, jail: first.jail, leases: first.leases });
+  assert.deepEqual([...second.report.reattached].sort(), [withSpawn.value.id, without.value.id].sort());
+  const child = (await second.sup.handleChildCall(withSpawn.value.id, 'spawn', { request: { task: 'grandchild', script: SCRIPT, async: true } })) as { runId: string };
+  assert.equal(second.sup.runs.get(child.runId)?.parentRunId, withSpawn.value.id);
+  const denied = (await second.sup.handleChildCall(without.value.id, 'spawn', { request: { task: 'nope', script: SCRIPT, async: true } }).catch((e: unknown) => e)) as { code: string };
+  assert.equal(denied.code, 'capability_denied', '[INV-1] a reattached run gets no capability it did not have');
+  await second.sup.kill(withSpawn.value.id, { confirm: true });
+  await second.sup.kill(without.value.id, { confirm: true });
+  await second.sup.idle();
+  await second.sup.close();
+});
