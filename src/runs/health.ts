@@ -17,9 +17,27 @@ export interface HealthAction {
 
 type Settings = Pick<SupervisorSettings, 'stuckKillThresholdMs' | 'ghostGraceMs' | 'queueTimeoutMs'>;
 
-export function healthActions(live: readonly RunRecord[], now: Date, s: Settings): HealthAction[] {
+/**
+ * Per parent: whether it has a live child, and the latest sign of life among its children
+ * (started, progressed, ended). A parent blocked in `spawn()` on a child makes no progress
+ * calls of its own; it is waiting, not stuck, and the child is judged on its own.
+ */
+function childActivity(runs: readonly RunRecord[]): Map<string, { live: boolean; last: number }> {
+  const m = new Map<string, { live: boolean; last: number }>();
+  for (const c of runs) {
+    if (c.parentRunId === null) continue;
+    const seen = [c.createdAt, c.startedAt, c.lastProgressAt, c.endedAt].filter((x): x is string => x !== null).map(Date.parse);
+    const cur = m.get(c.parentRunId) ?? { live: false, last: 0 };
+    m.set(c.parentRunId, { live: cur.live || c.status !== 'ended', last: Math.max(cur.last, ...seen) });
+  }
+  return m;
+}
+
+/** `all` may add ended runs to `live`: a child that just ended counts as its parent's last sign of life. */
+export function healthActions(live: readonly RunRecord[], now: Date, s: Settings, all: readonly RunRecord[] = live): HealthAction[] {
   const t = now.getTime();
   const out: HealthAction[] = [];
+  const kids = childActivity(all);
   for (const r of live) {
     if (r.status === 'queued') {
       if (t - Date.parse(r.createdAt) >= s.queueTimeoutMs) out.push({ runId: r.id, reason: 'failed', code: 'queue_timeout' });
@@ -31,7 +49,7 @@ export function healthActions(live: readonly RunRecord[], now: Date, s: Settings
       out.push({ runId: r.id, reason: 'ghost_sweep' });
     } else if (t - started >= r.timeoutMs) {
       out.push({ runId: r.id, reason: 'watchdog_timeout' });
-    } else if (t - Date.parse(r.lastProgressAt ?? r.startedAt) >= s.stuckKillThresholdMs) {
+    } else if (!kids.get(r.id)?.live && t - Math.max(Date.parse(r.lastProgressAt ?? r.startedAt), kids.get(r.id)?.last ?? 0) >= s.stuckKillThresholdMs) {
       out.push({ runId: r.id, reason: 'killed', killedBy: 'health_monitor' });
     }
   }

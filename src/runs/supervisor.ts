@@ -682,7 +682,7 @@ export class BrigSupervisor implements Supervisor {
 
   async #healthTick(): Promise<void> {
     const live = [...this.runs.values()].filter((r) => r.status !== 'ended' && !this.#ending.has(r.id) && !this.#preparing.has(r.id));
-    for (const a of healthActions(live, this.clock.now(), this.settings)) {
+    for (const a of healthActions(live, this.clock.now(), this.settings, [...this.runs.values()])) {
       const error = a.code ? { code: a.code, message: 'waited too long for a slot' } : undefined;
       this.#bgRun(this.endRun(a.runId, a.reason, { collect: false, ...(a.killedBy ? { killedBy: a.killedBy } : {}), ...(error ? { error } : {}) }));
     }

@@ -113,6 +113,26 @@ test('health: watchdog, stuck-kill by health_monitor, ghost sweep past grace, qu
   assert.equal(by.has(fresh.id), false);
 });
 
+test('health: a parent waiting on its child is not stuck; its last sign of life is its children\'s too', () => {
+  const s = { ...DEFAULT_SETTINGS, stuckKillThresholdMs: 500 };
+  const started = T0.toISOString();
+  const at = (ms: number) => new Date(T0.getTime() + ms).toISOString();
+  const waiting = run({ status: 'running', startedAt: started, lastProgressAt: started, timeoutMs: 10_000 });
+  const child = run({ status: 'running', parentRunId: waiting.id, startedAt: at(100), lastProgressAt: at(100), timeoutMs: 10_000 });
+  const justDone = run({ status: 'running', startedAt: started, lastProgressAt: started, timeoutMs: 10_000 });
+  const endedChild = run({ status: 'ended', parentRunId: justDone.id, startedAt: at(100), endedAt: at(900), endReason: 'completed' });
+  const lonely = run({ status: 'running', startedAt: started, lastProgressAt: started, timeoutMs: 10_000 });
+  const now = new Date(T0.getTime() + 1000);
+  const acts = healthActions([waiting, child, justDone, lonely], now, s, [waiting, child, justDone, endedChild, lonely]);
+  const by = new Map(acts.map((a) => [a.runId, a]));
+  assert.equal(by.has(waiting.id), false, 'blocked in spawn() on a live child');
+  assert.equal(by.get(child.id)?.killedBy, 'health_monitor', 'the silent child itself is stuck');
+  assert.equal(by.has(justDone.id), false, 'its child ended 100 ms ago');
+  assert.equal(by.get(lonely.id)?.killedBy, 'health_monitor');
+  // Without the ended runs the decision is the same for live children.
+  assert.equal(new Map(healthActions([waiting, child], now, s).map((a) => [a.runId, a])).has(waiting.id), false);
+});
+
 test('retention: ended runs past resultRetentionMs lose their results; ancient live runs end swept', () => {
   const old = run({ status: 'ended', endedAt: T0.toISOString(), endReason: 'completed' });
   const young = run({ status: 'ended', endedAt: new Date(T0.getTime() + 10).toISOString(), endReason: 'completed' });

@@ -228,3 +228,23 @@ test('[INV-8] a run reattached after a restart keeps its lease: it can still spa
   await second.sup.idle();
   await second.sup.close();
 });
+
+test('a parent blocked on its stepping child is not killed by health_monitor; the silent one is', async () => {
+  const { sup } = await setupSup({ settings: { stuckKillThresholdMs: 150 } });
+  const p = await sup.spawn({ task: 'waits on a child', script: SCRIPT, async: true });
+  const lone = await sup.spawn({ task: 'silent', script: SCRIPT, async: true });
+  assert.ok(p.ok && lone.ok);
+  await until(() => sup.runs.get(p.value.id)?.status === 'running', 'parent running');
+  const child = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'steps', script: SCRIPT, async: true } })) as { runId: string };
+  await until(() => sup.runs.get(child.runId)?.status === 'running', 'child running');
+  for (let i = 0; i < 8; i++) {
+    await sup.handleChildCall(child.runId, 'progress', {});
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await until(() => sup.runs.get(lone.value.id)?.status === 'ended', 'the silent run ended');
+  assert.equal(sup.runs.get(lone.value.id)!.killedBy, 'health_monitor');
+  assert.equal(sup.runs.get(p.value.id)!.status, 'running', 'the parent was waiting, not stuck');
+  await sup.kill(p.value.id, { confirm: true });
+  await sup.idle();
+  await sup.close();
+});
