@@ -7,7 +7,7 @@
  */
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
-import type { KilledBy, ListFilter, RefService, RunStatus, Supervisor } from '../runs/index.js';
+import { RUN_STATUSES, type KilledBy, type ListFilter, type RefService, type RunStatus, type Supervisor } from '../runs/index.js';
 import { refRoute } from './ref-routes.js';
 import { BrigError, httpStatusFor, toBrigError } from '../util/errors.js';
 
@@ -89,6 +89,9 @@ async function route(sup: Supervisor, refs: RefService | undefined, req: http.In
     if (m === 'GET') {
       const f: ListFilter = {};
       const st = url.searchParams.getAll('status');
+      // An unknown status would silently match nothing: refuse it, naming the known ones.
+      const unknown = st.find((x) => !(RUN_STATUSES as readonly string[]).includes(x));
+      if (unknown !== undefined) throw new BrigError('invalid_input', `unknown status ${JSON.stringify(unknown.slice(0, 40))}`, { hint: `Known: ${RUN_STATUSES.join(', ')}` });
       if (st.length) f.status = st as RunStatus[];
       for (const k of ['rootRunId', 'parentRunId', 'label'] as const) {
         const v = url.searchParams.get(k);
