@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { Jail, JailInput, JailSpec } from '../jail/types.js';
+import type { CollectCaps, Jail, JailInput, JailSpec } from '../jail/types.js';
 import { toBrigError } from '../util/errors.js';
 import type { LeaseGrant } from './ports.js';
 import type { RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
@@ -23,7 +23,11 @@ export const CHILD_PATHS = {
   out: 'out',
 } as const;
 
-export const COLLECT_CAPS = { perFileBytes: 8 * 1024 * 1024, perRunBytes: 64 * 1024 * 1024, maxEntries: 10_000 } as const;
+/** The caps for one run's collection: the settings, bounded by the lease's resultBytes. */
+export function collectCapsFor(s: Pick<SupervisorSettings, 'resultPerFileBytes' | 'resultPerRunBytes' | 'resultMaxEntries'>, leaseResultBytes?: number): CollectCaps {
+  const perRunBytes = Math.min(s.resultPerRunBytes, leaseResultBytes ?? Infinity);
+  return { perFileBytes: Math.min(s.resultPerFileBytes, perRunBytes), perRunBytes, maxEntries: s.resultMaxEntries };
+}
 
 export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGrant, 'leaseId' | 'caps' | 'expiresAt'>, s: SupervisorSettings): SpawnPacket {
   const maxSummaryChars = s.parentSummaryMaxTokens * 4;
@@ -97,7 +101,7 @@ export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: J
   try {
     await fs.rm(dest, { recursive: true, force: true });
     await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
-    const rep = await jail.collect(dest, COLLECT_CAPS);
+    const rep = await jail.collect(dest, collectCapsFor(sup.settings, r.resultCapBytes));
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;
     patch.outputFiles = rep.files.length;

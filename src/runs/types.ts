@@ -161,6 +161,8 @@ export interface RunRecord {
   missingOutputs: string[];
   /** Host directory of the collected /workspace/out, once materialized. */
   resultDir: string | null;
+  /** The lease's resultBytes: the ceiling on what this run may materialize (absent on old records). */
+  resultCapBytes?: number;
   outputBytes: number;
   outputFiles: number;
   /** The collected files (first 1000), relative to out/. */
@@ -302,6 +304,10 @@ export interface SupervisorSettings {
   steerInject: boolean;
   parentSummaryMaxTokens: number;
   stdoutTailBytes: number;
+  /** Collection caps for /workspace/out; the per-run cap is also bounded by the lease's resultBytes. */
+  resultPerFileBytes: number;
+  resultPerRunBytes: number;
+  resultMaxEntries: number;
 }
 
 export const DEFAULT_SETTINGS: Readonly<SupervisorSettings> = Object.freeze({
@@ -322,4 +328,8 @@ export const DEFAULT_SETTINGS: Readonly<SupervisorSettings> = Object.freeze({
   steerInject: true,
   parentSummaryMaxTokens: SPAWN_BOUNDS.parentSummaryMaxTokens,
   stdoutTailBytes: 16 * 1024,
+  // Large enough for GB-scale outputs (collection streams); the lease's resultBytes usually binds first.
+  resultPerFileBytes: 4 * 1024 ** 3,
+  resultPerRunBytes: 8 * 1024 ** 3,
+  resultMaxEntries: 10_000,
 });

@@ -9,6 +9,7 @@ export class FakeJail implements Jail {
   destroyed = false;
   killed = false;
   outFiles: Record<string, string> = {};
+  collectCaps: CollectCaps | undefined;
   #exit!: (e: JailExit) => void;
   readonly #exited: Promise<JailExit>;
 
@@ -33,7 +34,8 @@ export class FakeJail implements Jail {
   tails(): StreamTails {
     return { stdoutTail: 'hello\n', stderrTail: '', stdoutBytes: 6, stderrBytes: 0 };
   }
-  async collect(destDir: string, _caps: CollectCaps): Promise<CollectReport> {
+  async collect(destDir: string, caps: CollectCaps): Promise<CollectReport> {
+    this.collectCaps = caps;
     await fs.mkdir(destDir, { recursive: false });
     let total = 0;
     for (const [p, data] of Object.entries(this.outFiles)) {

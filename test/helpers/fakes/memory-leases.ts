@@ -12,13 +12,14 @@ export class MemoryLeases implements LeasePort {
   readonly leases = new Map<string, LeaseGrant & { parent: string | null; revoked: boolean }>();
   readonly #subs = new Set<(id: string, by: string) => void>();
   rootCaps: Capability[] = ['spawn', 'exec', 'steer', 'kill'];
+  rootLimits: Limits = ROOT_LIMITS;
 
   async issue(req: LeaseIssue): Promise<Result<LeaseGrant, BrigError>> {
     const parent = req.parentLeaseId ? this.leases.get(req.parentLeaseId) : undefined;
     if (req.parentLeaseId && (!parent || parent.revoked)) return err(new BrigError('lease_expired', 'parent lease revoked'));
     const base = parent ? parent.caps : this.rootCaps;
     const caps = req.caps ? req.caps.filter((c) => base.includes(c)) : [...base];
-    const limits = { ...(parent?.limits ?? ROOT_LIMITS), ...(req.limits ?? {}) };
+    const limits = { ...(parent?.limits ?? this.rootLimits), ...(req.limits ?? {}) };
     const g: LeaseGrant = { leaseId: `l-${randomBytes(6).toString('hex')}`, token: randomBytes(24).toString('hex'), caps, limits, expiresAt: new Date(Date.now() + 3600_000).toISOString() };
     this.leases.set(g.leaseId, { ...g, parent: req.parentLeaseId, revoked: false });
     return ok(g);

@@ -290,3 +290,32 @@ test('progress events carry real step counts and stop at the end', async () => {
   assert.deepEqual(mine.slice(endAt + 1), [], 'no progress after the end');
   await sup.close();
 });
+
+test('[INV-1] the lease bounds the run: maxSteps 0 stays 0, and collection is capped by the lease resultBytes', async () => {
+  const leases = new MemoryLeases();
+  leases.rootLimits = { ...leases.rootLimits, maxSteps: 0, resultBytes: 1000 };
+  const { sup, jail } = await setup({ resultPerRunBytes: 1 << 30, resultPerFileBytes: 1 << 30 }, undefined, new FakeJailDriver(), leases);
+  const r = await sup.spawn({ task: 'bounded', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  const id = r.value.id;
+  await until(running(sup, id), 'running');
+  assert.equal(sup.runs.get(id)!.maxSteps, 0, 'a lease of 0 steps is not read as unbounded');
+  const j = jail.jails.get(id)!;
+  j.exit(0);
+  const w = await sup.wait(id);
+  assert.ok(w.ok);
+  assert.deepEqual(j.collectCaps, { perFileBytes: 1000, perRunBytes: 1000, maxEntries: 10_000 });
+  await sup.close();
+});
+
+test('collection caps come from the settings when the lease allows more', async () => {
+  const { sup, jail } = await setup({ resultPerRunBytes: 5000, resultPerFileBytes: 700, resultMaxEntries: 3 });
+  const r = await sup.spawn({ task: 'settings caps', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  await until(running(sup, r.value.id), 'running');
+  const j = jail.jails.get(r.value.id)!;
+  j.exit(0);
+  assert.ok((await sup.wait(r.value.id)).ok);
+  assert.deepEqual(j.collectCaps, { perFileBytes: 700, perRunBytes: 5000, maxEntries: 3 });
+  await sup.close();
+});
