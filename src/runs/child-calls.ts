@@ -78,7 +78,7 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
         if (!k.ok) throw k.error;
         return { runId: childId, endReason: k.value.endReason };
       }
-      const s = await sup.steer(childId, typeof p.message === 'string' ? p.message : '');
+      const s = await sup.steer(childId, typeof p.message === 'string' ? p.message : '', { by: 'parent' });
       if (!s.ok) throw s.error;
       return s.value;
     }

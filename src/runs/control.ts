@@ -1,6 +1,6 @@
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import type { BrigSupervisor } from './supervisor.js';
-import type { RunRecord, SteerOutcome } from './types.js';
+import type { KilledBy, RunRecord, SteerOutcome } from './types.js';
 
 /**
  * Steer and resume, given a run the supervisor already looked up and found in the right
@@ -11,7 +11,7 @@ import type { RunRecord, SteerOutcome } from './types.js';
 
 export const MAX_STEER_CHARS = 64 * 1024;
 
-export async function steerRun(sup: BrigSupervisor, r: RunRecord, message: string): Promise<Result<SteerOutcome, BrigError>> {
+export async function steerRun(sup: BrigSupervisor, r: RunRecord, message: string, by: KilledBy): Promise<Result<SteerOutcome, BrigError>> {
   if (typeof message !== 'string' || message.length === 0 || message.length > MAX_STEER_CHARS) {
     return err(new BrigError('invalid_input', `a steer message is 1..${MAX_STEER_CHARS} characters`));
   }
@@ -24,7 +24,7 @@ export async function steerRun(sup: BrigSupervisor, r: RunRecord, message: strin
   if (!req) return err(new BrigError('internal', `run ${r.id} has no stored request`));
   const script = r.kind === 'script' ? (await sup.store.read(r.id, 'script'))?.toString('utf8') : undefined;
   // Only the steer whose kill ended the run respawns it: a concurrent second steer gets not_running.
-  if (!(await sup.endRun(r.id, 'killed', { killedBy: r.parentRunId ? 'parent' : 'operator', collect: false }))) {
+  if (!(await sup.endRun(r.id, 'killed', { killedBy: by, collect: false }))) {
     return err(new BrigError('not_running', `Run ${r.id} is not running (status: ended) -- cannot steer`, { data: { runId: r.id, status: 'ended' } }));
   }
   const again = await sup.spawn(

@@ -316,12 +316,12 @@ export class BrigSupervisor implements Supervisor {
     return ok(this.runs.get(runId)!);
   }
 
-  async steer(runId: string, message: string): Promise<Result<SteerOutcome, BrigError>> {
+  async steer(runId: string, message: string, opts: { by?: KilledBy } = {}): Promise<Result<SteerOutcome, BrigError>> {
     const r = await this.#adoptOrErr(runId);
     if (r instanceof BrigError) return err(r);
     if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
     if (r.status !== 'running' || this.#ending.has(runId)) return err(this.#notRunning(r, 'steer'));
-    return steerRun(this, r, message);
+    return steerRun(this, r, message, opts.by ?? 'operator');
   }
 
   async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
@@ -584,7 +584,8 @@ export class BrigSupervisor implements Supervisor {
       // Limits only shrink (INV-1): a lease's maxSteps of 0 means no steps, not "unbounded".
       const maxSteps = Math.min(rec.maxSteps, lease.value.limits.maxSteps);
       const resultCapBytes = lease.value.limits.resultBytes;
-      await this.#update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes }));
+      const childCap = lease.value.limits.maxChildren;
+      await this.#update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes, childCap }));
       const packet = buildPacket(this.runs.get(runId)!, req, lease.value, this.settings);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o755 });
       await fs.chmod(brokerDir, 0o755);

@@ -163,6 +163,8 @@ export interface RunRecord {
   resultDir: string | null;
   /** The lease's resultBytes: the ceiling on what this run may materialize (absent on old records). */
   resultCapBytes?: number;
+  /** The lease's maxChildren: how many children this run may have active at once. */
+  childCap?: number;
   outputBytes: number;
   outputFiles: number;
   /** The collected files (first 1000), relative to out/. */
@@ -276,7 +278,8 @@ export interface Supervisor {
   list(filter?: ListFilter): Promise<RunRecord[]>;
   get(runId: string): Promise<RunRecord | undefined>;
   kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>>;
-  steer(runId: string, message: string): Promise<Result<SteerOutcome, BrigError>>;
+  /** `by` is who a respawn-mode steer's kill is attributed to (default `operator`). */
+  steer(runId: string, message: string, opts?: { by?: KilledBy }): Promise<Result<SteerOutcome, BrigError>>;
   resume(runId: string): Promise<Result<RunRecord, BrigError>>;
   events(opts?: EventsOptions): AsyncIterableIterator<SupervisorEvent>;
   /** Stop timers and the broker; running containers keep running (a restart reattaches). */

@@ -248,3 +248,23 @@ test('a parent blocked on its stepping child is not killed by health_monitor; th
   await sup.idle();
   await sup.close();
 });
+
+test('a respawn-mode steer of a child is attributed to whoever steered: the parent over the broker, else the operator', async () => {
+  const { sup } = await setupSup({ settings: { steerInject: false } });
+  const p = await sup.spawn({ task: 'parent', script: SCRIPT, async: true });
+  assert.ok(p.ok);
+  await until(() => sup.runs.get(p.value.id)?.status === 'running', 'parent running');
+  const kid = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'kid', script: SCRIPT, async: true } })) as { runId: string };
+  await until(() => sup.runs.get(kid.runId)?.status === 'running', 'kid running');
+  const byParent = (await sup.handleChildCall(p.value.id, 'child.steer', { child: kid.runId, message: 'other way' })) as { mode: string; newRunId: string };
+  assert.equal(byParent.mode, 'respawn');
+  assert.equal(sup.runs.get(kid.runId)!.killedBy, 'parent');
+  await until(() => sup.runs.get(byParent.newRunId)?.status === 'running', 'respawned kid running');
+  assert.equal(sup.runs.get(byParent.newRunId)!.parentRunId, p.value.id, 'the respawn stays in the parent\'s tree');
+  const byOperator = await sup.steer(byParent.newRunId, 'operator says');
+  assert.ok(byOperator.ok);
+  assert.equal(sup.runs.get(byParent.newRunId)!.killedBy, 'operator');
+  await sup.kill(p.value.id, { confirm: true });
+  await sup.idle();
+  await sup.close();
+});
