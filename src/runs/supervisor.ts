@@ -157,6 +157,14 @@ export class BrigSupervisor implements Supervisor {
       return err(new BrigError('invalid_input', `spawn request: ${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'}`));
     }
     const req = parsed.data;
+    // INV-3: the parent's history crosses only as a bounded summary; over the bound is refused, not cut.
+    const maxSummaryChars = this.settings.parentSummaryMaxTokens * 4;
+    if (req.parent_summary !== undefined && req.parent_summary.length > maxSummaryChars) {
+      return err(new BrigError('invalid_input', `parent_summary is ${req.parent_summary.length} characters; the bound is ${maxSummaryChars} (parentSummaryMaxTokens ${this.settings.parentSummaryMaxTokens} × 4)`, {
+        data: { limit: maxSummaryChars, current: req.parent_summary.length },
+        hint: 'Summarize the parent history further, or send include_parent_history `none`.',
+      }));
+    }
     const parent = ctx.parentRunId ? (this.runs.get(ctx.parentRunId) ?? null) : null;
     if (ctx.parentRunId && (!parent || parent.status === 'ended')) {
       return err(new BrigError('not_running', `parent run ${ctx.parentRunId} is not running`, { data: { status: parent?.status ?? 'unknown' } }));

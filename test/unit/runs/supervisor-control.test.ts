@@ -268,3 +268,24 @@ test('a respawn-mode steer of a child is attributed to whoever steered: the pare
   await sup.idle();
   await sup.close();
 });
+
+test('[INV-3] a parent summary over parentSummaryMaxTokens is refused, not cut; within it, it reaches the packet only when asked for', async () => {
+  const { sup, jail } = await setupSup({ settings: { parentSummaryMaxTokens: 10 } });
+  const over = await sup.spawn({ task: 'too much history', script: SCRIPT, include_parent_history: 'summary', parent_summary: 'x'.repeat(41) });
+  assert.equal(over.ok, false);
+  if (!over.ok) {
+    assert.equal(over.error.code, 'invalid_input');
+    assert.deepEqual(over.error.data, { limit: 40, current: 41 });
+    assert.match(over.error.hint, /include_parent_history/);
+  }
+  assert.equal(jail.created.length, 0, 'nothing was started');
+  const fits = await sup.spawn({ task: 'short history', script: SCRIPT, include_parent_history: 'summary', parent_summary: 'y'.repeat(40), async: true });
+  const none = await sup.spawn({ task: 'no history', script: SCRIPT, async: true });
+  assert.ok(fits.ok && none.ok);
+  await until(() => jail.created.length === 2, 'both created');
+  const packetOf = (id: string) => JSON.parse(String(jail.created.find((s) => s.runId === id)!.inputs![0]!.data)) as { parentSummary: string | null };
+  assert.equal(packetOf(fits.value.id).parentSummary, 'y'.repeat(40));
+  assert.equal(packetOf(none.value.id).parentSummary, null);
+  for (const id of [fits.value.id, none.value.id]) await sup.kill(id, { confirm: true });
+  await sup.close();
+});
