@@ -33,7 +33,17 @@ type Settings = Pick<SupervisorSettings, 'maxSpawnDepth' | 'maxChildrenPerAgent'
 /** The key a parent's children share; operator spawns share one. */
 export const parentKey = (parentRunId: string | null): string => parentRunId ?? 'operator';
 
-function limitError(code: 'depth_exceeded' | 'tree_exceeded' | 'queue_full', message: string, limit: number, current: number): BrigError {
+/**
+ * How many children may be active at once under one parent: the supervisor's setting, and,
+ * for a run parent, also the `maxChildren` of its lease (INV-1: limits only shrink).
+ */
+export function childLimit(live: readonly RunRecord[], parentRunId: string | null, s: Settings): number {
+  if (parentRunId === null) return s.maxChildrenPerAgent;
+  const cap = live.find((r) => r.id === parentRunId)?.childCap;
+  return cap === undefined ? s.maxChildrenPerAgent : Math.min(s.maxChildrenPerAgent, cap);
+}
+
+function limitError(code: 'depth_exceeded' | 'tree_exceeded' | 'queue_full' | 'children_exceeded', message: string, limit: number, current: number): BrigError {
   return new BrigError(code, message, { data: { limit, current } });
 }
 
@@ -58,13 +68,21 @@ export function decideAdmission(live: readonly RunRecord[], req: AdmissionReques
       };
     }
   }
+  const perParent = childLimit(live, req.parentRunId, s);
+  if (perParent === 0) {
+    // Queueing behind a limit of zero would only ever time out.
+    return {
+      kind: 'refuse',
+      error: limitError('children_exceeded', `the lease of run ${req.parentRunId} allows no children (maxChildren 0)`, 0, 0),
+    };
+  }
   const key = parentKey(req.parentRunId);
   const siblings = live.filter((r) => parentKey(r.parentRunId) === key);
   const active = siblings.filter((r) => isActive(r.status)).length;
   const queued = siblings.filter((r) => r.status === 'queued').length;
   const allActive = live.filter((r) => isActive(r.status)).length;
   // FIFO: while anyone of this parent waits, a newcomer waits behind them.
-  if (active < s.maxChildrenPerAgent && allActive < s.maxConcurrent && queued === 0) return { kind: 'admit' };
+  if (active < perParent && allActive < s.maxConcurrent && queued === 0) return { kind: 'admit' };
   if (queued >= s.maxQueued) {
     return {
       kind: 'refuse',
@@ -94,7 +112,7 @@ export function nextToStart(live: readonly RunRecord[], s: Settings): string[] {
     if (allActive >= s.maxConcurrent) break;
     const k = parentKey(r.parentRunId);
     const n = activeBy.get(k) ?? 0;
-    if (n >= s.maxChildrenPerAgent) continue;
+    if (n >= childLimit(live, r.parentRunId, s)) continue;
     activeBy.set(k, n + 1);
     allActive++;
     out.push(r.id);

@@ -28,6 +28,8 @@ test('[INV-3] the main job answers its question from slices alone, and the answe
     env: { ...process.env, BRIG_HOME: home, DEMO_SHARDS: '3', DEMO_ORDERS: '8000', DEMO_LOG_LINES: '10000' },
     maxBuffer: 16 * 1024 * 1024,
     timeout: 300_000,
+  }).catch((e: { code?: number; stdout?: string; stderr?: string }) => {
+    throw new Error(`make demo's script exited ${e.code}:\n${String(e.stdout).slice(-3000)}\n${String(e.stderr).slice(-3000)}`);
   });
 
   const answer = /region that lost the most revenue to refunds is (\w+): ([\d.]+) across 3 shards/.exec(stdout);

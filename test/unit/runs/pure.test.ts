@@ -168,3 +168,19 @@ test('SpawnRequest: one schema; kind needs its payload; unknown keys refused; de
   assert.equal(SpawnRequestSchema.safeParse({ task: 't', kind: 'agent' }).success, false);
   assert.equal(SpawnRequestSchema.safeParse({ task: 't', script: 'x', parent_summary: 's' }).success, false);
 });
+
+test('[INV-1] admission: a parent lease of maxChildren 0 refuses children; maxChildren 2 queues the third', () => {
+  const none = run({ status: 'running', childCap: 0 });
+  const d = decideAdmission([none], req({ depth: 2, parentRunId: none.id, rootRunId: none.id }), DEFAULT_SETTINGS);
+  assert.equal(d.kind, 'refuse');
+  if (d.kind === 'refuse') assert.equal(d.error.code, 'children_exceeded');
+
+  const two = run({ status: 'running', childCap: 2 });
+  const kids = [1, 2].map(() => run({ status: 'running', parentRunId: two.id, rootRunId: two.id }));
+  assert.equal(decideAdmission([two, kids[0]!], req({ depth: 2, parentRunId: two.id, rootRunId: two.id }), DEFAULT_SETTINGS).kind, 'admit');
+  assert.deepEqual(decideAdmission([two, ...kids], req({ depth: 2, parentRunId: two.id, rootRunId: two.id }), DEFAULT_SETTINGS), { kind: 'queue', position: 1 });
+  // A queued third child does not start while two are active, whatever maxChildrenPerAgent says.
+  const third = run({ status: 'queued', parentRunId: two.id, rootRunId: two.id });
+  assert.deepEqual(nextToStart([two, ...kids, third], DEFAULT_SETTINGS), []);
+  assert.deepEqual(nextToStart([two, kids[0]!, third], DEFAULT_SETTINGS), [third.id]);
+});
