@@ -32,7 +32,7 @@ images: build engine
 	$(BRIG) image build
 
 test: build typecheck engine images
-	$(NODE) --import tsx --test --test-concurrency=2 --test-timeout=600000 $(TEST_FILES)
+	$(NODE) --import tsx --test --test-concurrency=1 --test-timeout=600000 $(TEST_FILES)
 
 # Unit and architecture tests only: no engine needed.
 test-unit: build
