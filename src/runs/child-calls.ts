@@ -20,7 +20,10 @@ function obj(params: unknown): Record<string, unknown> {
 
 export async function handleChildCall(sup: BrigSupervisor, runId: string, method: string, params: unknown): Promise<unknown> {
   const r = sup.runs.get(runId);
-  if (!r || r.status !== 'running') {
+  // The child's first call can beat the engine's reply to `start` (the supervisor records
+  // `running` only after it): a `starting` run whose container exists is the one calling.
+  const live = r !== undefined && (r.status === 'running' || (r.status === 'starting' && sup.live.get(runId)?.jail !== undefined));
+  if (!r || !live) {
     throw new BrigError('not_running', `run ${runId} is not running`, { data: { status: r?.status ?? 'unknown' } });
   }
   const p = obj(params);

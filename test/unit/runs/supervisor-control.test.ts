@@ -289,3 +289,26 @@ test('[INV-3] a parent summary over parentSummaryMaxTokens is refused, not cut; 
   for (const id of [fits.value.id, none.value.id]) await sup.kill(id, { confirm: true });
   await sup.close();
 });
+
+test('a child whose first broker call beats the supervisor recording its start is served, and its step counts', async () => {
+  const { sup, jail } = await setupSup();
+  let early: unknown;
+  jail.onCreate = (j) => {
+    const start = j.start.bind(j);
+    // The container runs and calls before start() has returned to the supervisor.
+    j.start = async () => {
+      await start();
+      early = await sup.handleChildCall(j.runId, 'progress', { line: 'first' }).catch((e: unknown) => e);
+    };
+  };
+  const r = await sup.spawn({ task: 'quick child', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  await until(() => sup.runs.get(r.value.id)?.status === 'running', 'running');
+  assert.deepEqual(early, { steers: [], stepsExecuted: 1 });
+  assert.equal(sup.runs.get(r.value.id)!.stepsExecuted, 1);
+  jail.jails.get(r.value.id)!.exit(0);
+  const w = await sup.wait(r.value.id);
+  assert.ok(w.ok);
+  assert.equal(w.value.endReason, 'completed');
+  await sup.close();
+});
