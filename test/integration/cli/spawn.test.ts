@@ -3,9 +3,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { requireEngine } from '../../helpers/engine.js';
-import { main } from '../../../src/cli/cli.js';
+import { runCli } from '../../helpers/cli.js';
 import { DockerJailDriver, LABELS } from '../../../src/jail/index.js';
 
 /** Containers and volumes of a run, whoever owns them. */
@@ -18,14 +17,8 @@ async function leftovers(runId: string): Promise<string[]> {
 }
 
 async function brig(args: string[], home: string, env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (c: Buffer) => (stdout += c.toString()));
-  err.on('data', (c: Buffer) => (stderr += c.toString()));
-  const code = await main(args, { stdout: out, stderr: err, env: { BRIG_HOME: home, ...env }, isTTY: false });
-  return { code, stdout, stderr };
+  const r = await runCli(args, { home, env });
+  return { code: r.code, stdout: r.out, stderr: r.err };
 }
 
 async function home(t: { after: (fn: () => void) => void }): Promise<string> {

@@ -10,12 +10,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
-import { main } from '../../../src/cli/cli.js';
+import { Readable } from 'node:stream';
 import { OpenAICompatibleProvider } from '../../../src/models/index.js';
 import { FsResultStore, loadEnvelope } from '../../../src/results/index.js';
 import { RefService, type RunRecord } from '../../../src/runs/index.js';
 import { Slicer } from '../../../src/slice/index.js';
+import { runCli } from '../../helpers/cli.js';
 
 async function fakeModel(t: import('node:test').TestContext) {
   let calls = 0;
@@ -38,16 +38,7 @@ async function fakeModel(t: import('node:test').TestContext) {
   };
 }
 
-async function brig(home: string, argv: string[], env: Record<string, string> = {}) {
-  const out = new PassThrough();
-  const errS = new PassThrough();
-  let o = '';
-  let e = '';
-  out.on('data', (b) => (o += b));
-  errS.on('data', (b) => (e += b));
-  const code = await main(argv, { stdout: out, stderr: errS, env: { BRIG_HOME: home, ...env }, isTTY: false });
-  return { code, out: o, err: e };
-}
+const brig = (home: string, argv: string[], env: Record<string, string> = {}) => runCli(argv, { home, env });
 
 test('[INV-3] a Level 2 envelope is cast once: the API/library, brig result and brig explain all show the one the coordinator got', async (t) => {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-a5-envkept-'));

@@ -2,22 +2,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
-import { main } from '../../../src/cli/cli.js';
 import { loadConfig } from '../../../src/config/index.js';
 import { startDaemon } from '../../../src/daemon/index.js';
 import { requireEngine } from '../../helpers/engine.js';
+import { runCli } from '../../helpers/cli.js';
 import { freshHome, leftovers } from './fixture.js';
 
 async function brig(args: string[], home: string, isTTY = false): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (c: Buffer) => (stdout += c.toString()));
-  err.on('data', (c: Buffer) => (stderr += c.toString()));
-  const code = await main(args, { stdout: out, stderr: err, env: { BRIG_HOME: home }, isTTY });
-  return { code, stdout, stderr };
+  const r = await runCli(args, { home, isTTY });
+  return { code: r.code, stdout: r.out, stderr: r.err };
 }
 
 const SCRIPT = `import { mkdirSync, writeFileSync } from 'node:fs';

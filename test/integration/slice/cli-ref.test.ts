@@ -3,23 +3,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
-import { main } from '../../../src/cli/cli.js';
+import { Readable } from 'node:stream';
 import { brigPaths } from '../../../src/config/index.js';
 import { LeaseStore, loadPolicyFile, shippedPoliciesDir } from '../../../src/lease/index.js';
 import { MemoryLedger } from '../../../src/ledger/index.js';
 import { FsResultStore } from '../../../src/results/index.js';
+import { runCli } from '../../helpers/cli.js';
 
-async function brig(home: string, argv: string[]) {
-  const out = new PassThrough();
-  const errS = new PassThrough();
-  let o = '';
-  let e = '';
-  out.on('data', (b) => (o += b));
-  errS.on('data', (b) => (e += b));
-  const code = await main(argv, { stdout: out, stderr: errS, env: { BRIG_HOME: home }, isTTY: false });
-  return { code, out: o, err: e };
-}
+const brig = (home: string, argv: string[]) => runCli(argv, { home });
 
 test('brig ref list|read|grep|jq|sql|jsonpath over a real store; refusals map to exit codes', async (t) => {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-h3-cli-'));
