@@ -56,7 +56,10 @@ export interface ChildRunSummary {
   runId: string;
   status: string;
   endReason: string | null;
+  /** The child's result when it is small (≤ 16,000 chars of JSON); else null and resultCut. */
   result: unknown;
+  /** Set when the result was too big to cross back: it is the child's result.json ref. */
+  resultCut?: { chars: number; hint: string };
   error: { code: string; message: string } | null;
   missingOutputs: string[];
   /** The child's ResultRefs (empty for an async spawn: use `brig.refs(runId)` once it ended). */

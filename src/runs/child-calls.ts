@@ -13,6 +13,20 @@ export type ChildMethod = (typeof CHILD_METHODS)[number];
 
 const MAX_CHECKPOINT_BYTES = 1024 * 1024;
 const MAX_RESULT_BYTES = 256 * 1024;
+/**
+ * What a child's result may bring into its parent's context (INV-3): maxResultTokens (4000)
+ * × 4 chars. A larger value stays on disk as the child's `result.json` ResultRef; the parent
+ * gets its size and drills in (refs.read) instead.
+ */
+export const MAX_SUMMARY_RESULT_CHARS = 16_000;
+
+/** The child's result as it may cross back to its parent: whole when small, else a pointer. */
+export function boundedResult(result: unknown): { result: unknown; resultCut?: { chars: number; hint: string } } {
+  if (result === undefined || result === null) return { result: result ?? null };
+  const chars = JSON.stringify(result).length;
+  if (chars <= MAX_SUMMARY_RESULT_CHARS) return { result };
+  return { result: null, resultCut: { chars, hint: 'the whole value is the result.json ref: slice it with refs.read / refs.jq' } };
+}
 
 function obj(params: unknown): Record<string, unknown> {
   return params && typeof params === 'object' && !Array.isArray(params) ? (params as Record<string, unknown>) : {};
@@ -68,7 +82,7 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
       const res = await sup.spawn(req as never, { parentRunId: runId });
       if (!res.ok) throw res.error;
       const c = res.value;
-      return { runId: c.id, status: c.status, endReason: c.endReason, result: c.result, error: c.error, missingOutputs: c.missingOutputs };
+      return { runId: c.id, status: c.status, endReason: c.endReason, ...boundedResult(c.result), error: c.error, missingOutputs: c.missingOutputs };
     }
     case 'child.kill':
     case 'child.steer': {

@@ -312,3 +312,31 @@ test('a child whose first broker call beats the supervisor recording its start i
   assert.equal(w.value.endReason, 'completed');
   await sup.close();
 });
+
+test('[INV-3] a child result over the summary bound stays on disk: the parent gets its size, not its content', async () => {
+  const { boundedResult, MAX_SUMMARY_RESULT_CHARS } = await import('../../../src/runs/child-calls.js');
+  assert.deepEqual(boundedResult({ n: 1 }), { result: { n: 1 } });
+  assert.deepEqual(boundedResult(undefined), { result: null });
+  const big = { rows: 'x'.repeat(MAX_SUMMARY_RESULT_CHARS) };
+  const b = boundedResult(big);
+  assert.equal(b.result, null);
+  assert.equal(b.resultCut?.chars, JSON.stringify(big).length);
+  assert.match(b.resultCut!.hint, /result\.json/);
+  // Through the supervisor: a synchronous spawn whose child sets a big result.
+  const { sup, jail } = await setupSup();
+  const p = await sup.spawn({ task: 'parent', script: SCRIPT, async: true });
+  assert.ok(p.ok);
+  await until(() => sup.runs.get(p.value.id)?.status === 'running', 'parent running');
+  const pending = sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'big kid', script: SCRIPT } }) as Promise<{ runId: string; result: unknown; resultCut?: { chars: number } }>;
+  await until(() => [...sup.runs.values()].some((r) => r.parentRunId === p.value.id && r.status === 'running'), 'kid running');
+  const kid = [...sup.runs.values()].find((r) => r.parentRunId === p.value.id)!;
+  await sup.handleChildCall(kid.id, 'result', { value: big });
+  jail.jails.get(kid.id)!.exit(0);
+  const summary = await pending;
+  assert.equal(summary.result, null);
+  assert.ok(summary.resultCut!.chars > MAX_SUMMARY_RESULT_CHARS);
+  assert.doesNotMatch(JSON.stringify(summary), /xxxxxxxx/);
+  jail.jails.get(p.value.id)!.exit(0);
+  await sup.wait(p.value.id);
+  await sup.close();
+});
