@@ -16,6 +16,7 @@ import { FsResultStore } from '../results/index.js';
 import { BrigSupervisor, ChildRefs, type LeasePort, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
 import { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, err, ok } from '../util/errors.js';
+import { lockHome } from './home-lock.js';
 
 export interface ComposeOptions {
   settings?: Partial<SupervisorSettings>;
@@ -128,6 +129,8 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     handlers,
     onAbuse: (runId) => void sup?.kill(runId, { confirm: true, by: 'system' }),
   });
+  // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts).
+  const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};
   sup = new BrigSupervisor({
     jail,
     leases: leasePort(leases),
@@ -152,6 +155,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
       await broker.close();
       await pool.close();
       await ledger.close();
+      await unlock();
     },
   };
 }
