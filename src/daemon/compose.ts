@@ -13,10 +13,11 @@ import { DockerJailDriver, ownerForHome } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor, type LeaseRecord } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { FsResultStore } from '../results/index.js';
-import { BrigSupervisor, ChildRefs, type LeasePort, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
+import { BrigSupervisor, ChildRefs, type LeasePort, type RefService, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
 import { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, err, ok } from '../util/errors.js';
 import { lockHome } from './home-lock.js';
+import { openRefService } from './refs.js';
 
 export interface ComposeOptions {
   settings?: Partial<SupervisorSettings>;
@@ -31,6 +32,8 @@ export interface Composed {
   supervisor: BrigSupervisor;
   leases: LeaseStore;
   ledger: Ledger;
+  /** The coordinator's drill-in surface, over the same store and helper pool as the children's. */
+  refs: RefService;
   close(): Promise<void>;
 }
 
@@ -143,12 +146,14 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     reconcile: o.reconcile !== false,
   });
   const supervisor = sup;
+  const { refs } = openRefService(cfg, (id) => supervisor.get(id), { store: results, pool });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
   return {
     supervisor,
     leases,
     ledger,
+    refs,
     async close() {
       unwatch();
       await supervisor.close();

@@ -30,22 +30,25 @@ export async function createBrig(o: BrigOptions = {}): Promise<Brig> {
   const cfg: BrigConfig = o.home ? { ...base, home: o.home } : base;
   const socket = brigPaths(cfg.home).socket;
   const mode = o.mode ?? 'auto';
-  if (mode !== 'local' && (await ApiClient.probe(socket))) return wrap(new ApiClient(socket), 'daemon', cfg, async () => {});
+  if (mode !== 'local' && (await ApiClient.probe(socket))) {
+    // Results are on this host's disk under the same home: slicing runs here, with its own pool.
+    const api = new ApiClient(socket);
+    const refs = openRefService(cfg, (id) => api.get(id));
+    return wrap(api, 'daemon', refs.refs, () => refs.close());
+  }
   if (mode === 'daemon') {
     const { BrigError } = await import('../util/errors.js');
     throw new BrigError('daemon_unavailable', `no daemon answers on ${socket}`);
   }
   const composed = await composeSupervisor(cfg, { reconcile: true, ...(o.settings ? { settings: o.settings } : {}) });
   await composed.supervisor.start();
-  return wrap(composed.supervisor, 'local', cfg, () => composed.close());
+  return wrap(composed.supervisor, 'local', composed.refs, () => composed.close());
 }
 
-function wrap(s: Supervisor, mode: 'daemon' | 'local', cfg: BrigConfig, close: () => Promise<void>): Brig {
-  // Results live on this host's disk under the same home, so slicing runs here in both modes.
-  const refs = openRefService(cfg, (id) => s.get(id));
+function wrap(s: Supervisor, mode: 'daemon' | 'local', refs: RefService, close: () => Promise<void>): Brig {
   return {
     mode,
-    refs: refs.refs,
+    refs,
     spawn: (req, ctx) => s.spawn(req, ctx),
     wait: (id, opts) => s.wait(id, opts),
     list: (f) => s.list(f),
@@ -55,7 +58,6 @@ function wrap(s: Supervisor, mode: 'daemon' | 'local', cfg: BrigConfig, close: (
     resume: (id) => s.resume(id),
     events: (opts) => s.events(opts),
     close: async () => {
-      await refs.close();
       await s.close();
       await close();
     },

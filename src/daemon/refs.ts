@@ -5,22 +5,24 @@ import { RefService, type RunRecord } from '../runs/index.js';
 import { DuckdbHelperPool, Slicer } from '../slice/index.js';
 
 /**
- * Builds the drill-in surface for one brig home: the result store, a slicer with a small warm
+ * Builds the drill-in surface for one brig home: the result store, a slicer over a small warm
  * DuckDB helper pool, and the model for Level 2 condensation when one is configured. The
- * caller says how to read run records (the supervisor, the daemon's API, or the disk).
+ * caller says how to read run records (the supervisor, the daemon's API, or the disk). A
+ * composed supervisor passes its own store and pool, so one process keeps one pool; close()
+ * closes only a pool this function made.
  */
 export function openRefService(
   cfg: BrigConfig,
   getRun: (runId: string) => Promise<RunRecord | undefined>,
-  o: { poolSize?: number } = {},
+  o: { store?: FsResultStore; pool?: DuckdbHelperPool } = {},
 ): { refs: RefService; close(): Promise<void> } {
-  const store = new FsResultStore({ dir: brigPaths(cfg.home).results });
-  const pool = new DuckdbHelperPool({ size: o.poolSize ?? 1 });
+  const store = o.store ?? new FsResultStore({ dir: brigPaths(cfg.home).results });
+  const pool = o.pool ?? new DuckdbHelperPool({ size: 1 });
   const refs = new RefService({
     store,
     slicer: new Slicer(store, { pool }),
     getRun,
     ...(cfg.model ? { model: new OpenAICompatibleProvider(cfg.model) } : {}),
   });
-  return { refs, close: () => pool.close() };
+  return { refs, close: async () => (o.pool ? undefined : pool.close()) };
 }

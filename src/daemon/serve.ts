@@ -3,7 +3,6 @@ import { BrigError } from '../util/errors.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import type { ReconcileReport } from '../runs/index.js';
 import { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
-import { openRefService } from './refs.js';
 
 /**
  * `brig serve`: the composed supervisor, reconciled, behind the HTTP API on
@@ -25,15 +24,13 @@ export async function startDaemon(cfg: BrigConfig, o: ComposeOptions = {}): Prom
   const composed = await composeSupervisor(cfg, { ...o, reconcile: true });
   const report = await composed.supervisor.start();
   const socketPath = brigPaths(cfg.home).socket;
-  const refs = openRefService(cfg, (id) => composed.supervisor.get(id));
-  const api = await listenApi(composed.supervisor, socketPath, refs.refs);
+  const api = await listenApi(composed.supervisor, socketPath, composed.refs);
   return {
     socketPath,
     composed,
     report,
     async close() {
       await api.close();
-      await refs.close();
       await composed.close();
     },
   };
