@@ -124,8 +124,12 @@ function encode(reply: BrokerReply): string {
 }
 
 /** Handles one line; resolves to the reply line (without newline) and whether it succeeded. Never rejects. */
-export async function dispatchLine(line: string, run: RunState, deps: DispatchDeps): Promise<{ line: string; ok: boolean; authenticated: boolean }> {
-  const seen = { authenticated: false };
+export async function dispatchLine(
+  line: string,
+  run: RunState,
+  deps: DispatchDeps,
+  seen: { authenticated: boolean; onAuthenticated?: () => void } = { authenticated: false },
+): Promise<{ line: string; ok: boolean; authenticated: boolean }> {
   let reply: BrokerReply;
   try {
     reply = await decide(line, run, deps, seen);
@@ -137,7 +141,7 @@ export async function dispatchLine(line: string, run: RunState, deps: DispatchDe
   return { line: encode(reply), ok: reply.ok, authenticated: seen.authenticated };
 }
 
-async function decide(line: string, run: RunState, deps: DispatchDeps, seen: { authenticated: boolean }): Promise<BrokerReply> {
+async function decide(line: string, run: RunState, deps: DispatchDeps, seen: { authenticated: boolean; onAuthenticated?: () => void }): Promise<BrokerReply> {
   if (jsonNesting(line) > MAX_NESTING) return deny(run, deps, null, 'unknown', 'invalid_input', `JSON nested deeper than ${MAX_NESTING}`);
   let raw: unknown;
   try {
@@ -161,7 +165,11 @@ async function decide(line: string, run: RunState, deps: DispatchDeps, seen: { a
   if (!auth.ok) return deny(run, deps, id, method, auth.error.code, auth.error.message);
   const lease = auth.value;
   if (lease.id !== run.leaseId) return deny(run, deps, id, method, 'unauthenticated', 'bad bearer token for this run');
-  seen.authenticated = true;
+  // Known before the handler runs: a call that takes an hour (a synchronous spawn) keeps its connection.
+  if (!seen.authenticated) {
+    seen.authenticated = true;
+    seen.onAuthenticated?.();
+  }
   const cap = requiredCapability(method);
   if (!grantAllows(lease, cap)) return deny(run, deps, id, method, 'capability_denied', `the lease does not grant ${cap}`);
   const { params: cleaned, stripped } = stripParams(method, env.data.params);

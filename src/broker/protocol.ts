@@ -37,9 +37,18 @@ export const METHODS = {
   },
   checkpoint: { cap: null, params: z.strictObject({ state: Json }) },
   resume: { cap: null, params: z.strictObject({}) },
-  result: { cap: null, params: z.strictObject({ value: Json }) },
+  /** A value that fits a line, or `spooled`: the SDK wrote it to /workspace/.brig/result/value.json. */
+  result: {
+    cap: null,
+    params: z.union([z.strictObject({ value: Json }), z.strictObject({ spooled: z.strictObject({ bytes: z.number().int().nonnegative() }) })]),
+  },
   'steer.poll': { cap: null, params: z.strictObject({}) },
   spawn: { cap: 'spawn', params: z.strictObject({ request: z.record(z.string(), Json) }) },
+  /** Blocks until these children of the caller ended (or timeoutMs); the caller frees its slot meanwhile. */
+  wait: {
+    cap: 'spawn',
+    params: z.strictObject({ runs: z.array(RunRef).min(1).max(50), timeoutMs: z.number().int().positive().max(600_000).optional() }),
+  },
   'refs.list': { cap: 'refs.read', params: z.strictObject({ run: RunRef }) },
   'refs.read': {
     cap: 'refs.read',

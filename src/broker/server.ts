@@ -6,7 +6,8 @@
  * bearer and the capability the method needs (dispatch.ts). Nothing a child sends can crash
  * the supervisor: lines are bounded (64 KiB, then the connection is dropped), nesting is
  * bounded, each run has a token bucket, a cap on connections and calls in flight, a deadline
- * to finish a line (slow-loris), a deadline to authenticate, an idle timeout, and a bound on
+ * to finish a line (slow-loris), a deadline to authenticate (an authenticated connection then
+ * lives as long as its run, however quiet), and a bound on
  * unread replies; sustained abuse calls onAbuse (the supervisor kills the run, killedBy
  * system). Runs are isolated: one run's flood does not consume another's budget. Threat: a
  * hostile or buggy child. Trusts: the lease verifier and the handlers it is given. Fails
@@ -30,7 +31,11 @@ export interface BrokerLimits {
   abuseWindowMs: number;
   maxConnections: number;
   maxInflight: number;
-  /** A connection with no complete line for this long is closed (runs are ≤ 10 min by default). */
+  /**
+   * A connection that has not authenticated and sends no complete line for this long is
+   * closed. An authenticated connection lives as long as its run: a child may think for
+   * an hour between calls (the run's own watchdog bounds it).
+   */
   idleMs: number;
   /** From a line's first byte to its newline. */
   lineTimeoutMs: number;
@@ -83,6 +88,8 @@ export interface BrokerRunHandle {
 /** Queued lines per connection at which reading pauses, and resumes. */
 const QUEUE_HIGH = 512;
 const QUEUE_LOW = 64;
+/** Calls of one connection handled at once (4 connections × 4 = the run's 16 in flight). */
+const PER_CONNECTION = 4;
 
 /** Longest unix socket path Linux accepts (sun_path is 108 bytes with the NUL). */
 const MAX_SOCKET_PATH = 107;
@@ -170,15 +177,21 @@ export class BrokerServer {
     const lim = this.limits;
     let chunks: Buffer[] = [];
     let buffered = 0;
-    let authed = false;
     let dead = false;
+    // One per connection; dispatch marks it the moment a bearer verifies, before the handler runs.
+    const auth: { authenticated: boolean; onAuthenticated: () => void } = {
+      authenticated: false,
+      onAuthenticated: () => {
+        clearTimeout(authTimer);
+        s.setTimeout(0);
+      },
+    };
     let lineTimer: NodeJS.Timeout | undefined;
-    let queue = Promise.resolve();
     const drop = () => {
       s.destroy();
     };
     const authTimer = setTimeout(() => {
-      if (!authed) drop();
+      if (!auth.authenticated) drop();
     }, lim.authTimeoutMs);
     authTimer.unref();
     s.setTimeout(lim.idleMs, drop);
@@ -195,17 +208,28 @@ export class BrokerServer {
       s.write(line + '\n');
     };
     let pending = 0;
-    const handle = (line: string) => {
-      // Replies go out in request order; a slow handler holds back later replies only on
-      // this connection. Too many queued lines pause reading (backpressure to the child).
-      if (++pending >= QUEUE_HIGH) s.pause();
-      queue = queue.then(async () => {
-        const reply = await dispatchLine(line, run.state, this.deps);
-        // A connection counts as authenticated once a bearer verified on it, whatever the call.
-        if (reply.authenticated) authed = true;
+    let active = 0;
+    const waiting: string[] = [];
+    // Set by the `end` handler: close once every call sent has its reply.
+    let onIdle: (() => void) | null = null;
+    const run1 = (line: string) => {
+      active++;
+      void dispatchLine(line, run.state, this.deps, auth).then((reply) => {
         send(reply.line);
+        active--;
         if (--pending <= QUEUE_LOW && s.isPaused() && !dead) s.resume();
+        const next = waiting.shift();
+        if (next !== undefined) run1(next);
+        else if (pending === 0) onIdle?.();
       });
+    };
+    const handle = (line: string) => {
+      // Up to PER_CONNECTION calls run at once (a long synchronous spawn does not hold back a
+      // progress call); replies go out as calls finish, matched by id. Too many queued lines
+      // pause reading (backpressure to the child).
+      if (++pending >= QUEUE_HIGH) s.pause();
+      if (active < PER_CONNECTION) run1(line);
+      else waiting.push(line);
     };
     // A line over 64 KiB: one error reply, a strike, then the connection is closed. Reading
     // stops at once so the rest of a 10 MB line is never buffered.
@@ -221,7 +245,8 @@ export class BrokerServer {
       // The child will send nothing more: answer what it sent (a partial last line is
       // dropped), then close our side.
       if (lineTimer) clearTimeout(lineTimer);
-      void queue.then(() => s.end());
+      if (pending === 0) s.end();
+      else onIdle = () => s.end();
     });
     s.on('data', (chunk: Buffer) => {
       if (dead) return;

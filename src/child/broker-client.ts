@@ -4,8 +4,19 @@ import net from 'node:net';
  * The child's end of the broker protocol: one JSON line per request
  * `{v:1,id,method,token,params}` and one per reply `{v:1,id,ok,result|error}` over the run's
  * unix socket. Runs inside the jail; Node built-ins only. Trusts nothing but the socket the
- * supervisor mounted; a broken socket fails every pending call (the script then fails).
+ * supervisor mounted.
+ *
+ * The connection lives as long as the run: it authenticates at once (`hello`), so a child
+ * that thinks for an hour before its first call keeps it. When the supervisor goes away (a
+ * daemon restart) the client reconnects to the same socket path and re-sends every call that
+ * had no reply yet — at least once; the supervisor's spawn dedup makes a repeated spawn
+ * return the same child. Only when no supervisor comes back before the run's own deadline do
+ * pending calls fail (`broker_closed`). A call whose line is over the broker's limit is
+ * refused here, with a reply the script can catch, before a byte is sent.
  */
+
+/** The broker's line limit (protocol v1), newline excluded. */
+export const MAX_LINE_BYTES = 64 * 1024;
 
 export interface BrokerReplyError {
   code: string;
@@ -20,36 +31,103 @@ export class BrokerCallError extends Error {
   }
 }
 
-type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };
+type Pending = { line: string; resolve: (v: unknown) => void; reject: (e: Error) => void };
+
+export interface BrokerClientOptions {
+  /** Give up reconnecting (and fail pending calls) at this epoch ms. */
+  reconnectUntil?: number;
+  /** How long to keep trying to connect the first time. */
+  connectTimeoutMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function connectOnce(socketPath: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(socketPath);
+    s.once('connect', () => {
+      s.off('error', reject);
+      resolve(s);
+    });
+    s.once('error', reject);
+  });
+}
 
 export class BrokerClient {
-  readonly #sock: net.Socket;
+  readonly #path: string;
   readonly #token: string;
+  readonly #opts: Required<BrokerClientOptions>;
   readonly #pending = new Map<number, Pending>();
+  #sock: net.Socket | null = null;
   #seq = 0;
   #buf = '';
-  #dead: Error | null = null;
+  #closed = false;
+  #reconnecting: Promise<void> | null = null;
 
-  private constructor(sock: net.Socket, token: string) {
-    this.#sock = sock;
+  private constructor(socketPath: string, token: string, opts: BrokerClientOptions) {
+    this.#path = socketPath;
     this.#token = token;
-    sock.setEncoding('utf8');
-    sock.on('data', (chunk: string) => this.#onData(chunk));
-    const fail = (e: Error) => {
-      this.#dead ??= e;
-      for (const p of this.#pending.values()) p.reject(this.#dead);
-      this.#pending.clear();
-    };
-    sock.on('error', fail);
-    sock.on('close', () => fail(new BrokerCallError('broker_closed', 'the broker closed the connection')));
+    this.#opts = { reconnectUntil: opts.reconnectUntil ?? Date.now() + 3600_000, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000 };
   }
 
-  static connect(socketPath: string, token: string): Promise<BrokerClient> {
-    return new Promise((resolve, reject) => {
-      const s = net.connect(socketPath);
-      s.once('connect', () => resolve(new BrokerClient(s, token)));
-      s.once('error', reject);
+  static async connect(socketPath: string, token: string, opts: BrokerClientOptions = {}): Promise<BrokerClient> {
+    const c = new BrokerClient(socketPath, token, opts);
+    const until = Date.now() + c.#opts.connectTimeoutMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+      try {
+        c.#attach(await connectOnce(socketPath));
+        break;
+      } catch (e) {
+        if (Date.now() + delay > until) throw e;
+        await sleep(delay);
+      }
+    }
+    // Authenticate now: the broker drops a connection that shows no bearer for a while.
+    await c.call('hello', {});
+    return c;
+  }
+
+  #attach(s: net.Socket): void {
+    this.#sock = s;
+    this.#buf = '';
+    s.setEncoding('utf8');
+    s.on('data', (chunk: string) => this.#onData(chunk));
+    s.on('error', () => {});
+    s.on('close', () => {
+      if (this.#sock !== s) return;
+      this.#sock = null;
+      if (!this.#closed) void this.#reconnect();
     });
+  }
+
+  async #reconnect(): Promise<void> {
+    this.#reconnecting ??= (async () => {
+      for (let delay = 100; !this.#closed; delay = Math.min(delay * 2, 2000)) {
+        if (Date.now() >= this.#opts.reconnectUntil) {
+          this.#failAll(new BrokerCallError('broker_closed', 'the broker closed the connection and did not come back'));
+          return;
+        }
+        await sleep(delay);
+        try {
+          const s = await connectOnce(this.#path);
+          this.#attach(s);
+          // The hello authenticates; then every call that had no reply goes again, in order.
+          s.write(this.#encode(0, 'hello', {}) + '\n');
+          for (const p of this.#pending.values()) s.write(p.line + '\n');
+          return;
+        } catch {
+          // the supervisor is not back yet
+        }
+      }
+    })().finally(() => {
+      this.#reconnecting = null;
+    });
+    return this.#reconnecting;
+  }
+
+  #failAll(e: Error): void {
+    for (const p of this.#pending.values()) p.reject(e);
+    this.#pending.clear();
   }
 
   #onData(chunk: string): void {
@@ -72,16 +150,34 @@ export class BrokerClient {
     }
   }
 
+  #encode(id: number, method: string, params: unknown): string {
+    return JSON.stringify({ v: 1, id, method, token: this.#token, params });
+  }
+
   call(method: string, params: unknown = {}): Promise<unknown> {
-    if (this.#dead) return Promise.reject(this.#dead);
+    if (this.#closed) return Promise.reject(new BrokerCallError('broker_closed', 'the broker client was closed'));
     const id = ++this.#seq;
+    let line: string;
+    try {
+      line = this.#encode(id, method, params);
+    } catch (e) {
+      return Promise.reject(new BrokerCallError('invalid_input', `the ${method} call cannot be sent as JSON: ${(e as Error).message}`));
+    }
+    const bytes = Buffer.byteLength(line);
+    if (bytes > MAX_LINE_BYTES) {
+      return Promise.reject(
+        new BrokerCallError('invalid_input', `the ${method} call is ${bytes} bytes; the broker takes at most ${MAX_LINE_BYTES} per call`, 'Write bulk data to /workspace/out and return its path.'),
+      );
+    }
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
-      this.#sock.write(JSON.stringify({ v: 1, id, method, token: this.#token, params }) + '\n');
+      this.#pending.set(id, { line, resolve, reject });
+      // While disconnected the line waits in #pending; the reconnect sends it.
+      this.#sock?.write(line + '\n');
     });
   }
 
   close(): void {
-    this.#sock.end();
+    this.#closed = true;
+    this.#sock?.end();
   }
 }

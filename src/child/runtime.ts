@@ -23,7 +23,9 @@ async function main(): Promise<number> {
   let packet: Record<string, unknown>;
   try {
     packet = JSON.parse(readFileSync(PATHS.packet, 'utf8')) as Record<string, unknown>;
-    client = await BrokerClient.connect(PATHS.socket, readFileSync(PATHS.token, 'utf8').trim());
+    // Reconnects (a daemon restart) are worth trying for as long as the run may live.
+    const timeoutMs = typeof packet.timeoutMs === 'number' ? packet.timeoutMs : 600_000;
+    client = await BrokerClient.connect(PATHS.socket, readFileSync(PATHS.token, 'utf8').trim(), { reconnectUntil: Date.now() + timeoutMs + 120_000 });
   } catch (e) {
     process.stderr.write(`brig-child: set-up failed: ${(e as Error).message}\n`);
     return 2;
@@ -32,8 +34,9 @@ async function main(): Promise<number> {
   try {
     const mod = (await import(pathToFileURL(PATHS.script).href)) as { default?: unknown };
     if (typeof mod.default !== 'function') throw new Error('the script must export a default async function (brig)');
-    const value = await (mod.default as (b: unknown) => unknown)(createSdk(client, packet, state));
-    if (!state.resultSet && value !== undefined) await client.call('result', { value });
+    const sdk = createSdk(client, packet, state);
+    const value = await (mod.default as (b: unknown) => unknown)(sdk);
+    if (!state.resultSet && value !== undefined) await sdk.result(value);
     return 0;
   } catch (e) {
     const err = e as Error;

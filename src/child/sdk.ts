@@ -1,3 +1,4 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import type { BrokerClient } from './broker-client.js';
 
 /**
@@ -77,6 +78,12 @@ export interface BrigSdk {
   resume(): Promise<UntrustedCheckpoint | null>;
   result(value: unknown): Promise<void>;
   spawn(request: Record<string, unknown>): Promise<ChildRunSummary>;
+  /**
+   * Waits until each of these children (spawned with `async: true`) has ended, or until
+   * `timeoutMs` (default and most 10 minutes); returns each one's summary as it stands then.
+   * A run blocked here does not hold a slot its children need (needs `spawn`).
+   */
+  wait(childRunIds: string | string[], opts?: { timeoutMs?: number }): Promise<ChildRunSummary[]>;
   /** Steer messages received and not yet taken. */
   steers(): string[];
   /** Kill one of this run's own children (needs `kill` in the lease). */
@@ -89,7 +96,16 @@ export interface BrigSdk {
   ref(id: string): RefHandle;
 }
 
+/**
+ * A result whose JSON is over this many bytes does not fit one broker line: it is written to
+ * RESULT_SPOOL in the workspace and the supervisor collects it (bounded by the lease's
+ * resultBytes) as the run's `result.json` ResultRef.
+ */
+export const RESULT_INLINE_BYTES = 48 * 1024;
+export const RESULT_SPOOL = { dir: '/workspace/.brig/result', file: '/workspace/.brig/result/value.json' } as const;
+
 export const METHODS = {
+  wait: 'wait',
   progress: 'progress',
   checkpoint: 'checkpoint',
   resume: 'resume',
@@ -153,12 +169,24 @@ export function createSdk(client: BrokerClient, packet: Record<string, unknown>,
       return r && r.checkpoint !== undefined && r.checkpoint !== null ? { untrusted: true as const, state: r.checkpoint } : null;
     },
     async result(value: unknown) {
-      await client.call(METHODS.result, { value });
+      const json = JSON.stringify(value ?? null);
+      const bytes = Buffer.byteLength(json);
+      if (bytes <= RESULT_INLINE_BYTES) await client.call(METHODS.result, { value: value ?? null });
+      else {
+        mkdirSync(RESULT_SPOOL.dir, { recursive: true, mode: 0o755 });
+        writeFileSync(RESULT_SPOOL.file, json, { mode: 0o644 });
+        await client.call(METHODS.result, { spooled: { bytes } });
+      }
       state.resultSet = true;
     },
     async spawn(request: Record<string, unknown>) {
       const s = (await client.call(METHODS.spawn, { request })) as ChildRunSummary & { refs?: unknown };
       return { ...s, refs: handles(client, s.refs) };
+    },
+    async wait(ids: string | string[], opts: { timeoutMs?: number } = {}) {
+      const runs = Array.isArray(ids) ? ids : [ids];
+      const r = (await client.call(METHODS.wait, { runs, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) })) as { runs?: (ChildRunSummary & { refs?: unknown })[] };
+      return (r?.runs ?? []).map((s) => ({ ...s, refs: handles(client, s.refs) }));
     },
     steers: take,
     async kill(child: string) {

@@ -4,7 +4,7 @@
  * looks up its own dependencies. The broker's handlers forward every authenticated child
  * call to the supervisor by the run id the broker verified (never one the child claims).
  */
-import { promises as fs } from 'node:fs';
+import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { BrokerServer, type Handlers } from '../broker/index.js';
@@ -44,8 +44,8 @@ function leasePort(store: LeaseStore): LeasePort {
       const profile = req.profile ?? profileOfParent ?? 'root';
       const request = req.caps || req.limits ? { ...(req.caps ? { caps: req.caps } : {}), ...(req.limits ? { limits: req.limits } : {}) } : undefined;
       const issued = req.parentLeaseId
-        ? store.issueChild({ parentLeaseId: req.parentLeaseId, request, profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs })
-        : store.issueRoot({ profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, ...(request ? { request } : {}) });
+        ? store.issueChild({ parentLeaseId: req.parentLeaseId, request, profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0 })
+        : store.issueRoot({ profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0, ...(request ? { request } : {}) });
       if (!issued.ok) return err(issued.error);
       const r = issued.value.record;
       return ok({ leaseId: r.id, token: issued.value.token, caps: r.caps, limits: r.limits, expiresAt: r.expiresAt });
@@ -70,12 +70,14 @@ export function resultsPort(store: FsResultStore): ResultsPort {
     async index(rootRunId, runId, dir, extras = {}) {
       let m = await store.indexDir(runId, rootRunId, dir);
       if (extras.result !== undefined) await store.writeValue(runId, rootRunId, extras.result);
+      if (extras.resultFile) await store.writeStream(runId, rootRunId, 'result.json', createReadStream(extras.resultFile), {}, 'value');
       for (const [name, text] of [['stdout.txt', extras.stdout], ['stderr.txt', extras.stderr]] as const) {
         if (text) await store.writeStream(runId, rootRunId, name, Readable.from([Buffer.from(text, 'utf8')]), {}, name === 'stdout.txt' ? 'stdout' : 'stderr');
       }
       m = await store.manifest(runId);
       return m.refs.length;
     },
+    sweepInterrupted: (isLive) => store.sweepInterrupted(isLive),
     async remove(rootRunId, runId) {
       // The store's own remove: the run's directory AND its ref/run lookup pointers, so a
       // retention-swept run answers run_not_found / ref_not_found, not an empty listing.
@@ -115,6 +117,16 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
       const s = (await forward(call)) as { runId: string };
       const h = await childRefs.handlesOf(s.runId);
       return { ...s, refs: h.refs, ...(h.more > 0 ? { refsMore: h.more } : {}) };
+    },
+    wait: async (call) => {
+      const w = (await forward(call)) as { runs: { runId: string }[] };
+      const runs = await Promise.all(
+        w.runs.map(async (s) => {
+          const h = await childRefs.handlesOf(s.runId);
+          return { ...s, refs: h.refs, ...(h.more > 0 ? { refsMore: h.more } : {}) };
+        }),
+      );
+      return { runs };
     },
     'refs.list': refsCall,
     'refs.read': refsCall,

@@ -1,19 +1,23 @@
 import { ApiClient, listenApi } from '../api/index.js';
 import { BrigError } from '../util/errors.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
-import type { ReconcileReport } from '../runs/index.js';
+import type { ReconcileReport, ShutdownOptions, ShutdownReport } from '../runs/index.js';
 import { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
 
 /**
  * `brig serve`: the composed supervisor, reconciled, behind the HTTP API on
- * $BRIG_HOME/brig.sock (0600). close() stops accepting, stops the supervisor's timers and
- * broker sockets; running children keep running and are reattached by the next start.
+ * $BRIG_HOME/brig.sock (0600). shutdown() (SIGTERM, SIGINT) drains and leaves nothing behind;
+ * close() stops accepting, stops the supervisor's timers and broker sockets, and leaves
+ * running children running for the next start to reattach (a crash does the same).
  */
 export interface Daemon {
   socketPath: string;
   composed: Composed;
   report: ReconcileReport;
+  /** Leaves running children running (the next start reattaches them): for restarts and tests. */
   close(): Promise<void>;
+  /** Drains (supervisor.shutdown), then closes the API, broker, helpers and the ledger segment. */
+  shutdown(o?: ShutdownOptions): Promise<ShutdownReport>;
 }
 
 export async function startDaemon(cfg: BrigConfig, o: ComposeOptions = {}): Promise<Daemon> {
@@ -32,6 +36,14 @@ export async function startDaemon(cfg: BrigConfig, o: ComposeOptions = {}): Prom
     async close() {
       await api.close();
       await composed.close();
+    },
+    async shutdown(so: ShutdownOptions = {}) {
+      // The API stays up while draining: waits and synchronous spawns get their answers,
+      // new spawns are refused `shutting_down`.
+      const rep = await composed.supervisor.shutdown(so);
+      await api.close();
+      await composed.close();
+      return rep;
     },
   };
 }

@@ -112,7 +112,7 @@ export interface JailDriver {
   ensureImage(onProgress?: (line: string) => void): Promise<string>;
   /** Create and verify a jail. Refuses (`jail_unverified`) and removes it on any drift. */
   create(spec: JailSpec): Promise<Jail>;
-  /** Reattach to a run's live container, or null when it is gone or not running. */
+  /** Reattach to a run's container, running or exited (its workspace is intact); null when it is gone. */
   attach(runId: string): Promise<Jail | null>;
   listLabelled(): Promise<LabelledResource[]>;
   /** Remove labelled containers and volumes whose run is not live. */

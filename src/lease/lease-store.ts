@@ -48,6 +48,8 @@ export interface IssueRootArgs {
   runId: string;
   rootRunId: string;
   timeoutMs: number;
+  /** The lease outlives the run's time limit by this much (the run's watchdog must fire first). */
+  graceMs?: number;
   /** Narrowing asked by the operator (`brig spawn --cap`); absent = the whole profile. */
   request?: LeaseRequest;
 }
@@ -59,6 +61,7 @@ export interface IssueChildArgs {
   runId: string;
   rootRunId: string;
   timeoutMs: number;
+  graceMs?: number;
 }
 
 export type RevokedListener = (revoked: LeaseRecord[], by: string) => void;
@@ -130,6 +133,7 @@ export class LeaseStore {
     runId: string;
     rootRunId: string;
     timeoutMs: number;
+    graceMs?: number | undefined;
     request?: LeaseRequest | undefined;
   }): Result<IssuedLease> {
     const base = { runId: a.runId, rootRunId: a.rootRunId, parentLeaseId: a.parent?.id ?? null, profile: this.ledgerProfile(a.profile) };
@@ -157,7 +161,10 @@ export class LeaseStore {
     if (a.depth > limits.maxDepth) {
       return refuse(new BrigError('depth_exceeded', `depth ${a.depth} is past maxDepth ${limits.maxDepth}`, { data: { depth: a.depth, maxDepth: limits.maxDepth } }));
     }
-    const expiresMs = Math.min(nowMs + limits.timeoutMs, a.parent ? Date.parse(a.parent.expiresAt) : Infinity);
+    // limits.timeoutMs is the run's time limit; the bearer stays valid a grace past it, so
+    // a busy run ends by its watchdog (resumable), not by a refused call. Never past the parent's.
+    const graceMs = Math.max(0, a.graceMs ?? 0);
+    const expiresMs = Math.min(nowMs + limits.timeoutMs + graceMs, a.parent ? Date.parse(a.parent.expiresAt) : Infinity);
     const token = randomBytes(32).toString('base64url');
     const record: LeaseRecord = {
       id: newLeaseId(),

@@ -25,6 +25,8 @@ export interface EnvelopeInput {
   status: string;
   /** Who killed it, for `killed`. */
   killedBy?: string;
+  /** Cut short (killed, timed out): the outputs are what it had written by then. */
+  partial?: boolean;
   condensed: Pick<Condensed, 'level' | 'levelName' | 'body' | 'originalTokens' | 'ratio'>;
   runtimeMs?: number;
   steps?: number;
@@ -50,7 +52,10 @@ const STATUS_WORDS: Record<string, string> = {
 };
 
 export function renderEnvelope(e: EnvelopeInput): string {
-  const status = (STATUS_WORDS[e.status] ?? e.status) + (e.status === 'killed' && e.killedBy ? ` (by ${e.killedBy})` : '');
+  const status =
+    (STATUS_WORDS[e.status] ?? e.status) +
+    (e.status === 'killed' && e.killedBy ? ` (by ${e.killedBy})` : '') +
+    (e.partial ? ' — partial: its outputs are what it wrote before it was stopped' : '');
   const head = [`[Subagent Result: ${oneLine(e.label)}]`, `Status: ${status}`, `Condensation: Level ${e.condensed.level} (${e.condensed.levelName})`];
   const metrics = [
     e.runtimeMs !== undefined ? `Runtime: ${(e.runtimeMs / 1000).toFixed(1)}s` : '',

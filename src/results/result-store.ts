@@ -52,6 +52,15 @@ export interface ResultStoreOptions {
   now?: () => Date;
 }
 
+async function duBytes(p: string): Promise<number> {
+  const st = await fsp.lstat(p).catch(() => undefined);
+  if (!st) return 0;
+  if (!st.isDirectory()) return st.size;
+  let n = 0;
+  for (const name of await readdirSafe(p)) n += await duBytes(path.join(p, name));
+  return n;
+}
+
 export const DEFAULT_RESULT_CAPS: ResultCaps = Object.freeze({ maxFileBytes: 4 * 1024 ** 3, maxRunBytes: 16 * 1024 ** 3 });
 export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
 const MANIFEST = 'refs.json';
@@ -233,6 +242,34 @@ export class FsResultStore {
       await fsp.rm(path.join(this.dir, '.runs', runId), { force: true });
       await fsp.rmdir(path.join(this.dir, rootRunId)).catch(() => undefined);
     });
+  }
+
+  /**
+   * After a crash, at a supervisor's start (it holds the home lock, so no other writer is
+   * here): removes every collect temp (`out.tmp-*`) and write temp (`.tmp-*`), and the
+   * directory of each ended run that was never indexed (no manifest): what an interrupted
+   * materialization left. Runs `isLive` keeps are redone by the supervisor, not removed.
+   */
+  async sweepInterrupted(isLive: (runId: string) => boolean): Promise<{ removed: number; bytes: number }> {
+    const out = { removed: 0, bytes: 0 };
+    const rm = async (p: string) => {
+      out.bytes += await duBytes(p);
+      out.removed++;
+      await fsp.rm(p, { recursive: true, force: true });
+    };
+    for (const root of await readdirSafe(this.dir)) {
+      if (root.startsWith('.') || !RUN_ID_RE.test(root)) continue;
+      for (const run of await readdirSafe(path.join(this.dir, root))) {
+        if (!RUN_ID_RE.test(run)) continue;
+        const runPath = path.join(this.dir, root, run);
+        await this.serial(`${root}/${run}`, async () => {
+          if (!(await this.readManifest(root, run)) && !isLive(run)) return rm(runPath);
+          for (const name of await readdirSafe(runPath)) if (name.startsWith('.tmp-') || name.includes('.tmp-')) await rm(path.join(runPath, name));
+        });
+      }
+      await fsp.rmdir(path.join(this.dir, root)).catch(() => undefined);
+    }
+    return out;
   }
 
   /** Removes runs whose refs have all expired, and orphans older than the retention. */

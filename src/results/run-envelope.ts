@@ -20,6 +20,9 @@ export interface EnvelopeRun {
   endedAt: string | null;
   stepsExecuted?: number;
   result: unknown;
+  /** Bytes of a result too big to keep in the record: it is the `result.json` ref. */
+  resultSpooled?: number | null;
+  partial?: boolean;
   stdoutTail?: string;
   error?: { code?: string; message?: string } | null;
   tokens?: number;
@@ -39,7 +42,9 @@ export function resultText(run: EnvelopeRun): string {
       ? run.result
       : run.result !== undefined && run.result !== null
         ? JSON.stringify(run.result, null, 2)
-        : (run.stdoutTail ?? '');
+        : run.resultSpooled
+          ? `(the result is ${run.resultSpooled} bytes of JSON: the result.json ResultRef holds it whole; slice it)\n${run.stdoutTail ?? ''}`
+          : (run.stdoutTail ?? '');
   const error = run.error ? `\nError${run.error.code ? ` [${run.error.code}]` : ''}: ${run.error.message ?? ''}` : '';
   return `${value}${error}`.trim();
 }
@@ -53,6 +58,7 @@ export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRe
     label: run.label ?? run.agent ?? run.id,
     status: run.endReason ?? run.status,
     ...(run.killedBy ? { killedBy: run.killedBy } : {}),
+    ...(run.partial ? { partial: true } : {}),
     condensed,
     ...(runtimeMs !== undefined && Number.isFinite(runtimeMs) ? { runtimeMs } : {}),
     ...(run.stepsExecuted !== undefined ? { steps: run.stepsExecuted } : {}),

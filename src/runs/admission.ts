@@ -19,7 +19,8 @@ export interface AdmissionRequest {
   rootRunId: string | null;
   callerId: string;
   agent: string;
-  taskHash: string;
+  /** The whole request's hash (record.ts requestHash): a duplicate is the same work, not the same words. */
+  requestHash: string;
 }
 
 export type AdmissionDecision =
@@ -47,9 +48,19 @@ function limitError(code: 'depth_exceeded' | 'tree_exceeded' | 'queue_full' | 'c
   return new BrigError(code, message, { data: { limit, current } });
 }
 
-export function decideAdmission(live: readonly RunRecord[], req: AdmissionRequest, s: Settings): AdmissionDecision {
+/**
+ * Runs that count against the global `maxConcurrent`: active ones, less those blocked on
+ * their own children (a synchronous spawn or a wait). A parent waiting for a child computes
+ * nothing; counting it would let parents at the cap starve their children into
+ * `queue_timeout` (a deadlock). Their containers stay bounded by the tree and queue caps.
+ */
+function countsGlobally(r: RunRecord, blocked: ReadonlySet<string>): boolean {
+  return isActive(r.status) && !blocked.has(r.id);
+}
+
+export function decideAdmission(live: readonly RunRecord[], req: AdmissionRequest, s: Settings, blocked: ReadonlySet<string> = new Set()): AdmissionDecision {
   const dup = live.find(
-    (r) => r.status !== 'ended' && r.callerId === req.callerId && r.agent === req.agent && r.taskHash === req.taskHash,
+    (r) => r.status !== 'ended' && r.callerId === req.callerId && r.agent === req.agent && r.requestHash === req.requestHash,
   );
   if (dup) return { kind: 'duplicate', runId: dup.id };
 
@@ -80,7 +91,7 @@ export function decideAdmission(live: readonly RunRecord[], req: AdmissionReques
   const siblings = live.filter((r) => parentKey(r.parentRunId) === key);
   const active = siblings.filter((r) => isActive(r.status)).length;
   const queued = siblings.filter((r) => r.status === 'queued').length;
-  const allActive = live.filter((r) => isActive(r.status)).length;
+  const allActive = live.filter((r) => countsGlobally(r, blocked)).length;
   // FIFO: while anyone of this parent waits, a newcomer waits behind them.
   if (active < perParent && allActive < s.maxConcurrent && queued === 0) return { kind: 'admit' };
   if (queued >= s.maxQueued) {
@@ -95,12 +106,12 @@ export function decideAdmission(live: readonly RunRecord[], req: AdmissionReques
 /**
  * Which queued runs may start now, oldest first, respecting the per-parent and global caps.
  */
-export function nextToStart(live: readonly RunRecord[], s: Settings): string[] {
+export function nextToStart(live: readonly RunRecord[], s: Settings, blocked: ReadonlySet<string> = new Set()): string[] {
   const activeBy = new Map<string, number>();
   let allActive = 0;
   for (const r of live) {
     if (!isActive(r.status)) continue;
-    allActive++;
+    if (countsGlobally(r, blocked)) allActive++;
     const k = parentKey(r.parentRunId);
     activeBy.set(k, (activeBy.get(k) ?? 0) + 1);
   }

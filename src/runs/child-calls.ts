@@ -1,5 +1,6 @@
 import { BrigError } from '../util/errors.js';
 import type { BrigSupervisor } from './supervisor.js';
+import type { RunRecord } from './types.js';
 
 /**
  * The supervisor's side of the child SDK. The broker has already authenticated the caller,
@@ -8,7 +9,7 @@ import type { BrigSupervisor } from './supervisor.js';
  */
 
 /** The broker's method names (its `run.*` aliases resolve to these). */
-export const CHILD_METHODS = ['progress', 'checkpoint', 'resume', 'result', 'spawn', 'steer.poll'] as const;
+export const CHILD_METHODS = ['progress', 'checkpoint', 'resume', 'result', 'spawn', 'wait', 'steer.poll'] as const;
 export type ChildMethod = (typeof CHILD_METHODS)[number];
 
 const MAX_CHECKPOINT_BYTES = 1024 * 1024;
@@ -20,13 +21,32 @@ const MAX_RESULT_BYTES = 256 * 1024;
  */
 export const MAX_SUMMARY_RESULT_CHARS = 16_000;
 
+const CUT_HINT = 'the whole value is the result.json ref: slice it with refs.read / refs.jq';
+
 /** The child's result as it may cross back to its parent: whole when small, else a pointer. */
-export function boundedResult(result: unknown): { result: unknown; resultCut?: { chars: number; hint: string } } {
+export function boundedResult(result: unknown, spooledBytes?: number | null): { result: unknown; resultCut?: { chars: number; hint: string } } {
+  if (spooledBytes) return { result: null, resultCut: { chars: spooledBytes, hint: CUT_HINT } };
   if (result === undefined || result === null) return { result: result ?? null };
   const chars = JSON.stringify(result).length;
   if (chars <= MAX_SUMMARY_RESULT_CHARS) return { result };
-  return { result: null, resultCut: { chars, hint: 'the whole value is the result.json ref: slice it with refs.read / refs.jq' } };
+  return { result: null, resultCut: { chars, hint: CUT_HINT } };
 }
+
+/** What a parent learns of one child when a spawn or a wait returns. */
+export function childSummary(c: RunRecord): Record<string, unknown> {
+  return {
+    runId: c.id,
+    status: c.status,
+    endReason: c.endReason,
+    ...boundedResult(c.result, c.resultSpooled),
+    error: c.error,
+    missingOutputs: c.missingOutputs,
+    ...(c.partial ? { partial: true } : {}),
+  };
+}
+
+/** Longest a broker `wait` blocks. */
+export const MAX_CHILD_WAIT_MS = 600_000;
 
 function obj(params: unknown): Record<string, unknown> {
   return params && typeof params === 'object' && !Array.isArray(params) ? (params as Record<string, unknown>) : {};
@@ -68,21 +88,41 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
       return { checkpoint: buf ? (JSON.parse(buf.toString('utf8')) as unknown) : null, untrusted: true };
     }
     case 'result': {
+      if (p.spooled && typeof p.spooled === 'object') {
+        // The value is in the workspace (too big for a line); the collect fetches it, capped.
+        const bytes = Number((p.spooled as { bytes?: unknown }).bytes ?? 0);
+        const cap = r.resultCapBytes ?? Infinity;
+        if (bytes > cap) throw new BrigError('ref_too_large', `the result is ${bytes} bytes; the lease allows ${cap}`, { data: { limit: cap, current: bytes } });
+        await sup.update(runId, (x) => ({ ...x, result: null, resultSpooled: bytes }));
+        return { saved: true, spooled: true };
+      }
       const json = JSON.stringify(p.value ?? null);
       if (Buffer.byteLength(json) > MAX_RESULT_BYTES) {
         throw new BrigError('ref_too_large', `result() takes at most ${MAX_RESULT_BYTES} bytes; write bigger output to /workspace/out`, { data: { limit: MAX_RESULT_BYTES } });
       }
-      await sup.update(runId, (x) => ({ ...x, result: JSON.parse(json) as unknown }));
+      await sup.update(runId, (x) => ({ ...x, result: JSON.parse(json) as unknown, resultSpooled: null }));
       return { saved: true };
     }
     case 'spawn': {
       const live = sup.live.get(runId);
       if (!live?.caps.includes('spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
       const req = obj(p.request);
-      const res = await sup.spawn(req as never, { parentRunId: runId });
+      // A parent blocked on its child must not hold the slot the child needs (no deadlock).
+      const spawn = () => sup.spawn(req as never, { parentRunId: runId });
+      const res = req.async === true ? await spawn() : await sup.whileBlocked(runId, spawn);
       if (!res.ok) throw res.error;
-      const c = res.value;
-      return { runId: c.id, status: c.status, endReason: c.endReason, ...boundedResult(c.result), error: c.error, missingOutputs: c.missingOutputs };
+      return childSummary(res.value);
+    }
+    case 'wait': {
+      const ids = Array.isArray(p.runs) ? p.runs.filter((x): x is string => typeof x === 'string') : [];
+      for (const id of ids) {
+        const c = sup.runs.get(id);
+        if (!c || c.parentRunId !== runId) throw new BrigError('run_not_found', `run ${id.slice(0, 80)} is not a child of this run`, { hint: 'Wait on the run ids your own spawn calls returned.' });
+      }
+      const timeoutMs = Math.min(typeof p.timeoutMs === 'number' ? p.timeoutMs : MAX_CHILD_WAIT_MS, MAX_CHILD_WAIT_MS);
+      const deadline = Date.now() + timeoutMs;
+      await sup.whileBlocked(runId, () => Promise.all(ids.map((id) => sup.wait(id, { timeoutMs: Math.max(0, deadline - Date.now()) }))));
+      return { runs: ids.map((id) => childSummary(sup.runs.get(id)!)) };
     }
     case 'child.kill':
     case 'child.steer': {

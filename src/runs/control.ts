@@ -24,7 +24,7 @@ export async function steerRun(sup: BrigSupervisor, r: RunRecord, message: strin
   if (!req) return err(new BrigError('internal', `run ${r.id} has no stored request`));
   const script = r.kind === 'script' ? (await sup.store.read(r.id, 'script'))?.toString('utf8') : undefined;
   // Only the steer whose kill ended the run respawns it: a concurrent second steer gets not_running.
-  if (!(await sup.endRun(r.id, 'killed', { killedBy: by, collect: false }))) {
+  if (!(await sup.endRun(r.id, 'killed', { killedBy: by }))) {
     return err(new BrigError('not_running', `Run ${r.id} is not running (status: ended) -- cannot steer`, { data: { runId: r.id, status: 'ended' } }));
   }
   const again = await sup.spawn(

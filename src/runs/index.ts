@@ -37,6 +37,7 @@ export type {
   SupervisorSettings,
 } from './types.js';
 export { BrigSupervisor } from './supervisor.js';
+export type { ShutdownOptions, ShutdownReport } from './supervisor.js';
 export { RefService } from './ref-service.js';
 export type { RefServiceDeps, RunResult } from './ref-service.js';
 export { ReadOnlyRuns } from './read-only.js';

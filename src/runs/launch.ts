@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CollectCaps, Jail, JailInput, JailSpec } from '../jail/types.js';
-import { toBrigError } from '../util/errors.js';
+import { BrigError, toBrigError } from '../util/errors.js';
 import type { LeaseGrant } from './ports.js';
 import type { RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
 import type { BrigSupervisor } from './supervisor.js';
@@ -86,10 +86,18 @@ export function missingOutputs(expected: readonly string[], files: readonly { pa
   });
 }
 
-/** Collects /workspace/out and the stream tails; over a cap is an error on the run, never a truncation. */
+/** Where the SDK spools a result too big for a broker line (child/sdk.ts RESULT_SPOOL). */
+const RESULT_SPOOL_DIR = '.brig/result';
+const RESULT_SPOOL_FILE = 'value.json';
+
+/**
+ * Collects /workspace/out, a spooled result value and the stream tails; over a cap is an
+ * error on the run, never a truncation. The spooled value shares the run's byte budget.
+ */
 export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: Jail): Promise<Partial<RunRecord>> {
   const r = sup.runs.get(runId)!;
   const dest = sup.deps.results ? sup.deps.results.outDir(r.rootRunId, runId) : path.join(sup.store.dir(runId), 'out');
+  const spool = path.join(sup.store.dir(runId), 'result-spool');
   const patch: Partial<RunRecord> = {};
   try {
     const t = jail.tails();
@@ -100,16 +108,28 @@ export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: J
   }
   try {
     await fs.rm(dest, { recursive: true, force: true });
+    await fs.rm(spool, { recursive: true, force: true });
     await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
-    const rep = await jail.collect(dest, collectCapsFor(sup.settings, r.resultCapBytes));
+    const caps = collectCapsFor(sup.settings, r.resultCapBytes);
+    const rep = await jail.collect(dest, caps);
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;
     patch.outputFiles = rep.files.length;
     patch.outputs = rep.files.slice(0, 1000).map((f) => ({ path: f.path, bytes: f.bytes }));
     patch.skipped = rep.skipped.slice(0, 1000);
     patch.missingOutputs = missingOutputs(r.expectedOutputs, rep.files);
+    let resultFile: string | undefined;
+    if (r.resultSpooled) {
+      const left = Math.max(0, caps.perRunBytes - rep.totalBytes);
+      const got = await jail.collect(spool, { perFileBytes: left, perRunBytes: left, maxEntries: 4 }, RESULT_SPOOL_DIR);
+      if (!got.files.some((f) => f.path === RESULT_SPOOL_FILE)) {
+        throw new BrigError('invalid_input', 'the child spooled a result but left no regular /workspace/.brig/result/value.json');
+      }
+      resultFile = path.join(spool, RESULT_SPOOL_FILE);
+    }
     await sup.deps.results?.index(r.rootRunId, runId, dest, {
       ...(r.result !== undefined && r.result !== null ? { result: r.result } : {}),
+      ...(resultFile ? { resultFile } : {}),
       ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
       ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
     });
@@ -117,6 +137,8 @@ export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: J
     const be = toBrigError(e);
     patch.error = { code: be.code, message: be.message };
     patch.missingOutputs = [...r.expectedOutputs];
+  } finally {
+    await fs.rm(spool, { recursive: true, force: true }).catch(() => {});
   }
   return patch;
 }

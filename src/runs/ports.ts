@@ -28,6 +28,8 @@ export interface LeaseIssue {
   parentLeaseId: string | null;
   /** The run's own timeout: the lease never outlives it. */
   timeoutMs: number;
+  /** The bearer stays valid this long past timeoutMs (never past the parent lease). */
+  graceMs?: number;
   profile?: string;
   caps?: Capability[];
   limits?: Partial<Limits>;
@@ -53,6 +55,8 @@ export interface BrokerPort {
 /** What a run leaves besides /workspace/out: each becomes a ResultRef of its own. */
 export interface RunExtras {
   result?: unknown;
+  /** A result value too big for a broker line, collected to this host file (JSON text). */
+  resultFile?: string;
   stdout?: string;
   stderr?: string;
 }
@@ -67,6 +71,8 @@ export interface ResultsPort {
   index(rootRunId: string, runId: string, dir: string, extras?: RunExtras): Promise<number>;
   /** Drop a run's ResultRefs (retention sweep). */
   remove(rootRunId: string, runId: string): Promise<void>;
+  /** At start: remove what interrupted materializations left (temps, never-indexed dirs of ended runs). */
+  sweepInterrupted?(isLive: (runId: string) => boolean): Promise<{ removed: number; bytes: number }>;
 }
 
 export interface Clock {

@@ -10,6 +10,23 @@ export function taskHash(task: string): string {
   return createHash('sha256').update(task).digest('hex');
 }
 
+/** Keys sorted at every level: the same request always serializes the same. */
+function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonical);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]));
+  return v;
+}
+
+/**
+ * The duplicate-detection key: the whole request but `async` (how the caller waits does not
+ * make it other work). The same task with another command, script, capability or profile
+ * is another run.
+ */
+export function requestHash(req: Record<string, unknown>): string {
+  const { async: _async, ...rest } = req;
+  return createHash('sha256').update(JSON.stringify(canonical(rest))).digest('hex');
+}
+
 export interface NewRunInput {
   id: string;
   parent: Pick<RunRecord, 'id' | 'rootRunId' | 'path' | 'depth'> | null;
@@ -18,6 +35,7 @@ export interface NewRunInput {
   kind: RunKind;
   label: string | null;
   task: string;
+  requestHash: string;
   now: Date;
   timeoutMs: number;
   maxSteps: number;
@@ -44,6 +62,7 @@ export function createRunRecord(i: NewRunInput): RunRecord {
     terminalStatus: null,
     leaseId: null,
     taskHash: taskHash(i.task),
+    requestHash: i.requestHash,
     createdAt: i.now.toISOString(),
     startedAt: null,
     endedAt: null,
@@ -68,6 +87,7 @@ export function createRunRecord(i: NewRunInput): RunRecord {
     stdoutTail: '',
     stderrTail: '',
     result: null,
+    resultSpooled: null,
     error: null,
     steeredTo: null,
   };

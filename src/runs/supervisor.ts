@@ -21,7 +21,7 @@ import { healthActions, retentionActions } from './health.js';
 import { buildPacket, collectOutputs, jailSpecFor } from './launch.js';
 import { systemClock, type BrokerHandle, type Clock, type LeaseGrant, type SupervisorDeps } from './ports.js';
 import { ProgressFork, progressLineFor, realTimers } from './progress-fork.js';
-import { createRunRecord, newRunId, taskHash } from './record.js';
+import { createRunRecord, newRunId, requestHash } from './record.js';
 import { RunStore } from './run-store.js';
 import { elapsedMs, end, transition } from './state-machine.js';
 import { effectiveMaxSteps, runTimeoutMs } from './timeouts.js';
@@ -31,6 +31,7 @@ import {
   type EndReason,
   type EventsOptions,
   type KillOptions,
+  type PendingEnd,
   type KilledBy,
   type ListFilter,
   type ReconcileReport,
@@ -60,10 +61,32 @@ interface Live {
 export interface EndOptions {
   killedBy?: KilledBy;
   error?: { code: string; message: string };
-  /** Skip output collection (kills discard in-flight work). */
+  /**
+   * Output collection (default true): whatever the run wrote is kept however it ended
+   * (INV-8); a kill or timeout stops the container first and marks the result partial.
+   */
   collect?: boolean;
   exitCode?: number;
 }
+
+export interface ShutdownOptions {
+  /** How long running children may go on finishing (default: the drainMs setting). */
+  drainMs?: number;
+  /** Called about every 2 s while draining, with the runs still live. */
+  onWaiting?: (runs: readonly RunRecord[], remainingMs: number) => void;
+  /** Aborting it ends the drain at once (a second Ctrl-C). */
+  signal?: AbortSignal;
+}
+
+export interface ShutdownReport {
+  /** Runs that ended on their own while draining. */
+  drained: string[];
+  /** Runs killed (killedBy system) when the drain bound passed, or queued ones never started. */
+  killed: string[];
+}
+
+/** End reasons where the supervisor cut the run short: its outputs are what it had so far. */
+const CUT_SHORT: ReadonlySet<EndReason> = new Set(['killed', 'watchdog_timeout', 'ghost_sweep', 'swept']);
 
 export class BrigSupervisor implements Supervisor {
   readonly settings: SupervisorSettings;
@@ -79,6 +102,9 @@ export class BrigSupervisor implements Supervisor {
   /** Runs a resume is in flight for (control.ts). */
   readonly resuming = new Set<string>();
   readonly #waiters = new Map<string, (() => void)[]>();
+  /** Runs blocked on their own children (sync spawn, wait): how many such calls each has in flight. */
+  readonly #blocked = new Map<string, number>();
+  #draining = false;
   readonly #bg = new Set<Promise<unknown>>();
   #tick: NodeJS.Timeout | undefined;
   #retention: NodeJS.Timeout | undefined;
@@ -101,17 +127,26 @@ export class BrigSupervisor implements Supervisor {
     const report: ReconcileReport = { reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } };
     // An in-process (no-daemon) supervisor holds only the runs it spawns itself.
     if (this.deps.reconcile !== false) for (const r of await this.store.loadAll()) this.runs.set(r.id, r);
+    if (this.deps.reconcile !== false && this.deps.results?.sweepInterrupted) {
+      const live = (id: string) => this.runs.get(id)?.status !== undefined && this.runs.get(id)?.status !== 'ended';
+      const swept = await this.deps.results.sweepInterrupted(live).catch(() => ({ removed: 0, bytes: 0 }));
+      if (swept.removed > 0) this.deps.ledger.append({ type: 'results.interrupted_swept', entries: swept.removed, bytes: swept.bytes });
+      report.interrupted = swept;
+    }
     for (const r of this.deps.reconcile === false ? [] : [...this.runs.values()]) {
       if (r.status === 'ended' || r.status === 'queued') continue;
       const jail = await this.deps.jail.attach(r.id).catch(() => null);
-      if (jail && r.status === 'running' && (await this.#reattach(r, jail))) {
+      // Running (or exited while no supervisor watched): watch it again; an exited one ends
+      // at once and is collected like any other. Mid-materialization: redo the collection.
+      if (jail && (r.status === 'running' || r.status === 'materializing') && (await this.#reattach(r, jail))) {
         report.reattached.push(r.id);
         continue;
       }
       if (jail) await jail.destroy().catch(() => {});
-      await this.endRun(r.id, 'ghost_sweep', { collect: false, error: { code: 'internal', message: 'supervisor restarted; no live container' } });
+      await this.endRun(r.id, 'ghost_sweep', { collect: false, error: { code: 'internal', message: `supervisor restarted; the run was ${r.status} and has no container` } });
       report.ghostSwept.push(r.id);
     }
+
     await this.#verifyResumable(report);
     // `isLive` true means "leave it": unknown runs are kept when told not to sweep them
     // (tests share one engine with other suites).
@@ -143,6 +178,41 @@ export class BrigSupervisor implements Supervisor {
     this.#waiters.clear();
   }
 
+  /**
+   * Orderly stop: admit nothing new; end queued runs; let running children finish for up
+   * to drainMs; then kill the rest (killedBy system). Every run that ended is collected
+   * like any other (its outputs are kept), its container, volume and socket released.
+   * Then close(). Nothing is left for a restart to reattach.
+   */
+  async shutdown(o: ShutdownOptions = {}): Promise<ShutdownReport> {
+    this.#draining = true;
+    const report: ShutdownReport = { drained: [], killed: [] };
+    const stop = { code: 'shutting_down', message: 'the supervisor shut down before the run could start or finish' };
+    const queued = [...this.runs.values()].filter((r) => r.status === 'queued');
+    await Promise.all(queued.map(async (r) => (await this.endRun(r.id, 'killed', { killedBy: 'system', error: stop })) && report.killed.push(r.id)));
+    const live = () => [...this.runs.values()].filter((r) => r.status !== 'ended');
+    const before = new Set(live().map((r) => r.id));
+    const deadline = Date.now() + (o.drainMs ?? this.settings.drainMs);
+    let nextNote = 0;
+    while (live().length > 0 && Date.now() < deadline && !o.signal?.aborted) {
+      if (Date.now() >= nextNote) {
+        o.onWaiting?.(live(), deadline - Date.now());
+        nextNote = Date.now() + 2000;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // All claimed in one tick (endRun claims synchronously), so each reads killedBy system,
+    // not `parent` through its parent's cascade.
+    const left = live().filter((r) => !this.#ending.has(r.id));
+    const ends = left.map((r) => this.endRun(r.id, 'killed', { killedBy: 'system', error: stop }));
+    (await Promise.all(ends)).forEach((killed, i) => killed && report.killed.push(left[i]!.id));
+    await this.idle();
+    for (const id of before) if (!report.killed.includes(id) && this.runs.get(id)?.status === 'ended') report.drained.push(id);
+    this.deps.ledger.append({ type: 'supervisor.shutdown', drained: report.drained.length, killed: report.killed.length });
+    await this.close();
+    return report;
+  }
+
   /** Waits for background work (ends, starts) in flight; for tests and orderly shutdown. */
   async idle(): Promise<void> {
     while (this.#bg.size > 0) await Promise.allSettled([...this.#bg]);
@@ -157,6 +227,9 @@ export class BrigSupervisor implements Supervisor {
       return err(new BrigError('invalid_input', `spawn request: ${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'}`));
     }
     const req = parsed.data;
+    if (this.#draining || this.#closed) {
+      return err(new BrigError('shutting_down', 'the supervisor is shutting down and admits no new run'));
+    }
     // INV-3: the parent's history crosses only as a bounded summary; over the bound is refused, not cut.
     const maxSummaryChars = this.settings.parentSummaryMaxTokens * 4;
     if (req.parent_summary !== undefined && req.parent_summary.length > maxSummaryChars) {
@@ -188,9 +261,10 @@ export class BrigSupervisor implements Supervisor {
         rootRunId: parent?.rootRunId ?? null,
         callerId,
         agent: req.agent,
-        taskHash: taskHash(req.task),
+        requestHash: requestHash(req),
       },
       this.settings,
+      this.#blockedSet(),
     );
     if (decision.kind === 'refuse') {
       this.deps.ledger.append({ type: 'run.refused', code: decision.error.code, parentRunId: parent?.id ?? null, depth: parent ? parent.depth + 1 : 1 });
@@ -208,6 +282,7 @@ export class BrigSupervisor implements Supervisor {
       kind: req.kind,
       label: req.label ?? null,
       task: req.task,
+      requestHash: requestHash(req),
       now,
       timeoutMs: runTimeoutMs(this.settings, maxSteps, req.timeout),
       maxSteps,
@@ -241,7 +316,38 @@ export class BrigSupervisor implements Supervisor {
     this.#emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue' });
     if (decision.kind === 'admit') this.#bgRun(this.#launch(rec.id));
     this.#pump();
+    if (ctx.signal) this.#killOnAbort(rec.id, ctx.signal);
     return req.async ? ok(this.runs.get(rec.id)!) : this.wait(rec.id);
+  }
+
+  /** The caller gave up (Ctrl-C, an aborted request): the run is killed by the operator and collected. */
+  #killOnAbort(runId: string, signal: AbortSignal): void {
+    const kill = () => void this.kill(runId, { confirm: true, by: 'operator' });
+    if (signal.aborted) return kill();
+    signal.addEventListener('abort', kill, { once: true });
+    const list = this.#waiters.get(runId) ?? [];
+    list.push(() => signal.removeEventListener('abort', kill));
+    this.#waiters.set(runId, list);
+  }
+
+  /**
+   * Runs fn while `runId` is blocked on its own children: it stops counting against the
+   * global cap, so the children it waits for can start (admission.ts).
+   */
+  async whileBlocked<T>(runId: string, fn: () => Promise<T>): Promise<T> {
+    this.#blocked.set(runId, (this.#blocked.get(runId) ?? 0) + 1);
+    this.#pump();
+    try {
+      return await fn();
+    } finally {
+      const n = (this.#blocked.get(runId) ?? 1) - 1;
+      if (n <= 0) this.#blocked.delete(runId);
+      else this.#blocked.set(runId, n);
+    }
+  }
+
+  #blockedSet(): ReadonlySet<string> {
+    return new Set(this.#blocked.keys());
   }
 
   async wait(runId: string, opts: WaitOptions = {}): Promise<Result<RunRecord, BrigError>> {
@@ -320,7 +426,7 @@ export class BrigSupervisor implements Supervisor {
     if (r instanceof BrigError) return err(r);
     if (!r) return err(new BrigError('run_not_found', `no run ${runId}`));
     if (r.status === 'ended' || this.#ending.has(runId)) return err(this.#notRunning(r, 'kill'));
-    await this.endRun(runId, 'killed', { killedBy: opts.by ?? 'operator', collect: false });
+    await this.endRun(runId, 'killed', { killedBy: opts.by ?? 'operator' });
     return ok(this.runs.get(runId)!);
   }
 
@@ -376,7 +482,14 @@ export class BrigSupervisor implements Supervisor {
     try {
       this.#fork.stop(runId);
       const handle = this.live.get(runId);
-      if (handle?.jail && o.collect !== false) await this.#materialize(runId, handle.jail);
+      if (handle?.jail && o.collect !== false) {
+        await this.#materialize(runId, handle.jail, {
+          reason,
+          ...(o.killedBy ? { killedBy: o.killedBy } : {}),
+          ...(o.error ? { error: o.error } : {}),
+          ...(o.exitCode !== undefined ? { exitCode: o.exitCode } : {}),
+        });
+      }
       const cur = this.runs.get(runId)!;
       if (reason === 'completed' && cur.error) reason = 'failed';
       const resumable = reason === 'watchdog_timeout' && cur.kind === 'script' && cur.hasCheckpoint;
@@ -388,13 +501,14 @@ export class BrigSupervisor implements Supervisor {
         ...(o.error ? { error: o.error } : {}),
       });
       if (!ended.ok) return false;
-      const rec = { ...ended.value, exitCode: o.exitCode ?? cur.exitCode };
+      const { pendingEnd: _done, ...rest } = ended.value;
+      const rec: RunRecord = { ...rest, exitCode: o.exitCode ?? cur.exitCode };
       this.runs.set(runId, rec);
       await this.store.save(rec).catch(() => {});
       // Children go first, attributed to their parent, before the parent's lease revoke
       // cascades to theirs (which would read as a `system` kill).
       const children = [...this.runs.values()].filter((c) => c.parentRunId === runId && c.status !== 'ended');
-      await Promise.all(children.map((c) => this.endRun(c.id, 'killed', { killedBy: 'parent', collect: false })));
+      await Promise.all(children.map((c) => this.endRun(c.id, 'killed', { killedBy: 'parent' })));
       await this.#release(rec, handle);
       this.live.delete(runId);
       this.#announceEnd(rec);
@@ -429,7 +543,7 @@ export class BrigSupervisor implements Supervisor {
       this.deps.ledger.append({ type: 'run.results_swept', runId: id, rootRunId: r.rootRunId });
       removed.push(id);
     }
-    for (const id of endSwept) if (await this.endRun(id, 'swept', { collect: false })) removed.push(id);
+    for (const id of endSwept) if (await this.endRun(id, 'swept', {})) removed.push(id);
     return { removed, swept: endSwept };
   }
 
@@ -546,7 +660,7 @@ export class BrigSupervisor implements Supervisor {
     // caller awaiting wait() must not see the event loop drain under a watchdog.
     if (live.length > 0) this.#tick?.ref();
     else this.#tick?.unref();
-    for (const id of nextToStart(startable, this.settings)) {
+    for (const id of nextToStart(startable, this.settings, this.#blockedSet())) {
       const t = transition(this.runs.get(id)!, 'starting', this.clock.now());
       if (!t.ok) continue;
       this.runs.set(id, t.value);
@@ -580,6 +694,7 @@ export class BrigSupervisor implements Supervisor {
         depth: rec.depth,
         parentLeaseId: parentLease,
         timeoutMs: rec.timeoutMs,
+        graceMs: this.settings.leaseGraceMs,
         ...(req.profile ? { profile: req.profile } : {}),
         ...(req.caps ? { caps: req.caps } : {}),
         ...(req.limits ? { limits: req.limits } : {}),
@@ -588,7 +703,10 @@ export class BrigSupervisor implements Supervisor {
       handle.lease = lease.value;
       handle.caps = lease.value.caps;
       if (gone()) return await abandon();
-      const timeoutMs = Math.min(rec.timeoutMs, lease.value.limits.timeoutMs);
+      // The watchdog fires a grace before the bearer expires, also when a parent's lease
+      // leaves its child less time than it asked for (INV-1: limits only shrink).
+      const leaseLeftMs = Date.parse(lease.value.expiresAt) - this.clock.now().getTime() - this.settings.leaseGraceMs;
+      const timeoutMs = Math.max(1, Math.min(rec.timeoutMs, lease.value.limits.timeoutMs, leaseLeftMs));
       // Limits only shrink (INV-1): a lease's maxSteps of 0 means no steps, not "unbounded".
       const maxSteps = Math.min(rec.maxSteps, lease.value.limits.maxSteps);
       const resultCapBytes = lease.value.limits.resultBytes;
@@ -648,6 +766,13 @@ export class BrigSupervisor implements Supervisor {
     try {
       const packet = JSON.parse(await fs.readFile(path.join(this.store.dir(r.id), 'packet.json'), 'utf8')) as SpawnPacket;
       if (!r.leaseId) return false;
+      if (r.status === 'materializing') {
+        // It had ended and was being collected when the supervisor died: finish that end.
+        this.live.set(r.id, { jail, caps: packet.lease.caps, steers: [] });
+        const p = r.pendingEnd ?? { reason: 'failed' as const, error: { code: 'internal', message: 'the supervisor restarted while collecting this run' } };
+        this.#bgRun(this.endRun(r.id, p.reason, { ...p }));
+        return true;
+      }
       // The child's capabilities are those its packet was written with (the lease's own).
       const handle: Live = { jail, caps: packet.lease.caps, steers: [] };
       this.live.set(r.id, handle);
@@ -666,9 +791,17 @@ export class BrigSupervisor implements Supervisor {
     }
   }
 
-  async #materialize(runId: string, jail: Jail): Promise<void> {
-    const t = transition(this.runs.get(runId)!, 'materializing', this.clock.now());
-    if (t.ok) this.runs.set(runId, t.value);
+  /**
+   * Collects what the run wrote, however it ends. A run cut short is stopped first (so its
+   * files hold still) and its result marked partial. The pending end is saved before the
+   * copy starts: a crash mid-way is redone by the next start, never left half done.
+   */
+  async #materialize(runId: string, jail: Jail, pending: PendingEnd): Promise<void> {
+    const cutShort = CUT_SHORT.has(pending.reason);
+    if (cutShort) await jail.kill().catch(() => {});
+    const cur = this.runs.get(runId)!;
+    const t = transition(cur, 'materializing', this.clock.now());
+    await this.#update(runId, (x) => ({ ...(t.ok ? t.value : x), pendingEnd: pending, ...(cutShort ? { partial: true } : {}) })).catch(() => {});
     const patch = await collectOutputs(this, runId, jail);
     await this.#update(runId, (x) => ({ ...x, ...patch }));
   }
@@ -693,7 +826,7 @@ export class BrigSupervisor implements Supervisor {
     const live = [...this.runs.values()].filter((r) => r.status !== 'ended' && !this.#ending.has(r.id) && !this.#preparing.has(r.id));
     for (const a of healthActions(live, this.clock.now(), this.settings, [...this.runs.values()])) {
       const error = a.code ? { code: a.code, message: 'waited too long for a slot' } : undefined;
-      this.#bgRun(this.endRun(a.runId, a.reason, { collect: false, ...(a.killedBy ? { killedBy: a.killedBy } : {}), ...(error ? { error } : {}) }));
+      this.#bgRun(this.endRun(a.runId, a.reason, { ...(a.killedBy ? { killedBy: a.killedBy } : {}), ...(error ? { error } : {}) }));
     }
   }
 
@@ -702,7 +835,7 @@ export class BrigSupervisor implements Supervisor {
     const killedBy: KilledBy = by === 'operator' ? 'operator' : 'system';
     for (const r of this.runs.values()) {
       if (r.leaseId === leaseId && r.status !== 'ended' && !this.#ending.has(r.id)) {
-        this.#bgRun(this.endRun(r.id, 'killed', { killedBy, collect: false, error: { code: 'lease_expired', message: `the lease was revoked by ${killedBy}` } }));
+        this.#bgRun(this.endRun(r.id, 'killed', { killedBy, error: { code: 'lease_expired', message: `the lease was revoked by ${killedBy}` } }));
       }
     }
   }

@@ -64,8 +64,10 @@ export const SpawnRequestSchema = z
     include_parent_history: z.enum(['none', 'summary']).default('none'),
     /** Only with include_parent_history `summary`; bounded by parentSummaryMaxTokens (chars / 4). */
     parent_summary: z.string().max(SPAWN_BOUNDS.parentSummaryMaxTokens * 4).optional(),
-    /** Paths under /workspace/out that must exist afterwards. */
-    expected_outputs: z.array(z.string().min(1)).default([]),
+    /** Paths under /workspace/out that must exist afterwards (relative, no `..`). */
+    expected_outputs: z
+      .array(z.string().min(1).max(1024).refine((p) => !p.split('/').includes('..') && !p.includes('\0'), 'an expected output is a path under /workspace/out without `..`'))
+      .default([]),
     max_steps: z.number().int().positive().optional(),
     /** Run timeout in ms (clamped by maxRunTimeoutMs and the lease). */
     timeout: z.number().int().positive().optional(),
@@ -92,6 +94,8 @@ export interface SpawnContext {
   callerId?: string;
   /** Internal: this spawn re-runs a resumable run's pinned script. */
   resumeOf?: string;
+  /** Aborting it kills the run (killedBy operator); its outputs are still collected. */
+  signal?: AbortSignal;
 }
 
 /** Read-only to the child: written into /workspace/.brig/packet.json, 0444. */
@@ -120,6 +124,14 @@ export interface RunError {
   message: string;
 }
 
+/** How a run being materialized will end; saved first, so a crash mid-way is redone on restart. */
+export interface PendingEnd {
+  reason: EndReason;
+  killedBy?: KilledBy;
+  error?: RunError;
+  exitCode?: number;
+}
+
 /** One run. Persisted as JSON under $BRIG_HOME/runs/<id>/run.json with atomic writes. */
 export interface RunRecord {
   v: 1;
@@ -139,8 +151,13 @@ export interface RunRecord {
   killedBy: KilledBy | null;
   terminalStatus: TerminalStatus | null;
   leaseId: string | null;
-  /** sha256 of the task text: duplicate detection without keeping the text in the index. */
+  /** sha256 of the task text. */
   taskHash: string;
+  /**
+   * sha256 of the whole canonical request (kind, task, argv or script bytes, caps, profile,
+   * limits, artifacts, …; not `async`): the duplicate-detection key. Absent on old records.
+   */
+  requestHash?: string;
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;
@@ -174,8 +191,17 @@ export interface RunRecord {
   /** Bounded tails of stdout/stderr (stdout goes into the result). */
   stdoutTail: string;
   stderrTail: string;
-  /** The value passed to result(), JSON, bounded. */
+  /** The value passed to result(), JSON, when it fits a broker line; else null and resultSpooled. */
   result: unknown;
+  /** Bytes of a result too big for a line: the SDK spooled it and it became the `result.json` ref. */
+  resultSpooled?: number | null;
+  /**
+   * The run was killed or timed out: its outputs and stdio are what it had written by then
+   * (collected all the same, INV-8), not a finished result.
+   */
+  partial?: boolean;
+  /** Set only while `materializing`: the end it is collecting for. */
+  pendingEnd?: PendingEnd;
   error: RunError | null;
   /** Set when the run is steered with steerInject off: the replacement run. */
   steeredTo: string | null;
@@ -260,6 +286,8 @@ export interface ReconcileReport {
   /** Resumable runs that lost their script or checkpoint: no longer resumable, and why. */
   orphaned?: { runId: string; reason: 'script_missing' | 'checkpoint_missing' }[];
   swept: { containers: number; volumes: number };
+  /** What interrupted materializations had left under the results directory, removed. */
+  interrupted?: { removed: number; bytes: number };
 }
 
 /**
@@ -307,6 +335,10 @@ export interface SupervisorSettings {
   steerInject: boolean;
   parentSummaryMaxTokens: number;
   stdoutTailBytes: number;
+  /** A lease outlives its run's deadline by this much, so the watchdog (not an expired lease) ends a slow run. */
+  leaseGraceMs: number;
+  /** `shutdown()`: how long running children may go on finishing before they are killed. */
+  drainMs: number;
   /** Collection caps for /workspace/out; the per-run cap is also bounded by the lease's resultBytes. */
   resultPerFileBytes: number;
   resultPerRunBytes: number;
@@ -331,6 +363,8 @@ export const DEFAULT_SETTINGS: Readonly<SupervisorSettings> = Object.freeze({
   steerInject: true,
   parentSummaryMaxTokens: SPAWN_BOUNDS.parentSummaryMaxTokens,
   stdoutTailBytes: 16 * 1024,
+  leaseGraceMs: 60_000,
+  drainMs: 30_000,
   // Large enough for GB-scale outputs (collection streams); the lease's resultBytes usually binds first.
   resultPerFileBytes: 4 * 1024 ** 3,
   resultPerRunBytes: 8 * 1024 ** 3,

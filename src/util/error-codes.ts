@@ -47,6 +47,7 @@ export const ERROR_CODES = {
   daemon_unavailable: { kind: 'unavailable', hint: 'Start it with `brig serve`, or run without a daemon.' },
   model_unavailable: { kind: 'unavailable', hint: 'Configure a model endpoint, or use condensation strategy `never`.' },
   ledger_corrupt: { kind: 'internal', hint: 'The audit chain is broken; `brig audit verify` names the first bad line.' },
+  shutting_down: { kind: 'unavailable', hint: 'The supervisor is shutting down and admits nothing new; retry once `brig serve` is back.' },
   supervisor_running: { kind: 'conflict', hint: 'Run `brig serve` so every command shares one supervisor.' },
   internal: { kind: 'internal', hint: 'This is a bug in brig; the ledger and logs hold the details.' },
 } as const satisfies Record<string, { kind: ErrorKind; hint: string }>;

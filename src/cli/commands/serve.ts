@@ -22,15 +22,17 @@ export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
   if (all) settings.maxConcurrent = Math.max(1, Math.round(all));
   else if (settings.maxChildrenPerAgent !== undefined) settings.maxConcurrent = Math.max(DEFAULT_SETTINGS.maxConcurrent, settings.maxChildrenPerAgent);
   if (p.bools.has('no-steer-inject')) settings.steerInject = false;
+  const drain = numberFlag(p, 'drain');
+  if (drain !== undefined) settings.drainMs = Math.max(0, Math.round(drain * 1000));
   return settings;
 }
 
 const command: Command = {
   name: 'serve',
   summary: 'Run the supervisor as a daemon on $BRIG_HOME/brig.sock (HTTP API /v1, SSE events).',
-  usage: 'brig serve [--progress-interval SECONDS] [--stuck-kill SECONDS] [--max-children N] [--max-concurrent N] [--max-queued N] [--no-steer-inject] [--json]',
+  usage: 'brig serve [--progress-interval SECONDS] [--stuck-kill SECONDS] [--max-children N] [--max-concurrent N] [--max-queued N] [--drain SECONDS] [--no-steer-inject] [--json]',
   async run(args, io) {
-    const p = parseArgs(args, { valued: ['progress-interval', 'stuck-kill', 'max-children', 'max-queued', 'max-concurrent'], booleans: ['json', 'no-steer-inject'] });
+    const p = parseArgs(args, { valued: ['progress-interval', 'stuck-kill', 'max-children', 'max-queued', 'max-concurrent', 'drain'], booleans: ['json', 'no-steer-inject'] });
     const settings = serveSettings(p);
     const d = await startDaemon(loadConfig(io.env), { settings });
     if (p.bools.has('json')) writeJson(io, { socket: d.socketPath, reconcile: d.report });
@@ -41,11 +43,29 @@ const command: Command = {
       if (r.resumable?.length) io.stdout.write(`resumable: ${r.resumable.join(' ')}\n`);
       for (const o of r.orphaned ?? []) io.stdout.write(`no longer resumable: ${o.runId} (${o.reason})\n`);
     }
+    // SIGTERM or SIGINT: drain (running children may finish within --drain, default 30 s),
+    // then kill the rest; a second signal ends the drain at once.
+    const cut = new AbortController();
     await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
+      const first = () => {
+        process.off('SIGINT', first);
+        process.off('SIGTERM', first);
+        process.once('SIGINT', () => cut.abort());
+        process.once('SIGTERM', () => cut.abort());
+        resolve();
+      };
+      process.on('SIGINT', first);
+      process.on('SIGTERM', first);
     });
-    await d.close();
+    io.stderr.write('brig: shutting down: admitting nothing new (a second signal kills the running children now)\n');
+    const rep = await d.shutdown({
+      signal: cut.signal,
+      onWaiting: (runs, leftMs) => {
+        const ids = runs.slice(0, 8).map((r) => `${r.id} (${r.status})`).join(', ');
+        io.stderr.write(`brig: draining: waiting for ${runs.length} run(s), ${Math.ceil(leftMs / 1000)} s left: ${ids}${runs.length > 8 ? ', …' : ''}\n`);
+      },
+    });
+    io.stderr.write(`brig: stopped: ${rep.drained.length} run(s) finished while draining, ${rep.killed.length} killed (killedBy system)\n`);
     return 0;
   },
 };

@@ -202,10 +202,12 @@ export class DockerJailDriver implements JailDriver {
       .catch((e: unknown) => {
         throw engineError(e, 'engine_unavailable', 'listing jails failed');
       });
-    const live = found.find((c) => c.State === 'running');
-    if (!live) return null;
-    const jail = new DockerJail(this.docker, this.docker.getContainer(live.Id), runId, workspaceVolumeName(runId), this.tailBytes);
-    await jail.attachStreams();
+    // A container that exited while no supervisor watched is attached too: its workspace
+    // still holds what the child wrote, and wait() answers at once with its exit code.
+    const c = found.find((x) => x.State === 'running') ?? found.find((x) => x.State === 'exited');
+    if (!c) return null;
+    const jail = new DockerJail(this.docker, this.docker.getContainer(c.Id), runId, workspaceVolumeName(runId), this.tailBytes);
+    if (c.State === 'running') await jail.attachStreams();
     return jail;
   }
 

@@ -140,3 +140,19 @@ test('brig spawn with the engine down is a clear error and a non-zero exit; brig
   assert.match(human.stdout, /FAIL\s+engine answers/);
   assert.match(human.stdout, /make engine/);
 });
+
+test('brig spawn --expect: a path with `..` or an absolute one is refused before any run; a present one exits 0', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await home(t);
+  for (const bad of ['../x', '/etc/passwd', 'a/../../b']) {
+    const r = await brig(['spawn', '--expect', bad, '--', 'true'], h);
+    assert.equal(r.code, 2, `${bad}: ${r.stderr}`);
+    assert.match(r.stderr, /relative to \/workspace\/out/);
+  }
+  assert.equal(fs.existsSync(path.join(h, 'runs')) ? fs.readdirSync(path.join(h, 'runs')).filter((n) => n.startsWith('r-')).length : 0, 0, 'no run was created');
+  const ok = await brig(['spawn', '--expect', 'r.txt', '--', 'sh', '-c', 'echo x > out/r.txt'], h);
+  assert.equal(ok.code, 0, ok.stderr);
+  const missing = await brig(['spawn', '--expect', 'nope.txt', '--', 'true'], h);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /missing expected output: nope\.txt/);
+});

@@ -10,7 +10,7 @@ test('the method table: audience-bound capabilities, closed set', () => {
     Object.fromEntries(METHOD_NAMES.map((m) => [m, requiredCapability(m)])),
     {
       hello: null, progress: null, log: null, checkpoint: null, resume: null, result: null, 'steer.poll': null,
-      spawn: 'spawn',
+      spawn: 'spawn', wait: 'spawn',
       'refs.list': 'refs.read', 'refs.read': 'refs.read', 'refs.grep': 'refs.read', 'refs.jq': 'refs.read', 'refs.sql': 'refs.read', 'refs.jsonpath': 'refs.read',
       'llm.complete': 'llm', 'child.kill': 'kill', 'child.steer': 'steer',
     },

@@ -14,12 +14,12 @@ function run(p: Partial<RunRecord> & { status?: RunStatus } = {}): RunRecord {
   const id = `r-test${String(seq++).padStart(6, '0')}`;
   const base = createRunRecord({
     id, parent: null, callerId: 'operator', agent: 'default', kind: 'script', label: null, task: `task ${id}`,
-    now: T0, timeoutMs: 1000, maxSteps: 10, async: true, expectedOutputs: [], resumeOf: null,
+    requestHash: `h-${id}`, now: T0, timeoutMs: 1000, maxSteps: 10, async: true, expectedOutputs: [], resumeOf: null,
   });
   return { ...base, ...p };
 }
 const req = (p: Partial<Parameters<typeof decideAdmission>[1]> = {}) => ({
-  depth: 1, parentRunId: null, rootRunId: null, callerId: 'operator', agent: 'default', taskHash: 'h-new', ...p,
+  depth: 1, parentRunId: null, rootRunId: null, callerId: 'operator', agent: 'default', requestHash: 'h-new', ...p,
 });
 
 test('admission: depth 4 is refused with depth_exceeded, limit and current value', () => {
@@ -56,9 +56,9 @@ test('admission: the tree ceiling is keyed on the root run, whatever the caller'
 
 test('admission: an in-flight duplicate (same caller, agent, task) returns the existing run', () => {
   const r = run({ status: 'running' });
-  assert.deepEqual(decideAdmission([r], req({ taskHash: r.taskHash }), DEFAULT_SETTINGS), { kind: 'duplicate', runId: r.id });
+  assert.deepEqual(decideAdmission([r], req({ requestHash: r.requestHash! }), DEFAULT_SETTINGS), { kind: 'duplicate', runId: r.id });
   const ended = { ...r, status: 'ended' as const };
-  assert.equal(decideAdmission([ended], req({ taskHash: r.taskHash }), DEFAULT_SETTINGS).kind, 'admit');
+  assert.equal(decideAdmission([ended], req({ requestHash: r.requestHash! }), DEFAULT_SETTINGS).kind, 'admit');
 });
 
 test('nextToStart: oldest queued first, never over the per-parent cap', () => {
