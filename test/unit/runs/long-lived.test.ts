@@ -1,0 +1,87 @@
+/**
+ * The pure parts of the long-lived fixes: dedup on the whole request, admission that does
+ * not count parents blocked on their children, a spooled result crossing back as a pointer,
+ * and the start-up sweep of what interrupted materializations left.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { resultsPort } from '../../../src/daemon/compose.js';
+import { FsResultStore } from '../../../src/results/index.js';
+import { DEFAULT_SETTINGS, decideAdmission, nextToStart, type RunRecord } from '../../../src/runs/index.js';
+import { boundedResult } from '../../../src/runs/child-calls.js';
+import { createRunRecord, requestHash } from '../../../src/runs/record.js';
+
+const T0 = new Date('2026-01-01T00:00:00Z');
+let seq = 0;
+function run(p: Partial<RunRecord> = {}): RunRecord {
+  const id = `r-ll${String(seq++).padStart(8, '0')}`;
+  const base = createRunRecord({
+    id, parent: null, callerId: 'operator', agent: 'default', kind: 'script', label: null, task: `task ${id}`,
+    requestHash: `h-${id}`, now: T0, timeoutMs: 1000, maxSteps: 10, async: true, expectedOutputs: [], resumeOf: null,
+  });
+  return { ...base, ...p };
+}
+
+test('requestHash: the same task with another argv, caps or profile is other work; async and key order are not', () => {
+  const base = { task: 'same words', kind: 'command', argv: ['sh', '-c', 'echo A'], caps: ['exec'], profile: 'worker' };
+  const h = requestHash(base);
+  assert.notEqual(requestHash({ ...base, argv: ['sh', '-c', 'echo B'] }), h);
+  assert.notEqual(requestHash({ ...base, caps: ['exec', 'spawn'] }), h);
+  assert.notEqual(requestHash({ ...base, profile: 'root' }), h);
+  assert.notEqual(requestHash({ ...base, kind: 'script', script: 'export default () => 1' }), h);
+  assert.equal(requestHash({ ...base, async: true }), h);
+  assert.equal(requestHash({ profile: 'worker', caps: ['exec'], argv: ['sh', '-c', 'echo A'], kind: 'command', task: 'same words' }), h);
+});
+
+test('admission: parents blocked on their children do not hold the global slots their children need', () => {
+  const parents = [0, 1, 2, 3, 4].map(() => run({ status: 'running' }));
+  const child = { depth: 2, parentRunId: parents[0]!.id, rootRunId: parents[0]!.id, callerId: parents[0]!.id, agent: 'default', requestHash: 'h-child' };
+  assert.equal(decideAdmission(parents, child, DEFAULT_SETTINGS).kind, 'queue', 'five computing parents fill maxConcurrent 5');
+  const blocked = new Set(parents.map((p) => p.id));
+  assert.equal(decideAdmission(parents, child, DEFAULT_SETTINGS, blocked).kind, 'admit');
+  const queued = parents.map((p, i) => run({ status: 'queued', parentRunId: p.id, rootRunId: p.id, createdAt: new Date(T0.getTime() + i).toISOString() }));
+  assert.deepEqual(nextToStart([...parents, ...queued], DEFAULT_SETTINGS), []);
+  assert.deepEqual(nextToStart([...parents, ...queued], DEFAULT_SETTINGS, blocked), queued.map((q) => q.id));
+  // A blocked parent still counts among its own parent's children (per-parent caps hold).
+  const sixth = { depth: 1, parentRunId: null, rootRunId: null, callerId: 'operator', agent: 'default', requestHash: 'h-6' };
+  assert.equal(decideAdmission(parents, sixth, DEFAULT_SETTINGS, blocked).kind, 'queue');
+});
+
+test('a spooled child result crosses back as a pointer with its size, never inline', () => {
+  assert.deepEqual(boundedResult(null, 70_123), { result: null, resultCut: { chars: 70_123, hint: 'the whole value is the result.json ref: slice it with refs.read / refs.jq' } });
+  assert.deepEqual(boundedResult({ small: 1 }, null), { result: { small: 1 } });
+});
+
+test('[INV-4] start-up sweep: collect temps and never-indexed dirs of ended runs go; live runs and indexed refs stay', async (t) => {
+  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-ll-sweep-'));
+  t.after(() => fs.rm(home, { recursive: true, force: true }));
+  const store = new FsResultStore({ dir: path.join(home, 'results') });
+  const port = resultsPort(store);
+  // An indexed run with a half-copied second collect beside it.
+  const out = port.outDir('r-root0001', 'r-done0001');
+  await fs.mkdir(out, { recursive: true });
+  await fs.writeFile(path.join(out, 'a.txt'), 'kept');
+  await port.index('r-root0001', 'r-done0001', out, {});
+  await fs.mkdir(`${out}.tmp-abcdef`, { recursive: true });
+  await fs.writeFile(path.join(`${out}.tmp-abcdef`, 'half.bin'), Buffer.alloc(4096));
+  // An ended run whose collect finished but whose indexing never did (the crash window).
+  const orphan = port.outDir('r-root0001', 'r-orph0001');
+  await fs.mkdir(orphan, { recursive: true });
+  await fs.writeFile(path.join(orphan, 'big.bin'), Buffer.alloc(8192));
+  // A live run being redone by the supervisor: kept for it.
+  const live = port.outDir('r-root0001', 'r-live0001');
+  await fs.mkdir(live, { recursive: true });
+  await fs.writeFile(path.join(live, 'x'), 'x');
+
+  const swept = await store.sweepInterrupted((id) => id === 'r-live0001');
+  assert.equal(swept.removed, 2);
+  assert.ok(swept.bytes >= 12288);
+  await assert.rejects(fs.access(`${out}.tmp-abcdef`));
+  await assert.rejects(fs.access(store.runDir('r-root0001', 'r-orph0001')));
+  assert.equal(await fs.readFile(path.join(out, 'a.txt'), 'utf8'), 'kept');
+  assert.equal(await fs.readFile(path.join(live, 'x'), 'utf8'), 'x');
+  assert.equal((await store.list('r-done0001')).length, 1);
+});
