@@ -2,18 +2,43 @@
  * The supervisor as a versioned JSON HTTP API (/v1/...) on a unix socket. Thin: it parses,
  * calls the Supervisor, and maps error kinds to HTTP statuses; errors are `{error: {code,
  * message, hint}}`. The socket is created 0600 inside $BRIG_HOME, so only the operator's uid
- * can reach it (filesystem permission is the authentication). Fails closed: an unknown route
- * is 404, a body over 2 MiB or bad JSON is refused.
+ * can reach it (filesystem permission is the authentication). Fails closed: a path under
+ * /v1/runs/RUN whose RUN is not a known run is 404 run_not_found (a malformed id never reaches
+ * the supervisor); any other unknown route, a body over 2 MiB or bad JSON is 400 invalid_input.
  */
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
-import { RUN_STATUSES, type KilledBy, type ListFilter, type RefService, type RunStatus, type Supervisor } from '../runs/index.js';
+import { isRunId, RUN_STATUSES, type KilledBy, type ListFilter, type RefService, type RunStatus, type Supervisor } from '../runs/index.js';
 import { refRoute } from './ref-routes.js';
 import { BrigError, httpStatusFor, toBrigError } from '../util/errors.js';
 
 export const API_VERSION = 'v1';
 const MAX_BODY = 2 * 1024 * 1024;
 const RUN_ROUTE = /^\/v1\/runs\/(r-[a-z0-9-]{6,64})(?:\/(wait|kill|steer|resume))?$/;
+/** Any path naming a run, well-formed or not: its id is checked before its verb. */
+const RUN_PATH = /^\/v1\/runs\/([^/]+)(?:\/.*)?$/;
+
+/** A run id as the caller sent it, decoded and cut short, for a message. */
+function shownId(raw: string): string {
+  let id = raw;
+  try {
+    id = decodeURIComponent(raw);
+  } catch {
+    // a malformed escape is shown as sent
+  }
+  return JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id);
+}
+
+/**
+ * A path under /v1/runs/RUN whose RUN cannot be a run id is run_not_found at once; with
+ * `known`, also one whose RUN the supervisor does not hold (for a verb that is not served).
+ */
+async function refuseUnknownRun(sup: Supervisor, pathname: string, known: boolean): Promise<void> {
+  const raw = RUN_PATH.exec(pathname)?.[1];
+  if (raw === undefined) return;
+  if (!isRunId(raw)) throw new BrigError('run_not_found', `no run ${shownId(raw)}`, { hint: 'A run id looks like r-…; `brig list` shows the run ids.' });
+  if (known && !(await sup.get(raw))) throw new BrigError('run_not_found', `no run ${raw}`, { hint: '`brig list` shows the run ids.' });
+}
 
 async function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
@@ -79,6 +104,7 @@ export function apiHandler(sup: Supervisor, refs?: RefService): http.RequestList
 async function route(sup: Supervisor, refs: RefService | undefined, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://brig');
   const m = req.method ?? 'GET';
+  await refuseUnknownRun(sup, url.pathname, false);
   if (refs) {
     const hitRef = await refRoute(refs, m, url.pathname, () => readJson(req));
     if (hitRef) return send(res, hitRef.status, hitRef.body);
@@ -131,6 +157,7 @@ async function route(sup: Supervisor, refs: RefService | undefined, req: http.In
       }
     }
   }
+  await refuseUnknownRun(sup, url.pathname, true);
   throw new BrigError('invalid_input', `no route ${m} ${url.pathname}`, {
     hint: 'The API is under /v1: runs, runs/RUN[/wait|kill|steer|resume|refs|result], refs/REF/(read|grep|jq|sql|jsonpath), events, health.',
   });
