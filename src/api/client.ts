@@ -19,6 +19,79 @@ import type {
 } from '../runs/index.js';
 import { BrigError, err, isErrorCode, ok, type Result } from '../util/errors.js';
 
+type ErrorReply = { error?: { code: string; message: string; hint: string; data?: Record<string, unknown> } };
+
+/** The daemon's error body as the BrigError it was on the other side. */
+function replyError(status: number, json: ErrorReply): BrigError {
+  const e = json.error;
+  const code = e && isErrorCode(e.code) ? e.code : 'internal';
+  return new BrigError(code, e?.message ?? `HTTP ${status}`, { ...(e?.hint ? { hint: e.hint } : {}), ...(e?.data ? { data: e.data } : {}) });
+}
+
+/** The blocks of an SSE buffer that are complete, as events, and the incomplete rest. */
+function takeEvents(buf: string): { events: SupervisorEvent[]; rest: string } {
+  const events: SupervisorEvent[] = [];
+  let sep: number;
+  while ((sep = buf.indexOf('\n\n')) !== -1) {
+    const data = buf.slice(0, sep).split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+    buf = buf.slice(sep + 2);
+    if (data) events.push(JSON.parse(data) as SupervisorEvent);
+  }
+  return { events, rest: buf };
+}
+
+/**
+ * The stream only ends when the daemon does (it stopped, was killed, or its socket closed):
+ * the caller hears that as daemon_unavailable, never as a transport error.
+ */
+function streamEnded(cause?: unknown): BrigError {
+  return new BrigError('daemon_unavailable', 'the daemon stopped; the event stream ended', {
+    hint: 'Start `brig serve` again, then follow the events again.',
+    ...(cause !== undefined ? { cause } : {}),
+  });
+}
+
+/**
+ * One SSE stream on its own connection. Ends quietly only on the caller's abort; the daemon's
+ * end (a clean close or a torn socket) is `streamEnded`.
+ */
+async function* followEvents(socketPath: string, path: string, signal?: AbortSignal): AsyncGenerator<SupervisorEvent> {
+  const client = new Client('http://brig', { socketPath, headersTimeout: 0, bodyTimeout: 0 });
+  const aborted = () => signal?.aborted === true;
+  try {
+    let r;
+    try {
+      r = await client.request({ path, method: 'GET', ...(signal ? { signal } : {}) });
+    } catch (e) {
+      if (aborted()) return;
+      throw new BrigError('daemon_unavailable', `the daemon at ${socketPath} did not answer`, { cause: e });
+    }
+    if (r.statusCode !== 200) throw replyError(r.statusCode, (await r.body.json().catch(() => ({}))) as ErrorReply);
+    // Iterated by hand so that only the transport's failure reads as the daemon's end.
+    const body = r.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    const utf8 = new TextDecoder(); // streaming: a character split across chunks stays whole
+    let buf = '';
+    for (;;) {
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await body.next();
+      } catch (e) {
+        if (aborted()) return;
+        throw streamEnded(e);
+      }
+      if (next.done) {
+        if (aborted()) return;
+        throw streamEnded();
+      }
+      const got = takeEvents(buf + utf8.decode(next.value, { stream: true }));
+      buf = got.rest;
+      yield* got.events;
+    }
+  } finally {
+    await client.destroy().catch(() => {});
+  }
+}
+
 export class ApiClient implements Supervisor {
   // A pool, not one Client: a long wait or an SSE stream must not block other calls.
   readonly #client: Pool;
@@ -53,12 +126,8 @@ export class ApiClient implements Supervisor {
     } catch (e) {
       return err(new BrigError('daemon_unavailable', `the daemon at ${this.socketPath} did not answer`, { cause: e }));
     }
-    const json = (await r.body.json()) as { error?: { code: string; message: string; hint: string; data?: Record<string, unknown> } } & T;
-    if (r.statusCode >= 400 || json.error) {
-      const e = json.error;
-      const code = e && isErrorCode(e.code) ? e.code : 'internal';
-      return err(new BrigError(code, e?.message ?? `HTTP ${r.statusCode}`, { ...(e?.hint ? { hint: e.hint } : {}), ...(e?.data ? { data: e.data } : {}) }));
-    }
+    const json = (await r.body.json()) as ErrorReply & T;
+    if (r.statusCode >= 400 || json.error) return err(replyError(r.statusCode, json));
     return ok(json);
   }
 
@@ -87,7 +156,7 @@ export class ApiClient implements Supervisor {
 
   async get(runId: string): Promise<RunRecord | undefined> {
     const r = await this.#call<{ run: RunRecord }>('GET', `/v1/runs/${encodeURIComponent(runId)}`);
-    if (!r.ok && (r.error.code === 'run_not_found' || r.error.code === 'invalid_input')) return undefined;
+    if (!r.ok && r.error.code === 'run_not_found') return undefined;
     if (!r.ok) throw r.error;
     return r.value.run;
   }
@@ -111,34 +180,7 @@ export class ApiClient implements Supervisor {
     const q = new URLSearchParams();
     if (opts.runId) q.set('runId', opts.runId);
     if (opts.rootRunId) q.set('rootRunId', opts.rootRunId);
-    const socketPath = this.socketPath;
-    async function* gen(): AsyncGenerator<SupervisorEvent> {
-      const client = new Client('http://brig', { socketPath, headersTimeout: 0, bodyTimeout: 0 });
-      try {
-        yield* read(client);
-      } finally {
-        await client.destroy().catch(() => {});
-      }
-    }
-    async function* read(client: Client): AsyncGenerator<SupervisorEvent> {
-      const r = await client.request({ path: `/v1/events${q.size ? `?${q}` : ''}`, method: 'GET', ...(opts.signal ? { signal: opts.signal } : {}) });
-      let buf = '';
-      try {
-        for await (const chunk of r.body) {
-          buf += chunk.toString();
-          let sep: number;
-          while ((sep = buf.indexOf('\n\n')) !== -1) {
-            const block = buf.slice(0, sep);
-            buf = buf.slice(sep + 2);
-            const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-            if (data) yield JSON.parse(data) as SupervisorEvent;
-          }
-        }
-      } catch (e) {
-        if (!opts.signal?.aborted) throw e;
-      }
-    }
-    return gen();
+    return followEvents(this.socketPath, `/v1/events${q.size ? `?${q}` : ''}`, opts.signal);
   }
 
   async close(): Promise<void> {

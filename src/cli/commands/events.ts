@@ -1,6 +1,13 @@
-import { BrigError } from '../../util/errors.js';
-import { flag, parseArgs, writeJson, type Command } from '../command.js';
+import type { SupervisorEvent } from '../../runs/index.js';
+import { BrigError, isBrigError } from '../../util/errors.js';
+import { flag, parseArgs, writeJson, type CliIO, type Command, type ParsedArgs } from '../command.js';
 import { connectSupervisor } from '../connect.js';
+
+function print(io: CliIO, p: ParsedArgs, ev: SupervisorEvent): void {
+  if (p.bools.has('json')) return writeJson(io, ev);
+  const extra = 'endReason' in ev ? ` ${ev.endReason}` : ev.type === 'progress' ? ` ${ev.progress.progressLine} ${ev.progress.elapsedMs}ms` : '';
+  io.stdout.write(`${ev.timestamp} ${ev.type.padEnd(15)} ${ev.runId} d${ev.depth}${extra}\n`);
+}
 
 const command: Command = {
   name: 'events',
@@ -11,12 +18,12 @@ const command: Command = {
     const conn = await connectSupervisor(io);
     try {
       if (conn.mode !== 'daemon') throw new BrigError('daemon_unavailable', 'events come from a running daemon', { hint: 'Start `brig serve`.' });
-      for await (const ev of conn.sup.events({ ...(flag(p, 'run') ? { runId: flag(p, 'run')! } : {}), ...(flag(p, 'root') ? { rootRunId: flag(p, 'root')! } : {}) })) {
-        if (p.bools.has('json')) writeJson(io, ev);
-        else {
-          const extra = 'endReason' in ev ? ` ${ev.endReason}` : ev.type === 'progress' ? ` ${ev.progress.progressLine} ${ev.progress.elapsedMs}ms` : '';
-          io.stdout.write(`${ev.timestamp} ${ev.type.padEnd(15)} ${ev.runId} d${ev.depth}${extra}\n`);
-        }
+      try {
+        for await (const ev of conn.sup.events({ ...(flag(p, 'run') ? { runId: flag(p, 'run')! } : {}), ...(flag(p, 'root') ? { rootRunId: flag(p, 'root')! } : {}) })) print(io, p, ev);
+      } catch (e) {
+        // The stream ends only when the daemon does (the client says so): say what to do next.
+        if (!isBrigError(e, 'daemon_unavailable')) throw e;
+        throw new BrigError('daemon_unavailable', e.message, { hint: 'Start `brig serve` again and rerun `brig events`.', data: { ...e.data }, cause: e });
       }
       return 0;
     } finally {
