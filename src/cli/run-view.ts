@@ -51,6 +51,12 @@ export function fmtMs(ms: number): string {
   return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${Math.round(s % 60)}s`;
 }
 
+/** Control characters (terminal escapes) shown escaped, cut to `max` chars. */
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/[\x00-\x1f\x7f]/g, (c) => (c === '\n' || c === '\t' ? ' ' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`));
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
 export function runLine(r: RunRecord, now = new Date()): string {
   const end = r.endReason ? `${r.endReason}${r.killedBy ? `(${r.killedBy})` : ''}` : '';
   return [
@@ -62,7 +68,11 @@ export function runLine(r: RunRecord, now = new Date()): string {
     fmtMs(elapsedMs(r, now)).padEnd(7),
     r.parentRunId ? `parent ${r.parentRunId}` : '',
     r.label ? `[${r.label}]` : '',
+    // The child's own line (bounded to 200 chars on the record), for live runs: one line, no escapes.
+    r.status !== 'ended' && r.progressLine ? `“${oneLine(r.progressLine, 60)}”` : '',
+    r.partial ? '(partial)' : '',
   ]
+    .filter((x) => x !== '')
     .join('  ')
     .trimEnd();
 }

@@ -85,3 +85,14 @@ test('[INV-4] start-up sweep: collect temps and never-indexed dirs of ended runs
   assert.equal(await fs.readFile(path.join(live, 'x'), 'utf8'), 'x');
   assert.equal((await store.list('r-done0001')).length, 1);
 });
+
+test('brig list shows a live run\'s own progress line (escaped, cut) and marks partial results', async () => {
+  const { runLine } = await import('../../../src/cli/run-view.js');
+  const live = run({ status: 'running', startedAt: T0.toISOString(), progressLine: 'step 3: parsing\x1b[31m logs\n' + 'x'.repeat(100) });
+  const line = runLine(live, new Date(T0.getTime() + 5000));
+  assert.match(line, /“step 3: parsing\\x1b\[31m logs x+…”/);
+  assert.ok(!line.includes('\x1b'), 'no raw escape reaches the terminal');
+  const ended = run({ status: 'ended', endReason: 'killed', killedBy: 'operator', partial: true, progressLine: 'old' });
+  assert.match(runLine(ended), /killed\(operator\).*\(partial\)/);
+  assert.doesNotMatch(runLine(ended), /old/);
+});
