@@ -135,9 +135,30 @@ export class ApiClient implements Supervisor {
     return { reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } };
   }
 
-  async spawn(req: SpawnRequestInput, _ctx?: SpawnContext): Promise<Result<RunRecord, BrigError>> {
-    const r = await this.#call<{ run: RunRecord }>('POST', '/v1/runs', req);
-    return r.ok ? ok(r.value.run) : r;
+  /**
+   * With `ctx.signal` a synchronous spawn is started async and waited on, so an abort
+   * (Ctrl-C) knows which run to kill: killed by the operator, collected, returned ended.
+   */
+  async spawn(req: SpawnRequestInput, ctx: SpawnContext = {}): Promise<Result<RunRecord, BrigError>> {
+    const signal = ctx.signal;
+    if (!signal || req.async === true) {
+      const r = await this.#call<{ run: RunRecord }>('POST', '/v1/runs', req);
+      return r.ok ? ok(r.value.run) : r;
+    }
+    const started = await this.#call<{ run: RunRecord }>('POST', '/v1/runs', { ...req, async: true });
+    if (!started.ok) return started;
+    const id = started.value.run.id;
+    const kill = () => void this.kill(id, { confirm: true, by: 'operator' });
+    if (signal.aborted) kill();
+    else signal.addEventListener('abort', kill, { once: true });
+    try {
+      for (;;) {
+        const w = await this.wait(id, { timeoutMs: 30_000 });
+        if (!w.ok || w.value.status === 'ended') return w;
+      }
+    } finally {
+      signal.removeEventListener('abort', kill);
+    }
   }
 
   async wait(runId: string, opts: WaitOptions = {}): Promise<Result<RunRecord, BrigError>> {

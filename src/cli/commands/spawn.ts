@@ -2,11 +2,11 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../config/index.js';
 import { CAPABILITIES, loadPolicyFile, policyFileFor, profileOf, type Capability } from '../../lease/index.js';
-import type { RunRecord, SpawnRequestInput } from '../../runs/index.js';
+import type { SpawnRequestInput } from '../../runs/index.js';
 import { BrigError } from '../../util/errors.js';
 import { nearest } from '../../util/nearest.js';
 import { flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
-import { connectSupervisor, type Connected } from '../connect.js';
+import { connectSupervisor } from '../connect.js';
 import { runBlock, runJson } from '../run-view.js';
 
 /**
@@ -90,7 +90,10 @@ const command: Command = {
       if (req.async && conn.mode === 'local') {
         throw new BrigError('daemon_unavailable', '--async needs a running daemon: an in-process supervisor ends with this command', { hint: 'Start `brig serve` first.' });
       }
-      const r = await spawnAndWait(conn, req, stop.signal);
+      // Both faces kill on abort: in-process directly, over the daemon by the run id.
+      const res = await conn.sup.spawn(req, { signal: stop.signal });
+      if (!res.ok) throw res.error;
+      const r = res.value;
       if (p.bools.has('json')) writeJson(io, await runJson(io, r));
       else if (r.status !== 'ended') io.stdout.write(`run ${r.id} ${r.status}\n`);
       else io.stdout.write(runBlock(r));
@@ -104,36 +107,11 @@ const command: Command = {
     }
   },
 };
+
 /** An expected output names a file under /workspace/out: relative, no `..`. */
 function checkExpect(e: string): void {
   if (e.startsWith('/') || e.split('/').includes('..') || e.includes('\0')) {
     throw new BrigError('invalid_input', `--expect ${JSON.stringify(e)} must be a path relative to /workspace/out without \`..\``, { hint: 'e.g. --expect report.json or --expect logs/run.txt' });
-  }
-}
-
-/**
- * A synchronous spawn that a signal can stop. In-process the supervisor kills on abort; over
- * the daemon the run is started async and waited on, so an abort knows its id to kill.
- */
-async function spawnAndWait(conn: Connected, req: SpawnRequestInput, signal: AbortSignal): Promise<RunRecord> {
-  if (conn.mode === 'local' || req.async) {
-    const res = await conn.sup.spawn(req, { signal });
-    if (!res.ok) throw res.error;
-    return res.value;
-  }
-  const started = await conn.sup.spawn({ ...req, async: true });
-  if (!started.ok) throw started.error;
-  const id = started.value.id;
-  const kill = () => void conn.sup.kill(id, { confirm: true, by: 'operator' });
-  signal.addEventListener('abort', kill, { once: true });
-  try {
-    for (;;) {
-      const w = await conn.sup.wait(id, { timeoutMs: 30_000 });
-      if (!w.ok) throw w.error;
-      if (w.value.status === 'ended') return w.value;
-    }
-  } finally {
-    signal.removeEventListener('abort', kill);
   }
 }
 
