@@ -5,12 +5,13 @@ NODE ?= node
 BRIG := $(NODE) dist/cli/main.js
 TEST_FILES = $(shell find test -name '*.test.ts' | sort)
 
-.PHONY: help deps build engine images test test-unit demo bench typecheck clean
+.PHONY: help deps build engine images test test-unit demo bench soak typecheck clean
 
 help:
 	@echo "make demo   - set up everything, then run the main job"
 	@echo "make test   - set up everything, then run all tests (real engine, real DuckDB)"
 	@echo "make bench  - benchmarks against the raw floor"
+	@echo "make soak   - a daemon under load, kills, steers and SIGKILL restarts; checks nothing was lost"
 
 node_modules/.package-lock.json: package-lock.json
 	npm ci --no-audit --no-fund
@@ -44,6 +45,10 @@ demo: build engine images
 # Each bench/*.bench.ts measures brig against its raw floor in the same run and prints ratios.
 bench: build engine images
 	@set -e; for f in $(sort $(wildcard bench/*.bench.ts)); do echo "== $$f"; $(NODE) --import tsx $$f; done
+
+# Not part of `test`: 200 mixed children against a real daemon killed 3 times (bench/soak.ts).
+soak: build engine images
+	$(NODE) --import tsx bench/soak.ts
 
 clean:
 	rm -rf dist
