@@ -5,7 +5,10 @@
  *   grep    Slicer.grep                                                    vs  GNU grep
  *   jq      Slicer.jq                                                      vs  Debian jq
  *   read    line 2,500,000 via the sparse line index (ms)
- *   write   materializing a 1 GB output (hash + line index + kind)         vs  cp
+ *   write   materializing a 1 GB /workspace/out the supervisor's way: the jail's collect
+ *           (engine archive API → safe extract) + indexing as ResultRefs (hash, line index,
+ *           kind)                                                          vs  cp, docker cp
+ *   stream  FsResultStore.writeStream of the same 1 GB (spooled values, stdio)  vs  cp
  *   RSS     peak of this (supervisor) process while materializing, and of the helper
  *
  * The data (300 MB / 3 M lines of JSONL, and 1 GB for materialization) is generated
@@ -18,6 +21,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { DockerJailDriver, type Jail } from '../src/jail/index.js';
 import { FsResultStore } from '../src/results/index.js';
 import { DuckdbHelperPool, Slicer } from '../src/slice/index.js';
 
@@ -107,6 +111,11 @@ function cmdMs(cmd: string, args: string[], input?: string): number {
   return bestMs;
 }
 
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
 
@@ -118,19 +127,9 @@ async function main(): Promise<void> {
   const store = new FsResultStore({ dir: path.join(home, 'results') });
   const rows: string[][] = [];
 
-  // 1. Materialization in a fresh process that does nothing else (our "supervisor"), so its
-  //    peak RSS is the cost of materializing and not of generating the data.
-  const cpDst = path.join(OUT, 'cp-copy.jsonl');
-  fs.rmSync(cpDst, { force: true });
-  execFileSync('cat', [BIG], { stdio: ['ignore', 'ignore', 'ignore'] }); // warm the page cache for both
-  const cp = await time(() => execFileSync('cp', [BIG, cpDst]));
-  fs.rmSync(cpDst, { force: true });
-  const probe = spawnSync(process.execPath, [...process.execArgv, import.meta.filename, '--probe', BIG, path.join(home, 'probe')], { encoding: 'utf8' });
-  if (probe.status !== 0) throw new Error(probe.stderr);
-  const m = JSON.parse(probe.stdout.trim().split('\n').at(-1)!) as { ms: number; before: number; peak: number; hwm: number; lines: number };
-  rows.push(['materialize 1 GB', fmt(m.ms), `cp ${fmt(cp.ms)}`, `speed ${(cp.ms / m.ms).toFixed(2)}× cp (target ≥ 0.5×)`]);
-  rows.push(['supervisor RSS while materializing', `${m.peak} MB`, `before ${m.before} MB, VmHWM ${m.hwm} MB`, 'target ≤ 150 MB']);
-  console.log(`materialized ${(fs.statSync(BIG).size / 1e9).toFixed(2)} GB: ${m.lines} lines`);
+  // 1. Materialization: the supervisor's real path and, for the stores' other writer, writeStream.
+  const mat = await materialization(home);
+  rows.push(...mat.rows);
 
   // 2. The 300 MB ref.
   const ref = await store.writeStream('bench-run', 'bench', 'events.jsonl', fs.createReadStream(DATA, { highWaterMark: 1 << 20 }));
@@ -204,20 +203,154 @@ async function main(): Promise<void> {
   await fsp.rm(home, { recursive: true, force: true });
 }
 
-/** `--probe SRC HOME`: materialize SRC into a fresh store and report time and memory as JSON. */
-async function probe(src: string, home: string): Promise<void> {
-  const store = new FsResultStore({ dir: path.join(home, 'results') });
+/** What a probe process reports. */
+interface ProbeReport {
+  ms: number;
+  before: number;
+  peak: number;
+  hwm: number;
+  lines: number;
+  /** The collect alone, for the collect+index variants. */
+  collectMs?: number;
+}
+
+const MAT_ROUNDS = 5;
+const COLLECT_CAPS = { perFileBytes: 4 * 1024 ** 3, perRunBytes: 8 * 1024 ** 3, maxEntries: 10_000 };
+const MAT_VARIANTS = ['two-pass'] as const;
+type MatVariant = (typeof MAT_VARIANTS)[number] | 'stream';
+
+function runProbe(args: string[]): ProbeReport {
+  const r = spawnSync(process.execPath, [...process.execArgv, import.meta.filename, ...args], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr);
+  return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as ProbeReport;
+}
+
+/**
+ * Materializing 1 GB, in rounds (every variant once per round, so outside load hits all alike;
+ * `sync` before each so one variant's writeback does not bill the next). A jailed child first
+ * copies the file into its /workspace/out (setup, not timed). Each brig variant runs in a fresh
+ * process that does nothing else (our "supervisor"), so its peak RSS is the cost of
+ * materializing and not of generating the data:
+ *   two-pass  jail.collect (engine archive API → safe extract) then store.indexDir (re-reads)
+ *   stream    store.writeStream of the host file (the path of spooled values and stdio)
+ * Floors in the same rounds: cp of the host file, and `docker cp` of the same directory out
+ * of the same container (the engine's own cost of handing the bytes over).
+ */
+async function materialization(home: string): Promise<{ rows: string[][] }> {
+  const owner = `bench-slice-${process.pid}`;
+  const runId = `bench-mat-${process.pid}`;
+  const driver = new DockerJailDriver({ owner });
+  const jail: Jail = await driver.create({
+    runId,
+    leaseId: 'bench',
+    rootRunId: 'bench',
+    argv: ['sh', '-c', 'mkdir -p out && cp /artifacts/big.jsonl out/big.jsonl'],
+    env: { HOME: '/workspace' },
+    limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 16 },
+    artifacts: [{ hostPath: BIG, name: 'big.jsonl' }],
+  });
+  try {
+    await jail.start();
+    const exit = await jail.wait();
+    if (exit.exitCode !== 0) throw new Error(`the setup child exited ${exit.exitCode}: ${jail.tails().stderrTail}`);
+    const cpDst = path.join(OUT, 'cp-copy.jsonl');
+    const dcpDst = path.join(OUT, 'docker-cp');
+    const clean = () => {
+      fs.rmSync(cpDst, { force: true });
+      fs.rmSync(dcpDst, { recursive: true, force: true });
+      fs.rmSync(path.join(home, 'probe'), { recursive: true, force: true });
+    };
+    const floor = (cmd: string, args: string[]) => async () => {
+      const t0 = performance.now();
+      execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+      return { ms: performance.now() - t0 };
+    };
+    const variants: [string, () => Promise<{ ms: number; report?: ProbeReport }>][] = [
+      ['cp', floor('cp', [BIG, cpDst])],
+      ['docker cp', floor('docker', ['cp', `${jail.id}:/workspace/out`, dcpDst])],
+      ...[...MAT_VARIANTS, 'stream' as const].map((v): [string, () => Promise<{ ms: number; report: ProbeReport }>] => [
+        v,
+        async () => {
+          const report = runProbe(v === 'stream' ? ['--probe', BIG, path.join(home, 'probe')] : ['--probe-collect', v, owner, runId, path.join(home, 'probe')]);
+          return { ms: report.ms, report };
+        },
+      ]),
+    ];
+    execFileSync('cat', [BIG], { stdio: ['ignore', 'ignore', 'ignore'] }); // warm the page cache for all
+    const xs = new Map<string, { ms: number[]; reports: ProbeReport[] }>(variants.map(([k]) => [k, { ms: [], reports: [] }]));
+    for (let i = 0; i < MAT_ROUNDS; i++) {
+      for (const [k, fn] of variants) {
+        clean();
+        execFileSync('sync');
+        const r = await fn();
+        xs.get(k)!.ms.push(r.ms);
+        if (r.report) xs.get(k)!.reports.push(r.report);
+      }
+    }
+    clean();
+    const med = (k: string) => median(xs.get(k)!.ms);
+    const cp = med('cp');
+    const dcp = med('docker cp');
+    const rows: string[][] = [];
+    const speed = (k: string) => `speed ${(cp / med(k)).toFixed(2)}× cp, ${(dcp / med(k)).toFixed(2)}× docker cp`;
+    rows.push([`materialize 1 GB (cp, docker cp: medians of ${MAT_ROUNDS})`, '', `cp ${fmt(cp)}`, `docker cp ${fmt(dcp)}`]);
+    for (const v of MAT_VARIANTS) {
+      const reps = xs.get(v)!.reports;
+      rows.push([`materialize 1 GB: collect+index, ${v}`, fmt(med(v)), `collect ${fmt(median(reps.map((r) => r.collectMs ?? NaN)))}`, `${speed(v)} (target ≥ 0.5× cp)`]);
+      rows.push([`  supervisor RSS (${v})`, `${Math.max(...reps.map((r) => r.peak))} MB`, `before ${reps[0]!.before} MB, VmHWM ${Math.max(...reps.map((r) => r.hwm))} MB`, 'target ≤ 150 MB']);
+    }
+    const sreps = xs.get('stream')!.reports;
+    rows.push(['materialize 1 GB: writeStream', fmt(med('stream')), '', speed('stream')]);
+    rows.push(['  supervisor RSS (writeStream)', `${Math.max(...sreps.map((r) => r.peak))} MB`, `before ${sreps[0]!.before} MB, VmHWM ${Math.max(...sreps.map((r) => r.hwm))} MB`, 'target ≤ 150 MB']);
+    console.log(`materialized ${(fs.statSync(BIG).size / 1e9).toFixed(2)} GB: ${sreps[0]!.lines} lines`);
+    return { rows };
+  } finally {
+    await jail.destroy();
+  }
+}
+
+/** Samples this process's RSS while fn runs; reports time and memory as one JSON line. */
+async function measured(fn: () => Promise<{ lines: number; collectMs?: number }>): Promise<void> {
   const before = process.memoryUsage().rss;
   let peak = before;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
-  const r = await time(() => store.writeStream('bench-big', 'bench', 'big.jsonl', fs.createReadStream(src, { highWaterMark: 1 << 18 })));
+  const r = await time(fn);
   clearInterval(sampler);
   const mb = (b: number) => Math.round(b / 2 ** 20);
-  console.log(JSON.stringify({ ms: r.ms, before: mb(before), peak: mb(peak), hwm: Math.round(vmHwmKb('self') / 1024), lines: r.value.lines }));
+  const report: ProbeReport = { ms: r.ms, before: mb(before), peak: mb(peak), hwm: Math.round(vmHwmKb('self') / 1024), ...r.value };
+  console.log(JSON.stringify(report));
+}
+
+/** `--probe SRC HOME`: writeStream SRC into a fresh store. */
+async function probe(src: string, home: string): Promise<void> {
+  const store = new FsResultStore({ dir: path.join(home, 'results') });
+  await measured(async () => {
+    const ref = await store.writeStream('bench-big', 'bench', 'big.jsonl', fs.createReadStream(src, { highWaterMark: 1 << 18 }));
+    return { lines: ref.lines };
+  });
   await fsp.rm(home, { recursive: true, force: true });
 }
 
-(process.argv[2] === '--probe' ? probe(process.argv[3]!, process.argv[4]!) : main()).catch((e) => {
+/** `--probe-collect VARIANT OWNER RUN HOME`: collect the run's /workspace/out into a fresh store and index it. */
+async function probeCollect(variant: MatVariant, owner: string, runId: string, home: string): Promise<void> {
+  const jail = await new DockerJailDriver({ owner }).attach(runId);
+  if (!jail) throw new Error(`no jail for ${runId}`);
+  const store = new FsResultStore({ dir: path.join(home, 'results') });
+  const dest = store.outDir('bench', 'bench-big');
+  await fsp.mkdir(path.dirname(dest), { recursive: true });
+  await measured(async () => {
+    const t0 = performance.now();
+    if (variant !== 'two-pass') throw new Error(`unknown variant ${variant}`);
+    await jail.collect(dest, COLLECT_CAPS);
+    const collectMs = performance.now() - t0;
+    const m = await store.indexDir('bench-big', 'bench', dest);
+    return { lines: m.refs.reduce((n, r) => n + r.lines, 0), collectMs };
+  });
+  await fsp.rm(home, { recursive: true, force: true });
+}
+
+const [, , mode, ...args] = process.argv;
+(mode === '--probe' ? probe(args[0]!, args[1]!) : mode === '--probe-collect' ? probeCollect(args[0] as MatVariant, args[1]!, args[2]!, args[3]!) : main()).catch((e) => {
   console.error(e);
   process.exit(1);
 });
