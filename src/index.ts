@@ -20,7 +20,7 @@ export type { BrokerCall, Handler as BrokerHandler, Handlers as BrokerHandlers, 
 export { createBrig, startDaemon } from './daemon/index.js';
 export type { Brig, BrigOptions, Daemon } from './daemon/index.js';
 export { ApiClient } from './api/index.js';
-export { BrigSupervisor, SpawnRequestSchema, DEFAULT_SETTINGS as SUPERVISOR_DEFAULTS, END_REASONS, KILLED_BY } from './runs/index.js';
+export { createSupervisor, SpawnRequestSchema, DEFAULT_SETTINGS as SUPERVISOR_DEFAULTS, END_REASONS, KILLED_BY } from './runs/index.js';
 export type {
   Supervisor,
   SpawnRequest,

@@ -10,10 +10,10 @@ import { Readable } from 'node:stream';
 import { BrokerServer, type Handlers } from '../broker/index.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import { DockerJailDriver, ownerForHome } from '../jail/index.js';
-import { LeaseStore, loadPolicyFile, policyFileFor, type LeaseRecord } from '../lease/index.js';
+import { LeaseStore, loadPolicyFile, policyFileFor, profileFor, type LeaseRecord } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { FsResultStore } from '../results/index.js';
-import { BrigSupervisor, ChildRefs, type LeasePort, type RefService, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
+import { ChildRefs, createSupervisor, type SupervisorCore, type LeasePort, type RefService, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
 import { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, err, ok } from '../util/errors.js';
 import { lockHome } from './home-lock.js';
@@ -29,7 +29,7 @@ export interface ComposeOptions {
 }
 
 export interface Composed {
-  supervisor: BrigSupervisor;
+  supervisor: SupervisorCore;
   leases: LeaseStore;
   ledger: Ledger;
   /** The coordinator's drill-in surface, over the same store and helper pool as the children's. */
@@ -40,8 +40,7 @@ export interface Composed {
 function leasePort(store: LeaseStore): LeasePort {
   return {
     async issue(req) {
-      const profileOfParent = req.parentLeaseId ? store.get(req.parentLeaseId)?.profile : undefined;
-      const profile = req.profile ?? profileOfParent ?? 'root';
+      const profile = profileFor(req.profile, req.parentLeaseId ? store.get(req.parentLeaseId)?.profile : undefined);
       const request = req.caps || req.limits ? { ...(req.caps ? { caps: req.caps } : {}), ...(req.limits ? { limits: req.limits } : {}) } : undefined;
       const issued = req.parentLeaseId
         ? store.issueChild({ parentLeaseId: req.parentLeaseId, request, profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0 })
@@ -98,7 +97,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
   if (o.ensureImage !== false) await jail.ensureImage();
   // Handlers close over the supervisor built just below: the broker and the supervisor
   // need each other, and this is the one place that wires them.
-  let sup: BrigSupervisor | undefined;
+  let sup: SupervisorCore | undefined;
   const forward = (call: { runId: string; method: string; params: unknown }) => {
     if (!sup) throw new BrigError('daemon_unavailable', 'the supervisor is starting');
     return sup.handleChildCall(call.runId, call.method, call.params);
@@ -146,7 +145,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
   });
   // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts).
   const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};
-  sup = new BrigSupervisor({
+  sup = createSupervisor({
     jail,
     leases: leasePort(leases),
     broker,

@@ -29,3 +29,4 @@ export {
   type RevokedListener,
 } from './lease-store.js';
 export { LEASE_ID_RE } from './lease-files.js';
+export { profileFor, OPERATOR_PROFILE } from './default-profile.js';

@@ -1,5 +1,5 @@
 import { BrigError } from '../util/errors.js';
-import type { BrigSupervisor } from './supervisor.js';
+import type { RunPorts } from './run-table.js';
 import type { RunRecord } from './types.js';
 
 /**
@@ -52,11 +52,11 @@ function obj(params: unknown): Record<string, unknown> {
   return params && typeof params === 'object' && !Array.isArray(params) ? (params as Record<string, unknown>) : {};
 }
 
-export async function handleChildCall(sup: BrigSupervisor, runId: string, method: string, params: unknown): Promise<unknown> {
-  const r = sup.runs.get(runId);
+export async function handleChildCall(sup: RunPorts, runId: string, method: string, params: unknown): Promise<unknown> {
+  const r = sup.table.get(runId);
   // The child's first call can beat the engine's reply to `start` (the supervisor records
   // `running` only after it): a `starting` run whose container exists is the one calling.
-  const live = r !== undefined && (r.status === 'running' || (r.status === 'starting' && sup.live.get(runId)?.jail !== undefined));
+  const live = r !== undefined && (r.status === 'running' || (r.status === 'starting' && sup.table.live.get(runId)?.jail !== undefined));
   if (!r || !live) {
     throw new BrigError('not_running', `run ${runId} is not running`, { data: { status: r?.status ?? 'unknown' } });
   }
@@ -65,12 +65,12 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
     case 'progress': {
       if (r.stepsExecuted >= r.maxSteps) {
         // The step budget is spent: the run ends; the reply tells the child why.
-        void sup.endRun(runId, 'failed', { collect: true, error: { code: 'timeout', message: `max_steps ${r.maxSteps} spent` } });
+        void sup.actions.endRun(runId, 'failed', { collect: true, error: { code: 'timeout', message: `max_steps ${r.maxSteps} spent` } });
         throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted + 1 } });
       }
       const line = typeof p.line === 'string' ? p.line.slice(0, 200) : r.progressLine;
-      await sup.update(runId, (x) => ({ ...x, stepsExecuted: x.stepsExecuted + 1, progressLine: line, lastProgressAt: sup.clock.now().toISOString() }));
-      const live = sup.live.get(runId);
+      await sup.table.update(runId, (x) => ({ ...x, stepsExecuted: x.stepsExecuted + 1, progressLine: line, lastProgressAt: sup.table.clock.now().toISOString() }));
+      const live = sup.table.live.get(runId);
       const steers = live ? live.steers.splice(0, live.steers.length) : [];
       return { steers, stepsExecuted: r.stepsExecuted + 1 };
     }
@@ -79,12 +79,12 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
       if (Buffer.byteLength(json) > MAX_CHECKPOINT_BYTES) {
         throw new BrigError('ref_too_large', `a checkpoint is at most ${MAX_CHECKPOINT_BYTES} bytes`, { data: { limit: MAX_CHECKPOINT_BYTES } });
       }
-      await sup.store.write(runId, 'checkpoint', json);
-      await sup.update(runId, (x) => ({ ...x, hasCheckpoint: true, lastProgressAt: sup.clock.now().toISOString() }));
+      await sup.table.store.write(runId, 'checkpoint', json);
+      await sup.table.update(runId, (x) => ({ ...x, hasCheckpoint: true, lastProgressAt: sup.table.clock.now().toISOString() }));
       return { saved: true };
     }
     case 'resume': {
-      const buf = await sup.store.read(runId, 'checkpoint');
+      const buf = await sup.table.store.read(runId, 'checkpoint');
       return { checkpoint: buf ? (JSON.parse(buf.toString('utf8')) as unknown) : null, untrusted: true };
     }
     case 'result': {
@@ -93,54 +93,54 @@ export async function handleChildCall(sup: BrigSupervisor, runId: string, method
         const bytes = Number((p.spooled as { bytes?: unknown }).bytes ?? 0);
         const cap = r.resultCapBytes ?? Infinity;
         if (bytes > cap) throw new BrigError('ref_too_large', `the result is ${bytes} bytes; the lease allows ${cap}`, { data: { limit: cap, current: bytes } });
-        await sup.update(runId, (x) => ({ ...x, result: null, resultSpooled: bytes }));
+        await sup.table.update(runId, (x) => ({ ...x, result: null, resultSpooled: bytes }));
         return { saved: true, spooled: true };
       }
       const json = JSON.stringify(p.value ?? null);
       if (Buffer.byteLength(json) > MAX_RESULT_BYTES) {
         throw new BrigError('ref_too_large', `result() takes at most ${MAX_RESULT_BYTES} bytes; write bigger output to /workspace/out`, { data: { limit: MAX_RESULT_BYTES } });
       }
-      await sup.update(runId, (x) => ({ ...x, result: JSON.parse(json) as unknown, resultSpooled: null }));
+      await sup.table.update(runId, (x) => ({ ...x, result: JSON.parse(json) as unknown, resultSpooled: null }));
       return { saved: true };
     }
     case 'spawn': {
-      const live = sup.live.get(runId);
+      const live = sup.table.live.get(runId);
       if (!live?.caps.includes('spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
       const req = obj(p.request);
       // A parent blocked on its child must not hold the slot the child needs (no deadlock).
-      const spawn = () => sup.spawn(req as never, { parentRunId: runId });
-      const res = req.async === true ? await spawn() : await sup.whileBlocked(runId, spawn);
+      const spawn = () => sup.actions.spawn(req as never, { parentRunId: runId });
+      const res = req.async === true ? await spawn() : await sup.actions.whileBlocked(runId, spawn);
       if (!res.ok) throw res.error;
       return childSummary(res.value);
     }
     case 'wait': {
       const ids = Array.isArray(p.runs) ? p.runs.filter((x): x is string => typeof x === 'string') : [];
       for (const id of ids) {
-        const c = sup.runs.get(id);
+        const c = sup.table.get(id);
         if (!c || c.parentRunId !== runId) throw new BrigError('run_not_found', `run ${id.slice(0, 80)} is not a child of this run`, { hint: 'Wait on the run ids your own spawn calls returned.' });
       }
       const timeoutMs = Math.min(typeof p.timeoutMs === 'number' ? p.timeoutMs : MAX_CHILD_WAIT_MS, MAX_CHILD_WAIT_MS);
       const deadline = Date.now() + timeoutMs;
-      await sup.whileBlocked(runId, () => Promise.all(ids.map((id) => sup.wait(id, { timeoutMs: Math.max(0, deadline - Date.now()) }))));
-      return { runs: ids.map((id) => childSummary(sup.runs.get(id)!)) };
+      await sup.actions.whileBlocked(runId, () => Promise.all(ids.map((id) => sup.actions.wait(id, { timeoutMs: Math.max(0, deadline - Date.now()) }))));
+      return { runs: ids.map((id) => childSummary(sup.table.get(id)!)) };
     }
     case 'child.kill':
     case 'child.steer': {
       const childId = typeof p.child === 'string' ? p.child : '';
-      const child = sup.runs.get(childId);
+      const child = sup.table.get(childId);
       // Only its own direct children: a run cannot reach into another subtree.
       if (!child || child.parentRunId !== runId) throw new BrigError('run_not_found', `run ${childId.slice(0, 80)} is not a child of this run`);
       if (method === 'child.kill') {
-        const k = await sup.kill(childId, { confirm: true, by: 'parent' });
+        const k = await sup.actions.kill(childId, { confirm: true, by: 'parent' });
         if (!k.ok) throw k.error;
         return { runId: childId, endReason: k.value.endReason };
       }
-      const s = await sup.steer(childId, typeof p.message === 'string' ? p.message : '', { by: 'parent' });
+      const s = await sup.actions.steer(childId, typeof p.message === 'string' ? p.message : '', { by: 'parent' });
       if (!s.ok) throw s.error;
       return s.value;
     }
     case 'steer.poll': {
-      const live = sup.live.get(runId);
+      const live = sup.table.live.get(runId);
       return { steers: live ? live.steers.splice(0, live.steers.length) : [] };
     }
     default:

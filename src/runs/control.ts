@@ -1,5 +1,5 @@
 import { BrigError, err, ok, type Result } from '../util/errors.js';
-import type { BrigSupervisor } from './supervisor.js';
+import type { RunPorts } from './run-table.js';
 import type { KilledBy, RunRecord, SteerOutcome } from './types.js';
 
 /**
@@ -11,48 +11,48 @@ import type { KilledBy, RunRecord, SteerOutcome } from './types.js';
 
 export const MAX_STEER_CHARS = 64 * 1024;
 
-export async function steerRun(sup: BrigSupervisor, r: RunRecord, message: string, by: KilledBy): Promise<Result<SteerOutcome, BrigError>> {
+export async function steerRun(sup: RunPorts, r: RunRecord, message: string, by: KilledBy): Promise<Result<SteerOutcome, BrigError>> {
   if (typeof message !== 'string' || message.length === 0 || message.length > MAX_STEER_CHARS) {
     return err(new BrigError('invalid_input', `a steer message is 1..${MAX_STEER_CHARS} characters`));
   }
   if (sup.settings.steerInject) {
-    sup.live.get(r.id)?.steers.push(message);
-    sup.emit(r, { type: 'steered', mode: 'inject', newRunId: null });
+    sup.table.live.get(r.id)?.steers.push(message);
+    sup.table.emit(r, { type: 'steered', mode: 'inject', newRunId: null });
     return ok({ mode: 'inject', runId: r.id, newRunId: null });
   }
-  const req = await sup.loadRequest(r.id);
+  const req = await sup.actions.loadRequest(r.id);
   if (!req) return err(new BrigError('internal', `run ${r.id} has no stored request`));
-  const script = r.kind === 'script' ? (await sup.store.read(r.id, 'script'))?.toString('utf8') : undefined;
+  const script = r.kind === 'script' ? (await sup.table.store.read(r.id, 'script'))?.toString('utf8') : undefined;
   // Only the steer whose kill ended the run respawns it: a concurrent second steer gets not_running.
-  if (!(await sup.endRun(r.id, 'killed', { killedBy: by }))) {
+  if (!(await sup.actions.endRun(r.id, 'killed', { killedBy: by }))) {
     return err(new BrigError('not_running', `Run ${r.id} is not running (status: ended) -- cannot steer`, { data: { runId: r.id, status: 'ended' } }));
   }
-  const again = await sup.spawn(
+  const again = await sup.actions.spawn(
     { ...req, task: message, async: true, ...(script !== undefined ? { script } : {}) },
     r.parentRunId ? { parentRunId: r.parentRunId } : { callerId: r.callerId },
   );
   if (!again.ok) return again;
-  const old = await sup.update(r.id, (x) => ({ ...x, steeredTo: again.value.id }));
-  sup.emit(old, { type: 'steered', mode: 'respawn', newRunId: again.value.id });
+  const old = await sup.table.update(r.id, (x) => ({ ...x, steeredTo: again.value.id }));
+  sup.table.emit(old, { type: 'steered', mode: 'respawn', newRunId: again.value.id });
   return ok({ mode: 'respawn', runId: r.id, newRunId: again.value.id });
 }
 
-export async function resumeRun(sup: BrigSupervisor, r: RunRecord): Promise<Result<RunRecord, BrigError>> {
+export async function resumeRun(sup: RunPorts, r: RunRecord): Promise<Result<RunRecord, BrigError>> {
   const refuse = (reason: string, msg: string) => err(new BrigError('resume_unavailable', msg, { data: { runId: r.id, reason, status: r.status } }));
   if (r.status === 'ended' && !r.resumable && r.error?.code === 'resume_unavailable') {
     return refuse(r.error.message, `run ${r.id} lost what a resume needs (${r.error.message})`);
   }
   if (r.status !== 'ended' || !r.resumable) return refuse('not_resumable', `run ${r.id} is not resumable (status ${r.status}, end ${r.endReason ?? 'none'})`);
   if (r.resumedBy) return refuse('already_resumed', `run ${r.id} was already resumed as ${r.resumedBy}`);
-  const script = await sup.store.read(r.id, 'script');
+  const script = await sup.table.store.read(r.id, 'script');
   if (!script) return refuse('script_missing', `the pinned script of ${r.id} is gone`);
-  if (!(await sup.store.read(r.id, 'checkpoint'))) return refuse('checkpoint_missing', `run ${r.id} has no checkpoint on disk`);
-  const req = await sup.loadRequest(r.id);
+  if (!(await sup.table.store.read(r.id, 'checkpoint'))) return refuse('checkpoint_missing', `run ${r.id} has no checkpoint on disk`);
+  const req = await sup.actions.loadRequest(r.id);
   if (!req) return refuse('request_missing', `run ${r.id} has no stored request`);
-  const again = await sup.spawn({ ...req, script: script.toString('utf8'), async: true }, {
+  const again = await sup.actions.spawn({ ...req, script: script.toString('utf8'), async: true }, {
     ...(r.parentRunId ? { parentRunId: r.parentRunId } : { callerId: r.callerId }),
     resumeOf: r.id,
   });
-  if (again.ok) await sup.update(r.id, (x) => ({ ...x, resumedBy: again.value.id }));
+  if (again.ok) await sup.table.update(r.id, (x) => ({ ...x, resumedBy: again.value.id }));
   return again;
 }

@@ -36,8 +36,9 @@ export type {
   Supervisor,
   SupervisorSettings,
 } from './types.js';
-export { BrigSupervisor } from './supervisor.js';
-export type { ShutdownOptions, ShutdownReport } from './supervisor.js';
+export { createSupervisor } from './supervisor.js';
+export type { ShutdownOptions, ShutdownReport, SupervisorCore } from './supervisor.js';
+export { SupervisorSettingsSchema, resolveSettings } from './settings.js';
 export { RefService } from './ref-service.js';
 export type { RefServiceDeps, RunResult } from './ref-service.js';
 export { ReadOnlyRuns } from './read-only.js';

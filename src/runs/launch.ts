@@ -2,9 +2,16 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CollectCaps, Jail, JailInput, JailSpec } from '../jail/types.js';
 import { BrigError, toBrigError } from '../util/errors.js';
-import type { LeaseGrant } from './ports.js';
+import type { LeaseGrant, ResultsPort } from './ports.js';
+import type { RunTable } from './run-table.js';
 import type { RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
-import type { BrigSupervisor } from './supervisor.js';
+
+/** What collecting a run's outputs needs: the table (record and store), the results port, the caps. */
+export interface CollectContext {
+  table: RunTable;
+  results: ResultsPort | undefined;
+  settings: SupervisorSettings;
+}
 
 /**
  * What goes into a jail and what comes out of it. The packet and jail spec are pure data
@@ -94,10 +101,10 @@ const RESULT_SPOOL_FILE = 'value.json';
  * Collects /workspace/out, a spooled result value and the stream tails; over a cap is an
  * error on the run, never a truncation. The spooled value shares the run's byte budget.
  */
-export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: Jail): Promise<Partial<RunRecord>> {
-  const r = sup.runs.get(runId)!;
-  const dest = sup.deps.results ? sup.deps.results.outDir(r.rootRunId, runId) : path.join(sup.store.dir(runId), 'out');
-  const spool = path.join(sup.store.dir(runId), 'result-spool');
+export async function collectOutputs(sup: CollectContext, runId: string, jail: Jail): Promise<Partial<RunRecord>> {
+  const r = sup.table.get(runId)!;
+  const dest = sup.results ? sup.results.outDir(r.rootRunId, runId) : path.join(sup.table.store.dir(runId), 'out');
+  const spool = path.join(sup.table.store.dir(runId), 'result-spool');
   const patch: Partial<RunRecord> = {};
   try {
     const t = jail.tails();
@@ -107,6 +114,9 @@ export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: J
     // tails are best effort: a reattached jail may not have them
   }
   try {
+    // A redo (the supervisor died mid-materialization) starts from nothing: refs an earlier
+    // attempt indexed would be doubled, or refused as already there.
+    await sup.results?.remove(r.rootRunId, runId);
     await fs.rm(dest, { recursive: true, force: true });
     await fs.rm(spool, { recursive: true, force: true });
     await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
@@ -127,7 +137,7 @@ export async function collectOutputs(sup: BrigSupervisor, runId: string, jail: J
       }
       resultFile = path.join(spool, RESULT_SPOOL_FILE);
     }
-    await sup.deps.results?.index(r.rootRunId, runId, dest, {
+    await sup.results?.index(r.rootRunId, runId, dest, {
       ...(r.result !== undefined && r.result !== null ? { result: r.result } : {}),
       ...(resultFile ? { resultFile } : {}),
       ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),

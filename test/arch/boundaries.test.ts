@@ -134,6 +134,38 @@ test('parts import only downward (DESIGN.md parts table) and form no cycle', () 
   assert.deepEqual(cycle, [], `cycle between parts: ${cycle.reverse().join(' → ')}`);
 });
 
+test('no import cycle between files anywhere under src/ (type imports included)', () => {
+  // A type-only cycle is still two modules that cannot be understood apart: the old
+  // supervisor ↔ launch/control/child-calls circle was one, and passed the per-part check.
+  const resolveFile = (from: string, imp: string): string | undefined => {
+    const base = path.resolve(path.dirname(from), imp);
+    for (const c of [base.replace(/\.js$/, '.ts'), `${base}.ts`, path.join(base, 'index.ts')]) if (fs.existsSync(c)) return c;
+    return undefined;
+  };
+  const edges = new Map<string, string[]>();
+  for (const f of files) {
+    edges.set(f, importsOf(f).filter((i) => i.startsWith('.')).map((i) => resolveFile(f, i)).filter((x): x is string => x !== undefined && x.startsWith(SRC)));
+  }
+  const state = new Map<string, 'open' | 'done'>();
+  const path_: string[] = [];
+  let found: string[] = [];
+  const visit = (n: string): boolean => {
+    if (state.get(n) === 'done') return false;
+    if (state.get(n) === 'open') {
+      found = [...path_.slice(path_.indexOf(n)), n];
+      return true;
+    }
+    state.set(n, 'open');
+    path_.push(n);
+    for (const m of edges.get(n) ?? []) if (visit(m)) return true;
+    path_.pop();
+    state.set(n, 'done');
+    return false;
+  };
+  for (const f of files) if (visit(f)) break;
+  assert.deepEqual(found.map((f) => path.relative(SRC, f)), [], 'an import cycle');
+});
+
 test('every DESIGN.md invariant is cited by a test', () => {
   const ids = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => `INV-${n}`);
   const testText = walk(path.join(ROOT, 'test'))

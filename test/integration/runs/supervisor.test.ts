@@ -97,21 +97,27 @@ test('steer: inject reaches the running child; kill + respawn gives a new run; a
       assert.equal(late.error.code, 'not_running');
       assert.equal(late.error.data.status, 'ended');
     }
-    sup.settings.steerInject = false;
-    const r2 = await sup.spawn({ task: 'respawn me', script: STEERABLE, async: true });
+  } finally {
+    await c.close();
+  }
+  // Respawn mode is a setting: the same home under a supervisor with steerInject off.
+  const c2 = await supervisorAt(home, { steerInject: false });
+  const sup2 = c2.supervisor;
+  try {
+    const r2 = await sup2.spawn({ task: 'respawn me', script: STEERABLE, async: true });
     assert.ok(r2.ok);
-    await until(async () => ((await sup.get(r2.value.id))?.stepsExecuted ?? 0) > 0, 'stepping');
-    const s2 = await sup.steer(r2.value.id, 'new task');
+    await until(async () => ((await sup2.get(r2.value.id))?.stepsExecuted ?? 0) > 0, 'stepping');
+    const s2 = await sup2.steer(r2.value.id, 'new task');
     assert.ok(s2.ok);
     assert.equal(s2.value.mode, 'respawn');
     assert.notEqual(s2.value.newRunId, r2.value.id);
-    const old = await sup.get(r2.value.id);
+    const old = await sup2.get(r2.value.id);
     assert.equal(old!.endReason, 'killed');
     assert.equal(old!.steeredTo, s2.value.newRunId);
-    await until(async () => (await sup.get(s2.value.newRunId!))?.status === 'running', 'respawned runs');
-    await sup.kill(s2.value.newRunId!, { confirm: true });
+    await until(async () => (await sup2.get(s2.value.newRunId!))?.status === 'running', 'respawned runs');
+    await sup2.kill(s2.value.newRunId!, { confirm: true });
   } finally {
-    await c.close();
+    await c2.close();
   }
   assert.deepEqual(await leftovers(home), []);
 });

@@ -96,3 +96,29 @@ test('brig list shows a live run\'s own progress line (escaped, cut) and marks p
   assert.match(runLine(ended), /killed\(operator\).*\(partial\)/);
   assert.doesNotMatch(runLine(ended), /old/);
 });
+
+test('[INV-4] a collection redone after a crash replaces what the first attempt indexed: no doubled refs, no refusal', async (t) => {
+  const { collectOutputs } = await import('../../../src/runs/launch.js');
+  const { RunTable } = await import('../../../src/runs/run-table.js');
+  const { RunStore } = await import('../../../src/runs/run-store.js');
+  const { MemoryLedger } = await import('../../../src/ledger/types.js');
+  const { FakeJailDriver } = await import('../../helpers/fakes/fake-jail.js');
+  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-ll-redo-'));
+  t.after(() => fs.rm(home, { recursive: true, force: true }));
+  const table = new RunTable(new RunStore(path.join(home, 'runs')), new MemoryLedger(), { now: () => new Date() });
+  const store = new FsResultStore({ dir: path.join(home, 'results') });
+  const rec = run({ status: 'materializing', result: { steps: 7 } });
+  table.runs.set(rec.id, rec);
+  await table.store.ensureDir(rec.id);
+  const jail = (await new FakeJailDriver().create({ runId: rec.id } as never)) as import('../../helpers/fakes/fake-jail.js').FakeJail;
+  jail.outFiles = { 's.txt': 'x'.repeat(7508) };
+  const ctx = { table, results: resultsPort(store), settings: DEFAULT_SETTINGS };
+  const first = await collectOutputs(ctx, rec.id, jail);
+  assert.equal(first.error, undefined);
+  // The crash: run.json still says materializing; the next start collects again.
+  const again = await collectOutputs(ctx, rec.id, jail);
+  assert.equal(again.error, undefined, JSON.stringify(again.error));
+  assert.deepEqual(again.missingOutputs, []);
+  const refs = await store.list(rec.id);
+  assert.deepEqual(refs.map((r) => r.path).sort(), ['out/s.txt', 'result.json', 'stdout.txt']);
+});

@@ -3,8 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { MemoryLedger } from '../../../src/ledger/types.js';
 import type { Clock, SupervisorHooks } from '../../../src/runs/ports.js';
-import { BrigSupervisor } from '../../../src/runs/supervisor.js';
+import { createSupervisor, type SupervisorCore } from '../../../src/runs/supervisor.js';
 import type { SupervisorSettings } from '../../../src/runs/types.js';
+import { RunStore } from '../../../src/runs/run-store.js';
 import { FakeJailDriver } from '../../helpers/fakes/fake-jail.js';
 import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
 
@@ -17,7 +18,7 @@ export async function setupSup(
   const jail = o.jail ?? new FakeJailDriver();
   const leases = o.leases ?? new MemoryLeases();
   const ledger = new MemoryLedger();
-  const sup = new BrigSupervisor({
+  const sup = createSupervisor({
     jail, leases, broker: new NullBroker(), ledger, tickMs: 10,
     paths: { runs: path.join(home, 'runs'), brokers: path.join(home, 'brokers') },
     settings: { progressIntervalMs: 5, ...(o.settings ?? {}) },
@@ -25,7 +26,9 @@ export async function setupSup(
     ...(o.clock ? { clock: o.clock } : {}),
   });
   const report = await sup.start();
-  return { sup, jail, leases, ledger, home, report };
+  // The run records on disk, read as any other process would.
+  const store = new RunStore(path.join(home, 'runs'));
+  return { sup, jail, leases, ledger, home, report, store };
 }
 
 export async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {

@@ -7,7 +7,7 @@ test('the step past max_steps is refused with `timeout` and the run ends failed'
   const { sup, jail } = await setupSup();
   const r = await sup.spawn({ task: 'steps', script: SCRIPT, async: true, max_steps: 2 });
   assert.ok(r.ok);
-  await until(() => sup.runs.get(r.value.id)?.status === 'running', 'running');
+  await until(() => sup.peek(r.value.id)?.status === 'running', 'running');
   await sup.handleChildCall(r.value.id, 'progress', {});
   await sup.handleChildCall(r.value.id, 'progress', {});
   const third = (await sup.handleChildCall(r.value.id, 'progress', {}).catch((e: unknown) => e)) as { code: string };
@@ -25,17 +25,17 @@ test('a parent kills and steers only its own children over the broker; identity 
   const p = await sup.spawn({ task: 'parent', script: SCRIPT, async: true });
   const other = await sup.spawn({ task: 'stranger', script: SCRIPT, async: true });
   assert.ok(p.ok && other.ok);
-  await until(() => sup.runs.get(p.value.id)?.status === 'running', 'parent running');
+  await until(() => sup.peek(p.value.id)?.status === 'running', 'parent running');
   const kid = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'kid', script: SCRIPT, async: true } })) as { runId: string };
-  await until(() => sup.runs.get(kid.runId)?.status === 'running', 'kid running');
+  await until(() => sup.peek(kid.runId)?.status === 'running', 'kid running');
   const s = (await sup.handleChildCall(p.value.id, 'child.steer', { child: kid.runId, message: 'faster' })) as { mode: string };
   assert.equal(s.mode, 'inject');
   const stranger = (await sup.handleChildCall(p.value.id, 'child.kill', { child: other.value.id }).catch((e: unknown) => e)) as { code: string };
   assert.equal(stranger.code, 'run_not_found');
-  assert.equal(sup.runs.get(other.value.id)!.status !== 'ended', true);
+  assert.equal(sup.peek(other.value.id)!.status !== 'ended', true);
   const k = (await sup.handleChildCall(p.value.id, 'child.kill', { child: kid.runId })) as { endReason: string };
   assert.equal(k.endReason, 'killed');
-  assert.equal(sup.runs.get(kid.runId)!.killedBy, 'parent');
+  assert.equal(sup.peek(kid.runId)!.killedBy, 'parent');
   jail.jails.get(p.value.id)!.exit(0);
   jail.jails.get(other.value.id)!.exit(0);
   await sup.wait(other.value.id);
@@ -60,7 +60,7 @@ test('a queued run past the queue timeout ends failed with queue_timeout', async
 test('prepareSpawn runs before the run is announced and its rollback undoes a failed spawn; onEnded sees the end', async () => {
   const ended: string[] = [];
   let rolledBack = 0;
-  const { sup, jail } = await setupSup({
+  const { sup, jail, store } = await setupSup({
     hooks: {
       prepareSpawn: async (run) => {
         if (run.label === 'doomed') throw Object.assign(new Error('no room'), { code: 'internal' });
@@ -72,10 +72,10 @@ test('prepareSpawn runs before the run is announced and its rollback undoes a fa
   const bad = await sup.spawn({ task: 'x', script: SCRIPT, label: 'doomed', async: true });
   assert.equal(bad.ok, false);
   assert.deepEqual(await sup.list(), [], 'nothing announced');
-  assert.deepEqual((await fs.readdir(sup.store.root)).length, 0, 'its directory is gone');
+  assert.deepEqual((await fs.readdir(store.root)).length, 0, 'its directory is gone');
   const good = await sup.spawn({ task: 'y', script: SCRIPT, async: true });
   assert.ok(good.ok);
-  await until(() => sup.runs.get(good.value.id)?.status === 'running', 'running');
+  await until(() => sup.peek(good.value.id)?.status === 'running', 'running');
   jail.jails.get(good.value.id)!.exit(0);
   await sup.wait(good.value.id);
   await sup.idle();
@@ -89,7 +89,7 @@ test('retention: outputs of runs ended past resultRetentionMs are removed; the e
   const { sup, jail, ledger } = await setupSup({ clock: { now: () => new Date(now.t) } });
   const r = await sup.spawn({ task: 'old', script: SCRIPT, async: true });
   assert.ok(r.ok);
-  await until(() => sup.runs.get(r.value.id)?.status === 'running', 'running');
+  await until(() => sup.peek(r.value.id)?.status === 'running', 'running');
   jail.jails.get(r.value.id)!.outFiles = { 'a.txt': 'x' };
   jail.jails.get(r.value.id)!.exit(0);
   const w = await sup.wait(r.value.id);
@@ -98,7 +98,7 @@ test('retention: outputs of runs ended past resultRetentionMs are removed; the e
   now.t += sup.settings.resultRetentionMs + 1;
   const swept = await sup.retentionSweep();
   assert.deepEqual(swept.removed, [r.value.id]);
-  const after = sup.runs.get(r.value.id)!;
+  const after = sup.peek(r.value.id)!;
   assert.equal(after.endReason, 'completed');
   assert.equal(after.resultDir, null);
   assert.equal(await fs.stat(w.value.resultDir!).then(() => true, () => false), false);
@@ -112,14 +112,14 @@ test('100 concurrent spawns see each other: exactly 5 admitted, 10 queued, 85 re
   const ok = res.filter((r) => r.ok);
   assert.equal(ok.length, 15);
   for (const r of res) if (!r.ok) assert.equal(r.error.code, 'queue_full');
-  await until(() => [...sup.runs.values()].filter((r) => r.status === 'running').length === 5, 'five running');
-  assert.equal([...sup.runs.values()].filter((r) => r.status === 'queued').length, 10);
+  await until(() => sup.peekAll().filter((r) => r.status === 'running').length === 5, 'five running');
+  assert.equal(sup.peekAll().filter((r) => r.status === 'queued').length, 10);
   for (let round = 1; round <= 3; round++) {
     for (const j of [...jail.jails.values()]) if (j.started) j.exit(0);
-    await until(() => [...sup.runs.values()].filter((r) => r.endReason === 'completed').length === 5 * round, `round ${round} ended`);
-    if (round < 3) await until(() => [...sup.runs.values()].filter((r) => r.status === 'running').length === 5, `round ${round + 1} running`);
+    await until(() => sup.peekAll().filter((r) => r.endReason === 'completed').length === 5 * round, `round ${round} ended`);
+    if (round < 3) await until(() => sup.peekAll().filter((r) => r.status === 'running').length === 5, `round ${round + 1} running`);
   }
-  assert.equal([...sup.runs.values()].filter((r) => r.endReason === 'completed').length, 15);
+  assert.equal(sup.peekAll().filter((r) => r.endReason === 'completed').length, 15);
   await sup.close();
 });
 
@@ -129,7 +129,7 @@ test('[INV-8] a kill while the jail is being created releases the jail, broker s
   jail.createGate = new Promise((r) => (open = r));
   const r = await sup.spawn({ task: 'mid-start', script: SCRIPT, async: true });
   assert.ok(r.ok);
-  await until(() => sup.runs.get(r.value.id)?.leaseId !== null, 'lease issued');
+  await until(() => sup.peek(r.value.id)?.leaseId !== null, 'lease issued');
   const k = await sup.kill(r.value.id, { confirm: true });
   assert.ok(k.ok);
   assert.equal(k.value.endReason, 'killed');
@@ -138,19 +138,19 @@ test('[INV-8] a kill while the jail is being created releases the jail, broker s
   const j = jail.created.find((s) => s.runId === r.value.id) ? [...jail.jails.values()].find((x) => x.runId === r.value.id) : undefined;
   assert.equal(j, undefined, 'the late jail was destroyed');
   assert.ok([...leases.leases.values()].every((l) => l.revoked), 'its lease is revoked');
-  assert.equal(sup.runs.get(r.value.id)!.status, 'ended');
+  assert.equal(sup.peek(r.value.id)!.status, 'ended');
   await sup.close();
 });
 
 test('resume says honestly when the checkpoint of a resumable run is gone', async () => {
-  const { sup } = await setupSup({ settings: { perStepTimeoutMs: 40, defaultMaxSteps: 1 } });
+  const { sup, store } = await setupSup({ settings: { perStepTimeoutMs: 40, defaultMaxSteps: 1 } });
   const r = await sup.spawn({ task: 'cp', script: SCRIPT, async: true });
   assert.ok(r.ok);
-  await until(() => sup.runs.get(r.value.id)?.status === 'running', 'running');
+  await until(() => sup.peek(r.value.id)?.status === 'running', 'running');
   await sup.handleChildCall(r.value.id, 'checkpoint', { state: { n: 1 } });
   const w = await sup.wait(r.value.id);
   assert.ok(w.ok && w.value.resumable);
-  await fs.rm(sup.store.file(r.value.id, 'checkpoint'));
+  await fs.rm(store.file(r.value.id, 'checkpoint'));
   const res = await sup.resume(r.value.id);
   assert.equal(res.ok, false);
   if (!res.ok) {
@@ -167,12 +167,12 @@ test('after a restart a resumable run is verified on disk; one that lost its che
     const r = await first.sup.spawn({ task, script: SCRIPT, async: true });
     assert.ok(r.ok);
     ids.push(r.value.id);
-    await until(() => first.sup.runs.get(r.value.id)?.status === 'running', 'running');
+    await until(() => first.sup.peek(r.value.id)?.status === 'running', 'running');
     await first.sup.handleChildCall(r.value.id, 'checkpoint', { state: { task } });
   }
   for (const id of ids) await first.sup.wait(id);
   await first.sup.close();
-  await fs.rm(first.sup.store.file(ids[1]!, 'checkpoint'));
+  await fs.rm(first.store.file(ids[1]!, 'checkpoint'));
   const second = await setupSup({ home: first.home, jail: first.jail, leases: first.leases });
   assert.deepEqual(second.report.resumable, [ids[0]]);
   assert.deepEqual(second.report.orphaned, [{ runId: ids[1], reason: 'checkpoint_missing' }]);
@@ -181,7 +181,7 @@ test('after a restart a resumable run is verified on disk; one that lost its che
   if (!lost.ok) assert.equal(lost.error.data.reason, 'checkpoint_missing');
   const kept = await second.sup.resume(ids[0]!);
   assert.ok(kept.ok);
-  await until(() => second.sup.runs.get(kept.value.id)?.status === 'running', 'resumed');
+  await until(() => second.sup.peek(kept.value.id)?.status === 'running', 'resumed');
   assert.deepEqual(await second.sup.handleChildCall(kept.value.id, 'resume', {}), { checkpoint: { task: 'keeps' }, untrusted: true });
   second.jail.jails.get(kept.value.id)!.exit(0);
   await second.sup.wait(kept.value.id);
@@ -192,7 +192,7 @@ test('[INV-1] a child cannot hand host paths or choose an image for its grandchi
   const { sup, jail, leases } = await setupSup();
   const p = await sup.spawn({ task: 'p', script: SCRIPT, async: true });
   assert.ok(p.ok);
-  await until(() => sup.runs.get(p.value.id)?.status === 'running', 'running');
+  await until(() => sup.peek(p.value.id)?.status === 'running', 'running');
   for (const extra of [{ artifact_refs: ['/etc/shadow'] }, { image: 'alpine' }]) {
     const e = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'g', script: SCRIPT, ...extra } }).catch((x: unknown) => x)) as { code: string };
     assert.equal(e.code, 'capability_denied');
@@ -200,10 +200,10 @@ test('[INV-1] a child cannot hand host paths or choose an image for its grandchi
   leases.rootCaps = ['exec'];
   const q = await sup.spawn({ task: 'q', script: SCRIPT, async: true });
   assert.ok(q.ok);
-  await until(() => sup.runs.get(q.value.id)?.status === 'running', 'running');
+  await until(() => sup.peek(q.value.id)?.status === 'running', 'running');
   const e = (await sup.handleChildCall(q.value.id, 'spawn', { request: { task: 'g', script: SCRIPT } }).catch((x: unknown) => x)) as { code: string };
   assert.equal(e.code, 'capability_denied');
-  assert.equal([...sup.runs.values()].length, 2, 'nothing was spawned');
+  assert.equal(sup.peekAll().length, 2, 'nothing was spawned');
   for (const id of [p.value.id, q.value.id]) jail.jails.get(id)!.exit(0);
   await sup.wait(q.value.id);
   await sup.close();
@@ -214,13 +214,13 @@ test('[INV-8] a run reattached after a restart keeps its lease: it can still spa
   const withSpawn = await first.sup.spawn({ task: 'parent', script: SCRIPT, async: true });
   const without = await first.sup.spawn({ task: 'no spawn', script: SCRIPT, async: true, caps: ['exec'] });
   assert.ok(withSpawn.ok && without.ok);
-  const onDisk = async (id: string) => (await first.sup.store.load(id))?.status === 'running';
+  const onDisk = async (id: string) => (await first.store.load(id))?.status === 'running';
   await until(async () => (await onDisk(withSpawn.value.id)) && (await onDisk(without.value.id)), 'running, on disk');
   await first.sup.close(); // the containers outlive the supervisor
   const second = await setupSup({ home: first.home, jail: first.jail, leases: first.leases });
   assert.deepEqual([...second.report.reattached].sort(), [withSpawn.value.id, without.value.id].sort());
   const child = (await second.sup.handleChildCall(withSpawn.value.id, 'spawn', { request: { task: 'grandchild', script: SCRIPT, async: true } })) as { runId: string };
-  assert.equal(second.sup.runs.get(child.runId)?.parentRunId, withSpawn.value.id);
+  assert.equal(second.sup.peek(child.runId)?.parentRunId, withSpawn.value.id);
   const denied = (await second.sup.handleChildCall(without.value.id, 'spawn', { request: { task: 'nope', script: SCRIPT, async: true } }).catch((e: unknown) => e)) as { code: string };
   assert.equal(denied.code, 'capability_denied', '[INV-1] a reattached run gets no capability it did not have');
   await second.sup.kill(withSpawn.value.id, { confirm: true });
@@ -234,16 +234,16 @@ test('a parent blocked on its stepping child is not killed by health_monitor; th
   const p = await sup.spawn({ task: 'waits on a child', script: SCRIPT, async: true });
   const lone = await sup.spawn({ task: 'silent', script: SCRIPT, async: true });
   assert.ok(p.ok && lone.ok);
-  await until(() => sup.runs.get(p.value.id)?.status === 'running', 'parent running');
+  await until(() => sup.peek(p.value.id)?.status === 'running', 'parent running');
   const child = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'steps', script: SCRIPT, async: true } })) as { runId: string };
-  await until(() => sup.runs.get(child.runId)?.status === 'running', 'child running');
+  await until(() => sup.peek(child.runId)?.status === 'running', 'child running');
   for (let i = 0; i < 8; i++) {
     await sup.handleChildCall(child.runId, 'progress', {});
     await new Promise((r) => setTimeout(r, 50));
   }
-  await until(() => sup.runs.get(lone.value.id)?.status === 'ended', 'the silent run ended');
-  assert.equal(sup.runs.get(lone.value.id)!.killedBy, 'health_monitor');
-  assert.equal(sup.runs.get(p.value.id)!.status, 'running', 'the parent was waiting, not stuck');
+  await until(() => sup.peek(lone.value.id)?.status === 'ended', 'the silent run ended');
+  assert.equal(sup.peek(lone.value.id)!.killedBy, 'health_monitor');
+  assert.equal(sup.peek(p.value.id)!.status, 'running', 'the parent was waiting, not stuck');
   await sup.kill(p.value.id, { confirm: true });
   await sup.idle();
   await sup.close();
@@ -253,17 +253,17 @@ test('a respawn-mode steer of a child is attributed to whoever steered: the pare
   const { sup } = await setupSup({ settings: { steerInject: false } });
   const p = await sup.spawn({ task: 'parent', script: SCRIPT, async: true });
   assert.ok(p.ok);
-  await until(() => sup.runs.get(p.value.id)?.status === 'running', 'parent running');
+  await until(() => sup.peek(p.value.id)?.status === 'running', 'parent running');
   const kid = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'kid', script: SCRIPT, async: true } })) as { runId: string };
-  await until(() => sup.runs.get(kid.runId)?.status === 'running', 'kid running');
+  await until(() => sup.peek(kid.runId)?.status === 'running', 'kid running');
   const byParent = (await sup.handleChildCall(p.value.id, 'child.steer', { child: kid.runId, message: 'other way' })) as { mode: string; newRunId: string };
   assert.equal(byParent.mode, 'respawn');
-  assert.equal(sup.runs.get(kid.runId)!.killedBy, 'parent');
-  await until(() => sup.runs.get(byParent.newRunId)?.status === 'running', 'respawned kid running');
-  assert.equal(sup.runs.get(byParent.newRunId)!.parentRunId, p.value.id, 'the respawn stays in the parent\'s tree');
+  assert.equal(sup.peek(kid.runId)!.killedBy, 'parent');
+  await until(() => sup.peek(byParent.newRunId)?.status === 'running', 'respawned kid running');
+  assert.equal(sup.peek(byParent.newRunId)!.parentRunId, p.value.id, 'the respawn stays in the parent\'s tree');
   const byOperator = await sup.steer(byParent.newRunId, 'operator says');
   assert.ok(byOperator.ok);
-  assert.equal(sup.runs.get(byParent.newRunId)!.killedBy, 'operator');
+  assert.equal(sup.peek(byParent.newRunId)!.killedBy, 'operator');
   await sup.kill(p.value.id, { confirm: true });
   await sup.idle();
   await sup.close();
@@ -303,9 +303,9 @@ test('a child whose first broker call beats the supervisor recording its start i
   };
   const r = await sup.spawn({ task: 'quick child', script: SCRIPT, async: true });
   assert.ok(r.ok);
-  await until(() => sup.runs.get(r.value.id)?.status === 'running', 'running');
+  await until(() => sup.peek(r.value.id)?.status === 'running', 'running');
   assert.deepEqual(early, { steers: [], stepsExecuted: 1 });
-  assert.equal(sup.runs.get(r.value.id)!.stepsExecuted, 1);
+  assert.equal(sup.peek(r.value.id)!.stepsExecuted, 1);
   jail.jails.get(r.value.id)!.exit(0);
   const w = await sup.wait(r.value.id);
   assert.ok(w.ok);
@@ -326,10 +326,10 @@ test('[INV-3] a child result over the summary bound stays on disk: the parent ge
   const { sup, jail } = await setupSup();
   const p = await sup.spawn({ task: 'parent', script: SCRIPT, async: true });
   assert.ok(p.ok);
-  await until(() => sup.runs.get(p.value.id)?.status === 'running', 'parent running');
+  await until(() => sup.peek(p.value.id)?.status === 'running', 'parent running');
   const pending = sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'big kid', script: SCRIPT } }) as Promise<{ runId: string; result: unknown; resultCut?: { chars: number } }>;
-  await until(() => [...sup.runs.values()].some((r) => r.parentRunId === p.value.id && r.status === 'running'), 'kid running');
-  const kid = [...sup.runs.values()].find((r) => r.parentRunId === p.value.id)!;
+  await until(() => sup.peekAll().some((r) => r.parentRunId === p.value.id && r.status === 'running'), 'kid running');
+  const kid = sup.peekAll().find((r) => r.parentRunId === p.value.id)!;
   await sup.handleChildCall(kid.id, 'result', { value: big });
   jail.jails.get(kid.id)!.exit(0);
   const summary = await pending;

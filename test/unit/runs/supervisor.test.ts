@@ -4,7 +4,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MemoryLedger } from '../../../src/ledger/types.js';
-import { BrigSupervisor } from '../../../src/runs/supervisor.js';
+import { createSupervisor, type SupervisorCore } from '../../../src/runs/supervisor.js';
 import type { SupervisorSettings } from '../../../src/runs/types.js';
 import { FakeJailDriver, type FakeJail } from '../../helpers/fakes/fake-jail.js';
 import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
@@ -15,7 +15,7 @@ async function setup(settings: Partial<SupervisorSettings> = {}, home?: string, 
   home ??= await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-'));
   const ledger = new MemoryLedger();
   const broker = new NullBroker();
-  const sup = new BrigSupervisor({
+  const sup = createSupervisor({
     jail, leases, broker, ledger, tickMs: 10,
     paths: { runs: path.join(home, 'runs'), brokers: path.join(home, 'brokers') },
     settings: { progressIntervalMs: 5, ...settings },
@@ -32,7 +32,7 @@ async function until(cond: () => boolean | Promise<boolean>, what: string): Prom
   throw new Error(`never happened: ${what}`);
 }
 
-const running = (sup: BrigSupervisor, id: string) => () => sup.runs.get(id)?.status === 'running';
+const running = (sup: SupervisorCore, id: string) => () => sup.peek(id)?.status === 'running';
 
 test('[INV-8] [INV-7] a run goes queued → running → ended completed, releases everything, events are content-free', async () => {
   const { sup, jail, leases, ledger, broker } = await setup();
@@ -70,8 +70,8 @@ test('the 6th child is queued and starts when a slot frees; a full queue is refu
     assert.ok(r.ok);
     ids.push(r.value.id);
   }
-  await until(() => ids.slice(0, 5).every((id) => sup.runs.get(id)!.status === 'running'), 'five running');
-  assert.equal(sup.runs.get(ids[5]!)!.status, 'queued');
+  await until(() => ids.slice(0, 5).every((id) => sup.peek(id)!.status === 'running'), 'five running');
+  assert.equal(sup.peek(ids[5]!)!.status, 'queued');
   assert.ok((await sup.spawn({ task: 't6', script: SCRIPT, async: true })).ok);
   const full = await sup.spawn({ task: 't7', script: SCRIPT, async: true });
   assert.equal(full.ok, false);
@@ -92,7 +92,7 @@ test('[INV-8] kill mid-run: killed by operator, container gone; a racing exit do
   const j = jail.jails.get(r.value.id)!;
   const [k] = await Promise.all([sup.kill(r.value.id, { confirm: true }), Promise.resolve(j.exit(0))]);
   await sup.idle();
-  const rec = sup.runs.get(r.value.id)!;
+  const rec = sup.peek(r.value.id)!;
   // Whichever wins the race, there is exactly one end.
   if (k.ok) {
     assert.equal(rec.endReason, 'killed');
@@ -123,8 +123,8 @@ test('watchdog fires; after a checkpoint the run is resumable and resume re-spaw
   assert.ok(r.ok);
   await until(running(sup, r.value.id), 'running');
   await sup.handleChildCall(r.value.id, 'run.checkpoint', { state: { i: 7 } });
-  await until(() => sup.runs.get(r.value.id)!.status === 'ended', 'watchdog');
-  const ended = sup.runs.get(r.value.id)!;
+  await until(() => sup.peek(r.value.id)!.status === 'ended', 'watchdog');
+  const ended = sup.peek(r.value.id)!;
   assert.equal(ended.endReason, 'watchdog_timeout');
   assert.equal(ended.terminalStatus, 'timeout');
   assert.equal(ended.resumable, true);
@@ -145,7 +145,7 @@ test('a timed-out run without a checkpoint is not resumable, with an honest reas
   const { sup } = await setup({ perStepTimeoutMs: 30, defaultMaxSteps: 1 });
   const r = await sup.spawn({ task: 'nock', script: SCRIPT, async: true });
   assert.ok(r.ok);
-  await until(() => sup.runs.get(r.value.id)!.status === 'ended', 'watchdog');
+  await until(() => sup.peek(r.value.id)!.status === 'ended', 'watchdog');
   const res = await sup.resume(r.value.id);
   assert.equal(res.ok, false);
   if (!res.ok) {
@@ -183,21 +183,24 @@ test('steer: inject reaches the child at its next step; respawn mode kills and s
     assert.equal(late.error.code, 'not_running');
     assert.match(late.error.message, /status: ended/);
   }
-  (sup.settings as { steerInject: boolean }).steerInject = false;
-  const r2 = await sup.spawn({ task: 'b', script: SCRIPT, async: true });
+  await sup.close();
+  // Respawn mode is a setting: a supervisor built with steerInject off.
+  const off = await setup({ steerInject: false }, undefined, jail);
+  const r2 = await off.sup.spawn({ task: 'b', script: SCRIPT, async: true });
   assert.ok(r2.ok);
-  await until(running(sup, r2.value.id), 'running');
-  const leaseBefore = sup.live.get(r2.value.id)!.lease!.caps;
-  const s2 = await sup.steer(r2.value.id, 'new direction');
+  await until(running(off.sup, r2.value.id), 'running');
+  const leaseOf = (id: string) => [...off.leases.leases.values()].find((l) => l.leaseId === off.sup.peek(id)!.leaseId)!.caps;
+  const leaseBefore = leaseOf(r2.value.id);
+  const s2 = await off.sup.steer(r2.value.id, 'new direction');
   assert.ok(s2.ok);
   assert.equal(s2.value.mode, 'respawn');
-  assert.equal(sup.runs.get(r2.value.id)!.endReason, 'killed');
-  await until(running(sup, s2.value.newRunId!), 'respawned');
-  assert.deepEqual(sup.live.get(s2.value.newRunId!)!.lease!.caps, leaseBefore, '[INV-1] a steer never changes the lease');
+  assert.equal(off.sup.peek(r2.value.id)!.endReason, 'killed');
+  await until(running(off.sup, s2.value.newRunId!), 'respawned');
+  assert.deepEqual(leaseOf(s2.value.newRunId!), leaseBefore, '[INV-1] a steer never changes the lease');
   const spec = jail.created.find((x) => x.runId === s2.value.newRunId)!;
   assert.equal(JSON.parse(String(spec.inputs![0]!.data)).task, 'new direction');
   jail.jails.get(s2.value.newRunId!)!.exit(0);
-  await sup.close();
+  await off.sup.close();
 });
 
 test('depth 4 is refused through grandchild spawns; spawn needs the capability', async () => {
@@ -218,8 +221,8 @@ test('depth 4 is refused through grandchild spawns; spawn needs the capability',
   assert.equal(deep.data.limit, 3);
   await sup.kill(a.value.id, { confirm: true });
   await sup.idle();
-  assert.ok([...sup.runs.values()].every((r) => r.status === 'ended'), 'killing a parent ends its subtree');
-  assert.ok([...sup.runs.values()].filter((r) => r.id !== a.value.id).every((r) => r.killedBy === 'parent'));
+  assert.ok(sup.peekAll().every((r) => r.status === 'ended'), 'killing a parent ends its subtree');
+  assert.ok(sup.peekAll().filter((r) => r.id !== a.value.id).every((r) => r.killedBy === 'parent'));
   await sup.close();
 });
 
@@ -236,7 +239,7 @@ test('[INV-8] restart: a live container is reattached, a vanished one ends ghost
   const second = await setup({}, first.home, jail, leases);
   assert.deepEqual(second.report.reattached, [a.value.id]);
   assert.deepEqual(second.report.ghostSwept, [b.value.id]);
-  assert.equal(second.sup.runs.get(b.value.id)!.endReason, 'ghost_sweep');
+  assert.equal(second.sup.peek(b.value.id)!.endReason, 'ghost_sweep');
   jail.jails.get(a.value.id)!.exit(0);
   const w = await second.sup.wait(a.value.id);
   assert.ok(w.ok);
@@ -255,7 +258,7 @@ test('a start failure ends the run failed and releases its lease; lease revoke e
   const r2 = await sup.spawn({ task: 'rev', script: SCRIPT, async: true });
   assert.ok(r2.ok);
   await until(running(sup, r2.value.id), 'running');
-  await leases.revoke(sup.runs.get(r2.value.id)!.leaseId!);
+  await leases.revoke(sup.peek(r2.value.id)!.leaseId!);
   const w = await sup.wait(r2.value.id);
   assert.ok(w.ok);
   assert.equal(w.value.endReason, 'killed');
@@ -299,7 +302,7 @@ test('[INV-1] the lease bounds the run: maxSteps 0 stays 0, and collection is ca
   assert.ok(r.ok);
   const id = r.value.id;
   await until(running(sup, id), 'running');
-  assert.equal(sup.runs.get(id)!.maxSteps, 0, 'a lease of 0 steps is not read as unbounded');
+  assert.equal(sup.peek(id)!.maxSteps, 0, 'a lease of 0 steps is not read as unbounded');
   const j = jail.jails.get(id)!;
   j.exit(0);
   const w = await sup.wait(id);

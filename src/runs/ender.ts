@@ -1,0 +1,135 @@
+/**
+ * The single end door (INV-8): every run ends here, exactly once, and releases what it held.
+ *
+ * Guarantees: the claim is synchronous (`table.ending`), so two enders (an exit racing a
+ * kill, the watchdog racing the health monitor) cannot both pass it; what the run wrote is
+ * collected however it ended — a run cut short is stopped first and marked partial — and the
+ * end being collected is saved before the copy starts, so a crash mid-way is redone at the
+ * next start; live children end first (`killedBy: parent`); then container, volume, broker
+ * socket and lease are released and waiters told. Fails: a failing hook or ledger never
+ * changes how the run ended.
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { Jail } from '../jail/types.js';
+import { collectOutputs } from './launch.js';
+import type { SupervisorDeps } from './ports.js';
+import type { ProgressFork } from './progress-fork.js';
+import type { EndOptions, Live, RunTable } from './run-table.js';
+import { elapsedMs, end, transition } from './state-machine.js';
+import type { EndReason, PendingEnd, RunRecord, SupervisorSettings } from './types.js';
+
+/** End reasons where the supervisor cut the run short: its outputs are what it had so far. */
+const CUT_SHORT: ReadonlySet<EndReason> = new Set(['killed', 'watchdog_timeout', 'ghost_sweep', 'swept']);
+
+export interface EnderDeps {
+  table: RunTable;
+  deps: SupervisorDeps;
+  settings: SupervisorSettings;
+  fork: ProgressFork;
+  /** Starts whatever queued runs now fit (a slot was freed). */
+  pump: () => void;
+}
+
+export class RunEnder {
+  constructor(private readonly d: EnderDeps) {}
+
+  async endRun(runId: string, reason: EndReason, o: EndOptions = {}): Promise<boolean> {
+    const { table } = this.d;
+    const r = table.get(runId);
+    if (!r || r.status === 'ended' || table.ending.has(runId)) return false;
+    table.ending.add(runId);
+    try {
+      this.d.fork.stop(runId);
+      const handle = table.live.get(runId);
+      if (handle?.jail && o.collect !== false) {
+        await this.#materialize(runId, handle.jail, {
+          reason,
+          ...(o.killedBy ? { killedBy: o.killedBy } : {}),
+          ...(o.error ? { error: o.error } : {}),
+          ...(o.exitCode !== undefined ? { exitCode: o.exitCode } : {}),
+        });
+      }
+      const cur = table.get(runId)!;
+      if (reason === 'completed' && cur.error) reason = 'failed';
+      const resumable = reason === 'watchdog_timeout' && cur.kind === 'script' && cur.hasCheckpoint;
+      const ended = end(cur, {
+        reason,
+        now: table.clock.now(),
+        resumable,
+        ...(o.killedBy ? { killedBy: o.killedBy } : {}),
+        ...(o.error ? { error: o.error } : {}),
+      });
+      if (!ended.ok) return false;
+      const { pendingEnd: _done, ...rest } = ended.value;
+      const rec: RunRecord = { ...rest, exitCode: o.exitCode ?? cur.exitCode };
+      table.runs.set(runId, rec);
+      await table.store.save(rec).catch(() => {});
+      // Children go first, attributed to their parent, before the parent's lease revoke
+      // cascades to theirs (which would read as a `system` kill).
+      const children = table.all().filter((c) => c.parentRunId === runId && c.status !== 'ended');
+      await Promise.all(children.map((c) => this.endRun(c.id, 'killed', { killedBy: 'parent' })));
+      await this.#release(rec, handle);
+      table.live.delete(runId);
+      this.#announce(rec);
+      table.notifyEnded(runId);
+      try {
+        await this.d.deps.hooks?.onEnded?.(rec);
+      } catch {
+        table.ledger.append({ type: 'run.hook_failed', runId, hook: 'onEnded' });
+      }
+      return true;
+    } finally {
+      table.ending.delete(runId);
+      this.d.pump();
+    }
+  }
+
+  /**
+   * Collects what the run wrote, however it ends. A run cut short is stopped first (so its
+   * files hold still) and its result marked partial. The pending end is saved before the
+   * copy starts: a crash mid-way is redone by the next start, never left half done.
+   */
+  async #materialize(runId: string, jail: Jail, pending: PendingEnd): Promise<void> {
+    const { table } = this.d;
+    const cutShort = CUT_SHORT.has(pending.reason);
+    if (cutShort) await jail.kill().catch(() => {});
+    const t = transition(table.get(runId)!, 'materializing', table.clock.now());
+    await table.update(runId, (x) => ({ ...(t.ok ? t.value : x), pendingEnd: pending, ...(cutShort ? { partial: true } : {}) })).catch(() => {});
+    const patch = await collectOutputs({ table, results: this.d.deps.results, settings: this.d.settings }, runId, jail);
+    await table.update(runId, (x) => ({ ...x, ...patch }));
+  }
+
+  async #release(r: RunRecord, handle: Live | undefined): Promise<void> {
+    const { deps, table } = this.d;
+    await handle?.jail?.kill().catch(() => {});
+    await handle?.jail?.destroy().catch(() => {});
+    if (!handle?.jail && r.startedAt !== null) {
+      const j = await deps.jail.attach(r.id).catch(() => null);
+      await j?.destroy().catch(() => {});
+    }
+    await handle?.broker?.close().catch(() => {});
+    await fs.rm(path.join(deps.paths.brokers, r.id), { recursive: true, force: true }).catch(() => {});
+    if (!r.resumable) {
+      await table.store.removeFile(r.id, 'checkpoint').catch(() => {});
+      await table.store.removeFile(r.id, 'script').catch(() => {});
+    }
+    if (r.leaseId) await deps.leases.revoke(r.leaseId, 'system', `run_${r.endReason}`).catch(() => {});
+  }
+
+  #announce(r: RunRecord): void {
+    const { table } = this.d;
+    const runtimeMs = elapsedMs(r, table.clock.now());
+    if (r.endReason === 'completed') table.emit(r, { type: 'completed', runtimeMs, stepsExecuted: r.stepsExecuted });
+    else table.emit(r, { type: 'failed', terminalStatus: r.terminalStatus, endReason: r.endReason, code: r.error?.code ?? null });
+    table.emit(r, {
+      type: 'lifecycle_ended',
+      endReason: r.endReason,
+      killedBy: r.killedBy,
+      runtimeMs,
+      stepsExecuted: r.stepsExecuted,
+      outputBytes: r.outputBytes,
+      resumable: r.resumable,
+    });
+  }
+}

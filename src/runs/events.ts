@@ -1,0 +1,41 @@
+import type { EndReason, KilledBy, RunKind, TerminalStatus } from './run-record.js';
+
+/** Supervisor events: content-free (INV-7) — ids, counts, enums and durations only. */
+
+export interface ProgressEvent {
+  runId: string;
+  agentId: string;
+  progressLine: string | null;
+  elapsedMs: number;
+  stepsExecuted: number;
+  timestamp: string;
+}
+
+/** Common to every supervisor event: content-free ids, counts, enums, durations. */
+interface EventBase {
+  runId: string;
+  rootRunId: string;
+  /** Run ids from the root. */
+  path: string[];
+  depth: number;
+  timestamp: string;
+}
+
+export type SupervisorEvent =
+  | (EventBase & { type: 'spawned'; parentRunId: string | null; agent: string; kind: RunKind; queued: boolean })
+  | (EventBase & { type: 'started' })
+  | (EventBase & { type: 'progress'; progress: ProgressEvent })
+  | (EventBase & { type: 'completed'; runtimeMs: number; stepsExecuted: number })
+  | (EventBase & { type: 'failed'; terminalStatus: TerminalStatus; endReason: EndReason; code: string | null })
+  | (EventBase & {
+      type: 'lifecycle_ended';
+      endReason: EndReason;
+      killedBy: KilledBy | null;
+      runtimeMs: number;
+      stepsExecuted: number;
+      outputBytes: number;
+      resumable: boolean;
+    })
+  | (EventBase & { type: 'steered'; mode: 'inject' | 'respawn'; newRunId: string | null });
+
+export type SupervisorEventType = SupervisorEvent['type'];

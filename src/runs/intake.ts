@@ -1,0 +1,146 @@
+/**
+ * Intake: from a spawn request to an admitted (or queued) run on disk.
+ *
+ * Guarantees: the request is validated by the one schema; the parent's history crosses only
+ * as a bounded summary (INV-3: over the bound is refused, not cut); a child may not hand host
+ * paths or pick an image; admission is decided and recorded in the same tick (no await in
+ * between), so concurrent requests see each other and every cap holds; nothing is announced
+ * before its request, pinned script and checkpoint are on disk, and a failure before that is
+ * rolled back. Refusals are Result values with a code, a limit and a hint.
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js';
+import { decideAdmission } from './admission.js';
+import type { SupervisorDeps } from './ports.js';
+import { createRunRecord, newRunId, requestHash } from './record.js';
+import type { RunTable } from './run-table.js';
+import { effectiveMaxSteps, runTimeoutMs } from './timeouts.js';
+import { SpawnRequestSchema, type RunRecord, type SpawnContext, type SpawnRequest, type SpawnRequestInput, type SupervisorSettings } from './types.js';
+
+export type Intake =
+  | { kind: 'duplicate'; runId: string; async: boolean }
+  | { kind: 'created'; run: RunRecord; started: boolean; async: boolean };
+
+export interface IntakeDeps {
+  table: RunTable;
+  deps: SupervisorDeps;
+  settings: SupervisorSettings;
+}
+
+function invalid(parsed: { error: { issues: { path: PropertyKey[]; message: string }[] } }): BrigError {
+  const first = parsed.error.issues[0];
+  return new BrigError('invalid_input', `spawn request: ${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'}`);
+}
+
+export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: SpawnContext): Promise<Result<Intake, BrigError>> {
+  const { table, settings } = d;
+  const parsed = SpawnRequestSchema.safeParse(input);
+  if (!parsed.success) return err(invalid(parsed));
+  const req = parsed.data;
+  const maxSummaryChars = settings.parentSummaryMaxTokens * 4;
+  if (req.parent_summary !== undefined && req.parent_summary.length > maxSummaryChars) {
+    return err(new BrigError('invalid_input', `parent_summary is ${req.parent_summary.length} characters; the bound is ${maxSummaryChars} (parentSummaryMaxTokens ${settings.parentSummaryMaxTokens} × 4)`, {
+      data: { limit: maxSummaryChars, current: req.parent_summary.length },
+      hint: 'Summarize the parent history further, or send include_parent_history `none`.',
+    }));
+  }
+  const parent = ctx.parentRunId ? (table.get(ctx.parentRunId) ?? null) : null;
+  if (ctx.parentRunId && (!parent || parent.status === 'ended')) {
+    return err(new BrigError('not_running', `parent run ${ctx.parentRunId} is not running`, { data: { status: parent?.status ?? 'unknown' } }));
+  }
+  if (parent && (req.artifact_refs.length > 0 || req.image !== undefined)) {
+    return err(new BrigError('capability_denied', 'a child cannot hand host paths or pick an image for a grandchild', { data: { what: 'artifact_refs/image' } }));
+  }
+  for (const a of req.artifact_refs) {
+    const st = await fs.stat(path.resolve(a)).catch(() => null);
+    if (!st || !(st.isFile() || st.isDirectory())) {
+      return err(new BrigError('artifact_missing', `artifact ${path.basename(a)} is not an existing regular file or directory`, { data: { artifact: a } }));
+    }
+  }
+  const callerId = ctx.callerId ?? ctx.parentRunId ?? 'operator';
+  const depth = parent ? parent.depth + 1 : 1;
+  const hash = requestHash(req);
+  const live = table.all().filter((r) => r.status !== 'ended');
+  const decision = decideAdmission(live, { depth, parentRunId: parent?.id ?? null, rootRunId: parent?.rootRunId ?? null, callerId, agent: req.agent, requestHash: hash }, settings, table.blockedSet());
+  if (decision.kind === 'refuse') {
+    table.ledger.append({ type: 'run.refused', code: decision.error.code, parentRunId: parent?.id ?? null, depth });
+    return err(decision.error);
+  }
+  if (decision.kind === 'duplicate') return ok({ kind: 'duplicate', runId: decision.runId, async: req.async });
+
+  const maxSteps = effectiveMaxSteps(settings, req.max_steps);
+  const rec = createRunRecord({
+    id: newRunId(),
+    parent,
+    callerId,
+    agent: req.agent,
+    kind: req.kind,
+    label: req.label ?? null,
+    task: req.task,
+    requestHash: hash,
+    now: table.clock.now(),
+    timeoutMs: runTimeoutMs(settings, maxSteps, req.timeout),
+    maxSteps,
+    async: req.async,
+    expectedOutputs: req.expected_outputs,
+    resumeOf: ctx.resumeOf ?? null,
+  });
+  // Decided and recorded in the same tick. An admitted run is `starting` at once;
+  // `preparing` keeps the pump and the health tick off it until it is on disk.
+  if (decision.kind === 'admit') rec.status = 'starting';
+  table.runs.set(rec.id, rec);
+  table.preparing.add(rec.id);
+  const forget = () => {
+    table.runs.delete(rec.id);
+    table.preparing.delete(rec.id);
+  };
+  const prepared = await prepare(d, rec, req);
+  if (!prepared.ok) {
+    forget();
+    return prepared;
+  }
+  try {
+    await table.store.save(rec);
+  } catch (e) {
+    forget();
+    await prepared.value.rollback().catch(() => {});
+    return err(toBrigError(e));
+  }
+  table.preparing.delete(rec.id);
+  table.emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue' });
+  return ok({ kind: 'created', run: rec, started: decision.kind === 'admit', async: req.async });
+}
+
+/** The run's directory, its request, pinned script and carried checkpoint; then the hook. */
+async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest): Promise<Result<{ rollback(): Promise<void> }, BrigError>> {
+  const { store } = d.table;
+  try {
+    await store.ensureDir(rec.id);
+    await fs.writeFile(path.join(store.dir(rec.id), 'request.json'), JSON.stringify(req), { mode: 0o600 });
+    if (req.kind === 'script' && req.script !== undefined) await store.write(rec.id, 'script', req.script);
+    const carried = rec.resumeOf ? await store.read(rec.resumeOf, 'checkpoint') : null;
+    if (carried) {
+      await store.write(rec.id, 'checkpoint', carried);
+      rec.hasCheckpoint = true;
+    }
+    const hook = await d.deps.hooks?.prepareSpawn?.(rec);
+    return ok({
+      rollback: async () => {
+        await hook?.rollback().catch(() => {});
+        await store.remove(rec.id);
+      },
+    });
+  } catch (e) {
+    await store.remove(rec.id).catch(() => {});
+    return err(toBrigError(e));
+  }
+}
+
+export async function loadRequest(table: RunTable, runId: string): Promise<SpawnRequest | null> {
+  try {
+    return JSON.parse(await fs.readFile(path.join(table.store.dir(runId), 'request.json'), 'utf8')) as SpawnRequest;
+  } catch {
+    return null;
+  }
+}

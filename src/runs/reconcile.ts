@@ -1,0 +1,101 @@
+/**
+ * Reconcile on start: the persisted runs against the engine, after a restart or a crash.
+ *
+ * Guarantees: what interrupted materializations left is removed first; a run whose container
+ * still runs is reattached, one whose container exited while no supervisor watched is
+ * collected like any other end, one caught mid-materialization has its collection redone;
+ * anything else ends `ghost_sweep` with an honest message; resumable runs are checked for
+ * their pinned script and checkpoint; labelled leftovers of this home whose run is not live
+ * are removed. Only a reconciling supervisor (it holds the home lock) does any of this.
+ */
+import { promises as fs } from 'node:fs';
+import type { SupervisorDeps } from './ports.js';
+import type { RunActions, RunTable } from './run-table.js';
+import type { RunStarter } from './starter.js';
+import { retentionActions } from './health.js';
+import type { ReconcileReport, SupervisorSettings } from './types.js';
+
+export interface ReconcileDeps {
+  table: RunTable;
+  deps: SupervisorDeps;
+  settings: SupervisorSettings;
+  starter: RunStarter;
+  actions: Pick<RunActions, 'endRun'>;
+}
+
+export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
+  const { table, deps } = d;
+  const report: ReconcileReport = { reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } };
+  for (const r of await table.store.loadAll()) table.runs.set(r.id, r);
+  if (deps.results?.sweepInterrupted) {
+    const live = (id: string) => table.get(id) !== undefined && table.get(id)!.status !== 'ended';
+    const swept = await deps.results.sweepInterrupted(live).catch(() => ({ removed: 0, bytes: 0 }));
+    if (swept.removed > 0) table.ledger.append({ type: 'results.interrupted_swept', entries: swept.removed, bytes: swept.bytes });
+    report.interrupted = swept;
+  }
+  for (const r of table.all()) {
+    if (r.status === 'ended' || r.status === 'queued') continue;
+    const jail = await deps.jail.attach(r.id).catch(() => null);
+    // Running (or exited while no supervisor watched): watch it again; an exited one ends
+    // at once and is collected like any other. Mid-materialization: redo the collection.
+    if (jail && (r.status === 'running' || r.status === 'materializing') && (await d.starter.reattach(r, jail))) {
+      report.reattached.push(r.id);
+      continue;
+    }
+    if (jail) await jail.destroy().catch(() => {});
+    await d.actions.endRun(r.id, 'ghost_sweep', { collect: false, error: { code: 'internal', message: `supervisor restarted; the run was ${r.status} and has no container` } });
+    report.ghostSwept.push(r.id);
+  }
+  await verifyResumable(table, report);
+  // `isLive` true means "leave it": unknown runs are kept when told not to sweep them
+  // (tests share one engine with other suites).
+  report.swept = await deps.jail.sweep((id) => {
+    const r = table.get(id);
+    return r ? r.status !== 'ended' : deps.sweepUnknown === false;
+  });
+  return report;
+}
+
+/** A resumable run survives a restart only with its pinned bytes and checkpoint on disk. */
+async function verifyResumable(table: RunTable, report: ReconcileReport): Promise<void> {
+  report.resumable = [];
+  report.orphaned = [];
+  for (const r of table.all()) {
+    if (r.status !== 'ended' || !r.resumable || r.resumedBy) continue;
+    const reason = !(await table.store.read(r.id, 'script')) ? 'script_missing' : !(await table.store.read(r.id, 'checkpoint')) ? 'checkpoint_missing' : null;
+    if (reason === null) {
+      report.resumable.push(r.id);
+      continue;
+    }
+    report.orphaned.push({ runId: r.id, reason });
+    await table.update(r.id, (x) => ({ ...x, resumable: false, error: { code: 'resume_unavailable', message: reason } }));
+    table.ledger.append({ type: 'run.resume_orphaned', runId: r.id, rootRunId: r.rootRunId, reason });
+  }
+}
+
+/** Removes results of ended runs past retention; ends ancient live runs `swept`. */
+export async function retentionSweep(d: Omit<ReconcileDeps, 'starter'>): Promise<{ removed: string[]; swept: string[] }> {
+  const { table } = d;
+  const { removeResults, endSwept } = retentionActions(table.all(), table.clock.now(), d.settings);
+  const removed: string[] = [];
+  for (const id of removeResults) {
+    const r = table.get(id)!;
+    if (r.resultDir === null && !r.resumable) continue;
+    await table.store.removeFile(id, 'out');
+    if (r.resultDir) await fs.rm(r.resultDir, { recursive: true, force: true }).catch(() => {});
+    await table.store.removeFile(id, 'script');
+    await table.store.removeFile(id, 'checkpoint');
+    await d.deps.results?.remove(r.rootRunId, id).catch(() => {});
+    await table.update(id, (x) => ({ ...x, resultDir: null, resumable: false }));
+    table.ledger.append({ type: 'run.results_swept', runId: id, rootRunId: r.rootRunId });
+    removed.push(id);
+  }
+  for (const id of endSwept) if (await d.actions.endRun(id, 'swept', {})) removed.push(id);
+  return { removed, swept: endSwept };
+}
+
+/** The directories a reconciling supervisor needs before anything else. */
+export async function ensureDirs(deps: SupervisorDeps): Promise<void> {
+  await fs.mkdir(deps.paths.runs, { recursive: true, mode: 0o700 });
+  await fs.mkdir(deps.paths.brokers, { recursive: true, mode: 0o711 });
+}

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+
+/**
+ * A run's life as data: its statuses, its one end reason (INV-8) and who killed it, and the
+ * record persisted at $BRIG_HOME/runs/<id>/run.json. How a run ended is data here, never an
+ * exception.
+ */
+
+export const RUN_STATUSES = ['queued', 'starting', 'running', 'materializing', 'ended'] as const;
+export const RunStatusSchema = z.enum(RUN_STATUSES);
+export type RunStatus = z.infer<typeof RunStatusSchema>;
+
+/** INV-8: every run ends with exactly one of these. */
+export const END_REASONS = ['completed', 'failed', 'killed', 'swept', 'watchdog_timeout', 'ghost_sweep'] as const;
+export const EndReasonSchema = z.enum(END_REASONS);
+export type EndReason = z.infer<typeof EndReasonSchema>;
+
+export const KILLED_BY = ['parent', 'health_monitor', 'operator', 'system'] as const;
+export const KilledBySchema = z.enum(KILLED_BY);
+export type KilledBy = z.infer<typeof KilledBySchema>;
+
+/** The `failed` event's classification of a non-completed end. */
+export const TERMINAL_STATUSES = ['cancelled', 'failed', 'timeout'] as const;
+export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+
+export const RUN_KINDS = ['script', 'command', 'agent'] as const; // `agent` is reserved
+export type RunKind = (typeof RUN_KINDS)[number];
+
+export interface RunError {
+  code: string;
+  message: string;
+}
+
+/** How a run being materialized will end; saved first, so a crash mid-way is redone on restart. */
+export interface PendingEnd {
+  reason: EndReason;
+  killedBy?: KilledBy;
+  error?: RunError;
+  exitCode?: number;
+}
+
+/** One run. Persisted as JSON under $BRIG_HOME/runs/<id>/run.json with atomic writes. */
+export interface RunRecord {
+  v: 1;
+  id: string;
+  rootRunId: string;
+  parentRunId: string | null;
+  /** Run ids from the root to this run (inclusive): the namespace path. */
+  path: string[];
+  depth: number;
+  callerId: string;
+  agent: string;
+  kind: RunKind;
+  label: string | null;
+  status: RunStatus;
+  /** Set exactly once, when status becomes `ended`. */
+  endReason: EndReason | null;
+  killedBy: KilledBy | null;
+  terminalStatus: TerminalStatus | null;
+  leaseId: string | null;
+  /** sha256 of the task text. */
+  taskHash: string;
+  /**
+   * sha256 of the whole canonical request (kind, task, argv or script bytes, caps, profile,
+   * limits, artifacts, …; not `async`): the duplicate-detection key. Absent on old records.
+   */
+  requestHash?: string;
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  timeoutMs: number;
+  maxSteps: number;
+  stepsExecuted: number;
+  /** The child's last progress line (bounded); shown by list, never put into the ledger. */
+  progressLine: string | null;
+  lastProgressAt: string | null;
+  exitCode: number | null;
+  async: boolean;
+  /** True when ended by the watchdog after a checkpoint with a pinned script. */
+  resumable: boolean;
+  resumeOf: string | null;
+  resumedBy: string | null;
+  hasCheckpoint: boolean;
+  expectedOutputs: string[];
+  missingOutputs: string[];
+  /** Host directory of the collected /workspace/out, once materialized. */
+  resultDir: string | null;
+  /** The lease's resultBytes: the ceiling on what this run may materialize (absent on old records). */
+  resultCapBytes?: number;
+  /** The lease's maxChildren: how many children this run may have active at once. */
+  childCap?: number;
+  outputBytes: number;
+  outputFiles: number;
+  /** The collected files (first 1000), relative to out/. */
+  outputs: { path: string; bytes: number }[];
+  /** Entries of /workspace/out not copied and why (symlink, device…). */
+  skipped: { path: string; reason: string }[];
+  /** Bounded tails of stdout/stderr (stdout goes into the result). */
+  stdoutTail: string;
+  stderrTail: string;
+  /** The value passed to result(), JSON, when it fits a broker line; else null and resultSpooled. */
+  result: unknown;
+  /** Bytes of a result too big for a line: the SDK spooled it and it became the `result.json` ref. */
+  resultSpooled?: number | null;
+  /**
+   * The run was killed or timed out: its outputs and stdio are what it had written by then
+   * (collected all the same, INV-8), not a finished result.
+   */
+  partial?: boolean;
+  /** Set only while `materializing`: the end it is collecting for. */
+  pendingEnd?: PendingEnd;
+  error: RunError | null;
+  /** Set when the run is steered with steerInject off: the replacement run. */
+  steeredTo: string | null;
+}

@@ -1,0 +1,151 @@
+import type { Jail } from '../jail/types.js';
+import type { Ledger } from '../ledger/types.js';
+import { toBrigError, type BrigError, type Result } from '../util/errors.js';
+import { EventBus } from './event-bus.js';
+import type { BrokerHandle, Clock, LeaseGrant } from './ports.js';
+import type { RunStore } from './run-store.js';
+import type { SupervisorEvent } from './events.js';
+import type { EndReason, KilledBy, RunRecord } from './run-record.js';
+import type { SpawnContext, SpawnRequest, SpawnRequestInput } from './spawn-request.js';
+import type { KillOptions, SteerOutcome, WaitOptions } from './supervisor-api.js';
+import type { SupervisorSettings } from './settings.js';
+
+/**
+ * The run table: the one place that holds the supervisor's state — the records, each live
+ * run's resources, who is ending, preparing, resuming or blocked — and the two ways out of it
+ * (the run store on disk, the event bus + ledger). Every part of runs/ gets this table and a
+ * RunActions port instead of the supervisor itself, so no part reaches into another's fields.
+ * Internal to runs/: the faces see the Supervisor role only.
+ */
+
+/** What a run holds while it is live. */
+export interface Live {
+  jail?: Jail;
+  broker?: BrokerHandle;
+  lease?: LeaseGrant;
+  /** The lease's capabilities; after a reattach only these are known (from the packet). */
+  caps: readonly string[];
+  steers: string[];
+}
+
+export type EmitInput = Record<string, unknown> & { type: SupervisorEvent['type'] };
+
+export class RunTable {
+  readonly runs = new Map<string, RunRecord>();
+  readonly live = new Map<string, Live>();
+  /** Claimed synchronously by the one end door (INV-8). */
+  readonly ending = new Set<string>();
+  /** Admitted, not yet on disk: the pump and the health tick keep off them. */
+  readonly preparing = new Set<string>();
+  /** Runs a resume is in flight for. */
+  readonly resuming = new Set<string>();
+  /** Runs blocked on their own children (sync spawn, wait): calls in flight per run. */
+  readonly blocked = new Map<string, number>();
+  readonly bus = new EventBus();
+  readonly #waiters = new Map<string, (() => void)[]>();
+  readonly #bg = new Set<Promise<unknown>>();
+
+  constructor(
+    readonly store: RunStore,
+    readonly ledger: Ledger,
+    readonly clock: Clock,
+  ) {}
+
+  get(runId: string): RunRecord | undefined {
+    return this.runs.get(runId);
+  }
+
+  all(): RunRecord[] {
+    return [...this.runs.values()];
+  }
+
+  /** Replaces a record in memory and on disk (atomically). */
+  async update(runId: string, fn: (r: RunRecord) => RunRecord): Promise<RunRecord> {
+    const next = fn(this.runs.get(runId)!);
+    this.runs.set(runId, next);
+    await this.store.save(next);
+    return next;
+  }
+
+  blockedSet(): ReadonlySet<string> {
+    return new Set(this.blocked.keys());
+  }
+
+  /** Calls fn once the run ended (or the table closed). */
+  onEnded(runId: string, fn: () => void): void {
+    const list = this.#waiters.get(runId) ?? [];
+    list.push(fn);
+    this.#waiters.set(runId, list);
+  }
+
+  notifyEnded(runId: string): void {
+    const ws = this.#waiters.get(runId) ?? [];
+    this.#waiters.delete(runId);
+    for (const w of ws) w();
+  }
+
+  /** Pending waits return the run as it stands (close: the run itself goes on). */
+  releaseWaiters(): void {
+    for (const ws of this.#waiters.values()) for (const w of ws) w();
+    this.#waiters.clear();
+  }
+
+  /** Content-free event onto the bus and into the ledger (INV-7). */
+  emit(r: RunRecord, ev: EmitInput): void {
+    const full = { runId: r.id, rootRunId: r.rootRunId, path: r.path, depth: r.depth, timestamp: this.clock.now().toISOString(), ...ev } as SupervisorEvent;
+    this.bus.publish(full);
+    const { progress, ...flat } = full as SupervisorEvent & { progress?: { stepsExecuted: number; elapsedMs: number } };
+    const ledgerEv: Record<string, string | number | boolean | null | readonly string[]> = {};
+    for (const [k, v] of Object.entries(flat)) if (v !== undefined) ledgerEv[k] = v as string;
+    if (progress) {
+      ledgerEv.stepsExecuted = progress.stepsExecuted;
+      ledgerEv.elapsedMs = progress.elapsedMs;
+    }
+    this.ledger.append({ ...ledgerEv, type: `run.${ev.type}` });
+  }
+
+  /** Background work (starts, ends) that must not be lost: failures land in the ledger. */
+  background(p: Promise<unknown>): void {
+    const q = p.catch((e) => this.ledger.append({ type: 'run.internal_error', code: toBrigError(e).code }));
+    this.#bg.add(q);
+    void q.finally(() => this.#bg.delete(q));
+  }
+
+  async idle(): Promise<void> {
+    while (this.#bg.size > 0) await Promise.allSettled([...this.#bg]);
+  }
+}
+
+/**
+ * What the parts of runs/ may ask of the supervisor (child calls, steer/resume, launch):
+ * the public verbs plus the single end door. Passing this instead of the supervisor keeps
+ * the import graph a tree.
+ */
+export interface RunActions {
+  spawn(req: SpawnRequestInput, ctx?: SpawnContext): Promise<Result<RunRecord, BrigError>>;
+  wait(runId: string, opts?: WaitOptions): Promise<Result<RunRecord, BrigError>>;
+  kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>>;
+  steer(runId: string, message: string, opts?: { by?: KilledBy }): Promise<Result<SteerOutcome, BrigError>>;
+  endRun(runId: string, reason: EndReason, o?: EndOptions): Promise<boolean>;
+  /** Runs fn while runId is blocked on its own children (it frees its global slot). */
+  whileBlocked<T>(runId: string, fn: () => Promise<T>): Promise<T>;
+  loadRequest(runId: string): Promise<SpawnRequest | null>;
+}
+
+export interface EndOptions {
+  killedBy?: KilledBy;
+  error?: { code: string; message: string };
+  /**
+   * Output collection (default true): whatever the run wrote is kept however it ended
+   * (INV-8); a kill or timeout stops the container first and marks the result partial.
+   */
+  collect?: boolean;
+  exitCode?: number;
+}
+
+/** What child calls and steer/resume get: the table, the actions, the settings. */
+export interface RunPorts {
+  table: RunTable;
+  actions: RunActions;
+  settings: SupervisorSettings;
+}

@@ -1,0 +1,99 @@
+import { z } from 'zod';
+import { CapabilitySchema, LimitsSchema } from '../lease/types.js';
+import { RUN_KINDS } from './run-record.js';
+
+/**
+ * One spawn request for every face (library, HTTP body, broker `spawn` params, CLI): its
+ * bounds, its schema, who is asking, and the packet the child reads.
+ */
+
+/** Bounds on what a request may carry; over a bound is `invalid_input`, never truncated. */
+export const SPAWN_BOUNDS = {
+  taskChars: 64 * 1024,
+  scriptBytes: 1024 * 1024,
+  labelChars: 128,
+  parentSummaryMaxTokens: 2000,
+  domainKnowledgeChars: 64 * 1024,
+  argvItems: 256,
+} as const;
+
+/**
+ * One spawn request, for every face. snake_case because it is wire-visible (HTTP body,
+ * broker params, library call all parse through this schema). Unknown keys are refused.
+ */
+export const SpawnRequestSchema = z
+  .strictObject({
+    task: z.string().min(1).max(SPAWN_BOUNDS.taskChars),
+    /** The agent (profile) name the child runs as; also the duplicate-detection key. */
+    agent: z.string().min(1).max(128).default('default'),
+    kind: z.enum(RUN_KINDS).default('script'),
+    /** Script source (an ES module exporting `default async function (brig)`); kind `script`. */
+    script: z.string().max(SPAWN_BOUNDS.scriptBytes).optional(),
+    /** argv run directly in the jail (never a shell string); kind `command`. */
+    argv: z.array(z.string()).min(1).max(SPAWN_BOUNDS.argvItems).optional(),
+    image: z.string().min(1).optional(),
+    caps: z.array(CapabilitySchema).optional(),
+    /** Narrowing of the jail's size; the lease clamps it to the parent's (never widens). */
+    limits: LimitsSchema.pick({ cpu: true, memoryMb: true, pids: true }).partial().strict().optional(),
+    profile: z.string().min(1).optional(),
+    objective: z.string().max(4096).optional(),
+    /** Host paths (operator spawns) or ResultRef ids handed to the child read-only. */
+    artifact_refs: z.array(z.string().min(1)).default([]),
+    domain_knowledge: z.string().max(SPAWN_BOUNDS.domainKnowledgeChars).optional(),
+    include_parent_history: z.enum(['none', 'summary']).default('none'),
+    /** Only with include_parent_history `summary`; bounded by parentSummaryMaxTokens (chars / 4). */
+    parent_summary: z.string().max(SPAWN_BOUNDS.parentSummaryMaxTokens * 4).optional(),
+    /** Paths under /workspace/out that must exist afterwards (relative, no `..`). */
+    expected_outputs: z
+      .array(z.string().min(1).max(1024).refine((p) => !p.split('/').includes('..') && !p.includes('\0'), 'an expected output is a path under /workspace/out without `..`'))
+      .default([]),
+    max_steps: z.number().int().positive().optional(),
+    /** Run timeout in ms (clamped by maxRunTimeoutMs and the lease). */
+    timeout: z.number().int().positive().optional(),
+    label: z.string().max(SPAWN_BOUNDS.labelChars).optional(),
+    async: z.boolean().default(false),
+  })
+  .superRefine((r, ctx) => {
+    if (r.kind === 'script' && r.script === undefined)
+      ctx.addIssue({ code: 'custom', path: ['script'], message: 'kind `script` needs `script`' });
+    if (r.kind === 'command' && r.argv === undefined)
+      ctx.addIssue({ code: 'custom', path: ['argv'], message: 'kind `command` needs `argv`' });
+    if (r.kind === 'agent') ctx.addIssue({ code: 'custom', path: ['kind'], message: 'kind `agent` is reserved' });
+    if (r.parent_summary !== undefined && r.include_parent_history !== 'summary')
+      ctx.addIssue({ code: 'custom', path: ['parent_summary'], message: 'needs include_parent_history `summary`' });
+  });
+export type SpawnRequest = z.infer<typeof SpawnRequestSchema>;
+export type SpawnRequestInput = z.input<typeof SpawnRequestSchema>;
+
+/** Who is asking. Faces set it; the broker sets parentRunId from the authenticated token. */
+export interface SpawnContext {
+  /** The parent run (a grandchild spawn through the broker); absent for operator spawns. */
+  parentRunId?: string;
+  /** Caller identity for duplicate detection; defaults to parentRunId or `operator`. */
+  callerId?: string;
+  /** Internal: this spawn re-runs a resumable run's pinned script. */
+  resumeOf?: string;
+  /** Aborting it kills the run (killedBy operator); its outputs are still collected. */
+  signal?: AbortSignal;
+}
+
+/** Read-only to the child: written into /workspace/.brig/packet.json, 0444. */
+export interface SpawnPacket {
+  v: 1;
+  runId: string;
+  task: string;
+  objective: string | null;
+  artifactRefs: string[];
+  domainKnowledge: string | null;
+  toolGroups: string[];
+  parentSummary: string | null;
+  workspaceDir: string;
+  depth: number;
+  maxDepth: number;
+  expectedOutputs: string[];
+  maxSteps: number;
+  timeoutMs: number;
+  lease: { id: string; caps: string[]; expiresAt: string };
+  /** Present on a resumed run: the checkpoint is untrusted input from an earlier child. */
+  resumed: boolean;
+}

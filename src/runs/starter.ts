@@ -1,0 +1,179 @@
+/**
+ * Launch and watch: from an admitted run to a started, watched child.
+ *
+ * Guarantees: the lease is issued before anything else is acquired and bounds the jail (its
+ * limits, never the request's); a kill can land at any await and whatever was acquired so
+ * far is given back; the watchdog fires a grace before the bearer expires; a started run is
+ * watched (progress fork, exit) until the end door takes it. Reattach after a restart gives
+ * a run exactly the capabilities its packet was written with, never what a child says.
+ * Fails closed: any error while starting ends the run `failed` and releases what it got.
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { Jail } from '../jail/types.js';
+import { BrigError, toBrigError } from '../util/errors.js';
+import { nextToStart } from './admission.js';
+import { buildPacket, jailSpecFor } from './launch.js';
+import type { SupervisorDeps } from './ports.js';
+import { progressLineFor, type ProgressFork } from './progress-fork.js';
+import type { Live, RunActions, RunTable } from './run-table.js';
+import { elapsedMs, transition } from './state-machine.js';
+import type { RunRecord, SpawnPacket, SupervisorSettings } from './types.js';
+
+export interface StarterDeps {
+  table: RunTable;
+  deps: SupervisorDeps;
+  settings: SupervisorSettings;
+  fork: ProgressFork;
+  actions: Pick<RunActions, 'endRun' | 'loadRequest'>;
+  /** False once the supervisor closed or drains: nothing new starts. */
+  accepting: () => boolean;
+  /** Told how many runs are live after each pump (the health tick keeps the process up while > 0). */
+  onLive: (n: number) => void;
+}
+
+export class RunStarter {
+  constructor(private readonly d: StarterDeps) {}
+
+  /** Starts whatever queued runs now fit. */
+  pump(): void {
+    const { table } = this.d;
+    if (!this.d.accepting()) return;
+    const live = table.all().filter((r) => r.status !== 'ended' && !table.ending.has(r.id));
+    // Preparing admitted runs count as active (they are `starting`); preparing queued ones
+    // are not candidates yet.
+    const startable = live.filter((r) => !(table.preparing.has(r.id) && r.status === 'queued'));
+    this.d.onLive(live.length);
+    for (const id of nextToStart(startable, this.d.settings, table.blockedSet())) {
+      const t = transition(table.get(id)!, 'starting', table.clock.now());
+      if (!t.ok) continue;
+      table.runs.set(id, t.value);
+      table.background(this.launch(id));
+    }
+  }
+
+  async launch(runId: string): Promise<void> {
+    const { table, deps, settings } = this.d;
+    const handle: Live = { caps: [], steers: [] };
+    table.live.set(runId, handle);
+    const brokerDir = path.join(deps.paths.brokers, runId);
+    // A kill can land at any await below: after each, a run that is no longer `starting`
+    // gives back whatever this launch acquired so far (the end door releases what it saw).
+    const gone = () => table.ending.has(runId) || table.get(runId)?.status !== 'starting';
+    const abandon = async () => {
+      await handle.jail?.kill().catch(() => {});
+      await handle.jail?.destroy().catch(() => {});
+      await handle.broker?.close().catch(() => {});
+      await fs.rm(brokerDir, { recursive: true, force: true }).catch(() => {});
+      if (handle.lease) await deps.leases.revoke(handle.lease.leaseId, 'system', 'run_ended').catch(() => {});
+    };
+    try {
+      await table.store.save(table.get(runId)!);
+      const req = await this.d.actions.loadRequest(runId);
+      if (!req) throw new BrigError('internal', 'stored request missing');
+      const rec = table.get(runId)!;
+      const parentLease = rec.parentRunId ? table.live.get(rec.parentRunId)?.lease?.leaseId ?? table.get(rec.parentRunId)?.leaseId ?? null : null;
+      const lease = await deps.leases.issue({
+        runId,
+        rootRunId: rec.rootRunId,
+        depth: rec.depth,
+        parentLeaseId: parentLease,
+        timeoutMs: rec.timeoutMs,
+        graceMs: settings.leaseGraceMs,
+        ...(req.profile ? { profile: req.profile } : {}),
+        ...(req.caps ? { caps: req.caps } : {}),
+        ...(req.limits ? { limits: req.limits } : {}),
+      });
+      if (!lease.ok) throw lease.error;
+      handle.lease = lease.value;
+      handle.caps = lease.value.caps;
+      if (gone()) return await abandon();
+      // The watchdog fires a grace before the bearer expires, also when a parent's lease
+      // leaves its child less time than it asked for (INV-1: limits only shrink).
+      const leaseLeftMs = Date.parse(lease.value.expiresAt) - table.clock.now().getTime() - settings.leaseGraceMs;
+      const timeoutMs = Math.max(1, Math.min(rec.timeoutMs, lease.value.limits.timeoutMs, leaseLeftMs));
+      // Limits only shrink (INV-1): a lease's maxSteps of 0 means no steps, not "unbounded".
+      const maxSteps = Math.min(rec.maxSteps, lease.value.limits.maxSteps);
+      const resultCapBytes = lease.value.limits.resultBytes;
+      const childCap = lease.value.limits.maxChildren;
+      await table.update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes, childCap }));
+      const packet = buildPacket(table.get(runId)!, req, lease.value, settings);
+      await fs.mkdir(brokerDir, { recursive: true, mode: 0o755 });
+      await fs.chmod(brokerDir, 0o755);
+      await fs.writeFile(path.join(table.store.dir(runId), 'packet.json'), JSON.stringify(packet), { mode: 0o600 });
+      handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: brokerDir, packet });
+      if (gone()) return await abandon();
+      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'));
+      handle.jail = await deps.jail.create(spec);
+      if (gone()) return await abandon();
+      await handle.jail.start();
+      if (gone()) return await abandon();
+      const running = transition(table.get(runId)!, 'running', table.clock.now());
+      if (!running.ok) return await abandon();
+      await table.update(runId, () => ({ ...running.value, lastProgressAt: running.value.startedAt }));
+      if (table.get(runId)!.status === 'ended') return; // killed while saving: the end door released it
+      table.emit(running.value, { type: 'started' });
+      this.watch(runId, handle.jail);
+    } catch (e) {
+      const be = toBrigError(e);
+      if (!(await this.d.actions.endRun(runId, 'failed', { collect: false, error: { code: be.code, message: be.message } }))) await abandon();
+    }
+  }
+
+  /** Starts the progress fork and waits for the container to exit in the background. */
+  watch(runId: string, jail: Jail): void {
+    const { table, fork, settings } = this.d;
+    fork.start(runId, settings.progressIntervalMs, () => {
+      const r = table.get(runId);
+      if (!r || r.status === 'ended') return fork.stop(runId);
+      const now = table.clock.now();
+      const progress = {
+        runId,
+        agentId: r.agent,
+        progressLine: progressLineFor(r.status, r.stepsExecuted),
+        elapsedMs: elapsedMs(r, now),
+        stepsExecuted: r.stepsExecuted,
+        timestamp: now.toISOString(),
+      };
+      table.emit(r, { type: 'progress', progress });
+    });
+    table.background(
+      jail.wait().then(
+        (exit) => {
+          const error = exit.exitCode === 0 ? undefined : { code: 'child_failed', message: exit.oomKilled ? 'the child ran out of memory' : `the child exited with code ${exit.exitCode}` };
+          return this.d.actions.endRun(runId, exit.exitCode === 0 ? 'completed' : 'failed', { exitCode: exit.exitCode, ...(error ? { error } : {}) });
+        },
+        (e) => this.d.actions.endRun(runId, 'failed', { error: { code: toBrigError(e).code, message: 'lost the container' } }),
+      ),
+    );
+  }
+
+  /**
+   * After a restart: watch a run's container again (running, or exited while no supervisor
+   * watched: its end comes at once), or finish an end that was being collected.
+   */
+  async reattach(r: RunRecord, jail: Jail): Promise<boolean> {
+    const { table, deps } = this.d;
+    try {
+      const packet = JSON.parse(await fs.readFile(path.join(table.store.dir(r.id), 'packet.json'), 'utf8')) as SpawnPacket;
+      if (!r.leaseId) return false;
+      if (r.status === 'materializing') {
+        // It had ended and was being collected when the supervisor died: finish that end.
+        table.live.set(r.id, { jail, caps: packet.lease.caps, steers: [] });
+        const p = r.pendingEnd ?? { reason: 'failed' as const, error: { code: 'internal', message: 'the supervisor restarted while collecting this run' } };
+        table.background(this.d.actions.endRun(r.id, p.reason, { ...p }));
+        return true;
+      }
+      // The child's capabilities are those its packet was written with (the lease's own).
+      const handle: Live = { jail, caps: packet.lease.caps, steers: [] };
+      table.live.set(r.id, handle);
+      // The child keeps its token; the broker verifies it against the persisted lease.
+      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir: path.join(deps.paths.brokers, r.id), packet });
+      this.watch(r.id, jail);
+      return true;
+    } catch {
+      table.live.delete(r.id);
+      return false;
+    }
+  }
+}

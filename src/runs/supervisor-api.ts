@@ -1,0 +1,75 @@
+import type { BrigError, Result } from '../util/errors.js';
+import type { SupervisorEvent } from './events.js';
+import type { KilledBy, RunRecord, RunStatus } from './run-record.js';
+import type { SpawnContext, SpawnRequestInput } from './spawn-request.js';
+
+/** The supervisor's role, as every face sees it (the daemon's API client implements it too). */
+
+export interface ListFilter {
+  status?: RunStatus[];
+  rootRunId?: string;
+  parentRunId?: string;
+  label?: string;
+}
+
+export interface WaitOptions {
+  /** Give up waiting (the run keeps going) after this many ms; resolves with the current record. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface KillOptions {
+  /** Must be true: killing is never implicit. */
+  confirm: boolean;
+  by?: KilledBy;
+}
+
+export interface SteerOutcome {
+  mode: 'inject' | 'respawn';
+  runId: string;
+  /** The replacement run, in `respawn` mode. */
+  newRunId: string | null;
+}
+
+export interface EventsOptions {
+  signal?: AbortSignal;
+  /** Only events of runs in this tree. */
+  rootRunId?: string;
+  runId?: string;
+}
+
+export interface ReconcileReport {
+  reattached: string[];
+  ghostSwept: string[];
+  /** Resumable runs whose pinned script and checkpoint are still on disk. */
+  resumable?: string[];
+  /** Resumable runs that lost their script or checkpoint: no longer resumable, and why. */
+  orphaned?: { runId: string; reason: 'script_missing' | 'checkpoint_missing' }[];
+  swept: { containers: number; volumes: number };
+  /** What interrupted materializations had left under the results directory, removed. */
+  interrupted?: { removed: number; bytes: number };
+}
+
+/**
+ * The supervisor. Admission refusals (`depth_exceeded`, `queue_full`, `tree_exceeded`,
+ * `queue_timeout`), `not_running`, `run_not_found`, `resume_unavailable` are Result values.
+ */
+export interface Supervisor {
+  /** Reconcile persisted runs with the engine; call once before anything else. */
+  start(): Promise<ReconcileReport>;
+  /**
+   * Admit and start a run. Returns once it is queued or started (async) — or, unless
+   * `async`, once it has ended. An in-flight duplicate returns the existing run.
+   */
+  spawn(req: SpawnRequestInput, ctx?: SpawnContext): Promise<Result<RunRecord, BrigError>>;
+  wait(runId: string, opts?: WaitOptions): Promise<Result<RunRecord, BrigError>>;
+  list(filter?: ListFilter): Promise<RunRecord[]>;
+  get(runId: string): Promise<RunRecord | undefined>;
+  kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>>;
+  /** `by` is who a respawn-mode steer's kill is attributed to (default `operator`). */
+  steer(runId: string, message: string, opts?: { by?: KilledBy }): Promise<Result<SteerOutcome, BrigError>>;
+  resume(runId: string): Promise<Result<RunRecord, BrigError>>;
+  events(opts?: EventsOptions): AsyncIterableIterator<SupervisorEvent>;
+  /** Stop timers and the broker; running containers keep running (a restart reattaches). */
+  close(): Promise<void>;
+}
