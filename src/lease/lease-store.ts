@@ -1,5 +1,6 @@
 /**
- * Lease records: issue (root and child), verify a bearer, lineage, revoke a subtree.
+ * Lease records: issue (root and child), verify a bearer, revoke a subtree. The lineage walk
+ * is lease-lineage.ts; announcing revokes (also another process's) is lease-revocations.ts.
  *
  * Guarantees: a child lease is attenuate(parent, request, profile) and is never issued under
  * a revoked or expired parent, past maxDepth, by a parent without `spawn`, or with a looser
@@ -11,13 +12,13 @@
  * replaying, guessing or borrowing a token, or widening itself through a request. Trusts:
  * the policy and the leases directory (0700). Fails closed: an unreadable record is no lease.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { attenuate, grantAllows, hasPostureDowngrade, type Attenuation } from './attenuate.js';
 import { LEASE_ID_RE, LeaseFiles, newLeaseId } from './lease-files.js';
-import { hashToken, leaseLive } from './lease-state.js';
+import { chainLive, descendantsOf, lineageOf } from './lease-lineage.js';
+import { Revocations, type RevokedListener } from './lease-revocations.js';
+import { hashToken } from './lease-state.js';
 
 export { hashToken, leaseLive, leaseState } from './lease-state.js';
 import { profileOf, type Policy } from './policy.js';
@@ -64,7 +65,7 @@ export interface IssueChildArgs {
   graceMs?: number;
 }
 
-export type RevokedListener = (revoked: LeaseRecord[], by: string) => void;
+export type { RevokedListener } from './lease-revocations.js';
 
 const MAX_TOKEN = 128;
 
@@ -73,9 +74,7 @@ export class LeaseStore {
   private readonly policy: Policy | undefined;
   private readonly ledger: LeaseEventSink;
   private readonly now: () => number;
-  private readonly listeners = new Set<RevokedListener>();
-  /** Revoked lease ids already announced to listeners (by this process or the watcher). */
-  private readonly announced = new Set<string>();
+  private readonly revocations: Revocations;
   /** runId → leaseId: a run holds exactly one lease. Rebuilt from disk on a miss. */
   private readonly byRun = new Map<string, string>();
 
@@ -84,6 +83,7 @@ export class LeaseStore {
     this.policy = opts.policy;
     this.ledger = opts.ledger;
     this.now = opts.now ?? Date.now;
+    this.revocations = new Revocations(this.files);
     this.reindex();
   }
 
@@ -214,22 +214,8 @@ export class LeaseStore {
     return this.chainLive(rec);
   }
 
-  /**
-   * A lease is live only while it and every ancestor are: the cascade marks descendants, but
-   * a revoke racing an issue in another process must still end the child. An ancestor that is
-   * missing or unreadable cannot be shown unrevoked, so the lease is not live (fail closed).
-   */
   private chainLive(rec: LeaseRecord): Result<LeaseRecord> {
-    const chain = this.lineage(rec.id);
-    for (const anc of chain) {
-      const live = leaseLive(anc, this.now());
-      if (!live.ok) return live;
-    }
-    const top = chain[chain.length - 1] ?? rec;
-    if (top.parentLeaseId !== null) {
-      return err(new BrigError('lease_expired', `lease ${rec.id} has a missing or unreadable ancestor ${top.parentLeaseId}`, { data: { leaseId: rec.id } }));
-    }
-    return ok(rec);
+    return chainLive(this.files, rec, this.now());
   }
 
   get(id: string): LeaseRecord | undefined {
@@ -252,34 +238,12 @@ export class LeaseStore {
 
   /** The lease and its ancestors, up to the root lease (self first). */
   lineage(id: string): LeaseRecord[] {
-    const out: LeaseRecord[] = [];
-    const seen = new Set<string>();
-    let cur = this.files.read(id);
-    while (cur && !seen.has(cur.id)) {
-      seen.add(cur.id);
-      out.push(cur);
-      cur = cur.parentLeaseId ? this.files.read(cur.parentLeaseId) : undefined;
-    }
-    return out;
+    return lineageOf(this.files, id);
   }
 
   /** Every lease under `id` (not including it), breadth-first. */
   descendants(id: string): LeaseRecord[] {
-    const all = this.files.all();
-    const out: LeaseRecord[] = [];
-    const frontier = [id];
-    const seen = new Set([id]);
-    while (frontier.length > 0) {
-      const p = frontier.shift()!;
-      for (const r of all) {
-        if (r.parentLeaseId === p && !seen.has(r.id)) {
-          seen.add(r.id);
-          out.push(r);
-          frontier.push(r.id);
-        }
-      }
-    }
-    return out;
+    return descendantsOf(this.files, id);
   }
 
   /** Revokes a lease and its whole subtree; returns the records this call revoked. */
@@ -296,60 +260,20 @@ export class LeaseStore {
       revoked.push(next);
       this.ledger.append({ type: 'lease.revoked', leaseId: rec.id, runId: rec.runId, rootRunId: rec.rootRunId, by, cascadeFrom: id });
     }
-    this.announce(revoked, by);
+    this.revocations.announce(revoked, by);
     return ok(revoked);
-  }
-
-  private announce(revoked: LeaseRecord[], by: string): void {
-    const fresh = revoked.filter((r) => !this.announced.has(r.id));
-    if (fresh.length === 0) return;
-    for (const r of fresh) this.announced.add(r.id);
-    for (const cb of this.listeners) {
-      try {
-        cb(fresh, by);
-      } catch {
-        // A listener's failure must not undo or hide the revoke; the ledger has it.
-      }
-    }
   }
 
   /**
    * Announces revokes written by another process (`brig lease revoke` while a daemon runs)
-   * to this store's onRevoked listeners: a change in the leases directory is read at once,
-   * and a periodic scan catches anything the watch missed. Returns a stop function.
+   * to this store's onRevoked listeners. Returns a stop function.
    */
   watchRevocations(intervalMs = 5000): () => void {
-    for (const r of this.files.all()) if (r.revoked) this.announced.add(r.id);
-    const check = (rec: LeaseRecord | undefined) => {
-      if (rec?.revoked && !this.announced.has(rec.id)) this.announce([rec], rec.revoked.by);
-    };
-    const scan = () => {
-      const recs = this.files.all().filter((r) => r.revoked && !this.announced.has(r.id));
-      // Group by who revoked, parents first (all() is in issue order).
-      for (const by of new Set(recs.map((r) => r.revoked!.by))) this.announce(recs.filter((r) => r.revoked!.by === by), by);
-    };
-    let watcher: fs.FSWatcher | undefined;
-    try {
-      watcher = fs.watch(this.files.dir, (_event, name) => {
-        const file = typeof name === 'string' ? path.basename(name) : '';
-        if (file.endsWith('.json')) check(this.files.read(file.slice(0, -'.json'.length)));
-      });
-      watcher.on('error', () => {});
-      watcher.unref();
-    } catch {
-      // No inotify: the periodic scan alone still announces every revoke.
-    }
-    const timer = setInterval(scan, intervalMs);
-    timer.unref();
-    return () => {
-      clearInterval(timer);
-      watcher?.close();
-    };
+    return this.revocations.watch(intervalMs);
   }
 
   /** Called after every revoke with the records it revoked (the supervisor ends those runs). */
   onRevoked(cb: RevokedListener): () => void {
-    this.listeners.add(cb);
-    return () => this.listeners.delete(cb);
+    return this.revocations.onRevoked(cb);
   }
 }
