@@ -1,15 +1,7 @@
 import { BrigError, exitCodeFor, toBrigError } from '../util/errors.js';
 import { nearest, type CliIO } from './command.js';
-import { COMMANDS } from './registry.js';
-
-function help(io: CliIO): void {
-  const names = Object.keys(COMMANDS).sort();
-  io.stdout.write(
-    'brig — a sandboxed child-runner for LLM agent systems\n\nUsage: brig COMMAND [ARGS] (brig COMMAND --help for one)\n\nCommands:\n' +
-      names.map((n) => `  ${n}`).join('\n') +
-      '\n',
-  );
-}
+import { renderCommandHelp, renderGroupHelp, renderTopHelp } from './help.js';
+import { COMMANDS, GROUPS, groupMembers } from './registry.js';
 
 /** Finds the longest command name that prefixes argv (`lease list` before `lease`). */
 function resolve(argv: string[]): { key: string; rest: string[] } | undefined {
@@ -20,23 +12,47 @@ function resolve(argv: string[]): { key: string; rest: string[] } | undefined {
   return undefined;
 }
 
-export async function main(argv: string[], io: CliIO): Promise<number> {
-  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
-    help(io);
-    return argv.length === 0 ? 2 : 0;
+/** The flags part of argv: what comes after `--` is the child's (`spawn -- tool --help`). */
+function ownArgs(argv: string[]): string[] {
+  const i = argv.indexOf('--');
+  return i === -1 ? argv : argv.slice(0, i);
+}
+
+const wantsHelp = (args: string[]) => ownArgs(args).some((a) => a === '--help' || a === '-h');
+
+/** `brig ref`, `brig ref --help`, `brig ref bogus`: the group's page, or the nearest subcommand. */
+function groupCommand(group: string, rest: string[], io: CliIO): number {
+  if (rest.length === 0 || wantsHelp(rest)) {
+    io.stdout.write(renderGroupHelp(group));
+    return rest.length === 0 ? 2 : 0;
   }
-  const hit = resolve(argv);
-  const json = argv.includes('--json');
+  const subs = groupMembers(group).map((k) => k.slice(group.length + 1));
+  const near = rest[0]!.startsWith('-') ? undefined : nearest(rest[0]!, subs);
+  throw new BrigError('invalid_input', rest[0]!.startsWith('-') ? `brig ${group} needs a subcommand before its flags` : `unknown command: ${group} ${rest[0]}`, {
+    hint: near ? `Did you mean \`brig ${group} ${near}\`? \`brig ${group} --help\` lists them.` : `\`brig ${group} --help\` lists them: ${subs.join(', ')}.`,
+  });
+}
+
+export async function main(argv: string[], io: CliIO): Promise<number> {
+  const json = ownArgs(argv).includes('--json');
   try {
+    if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h') {
+      io.stdout.write(renderTopHelp());
+      return argv.length === 0 ? 2 : 0;
+    }
+    if (argv[0] === '--version') return await (await COMMANDS.version!.load()).run(argv.slice(1), io);
+    const hit = resolve(argv);
     if (!hit) {
-      const near = nearest(argv.slice(0, 2).join(' '), Object.keys(COMMANDS)) ?? nearest(argv[0]!, Object.keys(COMMANDS));
+      if (Object.hasOwn(GROUPS, argv[0]!)) return groupCommand(argv[0]!, argv.slice(1), io);
+      const names = [...Object.keys(COMMANDS), ...Object.keys(GROUPS)];
+      const near = nearest(argv.slice(0, 2).join(' '), names) ?? nearest(argv[0]!, names);
       throw new BrigError('invalid_input', `unknown command: ${argv[0]}`, {
         hint: near ? `Did you mean \`brig ${near}\`? \`brig --help\` lists all.` : '`brig --help` lists the commands.',
       });
     }
-    const cmd = await COMMANDS[hit.key]!();
-    if (hit.rest.includes('--help') || hit.rest.includes('-h')) {
-      io.stdout.write(`${cmd.summary}\n\nUsage: ${cmd.usage}\n`);
+    const cmd = await COMMANDS[hit.key]!.load();
+    if (wantsHelp(hit.rest)) {
+      io.stdout.write(renderCommandHelp(cmd));
       return 0;
     }
     return await cmd.run(hit.rest, io);
@@ -48,4 +64,3 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     return exitCodeFor(be.kind);
   }
 }
-

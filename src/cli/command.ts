@@ -10,6 +10,30 @@ export interface CliIO {
   env: NodeJS.ProcessEnv;
   /** True when stdout is a terminal (live progress is drawn only then). */
   isTTY: boolean;
+  /** The terminal's width, when stdout is one: a live line is cut to it so `\r` redraws it. */
+  columns?: number;
+  /**
+   * Aborted when stdout's reader has gone (`brig events | head -1`): stop producing output.
+   * Writes after it are dropped, never thrown.
+   */
+  hangup?: AbortSignal;
+}
+
+/**
+ * One flag of a command, declared once: the parser, `--help` and the completion scripts
+ * all read this list, so what a command accepts and what it documents cannot drift.
+ */
+export interface FlagSpec {
+  /** Without the dashes: `max-steps`. */
+  name: string;
+  /** The value's placeholder (`FILE`, `N`, `SECONDS`); absent for a boolean flag. */
+  value?: string;
+  /** One line, no trailing period needed. */
+  description: string;
+  /** May be given more than once (`--cap A --cap B`). */
+  repeatable?: boolean;
+  /** The closed set of values, when there is one (completion offers them). */
+  choices?: readonly string[];
 }
 
 export interface Command {
@@ -17,8 +41,14 @@ export interface Command {
   name: string;
   summary: string;
   usage: string;
+  flags: FlagSpec[];
+  /** Complete command lines a user can paste; at least one. */
+  examples: string[];
   run(args: string[], io: CliIO): Promise<number>;
 }
+
+/** The flag nearly every command has. */
+export const JSON_FLAG: FlagSpec = { name: 'json', description: 'print one JSON document instead of text' };
 
 export interface ParsedArgs {
   flags: Map<string, string[]>;
@@ -28,13 +58,27 @@ export interface ParsedArgs {
   rest: string[];
 }
 
+/** The older spelling of a flag spec: names of valued and of boolean flags. */
+export interface FlagNames {
+  valued?: string[];
+  booleans?: string[];
+}
+
+function namesOf(spec: FlagSpec[] | FlagNames): { valued: Set<string>; booleans: Set<string> } {
+  if (!Array.isArray(spec)) return { valued: new Set(spec.valued ?? []), booleans: new Set(spec.booleans ?? []) };
+  return {
+    valued: new Set(spec.filter((f) => f.value !== undefined).map((f) => f.name)),
+    booleans: new Set(spec.filter((f) => f.value === undefined).map((f) => f.name)),
+  };
+}
+
 /**
  * A strict flag parser: an unknown flag is an error that names it and the nearest known one.
- * `valued` flags take a value (`--x v` or `--x=v`) and may repeat; `booleans` take none.
+ * Valued flags take a value (`--x v` or `--x=v`) and may repeat (the last one wins where one
+ * is read); boolean flags take none. `--` ends the flags: the rest is passed through as is.
  */
-export function parseArgs(args: string[], spec: { valued?: string[]; booleans?: string[] }): ParsedArgs {
-  const valued = new Set(spec.valued ?? []);
-  const booleans = new Set(spec.booleans ?? []);
+export function parseArgs(args: string[], spec: FlagSpec[] | FlagNames): ParsedArgs {
+  const { valued, booleans } = namesOf(spec);
   const out: ParsedArgs = { flags: new Map(), bools: new Set(), positionals: [], rest: [] };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
@@ -42,28 +86,30 @@ export function parseArgs(args: string[], spec: { valued?: string[]; booleans?: 
       out.rest = args.slice(i + 1);
       break;
     }
-    if (a.startsWith('--')) {
-      const eq = a.indexOf('=');
-      const name = eq === -1 ? a.slice(2) : a.slice(2, eq);
-      if (booleans.has(name) && eq === -1) {
-        out.bools.add(name);
-        continue;
-      }
-      if (valued.has(name)) {
-        const v = eq === -1 ? args[++i] : a.slice(eq + 1);
-        if (v === undefined) throw new BrigError('invalid_input', `--${name} needs a value`);
-        const list = out.flags.get(name) ?? [];
-        list.push(v);
-        out.flags.set(name, list);
-        continue;
-      }
-      const known = [...valued, ...booleans];
-      const near = nearest(name, known);
-      throw new BrigError('invalid_input', `unknown flag --${name}`, {
-        hint: near ? `Did you mean --${near}?` : `Known flags: ${known.map((k) => `--${k}`).join(' ') || 'none'}`,
-      });
+    if (!a.startsWith('--')) {
+      out.positionals.push(a);
+      continue;
     }
-    out.positionals.push(a);
+    const eq = a.indexOf('=');
+    const name = eq === -1 ? a.slice(2) : a.slice(2, eq);
+    if (booleans.has(name)) {
+      if (eq !== -1) throw new BrigError('invalid_input', `--${name} takes no value`, { hint: `Write --${name} alone.` });
+      out.bools.add(name);
+      continue;
+    }
+    if (valued.has(name)) {
+      const v = eq === -1 ? args[++i] : a.slice(eq + 1);
+      if (v === undefined) throw new BrigError('invalid_input', `--${name} needs a value`);
+      const list = out.flags.get(name) ?? [];
+      list.push(v);
+      out.flags.set(name, list);
+      continue;
+    }
+    const known = [...valued, ...booleans, 'help'];
+    const near = nearest(name, known);
+    throw new BrigError('invalid_input', `unknown flag --${name}`, {
+      hint: near ? `Did you mean --${near}?` : `Known flags: ${known.map((k) => `--${k}`).join(' ')}`,
+    });
   }
   return out;
 }

@@ -1,32 +1,109 @@
 import type { Command } from './command.js';
 
+/** Where a command is listed in `brig --help`. */
+export type Section = 'runs' | 'results' | 'host' | 'cli';
+
+export const SECTIONS: { id: Section; title: string }[] = [
+  { id: 'runs', title: 'Run children' },
+  { id: 'results', title: 'Read results' },
+  { id: 'host', title: 'Daemon, host and records' },
+  { id: 'cli', title: 'This CLI' },
+];
+
+export interface Entry {
+  /** The one-line summary `brig --help` shows; the command's own (a test pins them equal). */
+  summary: string;
+  section: Section;
+  load: () => Promise<Command>;
+}
+
+/** Groups: a word that only prefixes subcommands (`brig ref --help` lists them). */
+export const GROUPS: Record<string, { summary: string; section: Section }> = {
+  ref: { summary: "Drill into a run's ResultRefs: list, read, grep, jq, sql, jsonpath.", section: 'results' },
+  lease: { summary: 'Inspect and revoke leases: what each run may do.', section: 'host' },
+  audit: { summary: 'Verify and query the hash-chained ledger.', section: 'host' },
+  policy: { summary: 'Validate lease policy files and explain their profiles.', section: 'host' },
+  image: { summary: 'Build the child image.', section: 'host' },
+};
+
 /**
  * Every command, loaded lazily so `brig --help` does not load dockerode or DuckDB.
  * Add a line per command; the key is what the user types (`lease list`).
  */
-export const COMMANDS: Record<string, () => Promise<Command>> = {
-  'policy check': async () => (await import('./commands/policy-check.js')).default,
-  'lease list': async () => (await import('./commands/lease-list.js')).default,
-  'lease show': async () => (await import('./commands/lease-show.js')).default,
-  'lease revoke': async () => (await import('./commands/lease-revoke.js')).default,
-  'audit verify': async () => (await import('./commands/audit-verify.js')).default,
-  'audit query': async () => (await import('./commands/audit-query.js')).default,
-  doctor: async () => (await import('./commands/doctor.js')).default,
-  spawn: async () => (await import('./commands/spawn.js')).default,
-  'image build': async () => (await import('./commands/image-build.js')).default,
-  'ref list': async () => (await import('./commands/ref-list.js')).default,
-  'ref read': async () => (await import('./commands/ref-read.js')).default,
-  'ref grep': async () => (await import('./commands/ref-grep.js')).default,
-  'ref jq': async () => (await import('./commands/ref-jq.js')).default,
-  'ref sql': async () => (await import('./commands/ref-sql.js')).default,
-  'ref jsonpath': async () => (await import('./commands/ref-jsonpath.js')).default,
-  result: async () => (await import('./commands/result.js')).default,
-  explain: async () => (await import('./commands/result-explain.js')).default,
-  list: async () => (await import('./commands/list.js')).default,
-  wait: async () => (await import('./commands/wait.js')).default,
-  kill: async () => (await import('./commands/kill.js')).default,
-  steer: async () => (await import('./commands/steer.js')).default,
-  resume: async () => (await import('./commands/resume.js')).default,
-  events: async () => (await import('./commands/events.js')).default,
-  serve: async () => (await import('./commands/serve.js')).default,
+export const COMMANDS: Record<string, Entry> = {
+  spawn: {
+    section: 'runs',
+    summary: 'Run a child (a command or a script) in a fresh hardened jail through the supervisor.',
+    load: async () => (await import('./commands/spawn.js')).default,
+  },
+  list: { section: 'runs', summary: 'List runs: status, end reason, depth, steps, elapsed, parent.', load: async () => (await import('./commands/list.js')).default },
+  wait: { section: 'runs', summary: 'Wait for runs to end; shows live progress on a terminal.', load: async () => (await import('./commands/wait.js')).default },
+  kill: { section: 'runs', summary: 'Kill a running child (ends `killed` by operator; its in-flight work is discarded).', load: async () => (await import('./commands/kill.js')).default },
+  steer: { section: 'runs', summary: 'Send a steering message to a running child (inject at its next step, or kill + respawn).', load: async () => (await import('./commands/steer.js')).default },
+  resume: { section: 'runs', summary: 'Re-spawn a timed-out resumable script run from its pinned bytes and last checkpoint.', load: async () => (await import('./commands/resume.js')).default },
+  events: {
+    section: 'runs',
+    summary: "Follow the daemon's content-free event stream (spawned, progress, completed, failed, lifecycle_ended).",
+    load: async () => (await import('./commands/events.js')).default,
+  },
+  result: {
+    section: 'results',
+    summary: 'The envelope a coordinator receives for a run (cast once, then kept): condensed result, metrics, one line per ResultRef.',
+    load: async () => (await import('./commands/result.js')).default,
+  },
+  explain: { section: 'results', summary: 'A run, its lease decisions, its ResultRefs and its estimated context savings.', load: async () => (await import('./commands/result-explain.js')).default },
+  'ref list': { section: 'results', summary: 'List the ResultRefs of a run: id, kind, size, rows, path.', load: async () => (await import('./commands/ref-list.js')).default },
+  'ref read': {
+    section: 'results',
+    summary: 'Read a slice of a ref by line (1-based, a seek via the line index) or by byte offset.',
+    load: async () => (await import('./commands/ref-read.js')).default,
+  },
+  'ref grep': { section: 'results', summary: 'Lines of a ref matching an extended regex (GNU grep, empty environment, timeout).', load: async () => (await import('./commands/ref-grep.js')).default },
+  'ref jq': { section: 'results', summary: 'Run a jq filter over a json/jsonl ref (Debian jq, empty environment, timeout, output cap).', load: async () => (await import('./commands/ref-jq.js')).default },
+  'ref sql': { section: 'results', summary: 'One SELECT over the view `ref` in the locked DuckDB helper.', load: async () => (await import('./commands/ref-sql.js')).default },
+  'ref jsonpath': {
+    section: 'results',
+    summary: "Extract with a strict JSONPath ($, .name, ['name'], [n], [*]) compiled to DuckDB json_extract.",
+    load: async () => (await import('./commands/ref-jsonpath.js')).default,
+  },
+  serve: { section: 'host', summary: 'Run the supervisor as a daemon on $BRIG_HOME/brig.sock (HTTP API /v1, SSE events).', load: async () => (await import('./commands/serve.js')).default },
+  doctor: {
+    section: 'host',
+    summary: 'Check that this host can give the hardened jail: engine, limits, child image, and a probe from inside a real jail.',
+    load: async () => (await import('./commands/doctor.js')).default,
+  },
+  'image build': {
+    section: 'host',
+    summary: 'Build the child image FROM scratch (node + its libraries, busybox-static, the child runtime); a present tag is kept.',
+    load: async () => (await import('./commands/image-build.js')).default,
+  },
+  'lease list': { section: 'host', summary: 'List lease records: id, run, parent, depth, profile, caps, state.', load: async () => (await import('./commands/lease-list.js')).default },
+  'lease show': { section: 'host', summary: 'Show one lease: caps, limits, requested vs granted vs refused, lineage up to the root.', load: async () => (await import('./commands/lease-show.js')).default },
+  'lease revoke': { section: 'host', summary: 'Revoke a lease and its whole subtree (their broker calls are refused from now on).', load: async () => (await import('./commands/lease-revoke.js')).default },
+  'audit verify': { section: 'host', summary: 'Check the hash chain of every ledger segment; names the first bad line.', load: async () => (await import('./commands/audit-verify.js')).default },
+  'audit query': {
+    section: 'host',
+    summary: 'Run one read-only SQL SELECT over the ledger (view `ledger`), locked down like the slicer.',
+    load: async () => (await import('./commands/audit-query.js')).default,
+  },
+  'policy check': {
+    section: 'host',
+    summary: 'Validate policy files and explain what each profile may do (default: every file in policies/).',
+    load: async () => (await import('./commands/policy-check.js')).default,
+  },
+  help: { section: 'cli', summary: 'Show help for brig, a command or a group (`brig help lease list`).', load: async () => (await import('./commands/help.js')).default },
+  version: { section: 'cli', summary: "Print brig's version.", load: async () => (await import('./commands/version.js')).default },
+  completion: { section: 'cli', summary: 'Print a shell completion script (bash or zsh) for every command and flag.', load: async () => (await import('./commands/completion.js')).default },
 };
+
+/** The subcommand keys of a group, sorted (`ref` → `ref grep`, `ref jq`, …). */
+export function groupMembers(group: string): string[] {
+  return Object.keys(COMMANDS)
+    .filter((k) => k.startsWith(`${group} `))
+    .sort();
+}
+
+/** Loads every command (for completion and the help tests; `brig --help` needs none). */
+export async function loadAll(): Promise<Command[]> {
+  return Promise.all(Object.values(COMMANDS).map((e) => e.load()));
+}

@@ -7,6 +7,15 @@ import type { CliIO } from './command.js';
 
 export const PREVIEW_BYTES = 2048;
 
+/** The record's fields --json shows at the top level; `run` carries the rest, so nothing big is said twice. */
+const PROMOTED = ['id', 'status', 'endReason', 'killedBy', 'exitCode', 'stdoutTail', 'stderrTail', 'outputs', 'resultDir', 'outputBytes', 'skipped', 'result', 'missingOutputs', 'resumable', 'error'] as const;
+
+/**
+ * One run for --json (spawn, wait, resume). The issue-2 envelope (runId, exitCode, endReason,
+ * stdoutTail, stderrTail, outputs, outputDir) at the top, the result once, the refs, and
+ * `run`: the rest of the record. `files`/`resultDir` are the older names of
+ * `outputs`/`outputDir` (small: paths and sizes) and stay for the callers that read them.
+ */
 export async function runJson(io: CliIO, r: RunRecord): Promise<Record<string, unknown>> {
   let refs: { ref: string; path: string; kind: string; bytes: number; lines: number }[] = [];
   if (r.resultDir) {
@@ -17,31 +26,31 @@ export async function runJson(io: CliIO, r: RunRecord): Promise<Record<string, u
       refs = [];
     }
   }
+  const rest: Record<string, unknown> = { ...r };
+  for (const k of PROMOTED) delete rest[k];
+  const outputs = r.outputs.map((o) => ({ path: o.path, bytes: o.bytes }));
   return {
-    // The issue-2 spawn envelope: runId, exitCode, endReason, stdoutTail, stderrTail, outputs, outputDir.
     runId: r.id,
-    exitCode: r.exitCode,
+    status: r.status,
     endReason: r.endReason,
+    killedBy: r.killedBy,
+    exitCode: r.exitCode,
+    oomKilled: r.error?.message.includes('out of memory') ?? false,
     stdoutTail: r.stdoutTail,
     stderrTail: r.stderrTail,
-    outputs: r.outputs.map((o) => ({ path: o.path, bytes: o.bytes })),
+    stdoutPreview: r.stdoutTail.slice(-PREVIEW_BYTES),
+    outputs,
+    files: outputs,
     outputDir: r.resultDir,
-    status: r.status,
-    killedBy: r.killedBy,
-    oomKilled: r.error?.message.includes('out of memory') ?? false,
     resultDir: r.resultDir,
-    files: r.outputs,
     outputBytes: r.outputBytes,
     skipped: r.skipped,
     refs,
-    stdoutBytes: Buffer.byteLength(r.stdoutTail),
-    stdoutPreview: r.stdoutTail.slice(-PREVIEW_BYTES),
-    stderrPreview: r.stderrTail.slice(-PREVIEW_BYTES),
     result: r.result,
     missingOutputs: r.missingOutputs,
     resumable: r.resumable,
     error: r.error,
-    run: r,
+    run: rest,
   };
 }
 
@@ -52,7 +61,7 @@ export function fmtMs(ms: number): string {
 }
 
 /** Control characters (terminal escapes) shown escaped, cut to `max` chars. */
-function oneLine(text: string, max: number): string {
+export function oneLine(text: string, max: number): string {
   const flat = text.replace(/[\x00-\x1f\x7f]/g, (c) => (c === '\n' || c === '\t' ? ' ' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`));
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
@@ -75,6 +84,41 @@ export function runLine(r: RunRecord, now = new Date()): string {
     .filter((x) => x !== '')
     .join('  ')
     .trimEnd();
+}
+
+/** `brig list` on a terminal: a header row, then one row per run, columns sized to their cells. */
+export function runTable(runs: RunRecord[], now = new Date()): string {
+  const head = ['RUN', 'STATUS', 'END', 'DEPTH', 'STEPS', 'ELAPSED', 'DETAILS'];
+  const rows = runs.map((r) => [
+    r.id,
+    r.status,
+    r.endReason ? `${r.endReason}${r.killedBy ? `(${r.killedBy})` : ''}` : '-',
+    String(r.depth),
+    String(r.stepsExecuted),
+    fmtMs(elapsedMs(r, now)),
+    [
+      r.parentRunId ? `parent ${r.parentRunId}` : '',
+      r.label ? `[${r.label}]` : '',
+      r.status !== 'ended' && r.progressLine ? `“${oneLine(r.progressLine, 60)}”` : '',
+      r.partial ? '(partial)' : '',
+    ]
+      .filter((x) => x !== '')
+      .join('  '),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  return [head, ...rows].map((row) => row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd() + '\n').join('');
+}
+
+/** The one line a live synchronous spawn redraws on a terminal: status, steps, elapsed, progress. */
+export function liveLine(r: RunRecord, now = new Date()): string {
+  return [
+    r.status,
+    `steps ${r.stepsExecuted}/${r.maxSteps}`,
+    fmtMs(elapsedMs(r, now)),
+    r.progressLine ? `“${oneLine(r.progressLine, 80)}”` : '',
+  ]
+    .filter((x) => x !== '')
+    .join('  ');
 }
 
 export function runBlock(r: RunRecord): string {

@@ -12,6 +12,7 @@ export type ErrorKind =
   | 'conflict' // the thing exists but is in the wrong state
   | 'limit' // an admission or size limit was hit
   | 'unavailable' // a dependency (engine, helper, model) cannot serve now
+  | 'corrupt' // stored state failed its integrity check (the ledger's hash chain): tampering or damage, not a bug
   | 'internal';
 
 export const ERROR_CODES = {
@@ -46,7 +47,7 @@ export const ERROR_CODES = {
   daemon_running: { kind: 'conflict', hint: 'A daemon already serves this BRIG_HOME: use it (`brig list`), or stop it first.' },
   daemon_unavailable: { kind: 'unavailable', hint: 'Start it with `brig serve`, or run without a daemon.' },
   model_unavailable: { kind: 'unavailable', hint: 'Configure a model endpoint, or use condensation strategy `never`.' },
-  ledger_corrupt: { kind: 'internal', hint: 'The audit chain is broken; `brig audit verify` names the first bad line.' },
+  ledger_corrupt: { kind: 'corrupt', hint: 'The audit chain is broken; `brig audit verify` names the first bad line.' },
   shutting_down: { kind: 'unavailable', hint: 'The supervisor is shutting down and admits nothing new; retry once `brig serve` is back.' },
   supervisor_running: { kind: 'conflict', hint: 'Run `brig serve` so every command shares one supervisor.' },
   internal: { kind: 'internal', hint: 'This is a bug in brig; the ledger and logs hold the details.' },

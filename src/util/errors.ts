@@ -57,7 +57,12 @@ export type Result<T, E = BrigError> = { ok: true; value: T } | { ok: false; err
 export const ok = <T>(value: T): Result<T, never> => ({ ok: true, value });
 export const err = <E>(error: E): Result<never, E> => ({ ok: false, error });
 
-/** CLI exit code per kind. */
+/**
+ * CLI exit code per kind. With the run outcomes the commands return (src/cli/exit-codes.ts)
+ * this is the one table docs/cli.md shows; a test pins the two together. 1 is left to "the
+ * run failed" and a brig bug is 70 (sysexits' EX_SOFTWARE), so a script can tell the work
+ * failing from brig breaking.
+ */
 export function exitCodeFor(kind: ErrorKind): number {
   switch (kind) {
     case 'invalid': return 2;
@@ -66,7 +71,8 @@ export function exitCodeFor(kind: ErrorKind): number {
     case 'conflict': return 5;
     case 'limit': return 6;
     case 'unavailable': return 7;
-    case 'internal': return 1;
+    case 'corrupt': return 10;
+    case 'internal': return 70;
   }
 }
 
@@ -79,6 +85,7 @@ export function httpStatusFor(kind: ErrorKind): number {
     case 'conflict': return 409;
     case 'limit': return 429;
     case 'unavailable': return 503;
+    case 'corrupt': return 500;
     case 'internal': return 500;
   }
 }

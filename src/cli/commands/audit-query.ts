@@ -2,14 +2,16 @@ import { loadConfig, brigPaths } from '../../config/index.js';
 import { BrigError } from '../../util/errors.js';
 import { ledgerFiles } from '../../ledger/index.js';
 import { lockedQuery } from '../../slice/index.js';
-import { parseArgs, numberFlag, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, numberFlag, writeJson, type Command } from '../command.js';
 
 const command: Command = {
   name: 'audit query',
   summary: 'Run one read-only SQL SELECT over the ledger (view `ledger`), locked down like the slicer.',
-  usage: "brig audit query 'SELECT type, count(*) FROM ledger GROUP BY type' [--max-rows N] [--json]",
+  usage: "brig audit query 'SELECT … FROM ledger …' [--max-rows N] [--json]",
+  flags: [{ name: 'max-rows', value: 'N', description: 'at most N rows back (default 1000)' }, JSON_FLAG],
+  examples: ["brig audit query 'SELECT type, count(*) FROM ledger GROUP BY type'"],
   async run(args, io) {
-    const p = parseArgs(args, { valued: ['max-rows'], booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const sql = p.positionals.join(' ').trim();
     if (!sql) throw new BrigError('invalid_input', 'give a SELECT over the view `ledger`', { hint: command.usage });
     const files = ledgerFiles(brigPaths(loadConfig(io.env).home).ledger);

@@ -1,14 +1,16 @@
 import { loadConfig, brigPaths } from '../../config/index.js';
 import { BrigError } from '../../util/errors.js';
 import { verifyLedger } from '../../ledger/index.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
   name: 'audit verify',
   summary: 'Check the hash chain of every ledger segment; names the first bad line.',
   usage: 'brig audit verify [--json]',
+  flags: [JSON_FLAG],
+  examples: ['brig audit verify', 'brig audit verify --json'],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const dir = brigPaths(loadConfig(io.env).home).ledger;
     const r = verifyLedger(dir);
     if (!r.ok && r.bad) {

@@ -1,13 +1,15 @@
 import { loadConfig } from '../../config/index.js';
 import { DockerJailDriver, ownerForHome, gatherDoctorFacts, judgeDoctor } from '../../jail/index.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
   name: 'doctor',
   summary: 'Check that this host can give the hardened jail: engine, limits, child image, and a probe from inside a real jail.',
-  usage: 'brig doctor [--build] [--json]   (--build: build the child image when it is missing)',
+  usage: 'brig doctor [--build] [--json]',
+  flags: [{ name: 'build', description: 'build the child image when it is missing' }, JSON_FLAG],
+  examples: ['brig doctor', 'brig doctor --build --json'],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json', 'build'] });
+    const p = parseArgs(args, command.flags);
     const cfg = loadConfig(io.env);
     const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
     const checks = judgeDoctor(await gatherDoctorFacts(driver, { build: p.bools.has('build') }));

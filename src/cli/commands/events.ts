@@ -1,6 +1,6 @@
 import type { SupervisorEvent } from '../../runs/index.js';
 import { BrigError, isBrigError } from '../../util/errors.js';
-import { flag, parseArgs, writeJson, type CliIO, type Command, type ParsedArgs } from '../command.js';
+import { JSON_FLAG, flag, parseArgs, writeJson, type CliIO, type Command, type ParsedArgs } from '../command.js';
 import { connectSupervisor } from '../connect.js';
 
 function print(io: CliIO, p: ParsedArgs, ev: SupervisorEvent): void {
@@ -12,14 +12,22 @@ function print(io: CliIO, p: ParsedArgs, ev: SupervisorEvent): void {
 const command: Command = {
   name: 'events',
   summary: "Follow the daemon's content-free event stream (spawned, progress, completed, failed, lifecycle_ended).",
-  usage: 'brig events [--run RUN] [--root RUN] [--json]',
+  usage: 'brig events [FLAGS]',
+  flags: [
+    { name: 'run', value: 'RUN', description: "only this run's events" },
+    { name: 'root', value: 'RUN', description: 'only the events of the tree under this root run' },
+    JSON_FLAG,
+  ],
+  examples: ['brig events', 'brig events --root r-0123456789abcdef --json'],
   async run(args, io) {
-    const p = parseArgs(args, { valued: ['run', 'root'], booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const conn = await connectSupervisor(io);
     try {
       if (conn.mode !== 'daemon') throw new BrigError('daemon_unavailable', 'events come from a running daemon', { hint: 'Start `brig serve`.' });
       try {
-        for await (const ev of conn.sup.events({ ...(flag(p, 'run') ? { runId: flag(p, 'run')! } : {}), ...(flag(p, 'root') ? { rootRunId: flag(p, 'root')! } : {}) })) print(io, p, ev);
+        // A reader that went away (`brig events | head -1`) ends the stream like Ctrl-C would.
+        const filter = { ...(flag(p, 'run') ? { runId: flag(p, 'run')! } : {}), ...(flag(p, 'root') ? { rootRunId: flag(p, 'root')! } : {}) };
+        for await (const ev of conn.sup.events({ ...filter, ...(io.hangup ? { signal: io.hangup } : {}) })) print(io, p, ev);
       } catch (e) {
         // The stream ends only when the daemon does (the client says so): say what to do next.
         if (!isBrigError(e, 'daemon_unavailable')) throw e;

@@ -1,13 +1,20 @@
 import { loadConfig } from '../../config/index.js';
 import { DockerJailDriver } from '../../jail/index.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
   name: 'image build',
   summary: 'Build the child image FROM scratch (node + its libraries, busybox-static, the child runtime); a present tag is kept.',
-  usage: 'brig image build [--force] [--prune] [--quiet] [--json]   (--prune: remove older child images no container uses)',
+  usage: 'brig image build [FLAGS]',
+  flags: [
+    { name: 'force', description: 'rebuild even when the tag is present' },
+    { name: 'prune', description: 'remove older child images no container uses' },
+    { name: 'quiet', description: "don't print the build's progress" },
+    JSON_FLAG,
+  ],
+  examples: ['brig image build', 'brig image build --force --prune'],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json', 'force', 'quiet', 'prune'] });
+    const p = parseArgs(args, command.flags);
     const driver = new DockerJailDriver({ dockerHost: loadConfig(io.env).dockerHost });
     const quiet = p.bools.has('quiet') || p.bools.has('json');
     const started = Date.now();

@@ -1,5 +1,5 @@
 import { BrigError } from '../../util/errors.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { connectSupervisor } from '../connect.js';
 import { runLine } from '../run-view.js';
 
@@ -7,8 +7,10 @@ const command: Command = {
   name: 'kill',
   summary: 'Kill a running child (ends `killed` by operator; its in-flight work is discarded).',
   usage: 'brig kill RUN --confirm [--json]',
+  flags: [{ name: 'confirm', description: "required: killing discards the run's in-flight work" }, JSON_FLAG],
+  examples: ['brig kill r-0123456789abcdef --confirm'],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json', 'confirm'] });
+    const p = parseArgs(args, command.flags);
     if (p.positionals.length !== 1) throw new BrigError('invalid_input', 'kill takes exactly one RUN');
     if (!p.bools.has('confirm')) throw new BrigError('invalid_input', 'kill discards the run\'s work: pass --confirm', { hint: `brig kill ${p.positionals[0]} --confirm` });
     const conn = await connectSupervisor(io);

@@ -1,13 +1,15 @@
 import { loadConfig, brigPaths } from '../../config/index.js';
 import { LeaseStore, leaseState } from '../../lease/index.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
   name: 'lease list',
   summary: 'List lease records: id, run, parent, depth, profile, caps, state.',
   usage: 'brig lease list [--json]',
+  flags: [JSON_FLAG],
+  examples: ['brig lease list', 'brig lease list --json'],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const store = new LeaseStore({ dir: brigPaths(loadConfig(io.env).home).leases, ledger: { append() {} } });
     const now = Date.now();
     const recs = store.list();

@@ -2,14 +2,16 @@ import { loadConfig, brigPaths } from '../../config/index.js';
 import { BrigError } from '../../util/errors.js';
 import { LeaseStore } from '../../lease/index.js';
 import { FileLedger } from '../../ledger/index.js';
-import { parseArgs, flag, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, flag, writeJson, type Command } from '../command.js';
 
 const command: Command = {
   name: 'lease revoke',
   summary: 'Revoke a lease and its whole subtree (their broker calls are refused from now on).',
   usage: 'brig lease revoke LEASE_ID [--reason TEXT] [--json]',
+  flags: [{ name: 'reason', value: 'TEXT', description: 'why, kept on the lease record and in the ledger' }, JSON_FLAG],
+  examples: ["brig lease revoke ls_0123456789abcdef0123 --reason 'runaway tree'"],
   async run(args, io) {
-    const p = parseArgs(args, { valued: ['reason'], booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const id = p.positionals[0];
     if (!id) throw new BrigError('invalid_input', 'give a lease id', { hint: '`brig lease list` shows the ids.' });
     const paths = brigPaths(loadConfig(io.env).home);

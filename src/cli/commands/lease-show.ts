@@ -1,7 +1,7 @@
 import { loadConfig, brigPaths } from '../../config/index.js';
 import { BrigError } from '../../util/errors.js';
 import { LIMIT_KEYS, LeaseStore, leaseState, type LeaseRecord } from '../../lease/index.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 function publicView(r: LeaseRecord, now: number) {
   const { tokenHash: _t, ...rest } = r;
@@ -12,8 +12,10 @@ const command: Command = {
   name: 'lease show',
   summary: 'Show one lease: caps, limits, requested vs granted vs refused, lineage up to the root.',
   usage: 'brig lease show LEASE_ID [--json]',
+  flags: [JSON_FLAG],
+  examples: ['brig lease show ls_0123456789abcdef0123'],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const id = p.positionals[0];
     if (!id) throw new BrigError('invalid_input', 'give a lease id', { hint: '`brig lease list` shows the ids.' });
     const store = new LeaseStore({ dir: brigPaths(loadConfig(io.env).home).leases, ledger: { append() {} } });

@@ -3,14 +3,16 @@ import fs from 'node:fs';
 import { BrigError } from '../../util/errors.js';
 import { loadConfig } from '../../config/index.js';
 import { explainPolicy, loadPolicyFile, policyFilesIn, shippedPoliciesDir } from '../../lease/index.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
   name: 'policy check',
   summary: 'Validate policy files and explain what each profile may do (default: every file in policies/).',
   usage: 'brig policy check [FILE|DIR ...] [--json]',
+  flags: [JSON_FLAG],
+  examples: ['brig policy check', 'brig policy check policies/strict.yaml --json'],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const own = path.join(loadConfig(io.env).home, 'policy.yaml');
     const targets = p.positionals.length > 0 ? p.positionals : [shippedPoliciesDir(), ...(fs.existsSync(own) ? [own] : [])];
     const files = targets.flatMap((t) => {

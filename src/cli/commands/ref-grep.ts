@@ -1,13 +1,21 @@
 import { BrigError } from '../../util/errors.js';
-import { numberFlag, parseArgs, type Command } from '../command.js';
+import { JSON_FLAG, numberFlag, parseArgs, type Command } from '../command.js';
 import { needPositionals, openRefs, printSlice } from './ref-shared.js';
 
 const command: Command = {
   name: 'ref grep',
   summary: 'Lines of a ref matching an extended regex (GNU grep, empty environment, timeout).',
-  usage: 'brig ref grep REF PATTERN [--max N] [--context N] [--ignore-case] [--fixed] [--json]',
+  usage: 'brig ref grep REF PATTERN [FLAGS]',
+  flags: [
+    { name: 'max', value: 'N', description: 'stop after N matching lines' },
+    { name: 'context', value: 'N', description: 'N lines of context around each match' },
+    { name: 'ignore-case', description: 'match without regard to case' },
+    { name: 'fixed', description: 'PATTERN is a fixed string, not a regex' },
+    JSON_FLAG,
+  ],
+  examples: ["brig ref grep REF 'ERROR .*disk' --max 20", 'brig ref grep REF E503 --fixed --context 2'],
   async run(args, io) {
-    const p = parseArgs(args, { valued: ['max', 'context'], booleans: ['json', 'ignore-case', 'fixed'] });
+    const p = parseArgs(args, command.flags);
     const [ref, ...rest] = needPositionals({ ...p, positionals: [...p.positionals, ...p.rest] }, 2, command.usage);
     const ctxRaw = p.flags.get('context')?.at(-1);
     const ctx = ctxRaw === undefined ? undefined : Number(ctxRaw);

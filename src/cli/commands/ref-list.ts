@@ -1,12 +1,14 @@
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { needPositionals, openRefs } from './ref-shared.js';
 
 const command: Command = {
   name: 'ref list',
   summary: 'List the ResultRefs of a run: id, kind, size, rows, path.',
   usage: 'brig ref list RUN [--json]',
+  flags: [JSON_FLAG],
+  examples: ['brig ref list r-0123456789abcdef'],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const [run] = needPositionals(p, 1, command.usage);
     const { store } = openRefs(io);
     const m = await store.manifest(run!);

@@ -2,7 +2,7 @@ import { brigPaths, loadConfig } from '../../config/index.js';
 import { LeaseStore } from '../../lease/index.js';
 import { type EnvelopeRun, FsResultStore, type ResultRef, type RunEnvelope, buildRunEnvelope, loadEnvelope, renderExplain, rollUpSavings, type Savings } from '../../results/index.js';
 import { ReadOnlyRuns } from '../../runs/index.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { needPositionals } from './ref-shared.js';
 import { loadRunForEnvelope } from './result-shared.js';
 
@@ -10,8 +10,10 @@ const command: Command = {
   name: 'explain',
   summary: 'A run, its lease decisions, its ResultRefs and its estimated context savings.',
   usage: 'brig explain RUN [--json]',
+  flags: [JSON_FLAG],
+  examples: ['brig explain r-0123456789abcdef'],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const [runId] = needPositionals(p, 1, command.usage);
     const { run, refs } = await loadRunForEnvelope(io, runId!);
     const store = new FsResultStore({ dir: brigPaths(loadConfig(io.env).home).results });

@@ -1,6 +1,6 @@
 import { buildRunEnvelope, envelopeOnce } from '../../results/index.js';
 import { BrigError } from '../../util/errors.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { needPositionals, openRefs } from './ref-shared.js';
 import { configuredModel, loadRunForEnvelope } from './result-shared.js';
 
@@ -9,9 +9,14 @@ const STRATEGIES = ['auto', 'always', 'never'] as const;
 const command: Command = {
   name: 'result',
   summary: 'The envelope a coordinator receives for a run (cast once, then kept): condensed result, metrics, one line per ResultRef.',
-  usage: 'brig result RUN [--strategy auto|always|never] [--json]',
+  usage: 'brig result RUN [FLAGS]',
+  flags: [
+    { name: 'strategy', value: 'auto|always|never', choices: STRATEGIES, description: 'cast a fresh envelope with this condensation strategy (not kept)' },
+    JSON_FLAG,
+  ],
+  examples: ['brig result r-0123456789abcdef', 'brig result RUN --strategy never --json'],
   async run(args, io) {
-    const p = parseArgs(args, { valued: ['strategy'], booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const [runId] = needPositionals(p, 1, command.usage);
     const given = p.flags.get('strategy')?.at(-1);
     const strategy = STRATEGIES.find((s) => s === given);

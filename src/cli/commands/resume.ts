@@ -1,14 +1,17 @@
 import { BrigError } from '../../util/errors.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { connectSupervisor } from '../connect.js';
+import { exitForRuns } from '../exit-codes.js';
 import { runBlock, runJson } from '../run-view.js';
 
 const command: Command = {
   name: 'resume',
   summary: 'Re-spawn a timed-out resumable script run from its pinned bytes and last checkpoint.',
   usage: 'brig resume RUN [--json]',
+  flags: [JSON_FLAG],
+  examples: ['brig resume r-0123456789abcdef'],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     if (p.positionals.length !== 1) throw new BrigError('invalid_input', 'resume takes exactly one RUN');
     const conn = await connectSupervisor(io, { needsJail: true });
     try {
@@ -19,7 +22,7 @@ const command: Command = {
       if (!done.ok) throw done.error;
       if (p.bools.has('json')) writeJson(io, await runJson(io, done.value));
       else io.stdout.write(done.value.status === 'ended' ? runBlock(done.value) : `run ${done.value.id} ${done.value.status} (resumes ${p.positionals[0]})\n`);
-      return done.value.status !== 'ended' || done.value.endReason === 'completed' ? 0 : 1;
+      return exitForRuns([done.value], { notEnded: 'ok' });
     } finally {
       await conn.close();
     }

@@ -1,7 +1,7 @@
 import { loadConfig } from '../../config/index.js';
 import { startDaemon } from '../../daemon/index.js';
 import { DEFAULT_SETTINGS, type SupervisorSettings } from '../../runs/index.js';
-import { numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
+import { JSON_FLAG, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
 
 /**
  * The daemon's tunables from its flags. `maxConcurrent` caps running children across the
@@ -30,9 +30,20 @@ export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
 const command: Command = {
   name: 'serve',
   summary: 'Run the supervisor as a daemon on $BRIG_HOME/brig.sock (HTTP API /v1, SSE events).',
-  usage: 'brig serve [--progress-interval SECONDS] [--stuck-kill SECONDS] [--max-children N] [--max-concurrent N] [--max-queued N] [--drain SECONDS] [--no-steer-inject] [--json]',
+  usage: 'brig serve [FLAGS]',
+  flags: [
+    { name: 'progress-interval', value: 'SECONDS', description: 'how often a running child is asked for progress' },
+    { name: 'stuck-kill', value: 'SECONDS', description: 'kill a child that has shown no progress for this long' },
+    { name: 'max-children', value: 'N', description: 'active children per parent (raises --max-concurrent with it)' },
+    { name: 'max-concurrent', value: 'N', description: 'running children across the daemon (default 5)' },
+    { name: 'max-queued', value: 'N', description: 'children waiting for a slot before spawns are refused' },
+    { name: 'drain', value: 'SECONDS', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30)' },
+    { name: 'no-steer-inject', description: 'steer by kill + respawn instead of injecting at the next step' },
+    JSON_FLAG,
+  ],
+  examples: ['brig serve &', 'brig serve --max-concurrent 8 --drain 60'],
   async run(args, io) {
-    const p = parseArgs(args, { valued: ['progress-interval', 'stuck-kill', 'max-children', 'max-queued', 'max-concurrent', 'drain'], booleans: ['json', 'no-steer-inject'] });
+    const p = parseArgs(args, command.flags);
     const settings = serveSettings(p);
     const d = await startDaemon(loadConfig(io.env), { settings });
     if (p.bools.has('json')) writeJson(io, { socket: d.socketPath, reconcile: d.report });

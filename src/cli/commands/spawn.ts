@@ -5,8 +5,10 @@ import { CAPABILITIES, loadPolicyFile, policyFileFor, profileOf, type Capability
 import type { SpawnRequestInput } from '../../runs/index.js';
 import { BrigError } from '../../util/errors.js';
 import { nearest } from '../../util/nearest.js';
-import { flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
 import { connectSupervisor } from '../connect.js';
+import { exitForRuns } from '../exit-codes.js';
+import { spawnLive } from '../live-spawn.js';
 import { runBlock, runJson } from '../run-view.js';
 
 /**
@@ -18,14 +20,33 @@ import { runBlock, runJson } from '../run-view.js';
 const command: Command = {
   name: 'spawn',
   summary: 'Run a child (a command or a script) in a fresh hardened jail through the supervisor.',
-  usage:
-    'brig spawn [--script FILE | -- ARGV...] [--task TEXT] [--objective TEXT] [--label L] [--profile P] [--cap CAP]... ' +
-    '[--expect PATH]... [--max-steps N] [--timeout SECONDS] [--memory MB] [--cpus N] [--pids N] [--artifact PATH]... [--image TAG] [--async] [--json]',
+  usage: 'brig spawn [FLAGS] (--script FILE | -- ARGV...)',
+  flags: [
+    { name: 'script', value: 'FILE', description: 'run an ES-module script with the brig SDK (instead of `-- ARGV...`)' },
+    { name: 'task', value: 'TEXT', description: 'what the child is asked to do (default: the command line or the script name)' },
+    { name: 'objective', value: 'TEXT', description: "the goal the task serves (in the script's packet)" },
+    { name: 'label', value: 'LABEL', description: 'a label to find the run by (`brig list --label`)' },
+    { name: 'profile', value: 'NAME', description: "the lease profile from this home's policy (`brig policy check` lists them)" },
+    { name: 'cap', value: 'CAP', repeatable: true, choices: CAPABILITIES, description: `ask for a capability (${CAPABILITIES.join(', ')})` },
+    { name: 'expect', value: 'PATH', repeatable: true, description: 'a file that must be in out/ when the run ends (relative; exit 9 when missing)' },
+    { name: 'max-steps', value: 'N', description: 'the step budget of a script child' },
+    { name: 'timeout', value: 'SECONDS', description: 'end the run as watchdog_timeout after this long' },
+    { name: 'memory', value: 'MB', description: 'memory limit of the jail' },
+    { name: 'cpus', value: 'N', description: 'CPU limit of the jail (fractions allowed)' },
+    { name: 'pids', value: 'N', description: 'process limit of the jail' },
+    { name: 'artifact', value: 'PATH', repeatable: true, description: 'mount a host file or directory read-only at /artifacts/<basename>' },
+    { name: 'image', value: 'TAG', description: 'the child image (default: the one `brig image build` made)' },
+    { name: 'async', description: 'return once the run is admitted (needs `brig serve`); `brig wait RUN` later' },
+    JSON_FLAG,
+  ],
+  examples: [
+    `brig spawn -- sh -c 'echo hi > out/hello.txt'`,
+    `brig spawn --script job.mjs --task 'count the errors' --expect report.json`,
+    `brig spawn --async --label nightly --artifact ./src -- sh -c 'find /artifacts/src -type f | wc -l > out/files.txt'`,
+    `brig spawn --json --timeout 60 --memory 256 -- node -e 'console.log(process.version)'`,
+  ],
   async run(args, io) {
-    const p = parseArgs(args, {
-      valued: ['script', 'task', 'objective', 'label', 'profile', 'cap', 'expect', 'max-steps', 'timeout', 'memory', 'cpus', 'pids', 'artifact', 'image'],
-      booleans: ['json', 'async'],
-    });
+    const p = parseArgs(args, command.flags);
     const argv = [...p.positionals, ...p.rest];
     const scriptFile = flag(p, 'script');
     if (scriptFile && argv.length > 0) throw new BrigError('invalid_input', 'give either --script FILE or `-- ARGV...`, not both');
@@ -90,16 +111,17 @@ const command: Command = {
       if (req.async && conn.mode === 'local') {
         throw new BrigError('daemon_unavailable', '--async needs a running daemon: an in-process supervisor ends with this command', { hint: 'Start `brig serve` first.' });
       }
-      // Both faces kill on abort: in-process directly, over the daemon by the run id.
-      const res = await conn.sup.spawn(req, { signal: stop.signal });
+      // Both faces kill on abort: in-process directly, over the daemon by the run id. On a
+      // terminal the run id shows at once and a live line while it runs; else one print at the end.
+      const live = io.isTTY && !req.async && !p.bools.has('json');
+      const res = live ? await spawnLive(io, conn, req, stop.signal) : await conn.sup.spawn(req, { signal: stop.signal });
       if (!res.ok) throw res.error;
       const r = res.value;
       if (p.bools.has('json')) writeJson(io, await runJson(io, r));
       else if (r.status !== 'ended') io.stdout.write(`run ${r.id} ${r.status}\n`);
       else io.stdout.write(runBlock(r));
-      if (r.status !== 'ended') return 0;
-      if (r.missingOutputs.length > 0) io.stderr.write(`brig: missing expected output${r.missingOutputs.length > 1 ? 's' : ''}: ${r.missingOutputs.join(', ')}\n`);
-      return r.endReason === 'completed' && r.missingOutputs.length === 0 ? 0 : 1;
+      if (r.status === 'ended' && r.missingOutputs.length > 0) io.stderr.write(`brig: missing expected output${r.missingOutputs.length > 1 ? 's' : ''}: ${r.missingOutputs.join(', ')}\n`);
+      return exitForRuns([r], { notEnded: 'ok' });
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);

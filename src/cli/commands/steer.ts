@@ -1,13 +1,15 @@
 import { BrigError } from '../../util/errors.js';
-import { parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { connectSupervisor } from '../connect.js';
 
 const command: Command = {
   name: 'steer',
   summary: 'Send a steering message to a running child (inject at its next step, or kill + respawn).',
   usage: 'brig steer RUN MESSAGE [--json]',
+  flags: [JSON_FLAG],
+  examples: ["brig steer r-0123456789abcdef 'skip the slow part'"],
   async run(args, io) {
-    const p = parseArgs(args, { booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     const [id, ...words] = p.positionals;
     if (!id || words.length === 0) throw new BrigError('invalid_input', 'steer takes a RUN and a MESSAGE');
     const conn = await connectSupervisor(io);

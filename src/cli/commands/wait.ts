@@ -1,7 +1,8 @@
 import { elapsedMs, type RunRecord, type Supervisor } from '../../runs/index.js';
 import { BrigError } from '../../util/errors.js';
-import { numberFlag, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
+import { JSON_FLAG, numberFlag, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
 import { connectSupervisor } from '../connect.js';
+import { exitForRuns } from '../exit-codes.js';
 import { fmtMs, runBlock, runJson } from '../run-view.js';
 
 /** On a terminal: one status line per run, redrawn on every event (elapsed, steps, children). */
@@ -32,9 +33,11 @@ async function live(io: CliIO, sup: Supervisor, ids: string[], signal: AbortSign
 const command: Command = {
   name: 'wait',
   summary: 'Wait for runs to end; shows live progress on a terminal.',
-  usage: 'brig wait RUN... [--timeout SECONDS] [--json]',
+  usage: 'brig wait RUN... [FLAGS]',
+  flags: [{ name: 'timeout', value: 'SECONDS', description: 'stop waiting after this long (the runs go on; exit 8)' }, JSON_FLAG],
+  examples: ['brig wait r-0123456789abcdef', 'brig wait RUN1 RUN2 --timeout 60', 'brig wait RUN --json'],
   async run(args, io) {
-    const p = parseArgs(args, { valued: ['timeout'], booleans: ['json'] });
+    const p = parseArgs(args, command.flags);
     if (p.positionals.length === 0) throw new BrigError('invalid_input', 'wait needs at least one RUN', { hint: '`brig list` shows run ids.' });
     const t = numberFlag(p, 'timeout');
     const conn = await connectSupervisor(io);
@@ -52,7 +55,10 @@ const command: Command = {
       await drawing;
       if (p.bools.has('json')) writeJson(io, { runs: await Promise.all(results.map((r) => runJson(io, r))) });
       else for (const r of results) io.stdout.write(runBlock(r));
-      return results.every((r) => r.endReason === 'completed') ? 0 : 1;
+      const code = exitForRuns(results, { notEnded: 'timedOut' });
+      const going = results.filter((r) => r.status !== 'ended').map((r) => r.id);
+      if (going.length > 0) io.stderr.write(`brig: wait timed out; still going: ${going.join(' ')}\n`);
+      return code;
     } finally {
       await conn.close();
     }

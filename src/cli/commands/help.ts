@@ -1,0 +1,31 @@
+import { BrigError } from '../../util/errors.js';
+import { nearest, parseArgs, type Command } from '../command.js';
+import { exitTable } from '../exit-codes.js';
+import { renderCommandHelp, renderGroupHelp, renderTopHelp } from '../help.js';
+import { COMMANDS, GROUPS } from '../registry.js';
+
+/** `brig help [COMMAND...]`: the same pages as `--help`, plus the exit-code table. */
+const command: Command = {
+  name: 'help',
+  summary: 'Show help for brig, a command or a group (`brig help lease list`).',
+  usage: 'brig help [COMMAND [SUBCOMMAND] | exit-codes]',
+  flags: [],
+  examples: ['brig help spawn', 'brig help lease list', 'brig help ref', 'brig help exit-codes'],
+  async run(args, io) {
+    const p = parseArgs(args, command.flags);
+    const topic = p.positionals.join(' ');
+    if (topic === '') io.stdout.write(renderTopHelp());
+    else if (topic === 'exit-codes') {
+      io.stdout.write('Exit codes (docs/cli.md):\n' + exitTable().map((r) => `  ${String(r.code).padStart(3)}  ${r.meaning}`).join('\n') + '\n');
+    } else if (Object.hasOwn(COMMANDS, topic)) io.stdout.write(renderCommandHelp(await COMMANDS[topic]!.load()));
+    else if (Object.hasOwn(GROUPS, topic)) io.stdout.write(renderGroupHelp(topic));
+    else {
+      const near = nearest(topic, [...Object.keys(COMMANDS), ...Object.keys(GROUPS), 'exit-codes']);
+      throw new BrigError('invalid_input', `no help topic ${JSON.stringify(topic.slice(0, 60))}`, {
+        hint: near ? `Did you mean \`brig help ${near}\`?` : '`brig --help` lists the commands.',
+      });
+    }
+    return 0;
+  },
+};
+export default command;

@@ -1,0 +1,58 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { EXIT, exitForRuns, exitTable } from '../../../src/cli/exit-codes.js';
+import { exitCodeFor, type ErrorKind } from '../../../src/util/errors.js';
+import { ERROR_CODES } from '../../../src/util/error-codes.js';
+import type { RunRecord } from '../../../src/runs/index.js';
+
+const DOC = path.resolve(import.meta.dirname, '../../../docs/cli.md');
+
+/** The rows of the markdown table under `## Exit codes` in docs/cli.md. */
+function documented(): { code: number; name: string; when: string }[] {
+  const text = fs.readFileSync(DOC, 'utf8');
+  const section = text.slice(text.indexOf('\n## Exit codes\n'));
+  assert.ok(section.length > 0, 'docs/cli.md has an "Exit codes" section');
+  const lines = section.split('\n');
+  const head = lines.findIndex((l) => /^\|\s*code\s*\|\s*name\s*\|/.test(l));
+  assert.ok(head > 0, 'a | code | name | … | table');
+  const rows = [];
+  for (const l of lines.slice(head + 2)) {
+    if (!l.startsWith('|')) break;
+    const cells = l.split('|').slice(1, -1).map((c) => c.trim());
+    rows.push({ code: Number(cells[0]), name: cells[1]!, when: cells[2] ?? '' });
+  }
+  return rows;
+}
+
+test('docs/cli.md documents exactly the exit codes the CLI uses, in one table', () => {
+  const doc = documented();
+  assert.deepEqual(doc.map(({ code, name }) => ({ code, name })), exitTable().map(({ code, name }) => ({ code, name })));
+  for (const r of doc) assert.ok(r.when.length > 10, `exit ${r.code} says when`);
+});
+
+test('every exit code is distinct: the outcomes and each error kind; only the run failing is 1', () => {
+  const codes = exitTable().map((r) => r.code);
+  assert.equal(new Set(codes).size, codes.length, `duplicates in ${codes.join(' ')}`);
+  const kinds = [...new Set(Object.values(ERROR_CODES).map((c) => c.kind))] as ErrorKind[];
+  for (const k of kinds) assert.ok(exitTable().some((r) => r.name === k && r.code === exitCodeFor(k)), `kind ${k} is in the table`);
+  assert.equal(exitCodeFor('internal'), 70);
+  assert.equal(exitCodeFor(ERROR_CODES.ledger_corrupt.kind), 10, 'a corrupt ledger is not a brig bug');
+  assert.deepEqual([EXIT.runFailed, EXIT.waitTimedOut, EXIT.outputsMissing], [1, 8, 9]);
+});
+
+const rec = (p: Partial<RunRecord>): RunRecord => ({ id: 'r-0', status: 'ended', endReason: 'completed', missingOutputs: [], ...p }) as RunRecord;
+
+test('exitForRuns: a known bad end wins over not knowing yet (1, then 9, then 8); --async not ended is 0', () => {
+  const done = rec({});
+  const failed = rec({ endReason: 'failed' });
+  const missing = rec({ missingOutputs: ['a.txt'] });
+  const going = rec({ status: 'running', endReason: null });
+  assert.equal(exitForRuns([done], { notEnded: 'timedOut' }), 0);
+  assert.equal(exitForRuns([failed, missing, going], { notEnded: 'timedOut' }), 1);
+  assert.equal(exitForRuns([rec({ endReason: 'killed', missingOutputs: ['a'] })], { notEnded: 'timedOut' }), 1, 'a killed run is failed, whatever it left');
+  assert.equal(exitForRuns([missing, going], { notEnded: 'timedOut' }), 9);
+  assert.equal(exitForRuns([done, going], { notEnded: 'timedOut' }), 8);
+  assert.equal(exitForRuns([going], { notEnded: 'ok' }), 0);
+});
