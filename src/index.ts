@@ -17,8 +17,8 @@ export { FileLedger, MemoryLedger, verifyLedger } from './ledger/index.js';
 export type { Ledger, LedgerEvent, LedgerReport } from './ledger/index.js';
 export { BrokerServer, METHODS as BROKER_METHODS } from './broker/index.js';
 export type { BrokerCall, Handler as BrokerHandler, Handlers as BrokerHandlers, Method as BrokerMethod, BrokerRunHandle } from './broker/index.js';
-export { createBrig, startDaemon } from './daemon/index.js';
-export type { Brig, BrigOptions, Daemon } from './daemon/index.js';
+export { createBrig, startDaemon, openOperator } from './daemon/index.js';
+export type { Brig, BrigOptions, Daemon, Operator, LeaseView, PolicyCheck } from './daemon/index.js';
 export { ApiClient } from './api/index.js';
 export { createSupervisor, SpawnRequestSchema, DEFAULT_SETTINGS as SUPERVISOR_DEFAULTS, END_REASONS, KILLED_BY } from './runs/index.js';
 export type {

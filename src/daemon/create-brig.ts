@@ -1,51 +1,66 @@
 import { ApiClient } from '../api/index.js';
 import { brigPaths, loadConfig, type BrigConfig } from '../config/index.js';
-import type { RefService, Supervisor, SupervisorSettings } from '../runs/index.js';
+import { ReadOnlyRuns, type RefService, type Supervisor, type SupervisorSettings } from '../runs/index.js';
+import { BrigError } from '../util/errors.js';
 import { composeSupervisor } from './compose.js';
 import { openRefService } from './refs.js';
 
 /**
  * The library entry: `createBrig(options)` gives the Supervisor surface (spawn, wait, list,
- * get, kill, steer, resume, events as an async iterator). It talks to the daemon when one
- * answers on $BRIG_HOME/brig.sock, else it runs the supervisor in this process (reconciling
- * persisted runs, like a daemon without a socket).
+ * get, kill, steer, resume, events as an async iterator) and the drill-in surface (`refs`).
+ * It talks to the daemon when one answers on $BRIG_HOME/brig.sock; else it runs the
+ * supervisor in this process (reconciling persisted runs, like a daemon without a socket) —
+ * or, with `reconcile: false`, one that holds only the runs it spawns (what a CLI command
+ * without a daemon needs) — or, in `read` mode, only reads the records on disk.
  */
 export interface BrigOptions {
   /** $BRIG_HOME; default from the environment (config/ reads it). */
   home?: string;
-  /** `auto` (default): the daemon if it answers, else in-process. */
-  mode?: 'auto' | 'daemon' | 'local';
-  /** In-process only: supervisor tunables. */
+  /** The environment to read the configuration from (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+  /**
+   * `auto` (default): the daemon if it answers, else `fallback`. `daemon`: only the daemon.
+   * `local`: an in-process supervisor. `read`: the run records on disk, read-only.
+   */
+  mode?: 'auto' | 'daemon' | 'local' | 'read';
+  /** What `auto` falls back to when no daemon answers (default `local`). */
+  fallback?: 'local' | 'read';
+  /** Local only: reconcile the home's persisted runs (default true; false holds only its own runs). */
+  reconcile?: boolean;
+  /** Local only: supervisor tunables. */
   settings?: Partial<SupervisorSettings>;
 }
 
 export type Brig = Omit<Supervisor, 'start'> & {
-  readonly mode: 'daemon' | 'local';
+  readonly mode: 'daemon' | 'local' | 'read';
   /** Drill-in: a run's ResultRefs, the five slice verbs, and its envelope (`result`). */
   readonly refs: RefService;
 };
 
 export async function createBrig(o: BrigOptions = {}): Promise<Brig> {
-  const base = loadConfig();
+  const base = loadConfig(o.env);
   const cfg: BrigConfig = o.home ? { ...base, home: o.home } : base;
-  const socket = brigPaths(cfg.home).socket;
+  const paths = brigPaths(cfg.home);
   const mode = o.mode ?? 'auto';
-  if (mode !== 'local' && (await ApiClient.probe(socket))) {
+  if ((mode === 'auto' || mode === 'daemon') && (await ApiClient.probe(paths.socket))) {
     // Results are on this host's disk under the same home: slicing runs here, with its own pool.
-    const api = new ApiClient(socket);
+    const api = new ApiClient(paths.socket);
     const refs = openRefService(cfg, (id) => api.get(id));
     return wrap(api, 'daemon', refs.refs, () => refs.close());
   }
-  if (mode === 'daemon') {
-    const { BrigError } = await import('../util/errors.js');
-    throw new BrigError('daemon_unavailable', `no daemon answers on ${socket}`);
+  if (mode === 'daemon') throw new BrigError('daemon_unavailable', `no daemon answers on ${paths.socket}`);
+  if (mode === 'read' || (mode === 'auto' && o.fallback === 'read')) {
+    const runs = new ReadOnlyRuns(paths.runs);
+    const refs = openRefService(cfg, (id) => runs.get(id));
+    return wrap(runs, 'read', refs.refs, () => refs.close());
   }
-  const composed = await composeSupervisor(cfg, { reconcile: true, ...(o.settings ? { settings: o.settings } : {}) });
+  const reconcile = o.reconcile !== false;
+  const composed = await composeSupervisor(cfg, { reconcile, ...(o.settings ? { settings: o.settings } : {}) });
   await composed.supervisor.start();
   return wrap(composed.supervisor, 'local', composed.refs, () => composed.close());
 }
 
-function wrap(s: Supervisor, mode: 'daemon' | 'local', refs: RefService, close: () => Promise<void>): Brig {
+function wrap(s: Supervisor, mode: Brig['mode'], refs: RefService, close: () => Promise<void>): Brig {
   return {
     mode,
     refs,
@@ -54,7 +69,7 @@ function wrap(s: Supervisor, mode: 'daemon' | 'local', refs: RefService, close: 
     list: (f) => s.list(f),
     get: (id) => s.get(id),
     kill: (id, opts) => s.kill(id, opts),
-    steer: (id, m) => s.steer(id, m),
+    steer: (id, m, opts) => s.steer(id, m, opts),
     resume: (id) => s.resume(id),
     events: (opts) => s.events(opts),
     close: async () => {

@@ -2,3 +2,4 @@
 export { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
 export { startDaemon, type Daemon } from './serve.js';
 export { createBrig, type Brig, type BrigOptions } from './create-brig.js';
+export { openOperator, type Operator, type LeaseView, type PolicyCheck } from './operator.js';
