@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CollectCaps, Jail, JailInput, JailSpec } from '../jail/types.js';
-import { BrigError, toBrigError } from '../util/errors.js';
+import { BrigError, publicError } from '../util/errors.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
 import type { RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
@@ -121,7 +121,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     await fs.rm(spool, { recursive: true, force: true });
     await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
     const caps = collectCapsFor(sup.settings, r.resultCapBytes);
-    const rep = await jail.collect(dest, caps);
+    const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe });
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;
     patch.outputFiles = rep.files.length;
@@ -142,10 +142,10 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
       ...(resultFile ? { resultFile } : {}),
       ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
       ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
+      collected: rep.files,
     });
   } catch (e) {
-    const be = toBrigError(e);
-    patch.error = { code: be.code, message: be.message };
+    patch.error = publicError(e);
     patch.missingOutputs = [...r.expectedOutputs];
   } finally {
     await fs.rm(spool, { recursive: true, force: true }).catch(() => {});

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ErrorCode } from '../util/errors.js';
 
 /**
  * A run's life as data: its statuses, its one end reason (INV-8) and who killed it, and the
@@ -26,8 +27,9 @@ export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 export const RUN_KINDS = ['script', 'command', 'agent'] as const; // `agent` is reserved
 export type RunKind = (typeof RUN_KINDS)[number];
 
+/** Why a run did not complete: a code of the one catalog (util/error-codes.ts) and a message with no host paths. */
 export interface RunError {
-  code: string;
+  code: ErrorCode;
   message: string;
 }
 

@@ -5,7 +5,7 @@ import { EventBus } from './event-bus.js';
 import type { BrokerHandle, Clock, LeaseGrant } from './ports.js';
 import type { RunStore } from './run-store.js';
 import type { SupervisorEvent } from './events.js';
-import type { EndReason, KilledBy, RunRecord } from './run-record.js';
+import type { EndReason, KilledBy, RunError, RunRecord } from './run-record.js';
 import type { SpawnContext, SpawnRequest, SpawnRequestInput } from './spawn-request.js';
 import type { KillOptions, SteerOutcome, WaitOptions } from './supervisor-api.js';
 import type { SupervisorSettings } from './settings.js';
@@ -134,7 +134,7 @@ export interface RunActions {
 
 export interface EndOptions {
   killedBy?: KilledBy;
-  error?: { code: string; message: string };
+  error?: RunError;
   /**
    * Output collection (default true): whatever the run wrote is kept however it ended
    * (INV-8); a kill or timeout stops the container first and marks the result partial.

@@ -11,7 +11,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Jail } from '../jail/types.js';
-import { BrigError, toBrigError } from '../util/errors.js';
+import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
 import { buildPacket, jailSpecFor } from './launch.js';
 import type { SupervisorDeps } from './ports.js';
@@ -115,8 +115,8 @@ export class RunStarter {
       table.emit(running.value, { type: 'started' });
       this.watch(runId, handle.jail);
     } catch (e) {
-      const be = toBrigError(e);
-      if (!(await this.d.actions.endRun(runId, 'failed', { collect: false, error: { code: be.code, message: be.message } }))) await abandon();
+      // Kept on the record and handed to a parent: no host path of an unknown error crosses.
+      if (!(await this.d.actions.endRun(runId, 'failed', { collect: false, error: publicError(e) }))) await abandon();
     }
   }
 
@@ -140,7 +140,7 @@ export class RunStarter {
     table.background(
       jail.wait().then(
         (exit) => {
-          const error = exit.exitCode === 0 ? undefined : { code: 'child_failed', message: exit.oomKilled ? 'the child ran out of memory' : `the child exited with code ${exit.exitCode}` };
+          const error = exit.exitCode === 0 ? undefined : { code: 'child_failed' as const, message: exit.oomKilled ? 'the child ran out of memory' : `the child exited with code ${exit.exitCode}` };
           return this.d.actions.endRun(runId, exit.exitCode === 0 ? 'completed' : 'failed', { exitCode: exit.exitCode, ...(error ? { error } : {}) });
         },
         (e) => this.d.actions.endRun(runId, 'failed', { error: { code: toBrigError(e).code, message: 'lost the container' } }),

@@ -162,7 +162,7 @@ class BrigSupervisor implements SupervisorCore {
   async shutdown(o: ShutdownOptions = {}): Promise<ShutdownReport> {
     this.#draining = true;
     const report: ShutdownReport = { drained: [], killed: [] };
-    const stop = { code: 'shutting_down', message: 'the supervisor shut down before the run could start or finish' };
+    const stop = { code: 'shutting_down' as const, message: 'the supervisor shut down before the run could start or finish' };
     const killAll = async (runs: RunRecord[]) => {
       // All claimed in one tick (the end door claims synchronously), so each reads killedBy
       // system, not `parent` through its parent's cascade.

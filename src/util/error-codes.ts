@@ -50,6 +50,7 @@ export const ERROR_CODES = {
   ledger_corrupt: { kind: 'corrupt', hint: 'The audit chain is broken; `brig audit verify` names the first bad line.' },
   shutting_down: { kind: 'unavailable', hint: 'The supervisor is shutting down and admits nothing new; retry once `brig serve` is back.' },
   supervisor_running: { kind: 'conflict', hint: 'Run `brig serve` so every command shares one supervisor.' },
+  child_failed: { kind: 'invalid', hint: 'The child exited non-zero or ran out of memory; its stderr tail (`brig result RUN`, `brig ref list RUN`) says why.' },
   internal: { kind: 'internal', hint: 'This is a bug in brig; the ledger and logs hold the details.' },
 } as const satisfies Record<string, { kind: ErrorKind; hint: string }>;
 

@@ -52,6 +52,28 @@ export function toBrigError(e: unknown): BrigError {
   return new BrigError('internal', msg, { cause: e });
 }
 
+/** An absolute host path (two or more components): what a message must not carry past the host. */
+const HOST_PATH = /(?:\/[A-Za-z0-9._@+-]+){2,}\/?/g;
+
+/**
+ * A message with host paths replaced by their last component (`…/run.json`): unknown errors
+ * (a Node fs error, an engine reply) name paths under $BRIG_HOME that a child, a parent or a
+ * record must not see. The original error stays the `cause`, for the host's own logs.
+ */
+export function scrubHostPaths(text: string): string {
+  return text.replace(HOST_PATH, (p) => `…/${p.replace(/\/$/, '').split('/').pop()}`);
+}
+
+/**
+ * How an error is kept on a run record and handed to a parent: a code of the catalog and a
+ * message. brig's own errors keep their words; anything else is `internal` (or the code it
+ * carries) with its host paths scrubbed.
+ */
+export function publicError(e: unknown): { code: ErrorCode; message: string } {
+  const be = toBrigError(e);
+  return { code: be.code, message: e instanceof BrigError ? be.message : scrubHostPaths(be.message) };
+}
+
 /** Expected refusals are values, not throws. */
 export type Result<T, E = BrigError> = { ok: true; value: T } | { ok: false; error: E };
 export const ok = <T>(value: T): Result<T, never> => ({ ok: true, value });
