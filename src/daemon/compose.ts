@@ -66,8 +66,9 @@ function leasePort(store: LeaseStore): LeasePort {
 export function resultsPort(store: FsResultStore): ResultsPort {
   return {
     outDir: (rootRunId, runId) => path.join(store.runDir(rootRunId, runId), 'out'),
+    observe: store.observe,
     async index(rootRunId, runId, dir, extras = {}) {
-      let m = await store.indexDir(runId, rootRunId, dir);
+      let m = await store.indexCollected(runId, rootRunId, dir, extras.collected ?? []);
       if (extras.result !== undefined) await store.writeValue(runId, rootRunId, extras.result);
       if (extras.resultFile) await store.writeStream(runId, rootRunId, 'result.json', createReadStream(extras.resultFile), {}, 'value');
       for (const [name, text] of [['stdout.txt', extras.stdout], ['stderr.txt', extras.stderr]] as const) {

@@ -59,6 +59,27 @@ export interface CollectedFile {
   /** Relative path under the output directory (POSIX separators). */
   path: string;
   bytes: number;
+  /** What the observer's end() returned for this file, when collect was given an observer. */
+  observed?: unknown;
+}
+
+/**
+ * Watches one file's bytes while collect writes them: every byte, in order, each chunk after
+ * the caps passed it and before it reaches the disk. A throw refuses the whole collection.
+ */
+export interface CollectObserver {
+  update(chunk: Buffer): void;
+  /** Called once the file is complete on disk; the value is reported as the file's `observed`. */
+  end(): unknown;
+}
+
+export interface CollectOptions {
+  /**
+   * One observer per regular file about to be written (its path relative to destDir), so a
+   * caller can hash or index the bytes in the same pass instead of reading them back. Never
+   * called for a skipped entry; a file refused midway never gets end().
+   */
+  observe?: (relPath: string) => CollectObserver;
 }
 
 export interface CollectReport {
@@ -86,7 +107,7 @@ export interface Jail {
   kill(): Promise<void>;
   tails(): StreamTails;
   /** Copy /workspace/<from> (default `out`) to destDir atomically, regular files only. */
-  collect(destDir: string, caps: CollectCaps, from?: string): Promise<CollectReport>;
+  collect(destDir: string, caps: CollectCaps, from?: string, opts?: CollectOptions): Promise<CollectReport>;
   /** Remove the container and its workspace volume. Safe to call twice. */
   destroy(): Promise<void>;
 }

@@ -1,5 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
-import { LINE_INDEX_STRIDE } from './types.js';
+import { previewOf, shapeOf, sniffKind } from './kind.js';
+import { LINE_INDEX_STRIDE, type ResultKind } from './types.js';
 
 const HEAD_BYTES = 65536;
 
@@ -69,4 +70,45 @@ export function decodeLineIndex(buf: Buffer): number[] {
   const out: number[] = [];
   for (let k = 0; k + 8 <= buf.length; k += 8) out.push(buf.readDoubleLE(k));
   return out;
+}
+
+/**
+ * What a ResultRef needs to know about one file, computed while its bytes streamed by: the
+ * 64 KiB head is reduced to kind, preview and shape at once, so holding one of these per
+ * collected file costs its preview and its line index (8 bytes per 1024 lines), not its head.
+ * A class, not a shape: the store trusts only scans this module made (anything else is
+ * re-read from disk).
+ */
+export class ScannedFile {
+  readonly bytes: number;
+  readonly sha256: string;
+  readonly lines: number;
+  /** The encoded sparse line index (encodeLineIndex). */
+  readonly lineIndex: Buffer;
+  readonly kind: ResultKind;
+  readonly preview: string;
+  readonly rows: number | undefined;
+  readonly columns: string[] | undefined;
+
+  constructor(name: string, scan: ScanResult) {
+    this.bytes = scan.bytes;
+    this.sha256 = scan.sha256;
+    this.lines = scan.lines;
+    this.lineIndex = encodeLineIndex(scan.offsets);
+    this.kind = sniffKind(name, scan.head);
+    this.preview = previewOf(scan.head, this.kind);
+    const shape = shapeOf(this.kind, scan.head, scan.lines);
+    this.rows = shape.rows;
+    this.columns = shape.columns;
+  }
+}
+
+/**
+ * A per-file observer for the jail's collect (its CollectObserver, structurally): scans the
+ * bytes as they are written; end() gives the ScannedFile that indexCollected reuses.
+ * `name` is the file's path (only its extension matters, as for sniffKind).
+ */
+export function scanObserver(name: string): { update(chunk: Buffer): void; end(): ScannedFile } {
+  const scan = new ContentScan();
+  return { update: (chunk) => scan.update(chunk), end: () => new ScannedFile(name, scan.finish()) };
 }

@@ -1,6 +1,6 @@
 /**
  * The envelope a coordinator received, kept beside the run's refs (`<runDir>/envelope.json`,
- * temp + rename) the first time it is cast. Why: a Level 2 envelope comes from a model and is
+ * util/atomic-file.ts) the first time it is cast. Why: a Level 2 envelope comes from a model and is
  * neither free nor deterministic; `brig result`, the API and `brig explain` must show the
  * envelope that was actually handed over, not a new one, and must not bill the model again.
  * Not a ResultRef (it is not child output): retention removes it with the run's directory.
@@ -9,10 +9,10 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { writeFileAtomic } from '../util/atomic-file.js';
 import type { FsResultStore } from './result-store.js';
 import type { CondenseOptions } from './condense.js';
 import { type EnvelopeRun, type RunEnvelope, buildRunEnvelope } from './run-envelope.js';
-import { atomicWrite } from './store-fs.js';
 import type { ResultRef } from './types.js';
 
 const ENVELOPE_FILE = 'envelope.json';
@@ -48,7 +48,7 @@ export async function loadEnvelope(store: FsResultStore, rootRunId: string, runI
 export async function saveEnvelope(store: FsResultStore, rootRunId: string, runId: string, env: RunEnvelope): Promise<void> {
   const dir = store.runDir(rootRunId, runId);
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
-  await atomicWrite(path.join(dir, ENVELOPE_FILE), Buffer.from(JSON.stringify(env)));
+  await writeFileAtomic(path.join(dir, ENVELOPE_FILE), JSON.stringify(env));
 }
 
 /**

@@ -13,7 +13,8 @@ export {
 } from './types.js';
 export type { RefSource, ResultCaps, ResultKind, ResultRef, RunManifest } from './types.js';
 export { DEFAULT_RESULT_CAPS, DEFAULT_RETENTION_MS, FsResultStore, safeRelPath } from './result-store.js';
-export type { ResultStoreOptions, SweepReport } from './result-store.js';
+export type { CollectedScan, ResultStoreOptions, SweepReport } from './result-store.js';
+export { ScannedFile, scanObserver } from './content-scan.js';
 export { sniffKind, previewOf, utf8Boundary } from './kind.js';
 export { CONDENSE_DEFAULTS, CondensedSummarySchema, condense, estimateTokens, headTail, parseSummary, renderSummary } from './condense.js';
 export type { CondenseOptions, CondenseStrategy, Condensed, CondensationLevel, CondensedSummary } from './condense.js';

@@ -3,8 +3,10 @@
  * bounded stdio and its /workspace/out files, each described by a ResultRef in refs.json.
  *
  * Guarantees: streaming end to end (hash, line index, kind and preview in the same pass; the
- * content is never held in memory); atomic (temp file + rename, then the manifest — written
- * with temp + rename — is the commit point, so a crash leaves no half ref); byte caps per file
+ * content is never held in memory; a collected out/ is described from the scans its collect
+ * made while the bytes came in, not read again); atomic and durable (every file is written
+ * to a temp, fsynced and renamed — util/atomic-file.ts — and the manifest, written last, is
+ * the commit point, so a crash leaves no half ref); byte caps per file
  * and per run refuse with `ref_too_large`, never truncate; only regular files become refs
  * (symlinks, hardlinks, devices, fifos are skipped and listed); files are made read-only.
  * Threat: a child's output trying to escape its directory or exhaust the host.
@@ -17,11 +19,10 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { commitTemp, fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
 import { BrigError } from '../util/errors.js';
-import { ContentScan, type ScanResult, decodeLineIndex, encodeLineIndex } from './content-scan.js';
-import { previewOf, shapeOf, sniffKind } from './kind.js';
+import { ContentScan, ScannedFile, decodeLineIndex, scanObserver } from './content-scan.js';
 import {
-  atomicWrite,
   checkRunId,
   exists,
   listRegularFiles,
@@ -67,6 +68,15 @@ const MANIFEST = 'refs.json';
 /** A temp file this old belongs to a writer that crashed. */
 const STALE_TEMP_MS = 60 * 60 * 1000;
 const INDEX_DIR = '.index';
+
+/** What the jail's collect reported about one file: its path under the collected dir, and what scanObserver's end() gave. */
+export interface CollectedScan {
+  path: string;
+  observed?: unknown;
+}
+
+/** Files of one directory described at once: their fs work overlaps, their refs keep the walk's order. */
+const INDEX_CONCURRENCY = 8;
 
 export interface SweepReport {
   runs: number;
@@ -130,18 +140,20 @@ export class FsResultStore {
       },
     });
     try {
-      await pipeline(readable, meter, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: 1 << 20 }));
+      // flush: fsync before close, so the rename below never publishes bytes still in flight.
+      await pipeline(readable, meter, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: 1 << 20, flush: true }));
       await fsp.chmod(tmp, 0o444);
-      await fsp.rename(tmp, final);
+      await commitTemp(tmp, final);
     } catch (e) {
       await fsp.rm(tmp, { force: true });
       throw e instanceof BrigError ? e : new BrigError('internal', `could not materialize ${rel}`, { cause: e });
     } finally {
       this.inflight.set(key, (this.inflight.get(key) ?? counted) - counted);
     }
-    const result = scan.finish();
-    const ref = this.describe(runId, rootRunId, rel, source, result);
-    await this.writeIndex(dir, ref.ref, result.offsets);
+    const facts = new ScannedFile(rel, scan.finish());
+    const ref = this.describe(runId, rootRunId, rel, source, facts);
+    await this.writeIndex(dir, ref.ref, facts.lineIndex);
+    await fsyncDir(path.join(dir, INDEX_DIR));
     await this.commit(rootRunId, runId, [ref], []);
     return ref;
   }
@@ -155,9 +167,27 @@ export class FsResultStore {
 
   /**
    * Turns an already-materialized directory inside the run's result directory (where the
-   * jail's collect put /workspace/out) into refs, in place. Regular files only.
+   * jail's collect put /workspace/out) into refs, in place. Regular files only. Reads every
+   * file back to scan it; indexCollected does not when collect scanned them on the way in.
    */
-  async indexDir(runId: string, rootRunId: string, dir: string, caps: Partial<ResultCaps> = {}): Promise<RunManifest> {
+  indexDir(runId: string, rootRunId: string, dir: string, caps: Partial<ResultCaps> = {}): Promise<RunManifest> {
+    return this.indexCollected(runId, rootRunId, dir, [], caps);
+  }
+
+  /**
+   * indexDir for a directory the jail's collect just wrote with `observe` (scanObserver)
+   * watching: `scans` is its report's files (path relative to `dir`, `observed` = the scan).
+   * A file whose scan this store made and whose size on disk is the scanned size is described
+   * from the scan; any other file (no scan, a foreign one, a size that changed) is read as
+   * indexDir reads it. The walk, the caps, the skips and the commit are indexDir's.
+   */
+  async indexCollected(
+    runId: string,
+    rootRunId: string,
+    dir: string,
+    scans: Iterable<CollectedScan>,
+    caps: Partial<ResultCaps> = {},
+  ): Promise<RunManifest> {
     const runDir = this.runDir(rootRunId, runId);
     const abs = path.resolve(dir);
     const relDir = path.relative(runDir, abs);
@@ -172,19 +202,25 @@ export class FsResultStore {
       total += f.size;
       if (total > limits.maxRunBytes) throw tooLarge(f.rel, 'run', limits.maxRunBytes);
     }
-    const refs: ResultRef[] = [];
-    for (const f of files) {
-      const scan = new ContentScan();
-      const stream = fs.createReadStream(f.abs, { highWaterMark: 1 << 20 });
-      for await (const chunk of stream) scan.update(chunk as Buffer);
+    const known = new Map<string, ScannedFile>();
+    for (const s of scans) if (s.observed instanceof ScannedFile) known.set(s.path, s.observed);
+    const prefix = relDir.split(path.sep).join('/') + '/';
+    await fsp.mkdir(path.join(runDir, INDEX_DIR), { recursive: true });
+    const refs: ResultRef[] = new Array(files.length);
+    await inParallel(files, async (f, i) => {
+      const scanned = known.get(f.rel.slice(prefix.length));
+      const facts = scanned !== undefined && scanned.bytes === f.size ? scanned : await scanFile(f.abs, f.rel);
       await fsp.chmod(f.abs, 0o444);
-      const result = scan.finish();
-      const ref = this.describe(runId, rootRunId, f.rel, 'out', result);
-      await this.writeIndex(runDir, ref.ref, result.offsets);
-      refs.push(ref);
-    }
+      const ref = this.describe(runId, rootRunId, f.rel, 'out', facts);
+      await this.writeIndex(runDir, ref.ref, facts.lineIndex);
+      refs[i] = ref;
+    });
+    await fsyncDir(path.join(runDir, INDEX_DIR));
     return this.commit(rootRunId, runId, refs, skipped);
   }
+
+  /** The observer the jail's collect feeds each out/ file through (ResultsPort.observe). */
+  readonly observe = scanObserver;
 
   async manifest(runId: string): Promise<RunManifest> {
     checkRunId(runId);
@@ -226,10 +262,10 @@ export class FsResultStore {
     return path.join(this.runDir(rootRunId, runId), 'out');
   }
 
-  /** Indexes a collected out/ directory; returns how many refs it made. */
-  async index(rootRunId: string, runId: string, dir: string): Promise<number> {
+  /** Indexes a collected out/ directory (from collect's scans when given); returns how many refs it made. */
+  async index(rootRunId: string, runId: string, dir: string, extras: { collected?: Iterable<CollectedScan> } = {}): Promise<number> {
     const before = (await this.readManifest(rootRunId, runId))?.refs.length ?? 0;
-    const m = await this.indexDir(runId, rootRunId, dir);
+    const m = await this.indexCollected(runId, rootRunId, dir, extras.collected ?? []);
     return m.refs.length - before;
   }
 
@@ -309,8 +345,7 @@ export class FsResultStore {
     };
   }
 
-  private describe(runId: string, rootRunId: string, rel: string, source: RefSource, scan: ScanResult): ResultRef {
-    const kind = sniffKind(rel, scan.head);
+  private describe(runId: string, rootRunId: string, rel: string, source: RefSource, facts: ScannedFile): ResultRef {
     const created = this.now();
     return {
       ref: newRefId(),
@@ -318,20 +353,22 @@ export class FsResultStore {
       rootRunId,
       path: rel,
       source,
-      kind,
-      bytes: scan.bytes,
-      ...shapeOf(kind, scan.head, scan.lines),
-      lines: scan.lines,
-      sha256: scan.sha256,
-      preview: previewOf(scan.head, kind),
+      kind: facts.kind,
+      bytes: facts.bytes,
+      ...(facts.rows !== undefined ? { rows: facts.rows } : {}),
+      ...(facts.columns !== undefined ? { columns: facts.columns } : {}),
+      lines: facts.lines,
+      sha256: facts.sha256,
+      preview: facts.preview,
       createdAt: created.toISOString(),
       expiresAt: new Date(created.getTime() + this.retentionMs).toISOString(),
     };
   }
 
-  private async writeIndex(runDir: string, ref: string, offsets: number[]): Promise<void> {
+  /** The ref's line index, durable but for its directory entry: the caller fsyncs INDEX_DIR once. */
+  private async writeIndex(runDir: string, ref: string, lineIndex: Buffer): Promise<void> {
     await fsp.mkdir(path.join(runDir, INDEX_DIR), { recursive: true });
-    await atomicWrite(path.join(runDir, INDEX_DIR, `${ref}.lidx`), encodeLineIndex(offsets));
+    await writeFileAtomic(path.join(runDir, INDEX_DIR, `${ref}.lidx`), lineIndex, { syncDir: false });
   }
 
   private async runBytes(rootRunId: string, runId: string): Promise<number> {
@@ -344,17 +381,23 @@ export class FsResultStore {
     return text === undefined ? undefined : RunManifestSchema.parse(JSON.parse(text));
   }
 
-  /** Adds refs to the run's manifest (the commit point), then their lookup pointers. */
+  /**
+   * Adds refs to the run's manifest, the commit point: their lookup pointers go first (a
+   * pointer to a ref no manifest lists reads as not found), the manifest last, each durable
+   * before the next, so a crash anywhere leaves the run as it was or with the refs whole.
+   */
   private commit(rootRunId: string, runId: string, refs: ResultRef[], skipped: RunManifest['skipped']): Promise<RunManifest> {
     return this.serial(`${rootRunId}/${runId}`, async () => {
       const dir = this.runDir(rootRunId, runId);
       const m = (await this.readManifest(rootRunId, runId)) ?? { runId, rootRunId, refs: [], skipped: [] };
       const next: RunManifest = { ...m, refs: [...m.refs, ...refs], skipped: [...m.skipped, ...skipped] };
-      await atomicWrite(path.join(dir, MANIFEST), Buffer.from(JSON.stringify(next)));
       await fsp.mkdir(path.join(this.dir, '.refs'), { recursive: true });
       await fsp.mkdir(path.join(this.dir, '.runs'), { recursive: true });
-      for (const r of refs) await atomicWrite(path.join(this.dir, '.refs', r.ref), Buffer.from(`${rootRunId}/${runId}`));
-      await atomicWrite(path.join(this.dir, '.runs', runId), Buffer.from(rootRunId));
+      const pointer = Buffer.from(`${rootRunId}/${runId}`);
+      await inParallel(refs, (r) => writeFileAtomic(path.join(this.dir, '.refs', r.ref), pointer, { syncDir: false }));
+      if (refs.length > 0) await fsyncDir(path.join(this.dir, '.refs'));
+      await writeFileAtomic(path.join(this.dir, '.runs', runId), rootRunId);
+      await writeFileAtomic(path.join(dir, MANIFEST), JSON.stringify(next));
       return next;
     });
   }
@@ -369,6 +412,37 @@ export class FsResultStore {
     });
     return next;
   }
+}
+
+/** Reads a file through once to scan it: the path of a file no collect scanned. */
+async function scanFile(abs: string, rel: string): Promise<ScannedFile> {
+  const scan = new ContentScan();
+  for await (const chunk of fs.createReadStream(abs, { highWaterMark: 1 << 20 })) scan.update(chunk as Buffer);
+  return new ScannedFile(rel, scan.finish());
+}
+
+/**
+ * fn over items, at most INDEX_CONCURRENCY at a time. After a failure no new item starts, and
+ * the failure is thrown only once every started one has settled: nothing is still writing
+ * when the caller cleans up.
+ */
+async function inParallel<T>(items: readonly T[], fn: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < items.length) {
+      const i = next++;
+      try {
+        await fn(items[i]!, i);
+      } catch (e) {
+        failed = true;
+        throw e;
+      }
+    }
+  };
+  const settled = await Promise.allSettled(Array.from({ length: Math.min(INDEX_CONCURRENCY, items.length) }, worker));
+  const bad = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (bad) throw bad.reason;
 }
 
 export { newRefId, safeRelPath } from './store-fs.js';

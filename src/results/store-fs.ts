@@ -1,6 +1,7 @@
 /**
- * File-system helpers of the ResultRef store: ids, safe names, the regular-file walk, atomic
- * writes. Pure or small effects; the policy lives in result-store.ts.
+ * File-system helpers of the ResultRef store: ids, safe names, the regular-file walk, temp
+ * sweeps. Pure or small effects; the policy lives in result-store.ts, atomic writes in
+ * util/atomic-file.ts.
  */
 import { randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
@@ -61,12 +62,6 @@ export async function removeStaleTemps(dir: string, olderThanMs: number): Promis
     const st = await fsp.lstat(p).catch(() => undefined);
     if (st?.isFile() && st.mtimeMs < olderThanMs) await fsp.rm(p, { force: true });
   }
-}
-
-export async function atomicWrite(file: string, data: Buffer): Promise<void> {
-  const tmp = `${file}.tmp-${randomBytes(6).toString('hex')}`;
-  await fsp.writeFile(tmp, data, { mode: 0o600 });
-  await fsp.rename(tmp, file);
 }
 
 export async function readPointer(file: string): Promise<string | undefined> {

@@ -1,5 +1,5 @@
 import type { Capability, Limits } from '../lease/types.js';
-import type { JailDriver } from '../jail/types.js';
+import type { CollectObserver, CollectedFile, JailDriver } from '../jail/types.js';
 import type { Ledger } from '../ledger/types.js';
 import type { BrigError, Result } from '../util/errors.js';
 import type { Timers } from './progress-fork.js';
@@ -59,11 +59,15 @@ export interface RunExtras {
   resultFile?: string;
   stdout?: string;
   stderr?: string;
+  /** The out/ files as the jail's collect reported them, each with what `observe` returned: index reuses those scans instead of re-reading. */
+  collected?: readonly CollectedFile[];
 }
 
 export interface ResultsPort {
   /** Where a run's /workspace/out is collected to (must not exist yet). */
   outDir(rootRunId: string, runId: string): string;
+  /** Fed each out/ file's bytes by the jail's collect as they are written (hash, line index, kind in that one pass). */
+  observe?: (relPath: string) => CollectObserver;
   /**
    * Index a run's materialized output directory as ResultRefs, plus the child's result value
    * and its bounded stdout/stderr tails when present; returns how many refs the run has.

@@ -9,7 +9,8 @@
  * nothing is truncated. An entry's declared size is checked before anything else, so a
  * 100 GB sparse file is refused at its header and never streamed, whatever its type or name.
  * The copy lands in a temp sibling and is renamed into place: a crash or a refusal leaves
- * no half directory at destDir.
+ * no half directory at destDir. A caller's observer sees each written file's bytes as they
+ * stream through (after the caps, before the disk), so nothing has to read them back.
  * Threat: a hostile child crafting its output tree (symlink to /etc/shadow, `../../x`,
  * a 100 GB sparse file, a million empty files) to write or read outside its ResultRef.
  * Trusts: nothing in the archive; the byte counts are counted, not taken from headers.
@@ -22,7 +23,7 @@ import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import tar from 'tar-stream';
 import { BrigError } from '../../util/errors.js';
-import type { CollectCaps, CollectReport, CollectedFile } from '../types.js';
+import type { CollectCaps, CollectOptions, CollectReport, CollectedFile } from '../types.js';
 
 /** Deepest directory level and longest relative path collected; deeper or longer is refused. */
 export const MAX_DEPTH = 64;
@@ -57,6 +58,7 @@ export async function collectArchive(
   root: string,
   destDir: string,
   caps: CollectCaps,
+  opts: CollectOptions = {},
 ): Promise<CollectReport> {
   if (fs.existsSync(destDir)) throw new BrigError('invalid_input', 'the collect destination already exists', { data: { destDir } });
   const tmp = `${destDir}.tmp-${crypto.randomBytes(6).toString('hex')}`;
@@ -111,17 +113,23 @@ export async function collectArchive(
         continue;
       }
       let bytes = 0;
+      const observer = opts.observe?.(where.rel);
       const counter = new Transform({
         transform(chunk: Buffer, _enc, cb) {
           bytes += chunk.length;
-          if (bytes > caps.perFileBytes || total + bytes > caps.perRunBytes) cb(refuse(`${where.rel} went over a byte cap`, {}));
-          else cb(null, chunk);
+          if (bytes > caps.perFileBytes || total + bytes > caps.perRunBytes) return cb(refuse(`${where.rel} went over a byte cap`, {}));
+          try {
+            observer?.update(chunk);
+          } catch (e) {
+            return cb(e as Error);
+          }
+          cb(null, chunk);
         },
       });
       // wx: never follow or overwrite anything already at the target.
       await pipeline(entry, counter, fs.createWriteStream(target, { flags: 'wx', mode: 0o644 }));
       total += bytes;
-      files.push({ path: where.rel, bytes });
+      files.push(observer ? { path: where.rel, bytes, observed: observer.end() } : { path: where.rel, bytes });
     }
     await feeding;
     await fs.promises.rename(tmp, destDir);

@@ -9,7 +9,7 @@ import tar from 'tar-stream';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
-import type { CollectCaps, CollectReport, Jail, JailExit, JailInput, StreamTails } from '../types.js';
+import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailInput, StreamTails } from '../types.js';
 import { collectArchive } from './collect.js';
 import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { WORKSPACE_DIR } from './profile.js';
@@ -122,7 +122,7 @@ export class DockerJail implements Jail {
     return { stdoutTail: this.out.text(), stderrTail: this.err.text(), stdoutBytes: this.out.total, stderrBytes: this.err.total };
   }
 
-  async collect(destDir: string, caps: CollectCaps, from = 'out'): Promise<CollectReport> {
+  async collect(destDir: string, caps: CollectCaps, from = 'out', opts: CollectOptions = {}): Promise<CollectReport> {
     const rel = workspaceRelative(from);
     if (rel === undefined) throw new BrigError('invalid_input', 'collect reads a relative path under /workspace', { data: { from } });
     let archive: NodeJS.ReadableStream;
@@ -138,7 +138,7 @@ export class DockerJail implements Jail {
       }
       throw engineError(e, 'jail_failed', 'reading the workspace failed');
     }
-    return collectArchive(archive, rel.split('/').pop()!, destDir, caps);
+    return collectArchive(archive, rel.split('/').pop()!, destDir, caps, opts);
   }
 
   async destroy(): Promise<void> {
