@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { writeFileAtomicSync } from '../util/atomic-file.js';
 import { LeaseRecordSchema, type LeaseRecord } from './types.js';
 
 /** Lease ids are `ls_` + 20 hex digits: safe as file names, never a path. */
@@ -10,7 +11,7 @@ export function newLeaseId(): string {
   return `ls_${randomBytes(10).toString('hex')}`;
 }
 
-/** One JSON file per lease under the leases dir; written atomically (temp + fsync + rename), 0600. */
+/** One JSON file per lease under the leases dir; written atomically (util/atomic-file.ts: temp + fsync + rename + directory fsync), 0600. */
 export class LeaseFiles {
   constructor(readonly dir: string) {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -21,20 +22,7 @@ export class LeaseFiles {
   }
 
   write(rec: LeaseRecord): void {
-    const tmp = path.join(this.dir, `.tmp-${rec.id}-${randomBytes(4).toString('hex')}`);
-    const fd = fs.openSync(tmp, 'wx', 0o600);
-    try {
-      fs.writeSync(fd, JSON.stringify(rec, null, 2) + '\n');
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    try {
-      fs.renameSync(tmp, this.file(rec.id));
-    } catch (e) {
-      fs.rmSync(tmp, { force: true });
-      throw e;
-    }
+    writeFileAtomicSync(this.file(rec.id), JSON.stringify(rec, null, 2) + '\n', { mode: 0o600 });
   }
 
   /** The record, or undefined when absent, unreadable or not a valid record (fail closed). */

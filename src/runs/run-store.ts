@@ -1,13 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { writeFileAtomic } from '../util/atomic-file.js';
 import type { RunRecord } from './types.js';
 
 /**
- * Run state on disk under $BRIG_HOME/runs/<id>/. Every write is temp + fsync + rename, so a
- * supervisor crash leaves either the old or the new record, never half of one. Holds per
- * run: run.json, the pinned script bytes (script.mjs), the last checkpoint, the collected
- * outputs (out/). Run ids are validated before they become path parts.
+ * Run state on disk under $BRIG_HOME/runs/<id>/. Every write is util/atomic-file.ts (temp +
+ * fsync + rename + directory fsync), so a crash leaves either the old or the new record,
+ * never half of one. Holds per run: run.json, the pinned script bytes (script.mjs), the last
+ * checkpoint, the collected outputs (out/). Run ids are validated before they become path parts.
  */
 
 const RUN_ID = /^r-[a-z0-9-]{6,64}$/;
@@ -17,23 +17,6 @@ export function isRunId(id: string): boolean {
 }
 
 export const RUN_FILES = { record: 'run.json', script: 'script.mjs', checkpoint: 'checkpoint.json', out: 'out' } as const;
-
-export async function atomicWrite(file: string, data: string | Buffer, mode = 0o600): Promise<void> {
-  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-  const fh = await fs.open(tmp, 'wx', mode);
-  try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
-    await fs.rename(tmp, file);
-  } catch (e) {
-    await fs.rm(tmp, { force: true });
-    throw e;
-  }
-}
 
 export class RunStore {
   constructor(readonly root: string) {}
@@ -55,7 +38,7 @@ export class RunStore {
 
   async save(rec: RunRecord): Promise<void> {
     await this.ensureDir(rec.id);
-    await atomicWrite(this.file(rec.id, 'record'), JSON.stringify(rec, null, 1));
+    await writeFileAtomic(this.file(rec.id, 'record'), JSON.stringify(rec, null, 1));
   }
 
   async load(runId: string): Promise<RunRecord | undefined> {
@@ -85,7 +68,7 @@ export class RunStore {
 
   async write(runId: string, name: 'script' | 'checkpoint', data: string | Buffer): Promise<void> {
     await this.ensureDir(runId);
-    await atomicWrite(this.file(runId, name), data);
+    await writeFileAtomic(this.file(runId, name), data);
   }
 
   async read(runId: string, name: 'script' | 'checkpoint'): Promise<Buffer | null> {
