@@ -22,7 +22,8 @@ class LiveLine {
   }
 
   draw(r: RunRecord): void {
-    const max = Math.max(20, (this.io.columns ?? 100) - 1);
+    const cols = this.io.columns && this.io.columns > 0 ? this.io.columns : 100;
+    const max = Math.max(20, cols - 1);
     const line = liveLine(r);
     this.io.stdout.write(`\r\x1b[K${line.length > max ? `${line.slice(0, max - 1)}…` : line}`);
     this.#drawn = true;
@@ -56,7 +57,7 @@ async function viaDaemon(sup: Supervisor, req: SpawnRequestInput, signal: AbortS
   try {
     while (r.status !== 'ended') {
       view.draw(r);
-      const w = await sup.wait(id, { timeoutMs: TICK_MS * 2 });
+      const w = await sup.wait(id, { timeoutMs: TICK_MS });
       if (!w.ok) return w;
       r = w.value;
     }

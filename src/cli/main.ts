@@ -16,7 +16,7 @@ const io: CliIO = {
   stderr: process.stderr,
   env: process.env,
   isTTY: Boolean(process.stdout.isTTY),
-  ...(process.stdout.isTTY ? { columns: process.stdout.columns } : {}),
+  ...(process.stdout.isTTY && process.stdout.columns > 0 ? { columns: process.stdout.columns } : {}),
   hangup: hangup.signal,
 };
 main(process.argv.slice(2), io).then(

@@ -39,7 +39,8 @@ test('the bash script is valid bash and completes commands, subcommands, every f
   assert.deepEqual(bashComplete(file, ['brig', 'list', '--status', 'r']), ['running']);
   assert.deepEqual(bashComplete(file, ['brig', 'spawn', '--', 'sh', '--']), [], 'after `--` the words are the child\'s');
   const model = await completionModel();
-  for (const c of model.commands) {
+  // (`brig help` completes topics, not flags.)
+  for (const c of model.commands.filter((x) => x.key !== 'help')) {
     const offered = bashComplete(file, ['brig', ...c.key.split(' '), '--']);
     assert.deepEqual(offered.sort(), [...c.flags.map((f) => `--${f.name}`), '--help'].sort(), c.key);
   }
