@@ -80,15 +80,16 @@ const MAY_IMPORT: Record<string, string[]> = {
   models: [],
   child: [],
   jail: ['lease'],
+  agents: ['lease'],
   results: ['lease', 'models', 'ledger'],
   slice: ['results'],
   broker: ['lease', 'slice', 'ledger', 'results'],
-  runs: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models'],
-  daemon: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api'],
+  runs: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'agents'],
+  daemon: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api', 'agents'],
   api: ['runs', 'lease', 'ledger', 'results', 'slice'],
   cli: ['runs', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models'],
   mcp: ['runs', 'daemon', 'results', 'slice', 'lease'],
-  '.': ['runs', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker'],
+  '.': ['runs', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker', 'agents'],
 };
 
 test('parts import only downward (DESIGN.md parts table) and form no cycle', () => {

@@ -1,0 +1,68 @@
+/**
+ * Where agent specs come from: $BRIG_HOME/agents/*.md first (the operator's), then the
+ * package's agents/ (shipped, `general` among them). A name found in the home shadows the
+ * shipped one. Every file is validated when the catalog loads; a broken spec is reported with
+ * its file and line, never half-used.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { BrigError, err, ok, type Result } from '../util/errors.js';
+import { nearest } from '../util/nearest.js';
+import { parseAgentSpec, type AgentSpec } from './spec.js';
+
+export const DEFAULT_AGENT = 'general';
+
+/** The package's agents/ directory, found by walking up from this module to package.json. */
+export function shippedAgentsDir(from: string = path.dirname(new URL(import.meta.url).pathname)): string {
+  for (let dir = from; ; ) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return path.join(dir, 'agents');
+    const up = path.dirname(dir);
+    if (up === dir) throw new BrigError('internal', 'cannot find the brig package root (package.json) to locate agents/');
+    dir = up;
+  }
+}
+
+export interface AgentCatalog {
+  get(name: string): Result<AgentSpec>;
+  list(): AgentSpec[];
+  /** Files that did not validate: name → the error (shown by `brig agents list`). */
+  broken(): { file: string; error: BrigError }[];
+}
+
+export function loadAgentCatalog(dirs: readonly string[]): AgentCatalog {
+  const specs = new Map<string, AgentSpec>();
+  const broken: { file: string; error: BrigError }[] = [];
+  for (const dir of dirs) {
+    const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.md')).sort() : [];
+    for (const f of files) {
+      const file = path.join(dir, f);
+      const parsed = parseAgentSpec(fs.readFileSync(file, 'utf8'), file);
+      if (!parsed.ok) {
+        broken.push({ file, error: parsed.error });
+        continue;
+      }
+      if (parsed.value.name !== path.basename(f, '.md')) {
+        broken.push({ file, error: new BrigError('invalid_input', `agent spec ${file}: its name "${parsed.value.name}" is not its file name`, { hint: `Name the file ${parsed.value.name}.md, or change \`name\`.` }) });
+        continue;
+      }
+      if (!specs.has(parsed.value.name)) specs.set(parsed.value.name, parsed.value);
+    }
+  }
+  return {
+    get(name) {
+      const s = specs.get(name);
+      if (s) return ok(s);
+      const bad = broken.find((b) => path.basename(b.file, '.md') === name);
+      if (bad) return err(bad.error);
+      const near = nearest(name, [...specs.keys()]);
+      return err(new BrigError('invalid_input', `no agent spec "${name}"`, { hint: near ? `Did you mean "${near}"? \`brig agents list\` shows them.` : '`brig agents list` shows the agent specs.' }));
+    },
+    list: () => [...specs.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    broken: () => [...broken],
+  };
+}
+
+/** The catalog for a brig home: its agents/ then the shipped ones. */
+export function agentCatalogFor(home: string): AgentCatalog {
+  return loadAgentCatalog([path.join(home, 'agents'), shippedAgentsDir()]);
+}

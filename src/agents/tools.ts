@@ -1,0 +1,61 @@
+import type { Capability } from '../lease/index.js';
+
+/**
+ * The tool surface an agent child may be offered, decided on the supervisor side from its
+ * lease — never from the model, the spec's wishes or the child: a tool whose capability the
+ * lease does not hold is not offered, and its broker method refuses it anyway.
+ */
+
+/** Every tool the in-jail loop implements, with the capability it needs (null: none). */
+export const AGENT_TOOLS = {
+  shell: 'exec',
+  read_file: null,
+  write_file: null,
+  edit_file: null,
+  list_files: null,
+  grep_files: null,
+  ref_read: 'refs.read',
+  ref_grep: 'refs.read',
+  ref_jq: 'refs.read',
+  ref_sql: 'refs.read',
+  ref_jsonpath: 'refs.read',
+  spawn: 'spawn',
+  list_children: 'spawn',
+  wait_children: 'spawn',
+  steer_child: 'steer',
+  kill_child: 'kill',
+  finish: null,
+} as const satisfies Record<string, Capability | null>;
+export type AgentTool = keyof typeof AGENT_TOOLS;
+export const AGENT_TOOL_NAMES = Object.keys(AGENT_TOOLS) as AgentTool[];
+
+/** What a coordinator lead keeps: delegation, read-only drill-in, observability, and finish. */
+const COORDINATOR_TOOLS: ReadonlySet<AgentTool> = new Set([
+  'read_file', 'list_files', 'grep_files',
+  'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath',
+  'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'finish',
+]);
+
+export interface ToolSurfaceInput {
+  /** The lease's capabilities. */
+  caps: readonly string[];
+  /** Tools the spec lists (names); undefined = every tool the lease allows. */
+  wanted?: readonly string[];
+  role: 'worker' | 'coordinator';
+  /** The policy's denylisted tools: never offered, whatever else says. */
+  denied?: readonly string[];
+}
+
+/** The offered tools, in a fixed order (the system prompt and tool list stay byte-stable). */
+export function toolSurface(i: ToolSurfaceInput): AgentTool[] {
+  const want = i.wanted ? new Set(i.wanted) : undefined;
+  const denied = new Set(i.denied ?? []);
+  return AGENT_TOOL_NAMES.filter((t) => {
+    if (t === 'finish') return true;
+    const cap = AGENT_TOOLS[t];
+    if (cap !== null && !i.caps.includes(cap)) return false;
+    if (denied.has(t)) return false;
+    if (want && !want.has(t)) return false;
+    return i.role !== 'coordinator' || COORDINATOR_TOOLS.has(t);
+  });
+}

@@ -1,0 +1,60 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadAgentCatalog, parseAgentSpec, shippedAgentsDir, toolSurface } from '../../../src/agents/index.js';
+
+const SPEC = (fm: string, body = 'Do the task.') => `---\n${fm}\n---\n${body}\n`;
+
+test('an agent spec: strict frontmatter (unknown key named with its line and the nearest key), a body of instructions', () => {
+  const good = parseAgentSpec(SPEC('name: scout\ndescription: looks around\nmaxSteps: 12\nworkspaceAware: true'), 'scout.md');
+  assert.ok(good.ok);
+  assert.equal(good.value.instructions, 'Do the task.');
+  assert.equal(good.value.role, 'worker');
+  const typo = parseAgentSpec(SPEC('name: scout\ndescription: x\nmaxStep: 12'), 'scout.md');
+  assert.equal(typo.ok, false);
+  if (!typo.ok) {
+    assert.equal(typo.error.code, 'invalid_input');
+    assert.match(typo.error.message, /scout\.md:4: unknown key "maxStep"/);
+    assert.match(typo.error.hint, /maxSteps/);
+  }
+  const tool = parseAgentSpec(SPEC('name: scout\ndescription: x\ntools: [shell, curl]'), 'scout.md');
+  assert.equal(tool.ok, false, 'a tool the loop does not implement is refused');
+  assert.equal(parseAgentSpec('just text', 'x.md').ok, false);
+  assert.equal(parseAgentSpec(SPEC('name: scout\ndescription: x', '   '), 'x.md').ok, false, 'empty instructions');
+});
+
+test('the catalog: the home\'s specs shadow the shipped ones; `general` ships; an unknown name gets the nearest', (t) => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-agents-'));
+  t.after(() => fs.rmSync(home, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(home, 'general.md'), SPEC('name: general\ndescription: the operator\'s own'));
+  fs.writeFileSync(path.join(home, 'broken.md'), SPEC('name: broken\ndescriptio: typo'));
+  const cat = loadAgentCatalog([home, shippedAgentsDir()]);
+  const g = cat.get('general');
+  assert.ok(g.ok);
+  assert.equal(g.value.description, "the operator's own");
+  assert.ok(cat.get('coordinator').ok, 'shipped');
+  const near = cat.get('genral');
+  assert.equal(near.ok, false);
+  if (!near.ok) assert.match(near.error.hint, /general/);
+  const broken = cat.get('broken');
+  assert.equal(broken.ok, false);
+  if (!broken.ok) assert.match(broken.error.message, /unknown key "descriptio"/);
+  assert.equal(cat.broken().length, 1);
+  const shipped = loadAgentCatalog([shippedAgentsDir()]);
+  assert.deepEqual(shipped.broken(), [], 'every shipped spec validates');
+});
+
+test('[INV-1] the tool surface follows the lease: no cap, no tool; a coordinator keeps delegation and drill-in; finish always', () => {
+  const all = toolSurface({ caps: ['exec', 'spawn', 'steer', 'kill', 'refs.read', 'llm'], role: 'worker' });
+  assert.ok(all.includes('shell') && all.includes('spawn') && all.includes('ref_sql') && all.includes('finish'));
+  const noExec = toolSurface({ caps: ['llm'], role: 'worker' });
+  assert.deepEqual(noExec, ['read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'finish']);
+  const coord = toolSurface({ caps: ['exec', 'spawn', 'steer', 'kill', 'refs.read', 'llm'], role: 'coordinator' });
+  assert.ok(!coord.includes('shell') && !coord.includes('write_file') && !coord.includes('edit_file'));
+  assert.ok(coord.includes('spawn') && coord.includes('wait_children') && coord.includes('ref_grep'));
+  const narrowed = toolSurface({ caps: ['exec', 'llm'], role: 'worker', wanted: ['shell', 'spawn'] });
+  assert.deepEqual(narrowed, ['shell', 'finish'], 'a spec can narrow but not widen: spawn needs the cap');
+  assert.ok(!toolSurface({ caps: ['exec', 'llm'], role: 'worker', denied: ['shell'] }).includes('shell'));
+});
