@@ -56,3 +56,39 @@ test('exitForRuns: a known bad end wins over not knowing yet (1, then 9, then 8)
   assert.equal(exitForRuns([done, going], { notEnded: 'timedOut' }), 8);
   assert.equal(exitForRuns([going], { notEnded: 'ok' }), 0);
 });
+
+test('the commands return them: unknown flag 2, not found 4, `wait --timeout` before the end 8, a broken ledger 10', async (t) => {
+  const { runCli } = await import('../../helpers/cli.js');
+  const { brigPaths } = await import('../../../src/config/index.js');
+  const { FileLedger } = await import('../../../src/ledger/index.js');
+  const { RunStore } = await import('../../../src/runs/index.js');
+  const { createRunRecord } = await import('../../../src/runs/record.js');
+  const os = await import('node:os');
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-exit-'));
+  t.after(() => fs.rmSync(home, { recursive: true, force: true }));
+
+  assert.equal((await runCli(['list', '--limt', '1'], { home })).code, 2);
+  assert.equal((await runCli(['wait', 'r-0000000000000000'], { home })).code, 4);
+
+  // A run another process supervises, still running: wait gives up at its timeout.
+  const rec = createRunRecord({
+    id: 'r-00000000000000ff', parent: null, callerId: 'operator', agent: 'default', kind: 'command', label: null, task: 't',
+    requestHash: 'h', now: new Date(), timeoutMs: 60_000, maxSteps: 10, async: true, expectedOutputs: [], resumeOf: null,
+  });
+  await new RunStore(brigPaths(home).runs).save({ ...rec, status: 'running', startedAt: new Date().toISOString() });
+  const w = await runCli(['wait', rec.id, '--timeout', '0.3'], { home });
+  assert.equal(w.code, 8, w.err);
+  assert.match(w.err, /wait timed out; still going: r-00000000000000ff/);
+  assert.match(w.out, /^run r-00000000000000ff running/);
+
+  const ledger = new FileLedger({ dir: brigPaths(home).ledger });
+  for (let i = 0; i < 3; i++) ledger.append({ type: 'broker.call', runId: `run_${i}`, n: i });
+  await ledger.close();
+  const lines = fs.readFileSync(ledger.segment, 'utf8').split('\n');
+  const i = lines.findIndex((l) => l.includes('"n":1'));
+  lines[i] = lines[i]!.replace('"n":1', '"n":7');
+  fs.writeFileSync(ledger.segment, lines.join('\n'));
+  const v = await runCli(['audit', 'verify'], { home });
+  assert.equal(v.code, 10, v.err);
+  assert.match(v.err, /\[ledger_corrupt\]/);
+});
