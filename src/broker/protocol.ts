@@ -24,12 +24,32 @@ const RunRef = z.string().min(1).max(128);
 const RefId = z.string().min(1).max(256);
 const Json = z.unknown();
 
+/** The longest text of one message or system prompt (a line is ≤ 64 KiB anyway). */
+const MAX_CONTENT = 48 * 1024;
+const ToolCallSchema = z.strictObject({ id: z.string().min(1).max(128), name: z.string().min(1).max(64), input: Json, inputError: z.string().max(2000).optional() });
+/** docs/agents.md: brig's provider-neutral conversation messages. */
+const LlmMessageSchema = z.discriminatedUnion('role', [
+  z.strictObject({ role: z.literal('user'), content: z.string().max(MAX_CONTENT) }),
+  z.strictObject({ role: z.literal('assistant'), content: z.string().max(MAX_CONTENT), toolCalls: z.array(ToolCallSchema).max(64).optional() }),
+  z.strictObject({ role: z.literal('tool'), toolCallId: z.string().min(1).max(128), content: z.string().max(MAX_CONTENT), isError: z.boolean().optional() }),
+]);
+const LlmToolSchema = z.strictObject({
+  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),
+  description: z.string().max(2000),
+  parameters: z.record(z.string(), Json),
+});
+
 /** The one method → required capability table (null = any valid lease), with params schemas. */
 export const METHODS = {
   hello: { cap: null, params: z.strictObject({}) },
   progress: {
     cap: null,
-    params: z.strictObject({ line: z.string().max(1000).nullable().optional(), steps: z.number().int().nonnegative().optional() }),
+    params: z.strictObject({
+      line: z.string().max(1000).nullable().optional(),
+      steps: z.number().int().nonnegative().optional(),
+      /** The tool the child is running now (content-free: a name). */
+      tool: z.string().max(64).regex(/^[A-Za-z0-9_.-]*$/).nullable().optional(),
+    }),
   },
   log: {
     cap: null,
@@ -74,12 +94,17 @@ export const METHODS = {
   'refs.jq': { cap: 'refs.read', params: z.strictObject({ ref: RefId, filter: z.string().min(1).max(2000) }) },
   'refs.sql': { cap: 'refs.read', params: z.strictObject({ ref: RefId, sql: z.string().min(1).max(8000), maxRows: z.number().int().positive().max(10_000).optional() }) },
   'refs.jsonpath': { cap: 'refs.read', params: z.strictObject({ ref: RefId, path: z.string().min(1).max(1000) }) },
+  'llm.append': { cap: 'llm', params: z.strictObject({ messages: z.array(LlmMessageSchema).min(1).max(64) }) },
+  'llm.reset': { cap: 'llm', params: z.strictObject({ messages: z.array(LlmMessageSchema).max(64) }) },
   'llm.complete': {
     cap: 'llm',
     params: z.strictObject({
-      messages: z.array(z.strictObject({ role: z.enum(['system', 'user', 'assistant']), content: z.string().max(60_000) })).min(1).max(200),
-      maxTokens: z.number().int().positive().max(100_000).optional(),
+      system: z.string().max(MAX_CONTENT),
+      tools: z.array(LlmToolSchema).max(64).optional(),
+      maxTokens: z.number().int().positive().max(200_000).optional(),
       model: z.string().max(128).optional(),
+      purpose: z.enum(['step', 'compact', 'salvage']).optional(),
+      step: z.number().int().nonnegative().optional(),
     }),
   },
   'child.kill': { cap: 'kill', params: z.strictObject({ child: RunRef, reason: z.string().max(200).optional() }) },

@@ -7,13 +7,14 @@
 import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { agentCatalogFor, toolSurface, type AgentCatalog } from '../agents/index.js';
 import { BrokerServer, type Handlers } from '../broker/index.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import { DockerJailDriver, ownerForHome } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor, profileFor, type LeaseRecord } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { FsResultStore } from '../results/index.js';
-import { ChildRefs, createSupervisor, type SupervisorCore, type LeasePort, type RefService, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
+import { ChildRefs, createSupervisor, type SupervisorCore, type AgentPort, type LeasePort, type RefService, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
 import { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, err, ok } from '../util/errors.js';
 import { lockHome } from './home-lock.js';
@@ -62,6 +63,14 @@ function leasePort(store: LeaseStore): LeasePort {
   };
 }
 
+/** Agent specs for the supervisor: the home's and the shipped ones; tools from the lease and the policy's denylist. */
+export function agentsPort(catalog: AgentCatalog, deniedTools: readonly string[]): AgentPort {
+  return {
+    spec: (name) => catalog.get(name),
+    tools: (spec, caps) => toolSurface({ caps, role: spec.role, denied: deniedTools, ...(spec.tools ? { wanted: spec.tools } : {}) }),
+  };
+}
+
 /** The supervisor's view of the result store (exported for its test). */
 export function resultsPort(store: FsResultStore): ResultsPort {
   return {
@@ -71,6 +80,7 @@ export function resultsPort(store: FsResultStore): ResultsPort {
       let m = await store.indexCollected(runId, rootRunId, dir, extras.collected ?? []);
       if (extras.result !== undefined) await store.writeValue(runId, rootRunId, extras.result);
       if (extras.resultFile) await store.writeStream(runId, rootRunId, 'result.json', createReadStream(extras.resultFile), {}, 'value');
+      if (extras.transcriptFile) await store.writeStream(runId, rootRunId, 'transcript.jsonl', createReadStream(extras.transcriptFile), {}, 'transcript');
       for (const [name, text] of [['stdout.txt', extras.stdout], ['stderr.txt', extras.stderr]] as const) {
         if (text) await store.writeStream(runId, rootRunId, name, Readable.from([Buffer.from(text, 'utf8')]), {}, name === 'stdout.txt' ? 'stdout' : 'stderr');
       }
@@ -135,6 +145,9 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     'refs.sql': refsCall,
     'refs.jsonpath': refsCall,
     'steer.poll': forward,
+    'llm.append': forward,
+    'llm.reset': forward,
+    'llm.complete': forward,
     'child.kill': forward,
     'child.steer': forward,
   };
@@ -152,6 +165,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     broker,
     ledger,
     results: resultsPort(results),
+    agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools),
     paths: { runs: paths.runs, brokers: paths.brokers },
     ...(o.settings ? { settings: o.settings } : {}),
     ...(o.tickMs ? { tickMs: o.tickMs } : {}),

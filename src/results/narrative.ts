@@ -31,7 +31,8 @@ export interface EnvelopeInput {
   runtimeMs?: number;
   steps?: number;
   tokens?: number;
-  costUsd?: number;
+  /** null: the model had no price — shown as unknown, never as 0. */
+  costUsd?: number | null;
   refs?: readonly Pick<ResultRef, 'ref' | 'bytes' | 'kind'>[];
   session?: string;
 }
@@ -61,7 +62,7 @@ export function renderEnvelope(e: EnvelopeInput): string {
     e.runtimeMs !== undefined ? `Runtime: ${(e.runtimeMs / 1000).toFixed(1)}s` : '',
     e.steps !== undefined ? `Steps: ${e.steps}` : '',
     e.tokens !== undefined ? `Tokens: ${e.tokens}` : '',
-    e.costUsd !== undefined ? `Cost: $${e.costUsd.toFixed(4)}` : '',
+    e.costUsd === null ? 'Cost: unknown' : e.costUsd !== undefined ? `Cost: $${e.costUsd.toFixed(4)}` : '',
   ].filter(Boolean);
   const foot = [
     metrics.join(' | '),

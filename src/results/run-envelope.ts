@@ -26,7 +26,7 @@ export interface EnvelopeRun {
   stdoutTail?: string;
   error?: { code?: string; message?: string } | null;
   tokens?: number;
-  costUsd?: number;
+  costUsd?: number | null;
 }
 
 export interface RunEnvelope {
@@ -49,7 +49,7 @@ export function resultText(run: EnvelopeRun): string {
   return `${value}${error}`.trim();
 }
 
-const SOURCE_RANK: Record<ResultRef['source'], number> = { value: 0, out: 1, stdout: 2, stderr: 3 };
+const SOURCE_RANK: Record<ResultRef['source'], number> = { value: 0, out: 1, transcript: 2, stdout: 3, stderr: 4 };
 
 export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRef[], opts: CondenseOptions = {}): Promise<RunEnvelope> {
   const condensed = await condense(resultText(run), { ...opts, knownPaths: [...(opts.knownPaths ?? []), ...refs.map((r) => r.path)] });

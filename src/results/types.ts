@@ -6,7 +6,8 @@ export const ResultKindSchema = z.enum(RESULT_KINDS);
 export type ResultKind = z.infer<typeof ResultKindSchema>;
 
 /** Where a ref came from: the child's result value, its bounded stdio, or /workspace/out. */
-export const REF_SOURCES = ['value', 'stdout', 'stderr', 'out'] as const;
+/** `transcript`: an agent child's conversation as the supervisor served it (JSONL). */
+export const REF_SOURCES = ['value', 'stdout', 'stderr', 'out', 'transcript'] as const;
 export const RefSourceSchema = z.enum(REF_SOURCES);
 export type RefSource = z.infer<typeof RefSourceSchema>;
 

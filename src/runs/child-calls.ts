@@ -64,12 +64,14 @@ export async function handleChildCall(sup: RunPorts, runId: string, method: stri
   switch (method.startsWith('run.') ? method.slice(4) : method) {
     case 'progress': {
       if (r.stepsExecuted >= r.maxSteps) {
-        // The step budget is spent: the run ends; the reply tells the child why.
-        void sup.actions.endRun(runId, 'failed', { collect: true, error: { code: 'timeout', message: `max_steps ${r.maxSteps} spent` } });
+        // The step budget is spent. A script ends here; an agent is refused and gets one
+        // bounded salvage call (llm-calls.ts), then reports — the watchdog bounds the rest.
+        if (r.kind !== 'agent') void sup.actions.endRun(runId, 'failed', { collect: true, error: { code: 'timeout', message: `max_steps ${r.maxSteps} spent` } });
         throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted + 1 } });
       }
       const line = typeof p.line === 'string' ? p.line.slice(0, 200) : r.progressLine;
-      await sup.table.update(runId, (x) => ({ ...x, stepsExecuted: x.stepsExecuted + 1, progressLine: line, lastProgressAt: sup.table.clock.now().toISOString() }));
+      const tool = typeof p.tool === 'string' ? p.tool.slice(0, 64) : null;
+      await sup.table.update(runId, (x) => ({ ...x, stepsExecuted: x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: sup.table.clock.now().toISOString() }));
       const live = sup.table.live.get(runId);
       const steers = live ? live.steers.splice(0, live.steers.length) : [];
       return { steers, stepsExecuted: r.stepsExecuted + 1 };
@@ -108,7 +110,8 @@ export async function handleChildCall(sup: RunPorts, runId: string, method: stri
       if (!live?.caps.includes('spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
       const req = obj(p.request);
       // A parent blocked on its child must not hold the slot the child needs (no deadlock).
-      const spawn = () => sup.actions.spawn(req as never, { parentRunId: runId });
+      // Attribution (reference 001): the child carries the step of its parent that spawned it.
+      const spawn = () => sup.actions.spawn(req as never, { parentRunId: runId, parentStep: r.stepsExecuted });
       const res = req.async === true ? await spawn() : await sup.actions.whileBlocked(runId, spawn);
       if (!res.ok) throw res.error;
       return childSummary(res.value);
@@ -138,6 +141,21 @@ export async function handleChildCall(sup: RunPorts, runId: string, method: stri
       const s = await sup.actions.steer(childId, typeof p.message === 'string' ? p.message : '', { by: 'parent' });
       if (!s.ok) throw s.error;
       return s.value;
+    }
+    case 'llm.append':
+    case 'llm.reset': {
+      if (!sup.llm) throw new BrigError('model_unavailable', 'this supervisor serves no model calls');
+      const msgs = Array.isArray(p.messages) ? p.messages : [];
+      const n = method === 'llm.append' ? await sup.llm.append(runId, msgs) : await sup.llm.reset(runId, msgs);
+      return { messages: n };
+    }
+    case 'llm.complete': {
+      if (!sup.llm) throw new BrigError('model_unavailable', 'this supervisor serves no model calls');
+      if (p.purpose === 'salvage') {
+        if (r.salvaged) throw new BrigError('budget_exceeded', 'the one salvage call of this run was made');
+        await sup.table.update(runId, (x) => ({ ...x, salvaged: true }));
+      }
+      return sup.llm.complete(sup.table.get(runId)!, p);
     }
     case 'steer.poll': {
       const live = sup.table.live.get(runId);

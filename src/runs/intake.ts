@@ -11,6 +11,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js';
+import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import { decideAdmission } from './admission.js';
 import type { SupervisorDeps } from './ports.js';
 import { createRunRecord, newRunId, requestHash } from './record.js';
@@ -37,7 +38,9 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   const { table, settings } = d;
   const parsed = SpawnRequestSchema.safeParse(input);
   if (!parsed.success) return err(invalid(parsed));
-  const req = parsed.data;
+  const agent = agentRequest(d, parsed.data);
+  if (!agent.ok) return agent;
+  const req = agent.value.req;
   const maxSummaryChars = settings.parentSummaryMaxTokens * 4;
   if (req.parent_summary !== undefined && req.parent_summary.length > maxSummaryChars) {
     return err(new BrigError('invalid_input', `parent_summary is ${req.parent_summary.length} characters; the bound is ${maxSummaryChars} (parentSummaryMaxTokens ${settings.parentSummaryMaxTokens} × 4)`, {
@@ -86,6 +89,13 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     expectedOutputs: req.expected_outputs,
     resumeOf: ctx.resumeOf ?? null,
   });
+  if (agent.value.spec) {
+    rec.agentSpec = agent.value.spec.name;
+    rec.model = req.model;
+    rec.tokens = 0;
+    rec.costUsd = 0;
+  }
+  if (ctx.parentStep !== undefined) rec.parentStep = ctx.parentStep;
   // Decided and recorded in the same tick. An admitted run is `starting` at once;
   // `preparing` keeps the pump and the health tick off it until it is on disk.
   if (decision.kind === 'admit') rec.status = 'starting';
@@ -95,7 +105,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     table.runs.delete(rec.id);
     table.preparing.delete(rec.id);
   };
-  const prepared = await prepare(d, rec, req);
+  const prepared = await prepare(d, rec, req, agent.value.spec);
   if (!prepared.ok) {
     forget();
     return prepared;
@@ -113,11 +123,13 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
 }
 
 /** The run's directory, its request, pinned script and carried checkpoint; then the hook. */
-async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest): Promise<Result<{ rollback(): Promise<void> }, BrigError>> {
+async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: AgentSpec | undefined): Promise<Result<{ rollback(): Promise<void> }, BrigError>> {
   const { store } = d.table;
   try {
     await store.ensureDir(rec.id);
     await fs.writeFile(path.join(store.dir(rec.id), 'request.json'), JSON.stringify(req), { mode: 0o600 });
+    // The spec is pinned like a script: a restart or a respawn runs what was admitted.
+    if (spec) await fs.writeFile(path.join(store.dir(rec.id), 'agent.json'), JSON.stringify(spec), { mode: 0o600 });
     if (req.kind === 'script' && req.script !== undefined) await store.write(rec.id, 'script', req.script);
     const carried = rec.resumeOf ? await store.read(rec.resumeOf, 'checkpoint') : null;
     if (carried) {
@@ -135,6 +147,32 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest): Promis
     await store.remove(rec.id).catch(() => {});
     return err(toBrigError(e));
   }
+}
+
+/**
+ * Kind `agent`: the spec it names (default `general`) and the model it will use, both checked
+ * now so a bad name fails at once with the nearest one; the spec narrows the request (its
+ * profile when none is asked, and the smaller of the steps and timeouts) — never widens it.
+ */
+function agentRequest(d: IntakeDeps, req: SpawnRequest): Result<{ req: SpawnRequest; spec?: AgentSpec }, BrigError> {
+  if (req.kind !== 'agent') return ok({ req });
+  if (!d.deps.agents) return err(new BrigError('invalid_input', 'this supervisor has no agent catalog: kind `agent` is not served'));
+  const name = req.agent === 'default' ? DEFAULT_AGENT : req.agent;
+  const spec = d.deps.agents.spec(name);
+  if (!spec.ok) return spec;
+  if (!d.deps.models) {
+    return err(new BrigError('model_unavailable', 'an agent child needs a model, and none is configured', { hint: 'Set BRIG_MODEL_BASE_URL and BRIG_MODEL (or $BRIG_HOME/config.yaml) and restart `brig serve`.' }));
+  }
+  const model = d.deps.models.resolve(req.model ?? spec.value.model);
+  if (!model.ok) return model;
+  const min = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
+  const maxSteps = min(req.max_steps, spec.value.maxSteps);
+  const timeout = min(req.timeout, spec.value.timeout === undefined ? undefined : spec.value.timeout * 1000);
+  const profile = req.profile ?? spec.value.profile;
+  return ok({
+    req: { ...req, agent: name, model: model.value.alias, ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}), ...(timeout !== undefined ? { timeout } : {}), ...(profile ? { profile } : {}) },
+    spec: spec.value,
+  });
 }
 
 export async function loadRequest(table: RunTable, runId: string): Promise<SpawnRequest | null> {

@@ -4,7 +4,7 @@ import type { CollectCaps, Jail, JailInput, JailSpec } from '../jail/types.js';
 import { BrigError, publicError } from '../util/errors.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
-import type { RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
+import type { AgentPacket, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
 
 /** What collecting a run's outputs needs: the table (record and store), the results port, the caps. */
 export interface CollectContext {
@@ -22,6 +22,7 @@ export interface CollectContext {
 
 export const CHILD_PATHS = {
   runtime: '/opt/brig/child/runtime.js',
+  agentRuntime: '/opt/brig/child/agent-runtime.js',
   node: '/usr/bin/node',
   packet: '.brig/packet.json',
   token: '.brig/token',
@@ -36,7 +37,7 @@ export function collectCapsFor(s: Pick<SupervisorSettings, 'resultPerFileBytes' 
   return { perFileBytes: Math.min(s.resultPerFileBytes, perRunBytes), perRunBytes, maxEntries: s.resultMaxEntries };
 }
 
-export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGrant, 'leaseId' | 'caps' | 'expiresAt'>, s: SupervisorSettings): SpawnPacket {
+export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGrant, 'leaseId' | 'caps' | 'expiresAt'>, s: SupervisorSettings, agent?: AgentPacket): SpawnPacket {
   const maxSummaryChars = s.parentSummaryMaxTokens * 4;
   return {
     v: 1,
@@ -55,6 +56,7 @@ export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGr
     timeoutMs: r.timeoutMs,
     lease: { id: lease.leaseId, caps: [...lease.caps], expiresAt: lease.expiresAt },
     resumed: r.resumeOf !== null,
+    ...(agent ? { agent } : {}),
   };
 }
 
@@ -64,7 +66,7 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
     { path: CHILD_PATHS.token, data: lease.token, mode: 0o400 },
   ];
   if (r.kind === 'script' && script) inputs.push({ path: CHILD_PATHS.script, data: script, mode: 0o444 });
-  const argv = r.kind === 'script' ? [CHILD_PATHS.node, CHILD_PATHS.runtime] : [...(req.argv ?? [])];
+  const argv = r.kind === 'script' ? [CHILD_PATHS.node, CHILD_PATHS.runtime] : r.kind === 'agent' ? [CHILD_PATHS.node, CHILD_PATHS.agentRuntime] : [...(req.argv ?? [])];
   return {
     runId: r.id,
     leaseId: lease.leaseId,
@@ -137,9 +139,12 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
       }
       resultFile = path.join(spool, RESULT_SPOOL_FILE);
     }
+    const transcriptPath = path.join(sup.table.store.dir(runId), 'transcript.jsonl');
+    const transcript = (await fs.stat(transcriptPath).catch(() => null))?.isFile() ? transcriptPath : undefined;
     await sup.results?.index(r.rootRunId, runId, dest, {
       ...(r.result !== undefined && r.result !== null ? { result: r.result } : {}),
       ...(resultFile ? { resultFile } : {}),
+      ...(transcript ? { transcriptFile: transcript } : {}),
       ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
       ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
       collected: rep.files,

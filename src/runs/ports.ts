@@ -2,6 +2,8 @@ import type { Capability, Limits } from '../lease/types.js';
 import type { CollectObserver, CollectedFile, JailDriver } from '../jail/types.js';
 import type { Ledger } from '../ledger/types.js';
 import type { BrigError, Result } from '../util/errors.js';
+import type { AgentSpec } from '../agents/index.js';
+import type { ModelPort } from './model-port.js';
 import type { Timers } from './progress-fork.js';
 import type { SpawnPacket, SupervisorSettings, RunRecord } from './types.js';
 
@@ -57,6 +59,8 @@ export interface RunExtras {
   result?: unknown;
   /** A result value too big for a broker line, collected to this host file (JSON text). */
   resultFile?: string;
+  /** An agent's transcript (runs/<id>/transcript.jsonl), materialized as the `transcript.jsonl` ref. */
+  transcriptFile?: string;
   stdout?: string;
   stderr?: string;
   /** The out/ files as the jail's collect reported them, each with what `observe` returned: index reuses those scans instead of re-reading. */
@@ -111,4 +115,15 @@ export interface SupervisorDeps {
   reconcile?: boolean;
   /** Health tick period (watchdog, stuck-kill, ghost sweep, queue timeout). */
   tickMs?: number;
+  /** Model calls of agent children (and any run with `llm`); absent: they are refused model_unavailable. */
+  models?: ModelPort;
+  /** Agent specs and the tool surface a lease allows; absent: kind `agent` is refused. */
+  agents?: AgentPort;
+}
+
+/** Agent specs, in the supervisor's words (the composition root adapts src/agents). */
+export interface AgentPort {
+  spec(name: string): Result<AgentSpec, BrigError>;
+  /** The tools a run with these capabilities may be offered under this spec. */
+  tools(spec: AgentSpec, caps: readonly string[]): string[];
 }

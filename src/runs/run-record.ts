@@ -24,7 +24,7 @@ export type KilledBy = z.infer<typeof KilledBySchema>;
 export const TERMINAL_STATUSES = ['cancelled', 'failed', 'timeout'] as const;
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
-export const RUN_KINDS = ['script', 'command', 'agent'] as const; // `agent` is reserved
+export const RUN_KINDS = ['script', 'command', 'agent'] as const;
 export type RunKind = (typeof RUN_KINDS)[number];
 
 /** Why a run did not complete: a code of the one catalog (util/error-codes.ts) and a message with no host paths. */
@@ -114,4 +114,19 @@ export interface RunRecord {
   error: RunError | null;
   /** Set when the run is steered with steerInject off: the replacement run. */
   steeredTo: string | null;
+  /** Kind `agent`: the spec and model alias it runs. */
+  agentSpec?: string;
+  model?: string;
+  /** Tokens (provider-reported input + output, summed over every model call of this run). */
+  tokens?: number;
+  /** Cost in USD of those calls; null once any call's price was unknown (cost unknown, never 0). */
+  costUsd?: number | null;
+  /** The lease's token and cost budgets for this run (0 = none; set at launch). */
+  budget?: { tokens: number; costUsd: number };
+  /** The tool the child reported last (content-free: a tool name). */
+  activeTool?: string | null;
+  /** Attribution: the parent's step count when it spawned this run (reference 001). */
+  parentStep?: number | null;
+  /** Kind `agent`: its one salvage call was made. */
+  salvaged?: boolean;
 }

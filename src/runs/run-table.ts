@@ -148,4 +148,13 @@ export interface RunPorts {
   table: RunTable;
   actions: RunActions;
   settings: SupervisorSettings;
+  /** Model calls (llm.*): the conversation a run appends to, and the next turn. */
+  llm?: LlmService;
+}
+
+/** The supervisor's model-call service (llm-calls.ts), as child calls reach it. */
+export interface LlmService {
+  append(runId: string, messages: unknown[]): Promise<number>;
+  reset(runId: string, messages: unknown[]): Promise<number>;
+  complete(run: RunRecord, params: Record<string, unknown>): Promise<unknown>;
 }

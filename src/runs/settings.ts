@@ -27,6 +27,10 @@ export interface SupervisorSettings {
   leaseGraceMs: number;
   /** `shutdown()`: how long running children may go on finishing before they are killed. */
   drainMs: number;
+  /** Agents compact when the context reaches this share of the model's window. */
+  autoCompactThreshold: number;
+  /** The longest tool result an agent puts into its conversation (the rest is spilled to a file). */
+  toolResultMaxChars: number;
   /** Collection caps for /workspace/out; the per-run cap is also bounded by the lease's resultBytes. */
   resultPerFileBytes: number;
   resultPerRunBytes: number;
@@ -53,6 +57,8 @@ export const DEFAULT_SETTINGS: Readonly<SupervisorSettings> = Object.freeze({
   stdoutTailBytes: 16 * 1024,
   leaseGraceMs: 60_000,
   drainMs: 30_000,
+  autoCompactThreshold: 0.8,
+  toolResultMaxChars: 16_000,
   // Large enough for GB-scale outputs (collection streams); the lease's resultBytes usually binds first.
   resultPerFileBytes: 4 * 1024 ** 3,
   resultPerRunBytes: 8 * 1024 ** 3,
@@ -88,6 +94,8 @@ export const SupervisorSettingsSchema = z.strictObject({
   stdoutTailBytes: positive,
   leaseGraceMs: ms,
   drainMs: ms,
+  autoCompactThreshold: z.number().gt(0).max(1),
+  toolResultMaxChars: positive,
   resultPerFileBytes: bytes,
   resultPerRunBytes: bytes,
   resultMaxEntries: positive,

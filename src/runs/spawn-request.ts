@@ -24,8 +24,10 @@ export const SPAWN_BOUNDS = {
 export const SpawnRequestSchema = z
   .strictObject({
     task: z.string().min(1).max(SPAWN_BOUNDS.taskChars),
-    /** The agent (profile) name the child runs as; also the duplicate-detection key. */
+    /** Kind `agent`: the agent spec it runs (`general` by default). Otherwise a name for the run. */
     agent: z.string().min(1).max(128).default('default'),
+    /** Kind `agent`: a model alias of the supervisor's configuration (default: the spec's, else the default model). */
+    model: z.string().min(1).max(128).optional(),
     kind: z.enum(RUN_KINDS).default('script'),
     /** Script source (an ES module exporting `default async function (brig)`); kind `script`. */
     script: z.string().max(SPAWN_BOUNDS.scriptBytes).optional(),
@@ -58,7 +60,9 @@ export const SpawnRequestSchema = z
       ctx.addIssue({ code: 'custom', path: ['script'], message: 'kind `script` needs `script`' });
     if (r.kind === 'command' && r.argv === undefined)
       ctx.addIssue({ code: 'custom', path: ['argv'], message: 'kind `command` needs `argv`' });
-    if (r.kind === 'agent') ctx.addIssue({ code: 'custom', path: ['kind'], message: 'kind `agent` is reserved' });
+    if (r.kind === 'agent' && (r.script !== undefined || r.argv !== undefined))
+      ctx.addIssue({ code: 'custom', path: ['kind'], message: 'kind `agent` runs an agent spec (`agent`), not a script or argv' });
+    if (r.model !== undefined && r.kind !== 'agent') ctx.addIssue({ code: 'custom', path: ['model'], message: 'only kind `agent` takes a model' });
     if (r.parent_summary !== undefined && r.include_parent_history !== 'summary')
       ctx.addIssue({ code: 'custom', path: ['parent_summary'], message: 'needs include_parent_history `summary`' });
   });
@@ -73,6 +77,8 @@ export interface SpawnContext {
   callerId?: string;
   /** Internal: this spawn re-runs a resumable run's pinned script. */
   resumeOf?: string;
+  /** Set by the broker: the parent's step count when it spawned this child (attribution). */
+  parentStep?: number;
   /** Aborting it kills the run (killedBy operator); its outputs are still collected. */
   signal?: AbortSignal;
 }
@@ -96,4 +102,22 @@ export interface SpawnPacket {
   lease: { id: string; caps: string[]; expiresAt: string };
   /** Present on a resumed run: the checkpoint is untrusted input from an earlier child. */
   resumed: boolean;
+  /** Kind `agent`: what its in-jail loop runs (docs/agents.md, "The packet's agent part"). */
+  agent?: AgentPacket;
+}
+
+export interface AgentPacket {
+  name: string;
+  /** The spec's markdown body. */
+  instructions: string;
+  /** The tools this lease allows (finish always). */
+  tools: string[];
+  maxSteps: number;
+  workspaceAware: boolean;
+  role: 'worker' | 'coordinator';
+  autoCompactThreshold: number;
+  toolResultMaxChars: number;
+  maxConsecutiveFormatErrors: number;
+  contextWindow: number;
+  maxOutputTokens: number;
 }

@@ -18,7 +18,8 @@ import type { SupervisorDeps } from './ports.js';
 import { progressLineFor, type ProgressFork } from './progress-fork.js';
 import type { Live, RunActions, RunTable } from './run-table.js';
 import { elapsedMs, transition } from './state-machine.js';
-import type { RunRecord, SpawnPacket, SupervisorSettings } from './types.js';
+import type { AgentSpec } from '../agents/index.js';
+import type { AgentPacket, RunRecord, SpawnPacket, SupervisorSettings } from './types.js';
 
 export interface StarterDeps {
   table: RunTable;
@@ -96,8 +97,10 @@ export class RunStarter {
       const maxSteps = Math.min(rec.maxSteps, lease.value.limits.maxSteps);
       const resultCapBytes = lease.value.limits.resultBytes;
       const childCap = lease.value.limits.maxChildren;
-      await table.update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes, childCap }));
-      const packet = buildPacket(table.get(runId)!, req, lease.value, settings);
+      const budget = { tokens: lease.value.limits.tokens, costUsd: lease.value.limits.costUsd };
+      await table.update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes, childCap, budget }));
+      const agent = rec.kind === 'agent' ? await this.#agentPacket(runId, lease.value.caps, maxSteps) : undefined;
+      const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o755 });
       await fs.chmod(brokerDir, 0o755);
       await fs.writeFile(path.join(table.store.dir(runId), 'packet.json'), JSON.stringify(packet), { mode: 0o600 });
@@ -118,6 +121,31 @@ export class RunStarter {
       // Kept on the record and handed to a parent: no host path of an unknown error crosses.
       if (!(await this.d.actions.endRun(runId, 'failed', { collect: false, error: publicError(e) }))) await abandon();
     }
+  }
+
+  /** Kind `agent`: its pinned spec, the tools its lease allows, its model's window. */
+  async #agentPacket(runId: string, caps: readonly string[], maxSteps: number): Promise<AgentPacket> {
+    const { deps, table } = this.d;
+    if (!caps.includes('llm')) {
+      throw new BrigError('capability_denied', 'an agent child needs `llm` in its lease (its model calls go through the broker)', { data: { what: 'llm' } });
+    }
+    if (!deps.agents || !deps.models) throw new BrigError('model_unavailable', 'this supervisor serves no agent children');
+    const spec = JSON.parse(await fs.readFile(path.join(table.store.dir(runId), 'agent.json'), 'utf8')) as AgentSpec;
+    const model = deps.models.resolve(table.get(runId)!.model);
+    if (!model.ok) throw model.error;
+    return {
+      name: spec.name,
+      instructions: spec.instructions,
+      tools: deps.agents.tools(spec, caps),
+      maxSteps,
+      workspaceAware: spec.workspaceAware,
+      role: spec.role,
+      autoCompactThreshold: this.d.settings.autoCompactThreshold,
+      toolResultMaxChars: this.d.settings.toolResultMaxChars,
+      maxConsecutiveFormatErrors: 3,
+      contextWindow: model.value.contextWindow,
+      maxOutputTokens: model.value.maxOutputTokens,
+    };
   }
 
   /** Starts the progress fork and waits for the container to exit in the background. */

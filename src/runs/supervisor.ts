@@ -24,7 +24,10 @@ import { systemClock, type SupervisorDeps } from './ports.js';
 import { ProgressFork, realTimers } from './progress-fork.js';
 import { ensureDirs, reconcile, retentionSweep } from './reconcile.js';
 import { RunStore } from './run-store.js';
-import { RunTable, type RunActions } from './run-table.js';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { llmService } from './llm-calls.js';
+import { RunTable, type RunActions, type RunPorts } from './run-table.js';
 import { resolveSettings } from './settings.js';
 import { RunStarter } from './starter.js';
 import { endRevoked, healthTick } from './upkeep.js';
@@ -37,6 +40,7 @@ import type {
   ReconcileReport,
   RunRecord,
   SpawnContext,
+  SpawnPacket,
   SpawnRequestInput,
   SteerOutcome,
   Supervisor,
@@ -89,6 +93,9 @@ class BrigSupervisor implements SupervisorCore {
   readonly #ender: RunEnder;
   readonly #starter: RunStarter;
   readonly #actions: RunActions;
+  readonly #llm: RunPorts['llm'];
+  /** Each agent run's offered tools, read once from its packet. */
+  readonly #surfaces = new Map<string, readonly string[] | undefined>();
   #tick: NodeJS.Timeout | undefined;
   #retention: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
@@ -110,6 +117,7 @@ class BrigSupervisor implements SupervisorCore {
       whileBlocked: (id, fn) => this.#whileBlocked(id, fn),
       loadRequest: (id) => loadRequest(this.#table, id),
     };
+    this.#llm = llmService(this.#table, { models: deps.models, surfaceOf: (id) => this.#surfaceOf(id) });
     const parts = { table: this.#table, deps, settings: this.settings, fork: this.#fork };
     this.#ender = new RunEnder({ ...parts, pump: () => this.#starter.pump() });
     this.#starter = new RunStarter({
@@ -294,8 +302,16 @@ class BrigSupervisor implements SupervisorCore {
     return { table: this.#table, deps: this.#deps, settings: this.settings, actions: this.#actions };
   }
 
-  #ports() {
-    return { table: this.#table, actions: this.#actions, settings: this.settings };
+  #ports(): RunPorts {
+    return { table: this.#table, actions: this.#actions, settings: this.settings, llm: this.#llm };
+  }
+
+  async #surfaceOf(runId: string): Promise<readonly string[] | undefined> {
+    if (this.#surfaces.has(runId)) return this.#surfaces.get(runId);
+    const packet = await readFile(path.join(this.#table.store.dir(runId), 'packet.json'), 'utf8').then((t) => JSON.parse(t) as SpawnPacket, () => undefined);
+    const tools = packet?.agent?.tools;
+    this.#surfaces.set(runId, tools);
+    return tools;
   }
 
   /** A run a verb may act on: own, or adopted from disk; run_not_found when unknown. */

@@ -28,6 +28,7 @@ export const ERROR_CODES = {
   lease_expired: { kind: 'denied', hint: 'The lease has expired or was revoked; the run must end.' },
   unauthenticated: { kind: 'denied', hint: 'Send the bearer token from the spawn packet.' },
   rate_limited: { kind: 'limit', hint: 'Slow down: the broker limits calls per run.' },
+  budget_exceeded: { kind: 'limit', hint: "The lease's token or cost budget (this run's, or its whole tree's) is spent; finish with what you have." },
   not_running: { kind: 'conflict', hint: 'The run is not running; `brig list` shows its status.' },
   run_not_found: { kind: 'not_found', hint: '`brig list` shows the known runs.' },
   lease_not_found: { kind: 'not_found', hint: '`brig lease list` shows the known leases.' },

@@ -165,7 +165,9 @@ test('SpawnRequest: one schema; kind needs its payload; unknown keys refused; de
   assert.equal(r.async, false);
   assert.equal(SpawnRequestSchema.safeParse({ task: 't', kind: 'command' }).success, false);
   assert.equal(SpawnRequestSchema.safeParse({ task: 't', script: 'x', nope: 1 }).success, false);
-  assert.equal(SpawnRequestSchema.safeParse({ task: 't', kind: 'agent' }).success, false);
+  assert.equal(SpawnRequestSchema.safeParse({ task: 't', kind: 'agent' }).success, true, 'kind agent runs the general spec by default');
+  assert.equal(SpawnRequestSchema.safeParse({ task: 't', kind: 'agent', script: 'x' }).success, false);
+  assert.equal(SpawnRequestSchema.safeParse({ task: 't', kind: 'script', script: 'x', model: 'm' }).success, false, 'only agents take a model');
   assert.equal(SpawnRequestSchema.safeParse({ task: 't', script: 'x', parent_summary: 's' }).success, false);
 });
 

@@ -1,0 +1,251 @@
+/**
+ * Model calls of a run, served by the supervisor: the child appends to a conversation the
+ * supervisor holds, and asks for the next assistant turn (docs/agents.md).
+ *
+ * Guarantees: the provider key never leaves the model port (the child sends messages, gets
+ * a message back); every call is metered — tokens always, cost when the model has a price —
+ * and refused `budget_exceeded` once the run's or its whole tree's lease budget is spent;
+ * the tools a call offers must be the ones the lease allows this run (its packet's surface);
+ * the conversation is bounded; every message and reply lands in the run's transcript
+ * (runs/<id>/transcript.jsonl, materialized as a ResultRef) and only content-free counts in
+ * the ledger (INV-7). Threat: a child (or the model driving it) trying to outspend its
+ * budget, flood the supervisor's memory, or offer itself tools its lease does not grant.
+ * Fails closed: a run with no model configured gets `model_unavailable`.
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { BrigError, publicError } from '../util/errors.js';
+import type { ConversationMessage, ModelPort, ToolSchema } from './model-port.js';
+import type { LlmService, RunTable } from './run-table.js';
+import type { RunRecord } from './types.js';
+
+/** The most a conversation may hold (the child compacts well before). */
+export const MAX_CONVERSATION_BYTES = 8 * 1024 * 1024;
+/** The most one run's transcript may grow to on disk. */
+export const MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024;
+/** A salvage call's output cap. */
+export const SALVAGE_MAX_TOKENS = 1024;
+
+interface Conversation {
+  messages: ConversationMessage[];
+  bytes: number;
+  transcriptBytes: number;
+}
+
+export interface LlmDeps {
+  models: ModelPort | undefined;
+  /** The tool names a run's packet offers (its lease's surface); undefined = not an agent. */
+  surfaceOf: (runId: string) => Promise<readonly string[] | undefined>;
+}
+
+const size = (m: unknown) => Buffer.byteLength(JSON.stringify(m));
+
+/** The conversations of this supervisor's runs, rebuilt from a transcript after a restart. */
+export class Conversations {
+  readonly #byRun = new Map<string, Conversation>();
+
+  constructor(private readonly dirOf: (runId: string) => string) {}
+
+  transcriptFile(runId: string): string {
+    return path.join(this.dirOf(runId), 'transcript.jsonl');
+  }
+
+  async #get(runId: string): Promise<Conversation> {
+    const have = this.#byRun.get(runId);
+    if (have) return have;
+    const c: Conversation = { messages: [], bytes: 0, transcriptBytes: 0 };
+    const text = await fs.readFile(this.transcriptFile(runId), 'utf8').catch(() => '');
+    c.transcriptBytes = Buffer.byteLength(text);
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      try {
+        const ev = JSON.parse(line) as { t: string; messages?: ConversationMessage[]; message?: ConversationMessage };
+        if (ev.t === 'reset') c.messages = [];
+        for (const m of ev.t === 'reply' && ev.message ? [ev.message] : (ev.messages ?? [])) c.messages.push(m);
+      } catch {
+        // a torn last line (a crash mid-write) is dropped
+      }
+    }
+    c.bytes = c.messages.reduce((n, m) => n + size(m), 0);
+    this.#byRun.set(runId, c);
+    return c;
+  }
+
+  async #log(runId: string, c: Conversation, ev: Record<string, unknown>): Promise<void> {
+    const line = JSON.stringify({ at: new Date().toISOString(), ...ev }) + '\n';
+    const n = Buffer.byteLength(line);
+    if (c.transcriptBytes + n > MAX_TRANSCRIPT_BYTES) {
+      throw new BrigError('ref_too_large', `the transcript would pass ${MAX_TRANSCRIPT_BYTES} bytes`, { hint: 'Compact (llm.reset) and keep tool results small.' });
+    }
+    await fs.appendFile(this.transcriptFile(runId), line, { mode: 0o600 });
+    c.transcriptBytes += n;
+  }
+
+  async append(runId: string, messages: ConversationMessage[]): Promise<number> {
+    const c = await this.#get(runId);
+    const add = messages.reduce((n, m) => n + size(m), 0);
+    if (c.bytes + add > MAX_CONVERSATION_BYTES) {
+      throw new BrigError('ref_too_large', `the conversation would pass ${MAX_CONVERSATION_BYTES} bytes`, { hint: 'Compact it: summarize older turns and llm.reset.', data: { limit: MAX_CONVERSATION_BYTES, current: c.bytes } });
+    }
+    await this.#log(runId, c, { t: 'append', messages });
+    c.messages.push(...messages);
+    c.bytes += add;
+    return c.messages.length;
+  }
+
+  async reset(runId: string, messages: ConversationMessage[]): Promise<number> {
+    const c = await this.#get(runId);
+    const bytes = messages.reduce((n, m) => n + size(m), 0);
+    if (bytes > MAX_CONVERSATION_BYTES) throw new BrigError('ref_too_large', `a reset of ${bytes} bytes is over ${MAX_CONVERSATION_BYTES}`);
+    await this.#log(runId, c, { t: 'reset', messages });
+    c.messages = [...messages];
+    c.bytes = bytes;
+    return c.messages.length;
+  }
+
+  async messages(runId: string): Promise<ConversationMessage[]> {
+    return [...(await this.#get(runId)).messages];
+  }
+
+  async reply(runId: string, message: ConversationMessage, meta: Record<string, unknown>): Promise<void> {
+    const c = await this.#get(runId);
+    await this.#log(runId, c, { t: 'reply', message, ...meta });
+    c.messages.push(message);
+    c.bytes += size(message);
+  }
+
+  forget(runId: string): void {
+    this.#byRun.delete(runId);
+  }
+}
+
+interface Spend {
+  tokens: number;
+  costUsd: number;
+  costKnown: boolean;
+}
+
+function spendOf(runs: readonly RunRecord[]): Spend {
+  let tokens = 0;
+  let costUsd = 0;
+  let costKnown = true;
+  for (const r of runs) {
+    tokens += r.tokens ?? 0;
+    if (r.costUsd === null) costKnown = false;
+    else costUsd += r.costUsd ?? 0;
+  }
+  return { tokens, costUsd, costKnown };
+}
+
+/** What is left of a budget (0 in the lease means none at all). */
+function left(limit: number | undefined, spent: number): number | null {
+  return limit === undefined ? null : Math.max(0, limit - spent);
+}
+
+/**
+ * The budgets that bind this call: the run's own lease, and its root run's lease over the
+ * whole tree (a fan-out cannot outspend the tree by spreading over many children).
+ */
+function budgetCheck(p: { table: RunTable }, r: RunRecord): { tokensLeft: number | null; costLeftUsd: number | null } {
+  const tree = p.table.all().filter((x) => x.rootRunId === r.rootRunId);
+  const root = p.table.get(r.rootRunId);
+  const mine = spendOf([r]);
+  const all = spendOf(tree);
+  const tokensLeft = [left(r.budget?.tokens, mine.tokens), left(root?.budget?.tokens, all.tokens)].filter((x): x is number => x !== null);
+  const costLeft = [left(r.budget?.costUsd, mine.costUsd), left(root?.budget?.costUsd, all.costUsd)].filter((x): x is number => x !== null);
+  const t = tokensLeft.length ? Math.min(...tokensLeft) : null;
+  const c = costLeft.length ? Math.min(...costLeft) : null;
+  if (t !== null && t <= 0) {
+    throw new BrigError('budget_exceeded', `the token budget is spent (${mine.tokens} by this run, ${all.tokens} by its tree)`, { data: { limit: r.budget?.tokens ?? null, current: mine.tokens, tree: all.tokens } });
+  }
+  if (c !== null && c <= 0) {
+    throw new BrigError('budget_exceeded', `the cost budget is spent ($${mine.costUsd.toFixed(4)} by this run, $${all.costUsd.toFixed(4)} by its tree)`, { data: { limit: r.budget?.costUsd ?? null, current: mine.costUsd } });
+  }
+  return { tokensLeft: t, costLeftUsd: c };
+}
+
+export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: Record<string, unknown>): Promise<unknown> {
+  if (!d.models) throw new BrigError('model_unavailable', 'no model is configured for this supervisor', { hint: 'Set BRIG_MODEL_BASE_URL and BRIG_MODEL (or $BRIG_HOME/config.yaml) and restart `brig serve`.' });
+  const purpose = params.purpose === 'compact' || params.purpose === 'salvage' ? params.purpose : 'step';
+  if (purpose === 'step' && r.stepsExecuted >= r.maxSteps) {
+    throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted } });
+  }
+  const tools = (Array.isArray(params.tools) ? params.tools : []) as ToolSchema[];
+  const surface = await d.surfaceOf(r.id);
+  const outside = tools.map((t) => t.name).filter((n) => !(surface ?? []).includes(n));
+  if (outside.length > 0) {
+    throw new BrigError('capability_denied', `the lease does not offer ${outside.slice(0, 5).join(', ')} to this run`, { data: { what: outside.slice(0, 5).join(',') } });
+  }
+  const budget = budgetCheck(p, r);
+  const info = d.models.resolve(r.model);
+  if (!info.ok) throw info.error;
+  const asked = typeof params.maxTokens === 'number' ? params.maxTokens : info.value.maxOutputTokens;
+  const capped = Math.min(asked, info.value.maxOutputTokens, purpose === 'salvage' ? SALVAGE_MAX_TOKENS : Infinity, budget.tokensLeft ?? Infinity);
+  const maxTokens = Math.max(1, capped);
+  const started = Date.now();
+  let turn;
+  try {
+    turn = await d.models.complete(info.value.alias, {
+      system: typeof params.system === 'string' ? params.system : '',
+      messages: await conv.messages(r.id),
+      ...(tools.length ? { tools } : {}),
+      maxTokens,
+      cacheKey: r.rootRunId,
+    });
+  } catch (e) {
+    const pe = publicError(e);
+    p.table.ledger.append({ type: 'run.model_call', runId: r.id, rootRunId: r.rootRunId, purpose, model: info.value.alias, ok: false, code: pe.code, ms: Date.now() - started });
+    throw new BrigError(pe.code === 'internal' ? 'model_unavailable' : pe.code, pe.message);
+  }
+  const step = typeof params.step === 'number' ? params.step : r.stepsExecuted;
+  await conv.reply(r.id, turn.message, { purpose, step, usage: turn.usage, costUsd: turn.costUsd, model: turn.model, finishReason: turn.finishReason });
+  const next = await p.table.update(r.id, (x) => ({
+    ...x,
+    tokens: (x.tokens ?? 0) + turn.usage.total,
+    costUsd: x.costUsd === null || turn.costUsd === null ? null : (x.costUsd ?? 0) + turn.costUsd,
+    lastProgressAt: p.table.clock.now().toISOString(),
+  }));
+  p.table.ledger.append({
+    type: 'run.model_call',
+    runId: r.id,
+    rootRunId: r.rootRunId,
+    step,
+    purpose,
+    model: info.value.alias,
+    ok: true,
+    input: turn.usage.input,
+    output: turn.usage.output,
+    cacheRead: turn.usage.cacheRead,
+    costUsd: turn.costUsd,
+    finishReason: turn.finishReason,
+    toolCalls: turn.message.toolCalls.length,
+    ms: Date.now() - started,
+  });
+  const after = (() => {
+    try {
+      return budgetCheck(p, next);
+    } catch {
+      return { tokensLeft: 0, costLeftUsd: 0 };
+    }
+  })();
+  return {
+    message: turn.message,
+    finishReason: turn.finishReason,
+    usage: turn.usage,
+    costUsd: turn.costUsd,
+    model: turn.model,
+    contextWindow: info.value.contextWindow,
+    contextUsed: turn.usage.input + turn.usage.output,
+    budget: after,
+  };
+}
+
+/** The service child calls reach: the conversation store and the metered completion. */
+export function llmService(table: RunTable, deps: LlmDeps): LlmService {
+  const conv = new Conversations((id) => table.store.dir(id));
+  return {
+    append: (runId, messages) => conv.append(runId, messages as ConversationMessage[]),
+    reset: (runId, messages) => conv.reset(runId, messages as ConversationMessage[]),
+    complete: (run, params) => llmComplete({ table }, deps, conv, run, params),
+  };
+}
