@@ -1,3 +1,4 @@
+import { AGENT_TOOL_NAMES } from '../agents/index.js';
 import { BrigError } from '../util/errors.js';
 import type { RunPorts } from './run-table.js';
 import type { RunRecord } from './types.js';
@@ -70,7 +71,8 @@ export async function handleChildCall(sup: RunPorts, runId: string, method: stri
         throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted + 1 } });
       }
       const line = typeof p.line === 'string' ? p.line.slice(0, 200) : r.progressLine;
-      const tool = typeof p.tool === 'string' ? p.tool.slice(0, 64) : null;
+      // Only a name of the closed tool set is kept: events and the ledger stay content-free (INV-7).
+      const tool = typeof p.tool === 'string' && (AGENT_TOOL_NAMES as readonly string[]).includes(p.tool) ? p.tool : null;
       await sup.table.update(runId, (x) => ({ ...x, stepsExecuted: x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: sup.table.clock.now().toISOString() }));
       const live = sup.table.live.get(runId);
       const steers = live ? live.steers.splice(0, live.steers.length) : [];

@@ -9,6 +9,8 @@ export interface ProgressEvent {
   elapsedMs: number;
   stepsExecuted: number;
   timestamp: string;
+  /** The tool an agent child is running (a name of the closed tool set), else null. */
+  activeTool?: string | null;
 }
 
 /** Common to every supervisor event: content-free ids, counts, enums, durations. */
@@ -22,7 +24,7 @@ interface EventBase {
 }
 
 export type SupervisorEvent =
-  | (EventBase & { type: 'spawned'; parentRunId: string | null; agent: string; kind: RunKind; queued: boolean })
+  | (EventBase & { type: 'spawned'; parentRunId: string | null; agent: string; kind: RunKind; queued: boolean; parentStep: number | null })
   | (EventBase & { type: 'started' })
   | (EventBase & { type: 'progress'; progress: ProgressEvent })
   | (EventBase & { type: 'completed'; runtimeMs: number; stepsExecuted: number })

@@ -118,7 +118,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     return err(toBrigError(e));
   }
   table.preparing.delete(rec.id);
-  table.emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue' });
+  table.emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue', parentStep: rec.parentStep ?? null });
   return ok({ kind: 'created', run: rec, started: decision.kind === 'admit', async: req.async });
 }
 

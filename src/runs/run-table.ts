@@ -94,12 +94,13 @@ export class RunTable {
   emit(r: RunRecord, ev: EmitInput): void {
     const full = { runId: r.id, rootRunId: r.rootRunId, path: r.path, depth: r.depth, timestamp: this.clock.now().toISOString(), ...ev } as SupervisorEvent;
     this.bus.publish(full);
-    const { progress, ...flat } = full as SupervisorEvent & { progress?: { stepsExecuted: number; elapsedMs: number } };
+    const { progress, ...flat } = full as SupervisorEvent & { progress?: { stepsExecuted: number; elapsedMs: number; activeTool?: string | null } };
     const ledgerEv: Record<string, string | number | boolean | null | readonly string[]> = {};
     for (const [k, v] of Object.entries(flat)) if (v !== undefined) ledgerEv[k] = v as string;
     if (progress) {
       ledgerEv.stepsExecuted = progress.stepsExecuted;
       ledgerEv.elapsedMs = progress.elapsedMs;
+      if (progress.activeTool) ledgerEv.activeTool = progress.activeTool;
     }
     this.ledger.append({ ...ledgerEv, type: `run.${ev.type}` });
   }

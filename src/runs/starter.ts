@@ -162,6 +162,7 @@ export class RunStarter {
         elapsedMs: elapsedMs(r, now),
         stepsExecuted: r.stepsExecuted,
         timestamp: now.toISOString(),
+        activeTool: r.activeTool ?? null,
       };
       table.emit(r, { type: 'progress', progress });
     });
