@@ -1,5 +1,43 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { nearest } from '../util/nearest.js';
+import { keyEnvNames, MODEL_APIS } from './models-file.js';
+import { Secret } from './secret.js';
+
+export { Secret } from './secret.js';
+export { parseModelsConfig, validConfigKeysAt, MODEL_APIS, ConfigFileSchema, ModelsSectionSchema, ProviderSchema, AliasSchema, PriceConfigSchema } from './models-file.js';
+export type { ModelsSection, ProviderConfig, AliasConfig, PriceConfig } from './models-file.js';
+
+/** The BRIG_MODEL_* quick path: one endpoint, one model, the alias `default`. */
+export interface EnvModel {
+  api: (typeof MODEL_APIS)[number];
+  baseUrl: string;
+  /** BRIG_MODEL_API_KEY; absent for local servers that need none. */
+  apiKey: Secret | undefined;
+  model: string;
+  contextWindow: number;
+  /** BRIG_MODEL_MAX_OUTPUT, when set. */
+  maxOutputTokens: number | undefined;
+  /** USD per million tokens, when BRIG_MODEL_PRICE_IN and _OUT are set. */
+  price: { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number } | undefined;
+}
+
+/** What models/ needs to build its catalog; read here because only config/ reads the environment. */
+export interface ModelsConfig {
+  /** $BRIG_HOME/config.yaml */
+  file: string;
+  /** That file's text when the config was loaded; null when there is none. */
+  fileText: string | null;
+  /** Why the file exists but could not be read (an errno code), else undefined. */
+  fileError: string | undefined;
+  /** The quick path, when BRIG_MODEL_BASE_URL is set and its companions are valid. */
+  env: EnvModel | undefined;
+  /** Problems with the BRIG_MODEL_* values; the catalog refuses to load while there are any. */
+  envProblems: string[];
+  /** The values of the variables config.yaml names as apiKeyEnv — those only, never the whole environment. */
+  keys: Readonly<Record<string, Secret>>;
+}
 
 /**
  * The only reader of process.env in brig. Everything else receives a BrigConfig.
@@ -11,22 +49,109 @@ export interface BrigConfig {
   dockerHost: string | undefined;
   /** True in CI: a missing engine fails tests instead of skipping them. */
   ci: boolean;
-  /** OpenAI-compatible model endpoint for Level 2 condensation; absent → Level 3. */
+  /**
+   * @deprecated use `loadModelCatalog(cfg)` (models/): this is the quick path only, and only when
+   * it speaks openai-chat (apiKey '' for a keyless local server). Absent → Level 3.
+   */
   model: { baseUrl: string; apiKey: string; model: string } | undefined;
+  /** Model configuration: config.yaml's `models` and the BRIG_MODEL_* quick path. */
+  models: ModelsConfig;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
   const home = env.BRIG_HOME && env.BRIG_HOME.length > 0 ? path.resolve(env.BRIG_HOME) : path.join(os.homedir(), '.brig');
-  const model =
-    env.BRIG_MODEL_BASE_URL && env.BRIG_MODEL_API_KEY
-      ? { baseUrl: env.BRIG_MODEL_BASE_URL, apiKey: env.BRIG_MODEL_API_KEY, model: env.BRIG_MODEL ?? 'gpt-4o-mini' }
-      : undefined;
+  const models = loadModelsConfig(home, env);
+  const e = models.env;
+  const model = e && e.api === 'openai-chat' ? { baseUrl: e.baseUrl, apiKey: e.apiKey?.reveal() ?? '', model: e.model } : undefined;
   return {
     home,
     dockerHost: env.DOCKER_HOST && env.DOCKER_HOST.length > 0 ? env.DOCKER_HOST : undefined,
     ci: env.CI === 'true' || env.CI === '1',
     model,
+    models,
   };
+}
+
+const set = (v: string | undefined): v is string => v !== undefined && v.trim().length > 0;
+
+function loadModelsConfig(home: string, env: NodeJS.ProcessEnv): ModelsConfig {
+  const file = path.join(home, 'config.yaml');
+  let fileText: string | null = null;
+  let fileError: string | undefined;
+  try {
+    fileText = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? 'error';
+    if (code !== 'ENOENT') fileError = code;
+  }
+  const keys: Record<string, Secret> = {};
+  for (const name of fileText === null ? [] : keyEnvNames(fileText)) {
+    const v = env[name];
+    if (set(v)) keys[name] = new Secret(v.trim());
+  }
+  const { value, problems } = envModel(env);
+  return { file, fileText, fileError, env: value, envProblems: problems, keys: Object.freeze(keys) };
+}
+
+export const ENV_MODEL_DEFAULTS = Object.freeze({ api: 'openai-chat' as const, model: 'gpt-4o-mini', contextWindow: 128_000 });
+
+function envModel(env: NodeJS.ProcessEnv): { value: EnvModel | undefined; problems: string[] } {
+  const problems: string[] = [];
+  const base = env.BRIG_MODEL_BASE_URL;
+  if (!set(base)) {
+    const stray = Object.keys(env).filter((k) => /^BRIG_MODEL_(API|MAX_OUTPUT|CONTEXT_WINDOW|PRICE_(IN|OUT|CACHE_READ|CACHE_WRITE))$/.test(k) && set(env[k]));
+    if (stray.length > 0) problems.push(`${stray.sort().join(', ')} set without BRIG_MODEL_BASE_URL`);
+    return { value: undefined, problems };
+  }
+  let baseUrl = base.trim();
+  try {
+    const u = new URL(baseUrl);
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.username || u.password) problems.push('BRIG_MODEL_BASE_URL must be an http(s) URL without credentials in it');
+  } catch {
+    problems.push('BRIG_MODEL_BASE_URL is not a URL');
+    baseUrl = '';
+  }
+  const apiRaw = set(env.BRIG_MODEL_API) ? env.BRIG_MODEL_API.trim() : ENV_MODEL_DEFAULTS.api;
+  const api = (MODEL_APIS as readonly string[]).includes(apiRaw) ? (apiRaw as EnvModel['api']) : undefined;
+  if (!api) {
+    const near = nearest(apiRaw, MODEL_APIS);
+    problems.push(`BRIG_MODEL_API is "${apiRaw.slice(0, 40)}", not one of ${MODEL_APIS.join(', ')}${near ? ` (did you mean "${near}"?)` : ''}`);
+  }
+  const model = set(env.BRIG_MODEL) ? env.BRIG_MODEL.trim() : api === 'openai-chat' ? ENV_MODEL_DEFAULTS.model : undefined;
+  if (!model) problems.push('BRIG_MODEL (the model id) is required with BRIG_MODEL_API=anthropic-messages');
+  const int = (name: string): number | undefined => {
+    const v = env[name];
+    if (!set(v)) return undefined;
+    const n = Number(v);
+    if (Number.isInteger(n) && n > 0 && n <= 100_000_000) return n;
+    problems.push(`${name} must be a positive whole number of tokens`);
+    return undefined;
+  };
+  const usd = (name: string): number | undefined => {
+    const v = env[name];
+    if (!set(v)) return undefined;
+    const n = Number(v);
+    if (Number.isFinite(n) && n >= 0 && n <= 100_000) return n;
+    problems.push(`${name} must be USD per million tokens (a number ≥ 0)`);
+    return undefined;
+  };
+  const contextWindow = int('BRIG_MODEL_CONTEXT_WINDOW') ?? ENV_MODEL_DEFAULTS.contextWindow;
+  const maxOutputTokens = int('BRIG_MODEL_MAX_OUTPUT');
+  if (maxOutputTokens !== undefined && maxOutputTokens > contextWindow) problems.push('BRIG_MODEL_MAX_OUTPUT is over BRIG_MODEL_CONTEXT_WINDOW');
+  const pin = usd('BRIG_MODEL_PRICE_IN');
+  const pout = usd('BRIG_MODEL_PRICE_OUT');
+  const pcr = usd('BRIG_MODEL_PRICE_CACHE_READ');
+  const pcw = usd('BRIG_MODEL_PRICE_CACHE_WRITE');
+  if ((pin === undefined) !== (pout === undefined) || ((pcr !== undefined || pcw !== undefined) && pin === undefined)) {
+    problems.push('a price needs both BRIG_MODEL_PRICE_IN and BRIG_MODEL_PRICE_OUT');
+  }
+  const price =
+    pin !== undefined && pout !== undefined
+      ? { inputPerMTok: pin, outputPerMTok: pout, ...(pcr !== undefined ? { cacheReadPerMTok: pcr } : {}), ...(pcw !== undefined ? { cacheWritePerMTok: pcw } : {}) }
+      : undefined;
+  const key = env.BRIG_MODEL_API_KEY;
+  if (problems.length > 0 || !api || !model) return { value: undefined, problems };
+  return { value: { api, baseUrl, apiKey: set(key) ? new Secret(key.trim()) : undefined, model, contextWindow, maxOutputTokens, price }, problems };
 }
 
 /** Fixed layout under the brig home. */

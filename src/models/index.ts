@@ -1,6 +1,35 @@
 /**
- * models/: LLM providers (OpenAI-compatible chat completions over undici). Keys stay here.
+ * models/: LLM providers over undici — `openai-chat` and `anthropic-messages`, streamed, with
+ * retries before the first byte only, idle and call timeouts, a reply byte cap, normalized
+ * usage and cost. Keys stay here: no error, log or return value carries one.
  */
-export type { ChatMessage, ChatRequest, ChatResponse, ChatUsage, ModelProvider } from './types.js';
+export { costOf } from './types.js';
+export type {
+  LlmToolCall,
+  LlmMessage,
+  LlmTool,
+  Usage,
+  FinishReason,
+  CompletionRequest,
+  CompletionTuning,
+  Completion,
+  ModelClient,
+  ModelApi,
+  Price,
+  ResolvedModel,
+  ModelCatalog,
+  ChatMessage,
+  ChatRequest,
+  ChatResponse,
+  ChatUsage,
+  ModelProvider,
+} from './types.js';
+export { OpenAIChatClient } from './openai-chat.js';
+export { AnthropicMessagesClient, ANTHROPIC_VERSION } from './anthropic-messages.js';
+export type { ClientOptions } from './client-options.js';
+export { TRANSPORT_DEFAULTS } from './transport.js';
+export type { FailReason } from './transport.js';
+export { loadModelCatalog, condensationModel, ConfiguredModelCatalog, ENV_ALIAS } from './catalog.js';
+export { ClientChatProvider } from './chat-provider.js';
 export { OpenAICompatibleProvider } from './openai-compatible.js';
 export type { OpenAICompatibleOptions } from './openai-compatible.js';

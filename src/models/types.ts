@@ -1,4 +1,116 @@
-/** The role brig needs from a language model: one chat completion, metered. */
+/**
+ * models/ in brig's own words: provider-neutral messages, tools, usage and cost. Nothing here
+ * knows a wire format; the clients (openai-chat, anthropic-messages) translate at the edge.
+ */
+import type { Result } from '../util/errors.js';
+
+export interface LlmToolCall {
+  id: string;
+  name: string;
+  input: unknown;
+  /** Set when the provider's argument string was not a JSON object; `input` is then `{}`. */
+  inputError?: string;
+}
+
+export type LlmMessage =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: LlmToolCall[] }
+  | { role: 'tool'; toolCallId: string; content: string; isError?: boolean };
+
+export interface LlmTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** input = every input token counted once (cached included); cacheRead/cacheWrite are subsets of input. */
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  total: number;
+}
+
+export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'error';
+
+export interface CompletionRequest {
+  system: string;
+  messages: LlmMessage[];
+  tools?: LlmTool[];
+  maxTokens?: number;
+  signal?: AbortSignal;
+  /** stable per tree, for provider prompt caches */
+  cacheKey?: string;
+}
+
+/**
+ * Knobs brig's own clients also read when present on a request (Level 2 condensation uses
+ * them); they are not part of the broker contract. `json` asks an OpenAI-style server for a
+ * JSON object reply (`response_format`); the Anthropic client ignores it.
+ */
+export interface CompletionTuning {
+  temperature?: number;
+  json?: boolean;
+}
+
+export interface Completion {
+  message: { role: 'assistant'; content: string; toolCalls: LlmToolCall[] };
+  finishReason: FinishReason;
+  usage: Usage;
+  model: string;
+  /** ms to the first streamed byte of content */
+  firstTokenMs: number | null;
+}
+
+export interface ModelClient {
+  readonly api: 'openai-chat' | 'anthropic-messages';
+  readonly model: string;
+  complete(req: CompletionRequest): Promise<Completion>;
+}
+
+export type ModelApi = ModelClient['api'];
+
+export interface Price {
+  inputPerToken: number;
+  outputPerToken: number;
+  cacheReadPerToken?: number;
+  cacheWritePerToken?: number;
+}
+
+export interface ResolvedModel {
+  alias: string;
+  client: ModelClient;
+  contextWindow: number;
+  maxOutputTokens: number;
+  price: Price | null;
+}
+
+export interface ModelCatalog {
+  resolve(alias?: string): Result<ResolvedModel>;
+  aliases(): string[];
+  readonly defaultAlias: string | null;
+}
+
+/**
+ * What one call cost in USD, or null when the model has no price (never 0 by guess). Each
+ * input token is billed once: cached reads at the cache-read rate, cache writes at the
+ * cache-write rate (each falls back to the input rate when unpriced), the rest at the input rate.
+ */
+export function costOf(usage: Usage, price: Price | null): number | null {
+  if (!price) return null;
+  const cacheRead = Math.max(0, usage.cacheRead);
+  const cacheWrite = Math.max(0, usage.cacheWrite);
+  const fresh = Math.max(0, usage.input - cacheRead - cacheWrite);
+  return (
+    fresh * price.inputPerToken +
+    cacheRead * (price.cacheReadPerToken ?? price.inputPerToken) +
+    cacheWrite * (price.cacheWritePerToken ?? price.inputPerToken) +
+    Math.max(0, usage.output) * price.outputPerToken
+  );
+}
+
+// ---- The older role Level 2 condensation uses (src/results/condense.ts): one chat completion, metered.
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
   content: string;
