@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { BrokerClient } from './broker-client.js';
+import { PATHS } from './paths.js';
 import { createSdk } from './sdk.js';
 
 /**
@@ -11,12 +12,7 @@ import { createSdk } from './sdk.js';
  * environment at all. Exit 0 on success, 1 when the script throws, 2 when set-up fails.
  */
 
-export const PATHS = {
-  socket: '/run/brig/broker.sock',
-  packet: '/workspace/.brig/packet.json',
-  token: '/workspace/.brig/token',
-  script: '/workspace/.brig/script.mjs',
-} as const;
+export { PATHS };
 
 async function main(): Promise<number> {
   let client: BrokerClient;

@@ -1,5 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
 import type { BrokerClient } from './broker-client.js';
+import { RESULT_INLINE_BYTES, RESULT_SPOOL, sendResult } from './result-spool.js';
 
 /**
  * What a script sees: `export default async function (brig) { ... }`. Every call goes
@@ -97,12 +97,11 @@ export interface BrigSdk {
 }
 
 /**
- * A result whose JSON is over this many bytes does not fit one broker line: it is written to
- * RESULT_SPOOL in the workspace and the supervisor collects it (bounded by the lease's
- * resultBytes) as the run's `result.json` ResultRef.
+ * A result whose JSON is over RESULT_INLINE_BYTES does not fit one broker line: it is written
+ * to RESULT_SPOOL in the workspace and the supervisor collects it (bounded by the lease's
+ * resultBytes) as the run's `result.json` ResultRef (see result-spool.ts).
  */
-export const RESULT_INLINE_BYTES = 48 * 1024;
-export const RESULT_SPOOL = { dir: '/workspace/.brig/result', file: '/workspace/.brig/result/value.json' } as const;
+export { RESULT_INLINE_BYTES, RESULT_SPOOL };
 
 export const METHODS = {
   wait: 'wait',
@@ -169,14 +168,7 @@ export function createSdk(client: BrokerClient, packet: Record<string, unknown>,
       return r && r.checkpoint !== undefined && r.checkpoint !== null ? { untrusted: true as const, state: r.checkpoint } : null;
     },
     async result(value: unknown) {
-      const json = JSON.stringify(value ?? null);
-      const bytes = Buffer.byteLength(json);
-      if (bytes <= RESULT_INLINE_BYTES) await client.call(METHODS.result, { value: value ?? null });
-      else {
-        mkdirSync(RESULT_SPOOL.dir, { recursive: true, mode: 0o755 });
-        writeFileSync(RESULT_SPOOL.file, json, { mode: 0o644 });
-        await client.call(METHODS.result, { spooled: { bytes } });
-      }
+      await sendResult((m, p) => client.call(m, p), value);
       state.resultSet = true;
     },
     async spawn(request: Record<string, unknown>) {

@@ -1,0 +1,292 @@
+/**
+ * The agent loop that runs inside the jail (docs/agents.md, "The loop"). The supervisor
+ * holds the conversation; the loop appends to it, asks for the next assistant turn and keeps
+ * a mirror of its own, to choose what survives a compaction and to have words to salvage.
+ * Each step: steers → compaction when near the window → one model call → the tool calls,
+ * one result each → append → progress. The clean end is `finish`; every other end gets one
+ * bounded salvage and a partial result, so the parent always learns something.
+ */
+import { batches, fitMessage, headTail, Spiller } from './bound.js';
+import { executeCall, notRun, type CallEnv } from './calls.js';
+import { chooseKept, COMPACT_REQUEST, resetMessages } from './compact.js';
+import { JAIL_ROOTS, type Roots } from './confine.js';
+import { bounded, completeOnce } from './model-call.js';
+import type { AgentPacket } from './packet.js';
+import { buildSystemPrompt } from './prompt.js';
+import { offeredTools, toolSchemas } from './tools/registry.js';
+import type { ChildInfo, ToolDef } from './tools/tool.js';
+import { errorCode, type Broker, type EndReason, type LlmMessage, type LlmReply, type LlmTool } from './types.js';
+import { gatherWorkspaceInfo } from './workspace-info.js';
+import { AGENT_PATHS } from '../paths.js';
+import { RESULT_SPOOL, sendResult, type ResultSpool } from '../result-spool.js';
+
+export const START_MESSAGE = 'Begin the task in the system prompt. Call `finish` with your answer when done.';
+export const STEER_PREFIX = '[Steer from parent]';
+export const NUDGE = '[No tool call] Your reply called no tool; the run goes on until you call one. Continue with a tool call — call `finish` with your answer when done.';
+export const SALVAGE_REQUEST = (why: EndReason) =>
+  `[Salvage] The run is ending (${why}) before \`finish\`; tools are off. In a few lines, report what you found and which files matter (their paths), for your parent.`;
+
+/** Share of the context window the most recent turns may keep through a compaction. */
+const KEEP_SHARE = 0.25;
+const MAX_KEPT_TURNS = 12;
+const COMPACT_MAX_TOKENS = 4000;
+const SALVAGE_MAX_TOKENS = 1000;
+const FALLBACK_CHARS = 4000;
+
+export interface AgentLoopOptions {
+  broker: Broker;
+  packet: AgentPacket;
+  roots?: Roots;
+  spillDir?: string;
+  resultSpool?: ResultSpool;
+  /** Aborted on SIGTERM: the loop stops at once and salvages. */
+  stop?: AbortSignal;
+  /** The Workspace section's lines; by default gathered at start when the agent is workspaceAware. */
+  workspaceInfo?: readonly string[] | null;
+  shellPath?: string;
+  /** Strings scrubbed from every tool output (the bearer). */
+  secrets?: readonly string[];
+  log?: (event: Record<string, unknown>) => void;
+  salvageTimeoutMs?: number;
+  /** How long a model call in flight may still answer after SIGTERM. */
+  stopGraceMs?: number;
+  retryDelayMs?: number;
+}
+
+export interface AgentOutcome {
+  finished: boolean;
+  endReason: EndReason | null;
+  steps: number;
+  answer: string;
+  resultSent: boolean;
+}
+
+class EndRun extends Error {
+  constructor(readonly reason: EndReason) {
+    super(reason);
+  }
+}
+
+export class AgentLoop {
+  readonly system: string;
+  readonly tools: ToolDef[];
+  readonly #schemas: LlmTool[];
+  readonly #o: Required<Omit<AgentLoopOptions, 'workspaceInfo' | 'shellPath' | 'log'>> & Pick<AgentLoopOptions, 'log'>;
+  readonly #env: CallEnv;
+  readonly #children = new Map<string, ChildInfo>();
+  #mirror: LlmMessage[] = [];
+  #inbox: string[] = [];
+  #step = 0;
+  #formatErrors = 0;
+  #contextUsed = 0;
+  #compactStreak = 0;
+  #lastText = '';
+  /** Set when a model call was abandoned: the supervisor's conversation may hold a reply we never saw. */
+  #unknownTail = false;
+
+  constructor(o: AgentLoopOptions) {
+    const a = o.packet.agent;
+    this.#o = {
+      broker: o.broker,
+      packet: o.packet,
+      roots: o.roots ?? JAIL_ROOTS,
+      spillDir: o.spillDir ?? AGENT_PATHS.spill,
+      resultSpool: o.resultSpool ?? RESULT_SPOOL,
+      stop: o.stop ?? new AbortController().signal,
+      secrets: o.secrets ?? [],
+      log: o.log,
+      salvageTimeoutMs: o.salvageTimeoutMs ?? 60_000,
+      stopGraceMs: o.stopGraceMs ?? 3000,
+      retryDelayMs: o.retryDelayMs ?? 2000,
+    };
+    this.tools = offeredTools(a.tools, o.shellPath);
+    this.#schemas = toolSchemas(this.tools);
+    const info = o.workspaceInfo !== undefined ? o.workspaceInfo : a.workspaceAware ? gatherWorkspaceInfo(this.#o.roots) : null;
+    this.system = buildSystemPrompt(o.packet, this.tools, info);
+    this.#env = {
+      tools: new Map(this.tools.map((t) => [t.name, t])),
+      ctx: { roots: this.#o.roots, broker: o.broker, children: this.#children, maxChars: a.toolResultMaxChars, runTimeoutMs: o.packet.timeoutMs },
+      stop: this.#o.stop,
+      spiller: new Spiller(this.#o.spillDir),
+      secrets: this.#o.secrets,
+    };
+  }
+
+  get #agent() {
+    return this.#o.packet.agent;
+  }
+
+  async run(): Promise<AgentOutcome> {
+    let reason: EndReason;
+    try {
+      this.#o.log?.({ ev: 'start', tools: this.tools.map((t) => t.name), systemBytes: Buffer.byteLength(this.system) });
+      await this.#append([{ role: 'user', content: START_MESSAGE }]);
+      for (;;) {
+        if (this.#o.stop.aborted) throw new EndRun('terminated');
+        if (this.#step >= this.#agent.maxSteps) throw new EndRun('max_steps');
+        this.#step++;
+        const done = await this.#oneStep();
+        if (done) return await this.#finish(done);
+      }
+    } catch (e) {
+      reason = e instanceof EndRun ? e.reason : 'internal';
+      if (!(e instanceof EndRun)) this.#o.log?.({ ev: 'bug', message: String((e as Error)?.stack ?? e).slice(0, 2000) });
+    }
+    return this.#salvage(reason);
+  }
+
+  async #oneStep(): Promise<{ answer: string; files: string[] } | null> {
+    const t0 = Date.now();
+    // (a) steers, only here: never between a tool call and its result.
+    const steers = [...this.#inbox.splice(0), ...(await this.#poll())];
+    if (steers.length) await this.#append([{ role: 'user', content: steers.map((s) => `${STEER_PREFIX} ${s}`).join('\n\n') }]);
+    // (b) compaction from the last reply's real count.
+    if (this.#contextUsed >= this.#agent.autoCompactThreshold * this.#agent.contextWindow) await this.#compact();
+    // (c) the model.
+    const reply = await this.#complete('step', { tools: this.#schemas, maxTokens: this.#agent.maxOutputTokens });
+    // (d) + (e)
+    const calls = reply.message.toolCalls;
+    const results: LlmMessage[] = [];
+    const ran: string[] = [];
+    let finish: { answer: string; files: string[] } | undefined;
+    if (calls.length === 0) {
+      this.#formatErrors++;
+      results.push({ role: 'user', content: reply.finishReason === 'length' ? `${NUDGE} (Your reply was cut at the output limit: say less per reply.)` : NUDGE });
+    }
+    for (const c of calls) {
+      if (finish) results.push(notRun(c, '`finish` ended the run').message);
+      else if (this.#o.stop.aborted) results.push(notRun(c, 'the run is stopping').message);
+      else {
+        const out = await executeCall(c, this.#env);
+        results.push(out.message);
+        this.#formatErrors = out.formatError ? this.#formatErrors + 1 : 0;
+        if (!out.formatError) ran.push(c.name);
+        finish = out.finish;
+      }
+    }
+    // (f)
+    await this.#append(results);
+    this.#o.log?.({ ev: 'step', step: this.#step, tools: ran, calls: calls.length, contextUsed: this.#contextUsed, formatErrors: this.#formatErrors, ms: Date.now() - t0 });
+    if (finish) return finish;
+    if (this.#o.stop.aborted) throw new EndRun('terminated');
+    if (this.#formatErrors >= this.#agent.maxConsecutiveFormatErrors) throw new EndRun('format_errors');
+    // (g) one step for the supervisor; its reply may carry steers for the next boundary.
+    await this.#progress(ran);
+    return null;
+  }
+
+  async #poll(): Promise<string[]> {
+    try {
+      return strings(((await this.#o.broker.call('steer.poll', {})) as { steers?: unknown })?.steers);
+    } catch {
+      return []; // a missed poll costs nothing: the next progress reply carries them too
+    }
+  }
+
+  async #progress(ran: string[]): Promise<void> {
+    const tool = ran[ran.length - 1];
+    const line = `step ${this.#step}: ${[...new Set(ran)].join(', ') || 'no tool'}`.slice(0, 200);
+    try {
+      const r = (await this.#o.broker.call('progress', { line, ...(tool ? { tool } : {}) })) as { steers?: unknown };
+      this.#inbox.push(...strings(r?.steers));
+    } catch (e) {
+      throw new EndRun(errorCode(e) === 'timeout' ? 'max_steps' : 'broker_error');
+    }
+  }
+
+  async #complete(purpose: 'step' | 'compact', extra: { tools?: LlmTool[]; maxTokens: number }): Promise<LlmReply> {
+    const r = await completeOnce(this.#o.broker, { system: this.system, purpose, step: this.#step, ...extra }, this.#o);
+    if (r.kind === 'abandoned') {
+      this.#unknownTail = true;
+      throw new EndRun('terminated');
+    }
+    if (r.kind === 'error') throw new EndRun(errorCode(r.error) === 'budget_exceeded' ? 'budget_exceeded' : 'model_error');
+    const m = r.reply.message;
+    this.#mirror.push({ role: 'assistant', content: m.content, ...(m.toolCalls.length ? { toolCalls: m.toolCalls.map(({ id, name, input }) => ({ id, name, input })) } : {}) });
+    if (m.content.trim()) this.#lastText = m.content;
+    this.#contextUsed = r.reply.contextUsed;
+    if (purpose === 'step' && this.#contextUsed < this.#agent.autoCompactThreshold * this.#agent.contextWindow) this.#compactStreak = 0;
+    return r.reply;
+  }
+
+  async #append(messages: LlmMessage[]): Promise<void> {
+    const fitted = messages.map((m) => fitMessage(m));
+    for (const batch of batches(fitted)) {
+      try {
+        await this.#o.broker.call('llm.append', { messages: batch });
+      } catch {
+        throw new EndRun('broker_error');
+      }
+    }
+    this.#mirror.push(...fitted);
+  }
+
+  async #compact(): Promise<void> {
+    const before = this.#mirror.slice();
+    await this.#append([{ role: 'user', content: COMPACT_REQUEST }]);
+    const reply = await this.#complete('compact', { maxTokens: Math.min(this.#agent.maxOutputTokens, COMPACT_MAX_TOKENS) });
+    // Each compaction in a row keeps half as much: the kept turns were what kept the context full.
+    const budget = Math.floor((this.#agent.contextWindow * KEEP_SHARE) / 2 ** this.#compactStreak);
+    const { kept, dropped } = chooseKept(before, budget, MAX_KEPT_TURNS);
+    const messages = resetMessages({
+      summary: reply.message.content.trim() || '(no summary was given)',
+      objective: this.#o.packet.objective ?? this.#o.packet.task,
+      dropped,
+      kept,
+      children: this.#children,
+    });
+    const [first = [], ...rest] = batches(messages);
+    try {
+      await this.#o.broker.call('llm.reset', { messages: first });
+    } catch {
+      throw new EndRun('broker_error');
+    }
+    this.#mirror = first.slice();
+    for (const b of rest) await this.#append(b);
+    this.#compactStreak++;
+    this.#contextUsed = 0;
+    this.#o.log?.({ ev: 'compact', step: this.#step, kept: kept.length, dropped: dropped.length });
+  }
+
+  async #finish(done: { answer: string; files: string[] }): Promise<AgentOutcome> {
+    const sent = await this.#sendResult({ answer: done.answer, files: done.files });
+    this.#o.log?.({ ev: 'end', finished: true, steps: this.#step, resultSent: sent });
+    return { finished: true, endReason: null, steps: this.#step, answer: done.answer, resultSent: sent };
+  }
+
+  /** ONE bounded model call with no tools; when it cannot be had, the last words of the mirror. */
+  async #salvage(reason: EndReason): Promise<AgentOutcome> {
+    let answer = '';
+    if (!this.#unknownTail) {
+      const ms = this.#o.stop.aborted ? Math.min(this.#o.salvageTimeoutMs, 5000) : this.#o.salvageTimeoutMs;
+      const attempt = async () => {
+        await this.#o.broker.call('llm.append', { messages: [{ role: 'user', content: SALVAGE_REQUEST(reason) }] });
+        const params = { system: this.system, purpose: 'salvage', step: this.#step, maxTokens: Math.min(this.#agent.maxOutputTokens, SALVAGE_MAX_TOKENS) };
+        return this.#o.broker.call('llm.complete', params) as Promise<LlmReply>;
+      };
+      const r = await bounded(attempt(), ms);
+      if (r.ok && typeof r.value?.message?.content === 'string') answer = r.value.message.content.trim();
+    }
+    if (!answer) {
+      answer = this.#lastText.trim()
+        ? `[No salvage report could be had; the run ended (${reason}). The agent's last words, cut to head and tail:]\n${headTail(this.#lastText, FALLBACK_CHARS)}`
+        : `[The run ended (${reason}) before the agent wrote any text. Files it wrote, if any, are in /workspace/out.]`;
+    }
+    const sent = await this.#sendResult({ answer, partial: true, endReason: reason });
+    this.#o.log?.({ ev: 'end', finished: false, endReason: reason, steps: this.#step, resultSent: sent });
+    return { finished: false, endReason: reason, steps: this.#step, answer, resultSent: sent };
+  }
+
+  async #sendResult(value: Record<string, unknown>): Promise<boolean> {
+    const r = await bounded(sendResult((m, p) => this.#o.broker.call(m, p), value, this.#o.resultSpool), 30_000);
+    return r.ok;
+  }
+}
+
+function strings(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
+export function runAgent(o: AgentLoopOptions): Promise<AgentOutcome> {
+  return new AgentLoop(o).run();
+}

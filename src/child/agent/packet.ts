@@ -1,0 +1,99 @@
+/**
+ * The part of the spawn packet (/workspace/.brig/packet.json) the agent loop reads. The
+ * packet is the supervisor's, written 0444 before the child starts; it is checked here so a
+ * malformed one fails set-up (exit 2) instead of a confused loop. Defaults fill what the
+ * supervisor may leave out; anything of the wrong type is refused.
+ */
+
+export interface AgentSpec {
+  name: string;
+  /** The spec's markdown body. */
+  instructions: string;
+  /** Tool names this lease allows; `finish` is offered whatever this says. */
+  tools: string[];
+  maxSteps: number;
+  workspaceAware: boolean;
+  role: 'worker' | 'coordinator';
+  autoCompactThreshold: number;
+  toolResultMaxChars: number;
+  maxConsecutiveFormatErrors: number;
+  contextWindow: number;
+  maxOutputTokens: number;
+}
+
+export interface AgentPacket {
+  runId: string;
+  task: string;
+  objective: string | null;
+  artifactRefs: string[];
+  domainKnowledge: string | null;
+  parentSummary: string | null;
+  depth: number;
+  maxDepth: number;
+  timeoutMs: number;
+  caps: string[];
+  agent: AgentSpec;
+}
+
+export const AGENT_DEFAULTS = {
+  autoCompactThreshold: 0.8,
+  toolResultMaxChars: 16_000,
+  maxConsecutiveFormatErrors: 3,
+  timeoutMs: 600_000,
+} as const;
+
+type Obj = Record<string, unknown>;
+
+function bad(field: string, want: string): never {
+  throw new Error(`packet field ${field} must be ${want}`);
+}
+const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v);
+function str(o: Obj, k: string, path: string): string {
+  return typeof o[k] === 'string' ? (o[k] as string) : bad(path + k, 'a string');
+}
+function optStr(o: Obj, k: string, path: string): string | null {
+  return o[k] === undefined || o[k] === null ? null : str(o, k, path);
+}
+function strs(o: Obj, k: string, path: string): string[] {
+  const v = o[k] ?? [];
+  return Array.isArray(v) && v.every((x) => typeof x === 'string') ? [...v] : bad(path + k, 'a list of strings');
+}
+function num(o: Obj, k: string, path: string, dflt: number | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const v = o[k] ?? dflt;
+  return typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max ? v : bad(path + k, `a number in [${min}, ${max}]`);
+}
+
+export function parseAgentPacket(raw: unknown): AgentPacket {
+  if (!isObj(raw)) bad('(root)', 'an object');
+  const a = raw.agent;
+  if (!isObj(a)) bad('agent', 'an object (this packet is not for an agent child)');
+  const role = a.role ?? 'worker';
+  if (role !== 'worker' && role !== 'coordinator') bad('agent.role', "'worker' or 'coordinator'");
+  const lease = isObj(raw.lease) ? raw.lease : {};
+  const p = 'agent.';
+  return {
+    runId: typeof raw.runId === 'string' ? raw.runId : '',
+    task: str(raw, 'task', ''),
+    objective: optStr(raw, 'objective', ''),
+    artifactRefs: strs(raw, 'artifactRefs', ''),
+    domainKnowledge: optStr(raw, 'domainKnowledge', ''),
+    parentSummary: optStr(raw, 'parentSummary', ''),
+    depth: num(raw, 'depth', '', 1, 0),
+    maxDepth: num(raw, 'maxDepth', '', 1, 0),
+    timeoutMs: num(raw, 'timeoutMs', '', AGENT_DEFAULTS.timeoutMs, 1),
+    caps: strs(lease, 'caps', 'lease.'),
+    agent: {
+      name: str(a, 'name', p),
+      instructions: optStr(a, 'instructions', p) ?? '',
+      tools: strs(a, 'tools', p),
+      maxSteps: Math.floor(num(a, 'maxSteps', p, undefined, 1)),
+      workspaceAware: a.workspaceAware === undefined ? false : typeof a.workspaceAware === 'boolean' ? a.workspaceAware : bad(p + 'workspaceAware', 'a boolean'),
+      role,
+      autoCompactThreshold: num(a, 'autoCompactThreshold', p, AGENT_DEFAULTS.autoCompactThreshold, 0.05, 1),
+      toolResultMaxChars: Math.floor(num(a, 'toolResultMaxChars', p, AGENT_DEFAULTS.toolResultMaxChars, 1000, 40_000)),
+      maxConsecutiveFormatErrors: Math.floor(num(a, 'maxConsecutiveFormatErrors', p, AGENT_DEFAULTS.maxConsecutiveFormatErrors, 1, 100)),
+      contextWindow: Math.floor(num(a, 'contextWindow', p, undefined, 1)),
+      maxOutputTokens: Math.floor(num(a, 'maxOutputTokens', p, undefined, 1)),
+    },
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * Tools that are broker calls: slicing descendants' ResultRefs and managing this run's own
+ * children. The supervisor decides everything (admission, depth, lease intersection, whose
+ * refs are whose); these only shape the params and render the reply for the model.
+ */
+import type { JsonSchema } from '../types.js';
+import { obj, S, type ChildInfo, type ToolContext, type ToolDef } from './tool.js';
+
+const REF_TIMEOUT_MS = 60_000;
+const CONTROL_TIMEOUT_MS = 30_000;
+/** The longest a `wait_children` call blocks: under the supervisor's per-step timeout. */
+export const MAX_WAIT_MS = 50_000;
+
+const ref = S.str('a ResultRef id (from a child summary)', { minLength: 1, maxLength: 256 });
+const runId = S.str('a child run id (from spawn)', { minLength: 1, maxLength: 128 });
+
+/** Only the keys the schema names, and only those set: the broker's params are strict. */
+function pick(a: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((k) => a[k] !== undefined && a[k] !== null).map((k) => [k, a[k]]));
+}
+
+const json = (v: unknown) => JSON.stringify(v, null, 1);
+
+function renderSlice(v: unknown): string {
+  const s = (v ?? {}) as Record<string, unknown>;
+  const { text, rows, columns, ...meta } = s;
+  const parts = [json(meta)];
+  if (columns !== undefined) parts.push(`columns: ${JSON.stringify(columns)}`);
+  if (rows !== undefined) parts.push(`rows:\n${(rows as unknown[]).map((r) => JSON.stringify(r)).join('\n')}`);
+  if (typeof text === 'string') parts.push(text);
+  return parts.join('\n');
+}
+
+function refTool(name: string, method: string, description: string, props: Record<string, JsonSchema>, required: string[]): ToolDef {
+  return {
+    name,
+    description,
+    parameters: obj({ ref, ...props }, ['ref', ...required]),
+    timeoutMs: () => REF_TIMEOUT_MS,
+    async run(a, ctx) {
+      return renderSlice(await ctx.broker.call(method, pick(a, ['ref', ...Object.keys(props)])));
+    },
+  };
+}
+
+export const REF_TOOLS: ToolDef[] = [
+  refTool('ref_read', 'refs.read', "Read part of a descendant's ResultRef: bytes (offset, length) or lines (line, lines).", {
+    offset: S.int('first byte', 0, Number.MAX_SAFE_INTEGER),
+    length: S.int('bytes to read', 1, 1 << 20),
+    line: S.int('first line, 1-based', 1, Number.MAX_SAFE_INTEGER),
+    lines: S.int('lines to read', 1, 10_000),
+  }, []),
+  refTool('ref_grep', 'refs.grep', "Search a descendant's ResultRef for a pattern.", {
+    pattern: S.str('regular expression (or fixed text with fixed=true)', { minLength: 1, maxLength: 1000 }),
+    maxMatches: S.int('most matches', 1, 10_000),
+    context: S.int('lines of context around each match', 0, 20),
+    ignoreCase: S.bool('case-insensitive'),
+    fixed: S.bool('pattern is plain text'),
+  }, ['pattern']),
+  refTool('ref_jq', 'refs.jq', 'Run a jq filter over a JSON or JSONL ResultRef.', { filter: S.str('jq filter', { minLength: 1, maxLength: 2000 }) }, ['filter']),
+  refTool('ref_sql', 'refs.sql', 'Run one read-only SQL SELECT over a tabular ResultRef (the table is named ref).', {
+    sql: S.str('a SELECT over the table `ref`', { minLength: 1, maxLength: 8000 }),
+    maxRows: S.int('most rows', 1, 10_000),
+  }, ['sql']),
+  refTool('ref_jsonpath', 'refs.jsonpath', 'Evaluate a JSONPath expression over a JSON or JSONL ResultRef.', { path: S.str('JSONPath, e.g. $.items[0].name', { minLength: 1, maxLength: 1000 }) }, ['path']),
+];
+
+type Summary = { runId?: unknown; status?: unknown; endReason?: unknown };
+
+function remember(ctx: ToolContext, s: Summary, seed?: Omit<ChildInfo, 'runId' | 'status' | 'endReason'>): void {
+  if (typeof s?.runId !== 'string') return;
+  const prev = ctx.children.get(s.runId);
+  const base = prev ?? { task: seed?.task ?? '', agent: seed?.agent ?? null, async: seed?.async ?? false };
+  ctx.children.set(s.runId, {
+    ...base,
+    runId: s.runId,
+    status: typeof s.status === 'string' ? s.status : (prev?.status ?? 'unknown'),
+    endReason: typeof s.endReason === 'string' ? s.endReason : (prev?.endReason ?? null),
+  });
+}
+
+const spawnTool: ToolDef = {
+  name: 'spawn',
+  description: 'Start a child agent in its own jail on a sub-task; returns its summary (async=true returns at once: use wait_children).',
+  parameters: obj(
+    {
+      task: S.str('what the child is asked to do', { minLength: 1 }),
+      agent: S.str('agent spec name (default: the default agent)', { minLength: 1, maxLength: 128 }),
+      objective: S.str('the larger goal the task serves'),
+      async: S.bool('return at once with the run id instead of waiting for the child'),
+    },
+    ['task'],
+  ),
+  timeoutMs: (a, ctx) => (a.async === true ? REF_TIMEOUT_MS : ctx.runTimeoutMs),
+  async run(a, ctx) {
+    const request = { kind: 'agent', ...pick(a, ['task', 'agent', 'objective', 'async']) };
+    const s = (await ctx.broker.call('spawn', { request })) as Summary;
+    remember(ctx, s, { task: String(a.task).slice(0, 200), agent: typeof a.agent === 'string' ? a.agent : null, async: a.async === true });
+    return json(s);
+  },
+};
+
+const listChildren: ToolDef = {
+  name: 'list_children',
+  description: 'List the children this run has spawned, with their last known status.',
+  parameters: obj({}),
+  timeoutMs: () => CONTROL_TIMEOUT_MS,
+  async run(_a, ctx) {
+    if (ctx.children.size === 0) return 'no children spawned yet';
+    return [...ctx.children.values()].map((c) => JSON.stringify(c)).join('\n');
+  },
+};
+
+const waitChildren: ToolDef = {
+  name: 'wait_children',
+  description: `Wait until these children ended (or timeoutMs, at most ${MAX_WAIT_MS}); returns each one's summary.`,
+  parameters: obj({ runIds: { ...S.strs('child run ids', 50), minItems: 1 }, timeoutMs: S.int(`how long to wait (default and most ${MAX_WAIT_MS})`, 1, MAX_WAIT_MS) }, ['runIds']),
+  timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS) + 10_000,
+  async run(a, ctx) {
+    const r = (await ctx.broker.call('wait', { runs: a.runIds, timeoutMs: typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS })) as { runs?: Summary[] };
+    for (const s of r?.runs ?? []) remember(ctx, s);
+    return json(r);
+  },
+};
+
+const steerChild: ToolDef = {
+  name: 'steer_child',
+  description: 'Send a running child a message it gets at its next step.',
+  parameters: obj({ runId, message: S.str('the message', { minLength: 1, maxLength: 4000 }) }, ['runId', 'message']),
+  timeoutMs: () => CONTROL_TIMEOUT_MS,
+  async run(a, ctx) {
+    return json(await ctx.broker.call('child.steer', { child: a.runId, message: a.message }));
+  },
+};
+
+const killChild: ToolDef = {
+  name: 'kill_child',
+  description: 'Stop a child; what it wrote so far is kept as a partial result.',
+  parameters: obj({ runId, reason: S.str('why (kept on its record)', { maxLength: 200 }) }, ['runId']),
+  timeoutMs: () => CONTROL_TIMEOUT_MS,
+  async run(a, ctx) {
+    const r = (await ctx.broker.call('child.kill', { child: a.runId, ...pick(a, ['reason']) })) as Summary;
+    remember(ctx, { ...r, status: 'ended' });
+    return json(r);
+  },
+};
+
+export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild];

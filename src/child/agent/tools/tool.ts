@@ -1,0 +1,64 @@
+/**
+ * What a tool is to the loop: a name, a one-line description and a JSON schema (all three
+ * go to the model), a timeout for the call, and `run`. A tool returns text for the model or
+ * throws; the loop turns a throw, a timeout or a refusal into an error result, so every call
+ * gets exactly one result.
+ */
+import type { Roots } from '../confine.js';
+import type { Broker, JsonSchema } from '../types.js';
+
+/** A child this run spawned, as far as it has heard. */
+export interface ChildInfo {
+  runId: string;
+  task: string;
+  agent: string | null;
+  async: boolean;
+  status: string;
+  endReason: string | null;
+}
+
+export interface ToolContext {
+  roots: Roots;
+  broker: Broker;
+  /** Aborted when the call times out or the run is being stopped (SIGTERM). */
+  signal: AbortSignal;
+  /** The children spawned so far (kept across compaction). */
+  children: Map<string, ChildInfo>;
+  /** The agent's toolResultMaxChars: tools that page their output stay under it. */
+  maxChars: number;
+  /** The run's own timeout: an upper bound for a synchronous spawn. */
+  runTimeoutMs: number;
+}
+
+export interface ToolOutput {
+  content: string;
+  isError?: boolean;
+}
+
+export interface ToolDef {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+  /** How long one call may take before it gets a timeout result. */
+  timeoutMs(args: Record<string, unknown>, ctx: ToolContext): number;
+  run(args: Record<string, unknown>, ctx: ToolContext): Promise<string | ToolOutput>;
+}
+
+/** A tool failure the model should read as is (no stack, no host detail). */
+export class ToolError extends Error {
+  override name = 'ToolError';
+}
+
+export const obj = (properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema => ({
+  type: 'object',
+  properties,
+  required,
+  additionalProperties: false,
+});
+
+export const S = {
+  str: (description: string, extra: Partial<JsonSchema> = {}): JsonSchema => ({ type: 'string', description, ...extra }),
+  int: (description: string, minimum: number, maximum: number): JsonSchema => ({ type: 'integer', description, minimum, maximum }),
+  bool: (description: string): JsonSchema => ({ type: 'boolean', description }),
+  strs: (description: string, maxItems: number): JsonSchema => ({ type: 'array', description, items: { type: 'string' }, maxItems }),
+};
