@@ -28,7 +28,7 @@ test('CLI without a daemon: spawn --script, list, and fast, coded refusals for k
   fs.writeFileSync(file, SCRIPT);
   const r = await brig(['spawn', '--script', file, '--task', 'write a', '--objective', 'obj-1', '--label', 'cli', '--expect', 'a.txt', '--expect', 'b.txt', '--json'], home);
   // A missing expected output is a non-zero exit, named on stderr.
-  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.code, 9, r.stderr);
   assert.match(r.stderr, /missing expected output: b\.txt/);
   const env = JSON.parse(r.stdout) as { runId: string; endReason: string; result: unknown; missingOutputs: string[]; refs: { path: string }[]; files: { path: string }[] };
   assert.equal(env.endReason, 'completed');
