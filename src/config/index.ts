@@ -61,15 +61,21 @@ export interface BrigConfig {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
   const home = env.BRIG_HOME && env.BRIG_HOME.length > 0 ? path.resolve(env.BRIG_HOME) : path.join(os.homedir(), '.brig');
   const models = loadModelsConfig(home, env);
-  const e = models.env;
-  const model = e && e.api === 'openai-chat' ? { baseUrl: e.baseUrl, apiKey: e.apiKey?.reveal() ?? '', model: e.model } : undefined;
   return {
     home,
     dockerHost: env.DOCKER_HOST && env.DOCKER_HOST.length > 0 ? env.DOCKER_HOST : undefined,
     ci: env.CI === 'true' || env.CI === '1',
-    model,
+    model: legacyModel(models.env),
     models,
   };
+}
+
+/** The deprecated `model` field; its apiKey is not enumerable, so logging the config shows no key. */
+function legacyModel(e: EnvModel | undefined): BrigConfig['model'] {
+  if (!e || e.api !== 'openai-chat') return undefined;
+  const m = { baseUrl: e.baseUrl, model: e.model } as { baseUrl: string; apiKey: string; model: string };
+  Object.defineProperty(m, 'apiKey', { value: e.apiKey?.reveal() ?? '', enumerable: false });
+  return m;
 }
 
 const set = (v: string | undefined): v is string => v !== undefined && v.trim().length > 0;
@@ -114,7 +120,7 @@ function envModel(env: NodeJS.ProcessEnv): { value: EnvModel | undefined; proble
   const apiRaw = set(env.BRIG_MODEL_API) ? env.BRIG_MODEL_API.trim() : ENV_MODEL_DEFAULTS.api;
   const api = (MODEL_APIS as readonly string[]).includes(apiRaw) ? (apiRaw as EnvModel['api']) : undefined;
   if (!api) {
-    const near = nearest(apiRaw, MODEL_APIS);
+    const near = nearest(apiRaw, MODEL_APIS) ?? (apiRaw.length >= 3 ? MODEL_APIS.find((a) => a.startsWith(apiRaw.toLowerCase())) : undefined);
     problems.push(`BRIG_MODEL_API is "${apiRaw.slice(0, 40)}", not one of ${MODEL_APIS.join(', ')}${near ? ` (did you mean "${near}"?)` : ''}`);
   }
   const model = set(env.BRIG_MODEL) ? env.BRIG_MODEL.trim() : api === 'openai-chat' ? ENV_MODEL_DEFAULTS.model : undefined;

@@ -36,6 +36,14 @@ export function lineOf(doc: Document, lc: LineCounter, at: readonly PropertyKey[
   return range ? lc.linePos(range[0]).line : undefined;
 }
 
+/** The line of the nearest existing ancestor's key (for a key that is missing). */
+function ownerLine(doc: Document, lc: LineCounter, path: readonly PropertyKey[]): number | undefined {
+  for (let i = path.length - 1; i >= 1; i--) {
+    if (doc.getIn(path.slice(0, i) as unknown[], true) !== undefined) return lineOf(doc, lc, path.slice(0, i - 1), String(path[i - 1]));
+  }
+  return lineOf(doc, lc, []);
+}
+
 export const at = (source: string, line: number | undefined) => `${source}${line ? `:${line}` : ''}`;
 
 export function describeIssue(
@@ -65,6 +73,6 @@ export function describeIssue(
       ...(near ? { hint: `Did you mean "${near}"?` } : {}),
     };
   }
-  if (issue.code === 'invalid_type' && got === undefined) return { text: `${loc}: missing key "${where}"` };
+  if (issue.code === 'invalid_type' && got === undefined) return { text: `${at(source, ownerLine(doc, lc, issue.path))}: missing key "${where}"` };
   return { text: `${loc}: "${where || '(top)'}": ${issue.message}` };
 }
