@@ -68,7 +68,7 @@ const readFile: ToolDef = {
       out.push(line);
       used += line.length + 1;
     }
-    const more = i < lines.length ? `\n[more: ${lines.length - i} lines left; continue with offset=${i + 1}]` : '';
+    const more = i < lines.length ? `\n[more: ${lines.length - i} line${lines.length - i === 1 ? '' : 's'} left; continue with offset=${i + 1}]` : '';
     return `[${shown(file, ctx.roots)}: lines ${from}-${i} of ${lines.length}]\n${out.join('\n')}${more}`;
   },
 };

@@ -1,0 +1,105 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { buildSystemPrompt } from '../../../src/child/agent/prompt.js';
+import { allTools, offeredTools, toolSchemas } from '../../../src/child/agent/tools/registry.js';
+import { gatherWorkspaceInfo } from '../../../src/child/agent/workspace-info.js';
+import { parseAgentPacket } from '../../../src/child/agent/packet.js';
+import { AgentLoop } from '../../../src/child/agent/loop.js';
+import { checkArgs } from '../../../src/child/agent/check-args.js';
+import { packet, tempRoots } from './fake-broker.js';
+
+const ALL = allTools().map((t) => t.name);
+const headings = (s: string) => [...s.matchAll(/^# (.+)$/gm)].map((m) => m[1]);
+
+test('the system prompt has labelled sections in a fixed order; absent parts are left out', () => {
+  const p = packet({ tools: ALL, workspaceAware: true }, { artifactRefs: ['data.csv', 'src'], domainKnowledge: 'CSV has a header.', parentSummary: 'The parent read the README.' });
+  const s = buildSystemPrompt(p, offeredTools(p.agent.tools), ['runtime: node v0']);
+  assert.deepEqual(headings(s), ['Role and rules', 'Tools', 'Task', 'Objective', 'Artifacts (read-only)', 'Domain knowledge', 'Workspace', "Parent's summary (its work before it spawned you)"]);
+  assert.match(s, /- \/artifacts\/data\.csv\n- \/artifacts\/src/);
+  assert.match(s, /## Instructions from your spec\n\nBe brief\./);
+  assert.match(s, /- `finish`: End the run/);
+  const bare = packet({}, { objective: null });
+  assert.deepEqual(headings(buildSystemPrompt(bare, offeredTools(bare.agent.tools), ['x'])), ['Role and rules', 'Tools', 'Task'], 'no workspace section unless workspaceAware');
+});
+
+test('artifacts are named, never read into the prompt', (t) => {
+  const r = tempRoots();
+  t.after(r.cleanup);
+  fs.writeFileSync(path.join(r.artifacts, 'notes.txt'), 'ARTIFACT-CONTENT-7');
+  const p = packet({}, { artifactRefs: ['notes.txt'] });
+  const loop = new AgentLoop({ broker: { call: async () => ({}) }, packet: p, roots: r, workspaceInfo: null });
+  assert.ok(loop.system.includes('/artifacts/notes.txt'));
+  assert.ok(!loop.system.includes('ARTIFACT-CONTENT-7'));
+});
+
+test('the prompt is byte-stable: the same packet builds the same bytes; the role changes the rules', (t) => {
+  const r = tempRoots();
+  t.after(r.cleanup);
+  const p = packet({ workspaceAware: true });
+  const a = new AgentLoop({ broker: { call: async () => ({}) }, packet: p, roots: r }).system;
+  const b = new AgentLoop({ broker: { call: async () => ({}) }, packet: p, roots: r }).system;
+  assert.equal(a, b);
+  const coord = buildSystemPrompt(packet({ role: 'coordinator' }), offeredTools([]), null);
+  assert.match(coord, /You coordinate: split the work/);
+  assert.doesNotMatch(coord, /Do the work yourself/);
+});
+
+test('the workspace section is gathered inside the jail with Node built-ins: runtime, tools on PATH, disk free, file count', (t) => {
+  const r = tempRoots();
+  t.after(r.cleanup);
+  fs.writeFileSync(path.join(r.workspace, 'one.txt'), '1');
+  fs.mkdirSync(path.join(r.workspace, '.brig'));
+  fs.writeFileSync(path.join(r.workspace, '.brig/packet.json'), '{}');
+  const lines = gatherWorkspaceInfo(r, ['/bin', '/usr/bin']);
+  assert.match(lines[0]!, new RegExp(`^runtime: node ${process.version.replace(/\./g, '\\.')}`));
+  assert.match(lines[1]!, /tools on PATH \(\/bin:\/usr\/bin\): .*\bsh\b/);
+  assert.match(lines[2]!, /^disk free in .*: [\d.]+ (B|KiB|MiB|GiB|TiB)$/);
+  assert.match(lines[3]!, /^files in .*: 1; in .*: 0$/, '.brig/ is not counted');
+});
+
+test('huge packet fields are cut with a pointer to packet.json; with every tool the model call line stays within 64 KiB', () => {
+  const huge = 'é'.repeat(100_000);
+  const p = packet({ tools: ALL, instructions: huge, workspaceAware: true }, { task: huge, objective: huge, domainKnowledge: huge, parentSummary: huge, artifactRefs: Array.from({ length: 500 }, (_, i) => `artifact-${i}.json`) });
+  const tools = offeredTools(p.agent.tools);
+  const system = buildSystemPrompt(p, tools, ['runtime: node', 'tools on PATH: sh', 'disk free: 1 GiB', 'files: 3']);
+  assert.ok(Buffer.byteLength(JSON.stringify(system)) <= 48 * 1024, `${Buffer.byteLength(JSON.stringify(system))} bytes`);
+  assert.match(system, /cut to fit the prompt: the whole text is `task` in \/workspace\/\.brig\/packet\.json/);
+  const line = JSON.stringify({ v: 1, id: 99999, method: 'llm.complete', token: 'x'.repeat(512), params: { system, tools: toolSchemas(tools), maxTokens: 100_000, purpose: 'step', step: 1000 } });
+  assert.ok(Buffer.byteLength(line) <= 64 * 1024, `${Buffer.byteLength(line)} bytes`);
+});
+
+test('every tool has a one-line description and an object schema whose required fields are properties', () => {
+  const tools = [...allTools(), ...offeredTools([]).slice(-1)];
+  assert.deepEqual(tools.map((t) => t.name), ['shell', 'read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'finish']);
+  for (const t of tools) {
+    assert.match(t.name, /^[a-zA-Z0-9_-]{1,64}$/);
+    assert.ok(t.description.length > 10 && !t.description.includes('\n'), t.name);
+    assert.equal(t.parameters.type, 'object');
+    assert.equal(t.parameters.additionalProperties, false);
+    for (const k of t.parameters.required ?? []) assert.ok(t.parameters.properties?.[k], `${t.name}.${k}`);
+  }
+  const finish = tools.at(-1)!.parameters;
+  assert.equal(checkArgs(finish, { answer: 'a', files: ['x'] }), null);
+  assert.match(checkArgs(finish, { files: ['x'] })!, /answer is required/);
+  assert.match(checkArgs(finish, { answer: 'a', extra: 1 })!, /extra is not a parameter/);
+  assert.match(checkArgs(finish, { answer: 'a', files: [1] })!, /files\[0\] must be a string/);
+  assert.match(checkArgs(finish, 'nope')!, /the arguments must be an object/);
+  assert.equal(checkArgs(finish, { answer: 'a', files: null }), null, 'null stands for an optional field left out');
+});
+
+test('the packet: the agent part is read with its defaults; a packet without one, or a wrong type, is refused', () => {
+  const raw = { v: 1, runId: 'r-1', task: 't', objective: null, artifactRefs: [], domainKnowledge: null, parentSummary: null, depth: 2, maxDepth: 3, timeoutMs: 1000, lease: { caps: ['llm'] },
+    agent: { name: 'a', instructions: 'i', tools: ['shell'], maxSteps: 5, workspaceAware: true, role: 'coordinator', contextWindow: 1000, maxOutputTokens: 100 } };
+  const p = parseAgentPacket(raw);
+  assert.equal(p.agent.autoCompactThreshold, 0.8);
+  assert.equal(p.agent.toolResultMaxChars, 16_000);
+  assert.equal(p.agent.maxConsecutiveFormatErrors, 3);
+  assert.equal(p.agent.role, 'coordinator');
+  assert.deepEqual(p.caps, ['llm']);
+  assert.throws(() => parseAgentPacket({ ...raw, agent: undefined }), /agent must be an object/);
+  assert.throws(() => parseAgentPacket({ ...raw, agent: { ...raw.agent, maxSteps: 'x' } }), /agent\.maxSteps/);
+  assert.throws(() => parseAgentPacket({ ...raw, agent: { ...raw.agent, role: 'boss' } }), /agent\.role/);
+  assert.throws(() => parseAgentPacket({ ...raw, agent: { ...raw.agent, tools: 'shell' } }), /agent\.tools/);
+});
