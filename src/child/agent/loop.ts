@@ -80,6 +80,8 @@ export class AgentLoop {
   #formatErrors = 0;
   #contextUsed = 0;
   #compactStreak = 0;
+  /** The smaller of the packet's window and the one the supervisor reports for the model. */
+  #window: number;
   #lastText = '';
   /** Set when a model call was abandoned: the supervisor's conversation may hold a reply we never saw. */
   #unknownTail = false;
@@ -99,6 +101,7 @@ export class AgentLoop {
       stopGraceMs: o.stopGraceMs ?? 3000,
       retryDelayMs: o.retryDelayMs ?? 2000,
     };
+    this.#window = a.contextWindow;
     this.tools = offeredTools(a.tools, o.shellPath);
     this.#schemas = toolSchemas(this.tools);
     const info = o.workspaceInfo !== undefined ? o.workspaceInfo : a.workspaceAware ? gatherWorkspaceInfo(this.#o.roots) : null;
@@ -141,7 +144,7 @@ export class AgentLoop {
     const steers = [...this.#inbox.splice(0), ...(await this.#poll())];
     if (steers.length) await this.#append([{ role: 'user', content: steers.map((s) => `${STEER_PREFIX} ${s}`).join('\n\n') }]);
     // (b) compaction from the last reply's real count.
-    if (this.#contextUsed >= this.#agent.autoCompactThreshold * this.#agent.contextWindow) await this.#compact();
+    if (this.#contextUsed >= this.#agent.autoCompactThreshold * this.#window) await this.#compact();
     // (c) the model.
     const reply = await this.#complete('step', { tools: this.#schemas, maxTokens: this.#agent.maxOutputTokens });
     // (d) + (e)
@@ -205,7 +208,8 @@ export class AgentLoop {
     this.#mirror.push({ role: 'assistant', content: m.content, ...(m.toolCalls.length ? { toolCalls: m.toolCalls.map(({ id, name, input }) => ({ id, name, input })) } : {}) });
     if (m.content.trim()) this.#lastText = m.content;
     this.#contextUsed = r.reply.contextUsed;
-    if (purpose === 'step' && this.#contextUsed < this.#agent.autoCompactThreshold * this.#agent.contextWindow) this.#compactStreak = 0;
+    if (r.reply.contextWindow > 0) this.#window = Math.min(this.#window, r.reply.contextWindow);
+    if (purpose === 'step' && this.#contextUsed < this.#agent.autoCompactThreshold * this.#window) this.#compactStreak = 0;
     return r.reply;
   }
 
@@ -226,7 +230,7 @@ export class AgentLoop {
     await this.#append([{ role: 'user', content: COMPACT_REQUEST }]);
     const reply = await this.#complete('compact', { maxTokens: Math.min(this.#agent.maxOutputTokens, COMPACT_MAX_TOKENS) });
     // Each compaction in a row keeps half as much: the kept turns were what kept the context full.
-    const budget = Math.floor((this.#agent.contextWindow * KEEP_SHARE) / 2 ** this.#compactStreak);
+    const budget = Math.floor((this.#window * KEEP_SHARE) / 2 ** this.#compactStreak);
     const { kept, dropped } = chooseKept(before, budget, MAX_KEPT_TURNS);
     const messages = resetMessages({
       summary: reply.message.content.trim() || '(no summary was given)',

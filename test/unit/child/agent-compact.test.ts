@@ -63,6 +63,18 @@ test('compaction uses the task when the packet has no objective', async (t) => {
   assert.match(msgs[1]!.content, /^\[Objective Reinforcement\] .*list the files/);
 });
 
+test('the window the supervisor reports for the model counts when it is smaller than the packet’s', async (t) => {
+  const r = tempRoots();
+  t.after(r.cleanup);
+  const b = new FakeBroker([
+    () => ({ toolCalls: [call('list_files', {})], contextUsed: 8500, contextWindow: 10_000 }),
+    (p) => (assert.equal(p.purpose, 'compact'), { content: 'listed' }),
+    () => ({ toolCalls: [call('finish', { answer: 'x' })] }),
+  ]);
+  await runAgent(loopOptions(b, packet({ contextWindow: 200_000 }), r));
+  assert.equal(b.of('llm.reset').length, 1);
+});
+
 test('below the threshold nothing is compacted', async (t) => {
   const r = tempRoots();
   t.after(r.cleanup);

@@ -25,7 +25,8 @@ export interface CompleteParams {
   step?: number;
 }
 
-type Script = (p: CompleteParams, fake: FakeBroker) => Partial<LlmReply['message']> & { contextUsed?: number } | Promise<Partial<LlmReply['message']> & { contextUsed?: number }>;
+type Scripted = Partial<LlmReply['message']> & { contextUsed?: number; contextWindow?: number };
+type Script = (p: CompleteParams, fake: FakeBroker) => Scripted | Promise<Scripted>;
 
 export class FakeBroker implements Broker {
   calls: { method: string; params: any }[] = [];
@@ -73,7 +74,7 @@ export class FakeBroker implements Broker {
         this.conversation.push({ role: 'assistant', content: message.content, ...(message.toolCalls.length ? { toolCalls: message.toolCalls.map(({ id, name, input }) => ({ id, name, input })) } : {}) });
         return {
           message, finishReason: message.toolCalls.length ? 'tool_calls' : 'stop', usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, total: 2 },
-          costUsd: null, model: 'fake', contextWindow: 100_000, contextUsed: m.contextUsed ?? 1000, budget: { tokensLeft: null, costLeftUsd: null },
+          costUsd: null, model: 'fake', contextWindow: m.contextWindow ?? 100_000, contextUsed: m.contextUsed ?? 1000, budget: { tokensLeft: null, costLeftUsd: null },
         } satisfies LlmReply;
       }
       case 'steer.poll':
