@@ -164,7 +164,7 @@ export class AnthropicReply implements ReplySink {
         const err = isObj(d.error) ? d.error : {};
         const kind = typeof err.type === 'string' && /^[a-z_]{1,40}$/.test(err.type) ? err.type : 'error';
         const msg = typeof err.message === 'string' ? err.message.slice(0, 300) : 'unspecified';
-        throw new WireError('stream_error', `the model provider reported ${kind} mid-stream: ${msg}`, { providerError: kind });
+        throw new WireError('stream_error', `the model provider reported ${kind} in its reply: ${msg}`, { providerError: kind });
       }
       default: // ping, content_block_stop and anything newer
         return false;

@@ -8,7 +8,7 @@
  * (`model_unavailable`, naming the variable, never a value); one connection pool per
  * provider. Keys come only from the config object (Secret values) and go only into clients.
  */
-import { parseModelsConfig, type BrigConfig, type EnvModel, type ModelsSection, type PriceConfig } from '../config/index.js';
+import { parseModelsConfig, type BrigConfig, type EnvModel, type ModelsSection, type PriceConfig, type Secret } from '../config/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import type { Agent } from 'undici';
@@ -30,7 +30,8 @@ interface Entry {
   options: Omit<ClientOptions, 'dispatcher' | 'apiKey'>;
   /** The key variable's name, when the provider has one. */
   keyEnv: string | undefined;
-  apiKey: string | undefined;
+  /** Kept as a Secret until the client is made, so inspecting the catalog shows no key. */
+  apiKey: Secret | undefined;
   contextWindow: number;
   maxOutputTokens: number;
   price: Price | null;
@@ -100,7 +101,7 @@ export class ConfiguredModelCatalog implements ModelCatalog {
       agent = endpointAgent(e.options.idleTimeoutMs);
       this.agents.set(e.provider, agent);
     }
-    const o: ClientOptions = { ...e.options, dispatcher: agent, ...(e.apiKey !== undefined ? { apiKey: e.apiKey } : {}) };
+    const o: ClientOptions = { ...e.options, dispatcher: agent, ...(e.apiKey !== undefined ? { apiKey: e.apiKey.reveal() } : {}) };
     const client = e.api === 'anthropic-messages' ? new AnthropicMessagesClient(o) : new OpenAIChatClient(o);
     this.clients.set(e.alias, client);
     return client;
@@ -133,7 +134,7 @@ function fileEntries(models: ModelsSection, keys: BrigConfig['models']['keys']):
         ...(p.maxReplyBytes !== undefined ? { maxReplyBytes: p.maxReplyBytes } : {}),
       },
       keyEnv: p.apiKeyEnv,
-      apiKey: p.apiKeyEnv !== undefined ? keys[p.apiKeyEnv]?.reveal() : undefined,
+      apiKey: p.apiKeyEnv !== undefined ? keys[p.apiKeyEnv] : undefined,
       contextWindow: a.contextWindow,
       maxOutputTokens: a.maxOutputTokens,
       price: priceFromConfig(a.price),
@@ -152,7 +153,7 @@ function envEntry(e: EnvModel): Entry {
     api: e.api,
     options: { baseUrl: e.baseUrl, model: e.model, ...(sendMax !== undefined ? { maxOutputTokens: sendMax } : {}) },
     keyEnv: undefined,
-    apiKey: e.apiKey?.reveal(),
+    apiKey: e.apiKey,
     contextWindow: e.contextWindow,
     maxOutputTokens: e.maxOutputTokens ?? Math.min(ENV_MAX_OUTPUT_FALLBACK, e.contextWindow),
     price: priceFromConfig(e.price),

@@ -128,7 +128,7 @@ export class OpenaiChatReply implements ReplySink {
     if (!isObj(c)) throw new WireError('malformed', 'the model provider sent a chunk that is not an object');
     if (c.error !== undefined) {
       const msg = isObj(c.error) && typeof c.error.message === 'string' ? c.error.message.slice(0, 300) : 'unspecified';
-      throw new WireError('stream_error', `the model provider reported an error mid-stream: ${msg}`);
+      throw new WireError('stream_error', `the model provider reported an error in its reply: ${msg}`);
     }
     if (typeof c.model === 'string' && c.model.length > 0) this.model = c.model;
     this.usage = usageFromOpenai(c.usage) ?? this.usage;

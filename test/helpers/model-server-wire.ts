@@ -61,6 +61,8 @@ export type Fault =
   | { kind: 'drop' }
   /** A text stream of at least `bytes` bytes. */
   | { kind: 'oversize'; bytes: number }
+  /** Exactly this body (garbage, an error object in a 200, …). */
+  | { kind: 'raw'; status?: number; contentType?: string; body: string }
   /** Anthropic `error` event (openai-chat: an `error` chunk) after `afterEvents` frames. */
   | { kind: 'streamError'; afterEvents?: number; type?: string; message?: string };
 

@@ -10,7 +10,7 @@
  *
  * A script is a queue of turns consumed one per request (an entry may be a function of the
  * request), or one function choosing the turn. Faults per turn: status (429 + retry-after,
- * 5xx), stall, disconnect (midToolCall), drop, oversize, a mid-stream error; quirks: fragmented
+ * 5xx), stall, disconnect (midToolCall), drop, oversize, a mid-stream error, a raw body; quirks: fragmented
  * arguments, missing ids, `choices: null`, no [DONE], pings, cumulative deltas, malformed
  * arguments (`rawArguments`). Every request is checked for tool-call pairing (Codex's
  * invariant); a broken one gets HTTP 400 and lands in `problems`. No network beyond loopback.
@@ -150,6 +150,10 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
       if (f.retryAfter !== undefined) headers['retry-after'] = f.retryAfter;
       if (f.retryAfterMs !== undefined) headers['retry-after-ms'] = String(f.retryAfterMs);
       return json(res, f.status, f.body ?? errorBody(rec.format, f.status, `scripted HTTP ${f.status}`), headers);
+    }
+    if (f?.kind === 'raw') {
+      res.writeHead(f.status ?? 200, { 'content-type': f.contentType ?? 'text/event-stream' });
+      return void res.end(f.body);
     }
     const model = turn.model ?? o.model ?? (typeof rec.body?.model === 'string' ? rec.body.model : 'scripted-model');
     const r = render(rec.format, turn, rec.n, model, rec.raw.length);
