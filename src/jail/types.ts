@@ -105,6 +105,8 @@ export interface Jail {
   start(): Promise<void>;
   wait(): Promise<JailExit>;
   kill(): Promise<void>;
+  /** SIGTERM, then SIGKILL after graceMs if it has not exited (an agent's salvage window). */
+  stop(graceMs: number): Promise<void>;
   tails(): StreamTails;
   /** Copy /workspace/<from> (default `out`) to destDir atomically, regular files only. */
   collect(destDir: string, caps: CollectCaps, from?: string, opts?: CollectOptions): Promise<CollectReport>;

@@ -35,10 +35,21 @@ export interface RunEnvelope {
   savings: Savings;
 }
 
+/** An agent child's result is `{answer, files?, partial?, endReason?}`: its text is the answer. */
+function agentAnswer(result: unknown): string | undefined {
+  if (!result || typeof result !== 'object' || typeof (result as { answer?: unknown }).answer !== 'string') return undefined;
+  const r = result as { answer: string; files?: unknown; partial?: unknown; endReason?: unknown };
+  const files = Array.isArray(r.files) && r.files.length > 0 ? `\nFiles: ${r.files.filter((f) => typeof f === 'string').join(', ')}` : '';
+  const cut = r.partial === true ? `\n(The agent did not finish${typeof r.endReason === 'string' ? `: ${r.endReason}` : ''}; this is its salvage report.)` : '';
+  return `${r.answer}${files}${cut}`;
+}
+
 /** The text that condensation works on: the result value, else stdout, plus the error if any. */
 export function resultText(run: EnvelopeRun): string {
-  const value =
-    typeof run.result === 'string'
+  const agent = agentAnswer(run.result);
+  const value = agent !== undefined
+    ? agent
+    : typeof run.result === 'string'
       ? run.result
       : run.result !== undefined && run.result !== null
         ? JSON.stringify(run.result, null, 2)

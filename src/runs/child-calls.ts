@@ -104,7 +104,10 @@ export async function handleChildCall(sup: RunPorts, runId: string, method: stri
       if (Buffer.byteLength(json) > MAX_RESULT_BYTES) {
         throw new BrigError('ref_too_large', `result() takes at most ${MAX_RESULT_BYTES} bytes; write bigger output to /workspace/out`, { data: { limit: MAX_RESULT_BYTES } });
       }
-      await sup.table.update(runId, (x) => ({ ...x, result: JSON.parse(json) as unknown, resultSpooled: null }));
+      const value = JSON.parse(json) as unknown;
+      // An agent that ended without `finish` says so in its result: the run's result is partial.
+      const partial = r.kind === 'agent' && !!value && typeof value === 'object' && (value as { partial?: unknown }).partial === true;
+      await sup.table.update(runId, (x) => ({ ...x, result: value, resultSpooled: null, ...(partial ? { partial: true } : {}) }));
       return { saved: true };
     }
     case 'spawn': {

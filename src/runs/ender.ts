@@ -93,7 +93,10 @@ export class RunEnder {
   async #materialize(runId: string, jail: Jail, pending: PendingEnd): Promise<void> {
     const { table } = this.d;
     const cutShort = CUT_SHORT.has(pending.reason);
-    if (cutShort) await jail.kill().catch(() => {});
+    // An agent gets SIGTERM and a grace for its one salvage call and its partial result;
+    // anything else is stopped at once so its files hold still.
+    const agent = table.get(runId)!.kind === 'agent';
+    if (cutShort) await (agent ? jail.stop(this.d.settings.agentStopGraceMs) : jail.kill()).catch(() => {});
     const t = transition(table.get(runId)!, 'materializing', table.clock.now());
     await table.update(runId, (x) => ({ ...(t.ok ? t.value : x), pendingEnd: pending, ...(cutShort ? { partial: true } : {}) })).catch(() => {});
     const patch = await collectOutputs({ table, results: this.d.deps.results, settings: this.d.settings }, runId, jail);

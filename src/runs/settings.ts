@@ -31,6 +31,8 @@ export interface SupervisorSettings {
   autoCompactThreshold: number;
   /** The longest tool result an agent puts into its conversation (the rest is spilled to a file). */
   toolResultMaxChars: number;
+  /** A killed or timed-out agent gets SIGTERM and this long for its salvage before SIGKILL. */
+  agentStopGraceMs: number;
   /** Collection caps for /workspace/out; the per-run cap is also bounded by the lease's resultBytes. */
   resultPerFileBytes: number;
   resultPerRunBytes: number;
@@ -59,6 +61,7 @@ export const DEFAULT_SETTINGS: Readonly<SupervisorSettings> = Object.freeze({
   drainMs: 30_000,
   autoCompactThreshold: 0.8,
   toolResultMaxChars: 16_000,
+  agentStopGraceMs: 10_000,
   // Large enough for GB-scale outputs (collection streams); the lease's resultBytes usually binds first.
   resultPerFileBytes: 4 * 1024 ** 3,
   resultPerRunBytes: 8 * 1024 ** 3,
@@ -96,6 +99,7 @@ export const SupervisorSettingsSchema = z.strictObject({
   drainMs: ms,
   autoCompactThreshold: z.number().gt(0).max(1),
   toolResultMaxChars: positive,
+  agentStopGraceMs: ms,
   resultPerFileBytes: bytes,
   resultPerRunBytes: bytes,
   resultMaxEntries: positive,

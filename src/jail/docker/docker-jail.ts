@@ -118,6 +118,11 @@ export class DockerJail implements Jail {
     await this.container.kill({ signal: 'SIGKILL' }).catch(ignoreStatus(404, 409));
   }
 
+  async stop(graceMs: number): Promise<void> {
+    // The engine sends SIGTERM, waits t seconds, then SIGKILL; 304: it had already stopped.
+    await this.container.stop({ t: Math.max(1, Math.ceil(graceMs / 1000)) }).catch(ignoreStatus(304, 404, 409));
+  }
+
   tails(): StreamTails {
     return { stdoutTail: this.out.text(), stderrTail: this.err.text(), stdoutBytes: this.out.total, stderrBytes: this.err.total };
   }

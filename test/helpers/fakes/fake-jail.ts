@@ -31,6 +31,9 @@ export class FakeJail implements Jail {
     this.killed = true;
     this.#exit({ exitCode: 137, oomKilled: false });
   }
+  async stop(_graceMs: number): Promise<void> {
+    await this.kill();
+  }
   tails(): StreamTails {
     return { stdoutTail: 'hello\n', stderrTail: '', stdoutBytes: 6, stderrBytes: 0 };
   }
