@@ -6,7 +6,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Agent, type Dispatcher } from 'undici';
-import { failure, openStream, TRANSPORT_DEFAULTS } from './transport.js';
+import { failure } from './model-errors.js';
+import { openStream, TRANSPORT_DEFAULTS } from './transport.js';
 import { readReply, WireError, type ReplySink } from './wire-common.js';
 
 export interface ClientOptions {

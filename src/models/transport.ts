@@ -15,17 +15,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request, type Dispatcher } from 'undici';
 import { BrigError } from '../util/errors.js';
+import { AttemptGuard, CallGuard } from './call-guards.js';
+import { failure, providerErrorText, type FailReason } from './model-errors.js';
+import { backoffMs, RETRY_STATUS, retryAfterMs } from './retry-policy.js';
 
-export type FailReason =
-  | 'connect' // no answer: refused, reset, DNS, TLS
-  | 'status' // a non-2xx status
-  | 'idle_timeout' // no byte within idleTimeoutMs
-  | 'timeout' // the whole call ran past timeoutMs
-  | 'aborted' // the caller's signal
-  | 'too_large' // the reply passed maxReplyBytes
-  | 'disconnected' // the stream broke after content began
-  | 'malformed' // the reply is not the wire format
-  | 'stream_error'; // the provider sent an error event mid-stream
+export type { FailReason } from './model-errors.js';
 
 export interface TransportOptions {
   url: string;
@@ -50,6 +44,8 @@ export interface OpenedStream {
   chunks: AsyncGenerator<Uint8Array, void, undefined>;
   /** A failure in the stream's terms (scrubbed, content-free reason), for the format parsers. */
   fail(reason: FailReason, message: string, extra?: Record<string, unknown>): BrigError;
+  /** Drops the connection now (a pending read then fails). */
+  close(): void;
 }
 
 export const TRANSPORT_DEFAULTS = Object.freeze({
@@ -60,126 +56,97 @@ export const TRANSPORT_DEFAULTS = Object.freeze({
   backoff: { initialMs: 500, maxMs: 8000 },
 });
 
-const RETRY_STATUS = (s: number) => s === 408 || s === 409 || s === 429 || s >= 500;
 const ERROR_BODY_CAP = 64 * 1024;
-const RETRY_AFTER_MAX_MS = 60_000;
 
-/** Stainless's backoff: initial × 2^retry, capped, minus up to 25 % jitter. */
-export function backoffMs(retry: number, b: { initialMs: number; maxMs: number }, random: () => number = Math.random): number {
-  return Math.min(b.initialMs * 2 ** retry, b.maxMs) * (1 - random() * 0.25);
-}
+type Fail = (reason: FailReason, message: string, extra?: Record<string, unknown>, cause?: unknown) => BrigError;
+type Outcome = { kind: 'opened'; stream: OpenedStream } | { kind: 'retry'; waitMs: number | undefined };
 
-/** The server's wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), when sane (0–60 s). */
-export function retryAfterMs(headers: Record<string, string | string[] | undefined>, now = Date.now()): number | undefined {
-  const one = (k: string) => {
-    const v = headers[k];
-    return Array.isArray(v) ? v[0] : v;
-  };
-  const ms = one('retry-after-ms');
-  let wait: number | undefined;
-  if (ms !== undefined && ms.trim() !== '' && Number.isFinite(Number(ms))) wait = Number(ms);
-  else {
-    const ra = one('retry-after');
-    if (ra !== undefined && ra.trim() !== '') {
-      if (Number.isFinite(Number(ra))) wait = Number(ra) * 1000;
-      else {
-        const at = Date.parse(ra);
-        if (Number.isFinite(at)) wait = at - now;
-      }
-    }
-  }
-  return wait !== undefined && wait >= 0 && wait <= RETRY_AFTER_MAX_MS ? wait : undefined;
-}
-
-/** Every secret replaced by `[redacted]`. */
-export function scrubSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length > 0) out = out.split(s).join('[redacted]');
-  return out;
-}
-
-/** A provider's own error words from a JSON error body (OpenAI and Anthropic shapes), short. */
-export function providerErrorText(body: string): string | undefined {
-  try {
-    const j = JSON.parse(body) as { error?: { message?: unknown; type?: unknown } | string; message?: unknown };
-    const e = j.error;
-    const msg = typeof e === 'string' ? e : typeof e?.message === 'string' ? e.message : typeof j.message === 'string' ? j.message : undefined;
-    return msg === undefined ? undefined : msg.replace(/\s+/g, ' ').slice(0, 300);
-  } catch {
-    return undefined;
-  }
-}
+const after = (attempts: number) => (attempts > 1 ? ` (after ${attempts} attempts)` : '');
 
 /** POSTs `body` and returns the reply stream once its first byte arrived (retrying before that). */
 export async function openStream(body: string, o: TransportOptions): Promise<OpenedStream> {
   const call = new CallGuard(o.timeoutMs, o.signal);
-  const fail = (reason: FailReason, message: string, extra: Record<string, unknown> = {}, cause?: unknown) =>
-    failure(reason, message, o.secrets, extra, cause);
-  let attempts = 0;
+  const fail: Fail = (reason, message, extra = {}, cause) => failure(reason, message, o.secrets, extra, cause);
   try {
-    for (;;) {
-      attempts++;
-      const last = attempts > o.maxRetries;
-      const att = new AttemptGuard(call.signal, o.idleTimeoutMs);
-      let retryWait: number | undefined;
+    for (let attempts = 1; ; attempts++) {
+      const r = await attempt(body, o, call, attempts, fail);
+      if (r.kind === 'opened') return r.stream;
       try {
-        const res = await request(o.url, {
-          method: 'POST',
-          headers: o.headers,
-          body,
-          signal: att.signal,
-          dispatcher: o.dispatcher,
-          headersTimeout: o.idleTimeoutMs + 1000,
-          bodyTimeout: o.idleTimeoutMs + 1000,
-        });
-        att.touch();
-        if (res.statusCode >= 200 && res.statusCode < 300) {
-          const it = res.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-          const first = await it.next();
-          if (first.done || first.value.length === 0) {
-            res.body.destroy();
-            if (last) throw fail('malformed', 'the model provider sent an empty reply', { attempts });
-          } else {
-            if (first.value.length > o.maxReplyBytes) {
-              res.body.destroy();
-              throw fail('too_large', `the model reply is over its ${o.maxReplyBytes}-byte cap`, { attempts });
-            }
-            const contentType = String(res.headers['content-type'] ?? '');
-            const chunks = guardedChunks(first.value, it, res.body, att, call, o, attempts);
-            return { contentType, status: res.statusCode, attempts, chunks, fail: (r, m, x) => fail(r, m, { attempts, ...x }) };
-          }
-        } else {
-          const text = await readSome(res.body, ERROR_BODY_CAP).catch(() => '');
-          const should = res.headers['x-should-retry'];
-          const retry = should === 'true' || (should !== 'false' && RETRY_STATUS(res.statusCode));
-          if (!retry || last) {
-            const said = providerErrorText(text);
-            throw fail('status', `the model provider answered HTTP ${res.statusCode}${said ? `: ${said}` : ''}${attempts > 1 ? ` (after ${attempts} attempts)` : ''}`, { status: res.statusCode, attempts });
-          }
-          retryWait = retryAfterMs(res.headers);
-        }
+        await sleep(r.waitMs ?? backoffMs(attempts - 1, o.backoff ?? TRANSPORT_DEFAULTS.backoff), undefined, { signal: call.signal });
       } catch (e) {
-        if (e instanceof BrigError) throw e;
-        if (call.reason) throw fail(call.reason, call.reason === 'aborted' ? 'the model call was aborted' : `the model call ran past its ${o.timeoutMs} ms limit`, { attempts }, e);
-        const idle = att.idleFired || isUndiciTimeout(e);
-        if (last) {
-          throw idle
-            ? fail('idle_timeout', `the model provider sent nothing for ${o.idleTimeoutMs} ms${attempts > 1 ? ` (after ${attempts} attempts)` : ''}`, { attempts }, e)
-            : fail('connect', `the model provider could not be reached (${errorCode(e)})${attempts > 1 ? ` (after ${attempts} attempts)` : ''}`, { attempts }, e);
-        }
-      } finally {
-        att.dispose();
-      }
-      try {
-        await sleep(retryWait ?? backoffMs(attempts - 1, o.backoff ?? TRANSPORT_DEFAULTS.backoff), undefined, { signal: call.signal });
-      } catch (e) {
-        throw fail(call.reason ?? 'aborted', call.reason === 'timeout' ? `the model call ran past its ${o.timeoutMs} ms limit` : 'the model call was aborted', { attempts }, e);
+        throw callEnded(call, o, fail, attempts, e);
       }
     }
   } catch (e) {
     call.dispose();
     throw e;
   }
+}
+
+/** One request: opened at its first body byte, or a retry (with the server's wait), or a final failure (thrown). */
+async function attempt(body: string, o: TransportOptions, call: CallGuard, attempts: number, fail: Fail): Promise<Outcome> {
+  const last = attempts > o.maxRetries;
+  const att = new AttemptGuard(call.signal, o.idleTimeoutMs);
+  try {
+    const res = await request(o.url, {
+      method: 'POST',
+      headers: o.headers,
+      body,
+      signal: att.signal,
+      dispatcher: o.dispatcher,
+      headersTimeout: o.idleTimeoutMs + 1000,
+      bodyTimeout: o.idleTimeoutMs + 1000,
+    });
+    att.touch();
+    if (res.statusCode < 200 || res.statusCode >= 300) return await refused(res, attempts, last, fail);
+    const it = res.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    const first = await it.next();
+    if (first.done || first.value.length === 0) {
+      res.body.destroy();
+      if (last) throw fail('malformed', 'the model provider sent an empty reply', { attempts });
+      return { kind: 'retry', waitMs: undefined };
+    }
+    if (first.value.length > o.maxReplyBytes) {
+      res.body.destroy();
+      throw fail('too_large', `the model reply is over its ${o.maxReplyBytes}-byte cap`, { attempts });
+    }
+    const b = res.body;
+    const stream: OpenedStream = {
+      contentType: String(res.headers['content-type'] ?? ''),
+      status: res.statusCode,
+      attempts,
+      chunks: guardedChunks(first.value, it, b, att, call, o, attempts),
+      fail: (r, m, x) => fail(r, m, { attempts, ...x }),
+      close: () => void b.destroy(),
+    };
+    return { kind: 'opened', stream };
+  } catch (e) {
+    if (e instanceof BrigError) throw e;
+    if (call.reason) throw callEnded(call, o, fail, attempts, e);
+    const idle = att.idleFired || isUndiciTimeout(e);
+    if (!last) return { kind: 'retry', waitMs: undefined };
+    throw idle
+      ? fail('idle_timeout', `the model provider sent nothing for ${o.idleTimeoutMs} ms${after(attempts)}`, { attempts }, e)
+      : fail('connect', `the model provider could not be reached (${errorCode(e)})${after(attempts)}`, { attempts }, e);
+  } finally {
+    att.dispose();
+  }
+}
+
+/** A non-2xx answer: retried when the status (or x-should-retry) says so and attempts are left, else final. */
+async function refused(res: Dispatcher.ResponseData, attempts: number, last: boolean, fail: Fail): Promise<Outcome> {
+  const text = await readSome(res.body, ERROR_BODY_CAP).catch(() => '');
+  const should = res.headers['x-should-retry'];
+  const retry = should === 'true' || (should !== 'false' && RETRY_STATUS(res.statusCode));
+  if (retry && !last) return { kind: 'retry', waitMs: retryAfterMs(res.headers) };
+  const said = providerErrorText(text);
+  throw fail('status', `the model provider answered HTTP ${res.statusCode}${said ? `: ${said}` : ''}${after(attempts)}`, { status: res.statusCode, attempts });
+}
+
+function callEnded(call: CallGuard, o: TransportOptions, fail: Fail, attempts: number, cause: unknown): BrigError {
+  return call.reason === 'timeout'
+    ? fail('timeout', `the model call ran past its ${o.timeoutMs} ms limit`, { attempts }, cause)
+    : fail('aborted', 'the model call was aborted', { attempts }, cause);
 }
 
 async function* guardedChunks(
@@ -203,7 +170,7 @@ async function* guardedChunks(
       try {
         r = await it.next();
       } catch (e) {
-        if (call.reason) throw failure(call.reason, call.reason === 'aborted' ? 'the model call was aborted' : `the model call ran past its ${o.timeoutMs} ms limit`, o.secrets, { attempts }, e);
+        if (call.reason) throw callEnded(call, o, (r, m, x, c) => failure(r, m, o.secrets, x, c), attempts, e);
         if (att.idleFired || isUndiciTimeout(e)) throw failure('idle_timeout', `the model stream stalled: nothing for ${o.idleTimeoutMs} ms`, o.secrets, { attempts }, e);
         throw failure('disconnected', `the model stream broke off (${errorCode(e)})`, o.secrets, { attempts }, e);
       }
@@ -247,81 +214,3 @@ function errorCode(e: unknown): string {
   return /^[A-Za-z0-9_]{1,40}$/.test(c) ? c : 'error';
 }
 
-/** A model_unavailable error whose message and cause carry no secret (the cause is a scrubbed copy). */
-export function failure(reason: FailReason, message: string, secrets: readonly string[], extra: Record<string, unknown> = {}, cause?: unknown): BrigError {
-  const opts: { data: Record<string, unknown>; cause?: unknown } = { data: { reason, ...extra } };
-  if (cause !== undefined) {
-    const c = cause as { name?: unknown; message?: unknown; code?: unknown } | null;
-    const copy = new Error(scrubSecrets(typeof c?.message === 'string' ? c.message : String(cause), secrets));
-    copy.name = typeof c?.name === 'string' ? c.name : 'Error';
-    if (typeof c?.code === 'string') (copy as Error & { code?: string }).code = c.code;
-    opts.cause = copy;
-  }
-  return new BrigError('model_unavailable', scrubSecrets(message, secrets), opts);
-}
-
-/** The whole call: the caller's signal and the deadline. */
-class CallGuard {
-  private readonly ctl = new AbortController();
-  reason: 'aborted' | 'timeout' | undefined;
-  private readonly timer: NodeJS.Timeout;
-  private readonly onAbort = () => this.abort('aborted');
-
-  constructor(timeoutMs: number, private readonly outer?: AbortSignal) {
-    this.timer = setTimeout(() => this.abort('timeout'), timeoutMs).unref();
-    if (outer?.aborted) this.abort('aborted');
-    else outer?.addEventListener('abort', this.onAbort, { once: true });
-  }
-
-  get signal(): AbortSignal {
-    return this.ctl.signal;
-  }
-
-  private abort(reason: 'aborted' | 'timeout'): void {
-    if (this.reason) return;
-    this.reason = reason;
-    this.ctl.abort();
-  }
-
-  dispose(): void {
-    clearTimeout(this.timer);
-    this.outer?.removeEventListener('abort', this.onAbort);
-  }
-}
-
-/** One attempt: aborted by the call or by its own idle timer (reset on every byte). */
-class AttemptGuard {
-  private readonly ctl: AbortController;
-  idleFired = false;
-  private timer: NodeJS.Timeout | undefined;
-  private readonly onAbort = () => this.ctl.abort();
-
-  constructor(private readonly call: AbortSignal, private readonly idleMs: number, ctl?: AbortController) {
-    this.ctl = ctl ?? new AbortController();
-    if (call.aborted) this.ctl.abort();
-    else call.addEventListener('abort', this.onAbort, { once: true });
-    this.touch();
-  }
-
-  get signal(): AbortSignal {
-    return this.ctl.signal;
-  }
-
-  touch(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.idleFired = true;
-      this.ctl.abort();
-    }, this.idleMs).unref();
-  }
-
-  /** The same request signal under a fresh idle timer and call link. */
-  reopen(): AttemptGuard {
-    return new AttemptGuard(this.call, this.idleMs, this.ctl);
-  }
-
-  dispose(): void {
-    clearTimeout(this.timer);
-    this.call.removeEventListener('abort', this.onAbort);
-  }
-}

@@ -93,12 +93,16 @@ export async function readReply(s: OpenedStream, sink: ReplySink, onContent: () 
       if (parseGuard(() => sink.event(e), s)) onContent();
     }
   };
-  for await (const chunk of s.chunks) {
+  const it = s.chunks[Symbol.asyncIterator]();
+  for (;;) {
+    const r = await it.next();
+    if (r.done) break;
+    const chunk = r.value;
     if (mode === undefined) mode = /^\s*[[{]/.test(Buffer.from(chunk.subarray(0, 64)).toString('latin1')) ? 'json' : 'sse';
     if (mode === 'json') parts.push(chunk);
     else {
       feed(parser.push(chunk));
-      if (sink.done) return;
+      if (sink.done) return settleTail(it, s);
     }
   }
   if (mode === 'sse') return feed(parser.end());
@@ -110,6 +114,25 @@ export async function readReply(s: OpenedStream, sink: ReplySink, onContent: () 
   }
   parseGuard(() => sink.whole(json), s);
   onContent();
+}
+
+const TAIL_GRACE_MS = 250;
+
+/**
+ * After the terminal event, read the few bytes left (the chunked trailer) so the connection
+ * goes back to the pool for the next call; a server that keeps the body open past a short grace
+ * is cut instead. Nothing after the end counts: the reply is already complete.
+ */
+async function settleTail(it: AsyncIterator<Uint8Array>, s: OpenedStream): Promise<void> {
+  const timer = setTimeout(() => s.close(), TAIL_GRACE_MS).unref();
+  try {
+    for (let n = 0; n < 4; n++) if ((await it.next()).done) return;
+    s.close();
+  } catch {
+    // cut or broken after the end: the reply is complete
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** What a wire parser throws (pure: no transport in sight); readReply scrubs it into a BrigError. */

@@ -47,6 +47,8 @@ export interface Turn {
     pings?: boolean;
     /** Anthropic: two cumulative message_delta events (a summing parser over-counts). */
     cumulativeDeltas?: boolean;
+    /** Keep the body open after the last frame (a server that never ends its response). */
+    holdOpen?: boolean;
   };
   fault?: Fault;
 }

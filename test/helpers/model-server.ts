@@ -35,6 +35,8 @@ export interface RecordedRequest {
   stream: boolean;
   /** Date.now() at arrival. */
   at: number;
+  /** Which TCP connection carried it (1-based): equal numbers mean a kept-alive connection was reused. */
+  connection: number;
 }
 
 export type ScriptEntry = Turn | ((req: RecordedRequest) => Turn);
@@ -85,6 +87,8 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
   const problems: string[] = [];
   const queue = Array.isArray(o.script) ? [...o.script] : undefined;
   const sockets = new Set<Socket>();
+  const connectionIds = new WeakMap<Socket, number>();
+  let connections = 0;
 
   const pick = (req: RecordedRequest): Turn | undefined => {
     if (!queue) return (o.script as (r: RecordedRequest, n: number) => Turn | undefined)(req, req.n);
@@ -104,6 +108,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
   });
   server.on('connection', (s) => {
     sockets.add(s);
+    connectionIds.set(s, ++connections);
     s.on('close', () => sockets.delete(s));
   });
 
@@ -121,7 +126,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     } catch {
       body = undefined;
     }
-    const rec: RecordedRequest = { n: requests.length + 1, method: req.method, path, format, headers: req.headers, body, raw, stream: body?.stream === true, at: Date.now() };
+    const rec: RecordedRequest = { n: requests.length + 1, method: req.method, path, format, headers: req.headers, body, raw, stream: body?.stream === true, at: Date.now(), connection: connectionIds.get(req.socket) ?? 0 };
     requests.push(rec);
     if (o.expectKey !== undefined) {
       const got = format === 'openai-chat' ? String(req.headers.authorization ?? '').replace(/^Bearer /, '') : String(req.headers['x-api-key'] ?? '');
@@ -188,7 +193,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
       return void req.socket.destroy();
     }
     if (f?.kind === 'streamError') await write(streamErrorFrame(rec.format, f.type ?? 'overloaded_error', f.message ?? 'Overloaded'));
-    res.end();
+    if (!turn.quirks?.holdOpen) res.end();
   }
 
   function json(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -49,6 +49,9 @@ for (const format of FORMATS) {
     // The server checked pairing on every request (a broken one would have been a 400).
     assert.deepEqual(m.problems, []);
     assert.equal(m.requests.length, 3);
+    // Each reply is read to its end, so its connection goes back to the pool (undici may open a
+    // second one when the next call starts before the first is released; never one per call).
+    assert.ok(new Set(m.requests.map((r) => r.connection)).size < m.requests.length, 'connections are kept alive and reused');
     for (const r of m.requests) assert.equal(r.body.stream, true);
     const prefix = (r: (typeof m.requests)[number]) =>
       format === 'openai-chat' ? JSON.stringify([r.body.messages[0], r.body.tools]) : JSON.stringify([r.body.system, r.body.tools]);

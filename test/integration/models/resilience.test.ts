@@ -112,6 +112,13 @@ for (const format of FORMATS) {
     assert.equal(m.requests.length, 1);
   });
 
+  test(`${format}: a server that keeps its body open after the terminal event does not hold the call`, async (t) => {
+    const { client } = await setup(t, format, { script: [textTurn('complete', { quirks: { holdOpen: true } })] }, { idleTimeoutMs: 5000 });
+    const t0 = Date.now();
+    assert.equal((await client.complete(ASK)).message.content, 'complete');
+    assert.ok(Date.now() - t0 < 2500, 'ended by the short tail grace, not the idle timeout');
+  });
+
   test(`${format}: a mid-stream error event fails the call without a retry`, async (t) => {
     const { m, client } = await setup(t, format, { script: [{ text: 'some text', fault: { kind: 'streamError', afterEvents: 2, message: 'Overloaded' } }, textTurn('never')] });
     await assert.rejects(client.complete(ASK), failsWith('stream_error', (e) => assert.match(e.message, /Overloaded/)));

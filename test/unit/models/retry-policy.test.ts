@@ -4,7 +4,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffMs, failure, providerErrorText, retryAfterMs, scrubSecrets, TRANSPORT_DEFAULTS } from '../../../src/models/transport.js';
+import { backoffMs, retryAfterMs } from '../../../src/models/retry-policy.js';
+import { failure, providerErrorText, scrubSecrets } from '../../../src/models/model-errors.js';
+import { TRANSPORT_DEFAULTS } from '../../../src/models/transport.js';
 
 test('backoff: 0.5 s doubling to an 8 s cap, with up to 25 % jitter taken off', () => {
   const b = TRANSPORT_DEFAULTS.backoff;
