@@ -13,8 +13,9 @@ import { brigPaths, type BrigConfig } from '../config/index.js';
 import { DockerJailDriver, ownerForHome } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor, profileFor, type LeaseRecord } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
+import { costOf, loadModelCatalog, type ModelCatalog } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
-import { ChildRefs, createSupervisor, type SupervisorCore, type AgentPort, type LeasePort, type RefService, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
+import { ChildRefs, createSupervisor, type SupervisorCore, type AgentPort, type LeasePort, type ModelPort, type RefService, type ResultsPort, type SupervisorSettings } from '../runs/index.js';
 import { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, err, ok } from '../util/errors.js';
 import { lockHome } from './home-lock.js';
@@ -63,6 +64,25 @@ function leasePort(store: LeaseStore): LeasePort {
   };
 }
 
+/**
+ * The supervisor's model port over the catalog: an alias's window, one metered turn. The
+ * client (and its key) stays in here; the supervisor sees messages, usage and a cost.
+ */
+export function modelsPort(catalog: ModelCatalog): ModelPort {
+  return {
+    resolve(alias) {
+      const r = catalog.resolve(alias);
+      return r.ok ? ok({ alias: r.value.alias, contextWindow: r.value.contextWindow, maxOutputTokens: r.value.maxOutputTokens }) : r;
+    },
+    async complete(alias, req) {
+      const r = catalog.resolve(alias);
+      if (!r.ok) throw r.error;
+      const c = await r.value.client.complete(req);
+      return { ...c, costUsd: costOf(c.usage, r.value.price) };
+    },
+  };
+}
+
 /** Agent specs for the supervisor: the home's and the shipped ones; tools from the lease and the policy's denylist. */
 export function agentsPort(catalog: AgentCatalog, deniedTools: readonly string[]): AgentPort {
   return {
@@ -105,6 +125,10 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results });
   const jail = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
+  // A broken model configuration stops the supervisor here, loudly; none at all serves no agents.
+  const catalog = loadModelCatalog(cfg);
+  if (!catalog.ok) throw catalog.error;
+  const models = catalog.value.aliases().length > 0 ? modelsPort(catalog.value) : undefined;
   if (o.ensureImage !== false) await jail.ensureImage();
   // Handlers close over the supervisor built just below: the broker and the supervisor
   // need each other, and this is the one place that wires them.
@@ -166,6 +190,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     ledger,
     results: resultsPort(results),
     agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools),
+    ...(models ? { models } : {}),
     paths: { runs: paths.runs, brokers: paths.brokers },
     ...(o.settings ? { settings: o.settings } : {}),
     ...(o.tickMs ? { tickMs: o.tickMs } : {}),

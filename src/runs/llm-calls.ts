@@ -176,7 +176,14 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
   if (outside.length > 0) {
     throw new BrigError('capability_denied', `the lease does not offer ${outside.slice(0, 5).join(', ')} to this run`, { data: { what: outside.slice(0, 5).join(',') } });
   }
-  const budget = budgetCheck(p, r);
+  let budget: ReturnType<typeof budgetCheck>;
+  try {
+    budget = budgetCheck(p, r);
+  } catch (e) {
+    // A refusal is an audit fact like any other (content-free): which run, which budget.
+    p.table.ledger.append({ type: 'run.model_refused', runId: r.id, rootRunId: r.rootRunId, purpose, code: 'budget_exceeded', tokens: r.tokens ?? 0 });
+    throw e;
+  }
   const info = d.models.resolve(r.model);
   if (!info.ok) throw info.error;
   const asked = typeof params.maxTokens === 'number' ? params.maxTokens : info.value.maxOutputTokens;
