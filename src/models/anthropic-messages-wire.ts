@@ -4,7 +4,7 @@
  *
  * Rules that are easy to get wrong: tool results travel as `tool_result` blocks in the next
  * user message (consecutive tool messages, and a user message right after them, merge into
- * one user turn, results first); `input_tokens` excludes the cache, so input = input_tokens +
+ * one user turn, results first); empty messages are left out (the API refuses empty blocks); `input_tokens` excludes the cache, so input = input_tokens +
  * cache_read + cache_creation; `message_delta` usage is CUMULATIVE (the last one wins, never a
  * sum); `ping` is ignored and a mid-stream `error` event fails the call.
  */
@@ -42,14 +42,23 @@ export function anthropicMessages(messages: LlmMessage[]): Turn[] {
       if (at < 0) t.content.push(block);
       else t.content.splice(at, 0, block);
     } else if (m.role === 'user') {
-      turn('user').content.push({ type: 'text', text: m.content });
+      if (m.content.length > 0) turn('user').content.push({ type: 'text', text: m.content });
     } else {
       const t = turn('assistant');
       if (m.content.length > 0) t.content.push({ type: 'text', text: m.content });
       for (const c of m.toolCalls ?? []) t.content.push({ type: 'tool_use', id: c.id, name: c.name, input: isObj(c.input) ? c.input : {} });
     }
   }
-  return turns;
+  // The API refuses empty text blocks and empty turns: an empty message carries nothing, so it
+  // is left out, and the turns on either side of it merge (roles must alternate).
+  const out: Turn[] = [];
+  for (const t of turns) {
+    if (t.content.length === 0) continue;
+    const last = out[out.length - 1];
+    if (last && last.role === t.role) last.content.push(...t.content);
+    else out.push(t);
+  }
+  return out;
 }
 
 /**

@@ -191,8 +191,11 @@ test('tool arguments: empty is {}, a non-object is refused, bad JSON never throw
   assert.match(parseToolArguments('{"a":').inputError!, /not valid JSON/);
 });
 
-test('anthropicMessages: a user message after a user message shares its turn (roles alternate)', () => {
+test('anthropicMessages: a user message after a user message shares its turn; an empty message is left out and its neighbours merge', () => {
   assert.deepEqual(anthropicMessages([{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }]), [
+    { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
+  ]);
+  assert.deepEqual(anthropicMessages([{ role: 'user', content: 'a' }, { role: 'assistant', content: '' }, { role: 'user', content: '' }, { role: 'user', content: 'b' }]), [
     { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
   ]);
 });
