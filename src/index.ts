@@ -5,13 +5,13 @@ export { BrigError, isBrigError } from './util/errors.js';
 export type { ErrorCode, ErrorKind } from './util/errors.js';
 export { loadConfig } from './config/index.js';
 export type { BrigConfig } from './config/index.js';
-export { FsResultStore, condense, renderEnvelope, savingsFor, rollUpSavings } from './results/index.js';
-export type { ResultRef, ResultKind, Condensed, CondenseOptions, EnvelopeInput, Savings } from './results/index.js';
+export { FsResultStore, condense, renderEnvelope, renderExplain, savingsFor, rollUpSavings } from './results/index.js';
+export type { ResultRef, ResultKind, RunManifest, Condensed, CondenseOptions, CondenseStrategy, EnvelopeInput, ExplainInput, Savings } from './results/index.js';
 export { Slicer, DuckdbHelperPool, lockedQuery } from './slice/index.js';
 export type { SliceOutput, ReadRange, GrepOptions, LockedQueryOptions, LockedQueryResult } from './slice/index.js';
 export { OpenAICompatibleProvider } from './models/index.js';
 export type { ModelProvider } from './models/index.js';
-export { LeaseStore, attenuate, grantAllows, loadPolicyFile, policyFileFor, explainPolicy, CAPABILITIES } from './lease/index.js';
+export { LeaseStore, attenuate, grantAllows, loadPolicyFile, policyFileFor, profileOf, profileFor, explainPolicy, CAPABILITIES, LIMIT_KEYS } from './lease/index.js';
 export type { Capability, Grant, Limits, Posture, LeaseRequest, LeaseRecord, Refusal, Policy, ResolvedProfile } from './lease/index.js';
 export { FileLedger, MemoryLedger, verifyLedger } from './ledger/index.js';
 export type { Ledger, LedgerEvent, LedgerReport } from './ledger/index.js';
@@ -19,8 +19,20 @@ export { BrokerServer, METHODS as BROKER_METHODS } from './broker/index.js';
 export type { BrokerCall, Handler as BrokerHandler, Handlers as BrokerHandlers, Method as BrokerMethod, BrokerRunHandle } from './broker/index.js';
 export { createBrig, startDaemon, openOperator } from './daemon/index.js';
 export type { Brig, BrigOptions, Daemon, Operator, LeaseView, PolicyCheck } from './daemon/index.js';
+export { agentCatalogFor, toolSurface } from './agents/index.js';
+export type { AgentSpec, AgentFrontmatter, AgentCatalog, AgentTool } from './agents/index.js';
 export { ApiClient } from './api/index.js';
-export { createSupervisor, SpawnRequestSchema, DEFAULT_SETTINGS as SUPERVISOR_DEFAULTS, END_REASONS, KILLED_BY } from './runs/index.js';
+export {
+  createSupervisor,
+  SpawnRequestSchema,
+  DEFAULT_SETTINGS as SUPERVISOR_DEFAULTS,
+  END_REASONS,
+  KILLED_BY,
+  RUN_STATUSES,
+  elapsedMs,
+} from './runs/index.js';
+export type { RefService, RunResult } from './runs/index.js';
+export type { ResultOptions } from './runs/ref-service.js';
 export type {
   Supervisor,
   SpawnRequest,

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../runs/index.js';
+import type { RunRecord } from '../index.js';
 import { exitCodeFor, type ErrorKind } from '../util/errors.js';
 
 /**

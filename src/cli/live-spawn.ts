@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunRecord, SpawnRequestInput, Supervisor, SupervisorEvent } from '../runs/index.js';
+import type { Brig, RunRecord, SpawnRequestInput, SupervisorEvent } from '../index.js';
 import { ok, type BrigError, type Result } from '../util/errors.js';
 import type { CliIO } from './command.js';
-import type { Connected } from './connect.js';
 import { liveLine } from './run-view.js';
 
 /**
@@ -35,17 +34,17 @@ class LiveLine {
   }
 }
 
-export async function spawnLive(io: CliIO, conn: Connected, req: SpawnRequestInput, signal: AbortSignal): Promise<Result<RunRecord, BrigError>> {
+export async function spawnLive(io: CliIO, brig: Brig, req: SpawnRequestInput, signal: AbortSignal): Promise<Result<RunRecord, BrigError>> {
   const view = new LiveLine(io);
   try {
-    return conn.mode === 'daemon' ? await viaDaemon(conn.sup, req, signal, view) : await inProcess(conn.sup, req, signal, view);
+    return brig.mode === 'daemon' ? await viaDaemon(brig, req, signal, view) : await inProcess(brig, req, signal, view);
   } finally {
     view.clear();
   }
 }
 
 /** Over the daemon: start it async (the run id comes back at once), then wait in short slices. */
-async function viaDaemon(sup: Supervisor, req: SpawnRequestInput, signal: AbortSignal, view: LiveLine): Promise<Result<RunRecord, BrigError>> {
+async function viaDaemon(sup: Brig, req: SpawnRequestInput, signal: AbortSignal, view: LiveLine): Promise<Result<RunRecord, BrigError>> {
   const started = await sup.spawn({ ...req, async: true });
   if (!started.ok) return started;
   let r = started.value;
@@ -72,7 +71,7 @@ async function viaDaemon(sup: Supervisor, req: SpawnRequestInput, signal: AbortS
  * on abort itself); the run id is its `spawned` event, subscribed to before the spawn so it
  * cannot be missed (this supervisor holds only this command's runs), and the line polls `get`.
  */
-async function inProcess(sup: Supervisor, req: SpawnRequestInput, signal: AbortSignal, view: LiveLine): Promise<Result<RunRecord, BrigError>> {
+async function inProcess(sup: Brig, req: SpawnRequestInput, signal: AbortSignal, view: LiveLine): Promise<Result<RunRecord, BrigError>> {
   const quiet = new AbortController();
   const events = sup.events({ signal: quiet.signal });
   const done = sup.spawn(req, { signal });

@@ -33,7 +33,7 @@ export const GROUPS: Record<string, { summary: string; section: Section }> = {
 export const COMMANDS: Record<string, Entry> = {
   spawn: {
     section: 'runs',
-    summary: 'Run a child (a command or a script) in a fresh hardened jail through the supervisor.',
+    summary: 'Run a child (a command, a script or an agent) in a fresh hardened jail through the supervisor.',
     load: async () => (await import('./commands/spawn.js')).default,
   },
   list: { section: 'runs', summary: 'List runs: status, end reason, depth, steps, elapsed, parent.', load: async () => (await import('./commands/list.js')).default },

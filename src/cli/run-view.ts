@@ -1,7 +1,4 @@
-import { brigPaths, loadConfig } from '../config/index.js';
-import { FsResultStore } from '../results/index.js';
-import { elapsedMs, type RunRecord } from '../runs/index.js';
-import type { CliIO } from './command.js';
+import { elapsedMs, type Brig, type ResultRef, type RunRecord } from '../index.js';
 
 /** How the CLI shows a run: one JSON shape for --json, one line (or a block) for people. */
 
@@ -10,22 +7,27 @@ export const PREVIEW_BYTES = 2048;
 /** The record's fields --json shows at the top level; `run` carries the rest, so nothing big is said twice. */
 const PROMOTED = ['id', 'status', 'endReason', 'killedBy', 'exitCode', 'stdoutTail', 'stderrTail', 'outputs', 'resultDir', 'outputBytes', 'skipped', 'result', 'missingOutputs', 'resumable', 'error'] as const;
 
+/** A ref as --json lists it beside a run: its handle and size, no preview. */
+export type RefLine = Pick<ResultRef, 'ref' | 'path' | 'kind' | 'bytes' | 'lines'>;
+
+/** The refs of a run for --json (none before its outputs are collected, or when they cannot be read). */
+export async function refLines(brig: Pick<Brig, 'refs'>, r: RunRecord): Promise<RefLine[]> {
+  if (!r.resultDir) return [];
+  try {
+    const refs = await brig.refs.list(r.id);
+    return refs.ok ? refs.value.map((x) => ({ ref: x.ref, path: x.path, kind: x.kind, bytes: x.bytes, lines: x.lines })) : [];
+  } catch {
+    return [];
+  }
+}
+
 /**
  * One run for --json (spawn, wait, resume). The issue-2 envelope (runId, exitCode, endReason,
  * stdoutTail, stderrTail, outputs, outputDir) at the top, the result once, the refs, and
  * `run`: the rest of the record. `files`/`resultDir` are the older names of
  * `outputs`/`outputDir` (small: paths and sizes) and stay for the callers that read them.
  */
-export async function runJson(io: CliIO, r: RunRecord): Promise<Record<string, unknown>> {
-  let refs: { ref: string; path: string; kind: string; bytes: number; lines: number }[] = [];
-  if (r.resultDir) {
-    try {
-      const store = new FsResultStore({ dir: brigPaths(loadConfig(io.env).home).results });
-      refs = (await store.list(r.id)).map((x) => ({ ref: x.ref, path: x.path, kind: x.kind, bytes: x.bytes, lines: x.lines }));
-    } catch {
-      refs = [];
-    }
-  }
+export function runJson(r: RunRecord, refs: readonly RefLine[] = []): Record<string, unknown> {
   const rest: Record<string, unknown> = { ...r };
   for (const k of PROMOTED) delete rest[k];
   const outputs = r.outputs.map((o) => ({ path: o.path, bytes: o.bytes }));
@@ -45,13 +47,18 @@ export async function runJson(io: CliIO, r: RunRecord): Promise<Record<string, u
     resultDir: r.resultDir,
     outputBytes: r.outputBytes,
     skipped: r.skipped,
-    refs,
+    refs: [...refs],
     result: r.result,
     missingOutputs: r.missingOutputs,
     resumable: r.resumable,
     error: r.error,
     run: rest,
   };
+}
+
+/** runJson with the run's refs, read through the brig's drill-in surface. */
+export async function runJsonOf(brig: Pick<Brig, 'refs'>, r: RunRecord): Promise<Record<string, unknown>> {
+  return runJson(r, await refLines(brig, r));
 }
 
 export function fmtMs(ms: number): string {

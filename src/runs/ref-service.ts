@@ -5,7 +5,19 @@
  * Slicing itself is confined and read-only (INV-5, in slice/); this only routes and bounds.
  */
 import type { ModelProvider } from '../models/index.js';
-import { type CondenseOptions, type FsResultStore, type ResultRef, type RunEnvelope, type Savings, envelopeOnce, rollUpSavings } from '../results/index.js';
+import {
+  type CondenseOptions,
+  type CondenseStrategy,
+  type FsResultStore,
+  type ResultRef,
+  type RunEnvelope,
+  type RunManifest,
+  type Savings,
+  buildRunEnvelope,
+  envelopeOnce,
+  loadEnvelope,
+  rollUpSavings,
+} from '../results/index.js';
 import type { GrepOptions, ReadRange, Slicer, SliceOutput } from '../slice/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import type { RunRecord } from './types.js';
@@ -24,6 +36,14 @@ export interface RunResult extends RunEnvelope {
   refs: ResultRef[];
 }
 
+export interface ResultOptions {
+  /**
+   * Cast afresh with this condensation strategy and do not keep it: a look (`brig result
+   * --strategy`), never the envelope the coordinator got. Absent: that envelope (kept).
+   */
+  strategy?: CondenseStrategy;
+}
+
 export class RefService {
   constructor(private readonly d: RefServiceDeps) {}
 
@@ -31,6 +51,19 @@ export class RefService {
     const run = await this.d.getRun(runId);
     if (!run) return err(new BrigError('run_not_found', `no run ${runId}`));
     return ok(await this.refsOf(runId));
+  }
+
+  /**
+   * The run's manifest as the result store indexed it: its refs and what its collect skipped.
+   * From the store alone (no run record needed); run_not_found when it has no results.
+   */
+  async manifest(runId: string): Promise<Result<RunManifest>> {
+    try {
+      return ok(await this.d.store.manifest(runId));
+    } catch (e) {
+      if (e instanceof BrigError) return err(e);
+      throw e;
+    }
   }
 
   read(ref: string, range: ReadRange): Promise<Result<SliceOutput>> {
@@ -50,15 +83,29 @@ export class RefService {
   }
 
   /** The envelope of an ended run (cast on first ask, then kept): condensed result, handles, savings. */
-  async result(runId: string): Promise<Result<RunResult>> {
+  async result(runId: string, o: ResultOptions = {}): Promise<Result<RunResult>> {
     const run = await this.d.getRun(runId);
     if (!run) return err(new BrigError('run_not_found', `no run ${runId}`));
     if (run.status !== 'ended') {
       return err(new BrigError('not_running', `run ${runId} has not ended (status ${run.status})`, { hint: '`brig wait RUN` first.', data: { status: run.status } }));
     }
     const refs = await this.refsOf(runId);
+    const opts = { ...this.d.condense, ...(this.d.model ? { model: this.d.model } : {}) };
     // Cast once and kept: every later ask (any face) gets the envelope the coordinator got.
-    const env = await envelopeOnce(this.d.store, run, refs, { ...this.d.condense, ...(this.d.model ? { model: this.d.model } : {}) });
+    // A forced strategy is a look: cast now, not kept, the kept one untouched.
+    const env = o.strategy === undefined ? await envelopeOnce(this.d.store, run, refs, opts) : await buildRunEnvelope(run, refs, { ...opts, strategy: o.strategy });
+    return ok({ runId, refs, ...env });
+  }
+
+  /**
+   * A run's envelope without deciding it, in any status (`brig explain`): the kept one when
+   * it was cast, else a Level 1/3 cast made now — no model call — and not kept.
+   */
+  async peek(runId: string): Promise<Result<RunResult>> {
+    const run = await this.d.getRun(runId);
+    if (!run) return err(new BrigError('run_not_found', `no run ${runId}`));
+    const refs = await this.refsOf(runId);
+    const env = (await loadEnvelope(this.d.store, run.rootRunId, run.id)) ?? (await buildRunEnvelope(run, refs, { ...this.d.condense, strategy: 'never' }));
     return ok({ runId, refs, ...env });
   }
 

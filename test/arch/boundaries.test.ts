@@ -87,8 +87,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   runs: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'agents'],
   daemon: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api', 'agents'],
   api: ['runs', 'lease', 'ledger', 'results', 'slice'],
-  cli: ['runs', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models'],
-  mcp: ['runs', 'daemon', 'results', 'slice', 'lease'],
+  // The faces: the library entry (src/index.ts) and the API client, nothing below them.
+  cli: ['.', 'api'],
+  mcp: ['.', 'api'],
   '.': ['runs', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker', 'agents'],
 };
 

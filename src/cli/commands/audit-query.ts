@@ -1,7 +1,5 @@
-import { loadConfig, brigPaths } from '../../config/index.js';
+import { openOperator } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
-import { ledgerFiles } from '../../ledger/index.js';
-import { lockedQuery } from '../../slice/index.js';
 import { JSON_FLAG, parseArgs, numberFlag, writeJson, type Command } from '../command.js';
 
 const command: Command = {
@@ -14,10 +12,9 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const sql = p.positionals.join(' ').trim();
     if (!sql) throw new BrigError('invalid_input', 'give a SELECT over the view `ledger`', { hint: command.usage });
-    const files = ledgerFiles(brigPaths(loadConfig(io.env).home).ledger);
-    if (files.length === 0) throw new BrigError('invalid_input', 'the ledger is empty', { hint: 'Nothing has been recorded under this BRIG_HOME yet.' });
     // Only the ledger segments are readable; the helper enforces the same lockdown as `brig ref sql`.
-    const r = await lockedQuery({ files, viewName: 'ledger', reader: 'read_ndjson', sql, maxRows: numberFlag(p, 'max-rows') ?? 1000 }).catch((e: unknown) => {
+    // An empty ledger is refused (invalid_input) before any helper starts.
+    const r = await openOperator({ env: io.env }).audit.query(sql, numberFlag(p, 'max-rows') ?? 1000).catch((e: unknown) => {
       if (e instanceof BrigError && e.code === 'query_refused') {
         // The guard speaks of "this ref" (the slicer's words); here the one readable thing is the ledger.
         const message = e.message.replace(/this ref: pass its id/g, 'the ledger: query the view `ledger`');

@@ -1,6 +1,5 @@
-import { loadConfig, brigPaths } from '../../config/index.js';
+import { openOperator } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
-import { verifyLedger } from '../../ledger/index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
@@ -11,8 +10,7 @@ const command: Command = {
   examples: ['brig audit verify', 'brig audit verify --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const dir = brigPaths(loadConfig(io.env).home).ledger;
-    const r = verifyLedger(dir);
+    const { dir, ...r } = openOperator({ env: io.env }).audit.verify();
     if (!r.ok && r.bad) {
       throw new BrigError('ledger_corrupt', `ledger broken at ${r.bad.file}:${r.bad.line}: ${r.bad.why}`, {
         data: { file: r.bad.file, line: r.bad.line, why: r.bad.why },

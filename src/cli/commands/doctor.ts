@@ -1,5 +1,4 @@
-import { loadConfig } from '../../config/index.js';
-import { DockerJailDriver, ownerForHome, gatherDoctorFacts, judgeDoctor } from '../../jail/index.js';
+import { openOperator } from '../../index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
@@ -10,9 +9,7 @@ const command: Command = {
   examples: ['brig doctor', 'brig doctor --build --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const cfg = loadConfig(io.env);
-    const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
-    const checks = judgeDoctor(await gatherDoctorFacts(driver, { build: p.bools.has('build') }));
+    const checks = await openOperator({ env: io.env }).engine.doctor({ build: p.bools.has('build') });
     const ok = checks.every((c) => c.ok);
     if (p.bools.has('json')) writeJson(io, { ok, checks });
     else {

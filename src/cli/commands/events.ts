@@ -1,7 +1,7 @@
-import type { SupervisorEvent } from '../../runs/index.js';
+import type { SupervisorEvent } from '../../index.js';
 import { BrigError, isBrigError } from '../../util/errors.js';
 import { JSON_FLAG, flag, parseArgs, writeJson, type CliIO, type Command, type ParsedArgs } from '../command.js';
-import { connectSupervisor } from '../connect.js';
+import { openBrig } from '../connect.js';
 
 function print(io: CliIO, p: ParsedArgs, ev: SupervisorEvent): void {
   if (p.bools.has('json')) return writeJson(io, ev);
@@ -21,13 +21,13 @@ const command: Command = {
   examples: ['brig events', 'brig events --root r-0123456789abcdef --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const conn = await connectSupervisor(io);
+    const brig = await openBrig(io);
     try {
-      if (conn.mode !== 'daemon') throw new BrigError('daemon_unavailable', 'events come from a running daemon', { hint: 'Start `brig serve`.' });
+      if (brig.mode !== 'daemon') throw new BrigError('daemon_unavailable', 'events come from a running daemon', { hint: 'Start `brig serve`.' });
       try {
         // A reader that went away (`brig events | head -1`) ends the stream like Ctrl-C would.
         const filter = { ...(flag(p, 'run') ? { runId: flag(p, 'run')! } : {}), ...(flag(p, 'root') ? { rootRunId: flag(p, 'root')! } : {}) };
-        for await (const ev of conn.sup.events({ ...filter, ...(io.hangup ? { signal: io.hangup } : {}) })) print(io, p, ev);
+        for await (const ev of brig.events({ ...filter, ...(io.hangup ? { signal: io.hangup } : {}) })) print(io, p, ev);
       } catch (e) {
         // The stream ends only when the daemon does (the client says so): say what to do next.
         if (!isBrigError(e, 'daemon_unavailable')) throw e;
@@ -35,7 +35,7 @@ const command: Command = {
       }
       return 0;
     } finally {
-      await conn.close();
+      await brig.close();
     }
   },
 };

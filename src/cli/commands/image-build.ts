@@ -1,5 +1,4 @@
-import { loadConfig } from '../../config/index.js';
-import { DockerJailDriver } from '../../jail/index.js';
+import { openOperator } from '../../index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
@@ -15,14 +14,14 @@ const command: Command = {
   examples: ['brig image build', 'brig image build --force --prune'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const driver = new DockerJailDriver({ dockerHost: loadConfig(io.env).dockerHost });
     const quiet = p.bools.has('quiet') || p.bools.has('json');
     const started = Date.now();
-    const res = await driver.buildChildImage({
+    const res = await openOperator({ env: io.env }).engine.buildImage({
       force: p.bools.has('force'),
+      prune: p.bools.has('prune'),
       ...(quiet ? {} : { onProgress: (l: string) => io.stderr.write(`  ${l}\n`) }),
     });
-    const pruned = p.bools.has('prune') ? await driver.pruneChildImages(res.tag) : [];
+    const pruned = res.pruned;
     const out = { tag: res.tag, built: res.built, runtimeIncluded: res.runtimeIncluded, pruned, ms: Date.now() - started };
     if (p.bools.has('json')) writeJson(io, out);
     else {

@@ -1,6 +1,6 @@
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
-import { connectSupervisor } from '../connect.js';
+import { openBrig } from '../connect.js';
 import { runLine } from '../run-view.js';
 
 const command: Command = {
@@ -13,15 +13,15 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     if (p.positionals.length !== 1) throw new BrigError('invalid_input', 'kill takes exactly one RUN');
     if (!p.bools.has('confirm')) throw new BrigError('invalid_input', 'kill discards the run\'s work: pass --confirm', { hint: `brig kill ${p.positionals[0]} --confirm` });
-    const conn = await connectSupervisor(io);
+    const brig = await openBrig(io);
     try {
-      const r = await conn.sup.kill(p.positionals[0]!, { confirm: true, by: 'operator' });
+      const r = await brig.kill(p.positionals[0]!, { confirm: true, by: 'operator' });
       if (!r.ok) throw r.error;
       if (p.bools.has('json')) writeJson(io, { run: r.value });
       else io.stdout.write(runLine(r.value) + '\n');
       return 0;
     } finally {
-      await conn.close();
+      await brig.close();
     }
   },
 };

@@ -1,5 +1,4 @@
-import { loadConfig, brigPaths } from '../../config/index.js';
-import { LeaseStore, leaseState } from '../../lease/index.js';
+import { openOperator } from '../../index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
@@ -10,21 +9,18 @@ const command: Command = {
   examples: ['brig lease list', 'brig lease list --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const store = new LeaseStore({ dir: brigPaths(loadConfig(io.env).home).leases, ledger: { append() {} } });
-    const now = Date.now();
-    const recs = store.list();
-    const bad = store.unreadable();
+    const { leases, unreadable } = openOperator({ env: io.env }).leases.list();
     if (p.bools.has('json')) {
-      writeJson(io, { leases: recs.map(({ tokenHash: _t, ...r }) => ({ ...r, state: leaseState(r as never, now) })), unreadable: bad });
+      writeJson(io, { leases, unreadable });
       return 0;
     }
     // A damaged record is no lease (its run's calls are refused); say so rather than hide it.
-    for (const id of bad) io.stderr.write(`warning: lease file ${id}.json is not a valid record: treated as no lease (its run's broker calls are refused)\n`);
-    if (recs.length === 0) {
+    for (const id of unreadable) io.stderr.write(`warning: lease file ${id}.json is not a valid record: treated as no lease (its run's broker calls are refused)\n`);
+    if (leases.length === 0) {
       io.stdout.write('no leases\n');
       return 0;
     }
-    const rows = recs.map((r) => [r.id, r.runId, r.parentLeaseId ?? '-', String(r.depth), r.profile, leaseState(r, now), r.caps.join(',') || '-']);
+    const rows = leases.map((r) => [r.id, r.runId, r.parentLeaseId ?? '-', String(r.depth), r.profile, r.state, r.caps.join(',') || '-']);
     const head = ['LEASE', 'RUN', 'PARENT', 'DEPTH', 'PROFILE', 'STATE', 'CAPS'];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     for (const r of [head, ...rows]) io.stdout.write(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd() + '\n');

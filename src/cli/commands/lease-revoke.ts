@@ -1,7 +1,5 @@
-import { loadConfig, brigPaths } from '../../config/index.js';
+import { openOperator } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
-import { LeaseStore } from '../../lease/index.js';
-import { FileLedger } from '../../ledger/index.js';
 import { JSON_FLAG, parseArgs, flag, writeJson, type Command } from '../command.js';
 
 const command: Command = {
@@ -14,26 +12,20 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const id = p.positionals[0];
     if (!id) throw new BrigError('invalid_input', 'give a lease id', { hint: '`brig lease list` shows the ids.' });
-    const paths = brigPaths(loadConfig(io.env).home);
-    const ledger = new FileLedger({ dir: paths.ledger });
-    try {
-      const store = new LeaseStore({ dir: paths.leases, ledger });
-      const reason = flag(p, 'reason');
-      // Without a daemon this marks the records; a live supervisor ends the runs (killedBy operator).
-      const before = store.get(id)?.revoked ?? null;
-      const r = store.revoke(id, 'operator', reason);
-      if (!r.ok) throw r.error;
-      if (p.bools.has('json')) writeJson(io, { revoked: r.value.map((x) => ({ leaseId: x.id, runId: x.runId })), alreadyRevoked: before });
-      else {
-        // Revoking again is not an error (the subtree is still swept), but say what happened.
-        if (before) io.stdout.write(`lease ${id} was already revoked by ${before.by} at ${before.at}\n`);
-        io.stdout.write(`revoked ${r.value.length} lease(s)\n`);
-        for (const x of r.value) io.stdout.write(`  ${x.id}  run ${x.runId}\n`);
-      }
-      return 0;
-    } finally {
-      await ledger.close();
+    const leases = openOperator({ env: io.env }).leases;
+    const shown = leases.show(id);
+    const before = shown.ok ? (shown.value.lease.revoked ?? null) : null;
+    // Without a daemon this marks the records; a live supervisor ends the runs (killedBy operator).
+    const r = await leases.revoke(id, flag(p, 'reason'));
+    if (!r.ok) throw r.error;
+    if (p.bools.has('json')) writeJson(io, { revoked: r.value.map((x) => ({ leaseId: x.id, runId: x.runId })), alreadyRevoked: before });
+    else {
+      // Revoking again is not an error (the subtree is still swept), but say what happened.
+      if (before) io.stdout.write(`lease ${id} was already revoked by ${before.by} at ${before.at}\n`);
+      io.stdout.write(`revoked ${r.value.length} lease(s)\n`);
+      for (const x of r.value) io.stdout.write(`  ${x.id}  run ${x.runId}\n`);
     }
+    return 0;
   },
 };
 export default command;

@@ -1,12 +1,6 @@
-import { loadConfig, brigPaths } from '../../config/index.js';
+import { LIMIT_KEYS, openOperator } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
-import { LIMIT_KEYS, LeaseStore, leaseState, type LeaseRecord } from '../../lease/index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
-
-function publicView(r: LeaseRecord, now: number) {
-  const { tokenHash: _t, ...rest } = r;
-  return { ...rest, state: leaseState(r, now) };
-}
 
 const command: Command = {
   name: 'lease show',
@@ -18,17 +12,17 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const id = p.positionals[0];
     if (!id) throw new BrigError('invalid_input', 'give a lease id', { hint: '`brig lease list` shows the ids.' });
-    const store = new LeaseStore({ dir: brigPaths(loadConfig(io.env).home).leases, ledger: { append() {} } });
-    const rec = store.get(id);
-    if (!rec) throw new BrigError('lease_not_found', `no lease ${id}`);
-    const now = Date.now();
-    const lineage = store.lineage(id);
+    const shown = openOperator({ env: io.env }).leases.show(id);
+    if (!shown.ok) throw shown.error;
+    const rec = shown.value.lease;
+    // The lineage from the lease itself up to the root.
+    const lineage = [rec, ...shown.value.lineage];
     if (p.bools.has('json')) {
-      writeJson(io, { lease: publicView(rec, now), lineage: lineage.map((l) => publicView(l, now)) });
+      writeJson(io, { lease: rec, lineage });
       return 0;
     }
     const w = (s: string) => io.stdout.write(s + '\n');
-    w(`lease ${rec.id}  (${leaseState(rec, now)})`);
+    w(`lease ${rec.id}  (${rec.state})`);
     w(`  run ${rec.runId}  root run ${rec.rootRunId}  depth ${rec.depth}  profile ${rec.profile}`);
     w(`  issued ${rec.issuedAt}  expires ${rec.expiresAt}`);
     if (rec.revoked) w(`  revoked by ${rec.revoked.by} at ${rec.revoked.at}${rec.revoked.reason ? ` (${rec.revoked.reason})` : ''}`);
@@ -45,7 +39,7 @@ const command: Command = {
     const askedPosture = Object.entries(rec.requested.posture ?? {});
     if (askedPosture.length > 0) w(`  posture requested: ${askedPosture.map(([k, v]) => `${k}=${v}`).join(' ')}`);
     w('  lineage (self → root):');
-    for (const l of lineage) w(`    ${l.id}  run ${l.runId}  depth ${l.depth}  ${l.profile}  [${l.caps.join(',')}]  ${leaseState(l, now)}`);
+    for (const l of lineage) w(`    ${l.id}  run ${l.runId}  depth ${l.depth}  ${l.profile}  [${l.caps.join(',')}]  ${l.state}`);
     return 0;
   },
 };

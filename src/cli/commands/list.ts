@@ -1,7 +1,7 @@
-import { RUN_STATUSES, type RunStatus } from '../../runs/index.js';
+import { RUN_STATUSES, type RunStatus } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
-import { connectSupervisor } from '../connect.js';
+import { openBrig } from '../connect.js';
 import { runTable } from '../run-view.js';
 
 const command: Command = {
@@ -23,9 +23,9 @@ const command: Command = {
     for (const s of status) if (!(RUN_STATUSES as readonly string[]).includes(s)) throw new BrigError('invalid_input', `unknown status ${s}`, { hint: `Known: ${RUN_STATUSES.join(', ')}` });
     const limit = numberFlag(p, 'limit');
     if (limit !== undefined && !Number.isSafeInteger(limit)) throw new BrigError('invalid_input', `--limit must be a whole number, got ${limit}`);
-    const conn = await connectSupervisor(io);
+    const brig = await openBrig(io);
     try {
-      const all = await conn.sup.list({
+      const all = await brig.list({
         ...(status.length ? { status: status as RunStatus[] } : {}),
         ...(flag(p, 'root') ? { rootRunId: flag(p, 'root')! } : {}),
         ...(flag(p, 'parent') ? { parentRunId: flag(p, 'parent')! } : {}),
@@ -39,7 +39,7 @@ const command: Command = {
       else io.stdout.write(runTable(runs));
       return 0;
     } finally {
-      await conn.close();
+      await brig.close();
     }
   },
 };

@@ -1,8 +1,5 @@
-import path from 'node:path';
-import fs from 'node:fs';
+import { openOperator } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
-import { loadConfig } from '../../config/index.js';
-import { explainPolicy, loadPolicyFile, policyFilesIn, shippedPoliciesDir } from '../../lease/index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
@@ -13,15 +10,10 @@ const command: Command = {
   examples: ['brig policy check', 'brig policy check policies/strict.yaml --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const own = path.join(loadConfig(io.env).home, 'policy.yaml');
-    const targets = p.positionals.length > 0 ? p.positionals : [shippedPoliciesDir(), ...(fs.existsSync(own) ? [own] : [])];
-    const files = targets.flatMap((t) => {
-      const abs = path.resolve(t);
-      if (fs.existsSync(abs) && fs.statSync(abs).isDirectory()) return policyFilesIn(abs);
-      return [abs];
-    });
-    if (files.length === 0) throw new BrigError('invalid_input', `no .yaml policy files in ${targets.join(', ')}`);
-    const results = files.map((f) => ({ file: f, r: loadPolicyFile(f) }));
+    const policy = openOperator({ env: io.env }).policy;
+    const targets = p.positionals.length > 0 ? p.positionals : policy.defaultTargets();
+    const results = policy.check(targets).map(({ file, result }) => ({ file, r: result }));
+    if (results.length === 0) throw new BrigError('invalid_input', `no .yaml policy files in ${targets.join(', ')}`);
     const bad = results.filter((x) => !x.r.ok);
     if (p.bools.has('json')) {
       writeJson(io, {
@@ -34,7 +26,7 @@ const command: Command = {
       });
     } else {
       for (const { r } of results) {
-        if (r.ok) io.stdout.write(explainPolicy(r.value).join('\n') + '\n');
+        if (r.ok) io.stdout.write(policy.explain(r.value).join('\n') + '\n');
         else {
           const problems = (r.error.data.problems as string[] | undefined) ?? [r.error.message];
           io.stderr.write(`policy ${r.error.data.file ?? ''}: INVALID\n${problems.map((x) => `  ${x}`).join('\n')}\n  → ${r.error.hint}\n`);

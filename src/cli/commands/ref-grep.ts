@@ -1,6 +1,6 @@
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, numberFlag, parseArgs, type Command } from '../command.js';
-import { needPositionals, openRefs, printSlice } from './ref-shared.js';
+import { needPositionals, printSlice, withBrig } from './ref-shared.js';
 
 const command: Command = {
   name: 'ref grep',
@@ -22,14 +22,13 @@ const command: Command = {
     if (ctx !== undefined && (!Number.isSafeInteger(ctx) || ctx < 0)) {
       throw new BrigError('invalid_input', `--context must be a whole number of lines ≥ 0, got ${JSON.stringify(ctxRaw!.slice(0, 40))}`, { hint: command.usage });
     }
-    const { slicer } = openRefs(io);
-    const res = await slicer.grep(ref!, rest.join(' '), {
+    const opts = {
       ...(numberFlag(p, 'max') !== undefined ? { maxMatches: numberFlag(p, 'max')! } : {}),
       ...(ctx !== undefined ? { context: ctx } : {}),
       ignoreCase: p.bools.has('ignore-case'),
       fixed: p.bools.has('fixed'),
-    });
-    return printSlice(io, p, res);
+    };
+    return printSlice(io, p, await withBrig(io, (brig) => brig.refs.grep(ref!, rest.join(' '), opts)));
   },
 };
 export default command;

@@ -1,5 +1,5 @@
 import { JSON_FLAG, parseArgs, type Command } from '../command.js';
-import { needPositionals, openRefs, printSlice } from './ref-shared.js';
+import { needPositionals, printSlice, withBrig } from './ref-shared.js';
 
 const command: Command = {
   name: 'ref jq',
@@ -10,7 +10,7 @@ const command: Command = {
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const [ref, ...rest] = needPositionals({ ...p, positionals: [...p.positionals, ...p.rest] }, 2, command.usage);
-    return printSlice(io, p, await openRefs(io).slicer.jq(ref!, rest.join(' ')));
+    return printSlice(io, p, await withBrig(io, (brig) => brig.refs.jq(ref!, rest.join(' '))));
   },
 };
 export default command;

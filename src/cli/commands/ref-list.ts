@@ -1,5 +1,5 @@
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
-import { needPositionals, openRefs } from './ref-shared.js';
+import { needPositionals, withBrig } from './ref-shared.js';
 
 const command: Command = {
   name: 'ref list',
@@ -10,8 +10,9 @@ const command: Command = {
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const [run] = needPositionals(p, 1, command.usage);
-    const { store } = openRefs(io);
-    const m = await store.manifest(run!);
+    const got = await withBrig(io, (brig) => brig.refs.manifest(run!));
+    if (!got.ok) throw got.error;
+    const m = got.value;
     if (p.bools.has('json')) {
       writeJson(io, { runId: m.runId, rootRunId: m.rootRunId, refs: m.refs.map(({ preview: _preview, ...r }) => r), skipped: m.skipped });
       return 0;

@@ -1,6 +1,6 @@
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, numberFlag, parseArgs, type Command } from '../command.js';
-import { needPositionals, openRefs, printSlice } from './ref-shared.js';
+import { needPositionals, printSlice, withBrig } from './ref-shared.js';
 
 const command: Command = {
   name: 'ref read',
@@ -20,12 +20,11 @@ const command: Command = {
     const line = numberFlag(p, 'line');
     const offsetRaw = p.flags.get('offset')?.at(-1);
     if (line !== undefined && offsetRaw !== undefined) throw new BrigError('invalid_input', 'give --line or --offset, not both', { hint: command.usage });
-    const { slicer } = openRefs(io);
     const range =
       offsetRaw !== undefined
         ? { offset: Number(offsetRaw), ...(numberFlag(p, 'length') !== undefined ? { length: numberFlag(p, 'length')! } : {}) }
         : { line: line ?? 1, ...(numberFlag(p, 'lines') !== undefined ? { lines: numberFlag(p, 'lines')! } : {}) };
-    return printSlice(io, p, await slicer.read(ref!, range));
+    return printSlice(io, p, await withBrig(io, (brig) => brig.refs.read(ref!, range)));
   },
 };
 export default command;

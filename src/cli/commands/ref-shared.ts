@@ -1,13 +1,20 @@
-import { brigPaths, loadConfig } from '../../config/index.js';
-import { FsResultStore } from '../../results/index.js';
-import { Slicer, type SliceOutput } from '../../slice/index.js';
+import type { Brig, SliceOutput } from '../../index.js';
 import { BrigError, type Result } from '../../util/errors.js';
 import { type CliIO, type ParsedArgs, writeJson } from '../command.js';
+import { openBrig } from '../connect.js';
 
-/** The store and slicer under this BRIG_HOME (no pool: one helper per sql/jsonpath call). */
-export function openRefs(io: CliIO): { store: FsResultStore; slicer: Slicer } {
-  const store = new FsResultStore({ dir: brigPaths(loadConfig(io.env).home).results });
-  return { store, slicer: new Slicer(store) };
+/**
+ * Runs `fn` with this home's brig for drill-in — `brig.refs`, the RefService every face uses
+ * (the daemon's records when one answers, else the ones on disk) — and closes it after
+ * (its DuckDB helper included).
+ */
+export async function withBrig<T>(io: CliIO, fn: (brig: Brig) => Promise<T>): Promise<T> {
+  const brig = await openBrig(io);
+  try {
+    return await fn(brig);
+  } finally {
+    await brig.close();
+  }
 }
 
 /** Prints a slice (text, or a table for rows) and its "N more" note; throws a refusal. */

@@ -1,5 +1,5 @@
 import { JSON_FLAG, numberFlag, parseArgs, type Command } from '../command.js';
-import { needPositionals, openRefs, printSlice } from './ref-shared.js';
+import { needPositionals, printSlice, withBrig } from './ref-shared.js';
 
 const command: Command = {
   name: 'ref sql',
@@ -11,7 +11,7 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const [ref, ...rest] = needPositionals({ ...p, positionals: [...p.positionals, ...p.rest] }, 2, command.usage);
     const max = numberFlag(p, 'max-rows');
-    return printSlice(io, p, await openRefs(io).slicer.sql(ref!, rest.join(' '), max !== undefined ? { maxRows: max } : {}));
+    return printSlice(io, p, await withBrig(io, (brig) => brig.refs.sql(ref!, rest.join(' '), max !== undefined ? { maxRows: max } : {})));
   },
 };
 export default command;

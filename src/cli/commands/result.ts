@@ -1,8 +1,6 @@
-import { buildRunEnvelope, envelopeOnce } from '../../results/index.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
-import { needPositionals, openRefs } from './ref-shared.js';
-import { configuredModel, loadRunForEnvelope } from './result-shared.js';
+import { needPositionals, withBrig } from './ref-shared.js';
 
 const STRATEGIES = ['auto', 'always', 'never'] as const;
 
@@ -23,18 +21,13 @@ const command: Command = {
     if (given !== undefined && strategy === undefined) {
       throw new BrigError('invalid_input', `--strategy must be auto, always or never, got ${JSON.stringify(given.slice(0, 40))}`, { hint: command.usage });
     }
-    const { run, refs } = await loadRunForEnvelope(io, runId!);
-    // Same answer as the API and the library (RefService.result): only an ended run has an envelope.
-    if (run.status !== 'ended') {
-      throw new BrigError('not_running', `run ${runId} has not ended (status ${run.status})`, { hint: '`brig wait RUN` first.', data: { status: run.status } });
-    }
-    const model = configuredModel(io);
-    const opts = { ...(strategy !== undefined ? { strategy } : {}), ...(model ? { model } : {}) };
-    // Without --strategy: the envelope the coordinator got (cast once, kept). With it: a fresh
-    // cast for a look, not kept.
-    const r = strategy === undefined ? await envelopeOnce(openRefs(io).store, run, refs, opts) : await buildRunEnvelope(run, refs, opts);
+    // The API's answer (RefService.result): only an ended run has an envelope. Without
+    // --strategy it is the one the coordinator got (cast once, kept); with it, a fresh look, not kept.
+    const res = await withBrig(io, (brig) => brig.refs.result(runId!, strategy !== undefined ? { strategy } : {}));
+    if (!res.ok) throw res.error;
+    const r = res.value;
     if (p.bools.has('json')) {
-      writeJson(io, { envelope: r.envelope, level: r.condensed.level, originalTokens: r.condensed.originalTokens, ratio: r.condensed.ratio, savings: r.savings, refs: refs.map(({ preview: _p, ...x }) => x) });
+      writeJson(io, { envelope: r.envelope, level: r.condensed.level, originalTokens: r.condensed.originalTokens, ratio: r.condensed.ratio, savings: r.savings, refs: r.refs.map(({ preview: _p, ...x }) => x) });
       return 0;
     }
     io.stdout.write(r.envelope);

@@ -1,8 +1,8 @@
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
-import { connectSupervisor } from '../connect.js';
+import { openBrig } from '../connect.js';
 import { exitForRuns } from '../exit-codes.js';
-import { runBlock, runJson } from '../run-view.js';
+import { runBlock, runJsonOf } from '../run-view.js';
 
 const command: Command = {
   name: 'resume',
@@ -13,18 +13,18 @@ const command: Command = {
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     if (p.positionals.length !== 1) throw new BrigError('invalid_input', 'resume takes exactly one RUN');
-    const conn = await connectSupervisor(io, { needsJail: true });
+    const brig = await openBrig(io, { needsJail: true });
     try {
-      const r = await conn.sup.resume(p.positionals[0]!);
+      const r = await brig.resume(p.positionals[0]!);
       if (!r.ok) throw r.error;
       // The daemon keeps the new run going; an in-process supervisor waits for it.
-      const done = conn.mode === 'local' ? await conn.sup.wait(r.value.id) : r;
+      const done = brig.mode === 'local' ? await brig.wait(r.value.id) : r;
       if (!done.ok) throw done.error;
-      if (p.bools.has('json')) writeJson(io, await runJson(io, done.value));
+      if (p.bools.has('json')) writeJson(io, await runJsonOf(brig, done.value));
       else io.stdout.write(done.value.status === 'ended' ? runBlock(done.value) : `run ${done.value.id} ${done.value.status} (resumes ${p.positionals[0]})\n`);
       return exitForRuns([done.value], { notEnded: 'ok' });
     } finally {
-      await conn.close();
+      await brig.close();
     }
   },
 };

@@ -1,6 +1,4 @@
-import { loadConfig } from '../../config/index.js';
-import { startDaemon } from '../../daemon/index.js';
-import { DEFAULT_SETTINGS, type SupervisorSettings } from '../../runs/index.js';
+import { SUPERVISOR_DEFAULTS, loadConfig, startDaemon, type SupervisorSettings } from '../../index.js';
 import { JSON_FLAG, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
 
 /**
@@ -20,7 +18,7 @@ export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
   if (mq) settings.maxQueued = Math.max(1, Math.round(mq));
   const all = numberFlag(p, 'max-concurrent');
   if (all) settings.maxConcurrent = Math.max(1, Math.round(all));
-  else if (settings.maxChildrenPerAgent !== undefined) settings.maxConcurrent = Math.max(DEFAULT_SETTINGS.maxConcurrent, settings.maxChildrenPerAgent);
+  else if (settings.maxChildrenPerAgent !== undefined) settings.maxConcurrent = Math.max(SUPERVISOR_DEFAULTS.maxConcurrent, settings.maxChildrenPerAgent);
   if (p.bools.has('no-steer-inject')) settings.steerInject = false;
   const drain = numberFlag(p, 'drain');
   if (drain !== undefined) settings.drainMs = Math.max(0, Math.round(drain * 1000));

@@ -1,29 +1,30 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { loadConfig } from '../../config/index.js';
-import { CAPABILITIES, loadPolicyFile, policyFileFor, profileOf, type Capability } from '../../lease/index.js';
-import type { SpawnRequestInput } from '../../runs/index.js';
+import { CAPABILITIES, agentCatalogFor, loadConfig, loadPolicyFile, policyFileFor, profileOf, type Capability, type SpawnRequestInput } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
 import { nearest } from '../../util/nearest.js';
-import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
-import { connectSupervisor } from '../connect.js';
+import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
+import { openBrig } from '../connect.js';
 import { exitForRuns } from '../exit-codes.js';
 import { spawnLive } from '../live-spawn.js';
-import { runBlock, runJson } from '../run-view.js';
+import { runBlock, runJsonOf } from '../run-view.js';
 
 /**
  * `brig spawn`: one child through the supervisor (admission, lease, broker, jail, collect).
- * `-- ARGV...` runs a command; `--script FILE` runs an ES-module script with the brig SDK.
- * Without a daemon the command runs an in-process supervisor, which cannot outlive the
- * command: `--async` then needs `brig serve`.
+ * `-- ARGV...` runs a command; `--script FILE` runs an ES-module script with the brig SDK;
+ * `--agent NAME --task TEXT` runs an agent spec (an LLM tool loop inside the jail, its model
+ * calls through the broker). Without a daemon the command runs an in-process supervisor,
+ * which cannot outlive the command: `--async` then needs `brig serve`.
  */
 const command: Command = {
   name: 'spawn',
-  summary: 'Run a child (a command or a script) in a fresh hardened jail through the supervisor.',
-  usage: 'brig spawn [FLAGS] (--script FILE | -- ARGV...)',
+  summary: 'Run a child (a command, a script or an agent) in a fresh hardened jail through the supervisor.',
+  usage: 'brig spawn [FLAGS] (--script FILE | --agent NAME --task TEXT | -- ARGV...)',
   flags: [
     { name: 'script', value: 'FILE', description: 'run an ES-module script with the brig SDK (instead of `-- ARGV...`)' },
-    { name: 'task', value: 'TEXT', description: 'what the child is asked to do (default: the command line or the script name)' },
+    { name: 'agent', value: 'NAME', description: 'run an agent spec (`brig agents list`) on --task, instead of a script or `-- ARGV...`' },
+    { name: 'model', value: 'ALIAS', description: "with --agent: the model alias to use (default: the spec's, else the configured default)" },
+    { name: 'task', value: 'TEXT', description: 'what the child is asked to do (required with --agent; default: the command line or the script name)' },
     { name: 'objective', value: 'TEXT', description: "the goal the task serves (in the script's packet)" },
     { name: 'label', value: 'LABEL', description: 'a label to find the run by (`brig list --label`)' },
     { name: 'profile', value: 'NAME', description: "the lease profile from this home's policy (`brig policy check` lists them)" },
@@ -42,6 +43,7 @@ const command: Command = {
   examples: [
     `brig spawn -- sh -c 'echo hi > out/hello.txt'`,
     `brig spawn --script job.mjs --task 'count the errors' --expect report.json`,
+    `brig spawn --agent general --task 'list the TODOs in /artifacts/src into out/todo.md' --artifact ./src --expect todo.md`,
     `brig spawn --async --label nightly --artifact ./src -- sh -c 'find /artifacts/src -type f | wc -l > out/files.txt'`,
     `brig spawn --json --timeout 60 --memory 256 -- node -e 'console.log(process.version)'`,
   ],
@@ -49,9 +51,10 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const argv = [...p.positionals, ...p.rest];
     const scriptFile = flag(p, 'script');
+    const agent = agentFlags(p, argv, scriptFile);
     if (scriptFile && argv.length > 0) throw new BrigError('invalid_input', 'give either --script FILE or `-- ARGV...`, not both');
-    if (!scriptFile && argv.length === 0) {
-      throw new BrigError('invalid_input', 'spawn needs --script FILE or a command after `--`', { hint: 'e.g. `brig spawn -- sh -c "echo hi > out/a.txt"`' });
+    if (!agent && !scriptFile && argv.length === 0) {
+      throw new BrigError('invalid_input', 'spawn needs --script FILE, --agent NAME or a command after `--`', { hint: 'e.g. `brig spawn -- sh -c "echo hi > out/a.txt"`' });
     }
     const caps = p.flags.get('cap') ?? [];
     for (const c of caps) {
@@ -69,6 +72,11 @@ const command: Command = {
       const prof = profileOf(pol.value, profile);
       if (!prof.ok) throw prof.error;
     }
+    // So is an unknown (or broken) agent spec: the catalog is this home's, as the supervisor's.
+    if (agent) {
+      const spec = agentCatalogFor(loadConfig(io.env).home).get(agent.name);
+      if (!spec.ok) throw spec.error;
+    }
     let script: string | undefined;
     if (scriptFile) {
       try {
@@ -85,8 +93,11 @@ const command: Command = {
     const limits = { ...(memory ? { memoryMb: Math.round(memory) } : {}), ...(cpus ? { cpu: cpus } : {}), ...(pids ? { pids: Math.round(pids) } : {}) };
     const req: SpawnRequestInput = {
       task: flag(p, 'task') ?? (scriptFile ? `script ${path.basename(scriptFile)}` : argv.join(' ').slice(0, 1000)),
-      kind: script !== undefined ? 'script' : 'command',
-      ...(script !== undefined ? { script } : { argv }),
+      ...(agent
+        ? { kind: 'agent' as const, agent: agent.name, ...(agent.model !== undefined ? { model: agent.model } : {}) }
+        : script !== undefined
+          ? { kind: 'script' as const, script }
+          : { kind: 'command' as const, argv }),
       ...(flag(p, 'objective') ? { objective: flag(p, 'objective')! } : {}),
       ...(flag(p, 'label') ? { label: flag(p, 'label')! } : {}),
       ...(flag(p, 'profile') ? { profile: flag(p, 'profile')! } : {}),
@@ -100,7 +111,7 @@ const command: Command = {
       async: p.bools.has('async'),
     };
     for (const e of req.expected_outputs ?? []) checkExpect(e);
-    const conn = await connectSupervisor(io, { needsJail: true });
+    const brig = await openBrig(io, { needsJail: true });
     // Ctrl-C (or SIGTERM) while waiting kills the child (killedBy operator) and collects it;
     // an in-process supervisor would otherwise leave its container running.
     const stop = new AbortController();
@@ -108,16 +119,16 @@ const command: Command = {
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     try {
-      if (req.async && conn.mode === 'local') {
+      if (req.async && brig.mode === 'local') {
         throw new BrigError('daemon_unavailable', '--async needs a running daemon: an in-process supervisor ends with this command', { hint: 'Start `brig serve` first.' });
       }
       // Both faces kill on abort: in-process directly, over the daemon by the run id. On a
       // terminal the run id shows at once and a live line while it runs; else one print at the end.
       const live = io.isTTY && !req.async && !p.bools.has('json');
-      const res = live ? await spawnLive(io, conn, req, stop.signal) : await conn.sup.spawn(req, { signal: stop.signal });
+      const res = live ? await spawnLive(io, brig, req, stop.signal) : await brig.spawn(req, { signal: stop.signal });
       if (!res.ok) throw res.error;
       const r = res.value;
-      if (p.bools.has('json')) writeJson(io, await runJson(io, r));
+      if (p.bools.has('json')) writeJson(io, await runJsonOf(brig, r));
       else if (r.status !== 'ended') io.stdout.write(`run ${r.id} ${r.status}\n`);
       else io.stdout.write(runBlock(r));
       if (r.status === 'ended' && r.missingOutputs.length > 0) io.stderr.write(`brig: missing expected output${r.missingOutputs.length > 1 ? 's' : ''}: ${r.missingOutputs.join(', ')}\n`);
@@ -125,10 +136,30 @@ const command: Command = {
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
-      await conn.close();
+      await brig.close();
     }
   },
 };
+
+/**
+ * `--agent NAME [--model ALIAS]`: the spec to run and the model; it takes no script and no
+ * argv, and needs `--task` (an agent is asked something; there is no command line to default to).
+ */
+function agentFlags(p: ParsedArgs, argv: string[], scriptFile: string | undefined): { name: string; model?: string } | undefined {
+  const name = flag(p, 'agent');
+  const model = flag(p, 'model');
+  if (name === undefined) {
+    if (model !== undefined) throw new BrigError('invalid_input', '--model is for an agent child: give --agent NAME with it', { hint: 'e.g. `brig spawn --agent general --model fast --task "…"`' });
+    return undefined;
+  }
+  if (name === '' || name.startsWith('-')) throw new BrigError('invalid_input', '--agent needs a NAME', { hint: '`brig agents list` shows the agent specs; e.g. `brig spawn --agent general --task "…"`' });
+  if (scriptFile !== undefined) throw new BrigError('invalid_input', 'give either --agent NAME or --script FILE, not both');
+  if (argv.length > 0) throw new BrigError('invalid_input', 'an agent child runs its spec, not a command: give --agent NAME or `-- ARGV...`, not both', { hint: `brig spawn --agent ${name} --task "…"` });
+  if (model !== undefined && (model === '' || model.startsWith('-'))) throw new BrigError('invalid_input', '--model needs an ALIAS');
+  const task = flag(p, 'task');
+  if (task === undefined || task.trim() === '') throw new BrigError('invalid_input', 'an agent child needs --task: what it is asked to do', { hint: `brig spawn --agent ${name} --task "…"` });
+  return { name, ...(model !== undefined ? { model } : {}) };
+}
 
 /** An expected output names a file under /workspace/out: relative, no `..`. */
 function checkExpect(e: string): void {

@@ -1,6 +1,6 @@
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
-import { connectSupervisor } from '../connect.js';
+import { openBrig } from '../connect.js';
 
 const command: Command = {
   name: 'steer',
@@ -12,15 +12,15 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const [id, ...words] = p.positionals;
     if (!id || words.length === 0) throw new BrigError('invalid_input', 'steer takes a RUN and a MESSAGE');
-    const conn = await connectSupervisor(io);
+    const brig = await openBrig(io);
     try {
-      const r = await conn.sup.steer(id, words.join(' '));
+      const r = await brig.steer(id, words.join(' '));
       if (!r.ok) throw r.error;
       if (p.bools.has('json')) writeJson(io, { steer: r.value });
       else io.stdout.write(r.value.mode === 'inject' ? `steered ${id} (delivered at its next step)\n` : `steered ${id}: killed and respawned as ${r.value.newRunId}\n`);
       return 0;
     } finally {
-      await conn.close();
+      await brig.close();
     }
   },
 };

@@ -1,12 +1,12 @@
-import { elapsedMs, type RunRecord, type Supervisor } from '../../runs/index.js';
+import { elapsedMs, type Brig, type RunRecord } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, numberFlag, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
-import { connectSupervisor } from '../connect.js';
+import { openBrig } from '../connect.js';
 import { exitForRuns } from '../exit-codes.js';
-import { fmtMs, runBlock, runJson } from '../run-view.js';
+import { fmtMs, runBlock, runJsonOf } from '../run-view.js';
 
 /** On a terminal: one status line per run, redrawn on every event (elapsed, steps, children). */
-async function live(io: CliIO, sup: Supervisor, ids: string[], signal: AbortSignal): Promise<void> {
+async function live(io: CliIO, sup: Brig, ids: string[], signal: AbortSignal): Promise<void> {
   const draw = async () => {
     const all = await sup.list();
     const lines = ids.map((id) => {
@@ -40,27 +40,27 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     if (p.positionals.length === 0) throw new BrigError('invalid_input', 'wait needs at least one RUN', { hint: '`brig list` shows run ids.' });
     const t = numberFlag(p, 'timeout');
-    const conn = await connectSupervisor(io);
+    const brig = await openBrig(io);
     const ac = new AbortController();
     try {
-      const drawing = io.isTTY && !p.bools.has('json') ? live(io, conn.sup, p.positionals, ac.signal) : Promise.resolve();
+      const drawing = io.isTTY && !p.bools.has('json') ? live(io, brig, p.positionals, ac.signal) : Promise.resolve();
       const results: RunRecord[] = [];
       await Promise.all(
         p.positionals.map(async (id, i) => {
-          const r = await conn.sup.wait(id, t ? { timeoutMs: Math.round(t * 1000) } : {});
+          const r = await brig.wait(id, t ? { timeoutMs: Math.round(t * 1000) } : {});
           if (!r.ok) throw r.error;
           results[i] = r.value;
         }),
       ).finally(() => ac.abort());
       await drawing;
-      if (p.bools.has('json')) writeJson(io, { runs: await Promise.all(results.map((r) => runJson(io, r))) });
+      if (p.bools.has('json')) writeJson(io, { runs: await Promise.all(results.map((r) => runJsonOf(brig, r))) });
       else for (const r of results) io.stdout.write(runBlock(r));
       const code = exitForRuns(results, { notEnded: 'timedOut' });
       const going = results.filter((r) => r.status !== 'ended').map((r) => r.id);
       if (going.length > 0) io.stderr.write(`brig: wait timed out; still going: ${going.join(' ')}\n`);
       return code;
     } finally {
-      await conn.close();
+      await brig.close();
     }
   },
 };

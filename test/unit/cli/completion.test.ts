@@ -63,7 +63,7 @@ test('the zsh script is valid zsh and offers commands and flags with their descr
       ['-c', `compdef() { :; }; _describe() { local a=\${@[-1]}; print -rl -- "\${(@P)a}"; }; _files() { print -- '<files>'; }; compadd() { shift; print -rl -- "$@"; }; source "$1"; shift; words=("$@"); CURRENT=$#words; _brig`, '_', file, ...words],
       { encoding: 'utf8' },
     ).split('\n').filter(Boolean);
-  assert.ok(run(['brig', 'sp']).includes('spawn:Run a child (a command or a script) in a fresh hardened jail through the supervisor.'));
+  assert.ok(run(['brig', 'sp']).includes('spawn:Run a child (a command, a script or an agent) in a fresh hardened jail through the supervisor.'));
   assert.deepEqual(run(['brig', 'lease', '']).map((l) => l.split(':')[0]), ['list', 'revoke', 'show']);
   assert.ok(run(['brig', 'spawn', '--sc']).includes('--script:FILE: run an ES-module script with the brig SDK (instead of `-- ARGV...`)'));
   assert.deepEqual(run(['brig', 'result', 'RUN', '--strategy', '']), ['auto', 'always', 'never']);

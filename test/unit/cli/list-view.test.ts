@@ -68,7 +68,7 @@ test('spawn --json carries the result, the tails, the outputs and the error once
     status: 'ended', endReason: 'completed', exitCode: 0, result: { text: marker }, stdoutTail: 'STDOUT-MARKER\n', stderrTail: 'STDERR-MARKER\n',
     outputs: [{ path: 'a.txt', bytes: 1 }], leaseId: 'ls_00000000000000000000',
   });
-  const env = await runJson({ stdout: process.stdout, stderr: process.stderr, env: { BRIG_HOME: os.tmpdir() }, isTTY: false }, r);
+  const env = runJson(r);
   const text = JSON.stringify(env);
   assert.equal(text.split(marker).length - 1, 1, 'the result once');
   assert.equal(text.split('STDERR-MARKER').length - 1, 1, 'stderr once');
