@@ -119,8 +119,16 @@ export class DockerJail implements Jail {
   }
 
   async stop(graceMs: number): Promise<void> {
-    // The engine sends SIGTERM, waits t seconds, then SIGKILL; 304: it had already stopped.
-    await this.container.stop({ t: Math.max(1, Math.ceil(graceMs / 1000)) }).catch(ignoreStatus(304, 404, 409));
+    // Not the engine's `stop`: the hardened profile's StopSignal is SIGKILL (a child must not
+    // be able to linger). SIGTERM is sent by hand; past the grace, SIGKILL.
+    await this.container.kill({ signal: 'SIGTERM' }).catch(ignoreStatus(404, 409));
+    let timer: NodeJS.Timeout | undefined;
+    const exited = await Promise.race([
+      this.container.wait().then(() => true, () => true),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs))),
+    ]);
+    clearTimeout(timer);
+    if (!exited) await this.kill();
   }
 
   tails(): StreamTails {

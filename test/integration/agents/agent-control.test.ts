@@ -1,0 +1,215 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadConfig } from '../../../src/config/index.js';
+import { composeSupervisor, type Composed } from '../../../src/daemon/index.js';
+import { requireEngine } from '../../helpers/engine.js';
+import { startModelServer, textTurn, toolCallTurn, type ModelServer, type RecordedRequest, type Turn } from '../../helpers/model-server.js';
+import { freshHome, leftovers, until } from '../runs/fixture.js';
+
+/**
+ * Steering, compaction, a kill's salvage, attribution of a nested agent, and a hostile child
+ * talking to the broker directly — each on a real jailed agent driven by a scripted model
+ * server on host loopback (a stand-in, not a real model).
+ */
+
+async function agentSupervisor(home: string, m: ModelServer, env: Record<string, string> = {}, settings = {}): Promise<Composed> {
+  const cfg = loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_CONTEXT_WINDOW: '20000', ...env });
+  const c = await composeSupervisor(cfg, { tickMs: 200, reconcile: true, settings });
+  await c.supervisor.start();
+  return c;
+}
+
+type Msg = { role: string; content: unknown };
+const userTexts = (r: RecordedRequest) => (r.body.messages as Msg[]).filter((x) => x.role === 'user').map((x) => String(x.content));
+
+test('a steer reaches the agent as a user turn at its next step boundary, never mid-tool', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const m = await startModelServer({
+    script: [
+      toolCallTurn('shell', { command: 'sleep 3; echo slept' }, { usage: { input: 500, output: 20 } }),
+      (req) => toolCallTurn('finish', { answer: userTexts(req).some((u) => u.includes('turn left')) ? 'steered' : 'not steered' }, { usage: { input: 600, output: 20 } }),
+    ],
+  });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: 'Wait, then answer.', kind: 'agent', async: true });
+    assert.ok(r.ok);
+    await until(() => m.requests.length >= 1, 'the first model call');
+    const s = await c.supervisor.steer(r.value.id, 'turn left');
+    assert.ok(s.ok);
+    const done = await c.supervisor.wait(r.value.id);
+    assert.ok(done.ok);
+    assert.equal(done.value.endReason, 'completed', done.value.stderrTail);
+    assert.equal((done.value.result as { answer: string }).answer, 'steered');
+    const second = m.requests[1]!.body.messages as Msg[];
+    const at = second.findIndex((x) => x.role === 'user' && String(x.content).includes('turn left'));
+    assert.ok(at > 0);
+    assert.equal(second[at - 1]!.role, 'tool', 'the steer comes after the tool result: the tool finished first');
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
+
+test('near its window the agent compacts: a no-tools summary call, then [Objective Reinforcement] with the objective', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const m = await startModelServer({
+    script: [
+      // 18,000 of a 20,000-token window: the next step compacts first (threshold 0.8).
+      toolCallTurn('shell', { command: 'echo step one' }, { usage: { input: 17000, output: 1000 } }),
+      (req) => (req.body.tools ? textTurn('unexpected tools', { usage: { input: 10, output: 1 } }) : textTurn('We ran step one; nothing else yet.', { usage: { input: 17500, output: 50 } })),
+      toolCallTurn('finish', { answer: 'done after compaction' }, { usage: { input: 700, output: 20 } }),
+    ],
+  });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: 'Do two steps.', kind: 'agent', objective: 'OBJECTIVE-XYZ: keep the answer short' });
+    assert.ok(r.ok);
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    assert.equal((r.value.result as { answer: string }).answer, 'done after compaction');
+    assert.equal(m.requests.length, 3);
+    assert.equal(m.requests[1]!.body.tools, undefined, 'the summary call offers no tools');
+    const after = m.requests[2]!.body.messages as Msg[];
+    const reinforce = after.findIndex((x) => x.role === 'user' && String(x.content).startsWith('[Objective Reinforcement]'));
+    assert.ok(reinforce > 0, 'the reinforcement follows the summary');
+    assert.match(String(after[reinforce]!.content), /OBJECTIVE-XYZ/);
+    assert.match(String(after[reinforce - 1]!.content), /^\[Summary of earlier work\][\s\S]*We ran step one/);
+    const asked = (m.requests[1]!.body.messages as Msg[]).at(-1)!;
+    assert.equal(asked.role, 'user', 'the summary call ends with the request for a summary');
+    assert.ok(!after.some((x) => x.role === 'user' && x.content === asked.content), 'the conversation was reset: the summary request is gone');
+    // The transcript keeps what was compacted away.
+    const refs = await c.refs.list(r.value.id);
+    assert.ok(refs.ok);
+    const tr = refs.value.find((x) => x.path === 'transcript.jsonl')!;
+    const reset = await c.refs.grep(tr.ref, '"t":"reset"', {});
+    assert.ok(reset.ok && reset.value.returned === 1);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
+
+test('a killed agent gets SIGTERM and a grace: its one salvage call reports partial; the run is killed (operator) with that report', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const m = await startModelServer({
+    script: [
+      toolCallTurn('shell', { command: 'echo found-a-clue > /workspace/out/clue.txt; sleep 60' }, { usage: { input: 400, output: 20 } }),
+      (req) => textTurn(req.body.tools ? 'unexpected' : 'Salvage: found a clue in clue.txt', { usage: { input: 450, output: 30 } }),
+    ],
+  });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: 'Look for clues.', kind: 'agent', async: true });
+    assert.ok(r.ok);
+    await until(() => m.requests.length >= 1, 'the first model call');
+    await new Promise((res) => setTimeout(res, 1500));
+    const k = await c.supervisor.kill(r.value.id, { confirm: true });
+    assert.ok(k.ok);
+    assert.equal(k.value.endReason, 'killed');
+    assert.equal(k.value.killedBy, 'operator');
+    assert.equal(k.value.partial, true, JSON.stringify({ result: k.value.result, err: k.value.stderrTail, reqs: m.requests.length }));
+    const res = k.value.result as { answer: string; partial: boolean };
+    assert.ok(res, `no salvage result: ${k.value.stderrTail}`);
+    assert.match(res.answer, /found a clue/);
+    assert.equal(res.partial, true);
+    assert.deepEqual(k.value.outputs.map((o) => o.path), ['clue.txt']);
+    assert.equal(m.requests.length, 2, 'exactly one salvage call');
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
+
+test('an agent spawning an agent: the child carries the parent step that spawned it (attribution); its lease is within the parent\'s', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const m = await startModelServer({
+    script: (req) => {
+      const sys = String((req.body.messages as Msg[])[0]?.content ?? '');
+      const isChild = sys.includes('CHILD-TASK');
+      const turns = (req.body.messages as Msg[]).filter((x) => x.role === 'assistant').length;
+      if (isChild) return toolCallTurn('finish', { answer: 'child says 42' }, { usage: { input: 100, output: 10 } });
+      if (turns === 0) return toolCallTurn('shell', { command: 'echo warming up' }, { usage: { input: 200, output: 10 } });
+      if (turns === 1) return toolCallTurn('spawn', { task: 'CHILD-TASK: answer 42' }, { usage: { input: 300, output: 10 } });
+      return toolCallTurn('finish', { answer: 'parent relays: child says 42' }, { usage: { input: 400, output: 10 } });
+    },
+  });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: 'Delegate one question.', kind: 'agent' });
+    assert.ok(r.ok);
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    assert.equal((r.value.result as { answer: string }).answer, 'parent relays: child says 42');
+    const child = (await c.supervisor.list({ parentRunId: r.value.id }))[0]!;
+    assert.equal(child.kind, 'agent');
+    assert.equal(child.endReason, 'completed');
+    assert.equal(child.parentStep, 1, 'spawned during the parent\'s second step (after one progress)');
+    assert.equal(r.value.tokens, 200 + 10 + 300 + 10 + 400 + 10);
+    assert.equal(child.tokens, 110);
+    const ledger = fs.readdirSync(path.join(home, 'ledger')).map((f) => fs.readFileSync(path.join(home, 'ledger', f), 'utf8')).join('\n');
+    const spawned = ledger.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.type === 'run.spawned' && e.runId === child.id)!;
+    assert.equal(spawned.parentStep, 1);
+    assert.deepEqual(spawned.path, [r.value.id, child.id]);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
+
+/** A script child that speaks the broker protocol itself, as a hostile child could. */
+const HOSTILE = `import net from 'node:net';
+import { readFileSync } from 'node:fs';
+export default async function () {
+  const token = readFileSync('/workspace/.brig/token', 'utf8').trim();
+  const s = net.connect('/run/brig/broker.sock');
+  await new Promise((r) => s.once('connect', r));
+  let buf = ''; const waiting = new Map();
+  s.on('data', (d) => { buf += d; let i; while ((i = buf.indexOf('\\n')) >= 0) { const m = JSON.parse(buf.slice(0, i)); buf = buf.slice(i + 1); waiting.get(m.id)?.(m); } });
+  let id = 0;
+  const call = (method, params) => new Promise((r) => { const n = ++id; waiting.set(n, r); s.write(JSON.stringify({ v: 1, id: n, method, token, params }) + '\\n'); });
+  const out = {};
+  // Offer itself a tool no lease of a script grants, then try to flood the conversation.
+  out.tools = (await call('llm.complete', { system: 's', tools: [{ name: 'shell', description: 'x', parameters: {} }] })).error?.code;
+  out.append = (await call('llm.append', { messages: [{ role: 'user', content: 'hi' }] })).ok;
+  out.noTools = (await call('llm.complete', { system: 's' })).ok;
+  let flood = null;
+  for (let i = 0; i < 400 && !flood; i++) {
+    const r = await call('llm.append', { messages: [{ role: 'user', content: 'x'.repeat(40000) }] });
+    if (!r.ok) flood = r.error.code;
+  }
+  out.flood = flood;
+  s.end();
+  return out;
+}`;
+
+test('a hostile child on the broker gets nothing: tools outside its surface are refused, the conversation is bounded, every call metered', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const m = await startModelServer({ script: () => textTurn('ok', { usage: { input: 10, output: 2 } }) });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: 'hostile', script: HOSTILE, timeout: 120_000 });
+    assert.ok(r.ok);
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    const out = r.value.result as { tools: string; append: boolean; noTools: boolean; flood: string };
+    assert.equal(out.tools, 'capability_denied', 'a script has no tool surface: it cannot offer the model tools');
+    assert.equal(out.append, true);
+    assert.equal(out.noTools, true, 'a plain completion is served to a run with `llm`, and metered');
+    assert.equal(out.flood, 'ref_too_large', 'the conversation the supervisor holds is bounded');
+    assert.equal(r.value.tokens, 12);
+    assert.equal(m.requests.length, 1);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
