@@ -210,6 +210,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
       await supervisor.close();
       await broker.close();
       await pool.close();
+      await catalog.value.close();
       await ledger.close();
       await unlock();
     },

@@ -1,5 +1,5 @@
 import { brigPaths, type BrigConfig } from '../config/index.js';
-import { OpenAICompatibleProvider } from '../models/index.js';
+import { condensationModel } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
 import { RefService, type RunRecord } from '../runs/index.js';
 import { DuckdbHelperPool, Slicer } from '../slice/index.js';
@@ -18,11 +18,14 @@ export function openRefService(
 ): { refs: RefService; close(): Promise<void> } {
   const store = o.store ?? new FsResultStore({ dir: brigPaths(cfg.home).results });
   const pool = o.pool ?? new DuckdbHelperPool({ size: 1 });
+  const l2 = condensationModel(cfg);
+  const model = l2.ok ? l2.value : undefined;
   const refs = new RefService({
     store,
     slicer: new Slicer(store, { pool }),
     getRun,
-    ...(cfg.model ? { model: new OpenAICompatibleProvider(cfg.model) } : {}),
+    // Level 2 condensation through the same catalog as the agents (either wire, config.yaml or env).
+    ...(model ? { model } : {}),
   });
   return { refs, close: async () => (o.pool ? undefined : pool.close()) };
 }

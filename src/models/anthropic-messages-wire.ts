@@ -89,6 +89,7 @@ export function anthropicBody(req: CompletionRequest & CompletionTuning, model: 
     ...(system !== undefined ? { system } : {}),
     messages,
     ...(tools.length > 0 ? { tools } : {}),
+    ...(tools.length > 0 && req.toolChoice === 'none' ? { tool_choice: { type: 'none' } } : {}),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
   };
 }

@@ -42,6 +42,11 @@ export interface CompletionRequest {
   signal?: AbortSignal;
   /** stable per tree, for provider prompt caches */
   cacheKey?: string;
+  /**
+   * `none`: the tools are listed (Anthropic refuses a history with tool blocks and no tools;
+   * the cached prefix stays the same) but the model may not call one — a summary, a salvage.
+   */
+  toolChoice?: 'auto' | 'none';
 }
 
 /**

@@ -34,6 +34,8 @@ interface Conversation {
 
 export interface LlmDeps {
   models: ModelPort | undefined;
+  /** The tools each run offered on its last step (listed, not callable, on summary and salvage calls). */
+  lastTools: Map<string, ToolSchema[]>;
   /** The tool names a run's packet offers (its lease's surface); undefined = not an agent. */
   surfaceOf: (runId: string) => Promise<readonly string[] | undefined>;
 }
@@ -170,12 +172,17 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
   if (purpose === 'step' && r.stepsExecuted >= r.maxSteps) {
     throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted } });
   }
-  const tools = (Array.isArray(params.tools) ? params.tools : []) as ToolSchema[];
+  const offered = (Array.isArray(params.tools) ? params.tools : []) as ToolSchema[];
+  // A summary or salvage call offers no tools; the last step's are listed with tool choice
+  // `none` (Anthropic refuses tool blocks in a history without tools; the prefix stays cached).
+  const tools = offered.length > 0 ? offered : (d.lastTools.get(r.id) ?? []);
+  const toolChoice = offered.length > 0 ? 'auto' : 'none';
   const surface = await d.surfaceOf(r.id);
   const outside = tools.map((t) => t.name).filter((n) => !(surface ?? []).includes(n));
   if (outside.length > 0) {
     throw new BrigError('capability_denied', `the lease does not offer ${outside.slice(0, 5).join(', ')} to this run`, { data: { what: outside.slice(0, 5).join(',') } });
   }
+  if (offered.length > 0) d.lastTools.set(r.id, offered);
   let budget: ReturnType<typeof budgetCheck>;
   try {
     budget = budgetCheck(p, r);
@@ -195,7 +202,7 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
     turn = await d.models.complete(info.value.alias, {
       system: typeof params.system === 'string' ? params.system : '',
       messages: await conv.messages(r.id),
-      ...(tools.length ? { tools } : {}),
+      ...(tools.length ? { tools, toolChoice } : {}),
       maxTokens,
       cacheKey: r.rootRunId,
     });

@@ -52,5 +52,5 @@ export interface ModelInfo {
 export interface ModelPort {
   /** The model an alias names, or the default; model_unavailable when none is configured. */
   resolve(alias?: string): Result<ModelInfo, BrigError>;
-  complete(alias: string, req: { system: string; messages: ConversationMessage[]; tools?: ToolSchema[]; maxTokens?: number; cacheKey?: string; signal?: AbortSignal }): Promise<ModelTurn>;
+  complete(alias: string, req: { system: string; messages: ConversationMessage[]; tools?: ToolSchema[]; toolChoice?: 'auto' | 'none'; maxTokens?: number; cacheKey?: string; signal?: AbortSignal }): Promise<ModelTurn>;
 }

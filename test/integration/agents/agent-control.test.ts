@@ -62,7 +62,7 @@ test('near its window the agent compacts: a no-tools summary call, then [Objecti
     script: [
       // 18,000 of a 20,000-token window: the next step compacts first (threshold 0.8).
       toolCallTurn('shell', { command: 'echo step one' }, { usage: { input: 17000, output: 1000 } }),
-      (req) => (req.body.tools ? textTurn('unexpected tools', { usage: { input: 10, output: 1 } }) : textTurn('We ran step one; nothing else yet.', { usage: { input: 17500, output: 50 } })),
+      (req) => (req.body.tool_choice !== 'none' ? textTurn('unexpected: tools callable', { usage: { input: 10, output: 1 } }) : textTurn('We ran step one; nothing else yet.', { usage: { input: 17500, output: 50 } })),
       toolCallTurn('finish', { answer: 'done after compaction' }, { usage: { input: 700, output: 20 } }),
     ],
   });
@@ -74,7 +74,7 @@ test('near its window the agent compacts: a no-tools summary call, then [Objecti
     assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
     assert.equal((r.value.result as { answer: string }).answer, 'done after compaction');
     assert.equal(m.requests.length, 3);
-    assert.equal(m.requests[1]!.body.tools, undefined, 'the summary call offers no tools');
+    assert.equal(m.requests[1]!.body.tool_choice, 'none', 'the summary call lists the tools but lets the model call none');
     const after = m.requests[2]!.body.messages as Msg[];
     const reinforce = after.findIndex((x) => x.role === 'user' && String(x.content).startsWith('[Objective Reinforcement]'));
     assert.ok(reinforce > 0, 'the reinforcement follows the summary');
@@ -101,7 +101,7 @@ test('a killed agent gets SIGTERM and a grace: its one salvage call reports part
   const m = await startModelServer({
     script: [
       toolCallTurn('shell', { command: 'echo found-a-clue > /workspace/out/clue.txt; sleep 60' }, { usage: { input: 400, output: 20 } }),
-      (req) => textTurn(req.body.tools ? 'unexpected' : 'Salvage: found a clue in clue.txt', { usage: { input: 450, output: 30 } }),
+      (req) => textTurn(req.body.tool_choice !== 'none' ? 'unexpected: tools callable' : 'Salvage: found a clue in clue.txt', { usage: { input: 450, output: 30 } }),
     ],
   });
   t.after(() => m.close());
