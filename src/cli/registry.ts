@@ -19,6 +19,7 @@ export interface Entry {
 
 /** Groups: a word that only prefixes subcommands (`brig ref --help` lists them). */
 export const GROUPS: Record<string, { summary: string; section: Section }> = {
+  agents: { summary: 'The agent specs `brig spawn --agent` runs: list them, show one and the tools it would get.', section: 'runs' },
   ref: { summary: "Drill into a run's ResultRefs: list, read, grep, jq, sql, jsonpath.", section: 'results' },
   lease: { summary: 'Inspect and revoke leases: what each run may do.', section: 'host' },
   audit: { summary: 'Verify and query the hash-chained ledger.', section: 'host' },
@@ -45,6 +46,16 @@ export const COMMANDS: Record<string, Entry> = {
     section: 'runs',
     summary: "Follow the daemon's content-free event stream (spawned, progress, completed, failed, lifecycle_ended).",
     load: async () => (await import('./commands/events.js')).default,
+  },
+  'agents list': {
+    section: 'runs',
+    summary: "List the agent specs `brig spawn --agent` can run: name, role, source (this home's or shipped), description.",
+    load: async () => (await import('./commands/agents-list.js')).default,
+  },
+  'agents show': {
+    section: 'runs',
+    summary: "Show one agent spec: its frontmatter, its instructions, and the tools it would be offered under this home's policy.",
+    load: async () => (await import('./commands/agents-show.js')).default,
   },
   result: {
     section: 'results',

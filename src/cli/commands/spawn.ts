@@ -30,7 +30,7 @@ const command: Command = {
     { name: 'profile', value: 'NAME', description: "the lease profile from this home's policy (`brig policy check` lists them)" },
     { name: 'cap', value: 'CAP', repeatable: true, choices: CAPABILITIES, description: `ask for a capability (${CAPABILITIES.join(', ')})` },
     { name: 'expect', value: 'PATH', repeatable: true, description: 'a file that must be in out/ when the run ends (relative; exit 9 when missing)' },
-    { name: 'max-steps', value: 'N', description: 'the step budget of a script child' },
+    { name: 'max-steps', value: 'N', description: 'the step budget of a script or agent child' },
     { name: 'timeout', value: 'SECONDS', description: 'end the run as watchdog_timeout after this long' },
     { name: 'memory', value: 'MB', description: 'memory limit of the jail' },
     { name: 'cpus', value: 'N', description: 'CPU limit of the jail (fractions allowed)' },
