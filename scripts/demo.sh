@@ -47,10 +47,19 @@ demo_main_job() {
   node --import tsx examples/demo/coordinator.ts
 }
 
+# Step 4: one LLM agent child. With BRIG_MODEL_* set, that model drives it; otherwise a
+# scripted stand-in on loopback does, and the screen says so.
+demo_agent() {
+  step "an agent child — its tool loop in its own jail, model calls through the broker (examples/demo/agent.ts)"
+  node --import tsx examples/demo/agent.ts
+}
+
 demo_doctor
 case "${DEMO_STEPS:-main}" in
-  all) demo_child; demo_main_job ;;
+  all) demo_child; demo_main_job; demo_agent ;;
   child) demo_child ;;
-  *) demo_main_job ;;
+  agent) demo_agent ;;
+  main-only) demo_main_job ;;
+  *) demo_main_job; demo_agent ;;
 esac
 step "done (BRIG_HOME=$BRIG_HOME)"

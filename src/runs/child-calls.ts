@@ -64,19 +64,21 @@ export async function handleChildCall(sup: RunPorts, runId: string, method: stri
   const p = obj(params);
   switch (method.startsWith('run.') ? method.slice(4) : method) {
     case 'progress': {
-      if (r.stepsExecuted >= r.maxSteps) {
-        // The step budget is spent. A script ends here; an agent is refused and gets one
-        // bounded salvage call (llm-calls.ts), then reports — the watchdog bounds the rest.
-        if (r.kind !== 'agent') void sup.actions.endRun(runId, 'failed', { collect: true, error: { code: 'timeout', message: `max_steps ${r.maxSteps} spent` } });
+      // An agent's step is its model call (llm-calls.ts counts and bounds it); its progress
+      // call only says where it is.
+      const agent = r.kind === 'agent';
+      if (!agent && r.stepsExecuted >= r.maxSteps) {
+        // The step budget is spent: the script ends; the reply tells it why.
+        void sup.actions.endRun(runId, 'failed', { collect: true, error: { code: 'timeout', message: `max_steps ${r.maxSteps} spent` } });
         throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted + 1 } });
       }
       const line = typeof p.line === 'string' ? p.line.slice(0, 200) : r.progressLine;
       // Only a name of the closed tool set is kept: events and the ledger stay content-free (INV-7).
       const tool = typeof p.tool === 'string' && (AGENT_TOOL_NAMES as readonly string[]).includes(p.tool) ? p.tool : null;
-      await sup.table.update(runId, (x) => ({ ...x, stepsExecuted: x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: sup.table.clock.now().toISOString() }));
+      await sup.table.update(runId, (x) => ({ ...x, stepsExecuted: agent ? x.stepsExecuted : x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: sup.table.clock.now().toISOString() }));
       const live = sup.table.live.get(runId);
       const steers = live ? live.steers.splice(0, live.steers.length) : [];
-      return { steers, stepsExecuted: r.stepsExecuted + 1 };
+      return { steers, stepsExecuted: agent ? r.stepsExecuted : r.stepsExecuted + 1 };
     }
     case 'checkpoint': {
       const json = JSON.stringify(p.state ?? null);

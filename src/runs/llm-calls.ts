@@ -216,6 +216,8 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
   const next = await p.table.update(r.id, (x) => ({
     ...x,
     tokens: (x.tokens ?? 0) + turn.usage.total,
+    // An agent's step: one model call (and the tool calls it makes).
+    stepsExecuted: purpose === 'step' ? x.stepsExecuted + 1 : x.stepsExecuted,
     costUsd: x.costUsd === null || turn.costUsd === null ? null : (x.costUsd ?? 0) + turn.costUsd,
     lastProgressAt: p.table.clock.now().toISOString(),
   }));

@@ -152,12 +152,13 @@ test('an agent spawning an agent: the child carries the parent step that spawned
     const child = (await c.supervisor.list({ parentRunId: r.value.id }))[0]!;
     assert.equal(child.kind, 'agent');
     assert.equal(child.endReason, 'completed');
-    assert.equal(child.parentStep, 1, 'spawned during the parent\'s second step (after one progress)');
+    assert.equal(child.parentStep, 2, 'spawned by the parent\'s second step (its second model call)');
     assert.equal(r.value.tokens, 200 + 10 + 300 + 10 + 400 + 10);
     assert.equal(child.tokens, 110);
     const ledger = fs.readdirSync(path.join(home, 'ledger')).map((f) => fs.readFileSync(path.join(home, 'ledger', f), 'utf8')).join('\n');
     const spawned = ledger.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.type === 'run.spawned' && e.runId === child.id)!;
-    assert.equal(spawned.parentStep, 1);
+    assert.equal(spawned.parentStep, 2);
+    assert.equal(r.value.stepsExecuted, 3, 'one step per model call');
     assert.deepEqual(spawned.path, [r.value.id, child.id]);
   } finally {
     await c.close();

@@ -61,4 +61,12 @@ test('[INV-3] the main job answers its question from slices alone, and the answe
   assert.ok(entered * 4 < materialized / 100, `entered ${entered} tokens of ${materialized} bytes`);
   assert.match(stdout, /estSavedTokens:\s+[\d,]+/);
   assert.match(stdout, /\[Subagent Result: shard-0\]/);
+
+  // The agent step: one agent child, driven by the scripted stand-in (and saying so), whose
+  // answer quotes what its shell really computed inside the jail: 40 of the squares of 1..200 end in 6.
+  const squares = Array.from({ length: 200 }, (_, i) => (i + 1) ** 2).filter((n) => n % 10 === 6).length;
+  assert.match(stdout, /SCRIPTED STAND-IN on loopback .* not a real model/);
+  assert.match(stdout, new RegExp(`${squares} of the squares of 1\\.\\.200 end in 6`));
+  assert.match(stdout, /\[Subagent Result: general\][\s\S]*Tokens: 3100 \| Cost: unknown/);
+  assert.equal(findFiles(path.join(home, 'results'), 'squares.txt').length, 1, 'the agent\'s file was materialized');
 });
