@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadConfig } from '../../../src/config/index.js';
 import { composeSupervisor, type Composed } from '../../../src/daemon/index.js';
 import { requireEngine } from '../../helpers/engine.js';
-import { startModelServer, textTurn, toolCallTurn, type ModelServer, type RecordedRequest, type Turn } from '../../helpers/model-server.js';
+import { startModelServer, textTurn, toolCallTurn, type ModelServer, type RecordedRequest, type ScriptEntry } from '../../helpers/model-server.js';
 import { freshHome, leftovers } from '../runs/fixture.js';
 
 /**
@@ -54,12 +54,12 @@ test('[INV-6] [INV-2] an agent child runs its tool loop in its jail: shell is no
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
   let m!: ModelServer;
-  const script: Turn[] = [
-    (req) => toolCallTurn('shell', { command: PROBE.replace('$MODEL_URL', `${m.origin}/v1/models`).replace(/\$KEY_HINT/g, KEY.slice(3, 19)) }, { usage: { input: 900, output: 60 } }),
+  const script: ScriptEntry[] = [
+    () => toolCallTurn('shell', { command: PROBE.replace('$MODEL_URL', `${m.origin}/v1/models`).replace(/\$KEY_HINT/g, KEY.slice(3, 19)) }, { usage: { input: 900, output: 60 } }),
     toolCallTurn('read_file', { path: '/workspace/out/data.txt' }, { usage: { input: 1100, output: 30 }, argPieces: 4 }),
     toolCallTurn('finish', { answer: 'data.txt has 3 lines', files: ['/workspace/out/data.txt'] }, { usage: { input: 1200, output: 25 } }),
-  ] as unknown as Turn[];
-  m = await startModelServer({ script: script as never, expectKey: KEY });
+  ];
+  m = await startModelServer({ script, expectKey: KEY });
   t.after(() => m.close());
   const c = await agentSupervisor(home, m, 'openai-chat');
   try {

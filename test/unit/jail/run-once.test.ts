@@ -13,6 +13,9 @@ function fakeDriver(behaviour: { waitForever?: boolean; exitCode?: number; colle
       calls.push('start');
       if (behaviour.startFails) throw new BrigError('jail_failed', 'no start');
     },
+    async stop() {
+      calls.push('stop');
+    },
     wait() {
       calls.push('wait');
       return new Promise((resolve) => {
