@@ -27,3 +27,4 @@ export type { ExplainInput } from './explain.js';
 export { buildRunEnvelope, resultText } from './run-envelope.js';
 export type { EnvelopeRun, RunEnvelope } from './run-envelope.js';
 export { envelopeOnce, loadEnvelope, saveEnvelope } from './envelope-store.js';
+export { materializeRun, type RunMaterial } from './run-material.js';

@@ -1,0 +1,80 @@
+/**
+ * The adapters the composition root hands the supervisor: each real part in the supervisor's
+ * own words (runs/ports.ts, runs/model-port.ts). compose.ts only wires them.
+ */
+import path from 'node:path';
+import { toolSurface, type AgentCatalog } from '../agents/index.js';
+import type { LeaseRecord, LeaseStore } from '../lease/index.js';
+import { profileFor } from '../lease/index.js';
+import { costOf, type ModelCatalog } from '../models/index.js';
+import { materializeRun, type FsResultStore } from '../results/index.js';
+import type { AgentPort, LeasePort, ModelPort, ResultsPort } from '../runs/index.js';
+import { err, ok } from '../util/errors.js';
+
+export function leasePort(store: LeaseStore): LeasePort {
+  return {
+    async issue(req) {
+      const profile = profileFor(req.profile, req.parentLeaseId ? store.get(req.parentLeaseId)?.profile : undefined);
+      const request = req.caps || req.limits ? { ...(req.caps ? { caps: req.caps } : {}), ...(req.limits ? { limits: req.limits } : {}) } : undefined;
+      const issued = req.parentLeaseId
+        ? store.issueChild({ parentLeaseId: req.parentLeaseId, request, profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0 })
+        : store.issueRoot({ profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0, ...(request ? { request } : {}) });
+      if (!issued.ok) return err(issued.error);
+      const r = issued.value.record;
+      return ok({ leaseId: r.id, token: issued.value.token, caps: r.caps, limits: r.limits, expiresAt: r.expiresAt });
+    },
+    async revoke(leaseId, by, reason) {
+      const l = store.get(leaseId);
+      if (!l || l.revoked) return;
+      store.revoke(leaseId, by, reason);
+    },
+    onRevoked(cb) {
+      return store.onRevoked((revoked: LeaseRecord[], by: string) => {
+        for (const r of revoked) cb(r.id, by);
+      });
+    },
+  };
+}
+
+/**
+ * The supervisor's model port over the catalog: an alias's window, one metered turn. The
+ * client (and its key) stays in here; the supervisor sees messages, usage and a cost.
+ */
+export function modelsPort(catalog: ModelCatalog): ModelPort {
+  return {
+    resolve(alias) {
+      const r = catalog.resolve(alias);
+      return r.ok ? ok({ alias: r.value.alias, contextWindow: r.value.contextWindow, maxOutputTokens: r.value.maxOutputTokens }) : r;
+    },
+    async complete(alias, req) {
+      const r = catalog.resolve(alias);
+      if (!r.ok) throw r.error;
+      const c = await r.value.client.complete(req);
+      return { ...c, costUsd: costOf(c.usage, r.value.price) };
+    },
+  };
+}
+
+/** Agent specs for the supervisor: the home's and the shipped ones; tools from the lease and the policy's denylist. */
+export function agentsPort(catalog: AgentCatalog, deniedTools: readonly string[]): AgentPort {
+  return {
+    spec: (name) => catalog.get(name),
+    tools: (spec, caps) => toolSurface({ caps, role: spec.role, denied: deniedTools, ...(spec.tools ? { wanted: spec.tools } : {}) }),
+  };
+}
+
+/** The supervisor's view of the result store (exported for its test). */
+export function resultsPort(store: FsResultStore): ResultsPort {
+  return {
+    outDir: (rootRunId, runId) => path.join(store.runDir(rootRunId, runId), 'out'),
+    observe: store.observe,
+    index: (rootRunId, runId, dir, extras = {}) => materializeRun(store, rootRunId, runId, dir, extras),
+    sweepInterrupted: (isLive) => store.sweepInterrupted(isLive),
+    async remove(rootRunId, runId) {
+      // The store's own remove: the run's directory AND its ref/run lookup pointers, so a
+      // retention-swept run answers run_not_found / ref_not_found, not an empty listing.
+      await store.remove(rootRunId, runId);
+    },
+  };
+}
+
