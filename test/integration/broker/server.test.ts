@@ -112,7 +112,7 @@ test('handlers get the verified identity with child-set identity fields stripped
     const k = await c.call('checkpoint', { state: 1 });
     assert.ok(!k.ok && k.error.code === 'internal');
     assert.doesNotMatch(JSON.stringify(k), /secret/);
-    const u = await c.call('llm.complete', { messages: [{ role: 'user', content: 'hi' }] });
+    const u = await c.call('llm.complete', { system: 'hi' });
     assert.ok(!u.ok && u.error.code === 'invalid_input' && /not available/.test(u.error.message));
     assert.ok(f.events().some((e) => e.type === 'broker.denied' && e.method === 'llm.complete' && e.code === 'invalid_input'), 'an unserved method is a ledgered refusal');
     const bad = await c.call('progress', { line: 7 });
