@@ -5,7 +5,8 @@
  * its child is offered (tools, profile, steps, time) — never widen the lease: the supervisor
  * intersects everything with the lease.
  */
-import { LineCounter, parseDocument, isMap, isPair, isScalar } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
+import { lineOf } from '../config/yaml-issues.js';
 import { z } from 'zod';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
@@ -43,15 +44,10 @@ export const MAX_SPEC_BYTES = 64 * 1024;
 
 const FENCE = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
 
-function lineOf(doc: ReturnType<typeof parseDocument>, lc: LineCounter, at: readonly PropertyKey[], key?: string): number | undefined {
-  const node = at.length === 0 ? doc.contents : doc.getIn(at as unknown[], true);
-  if (key !== undefined && isMap(node)) {
-    const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === key);
-    const range = pair && isScalar(pair.key) ? pair.key.range : undefined;
-    if (range) return lc.linePos(range[0]).line + 1; // +1: the opening fence
-  }
-  const range = (node as { range?: [number, number, number] } | null | undefined)?.range;
-  return range ? lc.linePos(range[0]).line + 1 : undefined;
+/** A frontmatter line as a line of the whole file (the opening fence is line 1). */
+function lineIn(doc: ReturnType<typeof parseDocument>, lc: LineCounter, at: readonly PropertyKey[], key?: string): number | undefined {
+  const l = lineOf(doc, lc, at, key);
+  return l === undefined ? undefined : l + 1;
 }
 
 function invalid(source: string, text: string, hint?: string): BrigError {
@@ -74,10 +70,10 @@ export function parseAgentSpec(text: string, source: string): Result<AgentSpec> 
     if (issue.code === 'unrecognized_keys') {
       const key = issue.keys[0]!;
       const near = nearest(key, Object.keys(AgentFrontmatterSchema.shape));
-      const line = lineOf(doc, lc, issue.path, key);
+      const line = lineIn(doc, lc, issue.path, key);
       return err(invalid(source, `${source}${line ? `:${line}` : ''}: unknown key "${key}"`, near ? `Did you mean "${near}"?` : `Keys: ${Object.keys(AgentFrontmatterSchema.shape).join(', ')}.`));
     }
-    const line = lineOf(doc, lc, issue.path);
+    const line = lineIn(doc, lc, issue.path);
     const where = issue.path.map(String).join('.');
     return err(invalid(source, `${source}${line ? `:${line}` : ''}: "${where || '(top)'}": ${issue.message}`));
   }

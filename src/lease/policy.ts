@@ -9,7 +9,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { LineCounter, parseDocument, isMap, isPair, isScalar, type Document } from 'yaml';
+import { LineCounter, parseDocument, type Document } from 'yaml';
+import { lineOf } from '../config/yaml-issues.js';
 import type { z } from 'zod';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
@@ -32,17 +33,6 @@ export interface Policy {
   profiles: Record<string, ResolvedProfile>;
   denylist: { caps: Capability[]; tools: string[] };
   groups: PolicyFile['groups'];
-}
-
-function lineOf(doc: Document, lc: LineCounter, at: readonly PropertyKey[], key?: string): number | undefined {
-  const node = at.length === 0 ? doc.contents : doc.getIn(at as unknown[], true);
-  if (key !== undefined && isMap(node)) {
-    const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === key);
-    const range = pair && isScalar(pair.key) ? pair.key.range : undefined;
-    if (range) return lc.linePos(range[0]).line;
-  }
-  const range = (node as { range?: [number, number, number] } | null | undefined)?.range;
-  return range ? lc.linePos(range[0]).line : undefined;
 }
 
 function describeIssue(issue: z.core.$ZodIssue, file: string, doc: Document, lc: LineCounter): { text: string; hint?: string } {

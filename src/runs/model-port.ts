@@ -1,3 +1,4 @@
+import type { LlmMessage, LlmTool, LlmToolCall, Usage } from '../models/index.js';
 import type { BrigError, Result } from '../util/errors.js';
 
 /**
@@ -7,31 +8,11 @@ import type { BrigError, Result } from '../util/errors.js';
  * provider-neutral ones of docs/agents.md.
  */
 
-export interface ToolCall {
-  id: string;
-  name: string;
-  input: unknown;
-  inputError?: string;
-}
-
-export type ConversationMessage =
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
-  | { role: 'tool'; toolCallId: string; content: string; isError?: boolean };
-
-export interface ToolSchema {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
-
-export interface ModelUsage {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cacheWrite: number;
-  total: number;
-}
+/** The provider-neutral shapes are models/' own (docs/agents.md); runs/ names them for its port. */
+export type ToolCall = LlmToolCall;
+export type ConversationMessage = LlmMessage;
+export type ToolSchema = LlmTool;
+export type ModelUsage = Usage;
 
 export interface ModelTurn {
   message: { role: 'assistant'; content: string; toolCalls: ToolCall[] };
