@@ -62,7 +62,7 @@ export class RunEnder {
       });
       if (!ended.ok) return false;
       const { pendingEnd: _done, ...rest } = ended.value;
-      const rec: RunRecord = { ...rest, exitCode: o.exitCode ?? cur.exitCode };
+      const rec: RunRecord = { ...rest, exitCode: o.exitCode ?? cur.exitCode, unreleased: true };
       table.runs.set(runId, rec);
       await table.store.save(rec).catch(() => {});
       // Children go first, attributed to their parent, before the parent's lease revoke
@@ -72,6 +72,8 @@ export class RunEnder {
       await this.#release(rec, handle);
       table.live.delete(runId);
       this.#announce(rec);
+      const { unreleased: _u, ...done } = table.get(runId)!;
+      await table.update(runId, () => done).catch(() => {});
       table.notifyEnded(runId);
       try {
         await this.d.deps.hooks?.onEnded?.(rec);
@@ -101,6 +103,19 @@ export class RunEnder {
     await table.update(runId, (x) => ({ ...(t.ok ? t.value : x), pendingEnd: pending, ...(cutShort ? { partial: true } : {}) })).catch(() => {});
     const patch = await collectOutputs({ table, results: this.d.deps.results, settings: this.d.settings }, runId, jail);
     await table.update(runId, (x) => ({ ...x, ...patch }));
+  }
+
+  /**
+   * After a restart: a run whose end was saved but whose release or announcement the dead
+   * supervisor never finished. Its container and volume go with the start-up sweep.
+   */
+  async finishEnd(runId: string): Promise<void> {
+    const r = this.d.table.get(runId);
+    if (!r || r.status !== 'ended' || !r.unreleased) return;
+    await this.#release(r, undefined);
+    this.#announce(r);
+    const { unreleased: _u, ...done } = r;
+    await this.d.table.update(runId, () => done);
   }
 
   async #release(r: RunRecord, handle: Live | undefined): Promise<void> {

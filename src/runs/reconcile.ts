@@ -21,6 +21,8 @@ export interface ReconcileDeps {
   settings: SupervisorSettings;
   starter: RunStarter;
   actions: Pick<RunActions, 'endRun'>;
+  /** Finish an end a dead supervisor saved but did not release and announce. */
+  finishEnd: (runId: string) => Promise<void>;
 }
 
 export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
@@ -33,6 +35,7 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
     if (swept.removed > 0) table.ledger.append({ type: 'results.interrupted_swept', entries: swept.removed, bytes: swept.bytes });
     report.interrupted = swept;
   }
+  for (const r of table.all()) if (r.status === 'ended' && r.unreleased) await d.finishEnd(r.id).catch(() => {});
   for (const r of table.all()) {
     if (r.status === 'ended' || r.status === 'queued') continue;
     const jail = await deps.jail.attach(r.id).catch(() => null);
@@ -74,7 +77,7 @@ async function verifyResumable(table: RunTable, report: ReconcileReport): Promis
 }
 
 /** Removes results of ended runs past retention; ends ancient live runs `swept`. */
-export async function retentionSweep(d: Omit<ReconcileDeps, 'starter'>): Promise<{ removed: string[]; swept: string[] }> {
+export async function retentionSweep(d: Omit<ReconcileDeps, 'starter' | 'finishEnd'>): Promise<{ removed: string[]; swept: string[] }> {
   const { table } = d;
   const { removeResults, endSwept } = retentionActions(table.all(), table.clock.now(), d.settings);
   const removed: string[] = [];

@@ -129,4 +129,10 @@ export interface RunRecord {
   parentStep?: number | null;
   /** Kind `agent`: its one salvage call was made. */
   salvaged?: boolean;
+  /**
+   * Set with the end, cleared once its resources are released and its end announced: a
+   * supervisor that died in between finishes the job at its next start (exactly one
+   * `lifecycle_ended`, nothing left behind).
+   */
+  unreleased?: boolean;
 }

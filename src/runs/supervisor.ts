@@ -136,7 +136,7 @@ class BrigSupervisor implements SupervisorCore {
     await ensureDirs(this.#deps);
     const none: ReconcileReport = { reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } };
     // An in-process (no-daemon) supervisor holds only the runs it spawns itself.
-    const report = this.#deps.reconcile === false ? none : await reconcile({ ...this.#parts(), starter: this.#starter });
+    const report = this.#deps.reconcile === false ? none : await reconcile({ ...this.#parts(), starter: this.#starter, finishEnd: (id) => this.#ender.finishEnd(id) });
     this.#unsubscribe = this.#deps.leases.onRevoked((leaseId, by) => endRevoked(this.#table, this.#actions, leaseId, by));
     this.#tick = setInterval(() => healthTick(this.#table, this.settings, this.#actions), this.#deps.tickMs ?? 1000);
     this.#tick.unref();

@@ -122,3 +122,26 @@ test('[INV-4] a collection redone after a crash replaces what the first attempt 
   const refs = await store.list(rec.id);
   assert.deepEqual(refs.map((r) => r.path).sort(), ['out/s.txt', 'result.json', 'stdout.txt']);
 });
+
+test('[INV-8] an end saved by a supervisor that died before releasing it is finished at the next start: socket dir gone, announced once', async () => {
+  const { setupSup } = await import('./setup.js');
+  const first = await setupSup();
+  const r = await first.sup.spawn({ task: 'ends', script: 'export default async () => 1', async: true });
+  assert.ok(r.ok);
+  for (let i = 0; i < 200 && first.sup.peek(r.value.id)?.status !== 'running'; i++) await new Promise((res) => setTimeout(res, 5));
+  await first.sup.close();
+  // The crash window: run.json says ended (and unreleased), nothing after it happened.
+  const rec = (await first.store.load(r.value.id))!;
+  await first.store.save({ ...rec, status: 'ended', endReason: 'completed', terminalStatus: null, endedAt: new Date().toISOString(), unreleased: true });
+  const brokerDir = path.join(first.home, 'brokers', r.value.id);
+  await fs.mkdir(brokerDir, { recursive: true });
+  await fs.writeFile(path.join(brokerDir, 'broker.sock'), '');
+  const second = await setupSup({ home: first.home, jail: first.jail, leases: first.leases });
+  await assert.rejects(fs.access(brokerDir), 'the socket directory went with the finished end');
+  const after = second.sup.peek(r.value.id)!;
+  assert.equal(after.endReason, 'completed', 'the end reason is the saved one');
+  assert.equal(after.unreleased, undefined);
+  const ends = second.ledger.events.filter((e: { type: string; runId?: string }) => e.type === 'run.lifecycle_ended' && e.runId === r.value.id);
+  assert.equal(ends.length, 1);
+  await second.sup.close();
+});
