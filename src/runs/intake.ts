@@ -13,6 +13,7 @@ import path from 'node:path';
 import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js';
 import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import { decideAdmission } from './admission.js';
+import { checkArtifact } from './artifact-check.js';
 import type { SupervisorDeps } from './ports.js';
 import { createRunRecord, newRunId, requestHash } from './record.js';
 import type { RunTable } from './run-table.js';
@@ -60,6 +61,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     if (!st || !(st.isFile() || st.isDirectory())) {
       return err(new BrigError('artifact_missing', `artifact ${path.basename(a)} is not an existing regular file or directory`, { data: { artifact: a } }));
     }
+    const safe = await checkArtifact(a);
+    if (!safe.ok) return safe;
   }
   const callerId = ctx.callerId ?? ctx.parentRunId ?? 'operator';
   const depth = parent ? parent.depth + 1 : 1;
