@@ -25,6 +25,7 @@ export { ApiClient } from './api/index.js';
 export {
   createSupervisor,
   SpawnRequestSchema,
+  SPAWN_BOUNDS,
   DEFAULT_SETTINGS as SUPERVISOR_DEFAULTS,
   END_REASONS,
   KILLED_BY,

@@ -1,0 +1,113 @@
+/**
+ * The run tools: start a child, find runs, look at one, steer it, kill it. Each translates to
+ * one call of the library's Brig (the daemon's supervisor, or this process's); what the
+ * supervisor refuses comes back as a refusal result with its code and hint.
+ */
+import { z } from 'zod';
+import { RUN_STATUSES, type RunStatus } from '../index.js';
+import { BrigError } from '../util/errors.js';
+import { SpawnArgsSchema, toSpawnRequest } from './spawn-args.js';
+import { READ_ONLY, tool, type ToolDef } from './tool-def.js';
+import { answer, outputShape, refusal } from './tool-result.js';
+import { RunStatusSchema, RunSummarySchema, runLine, runStatus, runSummary, statusText } from './views.js';
+
+export const RunIdSchema = z.string().min(1).max(128).describe('a run id (r-…), as spawn or list gave it');
+
+const spawn = tool({
+  name: 'spawn',
+  title: 'Spawn a jailed child',
+  description:
+    'Use to hand work to a child running in its own fresh, network-less, hardened container — a command (argv), a script (script) or an agent (agent) — when you want its output kept out of your context; it returns the run id at once (the child runs on), then call `wait` with that id.',
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  input: SpawnArgsSchema,
+  output: outputShape({ runId: z.string(), status: z.string(), kind: z.string(), label: z.string().nullable() }),
+  async run(args, { brig }) {
+    const req = toSpawnRequest(args);
+    if (!req.ok) return refusal(req.error);
+    const r = await brig.spawn(req.value);
+    if (!r.ok) return refusal(r.error);
+    const run = r.value;
+    return answer(
+      { runId: run.id, status: run.status, kind: run.kind, label: run.label },
+      `spawned ${run.id} (${run.kind}, ${run.status}). Call \`wait\` with runIds ["${run.id}"] for its envelope.`,
+    );
+  },
+});
+
+const list = tool({
+  name: 'list',
+  title: 'List runs',
+  description: 'Use to find runs and their ids — newest first, filtered by status, label, root or parent run — when you do not have the id at hand or want to see what is still going.',
+  annotations: READ_ONLY,
+  input: z.strictObject({
+    status: z.array(z.enum(RUN_STATUSES)).min(1).optional().describe('only runs in these statuses'),
+    label: z.string().min(1).optional().describe('only runs spawned with this label'),
+    rootRunId: z.string().min(1).optional().describe('only the runs of the tree under this root'),
+    parentRunId: z.string().min(1).optional().describe('only the children of this run'),
+    limit: z.number().int().min(1).max(200).default(20).describe('at most this many, the newest'),
+  }),
+  output: outputShape({ runs: z.array(RunSummarySchema), total: z.number().describe('runs matching the filters'), more: z.number().describe('matching runs left out by limit') }),
+  async run(a, { brig, now }) {
+    const all = await brig.list({
+      ...(a.status ? { status: a.status as RunStatus[] } : {}),
+      ...(a.label ? { label: a.label } : {}),
+      ...(a.rootRunId ? { rootRunId: a.rootRunId } : {}),
+      ...(a.parentRunId ? { parentRunId: a.parentRunId } : {}),
+    });
+    const t = now();
+    const runs = [...all].sort((x, y) => y.createdAt.localeCompare(x.createdAt)).slice(0, a.limit).map((r) => runSummary(r, t));
+    const more = all.length - runs.length;
+    const text = runs.length === 0 ? 'no runs' : `${runs.map(runLine).join('\n')}${more > 0 ? `\n… ${more} more (raise limit or filter)` : ''}`;
+    return answer({ runs, total: all.length, more }, text);
+  },
+});
+
+const status = tool({
+  name: 'status',
+  title: 'Status of one run',
+  description: 'Use to check on one run without waiting: its status or end reason (and who killed it), steps, elapsed time, tokens and cost, and its last progress line.',
+  annotations: READ_ONLY,
+  input: z.strictObject({ runId: RunIdSchema }),
+  output: outputShape(RunStatusSchema.shape),
+  async run({ runId }, { brig, now }) {
+    const r = await brig.get(runId);
+    if (!r) return refusal(new BrigError('run_not_found', `no run ${runId}`));
+    const s = runStatus(r, now());
+    return answer(s, statusText(s));
+  },
+});
+
+const steer = tool({
+  name: 'steer',
+  title: 'Steer a running child',
+  description:
+    'Use to change a running child’s course without killing its work: the message reaches it at its next step (or, where the supervisor steers by respawn, the run is replaced and the new run id returned).',
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  input: z.strictObject({ runId: RunIdSchema, message: z.string().min(1).max(4096).describe('what the child should do differently') }),
+  output: outputShape({ mode: z.enum(['inject', 'respawn']), runId: z.string(), newRunId: z.string().nullable() }),
+  async run({ runId, message }, { brig }) {
+    const r = await brig.steer(runId, message);
+    if (!r.ok) return refusal(r.error);
+    const s = r.value;
+    const text = s.mode === 'inject' ? `steered ${runId}: delivered at its next step` : `steered ${runId}: killed and respawned as ${s.newRunId}; \`wait\` on that id`;
+    return answer({ mode: s.mode, runId: s.runId, newRunId: s.newRunId }, text);
+  },
+});
+
+const kill = tool({
+  name: 'kill',
+  title: 'Kill a run',
+  description:
+    'Use only to stop a run you no longer want (stuck, wrong, too costly): it ends `killed` by operator and its in-flight work is discarded (what it had written is kept as a partial result); pass confirm: true — this call is the confirmation.',
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  input: z.strictObject({ runId: RunIdSchema, confirm: z.literal(true).describe('must be true: killing discards the run’s in-flight work') }),
+  output: outputShape(RunStatusSchema.shape),
+  async run({ runId }, { brig, now }) {
+    const r = await brig.kill(runId, { confirm: true, by: 'operator' });
+    if (!r.ok) return refusal(r.error);
+    const s = runStatus(r.value, now());
+    return answer(s, statusText(s));
+  },
+});
+
+export const RUN_TOOLS: ToolDef[] = [spawn, list, status, steer, kill];

@@ -1,0 +1,52 @@
+/**
+ * brig's MCP face: one McpServer over a Brig (the library's: the daemon's supervisor, or one
+ * in this process). It translates only — every tool is one call of Brig or its RefService,
+ * every refusal a tool result with the BrigError's code and hint. No transport here: the
+ * caller connects it (stdio.ts for `brig mcp`, an in-memory pair in the tests).
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Brig, Operator } from '../index.js';
+import { RESOURCE_DEFAULTS, registerRefResources, type ResourceOptions } from './resources.js';
+import { REF_TOOLS } from './ref-tools.js';
+import { RESULT_TOOLS } from './result-tools.js';
+import { RUN_TOOLS } from './run-tools.js';
+import { registerTools, type ToolDef } from './tool-def.js';
+
+export interface McpServerOptions {
+  /** brig's version, for the server's implementation info. */
+  version: string;
+  /** The home's leases, for `explain`'s lease decisions. */
+  leases?: Operator['leases'];
+  /** Offer only the tools that read (no spawn, steer, kill). */
+  readOnly?: boolean;
+  /** How often `wait` sends progress notifications (default 2 s). */
+  progressEveryMs?: number;
+  resources?: Partial<ResourceOptions>;
+  now?: () => Date;
+}
+
+/** Every tool, in the order a client lists them. */
+export const ALL_TOOLS: ToolDef[] = [...RUN_TOOLS, ...RESULT_TOOLS, ...REF_TOOLS];
+
+/** The tools a server with these options offers. */
+export const toolsFor = (o: { readOnly?: boolean }): ToolDef[] => (o.readOnly === true ? ALL_TOOLS.filter((t) => t.annotations.readOnlyHint) : ALL_TOOLS);
+
+const INSTRUCTIONS = `brig runs children — commands, scripts, LLM agents — each in its own fresh, network-less, hardened container under a lease, and keeps their outputs on disk as ResultRefs.
+Hand work off with spawn (it returns the run id at once), then wait for it: an ended run comes back as an envelope, a bounded summary plus one handle per ResultRef.
+Drill into a ref with ref_read / ref_grep / ref_jq / ref_sql / ref_jsonpath instead of reading it whole: only the slice enters your context.
+A refusal (isError) carries a code and a hint saying what to do next.`;
+
+export function createMcpServer(brig: Brig, o: McpServerOptions): McpServer {
+  const server = new McpServer(
+    { name: 'brig', title: 'brig: jailed children and sliceable results', version: o.version },
+    { capabilities: { tools: {}, resources: {} }, instructions: INSTRUCTIONS },
+  );
+  registerTools(server, toolsFor(o), {
+    brig,
+    ...(o.leases ? { leases: o.leases } : {}),
+    now: o.now ?? (() => new Date()),
+    progressEveryMs: o.progressEveryMs ?? 2000,
+  });
+  registerRefResources(server, brig, { ...RESOURCE_DEFAULTS, ...o.resources });
+  return server;
+}

@@ -1,0 +1,72 @@
+/**
+ * The `spawn` tool's arguments and their translation into brig's one SpawnRequest. Exactly
+ * one of `argv` (a command child), `script` (a script child) or `agent` (an agent child);
+ * artifacts are absolute host paths (this server's working directory is the MCP client's
+ * choice, so a relative path would mean nothing stable). Always async: an MCP call must
+ * answer in seconds, a child may run for minutes — `wait` follows it.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+import { CAPABILITIES, SPAWN_BOUNDS, type SpawnRequestInput } from '../index.js';
+import { BrigError, err, ok, type Result } from '../util/errors.js';
+
+export const SpawnArgsSchema = z.strictObject({
+  task: z.string().min(1).max(SPAWN_BOUNDS.taskChars).describe('what the child is asked to do (in its packet; an agent’s prompt)'),
+  argv: z.array(z.string()).min(1).max(SPAWN_BOUNDS.argvItems).optional().describe('a command child: argv run directly in the jail, never a shell string (wrap in ["sh","-c","…"] for one); cwd /workspace, write outputs under out/'),
+  script: z.string().min(1).max(SPAWN_BOUNDS.scriptBytes).optional().describe('a script child: the source of an ES module exporting `default async function (brig)` (the brig SDK)'),
+  agent: z.string().min(1).max(128).optional().describe('an agent child: the name of an agent spec (e.g. `general`); needs a model configured for the supervisor'),
+  model: z.string().min(1).max(128).optional().describe('agent only: a model alias (default: the spec’s, else the configured default)'),
+  objective: z.string().max(4096).optional().describe('the goal the task serves'),
+  artifacts: z.array(z.string().min(1)).max(64).optional().describe('absolute host paths mounted read-only at /artifacts/<basename>'),
+  profile: z.string().min(1).max(128).optional().describe('a lease profile of this home’s policy (default: the policy’s default)'),
+  caps: z.array(z.enum(CAPABILITIES)).optional().describe('capabilities to ask for; the lease grants at most what the profile allows'),
+  limits: z
+    .strictObject({
+      cpu: z.number().positive().optional(),
+      memoryMb: z.number().int().positive().optional(),
+      pids: z.number().int().positive().optional(),
+      timeoutMs: z.number().int().positive().optional().describe('end the run watchdog_timeout after this long'),
+      maxSteps: z.number().int().positive().optional().describe('the step budget of a script or agent child'),
+    })
+    .optional()
+    .describe('narrowing only: the lease clamps each to the profile’s'),
+  expectedOutputs: z.array(z.string().min(1).max(1024)).max(64).optional().describe('paths under out/ that must exist when the run ends'),
+  label: z.string().min(1).max(SPAWN_BOUNDS.labelChars).optional().describe('a label to find the run by (`list` with label)'),
+});
+export type SpawnArgs = z.infer<typeof SpawnArgsSchema>;
+
+const invalid = (message: string, hint: string) => err(new BrigError('invalid_input', message, { hint }));
+
+/** The SpawnRequest for these arguments, or why not (before anything is created). */
+export function toSpawnRequest(a: SpawnArgs): Result<SpawnRequestInput> {
+  const given = (['argv', 'script', 'agent'] as const).filter((k) => a[k] !== undefined);
+  if (given.length !== 1) {
+    return invalid(
+      given.length === 0 ? 'spawn needs one of argv, script or agent' : `spawn takes exactly one of argv, script or agent, got ${given.join(' and ')}`,
+      'A command child: argv ["sh","-c","echo hi > out/a.txt"]; a script child: script (ES module source); an agent child: agent "general".',
+    );
+  }
+  if (a.model !== undefined && a.agent === undefined) return invalid('model is only for an agent child', 'Give agent with model, or leave model out.');
+  const relative = (a.artifacts ?? []).find((p) => !path.isAbsolute(p));
+  if (relative !== undefined) return invalid(`artifact ${JSON.stringify(relative)} is not an absolute host path`, 'Give absolute paths, e.g. /home/me/project/src.');
+  const bad = (a.expectedOutputs ?? []).find((e) => e.startsWith('/') || e.split('/').includes('..') || e.includes('\0'));
+  if (bad !== undefined) return invalid(`expected output ${JSON.stringify(bad)} must be a path relative to out/ without ..`, 'e.g. report.json or logs/run.txt');
+  const kind = a.argv !== undefined ? { kind: 'command' as const, argv: a.argv } : a.script !== undefined ? { kind: 'script' as const, script: a.script } : { kind: 'agent' as const, agent: a.agent! };
+  const { cpu, memoryMb, pids, timeoutMs, maxSteps } = a.limits ?? {};
+  const jail = { ...(cpu !== undefined ? { cpu } : {}), ...(memoryMb !== undefined ? { memoryMb } : {}), ...(pids !== undefined ? { pids } : {}) };
+  return ok({
+    task: a.task,
+    ...kind,
+    ...(a.model !== undefined ? { model: a.model } : {}),
+    ...(a.objective !== undefined ? { objective: a.objective } : {}),
+    ...(a.profile !== undefined ? { profile: a.profile } : {}),
+    ...(a.caps !== undefined ? { caps: a.caps } : {}),
+    ...(Object.keys(jail).length > 0 ? { limits: jail } : {}),
+    ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
+    ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}),
+    ...(a.label !== undefined ? { label: a.label } : {}),
+    artifact_refs: a.artifacts ?? [],
+    expected_outputs: a.expectedOutputs ?? [],
+    async: true,
+  });
+}
