@@ -259,9 +259,20 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
 /** The service child calls reach: the conversation store and the metered completion. */
 export function llmService(table: RunTable, deps: LlmDeps): LlmService {
   const conv = new Conversations((id) => table.store.dir(id));
+  // What is held per run in memory goes with its end (the transcript stays on disk).
+  const seen = new Set<string>();
+  const track = (runId: string) => {
+    if (seen.has(runId)) return;
+    seen.add(runId);
+    table.onEnded(runId, () => {
+      seen.delete(runId);
+      conv.forget(runId);
+      deps.lastTools.delete(runId);
+    });
+  };
   return {
-    append: (runId, messages) => conv.append(runId, messages as ConversationMessage[]),
-    reset: (runId, messages) => conv.reset(runId, messages as ConversationMessage[]),
-    complete: (run, params) => llmComplete({ table }, deps, conv, run, params),
+    append: (runId, messages) => (track(runId), conv.append(runId, messages as ConversationMessage[])),
+    reset: (runId, messages) => (track(runId), conv.reset(runId, messages as ConversationMessage[])),
+    complete: (run, params) => (track(run.id), llmComplete({ table }, deps, conv, run, params)),
   };
 }

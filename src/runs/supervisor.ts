@@ -311,6 +311,7 @@ class BrigSupervisor implements SupervisorCore {
     const packet = await readFile(path.join(this.#table.store.dir(runId), 'packet.json'), 'utf8').then((t) => JSON.parse(t) as SpawnPacket, () => undefined);
     const tools = packet?.agent?.tools;
     this.#surfaces.set(runId, tools);
+    this.#table.onEnded(runId, () => this.#surfaces.delete(runId));
     return tools;
   }
 
