@@ -55,7 +55,9 @@ export function toolSurface(i: ToolSurfaceInput): AgentTool[] {
     const cap = AGENT_TOOLS[t];
     if (cap !== null && !i.caps.includes(cap)) return false;
     if (denied.has(t)) return false;
-    if (want && !want.has(t)) return false;
+    // The role gives the default surface; a spec's explicit tool list overrides it. Either
+    // way the lease's capabilities bound it: the role never widens anything.
+    if (want) return want.has(t);
     return i.role !== 'coordinator' || COORDINATOR_TOOLS.has(t);
   });
 }

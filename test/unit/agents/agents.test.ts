@@ -58,3 +58,22 @@ test('[INV-1] the tool surface follows the lease: no cap, no tool; a coordinator
   assert.deepEqual(narrowed, ['shell', 'finish'], 'a spec can narrow but not widen: spawn needs the cap');
   assert.ok(!toolSurface({ caps: ['exec', 'llm'], role: 'worker', denied: ['shell'] }).includes('shell'));
 });
+
+test('[INV-1] property: the role only narrows — a coordinator\'s surface is within the worker\'s, both within the lease, whatever the caps', async () => {
+  const fc = (await import('fast-check')).default;
+  const { CAPABILITIES } = await import('../../../src/lease/index.js');
+  const { AGENT_TOOLS } = await import('../../../src/agents/index.js');
+  fc.assert(
+    fc.property(fc.subarray([...CAPABILITIES]), fc.option(fc.subarray(Object.keys(AGENT_TOOLS)), { nil: undefined }), (caps, wanted) => {
+      const worker = toolSurface({ caps, role: 'worker', ...(wanted ? { wanted } : {}) });
+      const coord = toolSurface({ caps, role: 'coordinator', ...(wanted ? { wanted } : {}) });
+      for (const t of coord) assert.ok(worker.includes(t), `${t} offered to a coordinator but not to a worker`);
+      for (const t of [...worker, ...coord]) {
+        const cap = (AGENT_TOOLS as Record<string, string | null>)[t];
+        assert.ok(cap === null || caps.includes(cap as never), `${t} offered without ${cap}`);
+      }
+      assert.ok(worker.includes('finish') && coord.includes('finish'));
+    }),
+    { numRuns: 300 },
+  );
+});
