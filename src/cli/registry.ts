@@ -77,6 +77,7 @@ export const COMMANDS: Record<string, Entry> = {
     summary: "Extract with a strict JSONPath ($, .name, ['name'], [n], [*]) compiled to DuckDB json_extract.",
     load: async () => (await import('./commands/ref-jsonpath.js')).default,
   },
+  mcp: { section: 'host', summary: 'Serve brig to an MCP client (Claude Code, …) over stdio: spawn, wait, result and ref_* tools; ResultRefs as resources.', load: async () => (await import('./commands/mcp.js')).default },
   serve: { section: 'host', summary: 'Run the supervisor as a daemon on $BRIG_HOME/brig.sock (HTTP API /v1, SSE events).', load: async () => (await import('./commands/serve.js')).default },
   doctor: {
     section: 'host',

@@ -88,7 +88,8 @@ const MAY_IMPORT: Record<string, string[]> = {
   daemon: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api', 'agents'],
   api: ['runs', 'lease', 'ledger', 'results', 'slice'],
   // The faces: the library entry (src/index.ts) and the API client, nothing below them.
-  cli: ['.', 'api'],
+  // `brig mcp` is a CLI command hosting the MCP face (a sibling face, not a part below it).
+  cli: ['.', 'api', 'mcp'],
   mcp: ['.', 'api'],
   '.': ['runs', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker', 'agents'],
 };
