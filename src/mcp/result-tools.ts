@@ -83,7 +83,8 @@ const wait = tool({
     const stop = reportProgress(ctx, extra, ids.value, timeoutMs);
     let recs: Result<RunRecord>[];
     try {
-      recs = await Promise.all(ids.value.map((id) => ctx.brig.wait(id, { timeoutMs, signal: extra.signal })));
+      // At least 1 ms: over the daemon's API a timeout of 0 would mean no timeout at all.
+      recs = await Promise.all(ids.value.map((id) => ctx.brig.wait(id, { timeoutMs: Math.max(1, timeoutMs), signal: extra.signal })));
     } finally {
       stop();
     }
@@ -102,7 +103,7 @@ const wait = tool({
       }),
     );
     const going = runs.filter((r) => !r.entry.ended).length;
-    const tail = going > 0 ? `\n… ${going} not ended after ${(timeoutMs / 1000).toFixed(0)} s (they go on): call wait again, or status / kill.` : '';
+    const tail = going > 0 ? `\n… ${going} not ended after ${timeoutMs / 1000} s (they go on): call wait again, or status / kill.` : '';
     return answer({ runs: runs.map((r) => r.entry), timedOut: going > 0 }, `${runs.map((r) => r.text).join('\n\n')}${tail}`);
   },
 });

@@ -93,8 +93,7 @@ async function exercise(t: TestContext, home: string, expectMode: RegExp): Promi
   const sp = await s.call('spawn', { task: 'count to 1000', argv: ['sh', '-c', 'seq 1 1000 > out/n.txt; echo done'] });
   assert.equal(sp.isError, undefined, text(sp));
   const runId = sc<{ runId: string }>(sp).runId;
-  const progress: { message?: string }[] = [];
-  const [ended] = await waitEnded(s, [runId], progress);
+  const [ended] = await waitEnded(s, [runId]);
   assert.equal(ended!.endReason, 'completed', JSON.stringify(ended));
   const n = ended!.refs!.find((r) => r.path === 'out/n.txt');
   assert.ok(n, JSON.stringify(ended!.refs));
@@ -134,6 +133,15 @@ async function exercise(t: TestContext, home: string, expectMode: RegExp): Promi
   const sl = await s.call('spawn', { task: 'sleep', argv: ['sleep', '60'] });
   const sleeper = sc<{ runId: string }>(sl).runId;
   await until(async () => sc<{ status: string }>(await s.call('status', { runId: sleeper })).status === 'running', 'the sleeper runs', 300);
+  // A wait that runs out: the run's status, timedOut, and progress notifications meanwhile.
+  const progress: { progress: number; message?: string }[] = [];
+  const short = await s.call('wait', { runIds: [sleeper], timeoutMs: 2500 }, { onprogress: (p) => void progress.push(p) });
+  const sw = sc<{ runs: { ended: boolean; status: string }[]; timedOut: boolean }>(short);
+  assert.equal(sw.timedOut, true);
+  assert.deepEqual([sw.runs[0]!.ended, sw.runs[0]!.status], [false, 'running']);
+  t.diagnostic(`progress notifications: ${JSON.stringify(progress)}`);
+  assert.ok(progress.length >= 1, 'a progress notification every 2 s');
+  assert.match(progress[0]!.message!, new RegExp(`^0/1 ended; ${sleeper} running`));
   const k = await s.call('kill', { runId: sleeper, confirm: true });
   assert.equal(k.isError, undefined, text(k));
   const [dead] = await waitEnded(s, [sleeper]);
