@@ -149,6 +149,11 @@ async function exercise(t: TestContext, home: string, expectMode: RegExp): Promi
   assert.equal(dead!.killedBy, 'operator');
   const again = await s.call('kill', { runId: sleeper, confirm: true });
   assert.equal(sc<{ error: { code: string } }>(again).error.code, 'not_running');
+  // An agent child with no model configured for the supervisor: refused before any run exists.
+  const before = sc<{ total: number }>(await s.call('list', {})).total;
+  const agent = await s.call('spawn', { task: 'summarize /artifacts', agent: 'general' });
+  assert.equal(sc<{ error: { code: string } }>(agent).error.code, 'model_unavailable', text(agent));
+  assert.equal(sc<{ total: number }>(await s.call('list', {})).total, before, 'no run was created');
   const unknown = await s.call('status', { runId: 'r-0000000000000000' });
   assert.equal(sc<{ error: { code: string } }>(unknown).error.code, 'run_not_found');
 
