@@ -13,7 +13,7 @@ import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { loadModelCatalog } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
-import { ChildRefs, createSupervisor, type SupervisorCore, type RefService, type SupervisorSettings } from '../runs/index.js';
+import { ChildRefs, createSupervisor, type SupervisorCore, type RefService, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
 import { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError } from '../util/errors.js';
 import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
@@ -29,6 +29,7 @@ export interface ComposeOptions {
   tickMs?: number;
   /** Build the child image if missing (default true). */
   ensureImage?: boolean;
+  hooks?: SupervisorHooks;
 }
 
 export interface Composed {
@@ -119,6 +120,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     ...(o.settings ? { settings: o.settings } : {}),
     ...(o.tickMs ? { tickMs: o.tickMs } : {}),
     reconcile: o.reconcile !== false,
+    ...(o.hooks ? { hooks: o.hooks } : {}),
   });
   const supervisor = sup;
   const { refs } = openRefService(cfg, (id) => supervisor.get(id), { store: results, pool });

@@ -1,6 +1,6 @@
 import { ApiClient } from '../api/index.js';
 import { brigPaths, loadConfig, type BrigConfig } from '../config/index.js';
-import { ReadOnlyRuns, type RefService, type Supervisor, type SupervisorSettings } from '../runs/index.js';
+import { ReadOnlyRuns, type RefService, type Supervisor, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
 import { BrigError } from '../util/errors.js';
 import { composeSupervisor } from './compose.js';
 import { openRefService } from './refs.js';
@@ -29,6 +29,8 @@ export interface BrigOptions {
   reconcile?: boolean;
   /** Local only: supervisor tunables. */
   settings?: Partial<SupervisorSettings>;
+  /** Local only: lifecycle hooks (a failing hook is ledgered and never breaks a run). */
+  hooks?: SupervisorHooks;
 }
 
 export type Brig = Omit<Supervisor, 'start'> & {
@@ -55,7 +57,7 @@ export async function createBrig(o: BrigOptions = {}): Promise<Brig> {
     return wrap(runs, 'read', refs.refs, () => refs.close());
   }
   const reconcile = o.reconcile !== false;
-  const composed = await composeSupervisor(cfg, { reconcile, ...(o.settings ? { settings: o.settings } : {}) });
+  const composed = await composeSupervisor(cfg, { reconcile, ...(o.settings ? { settings: o.settings } : {}), ...(o.hooks ? { hooks: o.hooks } : {}) });
   await composed.supervisor.start();
   return wrap(composed.supervisor, 'local', composed.refs, () => composed.close());
 }

@@ -13,11 +13,35 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Jail } from '../jail/types.js';
 import { collectOutputs } from './launch.js';
-import type { SupervisorDeps } from './ports.js';
+import type { RunEndMeta, SupervisorDeps } from './ports.js';
 import type { ProgressFork } from './progress-fork.js';
 import type { EndOptions, Live, RunTable } from './run-table.js';
 import { elapsedMs, end, transition } from './state-machine.js';
 import type { EndReason, PendingEnd, RunRecord, SupervisorSettings } from './types.js';
+
+export function endMeta(r: RunRecord, now: Date): RunEndMeta {
+  return {
+    runId: r.id,
+    rootRunId: r.rootRunId,
+    parentRunId: r.parentRunId,
+    path: [...r.path],
+    depth: r.depth,
+    kind: r.kind,
+    endReason: r.endReason!,
+    killedBy: r.killedBy,
+    exitCode: r.exitCode,
+    errorCode: r.error?.code ?? null,
+    stepsExecuted: r.stepsExecuted,
+    runtimeMs: elapsedMs(r, now),
+    outputFiles: r.outputFiles,
+    outputBytes: r.outputBytes,
+    tokens: r.tokens ?? null,
+    costUsd: r.costUsd ?? null,
+    partial: r.partial === true,
+    resumable: r.resumable,
+    parentStep: r.parentStep ?? null,
+  };
+}
 
 /** End reasons where the supervisor cut the run short: its outputs are what it had so far. */
 const CUT_SHORT: ReadonlySet<EndReason> = new Set(['killed', 'watchdog_timeout', 'ghost_sweep', 'swept']);
@@ -76,7 +100,7 @@ export class RunEnder {
       await table.update(runId, () => done).catch(() => {});
       table.notifyEnded(runId);
       try {
-        await this.d.deps.hooks?.onEnded?.(rec);
+        await this.d.deps.hooks?.onEnded?.(endMeta(rec, table.clock.now()));
       } catch {
         table.ledger.append({ type: 'run.hook_failed', runId, hook: 'onEnded' });
       }

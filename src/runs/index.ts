@@ -42,7 +42,7 @@ export { SupervisorSettingsSchema, resolveSettings } from './settings.js';
 export { RefService } from './ref-service.js';
 export type { RefServiceDeps, RunResult } from './ref-service.js';
 export { ReadOnlyRuns } from './read-only.js';
-export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, ResultsPort, Clock, SupervisorDeps, SupervisorHooks, AgentPort } from './ports.js';
+export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, ResultsPort, Clock, SupervisorDeps, SupervisorHooks, RunEndMeta, AgentPort } from './ports.js';
 export type { ModelPort, ModelInfo, ModelTurn, ModelUsage, ConversationMessage, ToolSchema, ToolCall } from './model-port.js';
 export { decideAdmission, nextToStart } from './admission.js';
 export { RunStore, isRunId } from './run-store.js';

@@ -139,7 +139,11 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: A
       await store.write(rec.id, 'checkpoint', carried);
       rec.hasCheckpoint = true;
     }
-    const hook = await d.deps.hooks?.prepareSpawn?.(rec);
+    // A failing hook degrades: ledgered, and the spawn goes on without it.
+    const hook = await Promise.resolve(d.deps.hooks?.prepareSpawn?.(rec)).catch(() => {
+      d.table.ledger.append({ type: 'run.hook_failed', runId: rec.id, hook: 'prepareSpawn' });
+      return undefined;
+    });
     return ok({
       rollback: async () => {
         await hook?.rollback().catch(() => {});

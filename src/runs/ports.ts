@@ -89,11 +89,41 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() };
 
+/**
+ * Lifecycle hooks (reference 000). A failing hook degrades: it is ledgered
+ * (`run.hook_failed`) and never blocks or breaks a run.
+ */
 export interface SupervisorHooks {
-  /** Before a run is announced: create its directories; the rollback undoes it on failure. */
+  /**
+   * Before a run is announced (its record, request and pinned script are on disk, its child
+   * not started): prepare what it needs; the rollback undoes that if the spawn then fails.
+   */
   prepareSpawn?(run: RunRecord): Promise<{ rollback(): Promise<void> }>;
-  /** After a run ended and its resources are released. A failing hook never breaks the run. */
-  onEnded?(run: RunRecord): Promise<void> | void;
+  /** After a run ended, was collected and released: its content-free end. */
+  onEnded?(end: RunEndMeta): Promise<void> | void;
+}
+
+/** A run's end without content: ids, enums, counts, durations (INV-7). */
+export interface RunEndMeta {
+  runId: string;
+  rootRunId: string;
+  parentRunId: string | null;
+  path: string[];
+  depth: number;
+  kind: RunRecord['kind'];
+  endReason: NonNullable<RunRecord['endReason']>;
+  killedBy: RunRecord['killedBy'];
+  exitCode: number | null;
+  errorCode: string | null;
+  stepsExecuted: number;
+  runtimeMs: number;
+  outputFiles: number;
+  outputBytes: number;
+  tokens: number | null;
+  costUsd: number | null;
+  partial: boolean;
+  resumable: boolean;
+  parentStep: number | null;
 }
 
 export interface SupervisorDeps {

@@ -57,30 +57,32 @@ test('a queued run past the queue timeout ends failed with queue_timeout', async
   await sup.close();
 });
 
-test('prepareSpawn runs before the run is announced and its rollback undoes a failed spawn; onEnded sees the end', async () => {
-  const ended: string[] = [];
-  let rolledBack = 0;
-  const { sup, jail, store } = await setupSup({
+test('hooks: prepareSpawn runs before the run starts; a failing one is ledgered and never blocks the run; onEnded gets the content-free end', async () => {
+  const ended: unknown[] = [];
+  const prepared: string[] = [];
+  const { sup, jail, ledger } = await setupSup({
     hooks: {
       prepareSpawn: async (run) => {
+        prepared.push(run.status);
         if (run.label === 'doomed') throw Object.assign(new Error('no room'), { code: 'internal' });
-        return { rollback: async () => void rolledBack++ };
+        return { rollback: async () => {} };
       },
-      onEnded: (run) => void ended.push(`${run.id}:${run.endReason}`),
+      onEnded: (end) => void ended.push(end),
     },
   });
-  const bad = await sup.spawn({ task: 'x', script: SCRIPT, label: 'doomed', async: true });
-  assert.equal(bad.ok, false);
-  assert.deepEqual(await sup.list(), [], 'nothing announced');
-  assert.deepEqual((await fs.readdir(store.root)).length, 0, 'its directory is gone');
-  const good = await sup.spawn({ task: 'y', script: SCRIPT, async: true });
-  assert.ok(good.ok);
-  await until(() => sup.peek(good.value.id)?.status === 'running', 'running');
-  jail.jails.get(good.value.id)!.exit(0);
-  await sup.wait(good.value.id);
+  const bad = await sup.spawn({ task: 'SECRET-TASK x', script: SCRIPT, label: 'doomed', async: true });
+  assert.ok(bad.ok, 'a failing prepareSpawn degrades: the spawn goes on');
+  assert.ok(ledger.events.some((e) => e.type === 'run.hook_failed' && e.hook === 'prepareSpawn' && e.runId === bad.value.id));
+  await until(() => sup.peek(bad.value.id)?.status === 'running', 'running');
+  jail.jails.get(bad.value.id)!.exit(0);
+  await sup.wait(bad.value.id);
   await sup.idle();
-  assert.deepEqual(ended, [`${good.value.id}:completed`]);
-  assert.equal(rolledBack, 0);
+  assert.ok(prepared.length === 1 && prepared[0] !== 'running', 'before the child starts');
+  assert.equal(ended.length, 1);
+  const e = ended[0] as Record<string, unknown>;
+  assert.equal(e.runId, bad.value.id);
+  assert.equal(e.endReason, 'completed');
+  assert.doesNotMatch(JSON.stringify(e), /SECRET-TASK|doomed/, '[INV-7] no task, label or output in the end metadata');
   await sup.close();
 });
 
