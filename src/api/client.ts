@@ -5,6 +5,9 @@
  */
 import { Client, Pool } from 'undici';
 import type {
+  HistoryPage,
+  SendOptions,
+  SendOutcome,
   EventsOptions,
   KillOptions,
   ListFilter,
@@ -190,6 +193,19 @@ export class ApiClient implements Supervisor {
   async steer(runId: string, message: string): Promise<Result<SteerOutcome, BrigError>> {
     const r = await this.#call<{ steer: SteerOutcome }>('POST', `/v1/runs/${encodeURIComponent(runId)}/steer`, { message });
     return r.ok ? ok(r.value.steer) : r;
+  }
+
+  async send(runId: string, text: string, opts: SendOptions = {}): Promise<Result<SendOutcome, BrigError>> {
+    const r = await this.#call<{ send: SendOutcome }>('POST', `/v1/runs/${encodeURIComponent(runId)}/send`, { text, ...opts });
+    return r.ok ? ok(r.value.send) : r;
+  }
+
+  async history(runId: string, opts: { offset?: number; limit?: number } = {}): Promise<Result<HistoryPage, BrigError>> {
+    const q = new URLSearchParams();
+    if (opts.offset !== undefined) q.set('offset', String(opts.offset));
+    if (opts.limit !== undefined) q.set('limit', String(opts.limit));
+    const r = await this.#call<{ history: HistoryPage }>('GET', `/v1/runs/${encodeURIComponent(runId)}/history${q.size ? `?${q}` : ''}`);
+    return r.ok ? ok(r.value.history) : r;
   }
 
   async resume(runId: string): Promise<Result<RunRecord, BrigError>> {

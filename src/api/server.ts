@@ -8,13 +8,13 @@
  */
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
-import { isRunId, RUN_STATUSES, type KilledBy, type ListFilter, type RefService, type RunStatus, type Supervisor } from '../runs/index.js';
+import { isRunId, RUN_STATUSES, type KilledBy, type SendMode, type ListFilter, type RefService, type RunStatus, type Supervisor } from '../runs/index.js';
 import { refRoute } from './ref-routes.js';
 import { BrigError, httpStatusFor, toBrigError } from '../util/errors.js';
 
 export const API_VERSION = 'v1';
 const MAX_BODY = 2 * 1024 * 1024;
-const RUN_ROUTE = /^\/v1\/runs\/(r-[a-z0-9-]{6,64})(?:\/(wait|kill|steer|resume))?$/;
+const RUN_ROUTE = /^\/v1\/runs\/(r-[a-z0-9-]{6,64})(?:\/(wait|kill|steer|resume|send|history))?$/;
 /** Any path naming a run, well-formed or not: its id is checked before its verb. */
 const RUN_PATH = /^\/v1\/runs\/([^/]+)(?:\/.*)?$/;
 
@@ -139,6 +139,12 @@ async function route(sup: Supervisor, refs: RefService | undefined, req: http.In
       if (!run) throw new BrigError('run_not_found', `no run ${id}`);
       return send(res, 200, { run });
     }
+    if (action === 'history' && m === 'GET') {
+      const num = (k: string) => (url.searchParams.has(k) ? Number(url.searchParams.get(k)) : undefined);
+      const offset = num('offset');
+      const limit = num('limit');
+      return send(res, 200, { history: unwrap(await sup.history(id, { ...(offset !== undefined && Number.isFinite(offset) ? { offset } : {}), ...(limit !== undefined && Number.isFinite(limit) ? { limit } : {}) })) });
+    }
     if (m === 'POST') {
       const body = await readJson(req);
       switch (action) {
@@ -154,12 +160,19 @@ async function route(sup: Supervisor, refs: RefService | undefined, req: http.In
           return send(res, 200, { steer: unwrap(await sup.steer(id, typeof body.message === 'string' ? body.message : '')) });
         case 'resume':
           return send(res, 202, { run: unwrap(await sup.resume(id)) });
+        case 'send': {
+          const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+          const mode = typeof body.mode === 'string' ? (body.mode as SendMode) : undefined;
+          const timeoutMs = n(body.timeoutMs);
+          const maxTurns = n(body.maxTurns);
+          return send(res, 200, { send: unwrap(await sup.send(id, typeof body.text === 'string' ? body.text : '', { ...(mode ? { mode } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}), ...(maxTurns !== undefined ? { maxTurns } : {}) })) });
+        }
       }
     }
   }
   await refuseUnknownRun(sup, url.pathname, true);
   throw new BrigError('invalid_input', `no route ${m} ${url.pathname}`, {
-    hint: 'The API is under /v1: runs, runs/RUN[/wait|kill|steer|resume|refs|result], refs/REF/(read|grep|jq|sql|jsonpath), events, health.',
+    hint: 'The API is under /v1: runs, runs/RUN[/wait|kill|steer|resume|send|history|refs|result], refs/REF/(read|grep|jq|sql|jsonpath), events, health.',
   });
 }
 

@@ -26,6 +26,15 @@ export const MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024;
 /** A salvage call's output cap. */
 export const SALVAGE_MAX_TOKENS = 1024;
 
+/** One reply of an agent's model, as `send` returns it (the text, bounded by the caller). */
+export interface AgentReply {
+  /** When the model call that produced it started (epoch ms). */
+  startedAt: number;
+  step: number;
+  text: string;
+  toolCalls: string[];
+}
+
 interface Conversation {
   messages: ConversationMessage[];
   bytes: number;
@@ -36,6 +45,8 @@ export interface LlmDeps {
   models: ModelPort | undefined;
   /** The tools each run offered on its last step (listed, not callable, on summary and salvage calls). */
   lastTools: Map<string, ToolSchema[]>;
+  /** Told of every reply a run's model gave (sessions `send` waits on them). */
+  onReply?: (runId: string, reply: AgentReply) => void;
   /** The tool names a run's packet offers (its lease's surface); undefined = not an agent. */
   surfaceOf: (runId: string) => Promise<readonly string[] | undefined>;
 }
@@ -213,6 +224,7 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
   }
   const step = typeof params.step === 'number' ? params.step : r.stepsExecuted;
   await conv.reply(r.id, turn.message, { purpose, step, usage: turn.usage, costUsd: turn.costUsd, model: turn.model, finishReason: turn.finishReason });
+  d.onReply?.(r.id, { startedAt: started, step, text: turn.message.content, toolCalls: turn.message.toolCalls.map((c) => c.name) });
   const next = await p.table.update(r.id, (x) => ({
     ...x,
     tokens: (x.tokens ?? 0) + turn.usage.total,

@@ -1,5 +1,6 @@
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { RunStore } from './run-store.js';
+import type { HistoryPage, SendOutcome } from './sessions.js';
 import type {
   EventsOptions,
   KillOptions,
@@ -71,6 +72,14 @@ export class ReadOnlyRuns implements Supervisor {
 
   async spawn(_r: SpawnRequestInput): Promise<Result<RunRecord, BrigError>> {
     return err(new BrigError('daemon_unavailable', 'this view is read-only'));
+  }
+
+  async send(runId: string, _t: string): Promise<Result<SendOutcome, BrigError>> {
+    return err(await this.#refuse(runId, 'send'));
+  }
+
+  async history(runId: string): Promise<Result<HistoryPage, BrigError>> {
+    return err(await this.#refuse(runId, 'read history'));
   }
 
   async resume(_id: string): Promise<Result<RunRecord, BrigError>> {

@@ -2,6 +2,7 @@ import type { BrigError, Result } from '../util/errors.js';
 import type { SupervisorEvent } from './events.js';
 import type { KilledBy, RunRecord, RunStatus } from './run-record.js';
 import type { SpawnContext, SpawnRequestInput } from './spawn-request.js';
+import type { HistoryPage, SendOptions, SendOutcome } from './sessions.js';
 
 /** The supervisor's role, as every face sees it (the daemon's API client implements it too). */
 
@@ -68,6 +69,10 @@ export interface Supervisor {
   kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>>;
   /** `by` is who a respawn-mode steer's kill is attributed to (default `operator`). */
   steer(runId: string, message: string, opts?: { by?: KilledBy }): Promise<Result<SteerOutcome, BrigError>>;
+  /** Sessions: a message to a running agent child; `wait` / `ping-pong` return its next replies (bounded). */
+  send(runId: string, text: string, opts?: SendOptions): Promise<Result<SendOutcome, BrigError>>;
+  /** Sessions: a bounded page of a run's transcript (what its model was served), on explicit request. */
+  history(runId: string, opts?: { offset?: number; limit?: number }): Promise<Result<HistoryPage, BrigError>>;
   resume(runId: string): Promise<Result<RunRecord, BrigError>>;
   events(opts?: EventsOptions): AsyncIterableIterator<SupervisorEvent>;
   /** Stop timers and the broker; running containers keep running (a restart reattaches). */

@@ -27,6 +27,7 @@ import { RunStore } from './run-store.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { llmService } from './llm-calls.js';
+import { historyOf, ReplyBus, sendToRun, type HistoryPage, type SendOptions, type SendOutcome } from './sessions.js';
 import { RunTable, type RunActions, type RunPorts } from './run-table.js';
 import { resolveSettings } from './settings.js';
 import { RunStarter } from './starter.js';
@@ -94,6 +95,7 @@ class BrigSupervisor implements SupervisorCore {
   readonly #starter: RunStarter;
   readonly #actions: RunActions;
   readonly #llm: RunPorts['llm'];
+  readonly #replies = new ReplyBus();
   /** Each agent run's offered tools, read once from its packet. */
   readonly #surfaces = new Map<string, readonly string[] | undefined>();
   #tick: NodeJS.Timeout | undefined;
@@ -117,7 +119,7 @@ class BrigSupervisor implements SupervisorCore {
       whileBlocked: (id, fn) => this.#whileBlocked(id, fn),
       loadRequest: (id) => loadRequest(this.#table, id),
     };
-    this.#llm = llmService(this.#table, { models: deps.models, lastTools: new Map(), surfaceOf: (id) => this.#surfaceOf(id) });
+    this.#llm = llmService(this.#table, { models: deps.models, lastTools: new Map(), surfaceOf: (id) => this.#surfaceOf(id), onReply: (id, r) => this.#replies.publish(id, r) });
     const parts = { table: this.#table, deps, settings: this.settings, fork: this.#fork };
     this.#ender = new RunEnder({ ...parts, pump: () => this.#starter.pump() });
     this.#starter = new RunStarter({
@@ -286,6 +288,18 @@ class BrigSupervisor implements SupervisorCore {
     } finally {
       this.#table.resuming.delete(runId);
     }
+  }
+
+  async send(runId: string, text: string, opts: SendOptions = {}): Promise<Result<SendOutcome, BrigError>> {
+    const r = await this.#acting(runId);
+    if (!r.ok) return r;
+    return sendToRun(this.#ports(), this.#replies, r.value, text, opts);
+  }
+
+  async history(runId: string, opts: { offset?: number; limit?: number } = {}): Promise<Result<HistoryPage, BrigError>> {
+    const r = await this.#acting(runId);
+    if (!r.ok) return r;
+    return historyOf(this.#ports(), r.value, opts);
   }
 
   events(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {

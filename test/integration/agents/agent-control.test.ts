@@ -260,3 +260,44 @@ test('an adversarial model gets nothing: unknown and malformed calls get error r
   }
   assert.deepEqual(await leftovers(home), []);
 });
+
+test('sessions: send (wait) delivers a message at the next step and returns the agent\'s next reply; history pages its transcript', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const m = await startModelServer({
+    script: [
+      toolCallTurn('shell', { command: 'sleep 2; echo ready' }, { usage: { input: 300, output: 10 } }),
+      (req) => {
+        const said = userTexts(req).find((u) => u.includes('PLEASE-ACK')) ?? '';
+        return toolCallTurn('shell', { command: 'echo acked' }, { text: said ? 'ACK: I got PLEASE-ACK' : 'no message', usage: { input: 350, output: 12 } });
+      },
+      toolCallTurn('finish', { answer: 'done' }, { usage: { input: 400, output: 5 } }),
+    ],
+  });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: 'Talk to me.', kind: 'agent', async: true });
+    assert.ok(r.ok);
+    await until(() => m.requests.length >= 1, 'the first model call');
+    const notAgent = await c.supervisor.send('r-0000000000000000', 'x', { mode: 'wait' });
+    assert.equal(notAgent.ok, false);
+    const s = await c.supervisor.send(r.value.id, 'PLEASE-ACK this', { mode: 'wait', timeoutMs: 30_000 });
+    assert.ok(s.ok, JSON.stringify(!s.ok && s.error));
+    assert.equal(s.value.replies.length, 1);
+    assert.match(s.value.replies[0]!.text, /ACK: I got PLEASE-ACK/);
+    assert.deepEqual(s.value.replies[0]!.toolCalls, ['shell']);
+    const done = await c.supervisor.wait(r.value.id);
+    assert.ok(done.ok && done.value.endReason === 'completed');
+    const late = await c.supervisor.send(r.value.id, 'too late');
+    assert.equal(!late.ok && late.error.code, 'not_running');
+    const h = await c.supervisor.history(r.value.id, { offset: 0, limit: 3 });
+    assert.ok(h.ok);
+    assert.equal(h.value.entries.length, 3);
+    assert.ok(h.value.total > 3 && h.value.more === h.value.total - 3);
+    assert.match(JSON.stringify(h.value.entries), /"t":"append"/);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});

@@ -1,0 +1,128 @@
+/**
+ * Sessions tools (reference 002): `send` a message to a running agent child, and read a
+ * bounded page of a run's `history` (its transcript) on explicit request.
+ *
+ * Guarantees: a message is a steer — delivered at the child's next step boundary, never
+ * mid-tool, never widening anything; `wait` returns the child's next reply, `ping-pong` up to
+ * `maxTurns` (0–5) replies, each bounded, until the child ends or the timeout; a run that is
+ * not a running agent is refused (`not_running` / `invalid_input`). History is a page
+ * (≤ 50 entries, each cut to 4,000 characters) of what the supervisor served the model.
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { BrigError, err, ok, type Result } from '../util/errors.js';
+import type { AgentReply } from './llm-calls.js';
+import type { RunPorts } from './run-table.js';
+import type { RunRecord } from './types.js';
+
+export const SEND_MODES = ['fire-and-forget', 'wait', 'ping-pong'] as const;
+export type SendMode = (typeof SEND_MODES)[number];
+export const MAX_SEND_WAIT_MS = 50_000;
+const REPLY_CHARS = 8_000;
+const HISTORY_ENTRY_CHARS = 4_000;
+export const MAX_HISTORY_PAGE = 50;
+
+export interface SendOptions {
+  mode?: SendMode;
+  timeoutMs?: number;
+  /** ping-pong: how many replies to collect (0–5, default 3). */
+  maxTurns?: number;
+}
+
+export interface SendOutcome {
+  runId: string;
+  mode: SendMode;
+  delivered: 'queued';
+  replies: { step: number; text: string; toolCalls: string[] }[];
+  status: RunRecord['status'];
+  endReason: RunRecord['endReason'];
+  timedOut: boolean;
+}
+
+export interface HistoryPage {
+  runId: string;
+  offset: number;
+  entries: unknown[];
+  total: number;
+  more: number;
+}
+
+/** Who hears of replies: the supervisor's llm service reports to this. */
+export class ReplyBus {
+  readonly #subs = new Map<string, Set<(r: AgentReply) => void>>();
+  publish(runId: string, r: AgentReply): void {
+    for (const fn of this.#subs.get(runId) ?? []) fn(r);
+  }
+  subscribe(runId: string, fn: (r: AgentReply) => void): () => void {
+    const set = this.#subs.get(runId) ?? new Set();
+    set.add(fn);
+    this.#subs.set(runId, set);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0) this.#subs.delete(runId);
+    };
+  }
+}
+
+export async function sendToRun(p: RunPorts, bus: ReplyBus, r: RunRecord, text: string, o: SendOptions): Promise<Result<SendOutcome, BrigError>> {
+  const mode = o.mode ?? 'fire-and-forget';
+  if (!(SEND_MODES as readonly string[]).includes(mode)) return err(new BrigError('invalid_input', `unknown send mode ${String(mode).slice(0, 40)}`, { hint: `Modes: ${SEND_MODES.join(', ')}.` }));
+  if (typeof text !== 'string' || text.length === 0 || text.length > 64 * 1024) return err(new BrigError('invalid_input', 'a message is 1..65536 characters'));
+  if (r.kind !== 'agent') return err(new BrigError('invalid_input', `run ${r.id} is a ${r.kind} child: only an agent child takes messages`, { hint: 'Use steer for a script child.' }));
+  if (r.status !== 'running' || p.table.ending.has(r.id)) {
+    return err(new BrigError('not_running', `Run ${r.id} is not running (status: ${r.status}) -- cannot send`, { data: { runId: r.id, status: r.status, endReason: r.endReason } }));
+  }
+  const live = p.table.live.get(r.id);
+  if (!live) return err(new BrigError('not_running', `run ${r.id} has no live child to take the message`));
+  const want = mode === 'fire-and-forget' ? 0 : mode === 'wait' ? 1 : Math.max(0, Math.min(5, Math.floor(o.maxTurns ?? 3)));
+  const timeoutMs = Math.max(1, Math.min(o.timeoutMs ?? 30_000, MAX_SEND_WAIT_MS));
+  const sentAt = Date.now();
+  const replies: SendOutcome['replies'] = [];
+  let timedOut = false;
+  await new Promise<void>((resolve) => {
+    let settled = false;
+    const done = (why: 'enough' | 'ended' | 'timeout') => {
+      if (settled) return;
+      settled = true;
+      timedOut = why === 'timeout';
+      unsub();
+      clearTimeout(timer);
+      resolve();
+    };
+    // A reply counts once a model call that started after the send (the steer is delivered
+    // at the step boundary before it) answers.
+    const unsub = bus.subscribe(r.id, (rep) => {
+      if (rep.startedAt < sentAt) return;
+      replies.push({ step: rep.step, text: rep.text.slice(0, REPLY_CHARS), toolCalls: rep.toolCalls.slice(0, 20) });
+      if (replies.length >= want) done('enough');
+    });
+    const timer = setTimeout(() => done('timeout'), want === 0 ? 0 : timeoutMs);
+    p.table.onEnded(r.id, () => done('ended'));
+    live.steers.push(text);
+    p.table.emit(r, { type: 'steered', mode: 'inject', newRunId: null });
+    if (want === 0) done('enough');
+  });
+  const now = p.table.get(r.id)!;
+  return ok({ runId: r.id, mode, delivered: 'queued', replies, status: now.status, endReason: now.endReason, timedOut: timedOut && replies.length < want });
+}
+
+export async function historyOf(p: RunPorts, r: RunRecord, o: { offset?: number; limit?: number } = {}): Promise<Result<HistoryPage, BrigError>> {
+  const offset = Math.max(0, Math.floor(o.offset ?? 0));
+  const limit = Math.max(1, Math.min(Math.floor(o.limit ?? 20), MAX_HISTORY_PAGE));
+  const file = path.join(p.table.store.dir(r.id), 'transcript.jsonl');
+  const text = await fs.readFile(file, 'utf8').catch(() => null);
+  if (text === null) return err(new BrigError('ref_not_found', `run ${r.id} has no transcript`, { hint: 'Only agent children (and runs that call models) have one.' }));
+  const lines = text.split('\n').filter(Boolean);
+  const cut = (v: unknown): unknown => {
+    const s = JSON.stringify(v);
+    return s.length <= HISTORY_ENTRY_CHARS ? v : { cut: true, chars: s.length, head: s.slice(0, HISTORY_ENTRY_CHARS) };
+  };
+  const entries = lines.slice(offset, offset + limit).map((l) => {
+    try {
+      return cut(JSON.parse(l));
+    } catch {
+      return { unreadable: true };
+    }
+  });
+  return ok({ runId: r.id, offset, entries, total: lines.length, more: Math.max(0, lines.length - offset - entries.length) });
+}
