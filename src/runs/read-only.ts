@@ -1,6 +1,6 @@
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { RunStore } from './run-store.js';
-import type { HistoryPage, SendOutcome } from './sessions.js';
+import type { HistoryPage, SendOutcome } from './session-types.js';
 import type {
   EventsOptions,
   KillOptions,

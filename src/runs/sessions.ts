@@ -14,38 +14,12 @@ import { BrigError, err, ok, type Result } from '../util/errors.js';
 import type { AgentReply } from './llm-calls.js';
 import type { RunPorts } from './run-table.js';
 import type { RunRecord } from './types.js';
+import { MAX_HISTORY_PAGE, MAX_SEND_WAIT_MS, SEND_MODES, type HistoryPage, type SendMode, type SendOptions, type SendOutcome } from './session-types.js';
 
-export const SEND_MODES = ['fire-and-forget', 'wait', 'ping-pong'] as const;
-export type SendMode = (typeof SEND_MODES)[number];
-export const MAX_SEND_WAIT_MS = 50_000;
+export { SEND_MODES, MAX_SEND_WAIT_MS, MAX_HISTORY_PAGE } from './session-types.js';
+export type { SendMode, SendOptions, SendOutcome, HistoryPage } from './session-types.js';
 const REPLY_CHARS = 8_000;
 const HISTORY_ENTRY_CHARS = 4_000;
-export const MAX_HISTORY_PAGE = 50;
-
-export interface SendOptions {
-  mode?: SendMode;
-  timeoutMs?: number;
-  /** ping-pong: how many replies to collect (0–5, default 3). */
-  maxTurns?: number;
-}
-
-export interface SendOutcome {
-  runId: string;
-  mode: SendMode;
-  delivered: 'queued';
-  replies: { step: number; text: string; toolCalls: string[] }[];
-  status: RunRecord['status'];
-  endReason: RunRecord['endReason'];
-  timedOut: boolean;
-}
-
-export interface HistoryPage {
-  runId: string;
-  offset: number;
-  entries: unknown[];
-  total: number;
-  more: number;
-}
 
 /** Who hears of replies: the supervisor's llm service reports to this. */
 export class ReplyBus {

@@ -2,7 +2,7 @@ import type { BrigError, Result } from '../util/errors.js';
 import type { SupervisorEvent } from './events.js';
 import type { KilledBy, RunRecord, RunStatus } from './run-record.js';
 import type { SpawnContext, SpawnRequestInput } from './spawn-request.js';
-import type { HistoryPage, SendOptions, SendOutcome } from './sessions.js';
+import type { HistoryPage, SendOptions, SendOutcome } from './session-types.js';
 
 /** The supervisor's role, as every face sees it (the daemon's API client implements it too). */
 
