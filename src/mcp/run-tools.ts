@@ -110,4 +110,50 @@ const kill = tool({
   },
 });
 
-export const RUN_TOOLS: ToolDef[] = [spawn, list, status, steer, kill];
+const send = tool({
+  name: 'send',
+  title: 'Send a message to a running agent child',
+  description:
+    'Use to tell a running agent child something mid-run (a correction, an answer, new information): it reaches the child at its next step; mode `wait` returns its next reply, `ping-pong` up to max_turns replies, `fire-and-forget` returns at once.',
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  input: z.strictObject({
+    runId: RunIdSchema,
+    text: z.string().min(1).max(16_000).describe('the message for the child'),
+    mode: z.enum(['fire-and-forget', 'wait', 'ping-pong']).optional().describe('default fire-and-forget'),
+    timeoutMs: z.number().int().positive().max(50_000).optional().describe('wait / ping-pong: how long to wait for replies (≤ 50000)'),
+    max_turns: z.number().int().min(0).max(5).optional().describe('ping-pong: replies to collect (0–5, default 3)'),
+  }),
+  output: outputShape({
+    runId: z.string(),
+    mode: z.string(),
+    replies: z.array(z.object({ step: z.number(), text: z.string(), toolCalls: z.array(z.string()) })),
+    status: z.string(),
+    endReason: z.string().nullable(),
+    timedOut: z.boolean(),
+  }),
+  async run({ runId, text, mode, timeoutMs, max_turns }, { brig }) {
+    const r = await brig.send(runId, text, { ...(mode ? { mode } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(max_turns !== undefined ? { maxTurns: max_turns } : {}) });
+    if (!r.ok) return refusal(r.error);
+    const s = r.value;
+    const lines = [`sent to ${runId} (delivered at its next step)`, ...s.replies.map((x) => `reply at step ${x.step}: ${x.text}`)];
+    if (s.timedOut) lines.push(`no more replies within the timeout; the run is ${s.status}`);
+    return answer({ runId: s.runId, mode: s.mode, replies: s.replies, status: s.status, endReason: s.endReason, timedOut: s.timedOut }, lines.join('\n'));
+  },
+});
+
+const history = tool({
+  name: 'history',
+  title: "Page a run's transcript",
+  description: "Use only when an envelope is not enough and you need what an agent child's model was actually sent and answered: returns a bounded page (≤ 50 entries) of its transcript.",
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  input: z.strictObject({ runId: RunIdSchema, offset: z.number().int().min(0).optional(), limit: z.number().int().min(1).max(50).optional() }),
+  output: outputShape({ runId: z.string(), offset: z.number(), entries: z.array(z.unknown()), total: z.number(), more: z.number() }),
+  async run({ runId, offset, limit }, { brig }) {
+    const r = await brig.history(runId, { ...(offset !== undefined ? { offset } : {}), ...(limit !== undefined ? { limit } : {}) });
+    if (!r.ok) return refusal(r.error);
+    const h = r.value;
+    return answer({ ...h }, `${h.entries.map((e, i) => `#${h.offset + i} ${JSON.stringify(e)}`).join('\n')}\n(${h.entries.length} of ${h.total}${h.more ? `; ${h.more} more` : ''})`);
+  },
+});
+
+export const RUN_TOOLS: ToolDef[] = [spawn, list, status, steer, kill, send, history];
