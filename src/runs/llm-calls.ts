@@ -15,6 +15,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BrigError, publicError } from '../util/errors.js';
+import { microCompact } from './micro-compact.js';
 import type { ConversationMessage, ModelPort, ToolSchema } from './model-port.js';
 import type { LlmService, RunTable } from './run-table.js';
 import type { RunRecord } from './types.js';
@@ -45,6 +46,8 @@ export interface LlmDeps {
   models: ModelPort | undefined;
   /** The tools each run offered on its last step (listed, not callable, on summary and salvage calls). */
   lastTools: Map<string, ToolSchema[]>;
+  /** Re-readable tool results kept whole in what the provider is sent (the rest become placeholders). */
+  microCompactKeep?: number;
   /** Told of every reply a run's model gave (sessions `send` waits on them). */
   onReply?: (runId: string, reply: AgentReply) => void;
   /** The tool names a run's packet offers (its lease's surface); undefined = not an agent. */
@@ -212,7 +215,8 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
   try {
     turn = await d.models.complete(info.value.alias, {
       system: typeof params.system === 'string' ? params.system : '',
-      messages: await conv.messages(r.id),
+      // Tier-0 micro-compaction: old re-readable tool results go as placeholders.
+      messages: microCompact(await conv.messages(r.id), d.microCompactKeep ?? 25),
       ...(tools.length ? { tools, toolChoice } : {}),
       maxTokens,
       cacheKey: r.rootRunId,

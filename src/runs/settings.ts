@@ -33,6 +33,8 @@ export interface SupervisorSettings {
   toolResultMaxChars: number;
   /** A killed or timed-out agent gets SIGTERM and this long for its salvage before SIGKILL. */
   agentStopGraceMs: number;
+  /** Tier-0 micro-compaction: re-readable tool results kept whole (older ones become placeholders). */
+  microCompactKeep: number;
   /** Collection caps for /workspace/out; the per-run cap is also bounded by the lease's resultBytes. */
   resultPerFileBytes: number;
   resultPerRunBytes: number;
@@ -62,6 +64,7 @@ export const DEFAULT_SETTINGS: Readonly<SupervisorSettings> = Object.freeze({
   autoCompactThreshold: 0.8,
   toolResultMaxChars: 16_000,
   agentStopGraceMs: 10_000,
+  microCompactKeep: 25,
   // Large enough for GB-scale outputs (collection streams); the lease's resultBytes usually binds first.
   resultPerFileBytes: 4 * 1024 ** 3,
   resultPerRunBytes: 8 * 1024 ** 3,
@@ -100,6 +103,7 @@ export const SupervisorSettingsSchema = z.strictObject({
   autoCompactThreshold: z.number().gt(0).max(1),
   toolResultMaxChars: positive,
   agentStopGraceMs: ms,
+  microCompactKeep: count,
   resultPerFileBytes: bytes,
   resultPerRunBytes: bytes,
   resultMaxEntries: positive,

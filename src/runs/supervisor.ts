@@ -119,7 +119,7 @@ class BrigSupervisor implements SupervisorCore {
       whileBlocked: (id, fn) => this.#whileBlocked(id, fn),
       loadRequest: (id) => loadRequest(this.#table, id),
     };
-    this.#llm = llmService(this.#table, { models: deps.models, lastTools: new Map(), surfaceOf: (id) => this.#surfaceOf(id), onReply: (id, r) => this.#replies.publish(id, r) });
+    this.#llm = llmService(this.#table, { models: deps.models, lastTools: new Map(), microCompactKeep: this.settings.microCompactKeep, surfaceOf: (id) => this.#surfaceOf(id), onReply: (id, r) => this.#replies.publish(id, r) });
     const parts = { table: this.#table, deps, settings: this.settings, fork: this.#fork };
     this.#ender = new RunEnder({ ...parts, pump: () => this.#starter.pump() });
     this.#starter = new RunStarter({
