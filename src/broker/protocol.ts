@@ -109,6 +109,17 @@ export const METHODS = {
   },
   'child.kill': { cap: 'kill', params: z.strictObject({ child: RunRef, reason: z.string().max(200).optional() }) },
   'child.steer': { cap: 'steer', params: z.strictObject({ child: RunRef, message: z.string().min(1).max(4000) }) },
+  'child.send': {
+    cap: 'steer',
+    params: z.strictObject({
+      child: RunRef,
+      text: z.string().min(1).max(4000),
+      mode: z.enum(['fire-and-forget', 'wait', 'ping-pong']).optional(),
+      timeoutMs: z.number().int().positive().max(50_000).optional(),
+      maxTurns: z.number().int().min(0).max(5).optional(),
+    }),
+  },
+  'child.status': { cap: 'spawn', params: z.strictObject({ child: RunRef }) },
 } as const satisfies Record<string, { cap: Capability | null; params: z.ZodType }>;
 
 export type Method = keyof typeof METHODS;

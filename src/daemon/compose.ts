@@ -98,6 +98,8 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     'llm.reset': forward,
     'llm.complete': forward,
     'child.kill': forward,
+    'child.send': forward,
+    'child.status': forward,
     'child.steer': forward,
   };
   const broker = new BrokerServer({

@@ -1,6 +1,7 @@
 import { AGENT_TOOL_NAMES } from '../agents/index.js';
 import { BrigError } from '../util/errors.js';
 import type { RunPorts } from './run-table.js';
+import type { SendMode } from './session-types.js';
 import type { RunRecord } from './types.js';
 
 /**
@@ -133,6 +134,23 @@ export async function handleChildCall(sup: RunPorts, runId: string, method: stri
       const deadline = Date.now() + timeoutMs;
       await sup.actions.whileBlocked(runId, () => Promise.all(ids.map((id) => sup.actions.wait(id, { timeoutMs: Math.max(0, deadline - Date.now()) }))));
       return { runs: ids.map((id) => childSummary(sup.table.get(id)!)) };
+    }
+    case 'child.send':
+    case 'child.status': {
+      const childId = typeof p.child === 'string' ? p.child : '';
+      const child = sup.table.get(childId);
+      if (!child || child.parentRunId !== runId) throw new BrigError('run_not_found', `run ${childId.slice(0, 80)} is not a child of this run`);
+      if (method === 'child.status') {
+        return { ...childSummary(child), stepsExecuted: child.stepsExecuted, tokens: child.tokens ?? null, costUsd: child.costUsd ?? null, progressLine: child.progressLine };
+      }
+      const mode = typeof p.mode === 'string' ? (p.mode as SendMode) : undefined;
+      const s = await sup.actions.send(childId, typeof p.text === 'string' ? p.text : '', {
+        ...(mode ? { mode } : {}),
+        ...(typeof p.timeoutMs === 'number' ? { timeoutMs: p.timeoutMs } : {}),
+        ...(typeof p.maxTurns === 'number' ? { maxTurns: p.maxTurns } : {}),
+      });
+      if (!s.ok) throw s.error;
+      return s.value;
     }
     case 'child.kill':
     case 'child.steer': {

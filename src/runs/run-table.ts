@@ -8,6 +8,7 @@ import type { SupervisorEvent } from './events.js';
 import type { EndReason, KilledBy, RunError, RunRecord } from './run-record.js';
 import type { SpawnContext, SpawnRequest, SpawnRequestInput } from './spawn-request.js';
 import type { KillOptions, SteerOutcome, WaitOptions } from './supervisor-api.js';
+import type { SendOptions, SendOutcome } from './session-types.js';
 import type { SupervisorSettings } from './settings.js';
 
 /**
@@ -127,6 +128,7 @@ export interface RunActions {
   wait(runId: string, opts?: WaitOptions): Promise<Result<RunRecord, BrigError>>;
   kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>>;
   steer(runId: string, message: string, opts?: { by?: KilledBy }): Promise<Result<SteerOutcome, BrigError>>;
+  send(runId: string, text: string, opts?: SendOptions): Promise<Result<SendOutcome, BrigError>>;
   endRun(runId: string, reason: EndReason, o?: EndOptions): Promise<boolean>;
   /** Runs fn while runId is blocked on its own children (it frees its global slot). */
   whileBlocked<T>(runId: string, fn: () => Promise<T>): Promise<T>;

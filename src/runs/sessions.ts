@@ -43,7 +43,8 @@ export async function sendToRun(p: RunPorts, bus: ReplyBus, r: RunRecord, text: 
   if (!(SEND_MODES as readonly string[]).includes(mode)) return err(new BrigError('invalid_input', `unknown send mode ${String(mode).slice(0, 40)}`, { hint: `Modes: ${SEND_MODES.join(', ')}.` }));
   if (typeof text !== 'string' || text.length === 0 || text.length > 64 * 1024) return err(new BrigError('invalid_input', 'a message is 1..65536 characters'));
   if (r.kind !== 'agent') return err(new BrigError('invalid_input', `run ${r.id} is a ${r.kind} child: only an agent child takes messages`, { hint: 'Use steer for a script child.' }));
-  if (r.status !== 'running' || p.table.ending.has(r.id)) {
+  // A starting child takes it too: it is delivered at its first step boundary.
+  if ((r.status !== 'running' && r.status !== 'starting') || p.table.ending.has(r.id)) {
     return err(new BrigError('not_running', `Run ${r.id} is not running (status: ${r.status}) -- cannot send`, { data: { runId: r.id, status: r.status, endReason: r.endReason } }));
   }
   const live = p.table.live.get(r.id);

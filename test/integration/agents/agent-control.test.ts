@@ -301,3 +301,50 @@ test('sessions: send (wait) delivers a message at the next step and returns the 
   }
   assert.deepEqual(await leftovers(home), []);
 });
+
+test('a coordinator lead talks to its running child with `send` (wait) and reads it with `status`; the child answers at its next step', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  let childId = '';
+  const m = await startModelServer({
+    script: (req) => {
+      const msgs = req.body.messages as Msg[];
+      const sys = String(msgs[0]?.content ?? '');
+      const turns = msgs.filter((x) => x.role === 'assistant').length;
+      const tools = msgs.filter((x) => x.role === 'tool').map((x) => String(x.content));
+      if (sys.includes('CHILD-TASK')) {
+        const heard = userTexts(req).some((u) => u.includes('HELLO-CHILD'));
+        const answered = msgs.some((x) => x.role === 'assistant' && String(x.content).includes('CHILD-HEARD-YOU'));
+        if (heard && !answered) return toolCallTurn('shell', { command: 'echo replying' }, { text: 'CHILD-HEARD-YOU', usage: { input: 120, output: 5 } });
+        if (!answered && turns < 3) return toolCallTurn('shell', { command: 'sleep 1; echo waiting' }, { usage: { input: 100, output: 5 } });
+        return toolCallTurn('finish', { answer: 'child done' }, { usage: { input: 130, output: 5 } });
+      }
+      if (turns === 0) return toolCallTurn('spawn', { task: 'CHILD-TASK: wait for a message', async: true }, { usage: { input: 200, output: 5 } });
+      if (turns === 1) {
+        childId = /r-[0-9a-f]{16}/.exec(tools.join('\n'))?.[0] ?? '';
+        return toolCallTurn('send', { runId: childId, text: 'HELLO-CHILD', mode: 'wait', timeoutMs: 30000 }, { usage: { input: 220, output: 5 } });
+      }
+      if (turns === 2) return toolCallTurn('status', { runId: childId }, { usage: { input: 240, output: 5 } });
+      const heard = tools.some((x) => x.includes('CHILD-HEARD-YOU'));
+      return toolCallTurn('finish', { answer: heard ? 'the child heard me' : 'no answer' }, { usage: { input: 260, output: 5 } });
+    },
+  });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: 'Talk to a child.', kind: 'agent', agent: 'coordinator' });
+    assert.ok(r.ok, JSON.stringify(!r.ok && r.error));
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    const leadLast = (m.requests.filter((q) => !String(q.body.messages[0].content).includes('CHILD-TASK')).at(-1)!.body.messages as Msg[]).filter((x) => x.role === 'tool').map((x) => String(x.content).slice(0, 300));
+    assert.equal((r.value.result as { answer: string }).answer, 'the child heard me', JSON.stringify(leadLast));
+    const leadTools = (m.requests.find((q) => !String(q.body.messages[0].content).includes('CHILD-TASK'))!.body.tools as { function: { name: string } }[]).map((x) => x.function.name);
+    assert.ok(leadTools.includes('send') && leadTools.includes('status'), 'a coordinator is offered send and status');
+    assert.ok(!leadTools.includes('shell') && !leadTools.includes('write_file'), 'and no shell or writes');
+    const statusResult = (m.requests.at(-1)!.body.messages as Msg[]).filter((x) => x.role === 'tool').map((x) => String(x.content)).at(-1)!;
+    assert.match(statusResult, new RegExp(childId));
+    await c.supervisor.idle();
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});

@@ -145,4 +145,35 @@ const killChild: ToolDef = {
   },
 };
 
-export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild];
+const sendChild: ToolDef = {
+  name: 'send',
+  description: 'Send a running agent child a message at its next step; mode `wait` returns its next reply, `ping-pong` up to maxTurns replies.',
+  parameters: obj(
+    {
+      runId,
+      text: S.str('the message', { minLength: 1, maxLength: 4000 }),
+      mode: S.str('fire-and-forget (default), wait or ping-pong', { maxLength: 20 }),
+      timeoutMs: S.int(`how long to wait for replies (at most ${MAX_WAIT_MS})`, 1, MAX_WAIT_MS),
+      maxTurns: S.int('ping-pong: replies to collect (0–5)', 0, 5),
+    },
+    ['runId', 'text'],
+  ),
+  timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : 30_000) + 10_000,
+  async run(a, ctx) {
+    return json(await ctx.broker.call('child.send', { child: a.runId, text: a.text, ...pick(a, ['mode', 'timeoutMs', 'maxTurns']) }));
+  },
+};
+
+const statusTool: ToolDef = {
+  name: 'status',
+  description: 'The status of one of your children: state, end reason, steps, tokens, cost, its lease capabilities and refs count.',
+  parameters: obj({ runId }, ['runId']),
+  timeoutMs: () => CONTROL_TIMEOUT_MS,
+  async run(a, ctx) {
+    const r = (await ctx.broker.call('child.status', { child: a.runId })) as Summary;
+    remember(ctx, r);
+    return json(r);
+  },
+};
+
+export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild, sendChild, statusTool];
