@@ -14,9 +14,12 @@
  * Threat: hostile SQL reading other files, writing, loading extensions, reaching the network,
  * reading our environment. The parent spawns us with an empty environment.
  * Trusts: the parent (it picks the files). Fails closed: any doubt → query_refused.
- * Isolation: started with `--isolate DIR` (by the pool, through `unshare`), it first makes
- * `/` read-only in its own mount namespace, with no network, and spills only into a tmpfs at
- * DIR (helper-isolation.ts). Without it, it runs on the host as the supervisor's user.
+ * Caps: the pool starts every helper under prlimit (address space, CPU time, no core).
+ * Isolation: started with `--isolate DIR` (by the pool, through setpriv + unshare), it first
+ * makes `/` read-only in its own mount, network, PID and IPC namespaces, spills only into a
+ * tmpfs under DIR, and drops to uid 65534 with no capabilities (helper-isolation.ts); the
+ * files of each request are then bind-mounted for it by the pool (helper-mounts.ts). Without
+ * it, it runs on the host as the supervisor's user.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,7 +27,7 @@ import readline from 'node:readline';
 import { type DuckDBConnection, DuckDBTypeId, JsonDuckDBValueConverter } from '@duckdb/node-api';
 import { type SchemaCache, guarded, lockedConnection, parserConnection } from './duckdb-lockdown.js';
 import { type HelperReady, type HelperReply, type HelperRequest, HelperRequestSchema, scrubPaths } from './helper-protocol.js';
-import { enterIsolation } from './helper-isolation.js';
+import { capOwnAddressSpace, enterIsolation, isolationLayout, readSelf } from './helper-isolation.js';
 
 const SPILL_BYTES = 2 * 1024 ** 3;
 
@@ -103,16 +106,30 @@ async function handle(parser: DuckDBConnection, req: HelperRequest, scrubList: s
 
 async function main(): Promise<void> {
   const at = process.argv.indexOf('--isolate');
-  const spillRoot = at !== -1 ? process.argv[at + 1] : undefined;
-  if (spillRoot) enterIsolation(spillRoot, SPILL_BYTES);
+  const isolateDir = at !== -1 ? process.argv[at + 1] : undefined;
+  // Before anything reads a request: namespaces set up, privileges dropped, both verified.
+  const self = isolateDir ? enterIsolation(isolateDir, SPILL_BYTES) : readSelf();
+  const spillRoot = isolateDir ? isolationLayout(isolateDir).spill : undefined;
   const parser = await parserConnection();
+  // Loaded (node, DuckDB, a first instance): from here on the address space may grow by the
+  // pool's budget only. Before any request is read.
+  const mb = process.argv.indexOf('--memory-bytes');
+  if (mb === -1) throw new Error('the helper needs --memory-bytes');
+  capOwnAddressSpace(Number(process.argv[mb + 1]));
   const schemas: SchemaCache = new Map();
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   const send = (r: HelperReply | HelperReady) => process.stdout.write(`${JSON.stringify(r)}\n`);
-  send({ ready: true, isolated: spillRoot !== undefined });
+  let id = -1;
+  // RLIMIT_CPU's soft limit: say so for the query in flight, then stop (the hard limit would
+  // SIGKILL us 10 s later anyway; as PID 1 of our namespace an unhandled SIGXCPU is ignored).
+  process.on('SIGXCPU', () => {
+    send({ id, ok: false, error: { code: 'timeout', message: 'the query used up its helper\'s CPU time limit (RLIMIT_CPU); the helper was stopped' } });
+    process.exit(1);
+  });
+  send({ ready: true, isolated: isolateDir !== undefined, self });
   // One request at a time: the pool never sends a second before the first is answered.
   for await (const line of rl) {
-    let id = -1;
+    id = -1;
     try {
       const req = HelperRequestSchema.parse(JSON.parse(line));
       id = req.id;

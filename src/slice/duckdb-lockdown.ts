@@ -48,9 +48,10 @@ export async function guarded(parser: DuckDBConnection, req: Pick<HelperRequest,
 export type ViewSchema = [name: string, type: string][];
 
 /**
- * Sniffed JSON-lines schemas by file identity (path, size, mtime), so a ref queried again does
- * not pay for type detection twice per query (view + query). Plain data in the helper process,
- * never DuckDB state: every query still gets a fresh instance.
+ * Sniffed JSON-lines schemas by file identity (device, inode, size, mtime — not the path: an
+ * isolated helper sees each request's files at a fresh bind-mount path), so a ref queried
+ * again does not pay for type detection twice per query (view + query). Plain data in the
+ * helper process, never DuckDB state: every query still gets a fresh instance.
  */
 export type SchemaCache = Map<string, ViewSchema>;
 
@@ -70,7 +71,7 @@ function schemaKey(v: ViewSpec): string | undefined {
   try {
     return JSON.stringify(v.files.map((f) => {
       const st = fs.statSync(f);
-      return [f, st.size, st.mtimeMs, st.ino];
+      return [st.dev, st.ino, st.size, st.mtimeMs, st.ctimeMs];
     }));
   } catch {
     return undefined;

@@ -1,20 +1,23 @@
 /**
- * A small warm pool of DuckDB helper processes.
+ * A small warm pool of DuckDB helper processes (helper-process.ts).
  *
- * Guarantees: every helper is spawned from nothing — argv only, an EMPTY environment, stdio
- * pipes; one request in flight per helper; a request past its time (plus a grace) kills the
- * helper and the next request gets a fresh one; a helper that reports a timeout or dies is
- * recycled too. Threat: a query that hangs or bloats a helper. Trusts: the helper's replies
- * only after schema validation. Fails closed: unparseable reply → the helper is killed.
+ * Guarantees: one request in flight per helper; every helper runs under the kernel's caps
+ * (address space, CPU time) and, isolated, as uid 65534 without capabilities, seeing only the
+ * files of the request it serves (bind-mounted for it, detached before its next request); a
+ * request past its time (plus a grace) kills the helper and the next request gets a fresh one;
+ * a helper that reports a timeout or dies is recycled too, and one whose CPU time could run out
+ * during a request is retired before it. Threat: a query that hangs, bloats or takes over a
+ * helper. Trusts: the helper's replies only after schema validation. Fails closed:
+ * unparseable reply → the helper is killed.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { type HelperReply, type HelperRequest, HelperReadySchema, HelperReplySchema } from './helper-protocol.js';
-import { isolatedArgv, isolationAvailable } from './helper-isolation.js';
+import type { HelperReply, HelperRequest, HelperSelf } from './helper-protocol.js';
+import { type HelperCaps, isolationAvailable } from './helper-isolation.js';
+import { type Exposed, ExposeError } from './helper-mounts.js';
+import { HelperGone, HelperProcess } from './helper-process.js';
+
+export { loaderArgs } from './helper-process.js';
 
 export interface HelperPoolOptions {
   /** Helpers kept warm (default 2). */
@@ -24,12 +27,25 @@ export interface HelperPoolOptions {
   /** Time allowed for a helper to start (default 15 s). */
   startMs?: number;
   /**
-   * Run helpers in their own network and mount namespaces with a read-only `/`
-   * (helper-isolation.ts). `auto` (default): when the host allows it, else unisolated;
-   * `require`: never run a helper unisolated; `off`: never isolate.
+   * Run helpers in their own network, mount, PID and IPC namespaces with a read-only `/`, as
+   * uid 65534 without capabilities (helper-isolation.ts). `auto` (default): when the host
+   * allows it, else unisolated; `require`: never run a helper unisolated; `off`: never isolate.
    */
   isolate?: 'auto' | 'require' | 'off';
+  /** Address space each helper may add once loaded, enforced as RLIMIT_AS (default HELPER_CAPS.memoryBytes). */
+  memoryBytes?: number;
+  /** RLIMIT_CPU of each helper process over its life (default HELPER_CAPS.cpuSeconds). */
+  cpuSeconds?: number;
 }
+
+/**
+ * The kernel's caps on each helper. 3 GiB of address space past its size once loaded (node +
+ * DuckDB ≈ 1.3 GiB of mostly untouched reservations, ≈ 2.6 GiB under tsx): a query's own
+ * memory_limit is 1 GB by default, a spilling 4 GB sort peaks ≈ 1.9 GiB above that size, and
+ * DuckDB allocates outside its buffer manager too (a 4 GB `repeat()` string must fail). 900 s
+ * of CPU time: above any one query's worst case at the slicer's limits (30 s × 4 threads + grace).
+ */
+export const HELPER_CAPS: Readonly<HelperCaps> = Object.freeze({ memoryBytes: 3 * 1024 ** 3, cpuSeconds: 900 });
 
 /** Where the helper lives: the compiled .js next to us, or the .ts source under tsx. */
 export function helperEntry(): string {
@@ -38,121 +54,18 @@ export function helperEntry(): string {
   return fileURLToPath(new URL('./duckdb-helper.ts', import.meta.url));
 }
 
-/** Node flags a helper needs to load us the same way (e.g. `--import tsx`), nothing else. */
-export function loaderArgs(execArgv: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < execArgv.length; i++) {
-    const a = execArgv[i]!;
-    if (['--import', '--require', '--loader', '--experimental-loader', '-r'].includes(a) && execArgv[i + 1] !== undefined) {
-      out.push(a, execArgv[++i]!);
-    } else if (/^--(import|require|loader|experimental-loader)=/.test(a)) {
-      out.push(a);
-    }
-  }
-  return out;
-}
-
-type Pending = { resolve: (r: HelperReply) => void; reject: (e: Error) => void; id: number };
-
-class Helper {
-  readonly proc: ChildProcess;
-  private pending: Pending | undefined;
-  readonly ready: Promise<void>;
-  dead = false;
-  isolated = false;
-  /** Started through unshare (whether or not it got there). */
-  get isolating(): boolean {
-    return this.spillDir !== undefined;
-  }
-  private readonly spillDir: string | undefined;
-
-  constructor(entry: string, startMs: number, isolate: boolean) {
-    const nodeArgs = [...loaderArgs(process.execArgv), entry];
-    this.spillDir = isolate ? fs.mkdtempSync(path.join(os.tmpdir(), 'brig-spill-')) : undefined;
-    const [cmd, args] = this.spillDir ? isolatedArgv(nodeArgs, this.spillDir) : [process.execPath, nodeArgs];
-    this.proc = spawn(cmd, args, { env: {}, stdio: ['pipe', 'pipe', 'pipe'] });
-    this.proc.stderr!.resume();
-    let readyResolve!: () => void;
-    let readyReject!: (e: Error) => void;
-    this.ready = new Promise((res, rej) => {
-      readyResolve = res;
-      readyReject = rej;
-    });
-    const startTimer = setTimeout(() => {
-      readyReject(new Error('the DuckDB helper did not start'));
-      this.kill();
-    }, startMs);
-    const rl = readline.createInterface({ input: this.proc.stdout!, crlfDelay: Infinity });
-    rl.on('line', (line) => {
-      let reply: HelperReply;
-      try {
-        const msg: unknown = JSON.parse(line);
-        const ready = HelperReadySchema.safeParse(msg);
-        if (ready.success) {
-          this.isolated = ready.data.isolated;
-          clearTimeout(startTimer);
-          readyResolve();
-          return;
-        }
-        reply = HelperReplySchema.parse(msg);
-      } catch {
-        this.fail(new Error('the DuckDB helper sent a malformed reply'));
-        return;
-      }
-      const p = this.pending;
-      if (p && p.id === reply.id) {
-        this.pending = undefined;
-        p.resolve(reply);
-      }
-    });
-    this.proc.on('exit', () => {
-      clearTimeout(startTimer);
-      if (this.spillDir) fs.rm(this.spillDir, { recursive: true, force: true }, () => undefined);
-      this.dead = true;
-      readyReject(new Error('the DuckDB helper exited while starting'));
-      this.fail(new Error('the DuckDB helper exited'));
-    });
-    this.proc.on('error', (e) => {
-      this.dead = true;
-      readyReject(e);
-      this.fail(e);
-    });
-    this.ready.catch(() => undefined);
-  }
-
-  get busy(): boolean {
-    return this.pending !== undefined;
-  }
-
-  send(req: HelperRequest): Promise<HelperReply> {
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject, id: req.id };
-      this.proc.stdin!.write(`${JSON.stringify(req)}\n`);
-    });
-  }
-
-  private fail(e: Error): void {
-    const p = this.pending;
-    this.pending = undefined;
-    p?.reject(e);
-    this.kill();
-  }
-
-  kill(): void {
-    this.dead = true;
-    if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill('SIGKILL');
-  }
-}
+type Request = Omit<HelperRequest, 'id'>;
 
 export class DuckdbHelperPool {
-  private readonly idle: Helper[] = [];
-  private readonly all = new Set<Helper>();
-  private readonly waiters: ((h: Helper) => void)[] = [];
+  private readonly idle: HelperProcess[] = [];
+  private readonly all = new Set<HelperProcess>();
+  private readonly waiters: ((h: HelperProcess) => void)[] = [];
   private nextId = 1;
   private closed = false;
   private readonly size: number;
   private readonly graceMs: number;
   private readonly startMs: number;
+  private readonly caps: HelperCaps;
   private readonly entry = helperEntry();
   private readonly isolateMode: 'auto' | 'require' | 'off';
   /** Whether new helpers are started isolated; `auto` turns it off after an isolated start fails. */
@@ -162,11 +75,12 @@ export class DuckdbHelperPool {
     this.size = Math.max(1, opts.size ?? 2);
     this.graceMs = opts.graceMs ?? 2000;
     this.startMs = opts.startMs ?? 15_000;
+    this.caps = { memoryBytes: opts.memoryBytes ?? HELPER_CAPS.memoryBytes, cpuSeconds: opts.cpuSeconds ?? HELPER_CAPS.cpuSeconds };
     this.isolateMode = opts.isolate ?? 'auto';
     this.isolateNext = this.isolateMode !== 'off' && isolationAvailable();
   }
 
-  /** True when helpers run in their own network-less, read-only namespaces. */
+  /** True when helpers run in their own network-less, read-only namespaces as uid 65534. */
   get isolated(): boolean {
     return this.isolateNext;
   }
@@ -178,14 +92,14 @@ export class DuckdbHelperPool {
 
   /** Pids of the helpers' node processes (the child of `unshare` when isolated), for RSS. */
   nodePids(): number[] {
+    return [...this.all].filter((h) => !h.dead && h.nodePid !== undefined).map((h) => h.nodePid!);
+  }
+
+  /** Each started helper: its pid, what it read from its own /proc/self/status, its RLIMIT_AS. */
+  helpers(): { pid: number; isolated: boolean; self: HelperSelf; memoryLimit: number }[] {
     return [...this.all]
-      .filter((h) => !h.dead && h.proc.pid !== undefined)
-      .map((h) => {
-        if (!h.isolating) return h.proc.pid!;
-        const kids = fs.readFileSync(`/proc/${h.proc.pid}/task/${h.proc.pid}/children`, 'utf8').trim().split(/\s+/);
-        return Number(kids[0]);
-      })
-      .filter((p) => Number.isInteger(p) && p > 0);
+      .filter((h) => !h.dead && h.self && h.nodePid !== undefined && h.memoryLimit !== undefined)
+      .map((h) => ({ pid: h.nodePid!, isolated: h.isolated, self: h.self!, memoryLimit: h.memoryLimit! }));
   }
 
   /** Starts helpers up to the pool size so the first query does not pay for a spawn. */
@@ -199,30 +113,36 @@ export class DuckdbHelperPool {
     await Promise.allSettled(starting);
   }
 
-  async run(req: Omit<HelperRequest, 'id'>, retried = false): Promise<HelperReply> {
+  async run(req: Request, retried = false): Promise<HelperReply> {
     if (this.closed) throw new Error('the DuckDB helper pool is closed');
     let retry = false;
     const reply = await this.runOnce(req, retried, () => (retry = true));
     return retry ? this.run(req, true) : reply;
   }
 
-  private async runOnce(req: Omit<HelperRequest, 'id'>, retried: boolean, markRetry: () => void): Promise<HelperReply> {
-    const h = await this.acquire();
+  private async runOnce(req: Request, retried: boolean, markRetry: () => void): Promise<HelperReply> {
+    const h = this.fresh(await this.acquire(), req);
     const id = this.nextId++;
     let timer: NodeJS.Timeout | undefined;
-    let retry = false;
+    let exposed: Exposed | undefined;
     try {
       try {
         await h.ready;
       } catch (e) {
         // An isolated start that failed (no mount rights here, …) already switched `auto`
         // pools to unisolated helpers: retry once on one of those.
-        if (h.isolating && this.isolateMode === 'auto' && !retried) retry = true;
-        else return { id, ok: false, error: { code: 'internal', message: e instanceof Error ? e.message : String(e) } };
+        if (h.isolating && this.isolateMode === 'auto' && !retried) {
+          markRetry();
+          return { id, ok: false, error: { code: 'internal', message: 'retry' } };
+        }
+        return { id, ok: false, error: { code: 'internal', message: e instanceof Error ? e.message : String(e) } };
       }
-      if (retry) {
-        markRetry();
-        return { id, ok: false, error: { code: 'internal', message: 'retry' } };
+      try {
+        exposed = h.mounts ? await h.mounts.expose(req) : undefined;
+      } catch (e) {
+        const code = e instanceof ExposeError ? e.code : 'internal';
+        if (code === 'internal') h.kill();
+        return { id, ok: false, error: { code, message: e instanceof Error ? e.message : String(e) } };
       }
       const hard = new Promise<HelperReply>((resolve) => {
         timer = setTimeout(() => {
@@ -230,8 +150,8 @@ export class DuckdbHelperPool {
           resolve({ id, ok: false, error: { code: 'timeout', message: `the query ran past ${req.timeoutMs} ms; its helper was killed` } });
         }, req.timeoutMs + this.graceMs);
       });
-      const sent = h.send({ ...req, id }).catch(
-        (e: unknown): HelperReply => ({ id, ok: false, error: { code: 'internal', message: e instanceof Error ? e.message : String(e) } }),
+      const sent = h.send({ ...(exposed?.req ?? req), id }).catch(
+        (e: unknown): HelperReply => ({ id, ok: false, error: { code: e instanceof HelperGone ? e.code : 'internal', message: e instanceof Error ? e.message : String(e) } }),
       );
       const reply = await Promise.race([sent, hard]);
       // A helper that hit a timeout may hold memory or a stuck thread: recycle it.
@@ -239,13 +159,37 @@ export class DuckdbHelperPool {
       return reply;
     } finally {
       clearTimeout(timer);
-      this.release(h);
+      // The caller has its reply; the helper serves nothing else until its mounts are gone.
+      if (exposed && !h.dead) {
+        exposed.release().then(
+          () => this.release(h),
+          () => {
+            h.kill();
+            this.release(h);
+          },
+        );
+      } else this.release(h);
     }
   }
 
-  private spawnHelper(): Helper {
+  /**
+   * The helper to use for `req`: `h`, unless its CPU time could run out during this request
+   * (then a fresh one, so the kernel's cap stops runaways, not ordinary queries).
+   */
+  private fresh(h: HelperProcess, req: Request): HelperProcess {
+    const worst = Math.ceil((req.timeoutMs + this.graceMs) / 1000) * (req.threads + 1);
+    const used = h.cpuSeconds();
+    // A helper that has hardly run is as good as a new one (a request too big for the cap is
+    // then bounded by the kernel: its helper dies with SIGXCPU and the reply is a timeout).
+    if (used + worst <= this.caps.cpuSeconds || used < 5) return h;
+    h.kill();
+    this.all.delete(h);
+    return this.spawnHelper();
+  }
+
+  private spawnHelper(): HelperProcess {
     if (this.isolateMode === 'require' && !this.isolateNext) throw new Error('isolated DuckDB helpers are required but this host cannot start them');
-    const h = new Helper(this.entry, this.startMs, this.isolateNext);
+    const h = new HelperProcess(this.entry, this.startMs, this.isolateNext, this.caps);
     h.ready.catch(() => {
       if (h.isolating && this.isolateMode === 'auto') this.isolateNext = false;
     });
@@ -254,7 +198,7 @@ export class DuckdbHelperPool {
     return h;
   }
 
-  private acquire(): Promise<Helper> {
+  private acquire(): Promise<HelperProcess> {
     for (;;) {
       const h = this.idle.pop();
       if (!h) break;
@@ -264,8 +208,8 @@ export class DuckdbHelperPool {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  private release(h: Helper): void {
-    let next: Helper | undefined = h;
+  private release(h: HelperProcess): void {
+    let next: HelperProcess | undefined = h;
     if (h.dead) {
       this.all.delete(h);
       next = this.closed ? undefined : this.waiters.length > 0 ? this.spawnHelper() : undefined;

@@ -1,51 +1,210 @@
 /**
- * Puts the DuckDB helper in its own network-less, read-only world when the host allows it
- * (root + util-linux `unshare`): a private network namespace (only a down loopback) and a
- * private mount namespace where `/` is remounted read-only and a size-capped tmpfs is the
- * only writable place (DuckDB's spill directory).
- * Guarantees, once `enterIsolation` returned: the helper cannot reach any network, and cannot
- * write any file on the root filesystem — not even the ref it reads (DuckDB can write an
- * allowed path with COPY; the guard refuses COPY, this makes it impossible anyway).
- * Verified, not assumed: a write next to the spill directory must fail with EROFS.
- * Fails closed: if a mount fails the helper exits and the pool decides (auto → unisolated
+ * How a DuckDB helper is launched: OS caps always, and — when the host allows it (root +
+ * util-linux `unshare`, `setpriv`, `mount`) — its own locked-down world.
+ *
+ * Guarantees, for every helper: an address-space cap (RLIMIT_AS) and a CPU-time cap
+ * (RLIMIT_CPU, SIGXCPU then SIGKILL) set by `prlimit` in the launch argv, no core dumps; once
+ * it has loaded, and before it reads any request, the helper lowers its address-space cap to
+ * its size plus the query budget (`capOwnAddressSpace`) and the pool reads it back from /proc. The kernel enforces them whatever the helper (or
+ * DuckDB's buffer manager) thinks its budget is; without `prlimit` no helper starts. Isolated, in addition, once `enterIsolation` returned:
+ *   - own network (only a down loopback), mount, PID and IPC namespaces: no network, no
+ *     process outside to signal or trace, no shared SysV/POSIX IPC;
+ *   - `/` and `/dev/shm` read-only; the only writable place a size-capped tmpfs (DuckDB spills);
+ *   - uid/gid 65534, no supplementary groups, no capabilities (effective, permitted,
+ *     inheritable, ambient all empty), `no_new_privs`: the launch keeps only CAP_SYS_ADMIN,
+ *     CAP_SETUID and CAP_SETGID in the bounding set, enough to mount and then drop for good.
+ *     It can read only world-readable files plus the files the pool bind-mounts for the query
+ *     it serves (helper-mounts.ts), and write nothing of the host.
+ * Verified, not assumed: writes as root next to the spill directory and in `/dev/shm` must fail
+ * with EROFS, the spill tmpfs must take a write as the new uid, and /proc/self/status must show
+ * the dropped credentials; the helper reports what it read in its first line and the pool
+ * refuses a helper that kept a privilege.
+ * Fails closed: a failed mount or drop ends the helper; the pool decides (auto → unisolated
  * helpers, said in SECURITY.md and by `pool.isolated`; require → no helper at all).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { HelperSelf } from './helper-protocol.js';
 
-export const UNSHARE = ['/usr/bin/unshare', '/bin/unshare'].find((p) => fs.existsSync(p));
-const MOUNT = ['/usr/bin/mount', '/bin/mount'].find((p) => fs.existsSync(p));
+const which = (...paths: string[]) => paths.find((p) => fs.existsSync(p));
+export const UNSHARE = which('/usr/bin/unshare', '/bin/unshare');
+export const SETPRIV = which('/usr/bin/setpriv', '/bin/setpriv');
+export const PRLIMIT = which('/usr/bin/prlimit', '/bin/prlimit');
+export const MOUNT = which('/usr/bin/mount', '/bin/mount');
+export const UMOUNT = which('/usr/bin/umount', '/bin/umount');
+
+/** The uid and gid an isolated helper runs as (nobody/nogroup). */
+export const HELPER_UID = 65534;
+export const HELPER_GID = 65534;
+
+/** The kernel's caps on one helper process. */
+export interface HelperCaps {
+  /**
+   * Address space a helper may add once started: its RLIMIT_AS becomes its size after
+   * loading plus this (the whole address space counts, so RSS can never pass it).
+   */
+  memoryBytes: number;
+  /** RLIMIT_CPU in seconds over the helper's life (the pool retires a helper before it runs out). */
+  cpuSeconds: number;
+}
+
+/** The address space a helper may take while it loads, before the pool sets its real cap. */
+const START_BYTES = 8 * 1024 ** 3;
 
 /** Can this process start isolated helpers at all? */
 export function isolationAvailable(): boolean {
-  return Boolean(UNSHARE && MOUNT && process.getuid?.() === 0);
+  return Boolean(UNSHARE && SETPRIV && MOUNT && UMOUNT && PRLIMIT && process.getuid?.() === 0);
 }
 
-/** argv that starts `node … entry` in fresh network and mount namespaces. */
-export function isolatedArgv(nodeArgs: string[], spillDir: string): [string, string[]] {
-  if (!UNSHARE) throw new Error('unshare is not available');
+/** Where an isolated helper's world lives: `spill` gets its tmpfs, `in` the pool's bind mounts. */
+export function isolationLayout(dir: string): { spill: string; in: string } {
+  return { spill: path.join(dir, 'spill'), in: path.join(dir, 'in') };
+}
+
+/**
+ * argv that starts `node … entry`: under prlimit always; isolated (dir given) inside setpriv
+ * (no_new_privs, a bounding set of three caps, no inheritable ones) and unshare (net, mount,
+ * pid, ipc). `--disable-wasm-trap-handler` keeps V8 from reserving 10 GiB of address space per
+ * WebAssembly memory (loaders such as tsx use one), which RLIMIT_AS would refuse.
+ */
+export function helperArgv(nodeArgs: string[], caps: HelperCaps, isolateDir?: string): [string, string[]] {
+  if (!PRLIMIT) throw new Error('prlimit (util-linux) is needed to cap the DuckDB helper; see scripts/host-deps.sh');
+  const cpu = Math.max(1, Math.ceil(caps.cpuSeconds));
+  const limited = [
+    PRLIMIT,
+    `--as=${Math.floor(caps.memoryBytes) + START_BYTES}`,
+    `--cpu=${cpu}:${cpu + 10}`,
+    '--core=0',
+    '--',
+    process.execPath,
+    '--disable-wasm-trap-handler',
+    '--wasm-max-mem-pages=4096',
+    ...nodeArgs,
+    '--memory-bytes',
+    String(Math.floor(caps.memoryBytes)),
+  ];
+  if (!isolateDir) return [limited[0]!, limited.slice(1)];
+  if (!UNSHARE || !SETPRIV) throw new Error('unshare and setpriv (util-linux) are needed to isolate the DuckDB helper');
   return [
-    UNSHARE,
-    ['--net', '--mount', '--propagation', 'private', '--fork', '--kill-child', '--', process.execPath, ...nodeArgs, '--isolate', spillDir],
+    SETPRIV,
+    [
+      '--no-new-privs',
+      '--inh-caps=-all',
+      '--bounding-set=-all,+sys_admin,+setuid,+setgid',
+      '--',
+      UNSHARE,
+      '--net',
+      '--mount',
+      '--pid',
+      '--ipc',
+      '--propagation',
+      'private',
+      '--fork',
+      '--kill-child',
+      '--',
+      ...limited,
+      '--isolate',
+      isolateDir,
+    ],
   ];
 }
 
-/** Run inside the helper, first thing: read-only `/`, tmpfs for spills, then verify. */
-export function enterIsolation(spillDir: string, spillBytes: number): void {
+/** A process's address-space size and RLIMIT_AS (soft, hard), in bytes, from /proc. */
+export function addressSpace(pid: number | 'self'): { size: number; soft: number; hard: number } {
+  const size = Number(/^VmSize:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+  const row = /^Max address space\s+(\S+)\s+(\S+)\s+bytes/m.exec(fs.readFileSync(`/proc/${pid}/limits`, 'utf8'));
+  const n = (v: string | undefined) => (v === 'unlimited' ? Infinity : Number(v));
+  return { size, soft: n(row?.[1]), hard: n(row?.[2]) };
+}
+
+/**
+ * Run inside the helper once it has loaded: lowers its own RLIMIT_AS (soft and hard; lowering
+ * needs no privilege) to its current size plus `bytes`, so the cap means the same with or
+ * without a loader's reservations (tsx adds ≈ 1.3 GiB), and reads it back.
+ */
+export function capOwnAddressSpace(bytes: number): number {
+  if (!PRLIMIT) throw new Error('prlimit (util-linux) is needed to cap the DuckDB helper');
+  const { size } = addressSpace('self');
+  if (!Number.isFinite(size) || size <= 0) throw new Error('the helper\'s own size could not be read');
+  const limit = size + Math.floor(bytes);
+  execFileSync(PRLIMIT, ['--pid', String(process.pid), `--as=${limit}:${limit}`], { env: {}, stdio: 'ignore' });
+  const got = addressSpace('self');
+  if (got.soft !== limit || got.hard !== limit) throw new Error('the helper\'s address-space cap did not take');
+  return limit;
+}
+
+/** The credentials of this process as /proc/self/status shows them. */
+export function readSelf(): HelperSelf {
+  const status = fs.readFileSync('/proc/self/status', 'utf8');
+  const field = (name: string) => new RegExp(`^${name}:[ \\t]*(.*)$`, 'm').exec(status)?.[1]?.trim() ?? '';
+  const ids = (name: string) => field(name).split(/\s+/).filter(Boolean).map(Number);
+  return {
+    uid: ids('Uid'),
+    gid: ids('Gid'),
+    groups: ids('Groups'),
+    capInh: field('CapInh'),
+    capPrm: field('CapPrm'),
+    capEff: field('CapEff'),
+    capBnd: field('CapBnd'),
+    capAmb: field('CapAmb'),
+    noNewPrivs: Number(field('NoNewPrivs')),
+  };
+}
+
+const ZERO_CAPS = /^0+$/;
+
+/** Why a helper's credentials are not those of an isolated helper, or undefined. */
+export function privilegeLeft(s: HelperSelf): string | undefined {
+  if (s.uid.length !== 4 || s.uid.some((u) => u !== HELPER_UID)) return `uid ${s.uid.join(' ')}`;
+  if (s.gid.length !== 4 || s.gid.some((g) => g !== HELPER_GID)) return `gid ${s.gid.join(' ')}`;
+  if (s.groups.length > 0) return `supplementary groups ${s.groups.join(' ')}`;
+  for (const [name, v] of [['CapInh', s.capInh], ['CapPrm', s.capPrm], ['CapEff', s.capEff], ['CapAmb', s.capAmb]] as const) {
+    if (!ZERO_CAPS.test(v)) return `${name} ${v}`;
+  }
+  if (s.noNewPrivs !== 1) return 'no_new_privs is not set';
+  return undefined;
+}
+
+/** As root (no DAC in the way), only a read-only mount stops this write. */
+function mustBeReadOnly(dir: string): void {
+  let wrote = true;
+  try {
+    fs.writeFileSync(path.join(dir, `.brig-ro-probe-${process.pid}`), 'x');
+  } catch (e) {
+    wrote = (e as NodeJS.ErrnoException).code !== 'EROFS';
+  }
+  if (wrote) throw new Error(`${dir} is still writable after remounting it read-only`);
+}
+
+/**
+ * Run inside the helper, first thing, as root in its fresh namespaces: read-only `/` and
+ * `/dev/shm`, a tmpfs owned by the helper uid for spills, then drop to that uid for good and
+ * verify all of it. Returns the credentials it ended with.
+ */
+export function enterIsolation(dir: string, spillBytes: number): HelperSelf {
   if (!MOUNT) throw new Error('mount is not available');
+  const { spill } = isolationLayout(dir);
   const mount = (args: string[]) => execFileSync(MOUNT, args, { env: {}, stdio: 'ignore' });
   // A new mount namespace holds copies of every mount: flagging our copy of `/` read-only
   // (MS_REMOUNT|MS_BIND|MS_RDONLY) leaves the host's untouched.
   mount(['-o', 'remount,bind,ro', '/']);
-  mount(['-t', 'tmpfs', '-o', `size=${spillBytes},mode=0700,nosuid,nodev,noexec`, 'tmpfs', spillDir]);
-  let wrote = true;
-  try {
-    fs.writeFileSync(path.join(path.dirname(spillDir), `.brig-ro-probe-${process.pid}`), 'x');
-  } catch (e) {
-    wrote = (e as NodeJS.ErrnoException).code !== 'EROFS';
-  }
-  if (wrote) throw new Error('the root filesystem is still writable after remount');
-  fs.writeFileSync(path.join(spillDir, '.probe'), 'x'); // the spill tmpfs must be writable
-  fs.rmSync(path.join(spillDir, '.probe'));
+  // /dev/shm is the usual world-writable tmpfs shared with the host: cover it with an empty,
+  // read-only one (nothing in node or DuckDB uses POSIX shared memory).
+  if (fs.existsSync('/dev/shm')) mount(['-t', 'tmpfs', '-o', 'ro,size=4k,mode=0755,nosuid,nodev,noexec', 'tmpfs', '/dev/shm']);
+  mount(['-t', 'tmpfs', '-o', `size=${spillBytes},mode=0700,uid=${HELPER_UID},gid=${HELPER_GID},nosuid,nodev,noexec`, 'tmpfs', spill]);
+  mustBeReadOnly(dir);
+  if (fs.existsSync('/dev/shm')) mustBeReadOnly('/dev/shm');
+  // setgroups, then gid, then uid: once every uid is non-zero the kernel clears the permitted
+  // and effective capabilities, and no_new_privs keeps exec from granting any back.
+  if (!process.setgroups || !process.setgid || !process.setuid) throw new Error('this platform cannot drop privileges');
+  process.setgroups([]);
+  process.setgid(HELPER_GID);
+  process.setuid(HELPER_UID);
+  const self = readSelf();
+  const left = privilegeLeft(self);
+  if (left) throw new Error(`the helper kept a privilege after dropping it: ${left}`);
+  fs.writeFileSync(path.join(spill, '.probe'), 'x'); // the spill tmpfs must be writable, as us
+  fs.rmSync(path.join(spill, '.probe'));
+  return self;
 }

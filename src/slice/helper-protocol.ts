@@ -43,8 +43,22 @@ export const HelperRequestSchema = z.strictObject({
 });
 export type HelperRequest = z.infer<typeof HelperRequestSchema>;
 
-/** The helper's first line: it is ready, and whether it runs isolated. */
-export const HelperReadySchema = z.strictObject({ ready: z.literal(true), isolated: z.boolean() });
+/** A helper's credentials as its own /proc/self/status shows them (cap sets as hex). */
+export const HelperSelfSchema = z.strictObject({
+  uid: z.array(z.number().int()),
+  gid: z.array(z.number().int()),
+  groups: z.array(z.number().int()),
+  capInh: z.string(),
+  capPrm: z.string(),
+  capEff: z.string(),
+  capBnd: z.string(),
+  capAmb: z.string(),
+  noNewPrivs: z.number().int(),
+});
+export type HelperSelf = z.infer<typeof HelperSelfSchema>;
+
+/** The helper's first line: it is ready, whether it runs isolated, and what it runs as. */
+export const HelperReadySchema = z.strictObject({ ready: z.literal(true), isolated: z.boolean(), self: HelperSelfSchema });
 export type HelperReady = z.infer<typeof HelperReadySchema>;
 
 export const HelperErrorCodeSchema = z.enum(['query_refused', 'query_failed', 'timeout', 'internal']);
