@@ -173,6 +173,8 @@ export class ApiClient implements Supervisor {
     const q = new URLSearchParams();
     for (const s of filter.status ?? []) q.append('status', s);
     for (const k of ['rootRunId', 'parentRunId', 'label'] as const) if (filter[k]) q.set(k, filter[k]!);
+    for (const k of filter.kind ?? []) q.append('kind', k);
+    if (filter.sinceMinutes !== undefined) q.set('since', String(filter.sinceMinutes));
     const r = await this.#call<{ runs: RunRecord[] }>('GET', `/v1/runs${q.size ? `?${q}` : ''}`);
     if (!r.ok) throw r.error;
     return r.value.runs;

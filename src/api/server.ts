@@ -8,7 +8,7 @@
  */
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
-import { isRunId, RUN_STATUSES, type KilledBy, type SendMode, type ListFilter, type RefService, type RunStatus, type Supervisor } from '../runs/index.js';
+import { isRunId, RUN_KINDS, RUN_STATUSES, type KilledBy, type RunKind, type SendMode, type ListFilter, type RefService, type RunStatus, type Supervisor } from '../runs/index.js';
 import { refRoute } from './ref-routes.js';
 import { BrigError, httpStatusFor, toBrigError } from '../util/errors.js';
 
@@ -122,6 +122,16 @@ async function route(sup: Supervisor, refs: RefService | undefined, req: http.In
       for (const k of ['rootRunId', 'parentRunId', 'label'] as const) {
         const v = url.searchParams.get(k);
         if (v) f[k] = v;
+      }
+      const kinds = url.searchParams.getAll('kind');
+      const badKind = kinds.find((x) => !(RUN_KINDS as readonly string[]).includes(x));
+      if (badKind !== undefined) throw new BrigError('invalid_input', `unknown kind ${JSON.stringify(badKind.slice(0, 40))}`, { hint: `Known: ${RUN_KINDS.join(', ')}` });
+      if (kinds.length) f.kind = kinds as RunKind[];
+      const since = url.searchParams.get('since');
+      if (since !== null) {
+        const n = Number(since);
+        if (!Number.isFinite(n) || n <= 0) throw new BrigError('invalid_input', 'since is a positive number of minutes');
+        f.sinceMinutes = n;
       }
       return send(res, 200, { runs: await sup.list(f) });
     }

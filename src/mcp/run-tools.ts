@@ -44,6 +44,8 @@ const list = tool({
     label: z.string().min(1).optional().describe('only runs spawned with this label'),
     rootRunId: z.string().min(1).optional().describe('only the runs of the tree under this root'),
     parentRunId: z.string().min(1).optional().describe('only the children of this run'),
+    kind: z.array(z.enum(['script', 'command', 'agent'])).min(1).optional().describe('only runs of these kinds'),
+    since: z.number().positive().optional().describe('only runs created in the last this-many minutes'),
     limit: z.number().int().min(1).max(200).default(20).describe('at most this many, the newest'),
   }),
   output: outputShape({ runs: z.array(RunSummarySchema), total: z.number().describe('runs matching the filters'), more: z.number().describe('matching runs left out by limit') }),
@@ -53,6 +55,8 @@ const list = tool({
       ...(a.label ? { label: a.label } : {}),
       ...(a.rootRunId ? { rootRunId: a.rootRunId } : {}),
       ...(a.parentRunId ? { parentRunId: a.parentRunId } : {}),
+      ...(a.kind ? { kind: a.kind } : {}),
+      ...(a.since !== undefined ? { sinceMinutes: a.since } : {}),
     });
     const t = now();
     const runs = [...all].sort((x, y) => y.createdAt.localeCompare(x.createdAt)).slice(0, a.limit).map((r) => runSummary(r, t));

@@ -36,6 +36,8 @@ export class ReadOnlyRuns implements Supervisor {
       .filter((r) => !f.rootRunId || r.rootRunId === f.rootRunId)
       .filter((r) => !f.parentRunId || r.parentRunId === f.parentRunId)
       .filter((r) => !f.label || r.label === f.label)
+      .filter((r) => !f.kind || f.kind.includes(r.kind))
+      .filter((r) => f.sinceMinutes === undefined || Date.parse(r.createdAt) >= Date.now() - f.sinceMinutes * 60_000)
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 

@@ -1,6 +1,6 @@
 import type { BrigError, Result } from '../util/errors.js';
 import type { SupervisorEvent } from './events.js';
-import type { KilledBy, RunRecord, RunStatus } from './run-record.js';
+import type { KilledBy, RunKind, RunRecord, RunStatus } from './run-record.js';
 import type { SpawnContext, SpawnRequestInput } from './spawn-request.js';
 import type { HistoryPage, SendOptions, SendOutcome } from './session-types.js';
 
@@ -11,6 +11,10 @@ export interface ListFilter {
   rootRunId?: string;
   parentRunId?: string;
   label?: string;
+  /** Only runs of these kinds (sessions_list's `kind`). */
+  kind?: RunKind[];
+  /** Only runs created in the last this-many minutes (sessions_list's `since`). */
+  sinceMinutes?: number;
 }
 
 export interface WaitOptions {

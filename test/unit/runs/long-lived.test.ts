@@ -145,3 +145,16 @@ test('[INV-8] an end saved by a supervisor that died before releasing it is fini
   assert.equal(ends.length, 1);
   await second.sup.close();
 });
+
+test('sessions_list filters: kind and since (minutes) narrow a list', async () => {
+  const { setupSup } = await import('./setup.js');
+  const { sup } = await setupSup();
+  const a = await sup.spawn({ task: 's', script: 'export default async () => 1', async: true });
+  const b = await sup.spawn({ task: 'c', kind: 'command', argv: ['true'], async: true });
+  assert.ok(a.ok && b.ok);
+  assert.deepEqual((await sup.list({ kind: ['command'] })).map((r) => r.id), [b.value.id]);
+  assert.equal((await sup.list({ kind: ['agent'] })).length, 0);
+  assert.equal((await sup.list({ sinceMinutes: 5 })).length, 2);
+  assert.equal((await sup.list({ sinceMinutes: 0.000001 })).length, 0, 'created before the window');
+  await sup.close();
+});
