@@ -26,6 +26,8 @@ export const AGENT_TOOLS = {
   kill_child: 'kill',
   send: 'steer',
   status: 'spawn',
+  explain: 'spawn',
+  history: 'spawn',
   finish: null,
 } as const satisfies Record<string, Capability | null>;
 export type AgentTool = keyof typeof AGENT_TOOLS;
@@ -35,7 +37,7 @@ export const AGENT_TOOL_NAMES = Object.keys(AGENT_TOOLS) as AgentTool[];
 const COORDINATOR_TOOLS: ReadonlySet<AgentTool> = new Set([
   'read_file', 'list_files', 'grep_files',
   'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath',
-  'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'finish',
+  'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'finish',
 ]);
 
 export interface ToolSurfaceInput {

@@ -120,6 +120,8 @@ export const METHODS = {
     }),
   },
   'child.status': { cap: 'spawn', params: z.strictObject({ child: RunRef }) },
+  'child.explain': { cap: 'spawn', params: z.strictObject({ child: RunRef }) },
+  'child.history': { cap: 'spawn', params: z.strictObject({ child: RunRef, offset: z.number().int().nonnegative().optional(), limit: z.number().int().positive().max(20).optional() }) },
 } as const satisfies Record<string, { cap: Capability | null; params: z.ZodType }>;
 
 export type Method = keyof typeof METHODS;

@@ -5,10 +5,11 @@
  * call to the supervisor by the run id the broker verified (never one the child claims).
  */
 import { promises as fs } from 'node:fs';
+import path from 'node:path';
 import { agentCatalogFor } from '../agents/index.js';
-import { BrokerServer, type Handlers } from '../broker/index.js';
+import { BrokerServer, ensurePrivateDirs, type Handlers, type SocketOwner } from '../broker/index.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
-import { DockerJailDriver, ownerForHome } from '../jail/index.js';
+import { DockerJailDriver, JAIL_USER, ownerForHome } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { loadModelCatalog } from '../models/index.js';
@@ -41,9 +42,31 @@ export interface Composed {
   close(): Promise<void>;
 }
 
+/**
+ * A home other users can enter would open its runs, leases, results and ledger to them: brig
+ * refuses it rather than silently changing what the operator set.
+ */
+async function refuseOpenHome(home: string): Promise<void> {
+  const mode = (await fs.stat(home)).mode & 0o777;
+  if ((mode & 0o077) === 0) return;
+  throw new BrigError('invalid_input', `BRIG_HOME ${home} is mode ${mode.toString(8).padStart(4, '0')}: other local users could reach its runs, leases and ledger`, {
+    data: { home, mode: mode.toString(8) },
+    hint: `chmod 700 ${home}`,
+  });
+}
+
+/** The jail's user (profile.ts JAIL_USER): the one uid, besides root, that may reach a run's socket. */
+function jailUser(): SocketOwner {
+  const [uid, gid] = JAIL_USER.split(':').map(Number);
+  return { uid: uid!, gid: gid! };
+}
+
 export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {}): Promise<Composed> {
   const paths = brigPaths(cfg.home);
   await fs.mkdir(paths.home, { recursive: true, mode: 0o700 });
+  await refuseOpenHome(paths.home);
+  // The sockets' runtime directory (not under the home) and its brig-owned parent, both 0700.
+  await ensurePrivateDirs(path.dirname(paths.brokers), paths.brokers);
   const pol = loadPolicyFile(policyFileFor(cfg.home));
   if (!pol.ok) throw pol.error;
   const ledger = new FileLedger({ dir: paths.ledger });
@@ -100,6 +123,8 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     'child.kill': forward,
     'child.send': forward,
     'child.status': forward,
+    'child.explain': forward,
+    'child.history': forward,
     'child.steer': forward,
   };
   const broker = new BrokerServer({
@@ -107,6 +132,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     ledger,
     handlers,
     onAbuse: (runId) => void sup?.kill(runId, { confirm: true, by: 'system' }),
+    socketOwner: jailUser(),
   });
   // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts).
   const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};
@@ -137,6 +163,8 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
       unwatch();
       await supervisor.close();
       await broker.close();
+      // This home's runtime directory goes once no run's socket directory is left in it.
+      await fs.rmdir(paths.brokers).catch(() => {});
       await pool.close();
       await catalog.value.close();
       await ledger.close();

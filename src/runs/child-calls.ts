@@ -136,10 +136,30 @@ export async function handleChildCall(sup: RunPorts, runId: string, method: stri
       return { runs: ids.map((id) => childSummary(sup.table.get(id)!)) };
     }
     case 'child.send':
+    case 'child.explain':
+    case 'child.history':
     case 'child.status': {
       const childId = typeof p.child === 'string' ? p.child : '';
       const child = sup.table.get(childId);
       if (!child || child.parentRunId !== runId) throw new BrigError('run_not_found', `run ${childId.slice(0, 80)} is not a child of this run`);
+      if (method === 'child.history') {
+        const h = await sup.actions.history(childId, { ...(typeof p.offset === 'number' ? { offset: p.offset } : {}), limit: typeof p.limit === 'number' ? Math.min(p.limit, 20) : 10 });
+        if (!h.ok) throw h.error;
+        return h.value;
+      }
+      if (method === 'child.explain') {
+        return {
+          ...childSummary(child),
+          caps: sup.table.live.get(childId)?.caps ?? null,
+          budget: child.budget ?? null,
+          maxSteps: child.maxSteps,
+          timeoutMs: child.timeoutMs,
+          tokens: child.tokens ?? null,
+          costUsd: child.costUsd ?? null,
+          outputs: child.outputs.slice(0, 50),
+          hint: 'refs.list / ref_* slice its outputs; status for its state; history for its transcript',
+        };
+      }
       if (method === 'child.status') {
         return { ...childSummary(child), stepsExecuted: child.stepsExecuted, tokens: child.tokens ?? null, costUsd: child.costUsd ?? null, progressLine: child.progressLine };
       }

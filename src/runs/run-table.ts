@@ -8,7 +8,7 @@ import type { SupervisorEvent } from './events.js';
 import type { EndReason, KilledBy, RunError, RunRecord } from './run-record.js';
 import type { SpawnContext, SpawnRequest, SpawnRequestInput } from './spawn-request.js';
 import type { KillOptions, SteerOutcome, WaitOptions } from './supervisor-api.js';
-import type { SendOptions, SendOutcome } from './session-types.js';
+import type { HistoryPage, SendOptions, SendOutcome } from './session-types.js';
 import type { SupervisorSettings } from './settings.js';
 
 /**
@@ -129,6 +129,7 @@ export interface RunActions {
   kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>>;
   steer(runId: string, message: string, opts?: { by?: KilledBy }): Promise<Result<SteerOutcome, BrigError>>;
   send(runId: string, text: string, opts?: SendOptions): Promise<Result<SendOutcome, BrigError>>;
+  history(runId: string, opts?: { offset?: number; limit?: number }): Promise<Result<HistoryPage, BrigError>>;
   endRun(runId: string, reason: EndReason, o?: EndOptions): Promise<boolean>;
   /** Runs fn while runId is blocked on its own children (it frees its global slot). */
   whileBlocked<T>(runId: string, fn: () => Promise<T>): Promise<T>;

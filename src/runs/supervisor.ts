@@ -116,6 +116,7 @@ class BrigSupervisor implements SupervisorCore {
       kill: (id, o) => this.kill(id, o),
       steer: (id, m, o) => this.steer(id, m, o),
       send: (id, t, o) => this.send(id, t, o),
+      history: (id, o) => this.history(id, o),
       endRun: (id, reason, o) => this.#ender.endRun(id, reason, o),
       whileBlocked: (id, fn) => this.#whileBlocked(id, fn),
       loadRequest: (id) => loadRequest(this.#table, id),

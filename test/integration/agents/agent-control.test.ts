@@ -325,6 +325,8 @@ test('a coordinator lead talks to its running child with `send` (wait) and reads
         return toolCallTurn('send', { runId: childId, text: 'HELLO-CHILD', mode: 'wait', timeoutMs: 30000 }, { usage: { input: 220, output: 5 } });
       }
       if (turns === 2) return toolCallTurn('status', { runId: childId }, { usage: { input: 240, output: 5 } });
+      if (turns === 3) return toolCallTurn('explain', { runId: childId }, { usage: { input: 245, output: 5 } });
+      if (turns === 4) return toolCallTurn('history', { runId: childId, limit: 2 }, { usage: { input: 250, output: 5 } });
       const heard = tools.some((x) => x.includes('CHILD-HEARD-YOU'));
       return toolCallTurn('finish', { answer: heard ? 'the child heard me' : 'no answer' }, { usage: { input: 260, output: 5 } });
     },
@@ -340,8 +342,11 @@ test('a coordinator lead talks to its running child with `send` (wait) and reads
     const leadTools = (m.requests.find((q) => !String(q.body.messages[0].content).includes('CHILD-TASK'))!.body.tools as { function: { name: string } }[]).map((x) => x.function.name);
     assert.ok(leadTools.includes('send') && leadTools.includes('status'), 'a coordinator is offered send and status');
     assert.ok(!leadTools.includes('shell') && !leadTools.includes('write_file'), 'and no shell or writes');
-    const statusResult = (m.requests.at(-1)!.body.messages as Msg[]).filter((x) => x.role === 'tool').map((x) => String(x.content)).at(-1)!;
-    assert.match(statusResult, new RegExp(childId));
+    const lastLead = m.requests.filter((q) => !String(q.body.messages[0].content).includes('CHILD-TASK')).at(-1)!;
+    const results = (lastLead.body.messages as Msg[]).filter((x) => x.role === 'tool').map((x) => String(x.content));
+    assert.match(results.at(-3)!, new RegExp(childId), 'status names the child');
+    assert.match(results.at(-2)!, /"caps"/, 'explain shows what the child was granted');
+    assert.match(results.at(-1)!, /"entries"/, 'history pages its transcript');
     await c.supervisor.idle();
   } finally {
     await c.close();

@@ -12,7 +12,7 @@ test('the method table: audience-bound capabilities, closed set', () => {
       hello: null, progress: null, log: null, checkpoint: null, resume: null, result: null, 'steer.poll': null,
       spawn: 'spawn', wait: 'spawn',
       'refs.list': 'refs.read', 'refs.read': 'refs.read', 'refs.grep': 'refs.read', 'refs.jq': 'refs.read', 'refs.sql': 'refs.read', 'refs.jsonpath': 'refs.read',
-      'llm.append': 'llm', 'llm.reset': 'llm', 'llm.complete': 'llm', 'child.kill': 'kill', 'child.steer': 'steer', 'child.send': 'steer', 'child.status': 'spawn',
+      'llm.append': 'llm', 'llm.reset': 'llm', 'llm.complete': 'llm', 'child.kill': 'kill', 'child.steer': 'steer', 'child.send': 'steer', 'child.status': 'spawn', 'child.explain': 'spawn', 'child.history': 'spawn',
     },
   );
   for (const m of METHOD_NAMES) {

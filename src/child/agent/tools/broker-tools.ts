@@ -176,4 +176,24 @@ const statusTool: ToolDef = {
   },
 };
 
-export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild, sendChild, statusTool];
+const explainTool: ToolDef = {
+  name: 'explain',
+  description: "What one of your children was granted (capabilities, budgets) and what it produced (ref handles), to decide what to slice.",
+  parameters: obj({ runId }, ['runId']),
+  timeoutMs: () => CONTROL_TIMEOUT_MS,
+  async run(a, ctx) {
+    return json(await ctx.broker.call('child.explain', { child: a.runId }));
+  },
+};
+
+const historyTool: ToolDef = {
+  name: 'history',
+  description: "A bounded page of one of your agent children's transcript, only when its summary is not enough.",
+  parameters: obj({ runId, offset: S.int('first entry', 0, 1_000_000), limit: S.int('entries (at most 20)', 1, 20) }, ['runId']),
+  timeoutMs: () => CONTROL_TIMEOUT_MS,
+  async run(a, ctx) {
+    return json(await ctx.broker.call('child.history', { child: a.runId, ...pick(a, ['offset', 'limit']) }));
+  },
+};
+
+export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild, sendChild, statusTool, explainTool, historyTool];
