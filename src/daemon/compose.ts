@@ -16,12 +16,28 @@ import { loadModelCatalog } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
 import { ChildRefs, createSupervisor, type SupervisorCore, type RefService, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
 import { DuckdbHelperPool } from '../slice/index.js';
-import { BrigError } from '../util/errors.js';
+import { BrigError, type Result } from '../util/errors.js';
 import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
 import { openRefService } from './refs.js';
 
 export { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
+
+/**
+ * A caller's onEnded hears of a run after its envelope was cast (condensed, kept), with the
+ * context it saved; casting failing never keeps the hook from hearing of the end.
+ */
+function castThenTell(hooks: SupervisorHooks, cast: (runId: string) => Promise<Result<{ savings: { estSavedTokens: number } }>>): SupervisorHooks {
+  if (!hooks.onEnded) return hooks;
+  const tell = hooks.onEnded;
+  return {
+    ...hooks,
+    onEnded: async (end) => {
+      const env = await cast(end.runId).catch(() => undefined);
+      await tell({ ...end, estSavedTokens: env?.ok ? env.value.savings.estSavedTokens : null });
+    },
+  };
+}
 
 export interface ComposeOptions {
   settings?: Partial<SupervisorSettings>;
@@ -148,7 +164,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     ...(o.settings ? { settings: o.settings } : {}),
     ...(o.tickMs ? { tickMs: o.tickMs } : {}),
     reconcile: o.reconcile !== false,
-    ...(o.hooks ? { hooks: o.hooks } : {}),
+    ...(o.hooks ? { hooks: castThenTell(o.hooks, (id) => refs.result(id)) } : {}),
   });
   const supervisor = sup;
   const { refs } = openRefService(cfg, (id) => supervisor.get(id), { store: results, pool });

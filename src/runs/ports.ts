@@ -124,6 +124,8 @@ export interface RunEndMeta {
   partial: boolean;
   resumable: boolean;
   parentStep: number | null;
+  /** Set when the composition root cast the envelope first (createBrig hooks): tokens kept out of context. */
+  estSavedTokens?: number | null;
 }
 
 export interface SupervisorDeps {
