@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { BrigError } from '../../util/errors.js';
-import type { EngineInfo, Jail, JailDriver, JailSpec, LabelledResource } from '../types.js';
+import type { EngineInfo, Jail, JailDriver, JailLimits, JailSpec, LabelledResource } from '../types.js';
 import { DockerJail, removeVolume } from './docker-jail.js';
 import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { CHILD_IMAGE_REPO, ensurePlanImage, fingerprint, planChildImage, type ImagePlan } from './image.js';
@@ -176,7 +176,7 @@ export class DockerJailDriver implements JailDriver {
         throw engineError(e, 'jail_failed', 'creating the jail failed');
       });
       const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes);
-      await this.verify(container, body);
+      await this.verify(container, body, spec.limits);
       await jail.putInputs(spec.inputs ?? []);
       return jail;
     } catch (e) {
@@ -186,9 +186,9 @@ export class DockerJailDriver implements JailDriver {
     }
   }
 
-  private async verify(container: Docker.Container, body: CreateBody): Promise<void> {
+  private async verify(container: Docker.Container, body: CreateBody, intent: JailLimits): Promise<void> {
     const inspect = (await container.inspect()) as unknown as InspectView;
-    const drift = verifyInspect(inspect, body);
+    const drift = verifyInspect(inspect, body, intent);
     if (drift.length > 0) {
       throw new BrigError('jail_unverified', `the engine did not apply the hardened profile (${drift.map((d) => d.field).join(', ')})`, {
         data: { drift: drift.map((d) => d.field) },

@@ -2,16 +2,20 @@
  * The hardened jail profile and its rendering into an Engine API create body.
  *
  * Guarantees: every container brig creates has no network, a read-only rootfs, no Linux
- * capabilities, no-new-privileges, the default seccomp profile, a non-root user, pids/memory/
- * cpu limits, and no host path mounted except the run's broker socket directory and declared
- * artifacts (both read-only). Nothing in a JailSpec can widen these: the spec supplies only
- * argv, env, limits and the two kinds of mounts, and every other field comes from one frozen
- * table.
+ * capabilities, no-new-privileges, brig's own seccomp profile (seccomp.ts: the engine's
+ * default minus io_uring and more), a read-only /dev/mqueue, a non-root user, pids/memory/
+ * cpu/tmpfs limits that are each at or above a floor and never above what the spec (the
+ * lease) asked, and no host path mounted except the run's broker socket directory and
+ * declared artifacts (both read-only). Nothing in a JailSpec can widen these: the spec
+ * supplies only argv, env, limits and the two kinds of mounts, and every other field comes
+ * from one frozen table.
  * Threat: a hostile child (prompt-injected agent, untrusted script) trying to reach the
  * network, the host filesystem, the engine socket, or to gain privileges.
  * Trusts: the engine to apply what it reports on inspect (verify.ts checks the report).
  * Fails: closed. A spec that asks for something unsafe (relative host path, `..` in a name,
- * a non-positive limit) is refused here, before the engine sees it.
+ * a limit below its floor — which the engine would read as "no limit" or could not enforce)
+ * is refused here, before the engine sees it; a limit is never raised to its floor, since
+ * that would give a child more than its lease (INV-1).
  *
  * Pure: no engine, no disk. The golden test pins the rendered body.
  */
@@ -19,6 +23,8 @@ import path from 'node:path';
 import { BrigError, err, ok, type Result } from '../../util/errors.js';
 import type { JailSpec } from '../types.js';
 import { LABELS } from './labels.js';
+import { checkRequestedLimits, effectiveLimits, limitDrift, MIB, nanoCpusFor } from './limits.js';
+import { SECCOMP_JSON } from './seccomp.js';
 
 /** The jail's user: `nobody` in the child image's /etc/passwd. Never root. */
 export const JAIL_USER = '65534:65534';
@@ -38,13 +44,15 @@ export const HARDENED = Object.freeze({
   CapDrop: Object.freeze(['ALL']), // no Linux capabilities at all, even for uid 0 paths
   CapAdd: Object.freeze([] as string[]), // nothing added back
   Privileged: false, // never
-  SecurityOpt: Object.freeze(['no-new-privileges']), // setuid binaries cannot raise privilege; seccomp stays default
+  SecurityOpt: Object.freeze([`seccomp=${SECCOMP_JSON}`, 'no-new-privileges']), // brig's seccomp allowlist (seccomp.ts); setuid binaries cannot raise privilege
   IpcMode: 'none', // own IPC namespace and no /dev/shm mounted at all: no shared-memory area to write
   PidMode: '', // own pid namespace
   UTSMode: '', // own hostname
   UsernsMode: '', // engine default; `host` would be refused by verify
   CgroupnsMode: 'private', // the child sees only its own cgroup
   Devices: Object.freeze([] as unknown[]), // no device nodes beyond the engine's minimal set
+  MaskedPaths: Object.freeze(['/proc/asound', '/proc/acpi', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/sys/firmware']), // the engine's defaults, stated so verify can see them kept
+  ReadonlyPaths: Object.freeze(['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger', '/dev/mqueue']), // the engine's defaults plus /dev/mqueue: no message queue can be created through it
   OomKillDisable: false, // the memory limit is enforced by the OOM killer
   Init: false, // the child runtime is pid 1 and reaps its own children
   AutoRemove: false, // brig collects /workspace/out after exit, then removes the container itself
@@ -114,13 +122,8 @@ export function renderCreateBody(spec: JailSpec, image: string, owner = 'default
   if (spec.argv.length === 0 || spec.argv.some((a) => typeof a !== 'string' || a.includes('\0'))) {
     return refuse('jail argv must be a non-empty list of strings without NUL', { argc: spec.argv.length });
   }
-  const { memoryMb, cpu, pids, tmpfsMb } = spec.limits;
-  for (const [k, v] of Object.entries({ memoryMb, cpu, pids, tmpfsMb })) {
-    if (!Number.isFinite(v) || v <= 0) return refuse(`jail limit ${k} must be positive`, { limit: k });
-  }
-  if (!Number.isInteger(memoryMb) || !Number.isInteger(pids) || !Number.isInteger(tmpfsMb) || memoryMb < 6) {
-    return refuse('jail memoryMb (>= 6), pids and tmpfsMb must be integers', {});
-  }
+  const limitsRefused = checkRequestedLimits(spec.limits);
+  if (limitsRefused) return err(limitsRefused);
   const env: string[] = [];
   for (const [k, v] of Object.entries(spec.env)) {
     if (!ENV_NAME_RE.test(k) || v.includes('\0')) return refuse('jail env names must be identifiers and values NUL-free', { name: k });
@@ -146,8 +149,9 @@ export function renderCreateBody(spec: JailSpec, image: string, owner = 'default
     mounts.push({ Type: 'bind', Source: path.normalize(a.hostPath), Target: `${ARTIFACTS_DIR}/${a.name}`, ReadOnly: true });
   }
 
-  const memory = memoryMb * 1024 * 1024;
-  return ok({
+  const { memoryMb, cpu, pids, tmpfsMb } = spec.limits;
+  const memory = memoryMb * MIB;
+  const body: CreateBody = {
     Image: image,
     Cmd: [...spec.argv],
     Env: env,
@@ -172,11 +176,16 @@ export function renderCreateBody(spec: JailSpec, image: string, owner = 'default
       ...HARDENED,
       Memory: memory,
       MemorySwap: memory, // equal to Memory: no swap beyond the limit
-      NanoCpus: Math.round(cpu * 1e9),
+      NanoCpus: nanoCpusFor(cpu),
       PidsLimit: pids,
       Tmpfs: { '/tmp': `rw,nosuid,nodev,noexec,size=${tmpfsMb}m,mode=1777` },
       Mounts: mounts,
       Binds: [],
     },
-  });
+  };
+  // The same predicate verify applies to the engine's report: what the kernel will be given,
+  // read back from the body, is at or above every floor and never above the lease.
+  const off = limitDrift(effectiveLimits(body.HostConfig), spec.limits);
+  if (off.length > 0) return refuse(`the rendered jail limits are not the lease's (${off.map((d) => d.field).join(', ')})`, { drift: off.map((d) => d.field) });
+  return ok(body);
 }

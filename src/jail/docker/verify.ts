@@ -3,8 +3,12 @@
  *
  * Guarantees: a container is started only when its inspected settings match the rendered
  * create body on every security-relevant field (network, rootfs, capabilities, privileges,
- * seccomp/apparmor, namespaces, user, limits, mounts, env). Any drift is returned as data;
- * the driver removes the container and refuses the run with `jail_unverified`.
+ * brig's seccomp profile byte for byte, apparmor, masked and read-only paths, namespaces,
+ * user, mounts, env), and when the limits the kernel will be given — the CFS quota the
+ * engine derives from NanoCpus, memory, swap, pids, /tmp size — are what the lease intended:
+ * at or above their floors and never above the lease (limits.ts, the predicate render uses
+ * too). Any drift is returned as data; the driver removes the container and refuses the run
+ * with `jail_unverified`.
  * Threat: an engine (old version, daemon flags, a plugin, a userns remap) that silently
  * ignores or rewrites a field, so the jail would be weaker than brig believes.
  * Trusts: the inspect response as the engine's own account of the container.
@@ -12,6 +16,8 @@
  *
  * Pure: takes plain JSON, returns a list.
  */
+import type { JailLimits } from '../types.js';
+import { effectiveLimits, limitDrift } from './limits.js';
 import type { CreateBody, EngineMount } from './profile.js';
 
 /** The slice of an Engine API inspect response that verification reads. */
@@ -38,7 +44,8 @@ export interface Drift {
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 const list = (x: unknown): unknown[] => (Array.isArray(x) ? x : []);
 
-export function verifyInspect(inspect: InspectView, body: CreateBody): Drift[] {
+/** `intent`: the spec's limits (the lease's), judged independently of what the body rendered. */
+export function verifyInspect(inspect: InspectView, body: CreateBody, intent: JailLimits): Drift[] {
   const drift: Drift[] = [];
   const check = (field: string, expected: unknown, actual: unknown, good = same(expected, actual)) => {
     if (!good) drift.push({ field, expected, actual });
@@ -69,10 +76,16 @@ export function verifyInspect(inspect: InspectView, body: CreateBody): Drift[] {
   check('HostConfig.Binds', [], list(h.Binds), list(h.Binds).length === 0);
   check('HostConfig.VolumesFrom', [], list(h.VolumesFrom), list(h.VolumesFrom).length === 0);
 
+  // Exactly brig's options: its own seccomp profile (the engine echoes the JSON as given) and
+  // no-new-privileges; anything else (unconfined, another profile, label disable) is drift.
   const secopt = list(h.SecurityOpt).map(String);
-  const nnp = secopt.some((s) => s === 'no-new-privileges' || s === 'no-new-privileges:true' || s === 'no-new-privileges=true');
-  const weakened = secopt.filter((s) => /unconfined|^seccomp|^label[:=]disable|^systempaths/.test(s));
-  check('HostConfig.SecurityOpt', want.SecurityOpt, secopt, nnp && weakened.length === 0);
+  const nnp = (s: string) => s === 'no-new-privileges' || s === 'no-new-privileges:true' || s === 'no-new-privileges=true';
+  const seccomp = want.SecurityOpt.find((s) => s.startsWith('seccomp='));
+  const shown = secopt.map((s) => (s.startsWith('seccomp=') && s !== seccomp ? 'seccomp=<another profile>' : s === seccomp ? 'seccomp=<brig>' : s));
+  check('HostConfig.SecurityOpt', ['seccomp=<brig>', 'no-new-privileges'], shown, secopt.length === 2 && secopt.some(nnp) && seccomp !== undefined && secopt.includes(seccomp));
+  check('HostConfig.MaskedPaths', want.MaskedPaths, h.MaskedPaths);
+  check('HostConfig.ReadonlyPaths', want.ReadonlyPaths, h.ReadonlyPaths);
+  for (const d of limitDrift(effectiveLimits(h), intent)) drift.push(d);
 
   // The engine echoes Ulimits with its own key order: compare as name:soft:hard.
   const ulimits = (x: unknown) =>

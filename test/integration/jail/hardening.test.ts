@@ -68,7 +68,7 @@ test('[INV-2] verification reads real engine output: a weakened container is cau
   weak.HostConfig.Mounts = [];
   const c = await driver.docker.createContainer({ name: `brig-run-${s.runId}`, ...(weak as object) });
   try {
-    const drift = verifyInspect((await c.inspect()) as unknown as InspectView, r.value).map((d) => d.field);
+    const drift = verifyInspect((await c.inspect()) as unknown as InspectView, r.value, s.limits).map((d) => d.field);
     for (const f of ['HostConfig.CapDrop', 'HostConfig.ReadonlyRootfs', 'HostConfig.Mounts']) assert.ok(drift.includes(f), `${f} missed: ${drift}`);
   } finally {
     await c.remove({ force: true });
