@@ -1,9 +1,12 @@
 /**
- * One broker line → one reply. The order is the security argument: bound and parse the
- * line, rate-limit the run, validate the envelope, resolve the method in the one table,
- * verify the bearer for THIS run, check the capability with the lease code's own predicate
- * (grantAllows), strip identity fields, validate params, then — only then — call a handler.
- * Every refusal is a reply value plus a content-free ledger event; nothing here throws.
+ * One broker line → one reply. The order is the security argument: bound the line, charge
+ * the run's rate limit before anything parses it (chargeLine), bound its nesting and parse
+ * it, validate the envelope, resolve the method in the one table, verify the bearer for THIS
+ * run, check the capability with the lease code's own predicate (grantAllows), strip
+ * identity fields, validate params, then — only then — call a handler.
+ * Every error reply, whoever decided it (these checks or a handler's BrigError), is a reply
+ * value plus a content-free ledger event (refusal-log.ts aggregates repeats); nothing here
+ * throws.
  */
 import { grantAllows, type LeaseRecord } from '../lease/index.js';
 import type { Ledger } from '../ledger/index.js';
@@ -25,6 +28,7 @@ import {
   type ParamsOf,
 } from './protocol.js';
 import type { StrikeCounter, TokenBucket } from './rate-limit.js';
+import type { RefusalLog } from './refusal-log.js';
 
 export interface LeaseVerifier {
   verify(token: unknown, runId: string): Result<LeaseRecord>;
@@ -52,6 +56,8 @@ export interface RunState {
   calls: number;
   denied: number;
   rateLimited: number;
+  /** Where this run's refusals go into the ledger (first of a kind at once, repeats counted). */
+  refusals: RefusalLog;
   logs: { at: string; level: string; message: string }[];
 }
 
@@ -72,7 +78,7 @@ function errorReply(id: Id, code: ErrorCode, message: string, hint?: string): Br
   return { v: PROTOCOL_VERSION, id, ok: false, error: { code, message, hint: hint ?? ERROR_CODES[code].hint } };
 }
 
-function safeLedger(ledger: Ledger, ev: Parameters<Ledger['append']>[0]): void {
+export function safeLedger(ledger: Ledger, ev: Parameters<Ledger['append']>[0]): void {
   try {
     ledger.append(ev);
   } catch {
@@ -81,16 +87,28 @@ function safeLedger(ledger: Ledger, ev: Parameters<Ledger['append']>[0]): void {
   }
 }
 
-/** A refusal: counted, struck, logged (rate limits aggregated), answered. */
+const LEDGERED = Symbol('brig.broker.refusal-ledgered');
+
+/**
+ * For a handler that ledgered its own refusal with a reason only it knows (child-refs'
+ * `not_descendant`): the broker writes no second line for it.
+ */
+export function alreadyLedgered<E extends Error>(e: E): E {
+  Object.defineProperty(e, LEDGERED, { value: true });
+  return e;
+}
+
+/** A handler's error reply: counted and ledgered like any refusal, but not a strike. */
+function handlerRefusal(run: RunState, method: string, code: ErrorCode, e: unknown): void {
+  run.denied++;
+  if (!(e && typeof e === 'object' && LEDGERED in e)) run.refusals.note(method, code);
+}
+
+/** A refusal by the broker's own checks: counted, ledgered (repeats aggregated), struck, answered. */
 export function deny(run: RunState, deps: DispatchDeps, id: Id, method: string, code: ErrorCode, message: string, hint?: string): BrokerReply {
   run.denied++;
-  if (code === 'rate_limited') {
-    run.rateLimited++;
-    // A flood would otherwise write one ledger line per message: log the 1st and every 1000th.
-    if (run.rateLimited % 1000 === 1) safeLedger(deps.ledger, { type: 'broker.denied', runId: run.runId, leaseId: run.leaseId, method, code, count: run.rateLimited });
-  } else {
-    safeLedger(deps.ledger, { type: 'broker.denied', runId: run.runId, leaseId: run.leaseId, method, code });
-  }
+  if (code === 'rate_limited') run.rateLimited++;
+  run.refusals.note(method, code);
   if (run.strikes.strike(deps.now()) && !run.abused) {
     run.abused = true;
     safeLedger(deps.ledger, { type: 'broker.abuse', runId: run.runId, leaseId: run.leaseId, denied: run.denied });
@@ -113,17 +131,41 @@ function builtin(method: Method, run: RunState, call: BrokerCall, deps: Dispatch
   return undefined;
 }
 
-function encode(reply: BrokerReply): string {
+/** The reply as a line; one too big (or unencodable) becomes an error, reported back as its code. */
+function encode(reply: BrokerReply): { text: string; replaced?: ErrorCode } {
   try {
     const text = JSON.stringify(reply);
-    if (Buffer.byteLength(text) <= MAX_REPLY_BYTES) return text;
-    return JSON.stringify(errorReply(reply.id, 'output_too_large', `the reply is over ${MAX_REPLY_BYTES} bytes`));
+    if (Buffer.byteLength(text) <= MAX_REPLY_BYTES) return { text };
+    return { text: JSON.stringify(errorReply(reply.id, 'output_too_large', `the reply is over ${MAX_REPLY_BYTES} bytes`)), replaced: 'output_too_large' };
   } catch {
-    return JSON.stringify(errorReply(reply.id, 'internal', 'the reply could not be encoded'));
+    return { text: JSON.stringify(errorReply(reply.id, 'internal', 'the reply could not be encoded')), replaced: 'internal' };
   }
 }
 
-/** Handles one line; resolves to the reply line (without newline) and whether it succeeded. Never rejects. */
+/** The id of a refused line's reply, read from its head without parsing it: a wrong guess only confuses its sender. */
+const SNIFF_ID = /"id"\s*:\s*(?:(-?\d{1,16})(?![\d.eE])|"([^"\\]{1,64})")/;
+function sniffId(line: string): Id {
+  const m = SNIFF_ID.exec(line.slice(0, 256));
+  if (!m) return null;
+  if (m[2] !== undefined) return m[2];
+  const n = Number(m[1]);
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+/**
+ * Step 2, before anything parses the line: one token of the run's bucket. Returns the
+ * `rate_limited` reply line when there is none (a flood is refused at the cost of a token
+ * take), or null: the line may go on to dispatchLine.
+ */
+export function chargeLine(line: string, run: RunState, deps: DispatchDeps): string | null {
+  if (run.bucket.take(deps.now())) return null;
+  return encode(deny(run, deps, sniffId(line), 'unknown', 'rate_limited', 'too many calls')).text;
+}
+
+/**
+ * Handles one line the caller has charged (chargeLine); resolves to the reply line (without
+ * newline) and whether it succeeded. Never rejects.
+ */
 export async function dispatchLine(
   line: string,
   run: RunState,
@@ -131,17 +173,27 @@ export async function dispatchLine(
   seen: { authenticated: boolean; onAuthenticated?: () => void } = { authenticated: false },
 ): Promise<{ line: string; ok: boolean; authenticated: boolean }> {
   let reply: BrokerReply;
+  let method = 'unknown';
   try {
-    reply = await decide(line, run, deps, seen);
-  } catch {
+    reply = await decide(line, run, deps, seen, (m) => (method = m));
+  } catch (e) {
     // A dependency failing (the leases directory vanished, a verifier bug) is an internal
     // error for this call, never an exception that could take the supervisor down.
     reply = errorReply(null, 'internal', 'the broker could not serve this call');
+    handlerRefusal(run, method, 'internal', e);
   }
-  return { line: encode(reply), ok: reply.ok, authenticated: seen.authenticated };
+  const out = encode(reply);
+  if (out.replaced) handlerRefusal(run, method, out.replaced, undefined);
+  return { line: out.text, ok: reply.ok && !out.replaced, authenticated: seen.authenticated };
 }
 
-async function decide(line: string, run: RunState, deps: DispatchDeps, seen: { authenticated: boolean; onAuthenticated?: () => void }): Promise<BrokerReply> {
+async function decide(
+  line: string,
+  run: RunState,
+  deps: DispatchDeps,
+  seen: { authenticated: boolean; onAuthenticated?: () => void },
+  resolved: (method: Method) => void,
+): Promise<BrokerReply> {
   if (jsonNesting(line) > MAX_NESTING) return deny(run, deps, null, 'unknown', 'invalid_input', `JSON nested deeper than ${MAX_NESTING}`);
   let raw: unknown;
   try {
@@ -151,7 +203,6 @@ async function decide(line: string, run: RunState, deps: DispatchDeps, seen: { a
   }
   const rawId = raw && typeof raw === 'object' ? (raw as { id?: unknown }).id : undefined;
   const id: Id = typeof rawId === 'string' && rawId.length <= 64 ? rawId : Number.isSafeInteger(rawId) ? (rawId as number) : null;
-  if (!run.bucket.take(deps.now())) return deny(run, deps, id, 'unknown', 'rate_limited', 'too many calls');
   const env = RequestSchema.safeParse(raw);
   if (!env.success) {
     return deny(run, deps, id, 'unknown', 'invalid_input', `bad envelope: ${env.error.issues[0]?.path.join('.') || '(top)'} ${env.error.issues[0]?.message ?? ''}`.trim(), 'Send {v:1, id, method, token, params}.');
@@ -161,6 +212,7 @@ async function decide(line: string, run: RunState, deps: DispatchDeps, seen: { a
     const near = nearest(env.data.method, METHOD_NAMES);
     return deny(run, deps, id, 'unknown', 'invalid_input', 'unknown method', near ? `Did you mean "${near}"?` : `Methods: ${METHOD_NAMES.join(', ')}.`);
   }
+  resolved(method);
   const auth = deps.leases.verify(env.data.token, run.runId);
   if (!auth.ok) return deny(run, deps, id, method, auth.error.code, auth.error.message);
   const lease = auth.value;
@@ -198,9 +250,13 @@ async function decide(line: string, run: RunState, deps: DispatchDeps, seen: { a
     return { v: PROTOCOL_VERSION, id, ok: true, result: result ?? null };
   } catch (e) {
     // Handler errors are the supervisor's words (BrigError); anything else is reported without
-    // its message, which could carry host paths.
-    if (e instanceof BrigError) return errorReply(id, e.code, e.message, e.hint);
+    // its message, which could carry host paths. Either way a refusal the ledger sees.
+    if (e instanceof BrigError) {
+      handlerRefusal(run, method, e.code, e);
+      return errorReply(id, e.code, e.message, e.hint);
+    }
     const code = e && typeof e === 'object' && 'code' in e && isErrorCode((e as { code: unknown }).code) ? ((e as { code: ErrorCode }).code) : 'internal';
+    handlerRefusal(run, method, code, e);
     return errorReply(id, code, code === 'internal' ? 'the handler failed' : String((e as { message?: unknown }).message ?? code));
   } finally {
     run.inflight--;

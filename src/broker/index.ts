@@ -18,6 +18,8 @@ export {
   type BrokerReply,
 } from './protocol.js';
 export type { BrokerCall, Handler, Handlers, LeaseVerifier } from './dispatch.js';
+export { alreadyLedgered } from './dispatch.js';
+export { ensurePrivateDirs, type SocketOwner } from './socket-access.js';
 export {
   BrokerServer,
   DEFAULT_BROKER_LIMITS,

@@ -2,25 +2,30 @@
  * The broker server: one unix socket per run, the child's only way out of its jail.
  *
  * Guarantees: each run gets `<dir>/broker.sock` in its own directory (the supervisor mounts
- * that directory read-only into that run's jail only); a call is served only with that run's
+ * that directory read-only into that run's jail only), both owned by the jail's user and
+ * closed to every other local uid (socket-access.ts); a call is served only with that run's
  * bearer and the capability the method needs (dispatch.ts). Nothing a child sends can crash
- * the supervisor: lines are bounded (64 KiB, then the connection is dropped), nesting is
- * bounded, each run has a token bucket, a cap on connections and calls in flight, a deadline
- * to finish a line (slow-loris), a deadline to authenticate (an authenticated connection then
- * lives as long as its run, however quiet), and a bound on
- * unread replies; sustained abuse calls onAbuse (the supervisor kills the run, killedBy
- * system). Runs are isolated: one run's flood does not consume another's budget. Threat: a
- * hostile or buggy child. Trusts: the lease verifier and the handlers it is given. Fails
- * closed: any doubt drops the connection or refuses the call.
+ * or stall the supervisor: lines are bounded (64 KiB, then the connection is dropped), each
+ * line costs a token of the run's bucket before anything parses it, nesting is bounded,
+ * refusals reach the ledger aggregated (refusal-log.ts), connections and calls in flight are
+ * capped, a line must finish in time (slow-loris), a connection must authenticate in time (an
+ * authenticated one then lives as long as its run, however quiet), unread replies are
+ * bounded; sustained abuse cuts the run's connections at once (nothing more of them is read,
+ * new ones are closed) and calls onAbuse (the supervisor kills the run, killedBy system).
+ * Runs are isolated: one run's flood does not consume another's budget. Threat: a hostile or
+ * buggy child, or another local user. Trusts: the lease verifier and the handlers it is
+ * given. Fails closed: any doubt drops the connection or refuses the call.
  */
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Ledger } from '../ledger/index.js';
 import { BrigError } from '../util/errors.js';
-import { deny, dispatchLine, type DispatchDeps, type Handlers, type LeaseVerifier, type RunState } from './dispatch.js';
+import { chargeLine, deny, dispatchLine, safeLedger, type DispatchDeps, type Handlers, type LeaseVerifier, type RunState } from './dispatch.js';
 import { MAX_LINE_BYTES } from './protocol.js';
 import { StrikeCounter, TokenBucket } from './rate-limit.js';
+import { RefusalLog } from './refusal-log.js';
+import { grantRunSocket, prepareRunDir, type SocketOwner } from './socket-access.js';
 
 export interface BrokerLimits {
   /** Token bucket per run: burst size and refill rate. */
@@ -29,6 +34,8 @@ export interface BrokerLimits {
   /** Refused lines within `abuseWindowMs` that count as sustained abuse. */
   abuseStrikes: number;
   abuseWindowMs: number;
+  /** Repeated refusals of one kind are written as one counted ledger line per this window. */
+  deniedWindowMs: number;
   maxConnections: number;
   maxInflight: number;
   /**
@@ -52,6 +59,7 @@ export const DEFAULT_BROKER_LIMITS: Readonly<BrokerLimits> = Object.freeze({
   refillPerSec: 100,
   abuseStrikes: 2000,
   abuseWindowMs: 10_000,
+  deniedWindowMs: 10_000,
   maxConnections: 4,
   maxInflight: 16,
   idleMs: 15 * 60_000,
@@ -68,13 +76,18 @@ export interface BrokerServerOptions {
   rate?: Partial<BrokerLimits>;
   /** Sustained abuse by a run: the supervisor ends it (`killed`, killedBy `system`). */
   onAbuse?: (runId: string) => void;
+  /**
+   * The jail's user (compose passes JAIL_USER): it owns each run's socket and directory.
+   * Absent: the supervisor's uid does, and only it and root can connect.
+   */
+  socketOwner?: SocketOwner;
   now?: () => number;
 }
 
 export interface OpenRunArgs {
   runId: string;
   leaseId: string;
-  /** The run's own host directory; created 0755 and bind-mounted read-only into its jail. */
+  /** The run's own host directory: created 0700 for the socket owner, bind-mounted read-only into its jail. */
   dir: string;
   /** What `hello` returns. */
   packet: unknown;
@@ -107,10 +120,12 @@ export class BrokerServer {
   private readonly deps: DispatchDeps;
   private readonly runs = new Map<string, OpenRun>();
   private readonly onAbuse: ((runId: string) => void) | undefined;
+  private readonly socketOwner: SocketOwner | undefined;
 
   constructor(opts: BrokerServerOptions) {
     this.limits = { ...DEFAULT_BROKER_LIMITS, ...(opts.rate ?? {}) };
     this.onAbuse = opts.onAbuse;
+    this.socketOwner = opts.socketOwner;
     this.deps = {
       leases: opts.leases,
       ledger: opts.ledger,
@@ -119,6 +134,8 @@ export class BrokerServer {
       maxInflight: this.limits.maxInflight,
       logTail: this.limits.logTail,
       abuse: (run) => {
+        // Nothing more is read from an abusive run: its connections go now, new ones at accept.
+        for (const s of this.runs.get(run.runId)?.sockets ?? []) s.destroy();
         try {
           this.onAbuse?.(run.runId);
         } catch {
@@ -134,8 +151,7 @@ export class BrokerServer {
     if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
       throw new BrigError('invalid_input', `broker socket path is over ${MAX_SOCKET_PATH} bytes: ${socketPath}`, { hint: 'Use a shorter BRIG_HOME.' });
     }
-    await fs.promises.mkdir(a.dir, { recursive: true, mode: 0o755 });
-    await fs.promises.chmod(a.dir, 0o755);
+    await prepareRunDir(a.dir);
     await fs.promises.rm(socketPath, { force: true });
     const now = this.deps.now();
     const state: RunState = {
@@ -149,6 +165,7 @@ export class BrokerServer {
       calls: 0,
       denied: 0,
       rateLimited: 0,
+      refusals: new RefusalLog({ runId: a.runId, leaseId: a.leaseId }, (ev) => safeLedger(this.deps.ledger, ev), this.limits.deniedWindowMs, this.deps.now),
       logs: [],
     };
     const sockets = new Set<net.Socket>();
@@ -165,19 +182,28 @@ export class BrokerServer {
     });
     // Errors after listen (EMFILE on accept, …) must not become an uncaught exception.
     server.on('error', () => {});
-    // The jail's user (uid 1000) must be able to connect; the directory mount scopes who can.
-    await fs.promises.chmod(socketPath, 0o666);
+    try {
+      await grantRunSocket(a.dir, socketPath, this.socketOwner);
+    } catch (e) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await fs.promises.rm(socketPath, { force: true });
+      throw e;
+    }
     this.runs.set(a.runId, run);
     this.deps.ledger.append({ type: 'broker.opened', runId: a.runId, leaseId: a.leaseId });
     return { socketPath, close: () => this.closeRun(a.runId) };
   }
 
   private accept(run: OpenRun, s: net.Socket): void {
+    if (run.state.abused) return void s.destroy();
     run.sockets.add(s);
     const lim = this.limits;
     let chunks: Buffer[] = [];
     let buffered = 0;
     let dead = false;
+    let pending = 0;
+    let active = 0;
+    const waiting: string[] = [];
     // One per connection; dispatch marks it the moment a bearer verifies, before the handler runs.
     const auth: { authenticated: boolean; onAuthenticated: () => void } = {
       authenticated: false,
@@ -201,15 +227,13 @@ export class BrokerServer {
       if (lineTimer) clearTimeout(lineTimer);
       run.sockets.delete(s);
       chunks = [];
+      waiting.length = 0;
     });
     const send = (line: string) => {
       if (s.destroyed) return;
       if (s.writableLength > lim.maxWriteBuffer) return drop();
       s.write(line + '\n');
     };
-    let pending = 0;
-    let active = 0;
-    const waiting: string[] = [];
     // Set by the `end` handler: close once every call sent has its reply.
     let onIdle: (() => void) | null = null;
     const run1 = (line: string) => {
@@ -218,7 +242,7 @@ export class BrokerServer {
         send(reply.line);
         active--;
         if (--pending <= QUEUE_LOW && s.isPaused() && !dead) s.resume();
-        const next = waiting.shift();
+        const next = s.destroyed ? undefined : waiting.shift();
         if (next !== undefined) run1(next);
         else if (pending === 0) onIdle?.();
       });
@@ -249,9 +273,10 @@ export class BrokerServer {
       else onIdle = () => s.end();
     });
     s.on('data', (chunk: Buffer) => {
-      if (dead) return;
       let start = 0;
       for (;;) {
+        // Cut (abuse, a dropped connection): the rest of this chunk is never looked at.
+        if (dead || s.destroyed) return;
         const nl = chunk.indexOf(0x0a, start);
         if (nl === -1) break;
         const piece = chunk.subarray(start, nl);
@@ -263,8 +288,12 @@ export class BrokerServer {
           clearTimeout(lineTimer);
           lineTimer = undefined;
         }
-        if (line.trim().length > 0) handle(line);
         start = nl + 1;
+        if (line.trim().length === 0) continue;
+        // The token before any parsing: a flood costs a token take per line, not a JSON.parse.
+        const refused = chargeLine(line, run.state, this.deps);
+        if (refused === null) handle(line);
+        else send(refused);
       }
       const rest = chunk.subarray(start);
       if (rest.length === 0) return;
@@ -293,6 +322,7 @@ export class BrokerServer {
       await new Promise<void>((resolve) => run.server.close(() => resolve()));
       await fs.promises.rm(run.socketPath, { force: true });
       this.runs.delete(runId);
+      run.state.refusals.flush();
       try {
         this.deps.ledger.append({ type: 'broker.closed', runId, leaseId: run.state.leaseId, calls: run.state.calls, denied: run.state.denied });
       } catch {

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -160,7 +161,21 @@ function envModel(env: NodeJS.ProcessEnv): { value: EnvModel | undefined; proble
   return { value: { api, baseUrl, apiKey: set(key) ? new Secret(key.trim()) : undefined, model, contextWindow, maxOutputTokens, price }, problems };
 }
 
-/** Fixed layout under the brig home. */
+/**
+ * Where a home's broker sockets live: a runtime directory, never under the home (a bind
+ * source under /root is a sensitive host path, CIS Docker §5.5). One directory per home,
+ * named from the home's resolved path (as the jails' owner label is), so two homes never
+ * share one and a restarted supervisor finds the sockets of the children it reattaches.
+ * Root: /run/brig/<hash>; another uid: /tmp/brig-<uid>/<hash> (fixed, not $XDG_RUNTIME_DIR,
+ * which goes away at logout under a daemon that outlives the session). Short enough that
+ * <dir>/<runId>/broker.sock stays well within a unix socket path's 107 bytes.
+ */
+export function brokersDirFor(home: string, uid: number = process.getuid?.() ?? -1): string {
+  const h = crypto.createHash('sha256').update(path.resolve(home)).digest('hex').slice(0, 16);
+  return uid === 0 ? path.join('/run/brig', h) : path.join('/tmp', `brig-${uid}`, h);
+}
+
+/** Fixed layout under the brig home (the broker sockets under a runtime directory: brokersDirFor). */
 export function brigPaths(home: string) {
   return {
     home,
@@ -168,7 +183,7 @@ export function brigPaths(home: string) {
     runs: path.join(home, 'runs'),
     results: path.join(home, 'results'),
     ledger: path.join(home, 'ledger'),
-    brokers: path.join(home, 'brokers'),
+    brokers: brokersDirFor(home),
     tmp: path.join(home, 'tmp'),
     socket: path.join(home, 'brig.sock'),
   };

@@ -14,6 +14,7 @@
  * Trusts: the broker's verified run id, the supervisor's run records (path), the result
  * store's manifest (a ref's runId). Fails closed: an unknown caller or run record → refused.
  */
+import { alreadyLedgered } from '../broker/index.js';
 import type { Ledger } from '../ledger/types.js';
 import type { ResultRef } from '../results/index.js';
 import type { FsResultStore } from '../results/index.js';
@@ -133,7 +134,7 @@ export class ChildRefs {
       const target = str(p, 'run');
       if (!isDescendant(caller.id, caller.rootRunId, await this.d.getRun(target))) {
         this.denied(call, 'run_not_found');
-        throw new BrigError('run_not_found', `run ${target.slice(0, 80)} is not a descendant of this run`);
+        throw alreadyLedgered(new BrigError('run_not_found', `run ${target.slice(0, 80)} is not a descendant of this run`));
       }
       return this.handlesOf(target);
     }
@@ -150,9 +151,13 @@ export class ChildRefs {
       if (!(e instanceof BrigError && e.code === 'ref_not_found')) throw e;
     }
     if (isDescendant(caller.id, caller.rootRunId, owner)) return;
-    // The same words as a missing ref: existence outside the subtree is not disclosed.
-    if (owner) this.denied(call, 'ref_not_found');
-    throw new BrigError('ref_not_found', `no ref ${ref.slice(0, 80)} among this run's descendants`);
+    // The same words as a missing ref: existence outside the subtree is not disclosed. A
+    // missing ref is ledgered by the broker (as every handler refusal); this one here, with
+    // the reason only this code knows, and marked so the broker writes no second line.
+    const e = new BrigError('ref_not_found', `no ref ${ref.slice(0, 80)} among this run's descendants`);
+    if (!owner) throw e;
+    this.denied(call, 'ref_not_found');
+    throw alreadyLedgered(e);
   }
 
   private slice(method: string, ref: string, p: Record<string, unknown>): Promise<Result<SliceOutput>> {

@@ -101,8 +101,7 @@ export class RunStarter {
       await table.update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes, childCap, budget }));
       const agent = rec.kind === 'agent' ? await this.#agentPacket(runId, lease.value.caps, maxSteps) : undefined;
       const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent);
-      await fs.mkdir(brokerDir, { recursive: true, mode: 0o755 });
-      await fs.chmod(brokerDir, 0o755);
+      await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
       await fs.writeFile(path.join(table.store.dir(runId), 'packet.json'), JSON.stringify(packet), { mode: 0o600 });
       handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: brokerDir, packet });
       if (gone()) return await abandon();

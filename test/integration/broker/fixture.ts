@@ -7,7 +7,10 @@ import { LeaseStore, loadPolicyFile, shippedPoliciesDir, type LeaseRequest } fro
 import { FileLedger, type LedgerEvent } from '../../../src/ledger/index.js';
 import { BrokerServer, type BrokerServerOptions } from '../../../src/broker/index.js';
 
-/** A real LeaseStore, a real FileLedger and a real BrokerServer under a fresh temp BRIG_HOME. */
+/**
+ * A real LeaseStore, a real FileLedger and a real BrokerServer under a fresh temp BRIG_HOME;
+ * the sockets belong to the jail's user, as the composed supervisor's do.
+ */
 export class BrokerFixture {
   readonly paths: ReturnType<typeof brigPaths>;
   readonly leases: LeaseStore;
@@ -26,6 +29,7 @@ export class BrokerFixture {
       leases: this.leases,
       ledger: this.ledger,
       onAbuse: (runId) => this.abused.push(runId),
+      socketOwner: { uid: 65534, gid: 65534 },
       ...opts,
     });
   }
@@ -54,6 +58,7 @@ export class BrokerFixture {
   async close(): Promise<void> {
     await this.broker.close();
     await this.ledger.close();
+    await fs.promises.rm(this.paths.brokers, { recursive: true, force: true });
     await fs.promises.rm(this.home, { recursive: true, force: true });
   }
 }

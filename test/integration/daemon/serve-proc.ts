@@ -156,7 +156,7 @@ function walk(root: string, keep: (rel: string, st: fs.Stats) => boolean): strin
   return found;
 }
 
-/** Unix sockets left under $BRIG_HOME/brokers. */
+/** Unix sockets left under the home's broker runtime directory (brigPaths().brokers, outside the home). */
 export function brokerSockets(home: string): string[] {
   return walk(brigPaths(home).brokers, (_rel, st) => st.isSocket());
 }

@@ -54,7 +54,7 @@ async function listed(h: DaemonHome): Promise<Map<string, RunRecord>> {
 /** Nothing of the home's is left: no container, volume, broker socket or API socket; the ledger verifies. */
 async function assertNothingLeft(h: DaemonHome): Promise<void> {
   assert.deepEqual(await leftovers(h.home), [], 'no container or volume labelled for this home');
-  assert.deepEqual(brokerSockets(h.home), [], 'no broker socket under $BRIG_HOME/brokers');
+  assert.deepEqual(brokerSockets(h.home), [], 'no broker socket under the home\'s broker runtime directory');
   assert.equal(fs.existsSync(h.paths.socket), false, 'the API socket is removed');
   const v = await h.run(['audit', 'verify']);
   assert.equal(v.code, 0, `audit verify: ${v.stdout}${v.stderr}`);
@@ -169,5 +169,5 @@ test('[INV-8] Ctrl-C on an in-process brig spawn kills its child (killedBy opera
   assert.equal(r.partial, true, why);
   assert.ok(r.outputs.some((o) => o.path === 'partial.txt'), why);
   assert.deepEqual(await leftovers(h.home), [], 'no container or volume labelled for this home');
-  assert.deepEqual(brokerSockets(h.home), [], 'no broker socket under $BRIG_HOME/brokers');
+  assert.deepEqual(brokerSockets(h.home), [], 'no broker socket under the home\'s broker runtime directory');
 });

@@ -7,6 +7,7 @@ import { MemoryLedger } from '../../../src/ledger/index.js';
 import { dispatchLine, type DispatchDeps, type RunState } from '../../../src/broker/dispatch.js';
 import { METHOD_NAMES, requiredCapability } from '../../../src/broker/protocol.js';
 import { StrikeCounter, TokenBucket } from '../../../src/broker/rate-limit.js';
+import { RefusalLog } from '../../../src/broker/refusal-log.js';
 import { capsArb } from '../lease/arbitraries.js';
 
 function lease(caps: LeaseRecord['caps']): LeaseRecord {
@@ -18,8 +19,9 @@ function lease(caps: LeaseRecord['caps']): LeaseRecord {
   };
 }
 
-function run(): RunState {
-  return { runId: 'r1', leaseId: 'ls_00000000000000000001', packet: { p: 1 }, bucket: new TokenBucket(1e9, 1e9, 0), strikes: new StrikeCounter(1e9, 1000, 0), abused: false, inflight: 0, calls: 0, denied: 0, rateLimited: 0, logs: [] };
+function run(ledger = new MemoryLedger()): RunState {
+  const refusals = new RefusalLog({ runId: 'r1', leaseId: 'ls_00000000000000000001' }, (ev) => ledger.append(ev), 1000, () => 0);
+  return { runId: 'r1', leaseId: 'ls_00000000000000000001', packet: { p: 1 }, bucket: new TokenBucket(1e9, 1e9, 0), strikes: new StrikeCounter(1e9, 1000, 0), abused: false, inflight: 0, calls: 0, denied: 0, rateLimited: 0, refusals, logs: [] };
 }
 
 function deps(rec: LeaseRecord, ledger = new MemoryLedger()): DispatchDeps {
@@ -36,7 +38,7 @@ test('[INV-1] one predicate, two users: a call is served iff grantAllows(lease, 
       const rec = lease(caps);
       const ledger = new MemoryLedger();
       const line = JSON.stringify({ v: 1, id: 1, method, token: 'good', params: {} });
-      const reply = JSON.parse((await dispatchLine(line, run(), deps(rec, ledger))).line);
+      const reply = JSON.parse((await dispatchLine(line, run(ledger), deps(rec, ledger))).line);
       const allowed = grantAllows(rec, requiredCapability(method));
       if (allowed) assert.notEqual(reply.error?.code, 'capability_denied');
       else {
