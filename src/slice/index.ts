@@ -3,7 +3,7 @@
  */
 export { lockedQuery, QUERY_DEFAULTS } from './locked-query.js';
 export type { LockedQueryOptions, LockedQueryResult } from './locked-query.js';
-export { DuckdbHelperPool } from './duckdb-pool.js';
+export { DuckdbHelperPool, HELPER_CAPS } from './duckdb-pool.js';
 export type { HelperPoolOptions } from './duckdb-pool.js';
 export { guardSerializedSelect, READER_ALLOWLIST } from './sql-guard.js';
 export type { GuardPolicy, GuardVerdict } from './sql-guard.js';
