@@ -48,10 +48,15 @@ export interface JailExit {
   oomKilled: boolean;
 }
 
-/** Caps for collecting outputs. Over a cap is refused with `ref_too_large`, never truncated. */
+/**
+ * Caps for collecting outputs. Over a byte cap is refused with `ref_too_large`, never
+ * truncated. The entry cap is a shape cap: files past it are skipped and reported, like a
+ * too-deep subtree or a too-long path, and the legitimate files before it are kept.
+ */
 export interface CollectCaps {
   perFileBytes: number;
   perRunBytes: number;
+  /** Regular files collected; further files are skipped (`too_many_entries`), in archive order. */
   maxEntries: number;
 }
 
@@ -87,8 +92,14 @@ export interface CollectReport {
   dir: string;
   files: CollectedFile[];
   totalBytes: number;
-  /** Entries not copied and why (symlink, hardlink, device, fifo, unsafe path). Content-free. */
+  /**
+   * Entries not copied and why (symlink, link, fifo, device, unsafe_name, dotdot, conflict,
+   * too_deep, path_too_long, too_many_entries). Content-free; the first 1000, a skipped
+   * directory standing for its whole subtree.
+   */
   skipped: { path: string; reason: string }[];
+  /** Every entry skipped, listed or not (a skipped subtree counts each entry in it). */
+  skippedCount?: number;
 }
 
 export interface StreamTails {

@@ -147,7 +147,7 @@ export class DockerJail implements Jail {
         await fs.promises.mkdir(destDir, { mode: 0o755 }).catch(() => {
           throw new BrigError('invalid_input', 'the collect destination already exists', { data: { destDir } });
         });
-        return { dir: destDir, files: [], totalBytes: 0, skipped: [] };
+        return { dir: destDir, files: [], totalBytes: 0, skipped: [], skippedCount: 0 };
       }
       throw engineError(e, 'jail_failed', 'reading the workspace failed');
     }

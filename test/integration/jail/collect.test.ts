@@ -5,6 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { isBrigError } from '../../../src/util/errors.js';
+import { MAX_DEPTH } from '../../../src/jail/docker/collect.js';
+import { DEFAULT_COLLECT_CAPS } from '../../../src/jail/index.js';
+import { collectOutputs } from '../../../src/runs/launch.js';
+import { FsResultStore } from '../../../src/results/index.js';
+import { resultsPort } from '../../../src/daemon/adapters.js';
 import { runToEnd, spec, sweepOwn } from './helpers.js';
 
 after(sweepOwn);
@@ -106,7 +111,7 @@ fs.writeFileSync('out/\x1b[31mred\x1b[0m', 'esc');
 console.log(JSON.stringify(r));
 `;
 
-test('[INV-4] materialization against a hostile child: links, fifo, odd names, 100 GB sparse file, 10,000 nested dirs; the supervisor stays up with bounded memory', async (t) => {
+test('[INV-4] materialization against a hostile child: links, fifo, odd names, 100 GB sparse file, 10,000 nested dirs skipped; the supervisor stays up with bounded memory', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await tmp(t);
   const rssBefore = process.memoryUsage().rss;
@@ -124,7 +129,8 @@ test('[INV-4] materialization against a hostile child: links, fifo, odd names, 1
     assert.equal(exit.exitCode, 0, tails.stderrTail);
     // A hardlink cannot cross from the image into the workspace volume.
     assert.notEqual((JSON.parse(tails.stdoutTail) as { hardEtc: string }).hardEtc, 'ok');
-    assert.deepEqual(walkKinds(dest), ['dir sub', 'file ..hidden', 'file a..b.txt', 'file a.txt', 'file hard-outside']);
+    // sub/ held only a skipped hardlink: directories are made only as the parents of collected files.
+    assert.deepEqual(walkKinds(dest), ['file ..hidden', 'file a..b.txt', 'file a.txt', 'file hard-outside']);
     // The one hardlink whose first name lies outside out/ is still the child's own workspace file.
     assert.equal(fs.readFileSync(path.join(dest, 'hard-outside'), 'utf8'), 'workspace-secret');
     for (const f of walkKinds(dest).filter((k) => k.startsWith('file '))) {
@@ -144,19 +150,82 @@ test('[INV-4] materialization against a hostile child: links, fifo, odd names, 1
     assert.equal(fs.existsSync(dest), false, 'a refused collection leaves no directory');
   });
 
-  await t.test('10,000 nested directories are refused with ref_too_large', async () => {
+  await t.test('10,000 nested directories are skipped as one too_deep subtree; the file beside them arrives', async () => {
     const dest = path.join(base, 'deep');
-    const js = "const fs=require('fs'); process.chdir('out'); for (let i = 0; i < 10000; i++) { fs.mkdirSync('d'); process.chdir('d'); } fs.writeFileSync('bottom', 'x'); console.log('made')";
+    const js = "const fs=require('fs'); fs.writeFileSync('out/legit.txt', 'ok'); process.chdir('out'); for (let i = 0; i < 10000; i++) { fs.mkdirSync('d'); process.chdir('d'); } fs.writeFileSync('bottom', 'x'); console.log('made')";
     const { exit, tails } = await runToEnd(spec('deep', ['node', '-e', js], { limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 4 } }), async (jail) => {
-      await assert.rejects(jail.collect(dest, { ...CAPS, maxEntries: 100_000 }), (e) => isBrigError(e, 'ref_too_large'));
+      const rep = await jail.collect(dest, { ...CAPS, maxEntries: 100_000 });
+      assert.deepEqual(rep.files.map((f) => f.path), ['legit.txt']);
+      assert.deepEqual(rep.skipped.map((s) => s.reason), ['too_deep']);
+      // The engine's own archive walk ends where the host path (/var/lib/docker/volumes/<volume>/
+      // _data/out/d/d/…) reaches PATH_MAX: about 2,000 of the 10,000 levels arrive, never the bottom file.
+      assert.ok(rep.skippedCount! > 1500 && rep.skippedCount! <= 10_000 - MAX_DEPTH + 1, `${rep.skippedCount} skipped: every directory the engine sent past the cap`);
     });
     assert.equal(exit.exitCode, 0, tails.stderrTail);
     assert.equal(tails.stdoutTail.trim(), 'made');
-    assert.equal(fs.existsSync(dest), false);
+    assert.equal(fs.readFileSync(path.join(dest, 'legit.txt'), 'utf8'), 'ok');
   });
 
   // A memory bound, not a timing one: none of the above was buffered whole.
   const grew = process.memoryUsage().rss - rssBefore;
   assert.ok(grew < 200 * 1024 * 1024, `the supervisor grew by ${Math.round(grew / 1048576)} MB`);
-  assert.deepEqual(fs.readdirSync(base).sort(), ['links'], 'no temp directories left behind');
+  assert.deepEqual(fs.readdirSync(base).sort(), ['deep', 'links'], 'no temp directories left behind');
+});
+
+/** A child that is only hostile in shape, beside one real result. */
+const SHAPES = String.raw`
+const fs = require('node:fs');
+fs.writeFileSync('out/answer.json', JSON.stringify({ answer: 42 }));
+fs.mkdirSync('out/flood');
+for (let i = 0; i < 10001; i++) fs.writeFileSync('out/flood/f' + String(i).padStart(5, '0'), '');
+process.chdir('out');
+for (let i = 0; i < 2040; i++) { fs.mkdirSync('d'); process.chdir('d'); }
+fs.writeFileSync('bottom.txt', 'x');
+console.log('planted');
+`;
+
+test('[INV-4] a child whose output is hostile only in shape (a 2,040-deep nest, 10,001 files) keeps its legitimate file; the rest is reported skipped', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const base = await tmp(t);
+  const dest = path.join(base, 'ref');
+  const { exit, tails } = await runToEnd(spec('shapes', ['node', '-e', SHAPES], { limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 4 } }), async (jail) => {
+    // The defaults the supervisor uses: 10,000 files per run.
+    const rep = await jail.collect(dest, DEFAULT_COLLECT_CAPS);
+    assert.equal(rep.files[0]!.path, 'answer.json', 'the legitimate file arrives');
+    assert.equal(rep.files.length, DEFAULT_COLLECT_CAPS.maxEntries);
+    const reasons = rep.skipped.map((s) => `${s.reason} ${s.path.slice(0, 40)}`);
+    // answer.json and flood/f00000..f09998 are the 10,000; the engine's archive walk is lexical (d/ before flood/).
+    assert.deepEqual(reasons, [`too_deep ${`out/${'d/'.repeat(MAX_DEPTH + 1)}`.slice(0, 40)}`, 'too_many_entries flood/f09999', 'too_many_entries flood/f10000']);
+    // The nest as the engine sends it: its archive walk ends at PATH_MAX (about 2,000 levels of `d/`).
+    assert.ok(rep.skippedCount! > 2 + 1500 && rep.skippedCount! <= 2 + 2040 - MAX_DEPTH + 1, `${rep.skippedCount} skipped: two files past the cap, and the nest below the depth cap`);
+  });
+  assert.equal(exit.exitCode, 0, tails.stderrTail);
+  assert.equal(tails.stdoutTail.trim(), 'planted');
+  assert.deepEqual(JSON.parse(fs.readFileSync(path.join(dest, 'answer.json'), 'utf8')), { answer: 42 });
+  assert.deepEqual(fs.readdirSync(dest).sort(), ['answer.json', 'flood'], 'the skipped nest left no directories behind');
+});
+
+test('[INV-8] a refused out/ does not cost the run its result value or its stdio (collectOutputs, real result store)', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const base = await tmp(t);
+  const store = new FsResultStore({ dir: path.join(base, 'results') });
+  const record = { id: 'r-refused', rootRunId: 'r-root', resultCapBytes: 64 * 1024, expectedOutputs: [], result: { answer: 42 }, resultSpooled: false };
+  const sup = {
+    table: { get: () => record, store: { dir: () => path.join(base, 'run') } },
+    results: resultsPort(store),
+    settings: { stdoutTailBytes: 16 * 1024, resultPerFileBytes: 64 * 1024, resultPerRunBytes: 64 * 1024, resultMaxEntries: 100 },
+  };
+  const sh = 'echo visible-stdout; echo visible-stderr >&2; echo fine > out/small; dd if=/dev/zero of=out/big bs=1024 count=100 2>/dev/null';
+  let patch: Record<string, unknown> = {};
+  await runToEnd(spec('refused', ['sh', '-c', sh]), async (jail) => {
+    patch = (await collectOutputs(sup as unknown as Parameters<typeof collectOutputs>[0], record.id, jail)) as Record<string, unknown>;
+  });
+  assert.equal((patch.error as { code: string }).code, 'ref_too_large', 'the refusal is the run\'s error');
+  const refs = await store.list(record.id);
+  assert.deepEqual(refs.map((r) => `${r.source} ${r.path}`).sort(), ['stderr stderr.txt', 'stdout stdout.txt', 'value result.json']);
+  const text = (name: string) => fs.readFileSync(store.resolvePath(refs.find((r) => r.path === name)!), 'utf8');
+  assert.deepEqual(JSON.parse(text('result.json')), { answer: 42 });
+  assert.match(text('stdout.txt'), /visible-stdout/);
+  assert.match(text('stderr.txt'), /visible-stderr/);
+  assert.deepEqual(fs.readdirSync(store.outDir(record.rootRunId, record.id)), [], 'nothing of the refused out/ (not even its small file)');
 });

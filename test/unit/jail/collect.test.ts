@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import tar from 'tar-stream';
-import { collectArchive, MAX_DEPTH, printableName, safeRelative } from '../../../src/jail/docker/collect.js';
+import { collectArchive, MAX_DEPTH, MAX_SKIP_RECORDS, printableName, safeRelative, SCAN_SLACK } from '../../../src/jail/docker/collect.js';
 import { isBrigError } from '../../../src/util/errors.js';
 
 type Entry = { name: string; type?: 'file' | 'directory' | 'symlink' | 'link' | 'fifo' | 'character-device'; data?: string; linkname?: string; mode?: number };
@@ -75,16 +75,50 @@ test('[INV-4] over the per-file cap is refused whole, not truncated, and leaves 
   assert.deepEqual(fs.readdirSync(base), []);
 });
 
-test('[INV-4] over the per-run cap or the entry cap is refused', async (t) => {
+test('[INV-4] over the per-run cap is refused, also when the bytes are past the entry cap', async (t) => {
   const base = await tmpdir(t);
   const many = await tarOf(Array.from({ length: 5 }, (_, i) => ({ name: `out/f${i}`, data: 'z'.repeat(1000) })));
   await assert.rejects(collectArchive(Readable.from([many]), 'out', path.join(base, 'a'), CAPS), (e) => isBrigError(e, 'ref_too_large'));
-  const lots = await tarOf(Array.from({ length: 20 }, (_, i) => ({ name: `out/e${i}`, data: '' })));
-  await assert.rejects(
-    collectArchive(Readable.from([lots]), 'out', path.join(base, 'b'), { ...CAPS, maxEntries: 10 }),
-    (e) => isBrigError(e, 'ref_too_large'),
-  );
+  // Files skipped for the entry cap are still read through: their bytes count, a byte cap refuses.
+  await assert.rejects(collectArchive(Readable.from([many]), 'out', path.join(base, 'b'), { ...CAPS, maxEntries: 1 }), (e) => isBrigError(e, 'ref_too_large'));
   assert.deepEqual(fs.readdirSync(base), []);
+});
+
+test('[INV-4] files past the entry cap are skipped and reported; the ones before it are kept', async (t) => {
+  const base = await tmpdir(t);
+  const dest = path.join(base, 'ref');
+  const lots = await tarOf([{ name: 'out/a-legit.txt', data: 'keep me' }, ...Array.from({ length: 20 }, (_, i) => ({ name: `out/m/e${String(i).padStart(2, '0')}`, data: '' }))]);
+  const rep = await collectArchive(Readable.from([lots]), 'out', dest, { ...CAPS, maxEntries: 10 });
+  assert.equal(rep.files.length, 10);
+  assert.equal(rep.files[0]!.path, 'a-legit.txt');
+  assert.deepEqual(rep.skipped.map((s) => s.reason), Array(11).fill('too_many_entries'));
+  assert.equal(rep.skipped[0]!.path, 'm/e09');
+  assert.equal(rep.skippedCount, 11);
+  assert.equal(fs.readFileSync(path.join(dest, 'a-legit.txt'), 'utf8'), 'keep me');
+  assert.deepEqual(fs.readdirSync(base), ['ref']);
+});
+
+test('[INV-4] the skip list is bounded; every skip is counted', async (t) => {
+  const base = await tmpdir(t);
+  const links = await tarOf(Array.from({ length: MAX_SKIP_RECORDS + 50 }, (_, i) => ({ name: `out/l${i}`, type: 'symlink' as const, linkname: '/etc/passwd' })));
+  const rep = await collectArchive(Readable.from([links]), 'out', path.join(base, 'ref'), { ...CAPS, maxEntries: 10 });
+  assert.equal(rep.skipped.length, MAX_SKIP_RECORDS);
+  assert.equal(rep.skippedCount, MAX_SKIP_RECORDS + 50);
+});
+
+test('[INV-4] past the scan slack the rest of the archive is left unread, and what came before is kept', async (t) => {
+  const base = await tmpdir(t);
+  const dest = path.join(base, 'ref');
+  // maxEntries 1 + SCAN_SLACK entries are read; the archive holds more (all empty files: 512 B each).
+  const pack = tar.pack();
+  pack.entry({ name: 'out/a-legit.txt' }, 'kept');
+  for (let i = 0; i < SCAN_SLACK + 10; i++) pack.entry({ name: `out/z/${i}` }, '');
+  pack.finalize();
+  const rep = await collectArchive(pack as unknown as NodeJS.ReadableStream, 'out', dest, { ...CAPS, maxEntries: 1 });
+  assert.deepEqual(rep.files.map((f) => f.path), ['a-legit.txt']);
+  assert.equal(rep.skipped.at(-1)!.reason, 'too_many_entries');
+  assert.equal(rep.skippedCount, SCAN_SLACK + 1, 'every entry read past the cap, plus the one that stopped the scan');
+  assert.equal(fs.readFileSync(path.join(dest, 'a-legit.txt'), 'utf8'), 'kept');
 });
 
 test('an existing destination is refused, never merged into', async (t) => {
@@ -126,9 +160,30 @@ test('[INV-4] a huge declared size is refused at the header even for a skipped e
   assert.deepEqual(fs.readdirSync(base), []);
 });
 
-test('[INV-4] a tree deeper than the depth cap is refused whole', async (t) => {
+test('[INV-4] a subtree deeper than the depth cap, or a path over the length cap, is skipped and reported once; its siblings are kept', async (t) => {
   const base = await tmpdir(t);
-  const deep = Array.from({ length: MAX_DEPTH + 2 }, (_, i) => ({ name: `out/${Array(i + 1).fill('d').join('/')}/`, type: 'directory' as const }));
-  await assert.rejects(collectArchive(Readable.from([await tarOf(deep)]), 'out', path.join(base, 'a'), { ...CAPS, maxEntries: 1000 }), (e) => isBrigError(e, 'ref_too_large'));
-  assert.deepEqual(fs.readdirSync(base), []);
+  const dest = path.join(base, 'ref');
+  const chain = (n: number) => `out/nest/${Array(n).fill('d').join('/')}`;
+  const deep = Array.from({ length: MAX_DEPTH + 20 }, (_, i) => ({ name: `${chain(i + 1)}/`, type: 'directory' as const }));
+  const long = `out/long/${['x', 'y', 'z', 'w', 'v'].map((c) => c.repeat(250)).join('/')}`; // 1,263 bytes
+  const archive = await tarOf([
+    { name: 'out/', type: 'directory' },
+    { name: 'out/a.txt', data: 'first' },
+    ...deep,
+    { name: `${chain(MAX_DEPTH + 20)}/bottom.txt`, data: 'lost' },
+    { name: `${chain(MAX_DEPTH - 2)}/shallow-enough.txt`, data: 'kept' },
+    { name: `${long}/`, type: 'directory' },
+    { name: `${long}/f.txt`, data: 'lost too' },
+    { name: 'out/z.txt', data: 'last' },
+  ]);
+  const rep = await collectArchive(Readable.from([archive]), 'out', dest, { ...CAPS, maxEntries: 1000 });
+  assert.deepEqual(rep.files.map((f) => f.path), ['a.txt', `${chain(MAX_DEPTH - 2).slice(4)}/shallow-enough.txt`, 'z.txt']);
+  assert.deepEqual(rep.skipped.map((s) => s.reason), ['too_deep', 'path_too_long']);
+  assert.equal(rep.skipped[0]!.path, printableName(`${chain(MAX_DEPTH)}/`), 'the first directory past the cap stands for its subtree');
+  assert.equal(rep.skippedCount, 21 + 1 + 2, 'every entry of both subtrees is counted (21 directories and a file, a directory and a file)');
+  // Directories are made only as parents of files: the skipped nest leaves no empty husk.
+  const walk = fs.readdirSync(dest, { recursive: true }).map(String);
+  assert.ok(walk.every((p) => p.split(path.sep).length <= MAX_DEPTH), 'nothing deeper than the cap on disk');
+  assert.ok(!walk.some((p) => p.startsWith('long')), 'the long-path subtree left nothing');
+  assert.equal(fs.readFileSync(path.join(dest, 'z.txt'), 'utf8'), 'last');
 });
