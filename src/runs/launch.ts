@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { CollectCaps, Jail, JailInput, JailSpec } from '../jail/types.js';
+import type { CollectCaps, CollectReport, Jail, JailInput, JailSpec } from '../jail/types.js';
 import { BrigError, publicError } from '../util/errors.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
@@ -108,6 +108,10 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
   const dest = sup.results ? sup.results.outDir(r.rootRunId, runId) : path.join(sup.table.store.dir(runId), 'out');
   const spool = path.join(sup.table.store.dir(runId), 'result-spool');
   const patch: Partial<RunRecord> = {};
+  let indexed = false;
+  let collected: CollectReport | undefined;
+  const transcriptPath = path.join(sup.table.store.dir(runId), 'transcript.jsonl');
+  const transcript = (await fs.stat(transcriptPath).catch(() => null))?.isFile() ? transcriptPath : undefined;
   try {
     const t = jail.tails();
     patch.stdoutTail = t.stdoutTail.slice(-sup.settings.stdoutTailBytes);
@@ -124,6 +128,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
     const caps = collectCapsFor(sup.settings, r.resultCapBytes);
     const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe });
+    collected = rep;
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;
     patch.outputFiles = rep.files.length;
@@ -139,8 +144,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
       }
       resultFile = path.join(spool, RESULT_SPOOL_FILE);
     }
-    const transcriptPath = path.join(sup.table.store.dir(runId), 'transcript.jsonl');
-    const transcript = (await fs.stat(transcriptPath).catch(() => null))?.isFile() ? transcriptPath : undefined;
+    indexed = true;
     await sup.results?.index(r.rootRunId, runId, dest, {
       ...(r.result !== undefined && r.result !== null ? { result: r.result } : {}),
       ...(resultFile ? { resultFile } : {}),
@@ -152,6 +156,24 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
   } catch (e) {
     patch.error = publicError(e);
     patch.missingOutputs = [...r.expectedOutputs];
+    // A refusal (out/ or the spooled value over a byte cap) costs the run only what was
+    // refused, never its inline value, transcript or stdio: those are indexed beside the out/
+    // files that did arrive (an empty out/ when out/ itself was refused). The refusal stays the error.
+    if (!indexed && sup.results) {
+      const results = sup.results;
+      const files = collected?.files ?? [];
+      await (collected ? Promise.resolve() : fs.rm(dest, { recursive: true, force: true }).then(() => fs.mkdir(dest, { recursive: true, mode: 0o700 })))
+        .then(() =>
+          results.index(r.rootRunId, runId, dest, {
+            ...(r.result !== undefined && r.result !== null ? { result: r.result } : {}),
+            ...(transcript ? { transcriptFile: transcript } : {}),
+            ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
+            ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
+            collected: files,
+          }),
+        )
+        .catch(() => {}); // best effort: the run already carries the refusal
+    }
   } finally {
     await fs.rm(spool, { recursive: true, force: true }).catch(() => {});
   }
