@@ -149,7 +149,7 @@ export class BrokerServer {
     if (this.runs.has(a.runId)) throw new BrigError('invalid_input', `run ${a.runId} already has a broker socket`);
     const socketPath = path.join(a.dir, 'broker.sock');
     if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
-      throw new BrigError('invalid_input', `broker socket path is over ${MAX_SOCKET_PATH} bytes: ${socketPath}`, { hint: 'Use a shorter BRIG_HOME.' });
+      throw new BrigError('invalid_input', `broker socket path is over ${MAX_SOCKET_PATH} bytes: ${socketPath}`, { hint: 'Give the run a shorter broker directory (brigPaths().brokers is short by design).' });
     }
     await prepareRunDir(a.dir);
     await fs.promises.rm(socketPath, { force: true });
