@@ -20,6 +20,8 @@ export type {
 export { DockerJailDriver, ownerForHome, type DockerJailDriverOptions } from './docker/docker-jail-driver.js';
 export { HARDENED, JAIL_USER, WORKSPACE_DIR, BROKER_DIR, ARTIFACTS_DIR, renderCreateBody } from './docker/profile.js';
 export { verifyInspect, type Drift } from './docker/verify.js';
+export { LIMIT_FLOORS } from './docker/limits.js';
+export { SECCOMP_PROFILE, SECCOMP_REMOVED, SECCOMP_RULES_REMOVED } from './docker/seccomp.js';
 export { CHILD_IMAGE_REPO, CHILD_RUNTIME_DIR } from './docker/image.js';
 export { LABELS } from './docker/labels.js';
 export { judgeDoctor, gatherDoctorFacts, type DoctorCheck, type DoctorFacts } from './doctor.js';
