@@ -1,5 +1,13 @@
+/**
+ * Verifies a ledger directory: every segment's chain and links, then the anchor (anchor.ts).
+ * Names the first problem as `file:line: why`. What a crash can leave is accepted and listed,
+ * not called tampering: segments without `ledger.closed` (`open`), an open segment with lines
+ * past its anchor entry (the anchor's window, `anchor.behind`), and an open segment whose last
+ * line was cut mid-write by a machine crash (`torn`: no newline, not JSON, past the anchor).
+ */
 import fs from 'node:fs';
 import path from 'node:path';
+import { type Anchor, anchorPath, readAnchor } from './anchor.js';
 import { LEDGER_FORMAT, checkLink, genesisHash, lineHash } from './chain.js';
 
 export interface LedgerBreak {
@@ -9,29 +17,54 @@ export interface LedgerBreak {
   why: string;
 }
 
+export interface AnchorReport {
+  /** The anchor file ($BRIG_HOME/ledger.anchor). */
+  file: string;
+  /** Segments it records (the chain's heads); 0 when there is no ledger yet. */
+  segments: number;
+  /** Open segments with lines past their entry: a live writer, or the window a crash leaves. */
+  behind: { file: string; lines: number }[];
+}
+
 export interface LedgerReport {
   ok: boolean;
   files: number;
   lines: number;
   /** The first bad line, when not ok. */
   bad?: LedgerBreak;
-  /** Segments with no `ledger.closed` line: still being written, a crash, or a cut tail. */
+  /** Segments with no `ledger.closed` line: still being written, or a crash. */
   open: string[];
+  /** Open segments whose last line is cut mid-write (a machine crash); that line is not counted. */
+  torn: string[];
+  anchor: AnchorReport;
 }
 
-function verifySegment(file: string): { lines: number; bad?: LedgerBreak; closed: boolean } {
+interface SegmentResult {
+  lines: number;
+  bad?: LedgerBreak;
+  closed: boolean;
+  torn: boolean;
+  /** The hash of line `want` (1-based), when asked for and present. */
+  hashAt?: string;
+}
+
+function verifySegment(file: string, want: number | undefined): SegmentResult {
   const text = fs.readFileSync(file, 'utf8');
   const rows = text.split('\n');
   if (rows[rows.length - 1] === '') rows.pop();
   let prev = genesisHash(path.basename(file));
   let closed = false;
+  let hashAt: string | undefined;
   for (let i = 0; i < rows.length; i++) {
-    const at = (why: string) => ({ lines: i, bad: { file, line: i + 1, why }, closed: false });
+    const at = (why: string): SegmentResult => ({ lines: i, bad: { file, line: i + 1, why }, closed: false, torn: false });
     if (closed) return at('a line after ledger.closed (appended to a closed segment)');
     let obj: unknown;
     try {
       obj = JSON.parse(rows[i]!);
     } catch {
+      // A machine crash can leave the last write half on disk: past the anchor, on an open
+      // segment, that is not tampering (the caller checks the anchor's count against `lines`).
+      if (i === rows.length - 1 && !text.endsWith('\n') && (want === undefined || i >= want)) return { lines: i, closed: false, torn: true, ...(hashAt ? { hashAt } : {}) };
       return at('not valid JSON (line edited or cut)');
     }
     if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return at('not a JSON object');
@@ -52,23 +85,66 @@ function verifySegment(file: string): { lines: number; bad?: LedgerBreak; closed
       }
     }
     prev = line.hash as string;
+    if (i + 1 === want) hashAt = prev;
     if (line.type === 'ledger.closed') closed = true;
   }
-  return { lines: rows.length, closed };
+  return { lines: rows.length, closed, torn: false, ...(hashAt ? { hashAt } : {}) };
 }
 
-/** Checks every segment of a ledger directory; reports the first bad line (file + line + why). */
+/** Checks every segment of a ledger directory and its anchor; reports the first problem (file + line + why). */
 export function verifyLedger(dir: string): LedgerReport {
-  const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort().map((f) => path.join(dir, f)) : [];
+  const files = ledgerFiles(dir);
+  const anchorFile = anchorPath(dir);
+  const report = (extra: Partial<LedgerReport>, lines: number, open: string[], torn: string[], anchor: AnchorReport): LedgerReport => ({
+    ok: extra.bad === undefined,
+    files: files.length,
+    lines,
+    ...extra,
+    open,
+    torn,
+    anchor,
+  });
+  const read = readAnchor(anchorFile);
+  const anchor: Anchor | undefined = read && !('unreadable' in read) ? read : undefined;
+  const anchorReport: AnchorReport = { file: anchorFile, segments: anchor ? Object.keys(anchor.segments).length : 0, behind: [] };
+  const anchorBad = (why: string): LedgerBreak => ({ file: anchorFile, line: 1, why });
   let lines = 0;
   const open: string[] = [];
+  const torn: string[] = [];
   for (const f of files) {
-    const r = verifySegment(f);
+    const entry = anchor?.segments[path.basename(f)];
+    const r = verifySegment(f, entry?.lines);
     lines += r.lines;
-    if (r.bad) return { ok: false, files: files.length, lines, bad: r.bad, open };
+    if (r.bad) return report({ bad: r.bad }, lines, open, torn, anchorReport);
     if (!r.closed) open.push(f);
+    if (r.torn) torn.push(f);
+    if (!entry) continue;
+    if (r.lines < entry.lines) {
+      const why = `the anchor records ${entry.lines} line(s) in this segment, it has ${r.lines} (its tail was cut)`;
+      return report({ bad: { file: f, line: r.lines + 1, why } }, lines, open, torn, anchorReport);
+    }
+    if (r.hashAt !== entry.hash) {
+      return report({ bad: { file: f, line: entry.lines, why: 'not the line the anchor records here (the segment was rewritten)' } }, lines, open, torn, anchorReport);
+    }
+    if (entry.closed && !r.closed) return report({ bad: { file: f, line: entry.lines, why: 'the anchor records this segment as closed (its ledger.closed line was removed)' } }, lines, open, torn, anchorReport);
+    if (r.lines > entry.lines) anchorReport.behind.push({ file: f, lines: r.lines - entry.lines });
   }
-  return { ok: true, files: files.length, lines, open };
+  if (read && 'unreadable' in read) return report({ bad: anchorBad(`the anchor cannot be read: ${read.unreadable}`) }, lines, open, torn, anchorReport);
+  if (!anchor) {
+    if (files.length === 0) return report({}, lines, open, torn, anchorReport);
+    return report(
+      { bad: anchorBad(`the anchor is missing while ${files.length} segment(s) exist (deleted? a ledger written before anchors were kept gets one at its next append)`) },
+      lines,
+      open,
+      torn,
+      anchorReport,
+    );
+  }
+  const present = new Set(files.map((f) => path.basename(f)));
+  for (const [name, e] of Object.entries(anchor.segments).sort(([a], [b]) => a.localeCompare(b))) {
+    if (!present.has(name)) return report({ bad: anchorBad(`records segment ${name} (${e.lines} line(s)), which is missing (a segment was deleted)`) }, lines, open, torn, anchorReport);
+  }
+  return report({}, lines, open, torn, anchorReport);
 }
 
 /** The segment files of a ledger directory, for queries. */

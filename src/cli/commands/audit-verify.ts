@@ -19,7 +19,10 @@ const command: Command = {
     if (p.bools.has('json')) writeJson(io, r);
     else {
       io.stdout.write(`ledger ok: ${r.lines} line(s) in ${r.files} segment(s) under ${dir}\n`);
-      for (const f of r.open) io.stdout.write(`  open (being written, crashed, or tail cut): ${f}\n`);
+      const past = r.anchor.behind.reduce((n, b) => n + b.lines, 0);
+      io.stdout.write(`  anchor: ${r.anchor.file} (${r.anchor.segments} segment head(s) recorded${past > 0 ? `; ${past} newer line(s) on open segments not yet anchored` : ''})\n`);
+      for (const f of r.open) io.stdout.write(`  open (being written, or its writer crashed): ${f}\n`);
+      for (const f of r.torn) io.stdout.write(`  last line cut mid-write (a crash), not counted: ${f}\n`);
     }
     return 0;
   },

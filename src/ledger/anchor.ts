@@ -1,0 +1,81 @@
+/**
+ * The ledger's anchor: one small file beside the ledger directory (`$BRIG_HOME/ledger.anchor`)
+ * that records, for every segment no later segment links yet, how many lines it had, the hash
+ * of its last line and whether it was closed — the chain's heads, which the chain itself
+ * cannot vouch for (nothing comes after them).
+ *
+ * Guarantees: verify checks every entry, so deleting segments (all, the newest, an open one)
+ * or cutting the newest segment's tail below what the anchor records is caught and named. The
+ * anchor never runs ahead of the disk: a writer fsyncs its segment before it records a line
+ * count, and the anchor is replaced whole (temp, fsync, rename, fsync of the directory). A
+ * writer records its own segment when it opens (its first line), after `ANCHOR_EVERY` lines or
+ * `ANCHOR_MS` after the first line not yet anchored, and when it closes; when its first line
+ * links earlier segments it drops their entries (the chain protects them from then on), so the
+ * file stays as small as the number of segments being written.
+ * The window a crash leaves: an open segment may have up to that many lines (appended in the
+ * last ANCHOR_MS) past its entry; verify accepts those — and cannot tell a cut within them.
+ * Concurrent writers (a daemon and a CLI) rewrite the file without a lock: a lost update
+ * leaves another writer's entry behind (never ahead, never a false alarm) until its next write.
+ * Threat: someone with write access to the brig home hiding what happened by deleting or
+ * cutting segments. Not covered: someone who rewrites the anchor too (anchor it off-host).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { writeFileAtomicSync } from '../util/atomic-file.js';
+
+export const ANCHOR_FORMAT = 1;
+/** Lines a writer appends at most before it records them in the anchor. */
+export const ANCHOR_EVERY = 64;
+/** Time after the first unanchored line within which a live writer records it. */
+export const ANCHOR_MS = 500;
+
+const EntrySchema = z.strictObject({
+  lines: z.number().int().positive(),
+  hash: z.string().regex(/^[0-9a-f]{64}$/),
+  closed: z.boolean(),
+});
+export type AnchorEntry = z.infer<typeof EntrySchema>;
+
+const AnchorSchema = z.strictObject({
+  v: z.literal(ANCHOR_FORMAT),
+  segments: z.record(z.string().regex(/^[^/\\]+\.jsonl$/), EntrySchema),
+});
+export type Anchor = z.infer<typeof AnchorSchema>;
+
+/** The anchor of a ledger directory: `<dir>.anchor` beside it. */
+export function anchorPath(dir: string): string {
+  return path.join(path.dirname(dir), `${path.basename(dir)}.anchor`);
+}
+
+/** The anchor, `undefined` when there is none, or why it cannot be read. */
+export function readAnchor(file: string): Anchor | undefined | { unreadable: string } {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    return { unreadable: (e as Error).message };
+  }
+  try {
+    const r = AnchorSchema.safeParse(JSON.parse(text));
+    return r.success ? r.data : { unreadable: 'not a ledger anchor' };
+  } catch {
+    return { unreadable: 'not valid JSON' };
+  }
+}
+
+/**
+ * Records `entry` for segment `name` and forgets `drop` (segments `name`'s first line links).
+ * The caller has made the lines it counts durable first.
+ */
+export function recordInAnchor(dir: string, name: string, entry: AnchorEntry, drop: readonly string[] = []): void {
+  const file = anchorPath(dir);
+  const cur = readAnchor(file);
+  // An unreadable anchor is replaced: verify reports what it found before, the writer goes on.
+  const segments = cur && !('unreadable' in cur) ? { ...cur.segments } : {};
+  for (const d of drop) delete segments[d];
+  segments[name] = entry;
+  const anchor: Anchor = { v: ANCHOR_FORMAT, segments };
+  writeFileAtomicSync(file, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
+}
