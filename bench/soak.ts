@@ -261,7 +261,7 @@ async function check(s: Soak, plan: Planned[], finished: boolean, stop: Awaited<
   const left = await new DockerJailDriver({ owner: ownerForHome(s.home) }).listLabelled().catch((e: unknown) => [{ kind: 'error', runId: String(e) }]);
   add('no container or volume left for this home', left.length === 0, left.map((l) => `${l.kind}:${l.runId}`).join(' '));
   const socks = socketsUnder(s.paths.brokers);
-  add('no socket under $BRIG_HOME/brokers', socks.length === 0, socks.join(' '));
+  add('no broker socket left (brigPaths().brokers)', socks.length === 0, socks.join(' '));
   const audit = await promisify(execFile)(process.execPath, [MAIN, 'audit', 'verify'], { cwd: ROOT, env: { ...process.env, BRIG_HOME: s.home } }).then(
     (r) => ({ code: 0, out: r.stdout.split('\n')[0] ?? '' }),
     (e: { code?: number; stderr?: string }) => ({ code: e.code ?? 1, out: e.stderr ?? '' }),
