@@ -3,7 +3,8 @@
  *
  * Guarantees: one request in flight per helper; every helper runs under the kernel's caps
  * (address space, CPU time) and, isolated, as uid 65534 without capabilities, seeing only the
- * files of the request it serves (bind-mounted for it, detached before its next request); a
+ * files of the request it serves (bind-mounted for it; helper-mounts.ts detaches them before a
+ * request that does not name them, and within a second after the reply anyway); a
  * request past its time (plus a grace) kills the helper and the next request gets a fresh one;
  * a helper that reports a timeout or dies is recycled too, and one whose CPU time could run out
  * during a request is retired before it. Threat: a query that hangs, bloats or takes over a
@@ -14,7 +15,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { HelperReply, HelperRequest, HelperSelf } from './helper-protocol.js';
 import { type HelperCaps, isolationAvailable } from './helper-isolation.js';
-import { type Exposed, ExposeError } from './helper-mounts.js';
+import { ExposeError } from './helper-mounts.js';
 import { HelperGone, HelperProcess } from './helper-process.js';
 
 export { loaderArgs } from './helper-process.js';
@@ -124,7 +125,6 @@ export class DuckdbHelperPool {
     const h = this.fresh(await this.acquire(), req);
     const id = this.nextId++;
     let timer: NodeJS.Timeout | undefined;
-    let exposed: Exposed | undefined;
     try {
       try {
         await h.ready;
@@ -137,8 +137,9 @@ export class DuckdbHelperPool {
         }
         return { id, ok: false, error: { code: 'internal', message: e instanceof Error ? e.message : String(e) } };
       }
+      let seen = req;
       try {
-        exposed = h.mounts ? await h.mounts.expose(req) : undefined;
+        if (h.mounts) seen = await h.mounts.expose(req);
       } catch (e) {
         const code = e instanceof ExposeError ? e.code : 'internal';
         if (code === 'internal') h.kill();
@@ -150,7 +151,7 @@ export class DuckdbHelperPool {
           resolve({ id, ok: false, error: { code: 'timeout', message: `the query ran past ${req.timeoutMs} ms; its helper was killed` } });
         }, req.timeoutMs + this.graceMs);
       });
-      const sent = h.send({ ...(exposed?.req ?? req), id }).catch(
+      const sent = h.send({ ...seen, id }).catch(
         (e: unknown): HelperReply => ({ id, ok: false, error: { code: e instanceof HelperGone ? e.code : 'internal', message: e instanceof Error ? e.message : String(e) } }),
       );
       const reply = await Promise.race([sent, hard]);
@@ -159,16 +160,8 @@ export class DuckdbHelperPool {
       return reply;
     } finally {
       clearTimeout(timer);
-      // The caller has its reply; the helper serves nothing else until its mounts are gone.
-      if (exposed && !h.dead) {
-        exposed.release().then(
-          () => this.release(h),
-          () => {
-            h.kill();
-            this.release(h);
-          },
-        );
-      } else this.release(h);
+      if (!h.dead) h.mounts?.done();
+      this.release(h);
     }
   }
 

@@ -141,7 +141,7 @@ export class HelperProcess {
       return e instanceof Error ? e.message : String(e);
     }
     this.nodePid = pid;
-    if (this.isolating) this.mounts = new HelperMounts(isolationLayout(this.dir!).in, pid);
+    if (this.isolating) this.mounts = new HelperMounts(isolationLayout(this.dir!).in, pid, () => this.kill());
     return undefined;
   }
 
