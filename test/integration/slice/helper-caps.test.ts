@@ -4,7 +4,8 @@
  * ours. A hostile query that would grow a helper past DuckDB's memory_limit (a 4 GB string
  * grew an uncapped helper to 7.7 GB RSS) fails cleanly with a code, fast, with the helper's
  * peak RSS under the cap, and the same helper serves the next query; a query that burns its
- * helper's CPU time is stopped by the kernel and answered as a timeout.
+ * helper's CPU time is stopped by the kernel and answered as a timeout, and a helper that could
+ * run out of CPU time during an ordinary query is retired before it.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -95,5 +96,27 @@ test('[INV-9] a query that burns its helper\'s CPU time is stopped by the kernel
   assert.ok(ms < 20_000, `stopped by the CPU cap after ${ms} ms, long before its 60 s budget`);
   const r = await lockedQuery({ files: [file], viewName: 'ref', reader: 'read_ndjson', sql: 'SELECT sum(a) FROM ref', pool });
   assert.deepEqual(r.rows, [[1]], 'a fresh helper serves the next query');
+  assert.notDeepEqual(pool.nodePids(), [pid]);
+});
+
+test('[INV-9] a helper whose CPU time could run out during a query is retired before it, so the cap never stops an ordinary query', async (t) => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-cpu-'));
+  const pool = new DuckdbHelperPool({ size: 1, cpuSeconds: 20 });
+  t.after(async () => {
+    await pool.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+  const file = path.join(dir, 'rows.jsonl');
+  await fs.writeFile(file, '{"a":1}\n');
+  const q = (sql: string, timeoutMs: number, threads: number) => lockedQuery({ files: [file], viewName: 'ref', reader: 'read_ndjson', sql, pool, timeoutMs, threads });
+  await pool.warm();
+  const [pid] = pool.nodePids();
+  await q('SELECT sum(hash(range)) FROM range(1200000000)', 60_000, 2); // ≈ 7 CPU seconds
+  // Worst case (1 s + 2 s grace) × 2 threads fits in what is left: the same helper.
+  assert.deepEqual((await q('SELECT sum(a) FROM ref', 1000, 1)).rows, [[1]]);
+  assert.deepEqual(pool.nodePids(), [pid]);
+  // (15 s + 2 s) × 3 does not: a fresh helper answers it.
+  assert.deepEqual((await q('SELECT sum(a) FROM ref', 15_000, 2)).rows, [[1]]);
+  assert.equal(pool.nodePids().length, 1);
   assert.notDeepEqual(pool.nodePids(), [pid]);
 });
