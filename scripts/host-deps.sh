@@ -2,7 +2,8 @@
 # Debian packages brig needs on the host: busybox-static (the child image's userland),
 # jq (the jq slicer), curl (engine probe), util-linux (prlimit caps every DuckDB helper and
 # grep/jq; setpriv + unshare isolate the helper) and mount (mount/umount: the helper's
-# read-only root and the per-query bind mounts). Installs only what is missing.
+# read-only root and the per-query bind mounts), gcc + libc6-dev (the tests build a static
+# syscall probe that proves brig's seccomp profile from inside a jail). Installs only what is missing.
 set -euo pipefail
 need=()
 # busybox-static puts a static binary at /bin/busybox; the dynamic `busybox` package does not do.
@@ -13,6 +14,8 @@ for tool in prlimit setpriv unshare; do
   if ! command -v "$tool" >/dev/null 2>&1; then need+=(util-linux); break; fi
 done
 { command -v mount >/dev/null 2>&1 && command -v umount >/dev/null 2>&1; } || need+=(mount)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+dpkg -s libc6-dev >/dev/null 2>&1 || need+=(libc6-dev)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" != 0 ]; then
   echo "host-deps: missing Debian packages: ${need[*]}; install them as root (apt-get install ${need[*]})" >&2
