@@ -53,7 +53,14 @@ export class HelperProcess {
   constructor(entry: string, startMs: number, isolate: boolean, private readonly caps: HelperCaps) {
     const nodeArgs = [...loaderArgs(process.execArgv), entry];
     this.dir = isolate ? makeIsolationDir() : undefined;
-    const [cmd, args] = helperArgv(nodeArgs, caps, this.dir);
+    let cmd: string;
+    let args: string[];
+    try {
+      [cmd, args] = helperArgv(nodeArgs, caps, this.dir);
+    } catch (e) {
+      if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
+      throw e;
+    }
     this.proc = spawn(cmd, args, { env: {}, stdio: ['pipe', 'pipe', 'pipe'] });
     this.proc.stderr!.resume();
     let readyResolve!: () => void;
