@@ -1,5 +1,6 @@
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { RunStore } from './run-store.js';
+import { filtered } from './views.js';
 import type { HistoryPage, SendOutcome } from './session-types.js';
 import type {
   EventsOptions,
@@ -31,14 +32,7 @@ export class ReadOnlyRuns implements Supervisor {
   }
 
   async list(f: ListFilter = {}): Promise<RunRecord[]> {
-    return (await this.#store.loadAll())
-      .filter((r) => !f.status || f.status.includes(r.status))
-      .filter((r) => !f.rootRunId || r.rootRunId === f.rootRunId)
-      .filter((r) => !f.parentRunId || r.parentRunId === f.parentRunId)
-      .filter((r) => !f.label || r.label === f.label)
-      .filter((r) => !f.kind || f.kind.includes(r.kind))
-      .filter((r) => f.sinceMinutes === undefined || Date.parse(r.createdAt) >= Date.now() - f.sinceMinutes * 60_000)
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    return filtered(await this.#store.loadAll(), f);
   }
 
   get(runId: string): Promise<RunRecord | undefined> {

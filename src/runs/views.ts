@@ -18,7 +18,8 @@ export interface RunViews {
   waitElsewhere(runId: string, opts: WaitOptions): Promise<Result<RunRecord, BrigError>> | null;
 }
 
-function filtered(runs: Iterable<RunRecord>, f: ListFilter): RunRecord[] {
+/** One list filter for every view (a daemon's, an in-process one, the read-only records). */
+export function filtered(runs: Iterable<RunRecord>, f: ListFilter): RunRecord[] {
   return [...runs]
     .filter((r) => !f.status || f.status.includes(r.status))
     .filter((r) => !f.rootRunId || r.rootRunId === f.rootRunId)
