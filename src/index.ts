@@ -17,7 +17,7 @@ export { FileLedger, MemoryLedger, verifyLedger } from './ledger/index.js';
 export type { Ledger, LedgerEvent, LedgerReport } from './ledger/index.js';
 export { BrokerServer, METHODS as BROKER_METHODS } from './broker/index.js';
 export type { BrokerCall, Handler as BrokerHandler, Handlers as BrokerHandlers, Method as BrokerMethod, BrokerRunHandle } from './broker/index.js';
-export { createBrig, startDaemon, openOperator } from './daemon/index.js';
+export { createBrig, startDaemon, openOperator, explainRun } from './daemon/index.js';
 export type { Brig, BrigOptions, Daemon, Operator, LeaseView, PolicyCheck } from './daemon/index.js';
 export { agentCatalogFor, toolSurface } from './agents/index.js';
 export type { AgentSpec, AgentFrontmatter, AgentCatalog, AgentTool } from './agents/index.js';

@@ -3,3 +3,4 @@ export { composeSupervisor, type ComposeOptions, type Composed } from './compose
 export { startDaemon, type Daemon } from './serve.js';
 export { createBrig, type Brig, type BrigOptions } from './create-brig.js';
 export { openOperator, type Operator, type LeaseView, type PolicyCheck } from './operator.js';
+export { explainRun, leaseDecisions, type Explanation } from './explain.js';

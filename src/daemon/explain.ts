@@ -1,0 +1,79 @@
+/**
+ * `explain` for every face (the CLI's `brig explain`, the MCP `explain` tool): a run, its lease
+ * decisions, its ResultRefs and its savings from RefService.peek — the kept envelope, or a
+ * Level 1/3 look made now (explaining never decides an envelope) — and for a root run the
+ * savings rolled up over its tree. renderExplain (results/) writes the text.
+ */
+import type { ExplainInput, ResultRef, Savings } from '../results/index.js';
+import type { RunRecord } from '../runs/index.js';
+import { BrigError, err, ok, type Result } from '../util/errors.js';
+import type { Brig } from './create-brig.js';
+import type { LeaseView, Operator } from './operator.js';
+
+/** The run's lease: the one its record names, else (an older record) the one issued for it. */
+function leaseOf(leases: Operator['leases'] | undefined, run: RunRecord): LeaseView | undefined {
+  if (!leases) return undefined;
+  if (run.leaseId) {
+    const shown = leases.show(run.leaseId);
+    return shown.ok ? shown.value.lease : undefined;
+  }
+  return leases.list().leases.find((l) => l.runId === run.id);
+}
+
+export function leaseDecisions(lease: LeaseView | undefined): string[] {
+  if (!lease) return [];
+  return [
+    `lease ${lease.id} (profile ${lease.profile}, depth ${lease.depth})${lease.revoked ? ` revoked by ${lease.revoked.by}` : ''}`,
+    `granted: ${lease.caps.join(', ') || 'nothing'}`,
+    ...lease.refused.map((r) => `refused ${r.what}: ${r.code} (${r.reason})`),
+  ];
+}
+
+/** A root's savings rolled up over every run of its tree (the root included); undefined when it ran alone. */
+async function treeSavings(brig: Brig, rootRunId: string): Promise<ReturnType<Brig['refs']['rollUp']> | undefined> {
+  const tree = await brig.list({ rootRunId });
+  if (tree.length < 2) return undefined;
+  const each: Savings[] = [];
+  for (const r of tree) {
+    const env = await brig.refs.peek(r.id);
+    if (env.ok) each.push(env.value.savings);
+  }
+  return brig.refs.rollUp(each);
+}
+
+/** What renderExplain takes, with every part present (the faces shape it further). */
+export interface Explanation extends ExplainInput {
+  leaseDecisions: string[];
+  refs: ResultRef[];
+  savings: Savings;
+  condensationLevel: number;
+}
+
+export async function explainRun(brig: Brig, leases: Operator['leases'] | undefined, runId: string): Promise<Result<{ run: RunRecord; input: Explanation }>> {
+  const run = await brig.get(runId);
+  if (!run) return err(new BrigError('run_not_found', `no run ${runId}`));
+  const env = await brig.refs.peek(run.id);
+  if (!env.ok) return env;
+  const tree = run.rootRunId === run.id ? await treeSavings(brig, run.id) : undefined;
+  return ok({
+    run,
+    input: {
+      run: {
+        runId: run.id,
+        rootRunId: run.rootRunId,
+        ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
+        ...(run.label ? { label: run.label } : {}),
+        status: run.status,
+        ...(run.endReason ? { endReason: run.endReason + (run.killedBy ? ` (by ${run.killedBy})` : '') } : {}),
+        ...(run.startedAt ? { startedAt: run.startedAt } : {}),
+        ...(run.endedAt ? { endedAt: run.endedAt } : {}),
+        depth: run.depth,
+      },
+      leaseDecisions: leaseDecisions(leaseOf(leases, run)),
+      refs: env.value.refs,
+      savings: env.value.savings,
+      ...(tree ? { treeSavings: tree } : {}),
+      condensationLevel: env.value.condensed.level,
+    },
+  });
+}
