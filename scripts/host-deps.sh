@@ -3,7 +3,8 @@
 # jq (the jq slicer), curl (engine probe), util-linux (prlimit caps every DuckDB helper and
 # grep/jq; setpriv + unshare isolate the helper) and mount (mount/umount: the helper's
 # read-only root and the per-query bind mounts), gcc + libc6-dev (the tests build a static
-# syscall probe that proves brig's seccomp profile from inside a jail). Installs only what is missing.
+# syscall probe that proves brig's seccomp profile from inside a jail), zsh (the test runs the
+# generated zsh completion script). Installs only what is missing.
 set -euo pipefail
 need=()
 # busybox-static puts a static binary at /bin/busybox; the dynamic `busybox` package does not do.
@@ -16,6 +17,7 @@ done
 { command -v mount >/dev/null 2>&1 && command -v umount >/dev/null 2>&1; } || need+=(mount)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 dpkg -s libc6-dev >/dev/null 2>&1 || need+=(libc6-dev)
+command -v zsh >/dev/null 2>&1 || need+=(zsh)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" != 0 ]; then
   echo "host-deps: missing Debian packages: ${need[*]}; install them as root (apt-get install ${need[*]})" >&2
