@@ -136,7 +136,7 @@ export interface SupervisorDeps {
   results?: ResultsPort;
   clock?: Clock;
   timers?: Timers;
-  /** $BRIG_HOME/runs and $BRIG_HOME/brokers. */
+  /** $BRIG_HOME/runs, and the broker sockets' runtime directory (config brokersDirFor). */
   paths: { runs: string; brokers: string };
   settings?: Partial<SupervisorSettings>;
   hooks?: SupervisorHooks;

@@ -100,5 +100,6 @@ export async function retentionSweep(d: Omit<ReconcileDeps, 'starter' | 'finishE
 /** The directories a reconciling supervisor needs before anything else. */
 export async function ensureDirs(deps: SupervisorDeps): Promise<void> {
   await fs.mkdir(deps.paths.runs, { recursive: true, mode: 0o700 });
-  await fs.mkdir(deps.paths.brokers, { recursive: true, mode: 0o711 });
+  // Private, as the daemon's compose makes it: the parent mode is what keeps other users out.
+  await fs.mkdir(deps.paths.brokers, { recursive: true, mode: 0o700 });
 }
