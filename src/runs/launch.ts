@@ -60,6 +60,41 @@ export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGr
   };
 }
 
+/**
+ * Capabilities bind at the jail, not only at the broker: running the child's own code (a
+ * command or a script) needs `exec`, and artifacts are mounted only under `artifacts.read`.
+ * An agent child's loop is brig's code; its `shell` tool is what `exec` gates (tool surface).
+ * A refusal is the run's error before any container exists.
+ */
+/**
+ * The capabilities a request asks for. A command or script child asks for `exec` by what it
+ * is, and artifacts ask for `artifacts.read`: a request's `caps` list narrows everything else,
+ * and the lease is still the parent's (or the profile's) ∩ this, so nothing widens.
+ */
+export function requestedCaps(kind: RunRecord['kind'], req: Pick<SpawnRequest, 'caps' | 'artifact_refs'>): SpawnRequest['caps'] {
+  if (!req.caps) return undefined;
+  const caps = new Set(req.caps);
+  if (kind === 'command' || kind === 'script') caps.add('exec');
+  if (req.artifact_refs.length > 0) caps.add('artifacts.read');
+  return [...caps];
+}
+
+export function jailCapabilityRefusal(kind: RunRecord['kind'], req: Pick<SpawnRequest, 'artifact_refs'>, caps: readonly string[]): BrigError | null {
+  if ((kind === 'command' || kind === 'script') && !caps.includes('exec')) {
+    return new BrigError('capability_denied', `a ${kind} child needs \`exec\` in its lease: its own code runs in the jail`, {
+      data: { what: 'exec' },
+      hint: 'Spawn it under a profile that grants exec (worker, researcher, root), or as an agent child.',
+    });
+  }
+  if (req.artifact_refs.length > 0 && !caps.includes('artifacts.read')) {
+    return new BrigError('capability_denied', 'artifacts are handed over only under `artifacts.read`, which this lease does not grant', {
+      data: { what: 'artifacts.read' },
+      hint: 'Drop the artifacts, or spawn under a profile that grants artifacts.read.',
+    });
+  }
+  return null;
+}
+
 export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, packet: SpawnPacket, brokerDir: string, script: Buffer | null): JailSpec {
   const inputs: JailInput[] = [
     { path: CHILD_PATHS.packet, data: JSON.stringify(packet), mode: 0o444 },

@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { Jail } from '../jail/types.js';
 import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
-import { buildPacket, jailSpecFor } from './launch.js';
+import { buildPacket, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
 import type { SupervisorDeps } from './ports.js';
 import { progressLineFor, type ProgressFork } from './progress-fork.js';
 import type { Live, RunActions, RunTable } from './run-table.js';
@@ -82,12 +82,14 @@ export class RunStarter {
         timeoutMs: rec.timeoutMs,
         graceMs: settings.leaseGraceMs,
         ...(req.profile ? { profile: req.profile } : {}),
-        ...(req.caps ? { caps: req.caps } : {}),
+        ...(req.caps ? { caps: requestedCaps(rec.kind, req) } : {}),
         ...(req.limits ? { limits: req.limits } : {}),
       });
       if (!lease.ok) throw lease.error;
       handle.lease = lease.value;
       handle.caps = lease.value.caps;
+      const refused = jailCapabilityRefusal(rec.kind, req, lease.value.caps);
+      if (refused) throw refused;
       if (gone()) return await abandon();
       // The watchdog fires a grace before the bearer expires, also when a parent's lease
       // leaves its child less time than it asked for (INV-1: limits only shrink).

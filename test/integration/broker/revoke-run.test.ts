@@ -20,7 +20,7 @@ test('[INV-8] revoking a lease in the middle of a run ends that run and its desc
   const c = await composeSupervisor(loadConfig({ BRIG_HOME: home }), { reconcile: false });
   try {
     await c.supervisor.start();
-    const r = await c.supervisor.spawn({ task: 'parent', profile: 'coordinator', script: PARENT, async: true, timeout: 60_000 });
+    const r = await c.supervisor.spawn({ task: 'parent', profile: 'researcher', script: PARENT, async: true, timeout: 60_000 });
     assert.ok(r.ok, r.ok ? '' : r.error.message);
     let runs = await c.supervisor.list();
     for (let i = 0; i < 300 && !(runs.length === 2 && runs.every((x) => x.status === 'running')); i++) {
