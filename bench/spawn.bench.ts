@@ -52,7 +52,7 @@ const spec = (argv: string[]): JailSpec => ({
   rootRunId: ROOT,
   argv,
   env: { HOME: '/workspace' },
-  limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 16 },
+  limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 64 },
   artifacts: [],
 });
 

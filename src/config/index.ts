@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { BrigError } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import { keyEnvNames, MODEL_APIS } from './models-file.js';
 import { Secret } from './secret.js';
@@ -48,6 +49,11 @@ export interface BrigConfig {
   home: string;
   /** Docker engine address as DOCKER_HOST gives it, or undefined for the default socket. */
   dockerHost: string | undefined;
+  /**
+   * How /workspace is capped at the lease's diskMb (BRIG_WORKSPACE_QUOTA): `loop`, the default,
+   * a per-run ext4 image on a loop device; `none`, the explicit opt-out (no cap, doctor says so).
+   */
+  workspaceQuota: 'loop' | 'none';
   /** True in CI: a missing engine fails tests instead of skipping them. */
   ci: boolean;
   /**
@@ -65,10 +71,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
   return {
     home,
     dockerHost: env.DOCKER_HOST && env.DOCKER_HOST.length > 0 ? env.DOCKER_HOST : undefined,
+    workspaceQuota: workspaceQuotaFrom(env.BRIG_WORKSPACE_QUOTA),
     ci: env.CI === 'true' || env.CI === '1',
     model: legacyModel(models.env),
     models,
   };
+}
+
+function workspaceQuotaFrom(v: string | undefined): BrigConfig['workspaceQuota'] {
+  if (v === undefined || v === '' || v === 'loop') return 'loop';
+  if (v === 'none') return 'none';
+  throw new BrigError('invalid_input', `BRIG_WORKSPACE_QUOTA is ${JSON.stringify(v.slice(0, 40))}`, {
+    hint: 'Use `loop` (the default: each run\'s /workspace is capped at its lease\'s diskMb) or `none` (no disk quota).',
+  });
 }
 
 /** The deprecated `model` field; its apiKey is not enumerable, so logging the config shows no key. */

@@ -88,7 +88,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
   const ledger = new FileLedger({ dir: paths.ledger });
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results });
-  const jail = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
+  const jail = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
   // A broken model configuration stops the supervisor here, loudly; none at all serves no agents.
   const catalog = loadModelCatalog(cfg);
   if (!catalog.ok) throw catalog.error;

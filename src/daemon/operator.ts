@@ -109,7 +109,7 @@ export function openOperator(o: { env?: NodeJS.ProcessEnv; home?: string } = {})
     },
     engine: {
       async doctor(d = {}) {
-        const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home) });
+        const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
         return judgeDoctor(await gatherDoctorFacts(driver, { build: d.build === true }));
       },
       async buildImage(b = {}) {

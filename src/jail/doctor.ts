@@ -91,7 +91,7 @@ export async function gatherDoctorFacts(driver: DockerJailDriver, opts: { build?
       rootRunId: runId,
       argv: ['node', '-e', PROBE_SCRIPT, String(srv.port)],
       env: { HOME: '/workspace' },
-      limits: { ...PROBE_LIMITS, tmpfsMb: 8 },
+      limits: { ...PROBE_LIMITS, tmpfsMb: 8, diskMb: 32 },
       artifacts: [],
       image: image.tag,
     });

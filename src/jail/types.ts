@@ -9,6 +9,8 @@ export interface JailLimits {
   cpu: number; // CPUs, fractional
   pids: number;
   tmpfsMb: number;
+  /** /workspace's size: writes past it fail with ENOSPC inside the jail. */
+  diskMb: number;
 }
 
 export interface JailArtifact {
@@ -133,7 +135,7 @@ export interface EngineInfo {
 }
 
 export interface LabelledResource {
-  kind: 'container' | 'volume';
+  kind: 'container' | 'volume' | 'disk';
   id: string;
   runId: string;
   rootRunId: string;
@@ -149,6 +151,6 @@ export interface JailDriver {
   /** Reattach to a run's container, running or exited (its workspace is intact); null when it is gone. */
   attach(runId: string): Promise<Jail | null>;
   listLabelled(): Promise<LabelledResource[]>;
-  /** Remove labelled containers and volumes whose run is not live. */
-  sweep(isLive: (runId: string) => boolean): Promise<{ containers: number; volumes: number }>;
+  /** Remove labelled containers and volumes, and the workspace disks, whose run is not live. */
+  sweep(isLive: (runId: string) => boolean): Promise<{ containers: number; volumes: number; disks?: number }>;
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { writeFileAtomicSync } from '../util/atomic-file.js';
-import { LeaseRecordSchema, type LeaseRecord } from './types.js';
+import { DEFAULT_ROOT_DISK_MB, LeaseRecordSchema, type LeaseRecord } from './types.js';
 
 /** Lease ids are `ls_` + 20 hex digits: safe as file names, never a path. */
 export const LEASE_ID_RE = /^ls_[0-9a-f]{20}$/;
@@ -35,7 +35,10 @@ export class LeaseFiles {
       return undefined;
     }
     try {
-      const parsed = LeaseRecordSchema.safeParse(JSON.parse(text));
+      const raw = JSON.parse(text) as { limits?: Record<string, unknown> };
+      // A record written before diskMb existed: its jail had no disk cap, this is the ceiling it reads as.
+      if (raw.limits && raw.limits.diskMb === undefined) raw.limits.diskMb = DEFAULT_ROOT_DISK_MB;
+      const parsed = LeaseRecordSchema.safeParse(raw);
       return parsed.success && parsed.data.id === id ? parsed.data : undefined;
     } catch {
       return undefined;

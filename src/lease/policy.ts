@@ -16,7 +16,7 @@ import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import { grantWithin } from './attenuate.js';
 import { PolicyFileSchema, validKeysAt, type PolicyFile } from './policy-schema.js';
-import { LIMIT_KEYS, type Capability, type Grant } from './types.js';
+import { DEFAULT_ROOT_DISK_MB, LIMIT_KEYS, type Capability, type Grant } from './types.js';
 
 export interface ResolvedProfile {
   name: string;
@@ -73,6 +73,8 @@ function resolveProfiles(file: PolicyFile, source: string): Result<Policy, { tex
   const problems: { text: string; hint?: string }[] = [];
   const root = file.profiles.root;
   if (!root) return err([{ text: `${source}: no "profiles.root": the operator's ceiling is required` }]);
+  // diskMb came after the other limits: a policy written before it gets this ceiling, not a refusal.
+  if (root.limits && root.limits.diskMb === undefined) root.limits.diskMb = DEFAULT_ROOT_DISK_MB;
   if (!root.limits || LIMIT_KEYS.some((k) => root.limits?.[k] === undefined)) {
     problems.push({ text: `${source}: "profiles.root.limits" must set every limit`, hint: `Limits: ${LIMIT_KEYS.join(', ')}.` });
   }

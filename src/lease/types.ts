@@ -22,6 +22,7 @@ export const LIMIT_KEYS = [
   'cpu', // CPUs (fractional)
   'memoryMb',
   'pids',
+  'diskMb', // /workspace's size
   'timeoutMs',
   'maxSteps',
   'tokens',
@@ -35,6 +36,7 @@ export const LimitsSchema = z.strictObject({
   cpu: z.number().positive(),
   memoryMb: z.number().int().positive(),
   pids: z.number().int().positive(),
+  diskMb: z.number().int().positive(),
   timeoutMs: z.number().int().positive(),
   maxSteps: z.number().int().nonnegative(),
   tokens: z.number().int().nonnegative(),
@@ -44,6 +46,8 @@ export const LimitsSchema = z.strictObject({
   maxDepth: z.number().int().nonnegative(),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
+/** /workspace's ceiling (MiB) for a policy whose root sets no diskMb, and for a lease record written before diskMb existed. */
+export const DEFAULT_ROOT_DISK_MB = 1024;
 
 /**
  * Posture: ordered from strictest to loosest. A child's posture is never looser than its

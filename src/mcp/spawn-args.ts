@@ -25,6 +25,7 @@ export const SpawnArgsSchema = z.strictObject({
       cpu: z.number().positive().optional(),
       memoryMb: z.number().int().positive().optional(),
       pids: z.number().int().positive().optional(),
+      diskMb: z.number().int().positive().optional().describe('/workspace size in MiB: writes past it fail with ENOSPC'),
       timeoutMs: z.number().int().positive().optional().describe('end the run watchdog_timeout after this long'),
       maxSteps: z.number().int().positive().optional().describe('the step budget of a script or agent child'),
     })
@@ -52,8 +53,8 @@ export function toSpawnRequest(a: SpawnArgs): Result<SpawnRequestInput> {
   const bad = (a.expectedOutputs ?? []).find((e) => e.startsWith('/') || e.split('/').includes('..') || e.includes('\0'));
   if (bad !== undefined) return invalid(`expected output ${JSON.stringify(bad)} must be a path relative to out/ without ..`, 'e.g. report.json or logs/run.txt');
   const kind = a.argv !== undefined ? { kind: 'command' as const, argv: a.argv } : a.script !== undefined ? { kind: 'script' as const, script: a.script } : { kind: 'agent' as const, agent: a.agent! };
-  const { cpu, memoryMb, pids, timeoutMs, maxSteps } = a.limits ?? {};
-  const jail = { ...(cpu !== undefined ? { cpu } : {}), ...(memoryMb !== undefined ? { memoryMb } : {}), ...(pids !== undefined ? { pids } : {}) };
+  const { cpu, memoryMb, pids, diskMb, timeoutMs, maxSteps } = a.limits ?? {};
+  const jail = { ...(cpu !== undefined ? { cpu } : {}), ...(memoryMb !== undefined ? { memoryMb } : {}), ...(pids !== undefined ? { pids } : {}), ...(diskMb !== undefined ? { diskMb } : {}) };
   return ok({
     task: a.task,
     ...kind,

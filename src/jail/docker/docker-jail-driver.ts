@@ -20,8 +20,9 @@ import { DockerJail, removeVolume } from './docker-jail.js';
 import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { CHILD_IMAGE_REPO, ensurePlanImage, fingerprint, planChildImage, type ImagePlan } from './image.js';
 import { LABELS } from './labels.js';
-import { containerName, renderCreateBody, workspaceVolumeName, type CreateBody } from './profile.js';
+import { containerName, JAIL_USER, renderCreateBody, workspaceVolumeName, type CreateBody } from './profile.js';
 import { verifyInspect, type InspectView } from './verify.js';
+import { disksDirFor, WorkspaceDisks, type WorkspaceDisk, type WorkspaceQuota } from './workspace-disk.js';
 
 export interface DockerJailDriverOptions {
   /** DOCKER_HOST as config gives it; undefined → /var/run/docker.sock. */
@@ -34,6 +35,13 @@ export interface DockerJailDriverOptions {
   owner?: string;
   /** Bytes of stdout and of stderr each jail keeps (default 16 KiB). */
   tailBytes?: number;
+  /**
+   * How /workspace is capped at the lease's diskMb: `loop` (default) gives each run its own
+   * ext4 image on a loop device; `none` is the explicit opt-out (a plain volume, no cap).
+   */
+  workspaceQuota?: WorkspaceQuota;
+  /** Where the disk images live; default /var/lib/brig/disks/<owner>. */
+  disksDir?: string;
 }
 
 /** The owner label for a brig home: one supervisor's jails are never swept by another's. */
@@ -59,13 +67,17 @@ export class DockerJailDriver implements JailDriver {
   readonly docker: Docker;
   readonly owner: string;
   private readonly tailBytes: number | undefined;
-  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes'>> & { childRuntimeDir: string };
+  readonly workspaceQuota: WorkspaceQuota;
+  readonly disks: WorkspaceDisks;
+  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes' | 'workspaceQuota' | 'disksDir'>> & { childRuntimeDir: string };
   private image: Promise<string> | undefined;
 
   constructor(opts: DockerJailDriverOptions = {}) {
     this.docker = dockerFromHost(opts.dockerHost);
     this.owner = opts.owner ?? 'default';
     this.tailBytes = opts.tailBytes;
+    this.workspaceQuota = opts.workspaceQuota ?? 'loop';
+    this.disks = new WorkspaceDisks(opts.disksDir ?? disksDirFor(this.owner));
     this.opts = {
       childRuntimeDir: opts.childRuntimeDir ?? path.join(packageRoot(), 'dist', 'child'),
       nodePath: opts.nodePath ?? fs.realpathSync(process.execPath),
@@ -166,23 +178,56 @@ export class DockerJailDriver implements JailDriver {
       },
     );
     if (existing) throw new BrigError('jail_failed', `a workspace volume for run ${spec.runId} already exists`, { data: { runId: spec.runId } });
-    await this.docker.createVolume({ Name: volumeName, Labels: body.Labels }).catch((e: unknown) => {
-      throw engineError(e, 'jail_failed', 'creating the workspace volume failed');
-    });
+    const disk = await this.#makeDisk(spec);
     let container: Docker.Container | undefined;
     try {
+      await this.docker.createVolume({ Name: volumeName, Labels: body.Labels, ...(disk ? { Driver: 'local', DriverOpts: { ...disk.volumeOptions } } : {}) }).catch((e: unknown) => {
+        throw engineError(e, 'jail_failed', 'creating the workspace volume failed');
+      });
+      if (disk) await this.#verifyDisk(volumeName, disk);
       container = await this.docker.createContainer({ name: containerName(spec.runId), ...(body as unknown as Docker.ContainerCreateOptions) }).catch((e: unknown) => {
         if (statusOf(e) === 404) throw new BrigError('image_missing', `the image ${image} is not in the engine`, { cause: e });
         throw engineError(e, 'jail_failed', 'creating the jail failed');
       });
-      const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes);
+      const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes, this.disks);
       await this.verify(container, body, spec.limits);
       await jail.putInputs(spec.inputs ?? []);
       return jail;
     } catch (e) {
       await container?.remove({ force: true, v: true }).catch(() => undefined); // v: an image VOLUME would leave an anonymous volume behind
       await removeVolume(this.docker, volumeName).catch(() => undefined);
+      if (disk) await this.disks.release(spec.runId).catch(() => undefined);
       throw e;
+    }
+  }
+
+  /** The run's capped disk, or null under the explicit opt-out; refuses when the host cannot cap. */
+  async #makeDisk(spec: JailSpec): Promise<WorkspaceDisk | null> {
+    if (this.workspaceQuota === 'none') return null;
+    const why = WorkspaceDisks.unavailable();
+    if (why) {
+      throw new BrigError('jail_failed', `the workspace disk quota cannot be applied: ${why}`, {
+        hint: 'Run brig as root with e2fsprogs and util-linux (`make deps`), or set BRIG_WORKSPACE_QUOTA=none to run without a disk quota.',
+      });
+    }
+    const [uid, gid] = JAIL_USER.split(':').map(Number);
+    return this.disks.create(spec.runId, spec.limits.diskMb, { uid: uid!, gid: gid! });
+  }
+
+  /** The engine's own account of the volume: the run's device, ext4, nosuid,nodev; the image exactly diskMb. */
+  async #verifyDisk(volumeName: string, disk: WorkspaceDisk): Promise<void> {
+    const v = (await this.docker.getVolume(volumeName).inspect()) as { Driver?: string; Options?: Record<string, string> | null };
+    const size = (await fs.promises.stat(disk.image)).size;
+    const o = v.Options ?? {};
+    const drift = [
+      v.Driver === 'local' ? null : 'workspace.driver',
+      o.type === disk.volumeOptions.type ? null : 'workspace.type',
+      o.device === disk.device ? null : 'workspace.device',
+      o.o === disk.volumeOptions.o ? null : 'workspace.options',
+      size === disk.bytes ? null : 'workspace.size',
+    ].filter((x): x is string => x !== null);
+    if (drift.length > 0) {
+      throw new BrigError('jail_unverified', `the engine did not apply the workspace disk (${drift.join(', ')})`, { data: { drift } });
     }
   }
 
@@ -206,7 +251,7 @@ export class DockerJailDriver implements JailDriver {
     // still holds what the child wrote, and wait() answers at once with its exit code.
     const c = found.find((x) => x.State === 'running') ?? found.find((x) => x.State === 'exited');
     if (!c) return null;
-    const jail = new DockerJail(this.docker, this.docker.getContainer(c.Id), runId, workspaceVolumeName(runId), this.tailBytes);
+    const jail = new DockerJail(this.docker, this.docker.getContainer(c.Id), runId, workspaceVolumeName(runId), this.tailBytes, this.disks);
     if (c.State === 'running') await jail.attachStreams();
     return jail;
   }
@@ -226,13 +271,14 @@ export class DockerJailDriver implements JailDriver {
         const labels = v.Labels ?? {};
         out.push({ kind: 'volume', id: v.Name, runId: labels[LABELS.runId] ?? '', rootRunId: labels[LABELS.rootRunId] ?? '', running: false });
       }
+      for (const runId of await this.disks.runIds()) out.push({ kind: 'disk', id: this.disks.imagePath(runId), runId, rootRunId: '', running: false });
       return out;
     } catch (e) {
       throw engineError(e, 'engine_unavailable', 'listing jails failed');
     }
   }
 
-  async sweep(isLive: (runId: string) => boolean): Promise<{ containers: number; volumes: number }> {
+  async sweep(isLive: (runId: string) => boolean): Promise<{ containers: number; volumes: number; disks: number }> {
     const all = await this.listLabelled();
     let containers = 0;
     let volumes = 0;
@@ -244,6 +290,8 @@ export class DockerJailDriver implements JailDriver {
       await removeVolume(this.docker, r.id);
       volumes++;
     }
-    return { containers, volumes };
+    // After the volumes: a disk's loop device is free once nothing mounts it.
+    const disks = await this.disks.sweep(isLive);
+    return { containers, volumes, disks };
   }
 }

@@ -14,6 +14,7 @@ import { collectArchive } from './collect.js';
 import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { WORKSPACE_DIR } from './profile.js';
 import { TailBuffer } from './tail.js';
+import type { WorkspaceDisks } from './workspace-disk.js';
 
 /** Default bytes kept of each of stdout and stderr (the supervisor's stdoutTailBytes). */
 export const DEFAULT_TAIL_BYTES = 16 * 1024;
@@ -64,6 +65,7 @@ export class DockerJail implements Jail {
     readonly runId: string,
     private readonly volumeName: string,
     tailBytes = DEFAULT_TAIL_BYTES,
+    private readonly disks?: WorkspaceDisks,
   ) {
     this.out = new TailBuffer(tailBytes);
     this.err = new TailBuffer(tailBytes);
@@ -158,6 +160,7 @@ export class DockerJail implements Jail {
     if (this.destroyed) return;
     await this.container.remove({ force: true, v: true }).catch(ignoreStatus(404, 409));
     await removeVolume(this.docker, this.volumeName);
+    await this.disks?.release(this.runId);
     this.destroyed = true;
   }
 }

@@ -32,6 +32,7 @@ export const LIMIT_FLOORS = Object.freeze({
   memoryMb: 6, // the engine's own minimum (it refuses less); 0 would mean no limit
   pids: 16, // node starts 7 threads and 4 more for libuv's pool at its first fs call; with fewer it hangs, it does not fail
   tmpfsMb: 1, // tmpfs reads size=0 as no limit
+  diskMb: 16, // an ext4 workspace smaller than this is mostly its own metadata
 });
 type LimitName = keyof typeof LIMIT_FLOORS;
 
@@ -40,6 +41,7 @@ const FLOOR_HINTS: Record<LimitName, string> = {
   memoryMb: 'the engine refuses a memory limit under 6 MiB',
   pids: 'node needs about 11 tasks before it can read a file; with fewer it hangs',
   tmpfsMb: 'a /tmp of size 0 would be unlimited',
+  diskMb: 'a smaller /workspace filesystem leaves the child almost nothing after its own metadata',
 };
 
 /** Refuses a spec's limits that are not numbers, not integers where they must be, or below a floor. */

@@ -4,7 +4,7 @@ import { BrigError, err, ok, type Result } from '../../../src/util/errors.js';
 import type { BrokerHandle, BrokerPort, LeaseGrant, LeaseIssue, LeasePort } from '../../../src/runs/ports.js';
 
 export const ROOT_LIMITS: Limits = {
-  cpu: 1, memoryMb: 256, pids: 128, timeoutMs: 600_000, maxSteps: 100, tokens: 0, costUsd: 0, resultBytes: 64 << 20, maxChildren: 5, maxDepth: 3,
+  cpu: 1, memoryMb: 256, pids: 128, diskMb: 1024, timeoutMs: 600_000, maxSteps: 100, tokens: 0, costUsd: 0, resultBytes: 64 << 20, maxChildren: 5, maxDepth: 3,
 };
 
 /** An in-memory LeasePort: child caps ⊆ parent caps, limits min(parent, requested). */

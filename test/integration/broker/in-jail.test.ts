@@ -35,7 +35,7 @@ test('[INV-1] from inside a real jail: no capability, bad/other-run/expired/revo
       rootRunId: ROOT,
       argv: ['node', '/workspace/attack.mjs'],
       env: { TOKEN: child.token, OTHER: by.token, METHODS: JSON.stringify(methods), HOME: '/workspace' },
-      limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 16 },
+      limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 64 },
       artifacts: [],
       brokerDir: child.dir,
       inputs: [{ path: 'attack.mjs', data: ATTACK }],

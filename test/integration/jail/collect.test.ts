@@ -153,7 +153,7 @@ test('[INV-4] materialization against a hostile child: links, fifo, odd names, 1
   await t.test('10,000 nested directories are skipped as one too_deep subtree; the file beside them arrives', async () => {
     const dest = path.join(base, 'deep');
     const js = "const fs=require('fs'); fs.writeFileSync('out/legit.txt', 'ok'); process.chdir('out'); for (let i = 0; i < 10000; i++) { fs.mkdirSync('d'); process.chdir('d'); } fs.writeFileSync('bottom', 'x'); console.log('made')";
-    const { exit, tails } = await runToEnd(spec('deep', ['node', '-e', js], { limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 4 } }), async (jail) => {
+    const { exit, tails } = await runToEnd(spec('deep', ['node', '-e', js], { limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 4, diskMb: 64 } }), async (jail) => {
       const rep = await jail.collect(dest, { ...CAPS, maxEntries: 100_000 });
       assert.deepEqual(rep.files.map((f) => f.path), ['legit.txt']);
       assert.deepEqual(rep.skipped.map((s) => s.reason), ['too_deep']);
@@ -188,7 +188,7 @@ test('[INV-4] a child whose output is hostile only in shape (a 2,040-deep nest, 
   if (!(await requireEngine(t))) return;
   const base = await tmp(t);
   const dest = path.join(base, 'ref');
-  const { exit, tails } = await runToEnd(spec('shapes', ['node', '-e', SHAPES], { limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 4 } }), async (jail) => {
+  const { exit, tails } = await runToEnd(spec('shapes', ['node', '-e', SHAPES], { limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 4, diskMb: 64 } }), async (jail) => {
     // The defaults the supervisor uses: 10,000 files per run.
     const rep = await jail.collect(dest, DEFAULT_COLLECT_CAPS);
     assert.equal(rep.files[0]!.path, 'answer.json', 'the legitimate file arrives');

@@ -30,7 +30,7 @@ test('[INV-2] from inside a real jail: non-root, no caps, no-new-privs, seccomp,
   const srv = await loopbackServer();
   try {
     const limits = { memoryMb: 96, pids: 48, cpu: 0.5 };
-    const { exit, tails } = await runToEnd(spec('probe', ['node', '-e', PROBE_SCRIPT, String(srv.port)], { limits: { ...limits, tmpfsMb: 8 } }));
+    const { exit, tails } = await runToEnd(spec('probe', ['node', '-e', PROBE_SCRIPT, String(srv.port)], { limits: { ...limits, tmpfsMb: 8, diskMb: 64 } }));
     assert.equal(exit.exitCode, 0, tails.stderrTail);
     const report = parseProbe(tails.stdoutTail);
     assert.ok(report, `probe output unreadable: ${tails.stdoutTail} ${tails.stderrTail}`);
@@ -78,7 +78,7 @@ test('[INV-2] verification reads real engine output: a weakened container is cau
 test('[INV-2] the memory limit is enforced by the kernel (OOM kill seen)', async (t) => {
   if (!(await requireEngine(t))) return;
   const hog = 'const a=[]; for(;;) a.push(Buffer.alloc(4e6, 1));';
-  const { exit } = await runToEnd(spec('oom', ['node', '-e', hog], { limits: { memoryMb: 48, cpu: 1, pids: 64, tmpfsMb: 4 } }));
+  const { exit } = await runToEnd(spec('oom', ['node', '-e', hog], { limits: { memoryMb: 48, cpu: 1, pids: 64, tmpfsMb: 4, diskMb: 64 } }));
   assert.notEqual(exit.exitCode, 0);
   assert.equal(exit.oomKilled, true);
 });
@@ -88,7 +88,7 @@ test('[INV-2] the pids limit is enforced by the kernel (forks beyond it fail)', 
   const forks = `const { spawn } = require('child_process'); let ok = 0, bad = 0;
 for (let i = 0; i < 80; i++) { try { const p = spawn('sleep', ['6']); p.on('error', () => bad++); p.on('spawn', () => ok++); } catch { bad++; } }
 setTimeout(() => { console.log(JSON.stringify({ ok, bad })); process.exit(0); }, 3000);`;
-  const { tails } = await runToEnd(spec('pids', ['node', '-e', forks], { limits: { memoryMb: 128, cpu: 1, pids: 32, tmpfsMb: 4 } }));
+  const { tails } = await runToEnd(spec('pids', ['node', '-e', forks], { limits: { memoryMb: 128, cpu: 1, pids: 32, tmpfsMb: 4, diskMb: 64 } }));
   const r = JSON.parse(tails.stdoutTail) as { ok: number; bad: number };
   assert.ok(r.ok < 32, `started ${r.ok} processes under a pids limit of 32`);
   assert.ok(r.bad > 0);
@@ -139,7 +139,7 @@ test('sweep removes only labelled objects of runs that are not live', async (t) 
   const drop = await driver.create(spec('drop', ['true']));
   try {
     const res = await driver.sweep((id) => id !== drop.runId);
-    assert.deepEqual(res, { containers: 1, volumes: 1 });
+    assert.deepEqual(res, { containers: 1, volumes: 1, disks: 1 }, 'its container, its volume and its workspace disk');
     const mine = (await driver.listLabelled()).filter((r) => r.rootRunId === ROOT).map((r) => r.runId);
     assert.ok(mine.includes(keep.runId));
     assert.ok(!mine.includes(drop.runId));

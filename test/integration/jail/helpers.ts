@@ -15,7 +15,7 @@ export function spec(tag: string, argv: string[], patch: Partial<JailSpec> = {})
     rootRunId: ROOT,
     argv,
     env: { HOME: '/workspace' },
-    limits: { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 16 },
+    limits: { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 64 },
     artifacts: [],
     ...patch,
   };

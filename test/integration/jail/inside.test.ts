@@ -82,7 +82,7 @@ test('[INV-2] from inside a real jail: no route out, host loopback unreachable, 
   t.after(() => srv.close());
   const port = (srv.address() as net.AddressInfo).port;
   const memoryMb = 96;
-  const { exit, tails } = await runToEnd(spec('inside', ['node', '-e', INSIDE, String(port)], { limits: { memoryMb, cpu: 1, pids: 64, tmpfsMb: 8 } }));
+  const { exit, tails } = await runToEnd(spec('inside', ['node', '-e', INSIDE, String(port)], { limits: { memoryMb, cpu: 1, pids: 64, tmpfsMb: 8, diskMb: 64 } }));
   assert.equal(exit.exitCode, 0, tails.stderrTail);
   const r = JSON.parse(tails.stdoutTail) as Inside;
 
@@ -126,7 +126,7 @@ test('[INV-2] a fork loop inside a real jail stops at the pids limit', async (t)
     'read cur < $p/pids.current; read max < $p/pids.max; read ev < $p/pids.events',
     'echo "$i $cur $max $ev"',
   ].join('; ');
-  const { exit, tails } = await runToEnd(spec('forkloop', ['sh', '-c', sh], { limits: { memoryMb: 128, cpu: 1, pids, tmpfsMb: 4 } }));
+  const { exit, tails } = await runToEnd(spec('forkloop', ['sh', '-c', sh], { limits: { memoryMb: 128, cpu: 1, pids, tmpfsMb: 4, diskMb: 64 } }));
   assert.equal(exit.exitCode, 0, tails.stderrTail);
   const [loops, cur, max, evName, evCount] = tails.stdoutTail.trim().split(/\s+/);
   assert.equal(loops, '200', 'the loop ran to its end');

@@ -23,7 +23,7 @@ test('[INV-9] from inside a real jail: the smallest allowed cpu is a positive CF
     'thr=$(grep -E "^nr_throttled" $c/cpu.stat)',
     'echo "$q $p $thr"',
   ].join('; ');
-  const limits = { memoryMb: 64, cpu: LIMIT_FLOORS.cpu, pids: LIMIT_FLOORS.pids, tmpfsMb: LIMIT_FLOORS.tmpfsMb };
+  const limits = { memoryMb: 64, cpu: LIMIT_FLOORS.cpu, pids: LIMIT_FLOORS.pids, tmpfsMb: LIMIT_FLOORS.tmpfsMb, diskMb: LIMIT_FLOORS.diskMb };
   const { exit, tails } = await runToEnd(spec('cpufloor', ['sh', '-c', sh], { limits }));
   assert.equal(exit.exitCode, 0, tails.stderrTail);
   const [quota, period, , throttled] = tails.stdoutTail.trim().split(/\s+/);
@@ -35,9 +35,9 @@ test('[INV-9] from inside a real jail: the smallest allowed cpu is a positive CF
 test('[INV-9] a cpu request below the floor is refused with invalid_input naming it, before any engine object exists', async (t) => {
   if (!(await requireEngine(t))) return;
   for (const limits of [
-    { memoryMb: 64, cpu: 0.000001, pids: 32, tmpfsMb: 4 },
-    { memoryMb: 64, cpu: 0.009, pids: 32, tmpfsMb: 4 },
-    { memoryMb: 64, cpu: 1, pids: 8, tmpfsMb: 4 },
+    { memoryMb: 64, cpu: 0.000001, pids: 32, tmpfsMb: 4, diskMb: 64 },
+    { memoryMb: 64, cpu: 0.009, pids: 32, tmpfsMb: 4, diskMb: 64 },
+    { memoryMb: 64, cpu: 1, pids: 8, tmpfsMb: 4, diskMb: 64 },
   ]) {
     const s = spec('tiny', ['true'], { limits });
     await assert.rejects(driver.create(s), (e) => isBrigError(e, 'invalid_input') && /is below the floor of (0\.01|16)/.test(e.message));

@@ -55,6 +55,6 @@ test('[INV-8] after runs that succeed, fail or time out, and after a killed supe
 
   // The next supervisor's sweep: no run of this owner is live any more.
   const swept = await driver.sweep(() => false);
-  assert.deepEqual(swept, { containers: 1, volumes: 1 });
+  assert.deepEqual(swept, { containers: 1, volumes: 1, disks: 1 });
   assert.deepEqual(await mine(), [], 'after the sweep nothing labelled remains');
 });

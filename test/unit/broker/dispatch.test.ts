@@ -13,7 +13,7 @@ import { capsArb } from '../lease/arbitraries.js';
 function lease(caps: LeaseRecord['caps']): LeaseRecord {
   return {
     id: 'ls_00000000000000000001', parentLeaseId: null, runId: 'r1', rootRunId: 'r1', depth: 1, profile: 'root', caps,
-    limits: { cpu: 1, memoryMb: 1, pids: 1, timeoutMs: 1, maxSteps: 0, tokens: 0, costUsd: 0, resultBytes: 0, maxChildren: 0, maxDepth: 1 },
+    limits: { cpu: 1, memoryMb: 1, pids: 1, diskMb: 1024, timeoutMs: 1, maxSteps: 0, tokens: 0, costUsd: 0, resultBytes: 0, maxChildren: 0, maxDepth: 1 },
     posture: { network: 'none', runtime: 'docker-hardened', user: 'nonroot' }, requested: {}, refused: [], tokenHash: 'x',
     issuedAt: '2026-01-01T00:00:00Z', expiresAt: '2027-01-01T00:00:00Z', revoked: null,
   };

@@ -7,7 +7,7 @@ export const GOLDEN_SPEC: JailSpec = {
   rootRunId: 'r-root',
   argv: ['node', '/opt/brig/child/runtime.js'],
   env: { HOME: '/workspace', BRIG_RUN_ID: 'r-golden' },
-  limits: { memoryMb: 512, cpu: 1.5, pids: 128, tmpfsMb: 64 },
+  limits: { memoryMb: 512, cpu: 1.5, pids: 128, tmpfsMb: 64, diskMb: 64 },
   artifacts: [{ hostPath: '/srv/data/in.jsonl', name: 'in.jsonl' }],
   brokerDir: '/var/lib/brig/brokers/r-golden',
 };

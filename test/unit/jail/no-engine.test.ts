@@ -10,7 +10,7 @@ test('a missing engine is engine_unavailable everywhere, with the hint to start 
   await assert.rejects(d.info(), (e) => isBrigError(e, 'engine_unavailable'));
   await assert.rejects(d.listLabelled(), (e) => isBrigError(e, 'engine_unavailable'));
   await assert.rejects(
-    d.create({ runId: 'r1', leaseId: 'l1', rootRunId: 'r1', argv: ['true'], env: {}, limits: { memoryMb: 64, cpu: 1, pids: 16, tmpfsMb: 4 }, artifacts: [] }),
+    d.create({ runId: 'r1', leaseId: 'l1', rootRunId: 'r1', argv: ['true'], env: {}, limits: { memoryMb: 64, cpu: 1, pids: 16, tmpfsMb: 4, diskMb: 64 }, artifacts: [] }),
     (e) => isBrigError(e, 'engine_unavailable') && /make engine/.test(e.hint),
   );
 });

@@ -69,10 +69,10 @@ test('unsafe specs are refused as values before any engine call', () => {
     ['relative broker dir', { brokerDir: 'brokers/x' }],
     ['empty argv', { argv: [] }],
     ['unsafe run id', { runId: '../etc' }],
-    ['zero memory', { limits: { memoryMb: 0, cpu: 1, pids: 16, tmpfsMb: 1 } }],
-    ['negative cpu', { limits: { memoryMb: 64, cpu: -1, pids: 16, tmpfsMb: 1 } }],
-    ['NaN cpu', { limits: { memoryMb: 64, cpu: Number.NaN, pids: 16, tmpfsMb: 1 } }],
-    ['fractional pids', { limits: { memoryMb: 64, cpu: 1, pids: 16.5, tmpfsMb: 1 } }],
+    ['zero memory', { limits: { memoryMb: 0, cpu: 1, pids: 16, tmpfsMb: 1, diskMb: 64 } }],
+    ['negative cpu', { limits: { memoryMb: 64, cpu: -1, pids: 16, tmpfsMb: 1, diskMb: 64 } }],
+    ['NaN cpu', { limits: { memoryMb: 64, cpu: Number.NaN, pids: 16, tmpfsMb: 1, diskMb: 64 } }],
+    ['fractional pids', { limits: { memoryMb: 64, cpu: 1, pids: 16.5, tmpfsMb: 1, diskMb: 64 } }],
     ['bad env name', { env: { 'A=B': 'x' } }],
   ];
   for (const [why, patch] of bad) {
@@ -163,7 +163,7 @@ test('[INV-9] a limit below its floor is refused with invalid_input naming the f
     assert.ok(r.error.hint?.includes(String(LIMIT_FLOORS[k])), 'the hint says what to ask for');
   }
   // At the floor: rendered, and the quota is the kernel's smallest, not 0.
-  const at = body({ ...GOLDEN_SPEC, limits: { memoryMb: LIMIT_FLOORS.memoryMb, cpu: LIMIT_FLOORS.cpu, pids: LIMIT_FLOORS.pids, tmpfsMb: LIMIT_FLOORS.tmpfsMb } });
+  const at = body({ ...GOLDEN_SPEC, limits: { memoryMb: LIMIT_FLOORS.memoryMb, cpu: LIMIT_FLOORS.cpu, pids: LIMIT_FLOORS.pids, tmpfsMb: LIMIT_FLOORS.tmpfsMb, diskMb: LIMIT_FLOORS.diskMb } });
   assert.equal(at.HostConfig.NanoCpus, 10_000_000);
   assert.equal((at.HostConfig.NanoCpus * CFS_PERIOD_US) / 1e9, 1000, 'cfs_quota_us 1000 of 100000');
 });

@@ -97,7 +97,7 @@ test('attenuation is pure and never throws for a denial', () => {
 test('no request means everything the parent holds that the policy allows', () => {
   const parent: Grant = {
     caps: ['spawn', 'llm', 'exec'],
-    limits: { cpu: 1, memoryMb: 512, pids: 64, timeoutMs: 60_000, maxSteps: 10, tokens: 100, costUsd: 1, resultBytes: 100, maxChildren: 2, maxDepth: 3 },
+    limits: { cpu: 1, memoryMb: 512, pids: 64, diskMb: 1024, timeoutMs: 60_000, maxSteps: 10, tokens: 100, costUsd: 1, resultBytes: 100, maxChildren: 2, maxDepth: 3 },
     posture: STRICTEST_POSTURE,
   };
   const policy: Grant = { ...parent, caps: ['llm', 'exec', 'refs.read'] };
@@ -112,7 +112,7 @@ test('a stricter posture request is honoured; a looser one is refused', () => {
     fc.property(postureArb, (p) => {
       const parent: Grant = {
         caps: [],
-        limits: { cpu: 1, memoryMb: 1, pids: 1, timeoutMs: 1, maxSteps: 0, tokens: 0, costUsd: 0, resultBytes: 0, maxChildren: 0, maxDepth: 0 },
+        limits: { cpu: 1, memoryMb: 1, pids: 1, diskMb: 1024, timeoutMs: 1, maxSteps: 0, tokens: 0, costUsd: 0, resultBytes: 0, maxChildren: 0, maxDepth: 0 },
         posture: STRICTEST_POSTURE,
       };
       const a = attenuate(parent, { posture: p }, parent);

@@ -1,0 +1,143 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DockerJailDriver, type JailSpec } from '../../../src/jail/index.js';
+import { WorkspaceDisks } from '../../../src/jail/docker/workspace-disk.js';
+import { requireEngine } from '../../helpers/engine.js';
+import { freshHome, leftovers, supervisorAt } from '../runs/fixture.js';
+import { driver, ROOT, runToEnd, spec, sweepOwn } from './helpers.js';
+
+const MIB = 1024 * 1024;
+
+/** Runs in the jail: what /workspace is, then writes 1 MiB chunks until the disk refuses. */
+const FILL = `
+const fs = require('node:fs');
+const line = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\\n').find((l) => l.split(' ')[4] === '/workspace') ?? '';
+const [pre, post] = line.split(' - ');
+const st = fs.statfsSync('/workspace');
+const limit = Number(process.argv[1]) * 1024 * 1024;
+const fd = fs.openSync('/workspace/fill', 'w');
+const chunk = Buffer.alloc(1024 * 1024, 7);
+let written = 0, code = null;
+while (written < limit) {
+  try { written += fs.writeSync(fd, chunk); } catch (e) { code = e.code; break; }
+}
+try { fs.fsyncSync(fd); } catch (e) { code = code ?? e.code; }
+fs.closeSync(fd);
+fs.rmSync('/workspace/fill');
+fs.mkdirSync('/workspace/out', { recursive: true });
+fs.writeFileSync('/workspace/out/ok.txt', 'still works');
+console.log(JSON.stringify({ opts: (pre ?? '').split(' ')[5] ?? '', fstype: (post ?? '').split(' ')[0] ?? '', total: st.blocks * st.bsize, written, code, entries: fs.readdirSync('/workspace') }));
+`;
+
+function hostFree(dir: string): number {
+  const st = fs.statfsSync(dir);
+  return st.bavail * st.bsize;
+}
+
+function loopsBacking(file: string): string[] {
+  const out = execFileSync('/usr/sbin/losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE'], { encoding: 'utf8' });
+  return out.split('\n').filter((l) => l.includes(file)).map((l) => l.trim().split(/\s+/)[0]!);
+}
+
+test('[INV-9] /workspace is capped at diskMb, proven from inside: a write past it gets ENOSPC, statfs shows the cap, nosuid,nodev; the host gives at most the cap; nothing is left', async (t) => {
+  if (!(await requireEngine(t))) return;
+  t.after(sweepOwn);
+  const diskMb = 32;
+  // Ask for three times the cap.
+  const s: JailSpec = spec('disk', ['node', '-e', FILL, String(diskMb * 3)], { limits: { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 4, diskMb } });
+  const image = driver.disks.imagePath(s.runId);
+  const freeBefore = hostFree('/var/lib');
+  let allocated = -1;
+  let loops: string[] = [];
+  const { exit, tails } = await runToEnd(s, async (jail) => {
+    allocated = fs.statSync(image).blocks * 512;
+    loops = loopsBacking(image);
+    const rep = await jail.collect(path.join(await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-dq-')), 'out'), { perFileBytes: MIB, perRunBytes: MIB, maxEntries: 10 });
+    assert.deepEqual(rep.files.map((f) => f.path), ['ok.txt'], 'the output written after the refusal is collected');
+  });
+  assert.equal(exit.exitCode, 0, tails.stderrTail);
+  const r = JSON.parse(tails.stdoutTail.trim().split('\n').pop()!) as { opts: string; fstype: string; total: number; written: number; code: string | null; entries: string[] };
+  assert.equal(r.code, 'ENOSPC', `the write past the cap is refused inside the jail (${JSON.stringify(r)})`);
+  assert.ok(r.written <= diskMb * MIB, `at most the cap was written (${r.written} bytes)`);
+  assert.ok(r.written >= (diskMb - 4) * MIB, `nearly the whole cap is usable (${r.written} bytes)`);
+  assert.ok(r.total <= diskMb * MIB && r.total > (diskMb - 4) * MIB, `statfs in the jail shows the cap, not the host (${r.total})`);
+  assert.equal(r.fstype, 'ext4');
+  for (const o of ['nosuid', 'nodev']) assert.ok(r.opts.split(',').includes(o), `/workspace is ${o} (${r.opts})`);
+  assert.ok(!r.entries.includes('lost+found'), 'no root-owned lost+found in the workspace');
+  // The host: the image holds at most the cap, and the host's free space fell by no more.
+  assert.ok(allocated > 0 && allocated <= diskMb * MIB + MIB, `the image took ${allocated} bytes of host disk`);
+  assert.equal(loops.length, 1, 'one loop device backed the run');
+  assert.ok(freeBefore - hostFree('/var/lib') < (diskMb + 64) * MIB, 'the host disk gave the run at most its cap (plus other activity)');
+  // Released with the jail: no image, no loop device.
+  assert.equal(fs.existsSync(image), false, 'the image is deleted with the jail');
+  assert.deepEqual(loopsBacking(image), [], 'its loop device is detached');
+});
+
+test('control: under the explicit opt-out (BRIG_WORKSPACE_QUOTA=none) the same write goes through to the host disk', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const open = new DockerJailDriver({ owner: ROOT, workspaceQuota: 'none' });
+  t.after(() => open.sweep((id) => !id.startsWith(ROOT)).then(() => undefined));
+  const s = spec('nodisk', ['node', '-e', FILL, '96'], { limits: { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 4, diskMb: 32 } });
+  const jail = await open.create(s);
+  try {
+    await jail.start();
+    assert.equal((await jail.wait()).exitCode, 0);
+    const r = JSON.parse(jail.tails().stdoutTail.trim().split('\n').pop()!) as { written: number; code: string | null };
+    assert.deepEqual([r.code, r.written], [null, 96 * MIB], 'with no quota, 96 MiB went through a 32 MiB "limit"');
+    assert.equal(fs.existsSync(open.disks.imagePath(s.runId)), false, 'no disk image under the opt-out');
+  } finally {
+    await jail.destroy();
+  }
+});
+
+test('disks outlive nothing: sweep releases a non-live run\'s image and a loop device left on a deleted image (a crash between detach and delete)', async (t) => {
+  if (WorkspaceDisks.unavailable() !== null) return t.skip(`no quota here: ${WorkspaceDisks.unavailable()}`);
+  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-disks-'));
+  const disks = new WorkspaceDisks(dir);
+  t.after(async () => {
+    await disks.sweep(() => false).catch(() => {});
+    await fs.promises.rm(dir, { recursive: true, force: true });
+  });
+  const live = await disks.create('r-live', 16, { uid: 65534, gid: 65534 });
+  const dead = await disks.create('r-dead', 16, { uid: 65534, gid: 65534 });
+  const crashed = await disks.create('r-crashed', 16, { uid: 65534, gid: 65534 });
+  await fs.promises.rm(crashed.image); // the loop device still holds the deleted image
+  assert.deepEqual((await disks.runIds()).sort(), ['r-dead', 'r-live']);
+  const n = await disks.sweep((id) => id === 'r-live');
+  assert.equal(n, 2, 'the dead run\'s disk and the orphaned loop device');
+  assert.deepEqual(await disks.runIds(), ['r-live']);
+  assert.deepEqual(loopsBacking(dead.image), []);
+  assert.deepEqual(loopsBacking(crashed.image), [], 'the loop device on the deleted image is detached');
+  assert.deepEqual(loopsBacking(live.image), [live.device], 'the live run keeps its disk');
+  assert.equal(await disks.release('r-live'), true);
+  assert.equal(await disks.release('r-live'), false, 'release is safe to call twice');
+  assert.deepEqual(loopsBacking(live.image), []);
+});
+
+test('[INV-1] the lease\'s diskMb sizes the jail, and a child asking for more is bounded by its parent', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const c = await supervisorAt(home);
+  const DF = ['node', '-e', "const s = require('node:fs').statfsSync('/workspace'); console.log(s.blocks * s.bsize)"];
+  try {
+    const small = await c.supervisor.spawn({ task: 'df', kind: 'command', argv: DF, limits: { diskMb: 24 } });
+    assert.ok(small.ok, small.ok ? '' : small.error.message);
+    assert.equal(small.value.endReason, 'completed', JSON.stringify(small.value.error));
+    const total = Number(small.value.stdoutTail?.trim());
+    assert.ok(total <= 24 * MIB && total > 20 * MIB, `the jail's /workspace is the lease's 24 MiB (${total})`);
+    const lease = c.leases.get(small.value.leaseId!);
+    assert.equal(lease?.limits.diskMb, 24);
+    // The worker profile's ceiling is 1024 MiB: asking for more is clamped to it, never above.
+    const big = await c.supervisor.spawn({ task: 'df', kind: 'command', profile: 'worker', argv: DF, limits: { diskMb: 1 << 20 } });
+    assert.ok(big.ok);
+    const bigTotal = Number(big.value.stdoutTail?.trim());
+    assert.ok(bigTotal <= 1024 * MIB, `bounded by the profile (${bigTotal})`);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
