@@ -6,6 +6,8 @@
  * floor-api  engine API create + start + wait + remove of the same, no hardening, no volume
  * floor-nonet  floor-api with NetworkDisabled (no libnetwork sandbox: what brig's profile does)
  * brig-jail  DockerJailDriver: volume + create + inspect-verify + attach + start + wait + destroy (`true`)
+ * brig-noquota  brig-jail under the opt-out (BRIG_WORKSPACE_QUOTA=none): a plain volume, no disk quota
+ * disk-only  the quota's own steps alone: image + mkfs.ext4 + debugfs + losetup, then detach + delete
  * brig-collect  the same plus collecting /workspace/out (empty)
  * brig-node  the same with `node -e 0` (Node start-up inside the jail, for scale)
  * brig-cli   `node dist/cli/main.js spawn -- true` end to end (CLI start-up included; needs `make build`)
@@ -24,6 +26,7 @@ const run = promisify(execFile);
 const N = Math.max(20, Number(process.argv[2] ?? 20));
 const ROOT = `bench-${crypto.randomBytes(3).toString('hex')}`;
 const driver = new DockerJailDriver({ owner: `bench-${process.pid}` });
+const noQuota = new DockerJailDriver({ owner: `bench-${process.pid}`, workspaceQuota: 'none' });
 const docker = driver.docker;
 
 const median = (xs: number[]) => {
@@ -83,6 +86,15 @@ async function main(): Promise<void> {
         },
       ],
       ['brig-jail', async () => phases.push((await runJailOnce(driver, spec(['true']), { timeoutMs: 60_000 })).timings)],
+      ['brig-noquota', () => runJailOnce(noQuota, spec(['true']), { timeoutMs: 60_000 })],
+      [
+        'disk-only',
+        async () => {
+          const id = `${ROOT}-d${n++}`;
+          await driver.disks.create(id, 64, { uid: 65534, gid: 65534 });
+          await driver.disks.release(id);
+        },
+      ],
       ['brig-collect', () => runJailOnce(driver, spec(['true']), { timeoutMs: 60_000, collectTo: path.join(tmp, String(n)) })],
       ['brig-node', () => runJailOnce(driver, spec(['node', '-e', '0']), { timeoutMs: 60_000 })],
     ];

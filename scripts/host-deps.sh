@@ -4,17 +4,20 @@
 # grep/jq; setpriv + unshare isolate the helper) and mount (mount/umount: the helper's
 # read-only root and the per-query bind mounts), gcc + libc6-dev (the tests build a static
 # syscall probe that proves brig's seccomp profile from inside a jail), zsh (the test runs the
-# generated zsh completion script). Installs only what is missing.
+# generated zsh completion script), e2fsprogs (mkfs.ext4 + debugfs) and util-linux's losetup
+# (each run's /workspace is its own capped ext4 image on a loop device). Installs only what
+# is missing.
 set -euo pipefail
 need=()
 # busybox-static puts a static binary at /bin/busybox; the dynamic `busybox` package does not do.
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 command -v jq >/dev/null 2>&1 || need+=(jq)
 command -v curl >/dev/null 2>&1 || need+=(curl)
-for tool in prlimit setpriv unshare; do
+for tool in prlimit setpriv unshare losetup; do
   if ! command -v "$tool" >/dev/null 2>&1; then need+=(util-linux); break; fi
 done
 { command -v mount >/dev/null 2>&1 && command -v umount >/dev/null 2>&1; } || need+=(mount)
+{ [ -x /usr/sbin/mkfs.ext4 ] && [ -x /usr/sbin/debugfs ]; } || need+=(e2fsprogs)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 dpkg -s libc6-dev >/dev/null 2>&1 || need+=(libc6-dev)
 command -v zsh >/dev/null 2>&1 || need+=(zsh)

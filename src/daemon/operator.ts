@@ -11,7 +11,7 @@ import { brigPaths, loadConfig, type BrigConfig } from '../config/index.js';
 import { DockerJailDriver, gatherDoctorFacts, judgeDoctor, ownerForHome, type DoctorCheck } from '../jail/index.js';
 import { explainPolicy, leaseState, LeaseStore, loadPolicyFile, policyFilesIn, shippedPoliciesDir, type LeaseRecord, type Policy } from '../lease/index.js';
 import { FileLedger, ledgerFiles, verifyLedger, type LedgerReport } from '../ledger/index.js';
-import { lockedQuery, type LockedQueryResult } from '../slice/index.js';
+import { lockedQuery, reportHelper, type LockedQueryResult } from '../slice/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 
 /** A lease as an operator sees it: no token hash, with its state now. */
@@ -110,7 +110,11 @@ export function openOperator(o: { env?: NodeJS.ProcessEnv; home?: string } = {})
     engine: {
       async doctor(d = {}) {
         const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
-        return judgeDoctor(await gatherDoctorFacts(driver, { build: d.build === true }));
+        const [facts, helper] = await Promise.all([
+          gatherDoctorFacts(driver, { build: d.build === true }),
+          reportHelper().catch((e: unknown) => ({ error: `no helper started: ${(e as Error).message}` })),
+        ]);
+        return judgeDoctor({ ...facts, helper });
       },
       async buildImage(b = {}) {
         const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost });

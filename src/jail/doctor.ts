@@ -8,10 +8,13 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import { toBrigError } from '../util/errors.js';
 import type { DockerJailDriver } from './docker/docker-jail-driver.js';
+import { SECCOMP_JSON, SECCOMP_REMOVED, SECCOMP_RULES_REMOVED } from './docker/seccomp.js';
+import { WorkspaceDisks } from './docker/workspace-disk.js';
 import { judgeProbe, parseProbe, PROBE_SCRIPT, type ProbeCheck, type ProbeLimits } from './probe.js';
 
 /** The probe jail's limits; the probe must find each one in its own cgroup. */
 const PROBE_LIMITS: ProbeLimits = Object.freeze({ memoryMb: 128, pids: 64, cpu: 1 });
+const PROBE_DISK_MB = 32;
 
 export interface DoctorCheck {
   name: string;
@@ -24,7 +27,24 @@ export interface DoctorFacts {
   engine: { ok: true; version: string; apiVersion: string; info: Record<string, unknown> } | { ok: false; error: string };
   image: { tag: string; present: boolean; runtimeIncluded: boolean; built: boolean } | { error: string } | undefined;
   probe: { checks: ProbeCheck[] } | { error: string; code: string } | undefined;
+  /** The /workspace quota the driver applies, and why this host cannot (null: it can). */
+  quota?: { mode: 'loop' | 'none'; unavailable: string | null };
+  /** One DuckDB helper as the kernel shows it (filled by the composition root), or why not. */
+  helper?: HelperFacts | { error: string };
 }
+
+/** A started DuckDB helper read back from /proc (slice/helper-report.ts gathers it). */
+export interface HelperFacts {
+  isolated: boolean;
+  privilegeLeft: string | null;
+  uid: number;
+  capEff: string;
+  addressSpaceBytes: number | null;
+  cpuSeconds: number | null;
+}
+
+const SECCOMP_SHA = crypto.createHash('sha256').update(SECCOMP_JSON).digest('hex').slice(0, 12);
+const GIB = 1024 ** 3;
 
 const check = (name: string, ok: boolean, detail: string, hint?: string): DoctorCheck => (ok || !hint ? { name, ok, detail } : { name, ok, detail, hint });
 
@@ -44,6 +64,20 @@ export function judgeDoctor(f: DoctorFacts): DoctorCheck[] {
     check('pids limits', info.PidsLimit === true, String(info.PidsLimit), 'Enable the pids cgroup.'),
     check('cpu quota', info.CpuCfsQuota === true, `cgroup v${String(info.CgroupVersion ?? '?')}`, 'Enable CFS quota in the cpu cgroup.'),
   ];
+  const removed = Object.keys(SECCOMP_REMOVED);
+  out.push(check('seccomp profile', true, `brig's own (sha256 ${SECCOMP_SHA}): the engine default minus ${removed.length} syscalls (${removed.slice(0, 3).join(', ')}, …) and ${Object.keys(SECCOMP_RULES_REMOVED).length} rules; read back from every jail at create`));
+  if (f.quota) {
+    const q = f.quota;
+    if (q.mode === 'none') out.push(check('workspace disk quota', true, 'off (BRIG_WORKSPACE_QUOTA=none): /workspace is not capped'));
+    else out.push(check('workspace disk quota', q.unavailable === null, q.unavailable ?? "a per-run ext4 image of the lease's diskMb on a loop device, nosuid,nodev", 'Run brig as root with e2fsprogs and util-linux (`make deps`), or opt out with BRIG_WORKSPACE_QUOTA=none.'));
+  }
+  if (f.helper && 'error' in f.helper) out.push(check('DuckDB helper', false, f.helper.error, 'Run `make deps`; `brig doctor` must be able to start one helper.'));
+  else if (f.helper) {
+    const h = f.helper;
+    out.push(check('DuckDB helper isolated', h.privilegeLeft === null, h.privilegeLeft ?? `uid ${h.uid}, CapEff ${h.capEff}, own namespaces`, 'Helpers run as root with capabilities here: run brig as root with util-linux (unshare, setpriv).'));
+    out.push(check('DuckDB helper address-space cap', h.addressSpaceBytes !== null, h.addressSpaceBytes === null ? 'unlimited' : `RLIMIT_AS ${(h.addressSpaceBytes / GIB).toFixed(1)} GiB`, 'The helper has no memory cap: install prlimit (util-linux).'));
+    out.push(check('DuckDB helper CPU cap', h.cpuSeconds !== null, h.cpuSeconds === null ? 'unlimited' : `RLIMIT_CPU ${h.cpuSeconds} s`, 'The helper has no CPU cap: install prlimit (util-linux).'));
+  }
   if (f.image === undefined) out.push(check('child image', false, 'not checked'));
   else if ('error' in f.image) out.push(check('child image', false, f.image.error, 'Build it: `brig image build`.'));
   else {
@@ -71,6 +105,12 @@ export async function gatherDoctorFacts(driver: DockerJailDriver, opts: { build?
   } catch (e) {
     return { engine: { ok: false, error: toBrigError(e).message }, image: undefined, probe: undefined };
   }
+  const quota = { mode: driver.workspaceQuota, unavailable: driver.workspaceQuota === 'loop' ? WorkspaceDisks.unavailable() : null };
+  return { ...(await gatherJailFacts(driver, engine, opts)), quota };
+}
+
+/** The image and the probe jail, once the engine answered. */
+async function gatherJailFacts(driver: DockerJailDriver, engine: DoctorFacts['engine'], opts: { build?: boolean }): Promise<DoctorFacts> {
   let image: DoctorFacts['image'];
   try {
     const st = await driver.childImageStatus();
@@ -91,7 +131,7 @@ export async function gatherDoctorFacts(driver: DockerJailDriver, opts: { build?
       rootRunId: runId,
       argv: ['node', '-e', PROBE_SCRIPT, String(srv.port)],
       env: { HOME: '/workspace' },
-      limits: { ...PROBE_LIMITS, tmpfsMb: 8, diskMb: 32 },
+      limits: { ...PROBE_LIMITS, tmpfsMb: 8, diskMb: PROBE_DISK_MB },
       artifacts: [],
       image: image.tag,
     });
@@ -99,7 +139,7 @@ export async function gatherDoctorFacts(driver: DockerJailDriver, opts: { build?
       await jail.start();
       await jail.wait();
       const report = parseProbe(jail.tails().stdoutTail);
-      probe = report ? { checks: judgeProbe(report, PROBE_LIMITS) } : { code: 'jail_failed', error: `the probe printed no report: ${jail.tails().stderrTail.slice(-300)}` };
+      probe = report ? { checks: judgeProbe(report, driver.workspaceQuota === 'loop' ? { ...PROBE_LIMITS, diskMb: PROBE_DISK_MB } : PROBE_LIMITS) } : { code: 'jail_failed', error: `the probe printed no report: ${jail.tails().stderrTail.slice(-300)}` };
     } finally {
       await jail.destroy();
     }

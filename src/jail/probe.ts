@@ -43,6 +43,11 @@ Promise.all([connect('127.0.0.1', port), connect('1.1.1.1', 443)]).then(([tcp, p
       cpu: read(cg + 'cpu.max') || [read(cg + 'cpu/cpu.cfs_quota_us'), read(cg + 'cpu/cpu.cfs_period_us')].join(' '),
     },
     envKeys: fs.readFileSync('/proc/self/environ', 'utf8').split('\0').filter(Boolean).map((l) => l.split('=')[0]).sort(),
+    workspace: (() => {
+      const mi = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.split(' ')[4] === '/workspace').pop() || '';
+      const st = fs.statfsSync('/workspace');
+      return { bytes: st.blocks * st.bsize, fstype: (mi.split(' - ')[1] || '').split(' ')[0] || '', options: mi.split(' ')[5] || '' };
+    })(),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
 });
@@ -72,6 +77,7 @@ export const ProbeReportSchema = z.object({
     cpu: z.string().nullable(),
   }),
   envKeys: z.array(z.string()),
+  workspace: z.object({ bytes: z.number(), fstype: z.string(), options: z.string() }),
 });
 export type ProbeReport = z.infer<typeof ProbeReportSchema>;
 
@@ -88,6 +94,8 @@ export interface ProbeLimits {
   memoryMb: number;
   pids: number;
   cpu: number;
+  /** /workspace's cap, when the jail was made with the disk quota. */
+  diskMb?: number;
 }
 
 /** Pure: cgroup v1 `quota period` or v2 `max`-file `quota period` as CPUs, or null. */
@@ -125,6 +133,16 @@ function judgeLimits(r: ProbeReport, want: ProbeLimits): { name: string; ok: boo
     { name: 'no swap beyond memory', ok: l.memsw !== null ? l.memsw === bytes : l.swapMax === '0', saw: l.memsw ?? `swap.max ${l.swapMax}` },
     { name: 'pids limit in the cgroup', ok: l.pids === String(want.pids), saw: l.pids },
     { name: 'cpu quota in the cgroup', ok: cpusOf(l.cpu) !== null && Math.abs(cpusOf(l.cpu)! - want.cpu) < 0.01, saw: l.cpu },
+    ...(want.diskMb !== undefined
+      ? [
+          {
+            name: 'workspace capped at its disk',
+            ok: r.workspace.fstype === 'ext4' && r.workspace.bytes > 0 && r.workspace.bytes <= want.diskMb * 1024 * 1024,
+            saw: `${r.workspace.fstype} ${(r.workspace.bytes / 1024 / 1024).toFixed(1)} MiB of ${want.diskMb} MiB`,
+          },
+          { name: 'workspace nosuid,nodev', ok: ['nosuid', 'nodev'].every((o) => r.workspace.options.split(',').includes(o)), saw: r.workspace.options },
+        ]
+      : []),
   ];
 }
 

@@ -11,3 +11,4 @@ export { Slicer, SLICE_DEFAULTS, jqRefusal } from './slicer.js';
 export type { GrepOptions, ReadRange, RefReader, SliceLimits, SliceOutput, SliceVerb } from './slicer.js';
 export { parseJsonPath } from './jsonpath.js';
 export type { CompiledJsonPath, JsonPathSegment } from './jsonpath.js';
+export { reportHelper, type HelperReport } from './helper-report.js';

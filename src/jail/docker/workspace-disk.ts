@@ -76,13 +76,19 @@ export class WorkspaceDisks {
   }
 
   async create(runId: string, sizeMb: number, owner: { uid: number; gid: number }): Promise<WorkspaceDisk> {
-    await fs.promises.mkdir(this.dir, { recursive: true, mode: 0o700 });
     const image = this.imagePath(runId);
     const bytes = sizeMb * 1024 * 1024;
-    // wx: a run's image is always new, never another run's leftovers.
-    const fh = await fs.promises.open(image, 'wx', 0o600).catch((e: unknown) => {
-      throw stepFailed('image', e);
-    });
+    // wx: a run's image is always new, never another run's leftovers. A sweep may remove the
+    // empty directory between the mkdir and the open: then once more.
+    const open = async () => {
+      await fs.promises.mkdir(this.dir, { recursive: true, mode: 0o700 });
+      return fs.promises.open(image, 'wx', 0o600);
+    };
+    const fh = await open()
+      .catch((e: unknown) => ((e as NodeJS.ErrnoException).code === 'ENOENT' ? open() : Promise.reject(e)))
+      .catch((e: unknown) => {
+        throw stepFailed('image', e);
+      });
     try {
       await fh.truncate(bytes);
     } finally {
@@ -114,6 +120,9 @@ export class WorkspaceDisks {
     if (!fs.existsSync(image)) return false;
     for (const dev of await this.#devicesOf(image)) await this.#detach(dev);
     await fs.promises.rm(image, { force: true });
+    // The owner's last disk takes its directory with it (one per brig home would pile up);
+    // create() makes it again, also when this lands between its mkdir and its open.
+    await fs.promises.rmdir(this.dir).catch(() => {});
     return true;
   }
 
@@ -136,6 +145,7 @@ export class WorkspaceDisks {
         n++;
       }
     }
+    await fs.promises.rmdir(this.dir).catch(() => {});
     return n;
   }
 

@@ -34,7 +34,8 @@ test('[INV-2] from inside a real jail: non-root, no caps, no-new-privs, seccomp,
     assert.equal(exit.exitCode, 0, tails.stderrTail);
     const report = parseProbe(tails.stdoutTail);
     assert.ok(report, `probe output unreadable: ${tails.stdoutTail} ${tails.stderrTail}`);
-    const checks = judgeProbe(report, limits);
+    const checks = judgeProbe(report, { ...limits, diskMb: 64 });
+    assert.ok(checks.some((c) => c.name === 'workspace capped at its disk'), 'the disk was judged');
     assert.ok(checks.some((c) => c.name === 'cpu quota in the cgroup'), 'limits were judged');
     const failed = checks.filter((c) => !c.ok);
     assert.deepEqual(failed, []);

@@ -31,3 +31,30 @@ test('doctor names what is missing and how to fix it', () => {
     if (name === 'hardened jail') assert.match(c.detail, /jail_unverified/);
   }
 });
+
+test('doctor shows the seccomp profile, the disk quota and the helper caps in force, and fails each weakness', () => {
+  const HELPER = { isolated: true, privilegeLeft: null, uid: 65534, capEff: '0000000000000000', addressSpaceBytes: 4.2 * 1024 ** 3, cpuSeconds: 900 };
+  const full: DoctorFacts = { ...GOOD, quota: { mode: 'loop', unavailable: null }, helper: HELPER };
+  const all = judgeDoctor(full);
+  assert.deepEqual(all.filter((c) => !c.ok), []);
+  const by = (name: string) => all.find((c) => c.name === name)!;
+  assert.match(by('seccomp profile').detail, /io_uring_setup/);
+  assert.match(by('workspace disk quota').detail, /ext4 image of the lease's diskMb/);
+  assert.match(by('DuckDB helper isolated').detail, /uid 65534/);
+  assert.match(by('DuckDB helper address-space cap').detail, /RLIMIT_AS 4\.2 GiB/);
+  assert.match(by('DuckDB helper CPU cap').detail, /RLIMIT_CPU 900 s/);
+  // The explicit opt-out is shown, not failed.
+  assert.match(judgeDoctor({ ...full, quota: { mode: 'none', unavailable: null } }).find((c) => c.name === 'workspace disk quota')!.detail, /BRIG_WORKSPACE_QUOTA=none/);
+  const cases: [DoctorFacts, string, RegExp][] = [
+    [{ ...full, quota: { mode: 'loop', unavailable: 'brig is not running as root (losetup needs it)' } }, 'workspace disk quota', /BRIG_WORKSPACE_QUOTA=none/],
+    [{ ...full, helper: { ...HELPER, isolated: false, privilegeLeft: 'not isolated' } }, 'DuckDB helper isolated', /unshare, setpriv/],
+    [{ ...full, helper: { ...HELPER, addressSpaceBytes: null } }, 'DuckDB helper address-space cap', /prlimit/],
+    [{ ...full, helper: { ...HELPER, cpuSeconds: null } }, 'DuckDB helper CPU cap', /prlimit/],
+    [{ ...full, helper: { error: 'no helper started: spawn ENOENT' } }, 'DuckDB helper', /make deps/],
+  ];
+  for (const [facts, name, hint] of cases) {
+    const bad = failing(facts);
+    assert.deepEqual(bad.map((c) => c.name), [name]);
+    assert.match(bad[0]!.hint ?? '', hint);
+  }
+});

@@ -10,8 +10,9 @@ const GOOD: ProbeReport = {
   interfaces: ['lo'], tcpLoopbackHost: 'ECONNREFUSED', tcpPublic: 'ENETUNREACH', shmWrite: 'ENOENT', rootWrite: 'EROFS', workspaceWrite: 'ok', tmpWrite: 'ok',
   dockerSocket: false, mounts: [], envKeys: ['PATH'],
   limits: { memory: String(128 * 1024 * 1024), memsw: String(128 * 1024 * 1024), swapMax: null, pids: '64', cpu: '100000 100000' },
+  workspace: { bytes: 31 * 1024 * 1024, fstype: 'ext4', options: 'rw,nosuid,nodev,relatime' },
 };
-const LIMITS = { memoryMb: 128, pids: 64, cpu: 1 };
+const LIMITS = { memoryMb: 128, pids: 64, cpu: 1, diskMb: 32 };
 
 test('judgeProbe passes a hardened report and fails each weakness', () => {
   assert.ok(judgeProbe(GOOD).every((c) => c.ok));
@@ -40,6 +41,17 @@ test('judgeProbe passes a hardened report and fails each weakness', () => {
     const failed = judgeProbe({ ...GOOD, limits: { ...GOOD.limits, ...patch } }, LIMITS).filter((c) => !c.ok).map((c) => c.name);
     assert.deepEqual(failed, [name]);
   }
+  const diskWeak: [Partial<ProbeReport['workspace']>, string][] = [
+    [{ bytes: 78 * 1024 ** 3, fstype: 'ext4' }, 'workspace capped at its disk'],
+    [{ fstype: 'overlay' }, 'workspace capped at its disk'],
+    [{ options: 'rw,relatime' }, 'workspace nosuid,nodev'],
+    [{ options: 'rw,nosuid,relatime' }, 'workspace nosuid,nodev'],
+  ];
+  for (const [patch, name] of diskWeak) {
+    const failed = judgeProbe({ ...GOOD, workspace: { ...GOOD.workspace, ...patch } }, LIMITS).filter((c) => !c.ok).map((c) => c.name);
+    assert.deepEqual(failed, [name]);
+  }
+  assert.ok(!judgeProbe(GOOD, { memoryMb: 128, pids: 64, cpu: 1 }).some((c) => ['workspace capped at its disk', 'workspace nosuid,nodev'].includes(c.name)), 'no disk checks under the opt-out');
   for (const [patch, name] of weak) {
     const failed = judgeProbe({ ...GOOD, ...patch }).filter((c) => !c.ok).map((c) => c.name);
     assert.deepEqual(failed, [name]);
