@@ -259,7 +259,13 @@ async function check(s: Soak, plan: Planned[], finished: boolean, stop: Awaited<
   if (unledgered.length) console.log(`  note: ${unledgered.length} ended run(s) have no run.lifecycle_ended line: ${unledgered.join(' ')}`);
 
   const left = await new DockerJailDriver({ owner: ownerForHome(s.home) }).listLabelled().catch((e: unknown) => [{ kind: 'error', runId: String(e) }]);
-  add('no container or volume left for this home', left.length === 0, left.map((l) => `${l.kind}:${l.runId}`).join(' '));
+  add('no container, volume or workspace disk left for this home', left.length === 0, left.map((l) => `${l.kind}:${l.runId}`).join(' '));
+  const disksDir = new DockerJailDriver({ owner: ownerForHome(s.home) }).disks.dir;
+  const loops = await promisify(execFile)('/usr/sbin/losetup', ['--list', '--noheadings', '--output', 'BACK-FILE']).then(
+    (r) => r.stdout.split('\n').filter((l) => l.startsWith(disksDir)),
+    () => [] as string[],
+  );
+  add('no loop device left on this home\'s disks', loops.length === 0, loops.join(' '));
   const socks = socketsUnder(s.paths.brokers);
   add('no broker socket left (brigPaths().brokers)', socks.length === 0, socks.join(' '));
   const audit = await promisify(execFile)(process.execPath, [MAIN, 'audit', 'verify'], { cwd: ROOT, env: { ...process.env, BRIG_HOME: s.home } }).then(
