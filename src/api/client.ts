@@ -1,9 +1,11 @@
 /**
- * The API client: the Supervisor interface over the daemon's unix socket with undici. Error
+ * The API client: the Supervisor interface over the daemon's unix socket — short JSON calls
+ * on bare sockets (wire.ts), the event stream on node:http. A thin CLI command loads neither
+ * undici nor node:http (bench/cli.bench.ts). Error
  * replies become BrigErrors with the daemon's code and hint, so a face cannot tell (and need
  * not care) whether it talks to a daemon or to an in-process supervisor.
  */
-import { Client, Pool } from 'undici';
+import { exchange, type WireReply } from './wire.js';
 import type {
   HistoryPage,
   SendOptions,
@@ -54,24 +56,43 @@ function streamEnded(cause?: unknown): BrigError {
   });
 }
 
+/** A reply's JSON body; an empty or non-JSON body reads as {} (its status still decides). */
+function parseJson<T>(text: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return {} as T;
+  }
+}
+
 /**
  * One SSE stream on its own connection. Ends quietly only on the caller's abort; the daemon's
  * end (a clean close or a torn socket) is `streamEnded`.
  */
 async function* followEvents(socketPath: string, path: string, signal?: AbortSignal): AsyncGenerator<SupervisorEvent> {
-  const client = new Client('http://brig', { socketPath, headersTimeout: 0, bodyTimeout: 0 });
   const aborted = () => signal?.aborted === true;
+  // node:http only here: the stream is long-lived, and a short call should not load it.
+  const http = await import('node:http');
+  let res: import('node:http').IncomingMessage;
   try {
-    let r;
-    try {
-      r = await client.request({ path, method: 'GET', ...(signal ? { signal } : {}) });
-    } catch (e) {
-      if (aborted()) return;
-      throw new BrigError('daemon_unavailable', `the daemon at ${socketPath} did not answer`, { cause: e });
+    res = await new Promise((resolve, reject) => {
+      const req = http.request({ socketPath, method: 'GET', path, agent: false, ...(signal ? { signal } : {}) });
+      req.once('response', resolve);
+      req.once('error', reject);
+      req.end();
+    });
+  } catch (e) {
+    if (aborted()) return;
+    throw new BrigError('daemon_unavailable', `the daemon at ${socketPath} did not answer`, { cause: e });
+  }
+  try {
+    if (res.statusCode !== 200) {
+      const chunks: Buffer[] = [];
+      for await (const c of res) chunks.push(c as Buffer);
+      throw replyError(res.statusCode ?? 0, parseJson<ErrorReply>(Buffer.concat(chunks).toString('utf8')));
     }
-    if (r.statusCode !== 200) throw replyError(r.statusCode, (await r.body.json().catch(() => ({}))) as ErrorReply);
     // Iterated by hand so that only the transport's failure reads as the daemon's end.
-    const body = r.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    const body = res[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
     const utf8 = new TextDecoder(); // streaming: a character split across chunks stays whole
     let buf = '';
     for (;;) {
@@ -91,46 +112,39 @@ async function* followEvents(socketPath: string, path: string, signal?: AbortSig
       yield* got.events;
     }
   } finally {
-    await client.destroy().catch(() => {});
+    res.destroy();
   }
 }
 
 export class ApiClient implements Supervisor {
-  // A pool, not one Client: a long wait or an SSE stream must not block other calls.
-  readonly #client: Pool;
+  constructor(readonly socketPath: string) {}
 
-  constructor(readonly socketPath: string) {
-    this.#client = new Pool('http://brig', { socketPath, headersTimeout: 0, bodyTimeout: 0, connections: 16 });
-  }
-
-  /** True when a daemon answers on the socket. */
+  /** True when a daemon answers on the socket (a hung one within 2 s counts as none). */
   static async probe(socketPath: string): Promise<boolean> {
-    const c = new Client('http://brig', { socketPath, connectTimeout: 1000, headersTimeout: 2000 });
     try {
-      const r = await c.request({ path: '/v1/health', method: 'GET' });
-      await r.body.dump();
-      return r.statusCode === 200;
+      return (await exchange({ socketPath, method: 'GET', path: '/v1/health', timeoutMs: 2000 })).status === 200;
     } catch {
       return false;
-    } finally {
-      await c.close().catch(() => {});
     }
   }
 
-  async #call<T>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<Result<T, BrigError>> {
-    let r;
+  probe(): Promise<boolean> {
+    return ApiClient.probe(this.socketPath);
+  }
+
+  /**
+   * A JSON call, one connection each (calls run side by side: a long wait blocks nothing). The
+   * daemon's error body becomes its BrigError; a transport failure is daemon_unavailable.
+   */
+  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<Result<T, BrigError>> {
+    let reply: WireReply;
     try {
-      r = await this.#client.request({
-        path,
-        method,
-        ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
-        ...(signal ? { signal } : {}),
-      });
+      reply = await exchange({ socketPath: this.socketPath, method, path, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal });
     } catch (e) {
       return err(new BrigError('daemon_unavailable', `the daemon at ${this.socketPath} did not answer`, { cause: e }));
     }
-    const json = (await r.body.json()) as ErrorReply & T;
-    if (r.statusCode >= 400 || json.error) return err(replyError(r.statusCode, json));
+    const json = parseJson<ErrorReply & T>(reply.body);
+    if (reply.status >= 400 || json.error) return err(replyError(reply.status, json));
     return ok(json);
   }
 
@@ -145,10 +159,10 @@ export class ApiClient implements Supervisor {
   async spawn(req: SpawnRequestInput, ctx: SpawnContext = {}): Promise<Result<RunRecord, BrigError>> {
     const signal = ctx.signal;
     if (!signal || req.async === true) {
-      const r = await this.#call<{ run: RunRecord }>('POST', '/v1/runs', req);
+      const r = await this.call<{ run: RunRecord }>('POST', '/v1/runs', req);
       return r.ok ? ok(r.value.run) : r;
     }
-    const started = await this.#call<{ run: RunRecord }>('POST', '/v1/runs', { ...req, async: true });
+    const started = await this.call<{ run: RunRecord }>('POST', '/v1/runs', { ...req, async: true });
     if (!started.ok) return started;
     const id = started.value.run.id;
     const kill = () => void this.kill(id, { confirm: true, by: 'operator' });
@@ -165,7 +179,7 @@ export class ApiClient implements Supervisor {
   }
 
   async wait(runId: string, opts: WaitOptions = {}): Promise<Result<RunRecord, BrigError>> {
-    const r = await this.#call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/wait`, opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}, opts.signal);
+    const r = await this.call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/wait`, opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}, opts.signal);
     return r.ok ? ok(r.value.run) : r;
   }
 
@@ -175,30 +189,31 @@ export class ApiClient implements Supervisor {
     for (const k of ['rootRunId', 'parentRunId', 'label'] as const) if (filter[k]) q.set(k, filter[k]!);
     for (const k of filter.kind ?? []) q.append('kind', k);
     if (filter.sinceMinutes !== undefined) q.set('since', String(filter.sinceMinutes));
-    const r = await this.#call<{ runs: RunRecord[] }>('GET', `/v1/runs${q.size ? `?${q}` : ''}`);
+    if (filter.limit !== undefined) q.set('limit', String(filter.limit));
+    const r = await this.call<{ runs: RunRecord[] }>('GET', `/v1/runs${q.size ? `?${q}` : ''}`);
     if (!r.ok) throw r.error;
     return r.value.runs;
   }
 
   async get(runId: string): Promise<RunRecord | undefined> {
-    const r = await this.#call<{ run: RunRecord }>('GET', `/v1/runs/${encodeURIComponent(runId)}`);
+    const r = await this.call<{ run: RunRecord }>('GET', `/v1/runs/${encodeURIComponent(runId)}`);
     if (!r.ok && r.error.code === 'run_not_found') return undefined;
     if (!r.ok) throw r.error;
     return r.value.run;
   }
 
   async kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>> {
-    const r = await this.#call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/kill`, { confirm: opts.confirm, ...(opts.by ? { by: opts.by } : {}) });
+    const r = await this.call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/kill`, { confirm: opts.confirm, ...(opts.by ? { by: opts.by } : {}) });
     return r.ok ? ok(r.value.run) : r;
   }
 
   async steer(runId: string, message: string): Promise<Result<SteerOutcome, BrigError>> {
-    const r = await this.#call<{ steer: SteerOutcome }>('POST', `/v1/runs/${encodeURIComponent(runId)}/steer`, { message });
+    const r = await this.call<{ steer: SteerOutcome }>('POST', `/v1/runs/${encodeURIComponent(runId)}/steer`, { message });
     return r.ok ? ok(r.value.steer) : r;
   }
 
   async send(runId: string, text: string, opts: SendOptions = {}): Promise<Result<SendOutcome, BrigError>> {
-    const r = await this.#call<{ send: SendOutcome }>('POST', `/v1/runs/${encodeURIComponent(runId)}/send`, { text, ...opts });
+    const r = await this.call<{ send: SendOutcome }>('POST', `/v1/runs/${encodeURIComponent(runId)}/send`, { text, ...opts });
     return r.ok ? ok(r.value.send) : r;
   }
 
@@ -206,12 +221,12 @@ export class ApiClient implements Supervisor {
     const q = new URLSearchParams();
     if (opts.offset !== undefined) q.set('offset', String(opts.offset));
     if (opts.limit !== undefined) q.set('limit', String(opts.limit));
-    const r = await this.#call<{ history: HistoryPage }>('GET', `/v1/runs/${encodeURIComponent(runId)}/history${q.size ? `?${q}` : ''}`);
+    const r = await this.call<{ history: HistoryPage }>('GET', `/v1/runs/${encodeURIComponent(runId)}/history${q.size ? `?${q}` : ''}`);
     return r.ok ? ok(r.value.history) : r;
   }
 
   async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
-    const r = await this.#call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/resume`, {});
+    const r = await this.call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/resume`, {});
     return r.ok ? ok(r.value.run) : r;
   }
 
@@ -222,7 +237,6 @@ export class ApiClient implements Supervisor {
     return followEvents(this.socketPath, `/v1/events${q.size ? `?${q}` : ''}`, opts.signal);
   }
 
-  async close(): Promise<void> {
-    await this.#client.close().catch(() => {});
-  }
+  /** Nothing is held between calls (an event stream closes with its iterator). */
+  async close(): Promise<void> {}
 }

@@ -106,7 +106,7 @@ async function route(sup: Supervisor, refs: RefService | undefined, req: http.In
   const m = req.method ?? 'GET';
   await refuseUnknownRun(sup, url.pathname, false);
   if (refs) {
-    const hitRef = await refRoute(refs, m, url.pathname, () => readJson(req));
+    const hitRef = await refRoute(refs, m, url.pathname, () => readJson(req), url.searchParams);
     if (hitRef) return send(res, hitRef.status, hitRef.body);
   }
   if (url.pathname === '/v1/health' && m === 'GET') return send(res, 200, { ok: true, api: API_VERSION });
@@ -132,6 +132,12 @@ async function route(sup: Supervisor, refs: RefService | undefined, req: http.In
         const n = Number(since);
         if (!Number.isFinite(n) || n <= 0) throw new BrigError('invalid_input', 'since is a positive number of minutes');
         f.sinceMinutes = n;
+      }
+      const limit = url.searchParams.get('limit');
+      if (limit !== null) {
+        const n = Number(limit);
+        if (!Number.isSafeInteger(n) || n < 0) throw new BrigError('invalid_input', 'limit is a whole number of runs (0 or more)');
+        f.limit = n;
       }
       return send(res, 200, { runs: await sup.list(f) });
     }

@@ -1,7 +1,9 @@
 import { BrigError, exitCodeFor, toBrigError } from '../util/errors.js';
 import { nearest, type CliIO } from './command.js';
-import { renderCommandHelp, renderGroupHelp, renderTopHelp } from './help.js';
 import { COMMANDS, GROUPS, groupMembers } from './registry.js';
+
+/** Help is rendered only when asked for: a command's run does not load it. */
+const help = () => import('./help.js');
 
 /** Finds the longest command name that prefixes argv (`lease list` before `lease`). */
 function resolve(argv: string[]): { key: string; rest: string[] } | undefined {
@@ -21,9 +23,9 @@ function ownArgs(argv: string[]): string[] {
 const wantsHelp = (args: string[]) => ownArgs(args).some((a) => a === '--help' || a === '-h');
 
 /** `brig ref`, `brig ref --help`, `brig ref bogus`: the group's page, or the nearest subcommand. */
-function groupCommand(group: string, rest: string[], io: CliIO): number {
+async function groupCommand(group: string, rest: string[], io: CliIO): Promise<number> {
   if (rest.length === 0 || wantsHelp(rest)) {
-    io.stdout.write(renderGroupHelp(group));
+    io.stdout.write((await help()).renderGroupHelp(group));
     return rest.length === 0 ? 2 : 0;
   }
   const subs = groupMembers(group).map((k) => k.slice(group.length + 1));
@@ -37,13 +39,13 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   const json = ownArgs(argv).includes('--json');
   try {
     if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h') {
-      io.stdout.write(renderTopHelp());
+      io.stdout.write((await help()).renderTopHelp());
       return argv.length === 0 ? 2 : 0;
     }
     if (argv[0] === '--version') return await (await COMMANDS.version!.load()).run(argv.slice(1), io);
     const hit = resolve(argv);
     if (!hit) {
-      if (Object.hasOwn(GROUPS, argv[0]!)) return groupCommand(argv[0]!, argv.slice(1), io);
+      if (Object.hasOwn(GROUPS, argv[0]!)) return await groupCommand(argv[0]!, argv.slice(1), io);
       const names = [...Object.keys(COMMANDS), ...Object.keys(GROUPS)];
       const near = nearest(argv.slice(0, 2).join(' '), names) ?? nearest(argv[0]!, names);
       throw new BrigError('invalid_input', `unknown command: ${argv[0]}`, {
@@ -52,7 +54,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     }
     const cmd = await COMMANDS[hit.key]!.load();
     if (wantsHelp(hit.rest)) {
-      io.stdout.write(renderCommandHelp(cmd));
+      io.stdout.write((await help()).renderCommandHelp(cmd));
       return 0;
     }
     return await cmd.run(hit.rest, io);

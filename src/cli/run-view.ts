@@ -1,4 +1,4 @@
-import { elapsedMs, type Brig, type ResultRef, type RunRecord } from '../index.js';
+import { elapsedMs, type Brig, type ResultRef, type RunRecord } from '../light.js';
 
 /** How the CLI shows a run: one JSON shape for --json, one line (or a block) for people. */
 

@@ -1,10 +1,12 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { BrigError } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import { keyEnvNames, MODEL_APIS } from './models-file.js';
+import { homeFrom, runsDirFor, socketPathFor } from './paths.js';
+
+export { homeFrom, runsDirFor, socketPathFor } from './paths.js';
 import { Secret } from './secret.js';
 
 export { Secret } from './secret.js';
@@ -66,7 +68,7 @@ export interface BrigConfig {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
-  const home = env.BRIG_HOME && env.BRIG_HOME.length > 0 ? path.resolve(env.BRIG_HOME) : path.join(os.homedir(), '.brig');
+  const home = homeFrom(env);
   const models = loadModelsConfig(home, env);
   return {
     home,
@@ -195,12 +197,13 @@ export function brigPaths(home: string) {
   return {
     home,
     leases: path.join(home, 'leases'),
-    runs: path.join(home, 'runs'),
+    runs: runsDirFor(home),
     results: path.join(home, 'results'),
     ledger: path.join(home, 'ledger'),
     brokers: brokersDirFor(home),
     tmp: path.join(home, 'tmp'),
-    socket: path.join(home, 'brig.sock'),
+    socket: socketPathFor(home),
   };
 }
 export type BrigPaths = ReturnType<typeof brigPaths>;
+

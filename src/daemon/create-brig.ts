@@ -1,6 +1,6 @@
-import { ApiClient } from '../api/index.js';
+import { ApiClient, daemonBrig } from '../api/index.js';
 import { brigPaths, loadConfig, type BrigConfig } from '../config/index.js';
-import { ReadOnlyRuns, type RefService, type Supervisor, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
+import { ReadOnlyRuns, type Brig, type RefSurface, type Supervisor, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
 import { BrigError } from '../util/errors.js';
 import { composeSupervisor } from './compose.js';
 import { openRefService } from './refs.js';
@@ -33,23 +33,15 @@ export interface BrigOptions {
   hooks?: SupervisorHooks;
 }
 
-export type Brig = Omit<Supervisor, 'start'> & {
-  readonly mode: 'daemon' | 'local' | 'read';
-  /** Drill-in: a run's ResultRefs, the five slice verbs, and its envelope (`result`). */
-  readonly refs: RefService;
-};
+export type { Brig } from '../runs/index.js';
 
 export async function createBrig(o: BrigOptions = {}): Promise<Brig> {
   const base = loadConfig(o.env);
   const cfg: BrigConfig = o.home ? { ...base, home: o.home } : base;
   const paths = brigPaths(cfg.home);
   const mode = o.mode ?? 'auto';
-  if ((mode === 'auto' || mode === 'daemon') && (await ApiClient.probe(paths.socket))) {
-    // Results are on this host's disk under the same home: slicing runs here, with its own pool.
-    const api = new ApiClient(paths.socket);
-    const refs = openRefService(cfg, (id) => api.get(id));
-    return wrap(api, 'daemon', refs.refs, () => refs.close());
-  }
+  // Runs and refs both through the daemon: its helper pool slices, its model condenses.
+  if ((mode === 'auto' || mode === 'daemon') && (await ApiClient.probe(paths.socket))) return daemonBrig(paths.socket);
   if (mode === 'daemon') throw new BrigError('daemon_unavailable', `no daemon answers on ${paths.socket}`);
   if (mode === 'read' || (mode === 'auto' && o.fallback === 'read')) {
     const runs = new ReadOnlyRuns(paths.runs);
@@ -62,7 +54,7 @@ export async function createBrig(o: BrigOptions = {}): Promise<Brig> {
   return wrap(composed.supervisor, 'local', composed.refs, () => composed.close());
 }
 
-function wrap(s: Supervisor, mode: Brig['mode'], refs: RefService, close: () => Promise<void>): Brig {
+function wrap(s: Supervisor, mode: Brig['mode'], refs: RefSurface, close: () => Promise<void>): Brig {
   return {
     mode,
     refs,

@@ -35,12 +35,13 @@ export type {
   ReconcileReport,
   Supervisor,
   SupervisorSettings,
+  Brig,
 } from './types.js';
 export { createSupervisor } from './supervisor.js';
 export type { ShutdownOptions, ShutdownReport, SupervisorCore } from './supervisor.js';
 export { SupervisorSettingsSchema, resolveSettings } from './settings.js';
 export { RefService } from './ref-service.js';
-export type { RefServiceDeps, RunResult } from './ref-service.js';
+export type { RefServiceDeps, RefSurface, ResultOptions, RunResult } from './ref-service.js';
 export { ReadOnlyRuns } from './read-only.js';
 export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, ResultsPort, Clock, SupervisorDeps, SupervisorHooks, RunEndMeta, AgentPort } from './ports.js';
 export type { ModelPort, ModelInfo, ModelTurn, ModelUsage, ConversationMessage, ToolSchema, ToolCall } from './model-port.js';

@@ -20,7 +20,10 @@ import {
 } from '../results/index.js';
 import type { GrepOptions, ReadRange, Slicer, SliceOutput } from '../slice/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
+import type { ResultOptions, RefSurface, RunResult } from './ref-surface.js';
 import type { RunRecord } from './types.js';
+
+export type { ResultOptions, RefSurface, RunResult } from './ref-surface.js';
 
 export interface RefServiceDeps {
   store: FsResultStore;
@@ -31,20 +34,7 @@ export interface RefServiceDeps {
   condense?: Omit<CondenseOptions, 'model'>;
 }
 
-export interface RunResult extends RunEnvelope {
-  runId: string;
-  refs: ResultRef[];
-}
-
-export interface ResultOptions {
-  /**
-   * Cast afresh with this condensation strategy and do not keep it: a look (`brig result
-   * --strategy`), never the envelope the coordinator got. Absent: that envelope (kept).
-   */
-  strategy?: CondenseStrategy;
-}
-
-export class RefService {
+export class RefService implements RefSurface {
   constructor(private readonly d: RefServiceDeps) {}
 
   async list(runId: string): Promise<Result<ResultRef[]>> {

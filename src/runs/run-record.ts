@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import type { ErrorCode } from '../util/errors.js';
+import { END_REASONS, KILLED_BY, RUN_KINDS, RUN_STATUSES, TERMINAL_STATUSES } from './vocabulary.js';
+
+export { END_REASONS, KILLED_BY, RUN_KINDS, RUN_STATUSES, TERMINAL_STATUSES } from './vocabulary.js';
 
 /**
  * A run's life as data: its statuses, its one end reason (INV-8) and who killed it, and the
@@ -7,24 +10,19 @@ import type { ErrorCode } from '../util/errors.js';
  * exception.
  */
 
-export const RUN_STATUSES = ['queued', 'starting', 'running', 'materializing', 'ended'] as const;
 export const RunStatusSchema = z.enum(RUN_STATUSES);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
 /** INV-8: every run ends with exactly one of these. */
-export const END_REASONS = ['completed', 'failed', 'killed', 'swept', 'watchdog_timeout', 'ghost_sweep'] as const;
 export const EndReasonSchema = z.enum(END_REASONS);
 export type EndReason = z.infer<typeof EndReasonSchema>;
 
-export const KILLED_BY = ['parent', 'health_monitor', 'operator', 'system'] as const;
 export const KilledBySchema = z.enum(KILLED_BY);
 export type KilledBy = z.infer<typeof KilledBySchema>;
 
 /** The `failed` event's classification of a non-completed end. */
-export const TERMINAL_STATUSES = ['cancelled', 'failed', 'timeout'] as const;
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
-export const RUN_KINDS = ['script', 'command', 'agent'] as const;
 export type RunKind = (typeof RUN_KINDS)[number];
 
 /** Why a run did not complete: a code of the one catalog (util/error-codes.ts) and a message with no host paths. */

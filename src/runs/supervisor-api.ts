@@ -3,6 +3,7 @@ import type { SupervisorEvent } from './events.js';
 import type { KilledBy, RunKind, RunRecord, RunStatus } from './run-record.js';
 import type { SpawnContext, SpawnRequestInput } from './spawn-request.js';
 import type { HistoryPage, SendOptions, SendOutcome } from './session-types.js';
+import type { RefSurface } from './ref-surface.js';
 
 /** The supervisor's role, as every face sees it (the daemon's API client implements it too). */
 
@@ -15,6 +16,8 @@ export interface ListFilter {
   kind?: RunKind[];
   /** Only runs created in the last this-many minutes (sessions_list's `since`). */
   sinceMinutes?: number;
+  /** Only the newest this-many of the runs that match (a bounded answer; still oldest first). */
+  limit?: number;
 }
 
 export interface WaitOptions {
@@ -82,3 +85,14 @@ export interface Supervisor {
   /** Stop timers and the broker; running containers keep running (a restart reattaches). */
   close(): Promise<void>;
 }
+
+/**
+ * What a face holds (createBrig in the library, the CLI's thin path): the Supervisor surface
+ * and the drill-in surface, whichever side serves them — the daemon over its socket, a
+ * supervisor in this process, or the records on disk read-only.
+ */
+export type Brig = Omit<Supervisor, 'start'> & {
+  readonly mode: 'daemon' | 'local' | 'read';
+  /** Drill-in: a run's ResultRefs, the five slice verbs, and its envelope (`result`). */
+  readonly refs: RefSurface;
+};

@@ -20,7 +20,7 @@ export interface RunViews {
 
 /** One list filter for every view (a daemon's, an in-process one, the read-only records). */
 export function filtered(runs: Iterable<RunRecord>, f: ListFilter): RunRecord[] {
-  return [...runs]
+  const all = [...runs]
     .filter((r) => !f.status || f.status.includes(r.status))
     .filter((r) => !f.rootRunId || r.rootRunId === f.rootRunId)
     .filter((r) => !f.parentRunId || r.parentRunId === f.parentRunId)
@@ -28,6 +28,7 @@ export function filtered(runs: Iterable<RunRecord>, f: ListFilter): RunRecord[] 
     .filter((r) => !f.kind || f.kind.includes(r.kind))
     .filter((r) => f.sinceMinutes === undefined || Date.parse(r.createdAt) >= Date.now() - f.sinceMinutes * 60_000)
     .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  return f.limit !== undefined ? all.slice(Math.max(0, all.length - f.limit)) : all;
 }
 
 /** The daemon's view: everything is in the table. */

@@ -1,8 +1,11 @@
-import { RUN_STATUSES, type RunStatus } from '../../index.js';
+import { RUN_STATUSES, type RunStatus } from '../../light.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
 import { openBrig } from '../connect.js';
 import { runTable } from '../run-view.js';
+
+/** Rows the table shows when neither --limit nor --all is given. */
+export const TABLE_DEFAULT = 50;
 
 const command: Command = {
   name: 'list',
@@ -13,35 +16,47 @@ const command: Command = {
     { name: 'root', value: 'RUN', description: 'only the runs of the tree under this root run' },
     { name: 'parent', value: 'RUN', description: 'only the children of this run' },
     { name: 'label', value: 'LABEL', description: 'only runs spawned with this --label' },
-    { name: 'limit', value: 'N', description: 'only the N most recent runs' },
+    { name: 'limit', value: 'N', description: `only the N most recent runs (the table shows the newest ${TABLE_DEFAULT} unless told)` },
+    { name: 'all', description: 'every run on record (the table, too)' },
     { name: 'kind', value: 'KIND', description: 'only runs of this kind (script, command, agent); repeatable', repeatable: true, choices: ['script', 'command', 'agent'] },
     { name: 'since', value: 'MINUTES', description: 'only runs created in the last MINUTES' },
     JSON_FLAG,
   ],
-  examples: ['brig list', 'brig list --status running --status queued', 'brig list --limit 5', 'brig list --label nightly --json'],
+  examples: ['brig list', 'brig list --status running --status queued', 'brig list --limit 5', 'brig list --all', 'brig list --label nightly --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const status = p.flags.get('status') ?? [];
     for (const s of status) if (!(RUN_STATUSES as readonly string[]).includes(s)) throw new BrigError('invalid_input', `unknown status ${s}`, { hint: `Known: ${RUN_STATUSES.join(', ')}` });
     for (const k of p.flags.get('kind') ?? []) if (!['script', 'command', 'agent'].includes(k)) throw new BrigError('invalid_input', `unknown kind ${k}`, { hint: 'Known: script, command, agent' });
     const limit = numberFlag(p, 'limit');
-    if (limit !== undefined && !Number.isSafeInteger(limit)) throw new BrigError('invalid_input', `--limit must be a whole number, got ${limit}`);
+    if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 0)) throw new BrigError('invalid_input', `--limit must be a whole number, got ${limit}`);
+    const all = p.bools.has('all');
+    if (all && limit !== undefined) throw new BrigError('invalid_input', '--all and --limit contradict each other', { hint: 'Give one of them.' });
+    const json = p.bools.has('json');
+    // A table of thousands of runs helps nobody: the newest TABLE_DEFAULT unless told; JSON gets all.
+    // One more than shown is asked for, to know whether older runs were left out.
+    const bound = limit ?? (all || json ? undefined : TABLE_DEFAULT + 1);
     const brig = await openBrig(io);
     try {
-      const all = await brig.list({
+      const got = await brig.list({
         ...(status.length ? { status: status as RunStatus[] } : {}),
         ...(flag(p, 'root') ? { rootRunId: flag(p, 'root')! } : {}),
         ...(flag(p, 'parent') ? { parentRunId: flag(p, 'parent')! } : {}),
         ...(flag(p, 'label') ? { label: flag(p, 'label')! } : {}),
         ...(p.flags.get('kind')?.length ? { kind: p.flags.get('kind') as ('script' | 'command' | 'agent')[] } : {}),
         ...(numberFlag(p, 'since') !== undefined ? { sinceMinutes: numberFlag(p, 'since')! } : {}),
+        ...(bound !== undefined ? { limit: bound } : {}),
       });
       // Oldest first, so the newest is next to the prompt; --limit keeps the newest N.
-      const sorted = [...all].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-      const runs = limit !== undefined ? sorted.slice(-limit) : sorted;
-      if (p.bools.has('json')) writeJson(io, { runs });
+      const sorted = [...got].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+      const cut = limit === undefined && bound !== undefined && sorted.length > TABLE_DEFAULT;
+      const runs = limit !== undefined ? sorted.slice(-limit) : cut ? sorted.slice(-TABLE_DEFAULT) : sorted;
+      if (json) writeJson(io, { runs });
       else if (runs.length === 0) io.stdout.write('no runs\n');
-      else io.stdout.write(runTable(runs));
+      else {
+        io.stdout.write(runTable(runs));
+        if (cut) io.stdout.write(`(the newest ${TABLE_DEFAULT} shown; older runs: --limit N or --all)\n`);
+      }
       return 0;
     } finally {
       await brig.close();

@@ -18,8 +18,10 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const [ref] = needPositionals(p, 1, command.usage);
     const line = numberFlag(p, 'line');
-    const offsetRaw = p.flags.get('offset')?.at(-1);
+    // --length alone is a byte read from the start (it was silently ignored for line 1 before).
+    const offsetRaw = p.flags.get('offset')?.at(-1) ?? (numberFlag(p, 'length') !== undefined ? '0' : undefined);
     if (line !== undefined && offsetRaw !== undefined) throw new BrigError('invalid_input', 'give --line or --offset, not both', { hint: command.usage });
+    if (offsetRaw !== undefined && numberFlag(p, 'lines') !== undefined) throw new BrigError('invalid_input', '--lines goes with --line; with --offset give --length', { hint: command.usage });
     const range =
       offsetRaw !== undefined
         ? { offset: Number(offsetRaw), ...(numberFlag(p, 'length') !== undefined ? { length: numberFlag(p, 'length')! } : {}) }

@@ -1,4 +1,4 @@
-import type { Brig, SliceOutput } from '../../index.js';
+import type { Brig, SliceOutput } from '../../light.js';
 import { BrigError, type Result } from '../../util/errors.js';
 import { type CliIO, type ParsedArgs, writeJson } from '../command.js';
 import { openBrig } from '../connect.js';

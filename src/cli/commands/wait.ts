@@ -1,4 +1,4 @@
-import { elapsedMs, type Brig, type RunRecord } from '../../index.js';
+import { elapsedMs, type Brig, type RunRecord } from '../../light.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, numberFlag, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
 import { openBrig } from '../connect.js';

@@ -1,0 +1,129 @@
+/**
+ * CLI start-up: a thin command through a running daemon against `node -e 0` (the floor: Node
+ * starting and exiting) and curl on the same socket (the HTTP floor), measured in the same
+ * run, round-robin, N runs each (default 20), medians and p95 in ms.
+ *
+ *   node -e 0           the floor
+ *   curl list           curl --unix-socket … /v1/runs (no Node at all)
+ *   brig --version      the CLI's own start-up
+ *   brig list           one run on record
+ *   brig ref read       a 100-byte slice of a real run's output
+ *   brig wait           an ended run
+ *   … then 3,000 run records: brig list (through the daemon), brig list --limit 20, and
+ *     brig list with no daemon (the records on disk, read-only).
+ *
+ * Needs `make build` (it runs dist/cli/main.js). Prints figures; never asserted.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const N = Math.max(5, Number(process.argv[2] ?? 20));
+const MAIN = path.resolve(import.meta.dirname, '../dist/cli/main.js');
+const NODE = process.execPath;
+
+const stats = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return { p50: s[Math.floor(s.length / 2)]!, p95: s[Math.min(s.length - 1, Math.ceil(s.length * 0.95) - 1)]! };
+};
+
+async function rounds(variants: [string, () => Promise<unknown>][]): Promise<Map<string, number[]>> {
+  for (const [, fn] of variants) await fn(); // warm-up (page cache, the daemon's first answers)
+  const out = new Map(variants.map(([k]) => [k, [] as number[]]));
+  for (let i = 0; i < N; i++) {
+    for (const [k, fn] of variants) {
+      const t0 = performance.now();
+      await fn();
+      out.get(k)!.push(performance.now() - t0);
+    }
+  }
+  return out;
+}
+
+function print(title: string, res: Map<string, number[]>, floorKey: string): void {
+  const floor = stats(res.get(floorKey)!).p50;
+  console.log(title);
+  for (const [k, xs] of res) {
+    const { p50, p95 } = stats(xs);
+    console.log(`  ${k.padEnd(30)} p50 ${p50.toFixed(1).padStart(7)} ms  p95 ${p95.toFixed(1).padStart(7)} ms  ×${(p50 / floor).toFixed(2)} of ${floorKey}`);
+  }
+}
+
+async function daemon(home: string): Promise<ChildProcess> {
+  const d = spawn(NODE, [MAIN, 'serve'], { env: { ...process.env, BRIG_HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const sock = path.join(home, 'brig.sock');
+  for (let i = 0; i < 200; i++) {
+    if (fs.existsSync(sock)) {
+      const ok = await run('curl', ['-sf', '--unix-socket', sock, 'http://brig/v1/health']).then(() => true, () => false);
+      if (ok) return d;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the daemon did not start');
+}
+
+async function stop(d: ChildProcess): Promise<void> {
+  const exited = new Promise((r) => d.once('exit', r));
+  d.kill('SIGTERM');
+  await exited;
+}
+
+async function main(): Promise<void> {
+  if (!fs.existsSync(MAIN)) throw new Error('run `make build` first');
+  const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-clib-'));
+  await fs.promises.chmod(home, 0o700);
+  const env = { ...process.env, BRIG_HOME: home };
+  const brig = (...args: string[]) => run(NODE, [MAIN, ...args], { env, maxBuffer: 64 << 20 });
+  const sock = path.join(home, 'brig.sock');
+  let d = await daemon(home);
+  try {
+    const spawned = JSON.parse((await brig('spawn', '--json', '--', 'sh', '-c', 'seq 1 100000 > out/n.txt')).stdout) as { runId: string };
+    const refs = JSON.parse((await brig('ref', 'list', spawned.runId, '--json')).stdout) as { refs: { ref: string; path?: string }[] };
+    const ref = refs.refs.find((r) => r.path === 'out/n.txt')?.ref ?? refs.refs[0]!.ref;
+    const thin = await rounds([
+      ['node -e 0', () => run(NODE, ['-e', '0'])],
+      ['curl list', () => run('curl', ['-sf', '--unix-socket', sock, 'http://brig/v1/runs'])],
+      ['brig --version', () => brig('--version')],
+      ['brig list', () => brig('list')],
+      ['brig ref read', () => brig('ref', 'read', ref, '--length', '100')],
+      ['brig wait (ended run)', () => brig('wait', spawned.runId)],
+    ]);
+    print(`thin commands through a daemon (${N} runs each, round-robin)`, thin, 'node -e 0');
+
+    // 3,000 records: copies of the real run's directory under fresh ids, oldest first.
+    await stop(d);
+    const runsDir = path.join(home, 'runs');
+    const src = path.join(runsDir, spawned.runId);
+    const rec = JSON.parse(await fs.promises.readFile(path.join(src, 'run.json'), 'utf8')) as Record<string, unknown>;
+    const t0 = Date.parse(String(rec.createdAt)) - 3_000_000;
+    for (let i = 0; i < 2999; i++) {
+      const id = `r-${(0x1000000000000000n + BigInt(i)).toString(16)}`;
+      await fs.promises.mkdir(path.join(runsDir, id), { mode: 0o700 });
+      const at = new Date(t0 + i * 1000).toISOString();
+      await fs.promises.writeFile(path.join(runsDir, id, 'run.json'), JSON.stringify({ ...rec, id, rootRunId: id, path: `/${id}`, createdAt: at, startedAt: at, endedAt: at }), { mode: 0o600 });
+    }
+    d = await daemon(home);
+    const many = await rounds([
+      ['node -e 0', () => run(NODE, ['-e', '0'])],
+      ['curl list (3,000)', () => run('curl', ['-sf', '--unix-socket', sock, 'http://brig/v1/runs'], { maxBuffer: 256 << 20 })],
+      ['brig list (3,000)', () => brig('list')],
+      ['brig list --limit 20', () => brig('list', '--limit', '20')],
+      ['brig list --json (3,000)', () => brig('list', '--json')],
+    ]);
+    await stop(d);
+    const noDaemon = await rounds([
+      ['node -e 0', () => run(NODE, ['-e', '0'])],
+      ['brig list, no daemon (3,000)', () => brig('list')],
+    ]);
+    print('3,000 run records', many, 'node -e 0');
+    print('3,000 run records, no daemon (read from disk)', noDaemon, 'node -e 0');
+  } finally {
+    if (d.exitCode === null) await stop(d).catch(() => {});
+    await fs.promises.rm(home, { recursive: true, force: true });
+  }
+}
+
+await main();
