@@ -250,7 +250,7 @@ async function materialization(home: string): Promise<{ rows: string[][] }> {
     rootRunId: 'bench',
     argv: ['sh', '-c', 'mkdir -p out && cp /artifacts/big.jsonl out/big.jsonl'],
     env: { HOME: '/workspace' },
-    limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 64 },
+    limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 1536 }, // the 1 GB copy fits its workspace disk
     artifacts: [{ hostPath: BIG, name: 'big.jsonl' }],
   });
   try {
