@@ -4,15 +4,31 @@
  * message, hint}}`. The socket is created 0600 inside $BRIG_HOME, so only the operator's uid
  * can reach it (filesystem permission is the authentication). Fails closed: a path under
  * /v1/runs/RUN whose RUN is not a known run is 404 run_not_found (a malformed id never reaches
- * the supervisor); any other unknown route, a body over 2 MiB or bad JSON is 400 invalid_input.
+ * the supervisor); another unknown route is 404 route_not_found, a known one asked with another
+ * method 405 method_not_allowed (with Allow), a body over 2 MiB 413 body_too_large, bad JSON 400.
  */
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
 import { isRunId, RUN_KINDS, RUN_STATUSES, type KilledBy, type RunKind, type SendMode, type ListFilter, type RefService, type RunStatus, type Supervisor } from '../runs/index.js';
 import { refRoute } from './ref-routes.js';
-import { BrigError, httpStatusFor, toBrigError } from '../util/errors.js';
+import { BrigError, httpStatusOf, toBrigError } from '../util/errors.js';
 
 export const API_VERSION = 'v1';
+
+/** Every route and the methods it takes: an unknown path is 404, a known one asked with another method 405. */
+const ROUTES: [RegExp, string[]][] = [
+  [/^\/v1\/health$/, ['GET']],
+  [/^\/v1\/events$/, ['GET']],
+  [/^\/v1\/runs$/, ['GET', 'POST']],
+  [/^\/v1\/runs\/[^/]+$/, ['GET']],
+  [/^\/v1\/runs\/[^/]+\/(wait|kill|steer|resume|send)$/, ['POST']],
+  [/^\/v1\/runs\/[^/]+\/(history|refs|manifest|result|envelope)$/, ['GET']],
+  [/^\/v1\/refs\/[^/]+\/(read|grep|jq|sql|jsonpath)$/, ['POST']],
+];
+
+function allowedMethods(pathname: string): string[] | undefined {
+  return ROUTES.find(([re]) => re.test(pathname))?.[1];
+}
 const MAX_BODY = 2 * 1024 * 1024;
 const RUN_ROUTE = /^\/v1\/runs\/(r-[a-z0-9-]{6,64})(?:\/(wait|kill|steer|resume|send|history))?$/;
 /** Any path naming a run, well-formed or not: its id is checked before its verb. */
@@ -45,7 +61,7 @@ async function readJson(req: http.IncomingMessage): Promise<Record<string, unkno
   let n = 0;
   for await (const c of req as AsyncIterable<Buffer>) {
     n += c.length;
-    if (n > MAX_BODY) throw new BrigError('invalid_input', `request body over ${MAX_BODY} bytes`);
+    if (n > MAX_BODY) throw new BrigError('body_too_large', `request body over ${MAX_BODY} bytes`, { data: { limit: MAX_BODY } });
     chunks.push(c);
   }
   if (n === 0) return {};
@@ -67,7 +83,9 @@ function send(res: http.ServerResponse, status: number, body: unknown): void {
 function sendError(res: http.ServerResponse, e: unknown): void {
   const be = toBrigError(e);
   if (res.headersSent) return void res.destroy();
-  send(res, httpStatusFor(be.kind), { error: be.toJSON() });
+  const allow = be.code === 'method_not_allowed' ? be.data.allow : undefined;
+  if (Array.isArray(allow)) res.setHeader('allow', allow.join(', '));
+  send(res, httpStatusOf(be.code), { error: be.toJSON() });
 }
 
 function unwrap<T>(r: { ok: true; value: T } | { ok: false; error: BrigError }): T {
@@ -187,9 +205,9 @@ async function route(sup: Supervisor, refs: RefService | undefined, req: http.In
     }
   }
   await refuseUnknownRun(sup, url.pathname, true);
-  throw new BrigError('invalid_input', `no route ${m} ${url.pathname}`, {
-    hint: 'The API is under /v1: runs, runs/RUN[/wait|kill|steer|resume|send|history|refs|result], refs/REF/(read|grep|jq|sql|jsonpath), events, health.',
-  });
+  const allow = allowedMethods(url.pathname);
+  if (allow) throw new BrigError('method_not_allowed', `${m} is not served on ${url.pathname}; it takes ${allow.join(', ')}`, { data: { allow } });
+  throw new BrigError('route_not_found', `no route ${url.pathname.slice(0, 200)}`);
 }
 
 /** Listens on a unix socket (0600). A stale socket file is replaced. */

@@ -99,6 +99,12 @@ export function exitCodeFor(kind: ErrorKind): number {
 }
 
 /** HTTP status per kind. */
+/** The HTTP status of an error code: its own when the catalog names one (405, 413), else its kind's. */
+export function httpStatusOf(code: ErrorCode): number {
+  const entry: { kind: ErrorKind; http?: number } = ERROR_CODES[code];
+  return entry.http ?? httpStatusFor(entry.kind);
+}
+
 export function httpStatusFor(kind: ErrorKind): number {
   switch (kind) {
     case 'invalid': return 400;

@@ -107,10 +107,10 @@ test('a bad or unknown run id through the daemon answers 404 run_not_found on ev
         assert.ok(r.json.error!.message.length < 200, `${what}: the message does not echo a long id whole`);
       }
     }
-    // A path that names no resource at all stays a refused route (400 invalid_input), naming the API.
+    // A path that names no resource at all is 404 route_not_found, naming the API.
     const nowhere = await call('GET', '/v1/nowhere');
-    assert.equal(nowhere.status, 400);
-    assert.equal(nowhere.json.error?.code, 'invalid_input');
+    assert.equal(nowhere.status, 404);
+    assert.equal(nowhere.json.error?.code, 'route_not_found');
     assert.match(nowhere.json.error!.hint, /\/v1/);
 
     for (const id of ['BADID', 'r-doesnotexist']) {

@@ -8,7 +8,7 @@ import { listenApi } from '../../../src/api/index.js';
 import { ReadOnlyRuns } from '../../../src/runs/index.js';
 
 /** The HTTP faces' bad-input paths over a real unix socket; no engine needed (records on disk). */
-test('the API refuses an unknown status filter and an unknown route with {code, message, hint}', async (t) => {
+test('the API refuses an unknown status filter (400), an unknown route (404), a wrong method (405, with Allow) and a body over 2 MiB (413), each with {code, message, hint}', async (t) => {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-api-'));
   t.after(() => fs.rm(home, { recursive: true, force: true }));
   const api = await listenApi(new ReadOnlyRuns(path.join(home, 'runs')), path.join(home, 'brig.sock'));
@@ -27,8 +27,26 @@ test('the API refuses an unknown status filter and an unknown route with {code, 
     assert.match(bad.body.error!.message, /runing/);
     assert.match(bad.body.error!.hint, /queued, starting, running, materializing, ended/);
     const none = await get('/v1/nowhere');
-    assert.equal(none.body.error?.code, 'invalid_input');
+    assert.equal(none.status, 404);
+    assert.equal(none.body.error?.code, 'route_not_found');
     assert.match(none.body.error!.hint, /\/v1/);
+    for (const [method, p, allow] of [
+      ['DELETE', '/v1/runs', 'GET, POST'],
+      ['POST', '/v1/health', 'GET'],
+      ['GET', '/v1/refs/ref_abcdefgh12345678/read', 'POST'],
+    ] as const) {
+      const r = await c.request({ path: p, method });
+      const body = (await r.body.json()) as { error?: { code: string; message: string; hint: string } };
+      assert.equal(r.statusCode, 405, `${method} ${p}`);
+      assert.equal(r.headers.allow, allow, `${method} ${p}`);
+      assert.equal(body.error?.code, 'method_not_allowed');
+      assert.match(body.error!.message, new RegExp(`takes ${allow}`));
+    }
+    const big = await c.request({ path: '/v1/runs', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: 'x'.repeat(3 * 1024 * 1024) }) });
+    const bigBody = (await big.body.json()) as { error?: { code: string; hint: string } };
+    assert.equal(big.statusCode, 413);
+    assert.equal(bigBody.error?.code, 'body_too_large');
+    assert.match(bigBody.error!.hint, /2 MiB/);
   } finally {
     await c.close();
     await api.close();

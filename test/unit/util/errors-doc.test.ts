@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ERROR_CODES } from '../../../src/util/error-codes.js';
-import { BrigError, exitCodeFor, httpStatusFor, publicError, scrubHostPaths } from '../../../src/util/errors.js';
+import { BrigError, exitCodeFor, httpStatusOf, publicError, scrubHostPaths } from '../../../src/util/errors.js';
 
 const DOC = path.resolve(import.meta.dirname, '../../../docs/errors.md');
 
@@ -14,7 +14,7 @@ test('docs/errors.md lists every code of the catalog with its kind, HTTP status,
     .filter((l) => l.startsWith('| `'))
     .map((l) => l.slice(1, -1).split(/(?<!\\)\|/).map((c) => c.trim().replace(/\\\|/g, '|')));
   const documented = Object.fromEntries(rows.map(([code, kind, http, exit, hint]) => [code!.replace(/`/g, ''), { kind, http: Number(http), exit: Number(exit), hint }]));
-  const catalog = Object.fromEntries(Object.entries(ERROR_CODES).map(([code, v]) => [code, { kind: v.kind, http: httpStatusFor(v.kind), exit: exitCodeFor(v.kind), hint: v.hint }]));
+  const catalog = Object.fromEntries(Object.entries(ERROR_CODES).map(([code, v]) => [code, { kind: v.kind, http: httpStatusOf(code as keyof typeof ERROR_CODES), exit: exitCodeFor(v.kind), hint: v.hint }]));
   assert.deepEqual(documented, catalog);
 });
 
