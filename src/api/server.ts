@@ -10,6 +10,7 @@
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
 import { isRunId, RUN_KINDS, RUN_STATUSES, type KilledBy, type RunKind, type SendMode, type ListFilter, type RefService, type RunStatus, type Supervisor } from '../runs/index.js';
+import { EventHub, matches, type Numbered } from './event-hub.js';
 import { refRoute } from './ref-routes.js';
 import { BrigError, httpStatusOf, toBrigError } from '../util/errors.js';
 
@@ -93,33 +94,47 @@ function unwrap<T>(r: { ok: true; value: T } | { ok: false; error: BrigError }):
   return r.value;
 }
 
-async function streamEvents(sup: Supervisor, req: http.IncomingMessage, res: http.ServerResponse, q: URLSearchParams): Promise<void> {
-  const ac = new AbortController();
-  const it = sup.events({ signal: ac.signal, ...(q.get('runId') ? { runId: q.get('runId')! } : {}), ...(q.get('rootRunId') ? { rootRunId: q.get('rootRunId')! } : {}) });
+/** A client's stream may lag this far behind (bytes queued) before it is cut; it can resume. */
+const MAX_LAG_BYTES = 1024 * 1024;
+
+function sse(n: Numbered): string {
+  return `id: ${n.id}\nevent: ${n.ev.type}\ndata: ${JSON.stringify(n.ev)}\n\n`;
+}
+
+async function streamEvents(hub: EventHub, req: http.IncomingMessage, res: http.ServerResponse, q: URLSearchParams): Promise<void> {
+  const filter = { ...(q.get('runId') ? { runId: q.get('runId')! } : {}), ...(q.get('rootRunId') ? { rootRunId: q.get('rootRunId')! } : {}) };
+  const last = (req.headers['last-event-id'] as string | undefined) ?? q.get('lastEventId') ?? undefined;
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
   res.write(': brig events v1\n\n');
-  const beat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
-  const stop = () => {
-    clearInterval(beat);
-    ac.abort();
-  };
-  req.on('close', stop);
-  res.on('close', stop);
-  try {
-    for await (const ev of it) res.write(`event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`);
-  } finally {
-    stop();
-    res.end();
-  }
+  // Replay and subscription in one tick: nothing published between them is lost or doubled.
+  const resumed = hub.resume(last, filter);
+  if (resumed.kind === 'gap') res.write(`event: gap\ndata: ${JSON.stringify({ reason: resumed.reason, boot: hub.boot })}\n\n`);
+  if (resumed.kind === 'replay') for (const n of resumed.events) res.write(sse(n));
+  await new Promise<void>((resolve) => {
+    const beat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+    const unsubscribe = hub.subscribe((n) => {
+      if (!matches(n.ev, filter)) return;
+      res.write(sse(n));
+      if (res.writableLength > MAX_LAG_BYTES) res.destroy(); // too slow: it resumes with Last-Event-ID
+    });
+    const stop = () => {
+      clearInterval(beat);
+      unsubscribe();
+      resolve();
+    };
+    req.on('close', stop);
+    res.on('close', stop);
+  });
+  res.end();
 }
 
-export function apiHandler(sup: Supervisor, refs?: RefService): http.RequestListener {
+export function apiHandler(sup: Supervisor, refs?: RefService, hub: EventHub = new EventHub(sup)): http.RequestListener {
   return (req, res) => {
-    void route(sup, refs, req, res).catch((e) => sendError(res, e));
+    void route(sup, refs, hub, req, res).catch((e) => sendError(res, e));
   };
 }
 
-async function route(sup: Supervisor, refs: RefService | undefined, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function route(sup: Supervisor, refs: RefService | undefined, hub: EventHub, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://brig');
   const m = req.method ?? 'GET';
   await refuseUnknownRun(sup, url.pathname, false);
@@ -128,7 +143,11 @@ async function route(sup: Supervisor, refs: RefService | undefined, req: http.In
     if (hitRef) return send(res, hitRef.status, hitRef.body);
   }
   if (url.pathname === '/v1/health' && m === 'GET') return send(res, 200, { ok: true, api: API_VERSION });
-  if (url.pathname === '/v1/events' && m === 'GET') return streamEvents(sup, req, res, url.searchParams);
+  if (url.pathname === '/v1/events' && m === 'GET') {
+    // The read-only view has no events: say so, as a daemon-less supervisor would.
+    if (!hub.live) sup.events();
+    return streamEvents(hub, req, res, url.searchParams);
+  }
   if (url.pathname === '/v1/runs') {
     if (m === 'GET') {
       const f: ListFilter = {};
@@ -213,7 +232,8 @@ async function route(sup: Supervisor, refs: RefService | undefined, req: http.In
 /** Listens on a unix socket (0600). A stale socket file is replaced. */
 export async function listenApi(sup: Supervisor, socketPath: string, refs?: RefService): Promise<{ server: http.Server; close(): Promise<void> }> {
   await fs.rm(socketPath, { force: true });
-  const server = http.createServer(apiHandler(sup, refs));
+  const hub = new EventHub(sup);
+  const server = http.createServer(apiHandler(sup, refs, hub));
   server.keepAliveTimeout = 5_000;
   server.requestTimeout = 0; // wait and spawn may legitimately last a run's whole timeout
   const prevMask = process.umask(0o177);
@@ -229,6 +249,7 @@ export async function listenApi(sup: Supervisor, socketPath: string, refs?: RefS
   return {
     server,
     close: async () => {
+      hub.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
       await fs.rm(socketPath, { force: true });

@@ -1,0 +1,115 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { EventHub } from '../../../src/api/event-hub.js';
+import { listenApi } from '../../../src/api/server.js';
+import type { Supervisor, SupervisorEvent } from '../../../src/runs/index.js';
+
+/** A supervisor that only has events, pushed by the test (the API layer is what is tested). */
+function eventSource(): { sup: Supervisor; push(runId: string, type?: string): void } {
+  const waiting: ((ev: SupervisorEvent) => void)[] = [];
+  const queued: SupervisorEvent[] = [];
+  const sup = {
+    events: ({ signal }: { signal?: AbortSignal } = {}) =>
+      (async function* () {
+        while (!signal?.aborted) yield queued.shift() ?? (await new Promise<SupervisorEvent>((r) => waiting.push(r)));
+      })(),
+  } as unknown as Supervisor;
+  return {
+    sup,
+    push(runId, type = 'progress') {
+      const ev = { type, runId, rootRunId: runId, path: [runId], depth: 1, timestamp: new Date().toISOString() } as unknown as SupervisorEvent;
+      const w = waiting.shift();
+      if (w) w(ev);
+      else queued.push(ev);
+    },
+  };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 20));
+
+test('the event hub numbers events and tells a resuming client what it missed, or that it cannot', async () => {
+  const src = eventSource();
+  const hub = new EventHub(src.sup, 5);
+  try {
+    for (const id of ['r-a', 'r-b', 'r-a']) src.push(id);
+    await tick();
+    const all = hub.resume(`${hub.boot}-0`);
+    assert.equal(all.kind, 'replay');
+    if (all.kind !== 'replay') return;
+    assert.deepEqual(all.events.map((n) => [n.id, n.ev.runId]), [[`${hub.boot}-1`, 'r-a'], [`${hub.boot}-2`, 'r-b'], [`${hub.boot}-3`, 'r-a']]);
+    const onlyA = hub.resume(`${hub.boot}-1`, { runId: 'r-a' });
+    assert.deepEqual(onlyA.kind === 'replay' && onlyA.events.map((n) => n.seq), [3], 'after 1, filtered');
+    assert.deepEqual(hub.resume(`${hub.boot}-3`), { kind: 'replay', events: [] }, 'up to date');
+    assert.deepEqual(hub.resume(undefined), { kind: 'fresh' });
+    assert.deepEqual(hub.resume('deadbeef-2'), { kind: 'gap', reason: 'restarted' });
+    assert.deepEqual(hub.resume('nonsense'), { kind: 'gap', reason: 'malformed' });
+    for (let i = 0; i < 6; i++) src.push('r-c'); // the ring holds 5: seq 5..9
+    await tick();
+    assert.deepEqual(hub.resume(`${hub.boot}-2`), { kind: 'gap', reason: 'too_old' });
+    const edge = hub.resume(`${hub.boot}-4`);
+    assert.deepEqual(edge.kind === 'replay' && edge.events.map((n) => n.seq), [5, 6, 7, 8, 9], 'just inside the ring');
+  } finally {
+    hub.close();
+  }
+});
+
+/** Reads an SSE stream until `want` events arrived; returns them and the request to end it. */
+function follow(socketPath: string, headers: Record<string, string>, want: number): Promise<{ id: string; type: string; runId: string }[]> {
+  return new Promise((resolve, reject) => {
+    const got: { id: string; type: string; runId: string }[] = [];
+    const req = http.request({ socketPath, path: '/v1/events', headers }, (res) => {
+      let buf = '';
+      res.on('data', (d: Buffer) => {
+        buf += d.toString();
+        let i: number;
+        while ((i = buf.indexOf('\n\n')) !== -1) {
+          const block = buf.slice(0, i).split('\n');
+          buf = buf.slice(i + 2);
+          const field = (k: string) => block.find((l) => l.startsWith(`${k}: `))?.slice(k.length + 2);
+          const data = field('data');
+          if (field('event') === undefined) continue;
+          got.push({ id: field('id') ?? '', type: field('event')!, runId: data ? ((JSON.parse(data) as { runId?: string }).runId ?? '') : '' });
+          if (got.length === want) {
+            req.destroy();
+            resolve(got);
+          }
+        }
+      });
+    });
+    req.on('error', (e) => (got.length === want ? undefined : reject(e)));
+    req.end();
+  });
+}
+
+test('GET /v1/events: every event has an id; reconnecting with Last-Event-ID replays exactly what was missed; another boot gets a gap event', async (t) => {
+  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-ev-'));
+  const socketPath = path.join(dir, 'brig.sock');
+  const src = eventSource();
+  const api = await listenApi(src.sup, socketPath);
+  t.after(async () => {
+    await api.close();
+    await fs.promises.rm(dir, { recursive: true, force: true });
+  });
+  const first = follow(socketPath, {}, 2);
+  await tick();
+  src.push('r-1');
+  src.push('r-2');
+  const seen = await first;
+  assert.deepEqual(seen.map((e) => e.runId), ['r-1', 'r-2']);
+  assert.match(seen[1]!.id, /^[0-9a-f]{8}-2$/);
+  // Disconnected: three more happen; the client comes back with the last id it saw.
+  src.push('r-3');
+  src.push('r-4');
+  src.push('r-5');
+  await tick();
+  const back = follow(socketPath, { 'last-event-id': seen[1]!.id }, 4);
+  await tick();
+  src.push('r-6');
+  assert.deepEqual((await back).map((e) => e.runId), ['r-3', 'r-4', 'r-5', 'r-6'], 'the missed ones in order, then live, none twice');
+  const other = await follow(socketPath, { 'last-event-id': 'deadbeef-9' }, 1);
+  assert.deepEqual(other.map((e) => e.type), ['gap']);
+});
