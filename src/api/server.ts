@@ -13,12 +13,14 @@ import { isRunId, RUN_KINDS, RUN_STATUSES, type KilledBy, type RunKind, type Sen
 import { EventHub, matches, type Numbered } from './event-hub.js';
 import { refRoute } from './ref-routes.js';
 import { BrigError, httpStatusOf, toBrigError } from '../util/errors.js';
+import type { Metrics } from '../util/metrics.js';
 
 export const API_VERSION = 'v1';
 
 /** Every route and the methods it takes: an unknown path is 404, a known one asked with another method 405. */
 const ROUTES: [RegExp, string[]][] = [
   [/^\/v1\/health$/, ['GET']],
+  [/^\/v1\/metrics$/, ['GET']],
   [/^\/v1\/events$/, ['GET']],
   [/^\/v1\/runs$/, ['GET', 'POST']],
   [/^\/v1\/runs\/[^/]+$/, ['GET']],
@@ -128,13 +130,13 @@ async function streamEvents(hub: EventHub, req: http.IncomingMessage, res: http.
   res.end();
 }
 
-export function apiHandler(sup: Supervisor, refs?: RefService, hub: EventHub = new EventHub(sup)): http.RequestListener {
+export function apiHandler(sup: Supervisor, refs?: RefService, hub: EventHub = new EventHub(sup), metrics?: Metrics): http.RequestListener {
   return (req, res) => {
-    void route(sup, refs, hub, req, res).catch((e) => sendError(res, e));
+    void route(sup, refs, hub, metrics, req, res).catch((e) => sendError(res, e));
   };
 }
 
-async function route(sup: Supervisor, refs: RefService | undefined, hub: EventHub, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function route(sup: Supervisor, refs: RefService | undefined, hub: EventHub, metrics: Metrics | undefined, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://brig');
   const m = req.method ?? 'GET';
   await refuseUnknownRun(sup, url.pathname, false);
@@ -143,6 +145,12 @@ async function route(sup: Supervisor, refs: RefService | undefined, hub: EventHu
     if (hitRef) return send(res, hitRef.status, hitRef.body);
   }
   if (url.pathname === '/v1/health' && m === 'GET') return send(res, 200, { ok: true, api: API_VERSION });
+  if (url.pathname === '/v1/metrics' && m === 'GET') {
+    if (!metrics) throw new BrigError('daemon_unavailable', 'this API serves no metrics (only a daemon counts)', { hint: 'Scrape `brig serve`.' });
+    const text = await metrics.expose();
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+    return void res.end(text);
+  }
   if (url.pathname === '/v1/events' && m === 'GET') {
     // The read-only view has no events: say so, as a daemon-less supervisor would.
     if (!hub.live) sup.events();
@@ -230,10 +238,10 @@ async function route(sup: Supervisor, refs: RefService | undefined, hub: EventHu
 }
 
 /** Listens on a unix socket (0600). A stale socket file is replaced. */
-export async function listenApi(sup: Supervisor, socketPath: string, refs?: RefService): Promise<{ server: http.Server; close(): Promise<void> }> {
+export async function listenApi(sup: Supervisor, socketPath: string, refs?: RefService, metrics?: Metrics): Promise<{ server: http.Server; close(): Promise<void> }> {
   await fs.rm(socketPath, { force: true });
   const hub = new EventHub(sup);
-  const server = http.createServer(apiHandler(sup, refs, hub));
+  const server = http.createServer(apiHandler(sup, refs, hub, metrics));
   server.keepAliveTimeout = 5_000;
   server.requestTimeout = 0; // wait and spawn may legitimately last a run's whole timeout
   const prevMask = process.umask(0o177);

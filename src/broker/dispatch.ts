@@ -70,6 +70,8 @@ export interface DispatchDeps {
   logTail: number;
   /** Called once per run when its strikes cross the abuse threshold. */
   abuse: (run: RunState) => void;
+  /** Every answered call, by method (the table's names or `unknown`) and outcome (`ok` or the refusal's code): metrics. */
+  count?: (method: string, outcome: string) => void;
 }
 
 type Id = string | number | null;
@@ -99,14 +101,16 @@ export function alreadyLedgered<E extends Error>(e: E): E {
 }
 
 /** A handler's error reply: counted and ledgered like any refusal, but not a strike. */
-function handlerRefusal(run: RunState, method: string, code: ErrorCode, e: unknown): void {
+function handlerRefusal(run: RunState, deps: DispatchDeps, method: string, code: ErrorCode, e: unknown): void {
   run.denied++;
+  deps.count?.(method, code);
   if (!(e && typeof e === 'object' && LEDGERED in e)) run.refusals.note(method, code);
 }
 
 /** A refusal by the broker's own checks: counted, ledgered (repeats aggregated), struck, answered. */
 export function deny(run: RunState, deps: DispatchDeps, id: Id, method: string, code: ErrorCode, message: string, hint?: string): BrokerReply {
   run.denied++;
+  deps.count?.(method, code);
   if (code === 'rate_limited') run.rateLimited++;
   run.refusals.note(method, code);
   if (run.strikes.strike(deps.now()) && !run.abused) {
@@ -180,10 +184,10 @@ export async function dispatchLine(
     // A dependency failing (the leases directory vanished, a verifier bug) is an internal
     // error for this call, never an exception that could take the supervisor down.
     reply = errorReply(null, 'internal', 'the broker could not serve this call');
-    handlerRefusal(run, method, 'internal', e);
+    handlerRefusal(run, deps, method, 'internal', e);
   }
   const out = encode(reply);
-  if (out.replaced) handlerRefusal(run, method, out.replaced, undefined);
+  if (out.replaced) handlerRefusal(run, deps, method, out.replaced, undefined);
   return { line: out.text, ok: reply.ok && !out.replaced, authenticated: seen.authenticated };
 }
 
@@ -237,6 +241,7 @@ async function decide(
     const b = builtin(method, run, call, deps);
     if (b) {
       run.calls++;
+      deps.count?.(method, 'ok');
       return { v: PROTOCOL_VERSION, id, ok: true, result: b.value };
     }
     // A refusal like any other: answered, struck and ledgered (the method name is from the table).
@@ -247,16 +252,17 @@ async function decide(
   try {
     const result = await handler(call);
     run.calls++;
+    deps.count?.(method, 'ok');
     return { v: PROTOCOL_VERSION, id, ok: true, result: result ?? null };
   } catch (e) {
     // Handler errors are the supervisor's words (BrigError); anything else is reported without
     // its message, which could carry host paths. Either way a refusal the ledger sees.
     if (e instanceof BrigError) {
-      handlerRefusal(run, method, e.code, e);
+      handlerRefusal(run, deps, method, e.code, e);
       return errorReply(id, e.code, e.message, e.hint);
     }
     const code = e && typeof e === 'object' && 'code' in e && isErrorCode((e as { code: unknown }).code) ? ((e as { code: ErrorCode }).code) : 'internal';
-    handlerRefusal(run, method, code, e);
+    handlerRefusal(run, deps, method, code, e);
     return errorReply(id, code, code === 'internal' ? 'the handler failed' : String((e as { message?: unknown }).message ?? code));
   } finally {
     run.inflight--;

@@ -82,6 +82,8 @@ export interface BrokerServerOptions {
    */
   socketOwner?: SocketOwner;
   now?: () => number;
+  /** Every answered call by method and outcome (`ok` or the refusal's code), for metrics. */
+  onCall?: (method: string, outcome: string) => void;
 }
 
 export interface OpenRunArgs {
@@ -133,6 +135,7 @@ export class BrokerServer {
       now: opts.now ?? Date.now,
       maxInflight: this.limits.maxInflight,
       logTail: this.limits.logTail,
+      ...(opts.onCall ? { count: opts.onCall } : {}),
       abuse: (run) => {
         // Nothing more is read from an abusive run: its connections go now, new ones at accept.
         for (const s of this.runs.get(run.runId)?.sockets ?? []) s.destroy();

@@ -12,6 +12,8 @@ import { brigPaths, type BrigConfig } from '../config/index.js';
 import { DockerJailDriver, JAIL_USER, ownerForHome } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
+import { Metrics } from '../util/metrics.js';
+import { collectState, countBrokerCall, meteredLedger } from './metrics-feed.js';
 import { loadModelCatalog } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
 import { ChildRefs, createSupervisor, type SupervisorCore, type RefService, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
@@ -53,6 +55,8 @@ export interface Composed {
   supervisor: SupervisorCore;
   leases: LeaseStore;
   ledger: Ledger;
+  /** Counters, gauges and histograms for GET /v1/metrics (util/metrics.ts). */
+  metrics: Metrics;
   /** The coordinator's drill-in surface, over the same store and helper pool as the children's. */
   refs: RefService;
   close(): Promise<void>;
@@ -85,7 +89,10 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
   await ensurePrivateDirs(path.dirname(paths.brokers), paths.brokers);
   const pol = loadPolicyFile(policyFileFor(cfg.home));
   if (!pol.ok) throw pol.error;
-  const ledger = new FileLedger({ dir: paths.ledger });
+  // Metrics count what is ledgered (a tee), the broker's calls, and the table at scrape time.
+  const metrics = new Metrics();
+  const fileLedger = new FileLedger({ dir: paths.ledger });
+  const ledger = meteredLedger(fileLedger, metrics);
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results });
   const jail = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
@@ -148,6 +155,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     ledger,
     handlers,
     onAbuse: (runId) => void sup?.kill(runId, { confirm: true, by: 'system' }),
+    onCall: countBrokerCall(metrics),
     socketOwner: jailUser(),
   });
   // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts).
@@ -167,6 +175,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     ...(o.hooks ? { hooks: castThenTell(o.hooks, (id) => refs.result(id)) } : {}),
   });
   const supervisor = sup;
+  collectState(metrics, () => supervisor, pool);
   const { refs } = openRefService(cfg, (id) => supervisor.get(id), { store: results, pool });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
@@ -175,6 +184,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     leases,
     ledger,
     refs,
+    metrics,
     async close() {
       unwatch();
       await supervisor.close();

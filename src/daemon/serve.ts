@@ -28,7 +28,7 @@ export async function startDaemon(cfg: BrigConfig, o: ComposeOptions = {}): Prom
   const composed = await composeSupervisor(cfg, { ...o, reconcile: true });
   const report = await composed.supervisor.start();
   const socketPath = brigPaths(cfg.home).socket;
-  const api = await listenApi(composed.supervisor, socketPath, composed.refs);
+  const api = await listenApi(composed.supervisor, socketPath, composed.refs, composed.metrics);
   return {
     socketPath,
     composed,

@@ -86,6 +86,11 @@ export class DuckdbHelperPool {
     return this.isolateNext;
   }
 
+  /** Helper processes started so far (more than the pool size: restarts after a crash, a cap or a retirement). */
+  get started(): number {
+    return this.nextId - 1;
+  }
+
   /** Pids of the live helpers' launchers (`unshare` when isolated, else node itself). */
   pids(): number[] {
     return [...this.all].filter((h) => !h.dead).map((h) => h.proc.pid!).filter((p) => p !== undefined);

@@ -1,0 +1,106 @@
+/**
+ * What feeds a supervisor's metrics: the content-free events every part already ledgers (a
+ * tee on the ledger, so nothing is counted that the audit trail does not also hold), the
+ * broker's answered calls, and, at scrape time, the supervisor's own table and helper pool.
+ * Label values come from closed sets only (statuses, end reasons, killedBy, kinds, error codes,
+ * broker methods, model aliases of the configuration): never a run id or any text (INV-7).
+ */
+import type { Ledger, LedgerEvent } from '../ledger/index.js';
+import type { RunRecord, Supervisor } from '../runs/index.js';
+import type { DuckdbHelperPool } from '../slice/index.js';
+import { Metrics } from '../util/metrics.js';
+
+const str = (v: unknown, fallback = 'none') => (typeof v === 'string' && v.length > 0 && v.length <= 64 ? v : fallback);
+const seconds = (a: string, b: string) => (Date.parse(b) - Date.parse(a)) / 1000;
+
+/** The families a scrape shows from the start, before anything happened. */
+function declare(m: Metrics): void {
+  m.declare('brig_runs', 'Runs on record by status.', 'gauge');
+  m.declare('brig_queue_depth', 'Runs admitted and waiting for a slot.', 'gauge');
+  m.declare('brig_runs_spawned_total', 'Runs admitted (started or queued), by kind.', 'counter');
+  m.declare('brig_run_ends_total', 'Runs ended, by end reason and who killed them.', 'counter');
+  m.declare('brig_spawn_refusals_total', 'Spawn requests refused at admission, by code.', 'counter');
+  m.declare('brig_spawn_seconds', 'From admission to a started jail (queue wait, lease, broker socket, jail create and verify).', 'histogram');
+  m.declare('brig_queue_wait_seconds', 'From admission to a started jail, for runs that were queued at admission.', 'histogram');
+  m.declare('brig_broker_calls_total', 'Broker calls answered, by method and outcome (ok, or the refusal code).', 'counter');
+  m.declare('brig_broker_abuse_total', 'Runs cut off by the broker for sustained abuse.', 'counter');
+  m.declare('brig_model_calls_total', 'Model calls made through the broker, by model alias and outcome.', 'counter');
+  m.declare('brig_model_tokens_total', 'Model tokens, by model alias and direction (input, output).', 'counter');
+  m.declare('brig_model_cost_usd_total', 'Model cost in USD of priced calls, by model alias.', 'counter');
+  m.declare('brig_materialized_bytes_total', 'Bytes of output materialized as ResultRefs.', 'counter');
+  m.declare('brig_slice_helpers_started_total', 'DuckDB helper processes started (beyond the pool size: restarts).', 'counter');
+  m.declare('brig_slice_helpers_live', 'DuckDB helper processes alive.', 'gauge');
+}
+
+/** A ledger that counts what it is given, then appends it to the real one. */
+export function meteredLedger(inner: Ledger, m: Metrics): Ledger {
+  declare(m);
+  const admitted = new Map<string, { at: string; queued: boolean }>();
+  const note = (ev: LedgerEvent) => {
+    switch (ev.type) {
+      case 'run.spawned':
+        m.inc('brig_runs_spawned_total', '', { kind: str(ev.kind) });
+        if (ev.runId && typeof ev.timestamp === 'string') admitted.set(ev.runId, { at: ev.timestamp, queued: ev.queued === true });
+        return;
+      case 'run.started': {
+        const a = ev.runId ? admitted.get(ev.runId) : undefined;
+        if (!a || typeof ev.timestamp !== 'string') return;
+        admitted.delete(ev.runId!);
+        m.observe('brig_spawn_seconds', '', {}, seconds(a.at, ev.timestamp));
+        if (a.queued) m.observe('brig_queue_wait_seconds', '', {}, seconds(a.at, ev.timestamp));
+        return;
+      }
+      case 'run.lifecycle_ended':
+        if (ev.runId) admitted.delete(ev.runId);
+        m.inc('brig_run_ends_total', '', { reason: str(ev.endReason), killed_by: str(ev.killedBy) });
+        if (typeof ev.outputBytes === 'number') m.inc('brig_materialized_bytes_total', '', {}, ev.outputBytes);
+        return;
+      case 'run.refused':
+        m.inc('brig_spawn_refusals_total', '', { code: str(ev.code) });
+        return;
+      case 'broker.abuse':
+        m.inc('brig_broker_abuse_total', '');
+        return;
+      case 'run.model_call': {
+        const model = str(ev.model);
+        m.inc('brig_model_calls_total', '', { model, outcome: ev.ok === true ? 'ok' : str(ev.code, 'error') });
+        if (typeof ev.input === 'number') m.inc('brig_model_tokens_total', '', { model, direction: 'input' }, ev.input);
+        if (typeof ev.output === 'number') m.inc('brig_model_tokens_total', '', { model, direction: 'output' }, ev.output);
+        if (typeof ev.costUsd === 'number') m.inc('brig_model_cost_usd_total', '', { model }, ev.costUsd);
+        return;
+      }
+    }
+  };
+  return {
+    append(ev) {
+      try {
+        note(ev);
+      } catch {
+        // counting never stands between an event and the ledger
+      }
+      inner.append(ev);
+    },
+    flush: () => inner.flush(),
+    close: () => inner.close(),
+  };
+}
+
+/** Broker calls by method and outcome (the broker's onCall). */
+export function countBrokerCall(m: Metrics): (method: string, outcome: string) => void {
+  return (method, outcome) => m.inc('brig_broker_calls_total', '', { method: str(method, 'unknown'), outcome: str(outcome, 'unknown') });
+}
+
+/** Gauges read at scrape time: the supervisor's runs by status, its queue, the helper pool. */
+export function collectState(m: Metrics, sup: () => Supervisor | undefined, pool: DuckdbHelperPool): void {
+  m.collect(async () => {
+    const s = sup();
+    const runs: RunRecord[] = s ? await s.list() : [];
+    m.reset('brig_runs');
+    const by = new Map<string, number>();
+    for (const r of runs) by.set(r.status, (by.get(r.status) ?? 0) + 1);
+    for (const status of ['queued', 'starting', 'running', 'materializing', 'ended']) m.set('brig_runs', '', { status }, by.get(status) ?? 0);
+    m.set('brig_queue_depth', '', {}, by.get('queued') ?? 0);
+    m.set('brig_slice_helpers_started_total', '', {}, pool.started);
+    m.set('brig_slice_helpers_live', '', {}, pool.pids().length);
+  });
+}
