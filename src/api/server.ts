@@ -13,24 +13,34 @@ import { isRunId, RUN_KINDS, RUN_STATUSES, type KilledBy, type RunKind, type Sen
 import { EventHub, matches, type Numbered } from './event-hub.js';
 import { refRoute } from './ref-routes.js';
 import { BrigError, httpStatusOf, toBrigError } from '../util/errors.js';
+import type { Logger } from '../util/log.js';
 import type { Metrics } from '../util/metrics.js';
 
 export const API_VERSION = 'v1';
 
 /** Every route and the methods it takes: an unknown path is 404, a known one asked with another method 405. */
-const ROUTES: [RegExp, string[]][] = [
-  [/^\/v1\/health$/, ['GET']],
-  [/^\/v1\/metrics$/, ['GET']],
-  [/^\/v1\/events$/, ['GET']],
-  [/^\/v1\/runs$/, ['GET', 'POST']],
-  [/^\/v1\/runs\/[^/]+$/, ['GET']],
-  [/^\/v1\/runs\/[^/]+\/(wait|kill|steer|resume|send)$/, ['POST']],
-  [/^\/v1\/runs\/[^/]+\/(history|refs|manifest|result|envelope)$/, ['GET']],
-  [/^\/v1\/refs\/[^/]+\/(read|grep|jq|sql|jsonpath)$/, ['POST']],
+const ROUTES: [RegExp, string[], string][] = [
+  [/^\/v1\/health$/, ['GET'], '/v1/health'],
+  [/^\/v1\/metrics$/, ['GET'], '/v1/metrics'],
+  [/^\/v1\/events$/, ['GET'], '/v1/events'],
+  [/^\/v1\/runs$/, ['GET', 'POST'], '/v1/runs'],
+  [/^\/v1\/runs\/[^/]+$/, ['GET'], '/v1/runs/RUN'],
+  [/^\/v1\/runs\/[^/]+\/(wait|kill|steer|resume|send)$/, ['POST'], '/v1/runs/RUN/$1'],
+  [/^\/v1\/runs\/[^/]+\/(history|refs|manifest|result|envelope)$/, ['GET'], '/v1/runs/RUN/$1'],
+  [/^\/v1\/refs\/[^/]+\/(read|grep|jq|sql|jsonpath)$/, ['POST'], '/v1/refs/REF/$1'],
 ];
 
 function allowedMethods(pathname: string): string[] | undefined {
   return ROUTES.find(([re]) => re.test(pathname))?.[1];
+}
+
+/** A path as its route's template (ids as RUN/REF), `unknown` for any other: what the log says. */
+function routeName(pathname: string): string {
+  for (const [re, , name] of ROUTES) {
+    const m = re.exec(pathname);
+    if (m) return name.replace('$1', m[1] ?? '');
+  }
+  return 'unknown';
 }
 const MAX_BODY = 2 * 1024 * 1024;
 const RUN_ROUTE = /^\/v1\/runs\/(r-[a-z0-9-]{6,64})(?:\/(wait|kill|steer|resume|send|history))?$/;
@@ -130,9 +140,22 @@ async function streamEvents(hub: EventHub, req: http.IncomingMessage, res: http.
   res.end();
 }
 
-export function apiHandler(sup: Supervisor, refs?: RefService, hub: EventHub = new EventHub(sup), metrics?: Metrics): http.RequestListener {
+export function apiHandler(sup: Supervisor, refs?: RefService, hub: EventHub = new EventHub(sup), metrics?: Metrics, log?: Logger): http.RequestListener {
   return (req, res) => {
-    void route(sup, refs, hub, metrics, req, res).catch((e) => sendError(res, e));
+    if (log) {
+      // One line per request: method, route template (never the raw path), status, ms.
+      const t0 = performance.now();
+      res.once('close', () => {
+        const line = { method: req.method, route: routeName(new URL(req.url ?? '/', 'http://brig').pathname), status: res.statusCode, ms: Math.round((performance.now() - t0) * 10) / 10 };
+        if (res.statusCode >= 500) log.error(line, 'api');
+        else log.info(line, 'api');
+      });
+    }
+    void route(sup, refs, hub, metrics, req, res).catch((e) => {
+      const be = toBrigError(e);
+      if (be.code === 'internal') log?.error({ code: be.code, err: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) }, 'internal error in the API');
+      sendError(res, e);
+    });
   };
 }
 
@@ -238,10 +261,10 @@ async function route(sup: Supervisor, refs: RefService | undefined, hub: EventHu
 }
 
 /** Listens on a unix socket (0600). A stale socket file is replaced. */
-export async function listenApi(sup: Supervisor, socketPath: string, refs?: RefService, metrics?: Metrics): Promise<{ server: http.Server; close(): Promise<void> }> {
+export async function listenApi(sup: Supervisor, socketPath: string, refs?: RefService, metrics?: Metrics, log?: Logger): Promise<{ server: http.Server; close(): Promise<void> }> {
   await fs.rm(socketPath, { force: true });
   const hub = new EventHub(sup);
-  const server = http.createServer(apiHandler(sup, refs, hub, metrics));
+  const server = http.createServer(apiHandler(sup, refs, hub, metrics, log));
   server.keepAliveTimeout = 5_000;
   server.requestTimeout = 0; // wait and spawn may legitimately last a run's whole timeout
   const prevMask = process.umask(0o177);

@@ -13,7 +13,10 @@ import { DockerJailDriver, JAIL_USER, ownerForHome } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { Metrics } from '../util/metrics.js';
-import { collectState, countBrokerCall, meteredLedger } from './metrics-feed.js';
+import { collectState, countBrokerCall, meterEvents } from './metrics-feed.js';
+import { teeLedger } from './ledger-tee.js';
+import { silentLog, type Logger } from '../util/log.js';
+import { logEvents } from './log-feed.js';
 import { loadModelCatalog } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
 import { ChildRefs, createSupervisor, type SupervisorCore, type RefService, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
@@ -49,6 +52,8 @@ export interface ComposeOptions {
   /** Build the child image if missing (default true). */
   ensureImage?: boolean;
   hooks?: SupervisorHooks;
+  /** The daemon's log (util/log.ts); default: silent (a library caller did not ask for one). */
+  log?: Logger;
 }
 
 export interface Composed {
@@ -57,6 +62,7 @@ export interface Composed {
   ledger: Ledger;
   /** Counters, gauges and histograms for GET /v1/metrics (util/metrics.ts). */
   metrics: Metrics;
+  log: Logger;
   /** The coordinator's drill-in surface, over the same store and helper pool as the children's. */
   refs: RefService;
   close(): Promise<void>;
@@ -92,7 +98,8 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
   // Metrics count what is ledgered (a tee), the broker's calls, and the table at scrape time.
   const metrics = new Metrics();
   const fileLedger = new FileLedger({ dir: paths.ledger });
-  const ledger = meteredLedger(fileLedger, metrics);
+  const log = o.log ?? silentLog();
+  const ledger = teeLedger(fileLedger, [meterEvents(metrics), logEvents(log)]);
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results });
   const jail = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
@@ -185,6 +192,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     ledger,
     refs,
     metrics,
+    log,
     async close() {
       unwatch();
       await supervisor.close();

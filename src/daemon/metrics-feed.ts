@@ -5,7 +5,7 @@
  * Label values come from closed sets only (statuses, end reasons, killedBy, kinds, error codes,
  * broker methods, model aliases of the configuration): never a run id or any text (INV-7).
  */
-import type { Ledger, LedgerEvent } from '../ledger/index.js';
+import type { LedgerEvent } from '../ledger/index.js';
 import type { RunRecord, Supervisor } from '../runs/index.js';
 import type { DuckdbHelperPool } from '../slice/index.js';
 import { Metrics } from '../util/metrics.js';
@@ -32,11 +32,11 @@ function declare(m: Metrics): void {
   m.declare('brig_slice_helpers_live', 'DuckDB helper processes alive.', 'gauge');
 }
 
-/** A ledger that counts what it is given, then appends it to the real one. */
-export function meteredLedger(inner: Ledger, m: Metrics): Ledger {
+/** Counts each ledgered event (teeLedger hands them over). */
+export function meterEvents(m: Metrics): (ev: LedgerEvent) => void {
   declare(m);
   const admitted = new Map<string, { at: string; queued: boolean }>();
-  const note = (ev: LedgerEvent) => {
+  return (ev: LedgerEvent) => {
     switch (ev.type) {
       case 'run.spawned':
         m.inc('brig_runs_spawned_total', '', { kind: str(ev.kind) });
@@ -70,18 +70,6 @@ export function meteredLedger(inner: Ledger, m: Metrics): Ledger {
         return;
       }
     }
-  };
-  return {
-    append(ev) {
-      try {
-        note(ev);
-      } catch {
-        // counting never stands between an event and the ledger
-      }
-      inner.append(ev);
-    },
-    flush: () => inner.flush(),
-    close: () => inner.close(),
   };
 }
 

@@ -28,7 +28,8 @@ export async function startDaemon(cfg: BrigConfig, o: ComposeOptions = {}): Prom
   const composed = await composeSupervisor(cfg, { ...o, reconcile: true });
   const report = await composed.supervisor.start();
   const socketPath = brigPaths(cfg.home).socket;
-  const api = await listenApi(composed.supervisor, socketPath, composed.refs, composed.metrics);
+  const api = await listenApi(composed.supervisor, socketPath, composed.refs, composed.metrics, composed.log);
+  composed.log.info({ socket: socketPath, reattached: report.reattached.length, ghostSwept: report.ghostSwept.length, swept: report.swept }, 'daemon serving');
   return {
     socketPath,
     composed,

@@ -55,7 +55,7 @@ export const ERROR_CODES = {
   route_not_found: { kind: 'not_found', hint: 'The API is under /v1: health, metrics, events, runs, runs/RUN[/wait|kill|steer|resume|send|history|refs|manifest|result|envelope], refs/REF/(read|grep|jq|sql|jsonpath).' },
   method_not_allowed: { kind: 'invalid', http: 405, hint: 'The route exists with other methods; the reply\'s Allow header names them.' },
   body_too_large: { kind: 'invalid', http: 413, hint: 'Send a smaller request body (the API takes at most 2 MiB).' },
-  internal: { kind: 'internal', hint: 'This is a bug in brig; the ledger and logs hold the details.' },
+  internal: { kind: 'internal', hint: 'This is a bug in brig; the daemon\'s log (stderr of `brig serve`, or its --log-file) holds the details, `brig audit query` the events around it.' },
 } as const satisfies Record<string, { kind: ErrorKind; hint: string; http?: number }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

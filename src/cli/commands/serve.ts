@@ -1,5 +1,8 @@
 import { SUPERVISOR_DEFAULTS, loadConfig, startDaemon, type SupervisorSettings } from '../../index.js';
-import { JSON_FLAG, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
+import path from 'node:path';
+import { BrigError } from '../../util/errors.js';
+import { createLog, LOG_LEVELS, type LogLevel } from '../../util/log.js';
+import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
 
 /**
  * The daemon's tunables from its flags. `maxConcurrent` caps running children across the
@@ -37,13 +40,29 @@ const command: Command = {
     { name: 'max-queued', value: 'N', description: 'children waiting for a slot before spawns are refused' },
     { name: 'drain', value: 'SECONDS', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30)' },
     { name: 'no-steer-inject', description: 'steer by kill + respawn instead of injecting at the next step' },
+    { name: 'log-level', value: 'LEVEL', choices: LOG_LEVELS, description: `the daemon's log level (${LOG_LEVELS.join(', ')}; default info)` },
+    { name: 'log-file', value: 'PATH', description: 'log JSON lines to this file, rotated by size, instead of stderr' },
+    { name: 'log-max-mb', value: 'MB', description: 'rotate --log-file past this size (default 10; 5 older files kept)' },
     JSON_FLAG,
   ],
-  examples: ['brig serve &', 'brig serve --max-concurrent 8 --drain 60'],
+  examples: ['brig serve &', 'brig serve --max-concurrent 8 --drain 60', 'brig serve --log-file ~/.brig/brig.log --log-level debug'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const settings = serveSettings(p);
-    const d = await startDaemon(loadConfig(io.env), { settings });
+    const level = flag(p, 'log-level') ?? 'info';
+    if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new BrigError('invalid_input', `unknown log level ${level}`, { hint: `Known: ${LOG_LEVELS.join(', ')}.` });
+    const file = flag(p, 'log-file');
+    const maxMb = numberFlag(p, 'log-max-mb');
+    if (maxMb !== undefined && !(maxMb > 0)) throw new BrigError('invalid_input', '--log-max-mb must be a positive number of MB');
+    const log = createLog({
+      level: level as LogLevel,
+      ...(file ? { file: path.resolve(file) } : {}),
+      ...(maxMb !== undefined ? { maxBytes: Math.round(maxMb * 1024 * 1024) } : {}),
+      // The process's own stderr is written synchronously by fd (no line lost on a crash); any
+      // other (an in-process caller's) through its stream.
+      ...(!file && (io.stderr as { fd?: number }).fd !== 2 ? { stream: { write: (line: string) => void io.stderr.write(line) } } : {}),
+    });
+    const d = await startDaemon(loadConfig(io.env), { settings, log });
     if (p.bools.has('json')) writeJson(io, { socket: d.socketPath, reconcile: d.report });
     else {
       io.stdout.write(`brig serving on ${d.socketPath}\n`);

@@ -1,0 +1,38 @@
+/**
+ * What the daemon logs besides its API requests: each run's lifecycle and the engine's
+ * failures, read off the content-free events every part already ledgers (a tee, like the
+ * metrics), so a log line never says more than the audit trail does.
+ */
+import type { LedgerEvent } from '../ledger/index.js';
+import type { Logger } from '../util/log.js';
+
+/** End codes that mean the engine or the jail failed, not the child: logged as errors. */
+const ENGINE_CODES = new Set(['jail_failed', 'jail_unverified', 'engine_unavailable', 'image_missing', 'image_build_failed', 'internal']);
+
+const pick = (ev: LedgerEvent, keys: string[]) => Object.fromEntries(keys.filter((k) => ev[k] !== undefined && ev[k] !== null).map((k) => [k, ev[k]]));
+
+export function logEvents(log: Logger): (ev: LedgerEvent) => void {
+  return (ev: LedgerEvent) => {
+    switch (ev.type) {
+      case 'run.spawned':
+        return log.info(pick(ev, ['runId', 'rootRunId', 'parentRunId', 'depth', 'kind', 'queued']), 'run spawned');
+      case 'run.started':
+        return log.info(pick(ev, ['runId']), 'run started');
+      case 'run.failed':
+        if (typeof ev.code === 'string' && ENGINE_CODES.has(ev.code)) log.error(pick(ev, ['runId', 'code', 'endReason']), 'run failed in the engine or the jail');
+        return;
+      case 'run.lifecycle_ended':
+        return log.info(pick(ev, ['runId', 'endReason', 'killedBy', 'runtimeMs', 'stepsExecuted', 'outputBytes']), 'run ended');
+      case 'run.refused':
+        return log.info(pick(ev, ['code', 'parentRunId', 'depth']), 'spawn refused');
+      case 'run.internal_error':
+        return log.error(pick(ev, ['runId', 'code']), 'background work failed');
+      case 'broker.abuse':
+        return log.warn(pick(ev, ['runId', 'denied']), 'broker cut off an abusive run');
+      case 'lease.revoked':
+        return log.info(pick(ev, ['leaseId', 'runId', 'by']), 'lease revoked');
+      case 'supervisor.shutdown':
+        return log.info(pick(ev, ['drained', 'killed']), 'supervisor shut down');
+    }
+  };
+}

@@ -1,0 +1,87 @@
+/**
+ * The daemon's log: structured JSON lines (pino) with levels, to stderr by default or to a
+ * file that rotates by size.
+ *
+ * Guarantees: what is logged is chosen field by field by its callers (a method, a route
+ * template, a status, ids, enums, counts, durations): never a bearer token, a model key or task
+ * text — and, as a second line of defence, fields of those names are censored wherever they
+ * appear. A rotating file keeps `keep` older files (`brig.log.1` newest) and never grows past
+ * `maxBytes` before it rotates. Writes are synchronous: a crash loses no line already logged.
+ */
+import fs from 'node:fs';
+import pino, { type Logger } from 'pino';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export type { Logger } from 'pino';
+
+export interface LogOptions {
+  level?: LogLevel;
+  /** Log to this file (rotating) instead of stderr. */
+  file?: string;
+  /** Rotate the file when it would pass this size (default 10 MiB). */
+  maxBytes?: number;
+  /** Rotated files kept (default 5). */
+  keep?: number;
+  /** Anything with write(line): tests. */
+  stream?: { write(s: string): void };
+}
+
+/** Field names that are never logged, whoever passes them. */
+const CENSORED = ['token', 'bearer', 'apiKey', 'api_key', 'authorization', 'task', 'text', 'script', 'steer'];
+
+/** A file that rotates by size: brig.log → brig.log.1 → … → brig.log.<keep>. */
+export class RotatingFile {
+  #fd: number;
+  #size: number;
+
+  constructor(
+    readonly file: string,
+    private readonly maxBytes = 10 * 1024 * 1024,
+    private readonly keep = 5,
+  ) {
+    this.#fd = fs.openSync(file, 'a', 0o600);
+    this.#size = fs.fstatSync(this.#fd).size;
+  }
+
+  write(s: string): void {
+    const n = Buffer.byteLength(s);
+    if (this.#size > 0 && this.#size + n > this.maxBytes) this.#rotate();
+    fs.writeSync(this.#fd, s);
+    this.#size += n;
+  }
+
+  #rotate(): void {
+    fs.closeSync(this.#fd);
+    for (let i = this.keep - 1; i >= 1; i--) {
+      if (fs.existsSync(`${this.file}.${i}`)) fs.renameSync(`${this.file}.${i}`, `${this.file}.${i + 1}`);
+    }
+    if (this.keep > 0) fs.renameSync(this.file, `${this.file}.1`);
+    else fs.rmSync(this.file, { force: true });
+    this.#fd = fs.openSync(this.file, 'a', 0o600);
+    this.#size = 0;
+  }
+
+  close(): void {
+    fs.closeSync(this.#fd);
+  }
+}
+
+export function createLog(o: LogOptions = {}): Logger {
+  const stream = o.stream ?? (o.file ? new RotatingFile(o.file, o.maxBytes, o.keep) : pino.destination({ fd: 2, sync: true }));
+  return pino(
+    {
+      level: o.level ?? 'info',
+      base: { name: 'brig' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: [...CENSORED, ...CENSORED.map((k) => `*.${k}`)], censor: '[redacted]' },
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    stream,
+  );
+}
+
+/** A log that writes nothing (library use, tests that do not look). */
+export function silentLog(): Logger {
+  return pino({ level: 'silent' });
+}
