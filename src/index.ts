@@ -18,6 +18,8 @@ export type { Ledger, LedgerEvent, LedgerReport } from './ledger/index.js';
 export { BrokerServer, METHODS as BROKER_METHODS } from './broker/index.js';
 export type { BrokerCall, Handler as BrokerHandler, Handlers as BrokerHandlers, Method as BrokerMethod, BrokerRunHandle } from './broker/index.js';
 export { createBrig, startDaemon, openOperator, explainRun } from './daemon/index.js';
+export { fleetReport, type FleetReport } from './daemon/fleet.js';
+export { brigPaths } from './config/index.js';
 export type { Brig, BrigOptions, Daemon, Operator, LeaseView, PolicyCheck } from './daemon/index.js';
 export { agentCatalogFor, toolSurface } from './agents/index.js';
 export type { AgentSpec, AgentFrontmatter, AgentCatalog, AgentTool } from './agents/index.js';

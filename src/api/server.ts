@@ -14,6 +14,7 @@ import { EventHub, matches, type Numbered } from './event-hub.js';
 import { refRoute } from './ref-routes.js';
 import { BrigError, httpStatusOf, toBrigError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
+import { windowMinutes } from '../util/window.js';
 import type { Metrics } from '../util/metrics.js';
 
 export const API_VERSION = 'v1';
@@ -22,6 +23,7 @@ export const API_VERSION = 'v1';
 const ROUTES: [RegExp, string[], string][] = [
   [/^\/v1\/health$/, ['GET'], '/v1/health'],
   [/^\/v1\/metrics$/, ['GET'], '/v1/metrics'],
+  [/^\/v1\/fleet$/, ['GET'], '/v1/fleet'],
   [/^\/v1\/events$/, ['GET'], '/v1/events'],
   [/^\/v1\/runs$/, ['GET', 'POST'], '/v1/runs'],
   [/^\/v1\/runs\/[^/]+$/, ['GET'], '/v1/runs/RUN'],
@@ -140,7 +142,8 @@ async function streamEvents(hub: EventHub, req: http.IncomingMessage, res: http.
   res.end();
 }
 
-export function apiHandler(sup: Supervisor, refs?: RefService, hub: EventHub = new EventHub(sup), metrics?: Metrics, log?: Logger): http.RequestListener {
+export function apiHandler(sup: Supervisor, x: ApiExtras = {}, hub: EventHub = new EventHub(sup)): http.RequestListener {
+  const { log } = x;
   return (req, res) => {
     if (log) {
       // One line per request: method, route template (never the raw path), status, ms.
@@ -151,7 +154,7 @@ export function apiHandler(sup: Supervisor, refs?: RefService, hub: EventHub = n
         else log.info(line, 'api');
       });
     }
-    void route(sup, refs, hub, metrics, req, res).catch((e) => {
+    void route(sup, x, hub, req, res).catch((e) => {
       const be = toBrigError(e);
       if (be.code === 'internal') log?.error({ code: be.code, err: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) }, 'internal error in the API');
       sendError(res, e);
@@ -159,7 +162,8 @@ export function apiHandler(sup: Supervisor, refs?: RefService, hub: EventHub = n
   };
 }
 
-async function route(sup: Supervisor, refs: RefService | undefined, hub: EventHub, metrics: Metrics | undefined, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function route(sup: Supervisor, x: ApiExtras, hub: EventHub, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const { refs, metrics } = x;
   const url = new URL(req.url ?? '/', 'http://brig');
   const m = req.method ?? 'GET';
   await refuseUnknownRun(sup, url.pathname, false);
@@ -168,6 +172,13 @@ async function route(sup: Supervisor, refs: RefService | undefined, hub: EventHu
     if (hitRef) return send(res, hitRef.status, hitRef.body);
   }
   if (url.pathname === '/v1/health' && m === 'GET') return send(res, 200, { ok: true, api: API_VERSION });
+  if (url.pathname === '/v1/fleet' && m === 'GET') {
+    if (!x.fleet) throw new BrigError('daemon_unavailable', 'this API serves no fleet view (only a daemon does)', { hint: 'Ask `brig serve`, or run `brig fleet`.' });
+    const since = url.searchParams.get('since') ?? '24h';
+    const minutes = windowMinutes(since);
+    if (minutes === undefined) throw new BrigError('invalid_input', `since ${JSON.stringify(since.slice(0, 40))} is not a window`, { hint: 'Give minutes, or 30m, 24h, 7d.' });
+    return send(res, 200, { fleet: await x.fleet(minutes) });
+  }
   if (url.pathname === '/v1/metrics' && m === 'GET') {
     if (!metrics) throw new BrigError('daemon_unavailable', 'this API serves no metrics (only a daemon counts)', { hint: 'Scrape `brig serve`.' });
     const text = await metrics.expose();
@@ -261,10 +272,19 @@ async function route(sup: Supervisor, refs: RefService | undefined, hub: EventHu
 }
 
 /** Listens on a unix socket (0600). A stale socket file is replaced. */
-export async function listenApi(sup: Supervisor, socketPath: string, refs?: RefService, metrics?: Metrics, log?: Logger): Promise<{ server: http.Server; close(): Promise<void> }> {
+/** What a daemon's API serves besides runs: drill-in, metrics, its log, the fleet view. */
+export interface ApiExtras {
+  refs?: RefService;
+  metrics?: Metrics;
+  log?: Logger;
+  /** The roll-up over a window (daemon/fleet.ts), for GET /v1/fleet. */
+  fleet?: (sinceMinutes: number) => Promise<unknown>;
+}
+
+export async function listenApi(sup: Supervisor, socketPath: string, x: ApiExtras = {}): Promise<{ server: http.Server; close(): Promise<void> }> {
   await fs.rm(socketPath, { force: true });
   const hub = new EventHub(sup);
-  const server = http.createServer(apiHandler(sup, refs, hub, metrics, log));
+  const server = http.createServer(apiHandler(sup, x, hub));
   server.keepAliveTimeout = 5_000;
   server.requestTimeout = 0; // wait and spawn may legitimately last a run's whole timeout
   const prevMask = process.umask(0o177);

@@ -3,6 +3,7 @@ import { BrigError } from '../util/errors.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import type { ReconcileReport, ShutdownOptions, ShutdownReport } from '../runs/index.js';
 import { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
+import { fleetReport } from './fleet.js';
 
 /**
  * `brig serve`: the composed supervisor, reconciled, behind the HTTP API on
@@ -28,7 +29,8 @@ export async function startDaemon(cfg: BrigConfig, o: ComposeOptions = {}): Prom
   const composed = await composeSupervisor(cfg, { ...o, reconcile: true });
   const report = await composed.supervisor.start();
   const socketPath = brigPaths(cfg.home).socket;
-  const api = await listenApi(composed.supervisor, socketPath, composed.refs, composed.metrics, composed.log);
+  const fleet = (sinceMinutes: number) => fleetReport({ list: (f) => composed.supervisor.list(f), refs: composed.refs, ledgerDir: brigPaths(cfg.home).ledger }, { sinceMinutes });
+  const api = await listenApi(composed.supervisor, socketPath, { refs: composed.refs, metrics: composed.metrics, log: composed.log, fleet });
   composed.log.info({ socket: socketPath, reattached: report.reattached.length, ghostSwept: report.ghostSwept.length, swept: report.swept }, 'daemon serving');
   return {
     socketPath,

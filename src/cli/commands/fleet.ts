@@ -1,0 +1,70 @@
+import { ApiClient, homeFrom, readBrig, socketPathFor } from '../../light.js';
+import type { FleetReport } from '../../index.js';
+import { BrigError } from '../../util/errors.js';
+import { windowMinutes } from '../../util/window.js';
+import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
+
+const n = (x: number) => x.toLocaleString('en-US');
+const counts = (o: Record<string, number>) =>
+  Object.entries(o)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([k, v]) => `${k} ${n(v)}`)
+    .join(', ') || 'none';
+
+function render(f: FleetReport, window: string): string {
+  const lines = [
+    `fleet over the last ${window} (${f.since} → ${f.until})`,
+    `runs         ${n(f.runs)} (${n(f.live)} live): ${counts(f.byEndReason)}`,
+    `killed by    ${counts(f.byKilledBy)}; stuck kills ${n(f.stuckKills)}`,
+    `refusals     ${n(f.refusals.total)}${f.refusals.total ? ` (${counts(f.refusals.byKind)}): ${counts(f.refusals.byCode)}` : ''}`,
+    `model        ${n(f.tokens)} tokens, $${f.costUsd.toFixed(4)}${f.costUnknownRuns ? ` (+ ${n(f.costUnknownRuns)} run(s) of unknown cost)` : ''}`,
+    `kept out of context  ~${n(f.keptOutOfContext.estSavedTokens)} tokens (estimate; ${n(f.keptOutOfContext.runs)} envelopes: ${n(f.keptOutOfContext.materializedBytes)} bytes materialized, ${n(f.keptOutOfContext.charsReentered)} chars re-entered)`,
+  ];
+  if (f.topTrees.length > 0) {
+    lines.push('top trees by spend');
+    for (const t of f.topTrees) lines.push(`  ${t.rootRunId}  ${n(t.runs)} run(s)  ${n(t.tokens)} tokens  $${t.costUsd.toFixed(4)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+const command: Command = {
+  name: 'fleet',
+  summary: 'Roll up a window across every run tree: ends, kills, refusals, tokens and cost, what stayed out of context, top trees.',
+  usage: 'brig fleet [--since WINDOW] [--top N] [--json]',
+  flags: [
+    { name: 'since', value: 'WINDOW', description: 'the window: minutes, or 30m, 24h, 7d (default 24h)' },
+    { name: 'top', value: 'N', description: 'how many trees to list by spend (default 5)' },
+    JSON_FLAG,
+  ],
+  examples: ['brig fleet', 'brig fleet --since 7d --json'],
+  async run(args, io) {
+    const p = parseArgs(args, command.flags);
+    const window = flag(p, 'since') ?? '24h';
+    const minutes = windowMinutes(window);
+    if (minutes === undefined) throw new BrigError('invalid_input', `--since ${JSON.stringify(window.slice(0, 40))} is not a window`, { hint: 'Give minutes, or 30m, 24h, 7d.' });
+    const top = numberFlag(p, 'top');
+    if (top !== undefined && !(Number.isSafeInteger(top) && top >= 0)) throw new BrigError('invalid_input', '--top is a whole number');
+    const home = homeFrom(io.env);
+    const api = new ApiClient(socketPathFor(home));
+    let report: FleetReport;
+    if (await api.probe()) {
+      const r = await api.call<{ fleet: FleetReport }>('GET', `/v1/fleet?since=${encodeURIComponent(String(minutes))}`);
+      if (!r.ok) throw r.error;
+      report = r.value.fleet;
+      if (top !== undefined) report.topTrees = report.topTrees.slice(0, top);
+    } else {
+      // No daemon: the records and the ledger on disk.
+      const { fleetReport, brigPaths } = await import('../../index.js');
+      const brig = readBrig(io.env);
+      try {
+        report = await fleetReport({ list: (f) => brig.list(f), refs: brig.refs, ledgerDir: brigPaths(home).ledger }, { sinceMinutes: minutes, ...(top !== undefined ? { top } : {}) });
+      } finally {
+        await brig.close();
+      }
+    }
+    if (p.bools.has('json')) writeJson(io, { fleet: report });
+    else io.stdout.write(render(report, window));
+    return 0;
+  },
+};
+export default command;

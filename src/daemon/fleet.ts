@@ -1,0 +1,123 @@
+/**
+ * The fleet view: a content-free roll-up over a window, across every root — runs by end reason
+ * and killedBy, stuck kills, refusals by code, tokens and cost, the estimated tokens kept out
+ * of context (what the envelopes saved: reference 003's efficiency finding), and the trees that
+ * spent the most. Ids, enums, counts and sums only (INV-7).
+ *
+ * Runs are those created within the window (their records); refusals are the ledger's lines
+ * within it (`run.refused`, `lease.refused`, and `broker.denied` with its aggregated `count`).
+ */
+import fs from 'node:fs';
+import { ledgerFiles } from '../ledger/index.js';
+import type { RefSurface, RunRecord } from '../runs/index.js';
+
+export interface FleetReport {
+  since: string;
+  until: string;
+  runs: number;
+  live: number;
+  byEndReason: Record<string, number>;
+  byKilledBy: Record<string, number>;
+  /** Runs the health monitor killed for making no progress. */
+  stuckKills: number;
+  refusals: { total: number; byCode: Record<string, number>; byKind: Record<string, number> };
+  tokens: number;
+  costUsd: number;
+  /** Runs that called an unpriced model: their cost is unknown, not 0. */
+  costUnknownRuns: number;
+  keptOutOfContext: { runs: number; materializedBytes: number; charsReentered: number; estSavedTokens: number };
+  topTrees: { rootRunId: string; runs: number; tokens: number; costUsd: number }[];
+}
+
+export interface FleetDeps {
+  list(f: { sinceMinutes: number }): Promise<RunRecord[]>;
+  refs: Pick<RefSurface, 'peek'>;
+  ledgerDir: string;
+  now?: () => Date;
+}
+
+/** Envelopes read for the savings at most (the newest); the report says how many it read. */
+const MAX_PEEKS = 2000;
+const REFUSALS: Record<string, string> = { 'run.refused': 'spawn', 'lease.refused': 'lease', 'broker.denied': 'broker' };
+
+const bump = (o: Record<string, number>, k: string, by = 1) => void (o[k] = (o[k] ?? 0) + by);
+
+function refusalsSince(dir: string, sinceMs: number): FleetReport['refusals'] {
+  const out: FleetReport['refusals'] = { total: 0, byCode: {}, byKind: {} };
+  for (const file of ledgerFiles(dir)) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n')) {
+      if (!line.includes('refused') && !line.includes('denied')) continue;
+      let ev: { type?: unknown; ts?: unknown; code?: unknown; count?: unknown };
+      try {
+        ev = JSON.parse(line) as typeof ev;
+      } catch {
+        continue; // a torn last line
+      }
+      const kind = typeof ev.type === 'string' ? REFUSALS[ev.type] : undefined;
+      if (!kind || typeof ev.ts !== 'string' || Date.parse(ev.ts) < sinceMs) continue;
+      const n = typeof ev.count === 'number' && ev.count > 0 ? ev.count : 1;
+      out.total += n;
+      bump(out.byCode, typeof ev.code === 'string' ? ev.code : 'unknown', n);
+      bump(out.byKind, kind, n);
+    }
+  }
+  return out;
+}
+
+export async function fleetReport(d: FleetDeps, o: { sinceMinutes: number; top?: number }): Promise<FleetReport> {
+  const until = d.now?.() ?? new Date();
+  const since = new Date(until.getTime() - o.sinceMinutes * 60_000);
+  const runs = await d.list({ sinceMinutes: o.sinceMinutes });
+  const r: FleetReport = {
+    since: since.toISOString(),
+    until: until.toISOString(),
+    runs: runs.length,
+    live: runs.filter((x) => x.status !== 'ended').length,
+    byEndReason: {},
+    byKilledBy: {},
+    stuckKills: 0,
+    refusals: refusalsSince(d.ledgerDir, since.getTime()),
+    tokens: 0,
+    costUsd: 0,
+    costUnknownRuns: 0,
+    keptOutOfContext: { runs: 0, materializedBytes: 0, charsReentered: 0, estSavedTokens: 0 },
+    topTrees: [],
+  };
+  const trees = new Map<string, { rootRunId: string; runs: number; tokens: number; costUsd: number }>();
+  for (const x of runs) {
+    if (x.endReason) bump(r.byEndReason, x.endReason);
+    if (x.killedBy) bump(r.byKilledBy, x.killedBy);
+    if (x.killedBy === 'health_monitor') r.stuckKills++;
+    const tokens = x.tokens ?? 0;
+    r.tokens += tokens;
+    if (x.costUsd === null) r.costUnknownRuns++;
+    else r.costUsd += x.costUsd ?? 0;
+    const t = trees.get(x.rootRunId) ?? { rootRunId: x.rootRunId, runs: 0, tokens: 0, costUsd: 0 };
+    t.runs++;
+    t.tokens += tokens;
+    t.costUsd += x.costUsd ?? 0;
+    trees.set(x.rootRunId, t);
+  }
+  const ended = runs.filter((x) => x.status === 'ended').sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, MAX_PEEKS);
+  for (const x of ended) {
+    const env = await d.refs.peek(x.id);
+    if (!env.ok) continue;
+    const s = env.value.savings;
+    r.keptOutOfContext.runs++;
+    r.keptOutOfContext.materializedBytes += s.materializedBytes;
+    r.keptOutOfContext.charsReentered += s.charsReentered;
+    r.keptOutOfContext.estSavedTokens += s.estSavedTokens;
+  }
+  r.costUsd = Math.round(r.costUsd * 1e6) / 1e6;
+  r.topTrees = [...trees.values()]
+    .sort((a, b) => b.costUsd - a.costUsd || b.tokens - a.tokens || b.runs - a.runs)
+    .slice(0, o.top ?? 5)
+    .map((t) => ({ ...t, costUsd: Math.round(t.costUsd * 1e6) / 1e6 }));
+  return r;
+}
