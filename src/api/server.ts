@@ -10,6 +10,7 @@
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
 import { isRunId, RUN_KINDS, RUN_STATUSES, type KilledBy, type RunKind, type SendMode, type ListFilter, type RefService, type RunStatus, type Supervisor } from '../runs/index.js';
+import { findRoute, invalidRequest, openapiDocument, queryObject } from './contract.js';
 import { EventHub, matches, type Numbered } from './event-hub.js';
 import { refRoute } from './ref-routes.js';
 import { BrigError, httpStatusOf, toBrigError } from '../util/errors.js';
@@ -18,36 +19,24 @@ import { windowMinutes } from '../util/window.js';
 import type { Metrics } from '../util/metrics.js';
 
 export const API_VERSION = 'v1';
-
-/** Every route and the methods it takes: an unknown path is 404, a known one asked with another method 405. */
-const ROUTES: [RegExp, string[], string][] = [
-  [/^\/v1\/health$/, ['GET'], '/v1/health'],
-  [/^\/v1\/metrics$/, ['GET'], '/v1/metrics'],
-  [/^\/v1\/fleet$/, ['GET'], '/v1/fleet'],
-  [/^\/v1\/events$/, ['GET'], '/v1/events'],
-  [/^\/v1\/runs$/, ['GET', 'POST'], '/v1/runs'],
-  [/^\/v1\/runs\/[^/]+$/, ['GET'], '/v1/runs/RUN'],
-  [/^\/v1\/runs\/[^/]+\/(wait|kill|steer|resume|send)$/, ['POST'], '/v1/runs/RUN/$1'],
-  [/^\/v1\/runs\/[^/]+\/(history|refs|manifest|result|envelope)$/, ['GET'], '/v1/runs/RUN/$1'],
-  [/^\/v1\/refs\/[^/]+\/(read|grep|jq|sql|jsonpath)$/, ['POST'], '/v1/refs/REF/$1'],
-];
-
-function allowedMethods(pathname: string): string[] | undefined {
-  return ROUTES.find(([re]) => re.test(pathname))?.[1];
-}
-
-/** A path as its route's template (ids as RUN/REF), `unknown` for any other: what the log says. */
-function routeName(pathname: string): string {
-  for (const [re, , name] of ROUTES) {
-    const m = re.exec(pathname);
-    if (m) return name.replace('$1', m[1] ?? '');
-  }
-  return 'unknown';
-}
 const MAX_BODY = 2 * 1024 * 1024;
 const RUN_ROUTE = /^\/v1\/runs\/(r-[a-z0-9-]{6,64})(?:\/(wait|kill|steer|resume|send|history))?$/;
 /** Any path naming a run, well-formed or not: its id is checked before its verb. */
 const RUN_PATH = /^\/v1\/runs\/([^/]+)(?:\/.*)?$/;
+
+function allowedMethods(pathname: string): string[] | undefined {
+  return findRoute('', pathname).allowed;
+}
+
+/** A path as its route's template (`/v1/runs/{run}/wait`), `unknown` for any other: what the log says. */
+function routeName(pathname: string): string {
+  return findRoute('', pathname).template ?? 'unknown';
+}
+
+/** A refusal's message and hint as BrigError arguments. */
+function refusal(r: { message: string; hint?: string }): [string, { hint?: string }] {
+  return [r.message, r.hint ? { hint: r.hint } : {}];
+}
 
 /** A run id as the caller sent it, decoded and cut short, for a message. */
 function shownId(raw: string): string {
@@ -167,8 +156,21 @@ async function route(sup: Supervisor, x: ApiExtras, hub: EventHub, req: http.Inc
   const url = new URL(req.url ?? '/', 'http://brig');
   const m = req.method ?? 'GET';
   await refuseUnknownRun(sup, url.pathname, false);
+  // The contract's schemas (contract.ts) check the query and the body before any handler.
+  let parsed: Promise<Record<string, unknown>> | undefined;
+  const body = () => (parsed ??= readJson(req));
+  const spec = findRoute(m, url.pathname).spec;
+  if (spec?.query) {
+    const q = spec.query.safeParse(queryObject(url.searchParams, spec.query), { reportInput: true });
+    if (!q.success) throw new BrigError('invalid_input', ...refusal(invalidRequest('query', q.error)));
+  }
+  if (spec?.body && spec.bodyValidatedBy === undefined) {
+    const b = spec.body.safeParse(await body(), { reportInput: true });
+    if (!b.success) throw new BrigError('invalid_input', ...refusal(invalidRequest('body', b.error)));
+  }
+  if (url.pathname === '/v1/openapi.json' && m === 'GET') return send(res, 200, openapiDocument(API_VERSION));
   if (refs) {
-    const hitRef = await refRoute(refs, m, url.pathname, () => readJson(req), url.searchParams);
+    const hitRef = await refRoute(refs, m, url.pathname, body, url.searchParams);
     if (hitRef) return send(res, hitRef.status, hitRef.body);
   }
   if (url.pathname === '/v1/health' && m === 'GET') return send(res, 200, { ok: true, api: API_VERSION });
@@ -221,8 +223,8 @@ async function route(sup: Supervisor, x: ApiExtras, hub: EventHub, req: http.Inc
       return send(res, 200, { runs: await sup.list(f) });
     }
     if (m === 'POST') {
-      const body = await readJson(req);
-      const run = unwrap(await sup.spawn(body as never));
+      const b = await body();
+      const run = unwrap(await sup.spawn(b as never));
       return send(res, run.status === 'ended' ? 200 : 202, { run });
     }
   }
@@ -241,26 +243,26 @@ async function route(sup: Supervisor, x: ApiExtras, hub: EventHub, req: http.Inc
       return send(res, 200, { history: unwrap(await sup.history(id, { ...(offset !== undefined && Number.isFinite(offset) ? { offset } : {}), ...(limit !== undefined && Number.isFinite(limit) ? { limit } : {}) })) });
     }
     if (m === 'POST') {
-      const body = await readJson(req);
+      const b = await body();
       switch (action) {
         case 'wait': {
-          const t = Number(body.timeoutMs ?? url.searchParams.get('timeoutMs'));
+          const t = Number(b.timeoutMs ?? url.searchParams.get('timeoutMs'));
           const ac = new AbortController();
           req.on('close', () => ac.abort());
           return send(res, 200, { run: unwrap(await sup.wait(id, { signal: ac.signal, ...(Number.isFinite(t) && t > 0 ? { timeoutMs: t } : {}) })) });
         }
         case 'kill':
-          return send(res, 200, { run: unwrap(await sup.kill(id, { confirm: body.confirm === true, by: (body.by as KilledBy | undefined) === 'system' ? 'system' : 'operator' })) });
+          return send(res, 200, { run: unwrap(await sup.kill(id, { confirm: b.confirm === true, by: (b.by as KilledBy | undefined) === 'system' ? 'system' : 'operator' })) });
         case 'steer':
-          return send(res, 200, { steer: unwrap(await sup.steer(id, typeof body.message === 'string' ? body.message : '')) });
+          return send(res, 200, { steer: unwrap(await sup.steer(id, typeof b.message === 'string' ? b.message : '')) });
         case 'resume':
           return send(res, 202, { run: unwrap(await sup.resume(id)) });
         case 'send': {
           const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-          const mode = typeof body.mode === 'string' ? (body.mode as SendMode) : undefined;
-          const timeoutMs = n(body.timeoutMs);
-          const maxTurns = n(body.maxTurns);
-          return send(res, 200, { send: unwrap(await sup.send(id, typeof body.text === 'string' ? body.text : '', { ...(mode ? { mode } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}), ...(maxTurns !== undefined ? { maxTurns } : {}) })) });
+          const mode = typeof b.mode === 'string' ? (b.mode as SendMode) : undefined;
+          const timeoutMs = n(b.timeoutMs);
+          const maxTurns = n(b.maxTurns);
+          return send(res, 200, { send: unwrap(await sup.send(id, typeof b.text === 'string' ? b.text : '', { ...(mode ? { mode } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}), ...(maxTurns !== undefined ? { maxTurns } : {}) })) });
         }
       }
     }

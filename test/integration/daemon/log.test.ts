@@ -30,7 +30,7 @@ test('brig serve --log-file: API requests and run lifecycles as JSON lines, noth
   const api = lines.filter((l) => l.msg === 'api');
   assert.ok(api.some((l) => l.method === 'POST' && l.route === '/v1/runs' && typeof l.status === 'number' && typeof l.ms === 'number'), 'the spawn request');
   assert.ok(api.some((l) => l.method === 'GET' && l.route === '/v1/runs' && l.status === 200), 'the list request');
-  assert.ok(api.some((l) => l.route === '/v1/runs/RUN/wait' && l.status === 404), 'a refused request, its run id templated away');
+  assert.ok(api.some((l) => l.route === '/v1/runs/{run}/wait' && l.status === 404), 'a refused request, its run id templated away');
   assert.ok(api.every((l) => !String(l.route).includes('r-')), 'routes are templates');
   const mine = lines.filter((l) => l.runId === runId).map((l) => l.msg);
   assert.deepEqual(mine.filter((m) => m.startsWith('run ')), ['run spawned', 'run started', 'run ended']);
