@@ -283,10 +283,11 @@ export interface ApiExtras {
   fleet?: (sinceMinutes: number) => Promise<unknown>;
 }
 
-export async function listenApi(sup: Supervisor, socketPath: string, x: ApiExtras = {}): Promise<{ server: http.Server; close(): Promise<void> }> {
+export async function listenApi(sup: Supervisor, socketPath: string, x: ApiExtras = {}): Promise<{ server: http.Server; handler: http.RequestListener; close(): Promise<void> }> {
   await fs.rm(socketPath, { force: true });
   const hub = new EventHub(sup);
-  const server = http.createServer(apiHandler(sup, x, hub));
+  const handler = apiHandler(sup, x, hub);
+  const server = http.createServer(handler);
   server.keepAliveTimeout = 5_000;
   server.requestTimeout = 0; // wait and spawn may legitimately last a run's whole timeout
   const prevMask = process.umask(0o177);
@@ -301,6 +302,7 @@ export async function listenApi(sup: Supervisor, socketPath: string, x: ApiExtra
   await fs.chmod(socketPath, 0o600);
   return {
     server,
+    handler,
     close: async () => {
       hub.close();
       server.closeAllConnections();

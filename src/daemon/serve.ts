@@ -4,6 +4,7 @@ import { brigPaths, type BrigConfig } from '../config/index.js';
 import type { ReconcileReport, ShutdownOptions, ShutdownReport } from '../runs/index.js';
 import { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
 import { fleetReport } from './fleet.js';
+import { listenConsole } from '../api/console.js';
 
 /**
  * `brig serve`: the composed supervisor, reconciled, behind the HTTP API on
@@ -15,13 +16,20 @@ export interface Daemon {
   socketPath: string;
   composed: Composed;
   report: ReconcileReport;
+  /** The web console's URL with its access token (only with `ui`). */
+  consoleUrl?: string;
   /** Leaves running children running (the next start reattaches them): for restarts and tests. */
   close(): Promise<void>;
   /** Drains (supervisor.shutdown), then closes the API, broker, helpers and the ledger segment. */
   shutdown(o?: ShutdownOptions): Promise<ShutdownReport>;
 }
 
-export async function startDaemon(cfg: BrigConfig, o: ComposeOptions = {}): Promise<Daemon> {
+export interface DaemonOptions extends ComposeOptions {
+  /** Serve the web console on this loopback address (`''`: 127.0.0.1 and a free port). */
+  ui?: string;
+}
+
+export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promise<Daemon> {
   // Two supervisors on one home would each reconcile (and sweep) the other's runs.
   if (await ApiClient.probe(brigPaths(cfg.home).socket)) {
     throw new BrigError('daemon_running', `a daemon already answers on ${brigPaths(cfg.home).socket}`);
@@ -31,12 +39,20 @@ export async function startDaemon(cfg: BrigConfig, o: ComposeOptions = {}): Prom
   const socketPath = brigPaths(cfg.home).socket;
   const fleet = (sinceMinutes: number) => fleetReport({ list: (f) => composed.supervisor.list(f), refs: composed.refs, ledgerDir: brigPaths(cfg.home).ledger }, { sinceMinutes });
   const api = await listenApi(composed.supervisor, socketPath, { refs: composed.refs, metrics: composed.metrics, log: composed.log, fleet });
-  composed.log.info({ socket: socketPath, reattached: report.reattached.length, ghostSwept: report.ghostSwept.length, swept: report.swept }, 'daemon serving');
+  // The console serves the same API handler (one event ring, one contract) to a browser.
+  const ui = o.ui !== undefined ? await listenConsole(api.handler, o.ui).catch(async (e: unknown) => {
+    await api.close();
+    await composed.close();
+    throw e;
+  }) : undefined;
+  composed.log.info({ socket: socketPath, console: ui ? new URL(ui.url).host : null, reattached: report.reattached.length, ghostSwept: report.ghostSwept.length, swept: report.swept }, 'daemon serving');
   return {
     socketPath,
     composed,
     report,
+    ...(ui ? { consoleUrl: ui.url } : {}),
     async close() {
+      await ui?.close();
       await api.close();
       await composed.close();
     },
@@ -44,6 +60,7 @@ export async function startDaemon(cfg: BrigConfig, o: ComposeOptions = {}): Prom
       // The API stays up while draining: waits and synchronous spawns get their answers,
       // new spawns are refused `shutting_down`.
       const rep = await composed.supervisor.shutdown(so);
+      await ui?.close();
       await api.close();
       await composed.close();
       return rep;

@@ -40,12 +40,14 @@ const command: Command = {
     { name: 'max-queued', value: 'N', description: 'children waiting for a slot before spawns are refused' },
     { name: 'drain', value: 'SECONDS', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30)' },
     { name: 'no-steer-inject', description: 'steer by kill + respawn instead of injecting at the next step' },
+    { name: 'ui', description: 'also serve the web console on loopback behind a random token; prints `console: URL`' },
+    { name: 'ui-addr', value: 'ADDR', description: 'the console\'s loopback address (default 127.0.0.1 and a free port)' },
     { name: 'log-level', value: 'LEVEL', choices: LOG_LEVELS, description: `the daemon's log level (${LOG_LEVELS.join(', ')}; default info)` },
     { name: 'log-file', value: 'PATH', description: 'log JSON lines to this file, rotated by size, instead of stderr' },
     { name: 'log-max-mb', value: 'MB', description: 'rotate --log-file past this size (default 10; 5 older files kept)' },
     JSON_FLAG,
   ],
-  examples: ['brig serve &', 'brig serve --max-concurrent 8 --drain 60', 'brig serve --log-file ~/.brig/brig.log --log-level debug'],
+  examples: ['brig serve &', 'brig serve --max-concurrent 8 --drain 60', 'brig serve --ui', 'brig serve --log-file ~/.brig/brig.log --log-level debug'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const settings = serveSettings(p);
@@ -62,10 +64,13 @@ const command: Command = {
       // other (an in-process caller's) through its stream.
       ...(!file && (io.stderr as { fd?: number }).fd !== 2 ? { stream: { write: (line: string) => void io.stderr.write(line) } } : {}),
     });
-    const d = await startDaemon(loadConfig(io.env), { settings, log });
-    if (p.bools.has('json')) writeJson(io, { socket: d.socketPath, reconcile: d.report });
+    const uiAddr = flag(p, 'ui-addr');
+    const ui = p.bools.has('ui') || uiAddr !== undefined ? (uiAddr ?? '') : undefined;
+    const d = await startDaemon(loadConfig(io.env), { settings, log, ...(ui !== undefined ? { ui } : {}) });
+    if (p.bools.has('json')) writeJson(io, { socket: d.socketPath, reconcile: d.report, ...(d.consoleUrl ? { console: d.consoleUrl } : {}) });
     else {
       io.stdout.write(`brig serving on ${d.socketPath}\n`);
+      if (d.consoleUrl) io.stdout.write(`console: ${d.consoleUrl}\n`);
       const r = d.report;
       io.stdout.write(`reconciled: ${r.reattached.length} reattached, ${r.ghostSwept.length} ghost-swept, ${r.swept.containers} containers and ${r.swept.volumes} volumes swept\n`);
       if (r.resumable?.length) io.stdout.write(`resumable: ${r.resumable.join(' ')}\n`);

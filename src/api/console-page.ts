@@ -1,0 +1,146 @@
+/**
+ * The console's one page: plain HTML, CSS and JavaScript in one string, served by console.ts.
+ * No framework and nothing fetched from anywhere but the console's own /api (its CSP says
+ * so). Text from the daemon is inserted as text, never as HTML.
+ */
+export const CONSOLE_PAGE = String.raw`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>brig console</title>
+<style>
+  body { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; margin: 0; color: #1b1f24; background: #f6f8fa; }
+  header { background: #24292f; color: #fff; padding: 8px 16px; display: flex; gap: 16px; align-items: baseline; }
+  header h1 { font-size: 15px; margin: 0; }
+  #live { color: #8fd18f; }
+  main { display: grid; grid-template-columns: minmax(520px, 1fr) minmax(420px, 1fr); gap: 12px; padding: 12px; }
+  section { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 8px 12px; overflow: auto; }
+  h2 { font-size: 13px; margin: 4px 0 8px; }
+  table { border-collapse: collapse; width: 100%; }
+  th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eaeef2; white-space: nowrap; }
+  tr.run { cursor: pointer; } tr.run:hover { background: #f0f6ff; } tr.sel { background: #dbeafe; }
+  .ended { color: #57606a; } .running { color: #1a7f37; } .queued, .starting, .materializing { color: #9a6700; }
+  dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 0 0 8px; } dt { color: #57606a; }
+  pre { background: #f6f8fa; padding: 6px; max-height: 320px; overflow: auto; white-space: pre-wrap; }
+  button { font: inherit; } .danger { color: #cf222e; }
+  input, select { font: inherit; }
+</style>
+</head>
+<body>
+<header><h1>brig console</h1><span id="live">connecting…</span><span id="count"></span></header>
+<main>
+  <section><h2>Runs</h2>
+    <table id="runs"><thead><tr><th>run</th><th>status</th><th>end</th><th>killed by</th><th>depth</th><th>steps</th><th>elapsed</th><th>progress</th></tr></thead><tbody></tbody></table>
+  </section>
+  <section id="detail"><h2>Run</h2><p id="hint">Select a run.</p></section>
+</main>
+<script>
+"use strict";
+const token = new URLSearchParams(location.search).get('token') || '';
+const api = async (path, body) => {
+  const r = await fetch('/api/v1' + path, body === undefined ? { headers: { authorization: 'Bearer ' + token } } : { method: 'POST', headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const j = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error((j.error && (j.error.code + ': ' + j.error.message)) || ('HTTP ' + r.status));
+  return j;
+};
+const el = (tag, attrs, ...kids) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) e.setAttribute(k, String(v));
+  for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(k === null || k === undefined ? '' : String(k)));
+  return e;
+};
+const elapsed = (r) => {
+  const a = Date.parse(r.startedAt || r.createdAt), b = r.endedAt ? Date.parse(r.endedAt) : Date.now();
+  const ms = Math.max(0, b - a);
+  return ms < 1000 ? ms + 'ms' : ms < 60000 ? (ms / 1000).toFixed(1) + 's' : Math.round(ms / 60000) + 'm';
+};
+let selected = null;
+let runs = [];
+
+/** Parents before children, each child under its parent. */
+function tree(list) {
+  const kids = new Map();
+  for (const r of list) { const p = r.parentRunId || ''; if (!kids.has(p)) kids.set(p, []); kids.get(p).push(r); }
+  const ids = new Set(list.map((r) => r.id));
+  const out = [];
+  const walk = (p) => { for (const r of kids.get(p) || []) { out.push(r); walk(r.id); } };
+  walk('');
+  for (const r of list) if (r.parentRunId && !ids.has(r.parentRunId) && !out.includes(r)) { out.push(r); walk(r.id); }
+  return out;
+}
+
+async function refresh() {
+  runs = (await api('/runs?limit=200')).runs;
+  const body = document.querySelector('#runs tbody');
+  body.replaceChildren(...tree(runs).map((r) => {
+    const tr = el('tr', { class: 'run' + (r.id === selected ? ' sel' : ''), 'data-run': r.id, 'data-status': r.status },
+      el('td', { style: 'padding-left:' + (6 + 14 * (r.depth - 1)) + 'px' }, r.id), el('td', { class: r.status }, r.status), el('td', {}, r.endReason || ''),
+      el('td', {}, r.killedBy || ''), el('td', {}, r.depth), el('td', {}, r.stepsExecuted), el('td', {}, elapsed(r)), el('td', {}, r.progressLine || ''));
+    tr.addEventListener('click', () => show(r.id));
+    return tr;
+  }));
+  document.getElementById('count').textContent = runs.length + ' run(s)';
+  if (selected) { const r = runs.find((x) => x.id === selected); if (r) document.getElementById('status').textContent = r.status + (r.endReason ? ' / ' + r.endReason : '') + (r.killedBy ? ' by ' + r.killedBy : ''); }
+}
+
+async function show(id) {
+  selected = id;
+  const d = document.getElementById('detail');
+  const { run } = await api('/runs/' + encodeURIComponent(id));
+  const env = await api('/runs/' + encodeURIComponent(id) + '/envelope').catch(() => null);
+  const refs = (await api('/runs/' + encodeURIComponent(id) + '/refs').catch(() => ({ refs: [] }))).refs;
+  const facts = [['run', run.id], ['status', ''], ['kind', run.kind], ['parent', run.parentRunId || '—'], ['root', run.rootRunId], ['depth', run.depth],
+    ['lease', run.leaseId || '—'], ['created', run.createdAt], ['started', run.startedAt || '—'], ['ended', run.endedAt || '—'], ['error', run.error ? run.error.code + ': ' + run.error.message : '—'],
+    ['outputs', (run.outputFiles || 0) + ' file(s), ' + (run.outputBytes || 0) + ' bytes'], ['skipped', (run.skipped || []).length]];
+  const dl = el('dl', {});
+  for (const [k, v] of facts) dl.append(el('dt', {}, k), el('dd', k === 'status' ? { id: 'status' } : {}, v));
+  const kill = el('button', { id: 'kill', class: 'danger' }, 'kill');
+  kill.addEventListener('click', async () => {
+    if (!confirm('Kill ' + run.id + '? Its in-flight work is discarded.')) return;
+    try { await api('/runs/' + encodeURIComponent(run.id) + '/kill', { confirm: true }); } catch (e) { alert(String(e.message)); }
+    refresh();
+  });
+  const steer = el('button', { id: 'steer' }, 'steer');
+  steer.addEventListener('click', async () => {
+    const message = prompt('Steering message for ' + run.id);
+    if (!message) return;
+    try { await api('/runs/' + encodeURIComponent(run.id) + '/steer', { message }); } catch (e) { alert(String(e.message)); }
+  });
+  const pick = el('select', { id: 'ref' }, ...refs.map((r) => el('option', { value: r.ref }, (r.path || r.ref) + ' (' + r.kind + ', ' + r.bytes + ' B)')));
+  const verb = el('select', { id: 'verb' }, ...['grep', 'read', 'jq', 'sql', 'jsonpath'].map((v) => el('option', { value: v }, v)));
+  const arg = el('input', { id: 'arg', size: 40, placeholder: 'pattern / line / expression / SELECT … FROM ref' });
+  const go = el('button', { id: 'go' }, 'slice');
+  const out = el('div', { id: 'slice' });
+  go.addEventListener('click', async () => {
+    const v = verb.value, a = arg.value, ref = pick.value;
+    const body = v === 'grep' ? { pattern: a } : v === 'read' ? { line: Number(a) || 1, lines: 20 } : v === 'jq' ? { expr: a } : v === 'sql' ? { query: a } : { expr: a };
+    try {
+      const s = await api('/refs/' + encodeURIComponent(ref) + '/' + v, body);
+      if (s.columns) {
+        const t = el('table', {}, el('tr', {}, ...s.columns.map((c) => el('th', {}, c))));
+        for (const row of s.rows) t.append(el('tr', {}, ...row.map((c) => el('td', {}, typeof c === 'object' ? JSON.stringify(c) : c))));
+        out.replaceChildren(t, el('p', {}, s.truncated ? 'truncated' : s.rows.length + ' row(s)'));
+      } else out.replaceChildren(el('pre', {}, s.text), el('p', {}, (s.returned ?? '') + ' ' + (s.unit ?? '') + (s.more ? ' — more' : '')));
+    } catch (e) { out.replaceChildren(el('p', { class: 'danger' }, String(e.message))); }
+  });
+  d.replaceChildren(el('h2', {}, 'Run ' + run.id), dl, el('p', {}, kill, ' ', steer),
+    el('h2', {}, 'Envelope'), el('pre', { id: 'envelope' }, env ? env.envelope : '—'),
+    el('h2', {}, 'ResultRefs'), refs.length ? el('p', {}, pick, ' ', verb, ' ', arg, ' ', go) : el('p', {}, 'none yet'), out);
+  refresh();
+}
+
+let timer = null;
+const soon = () => { clearTimeout(timer); timer = setTimeout(() => refresh().catch(() => {}), 150); };
+function follow() {
+  const es = new EventSource('/api/v1/events?token=' + encodeURIComponent(token));
+  es.onopen = () => { document.getElementById('live').textContent = 'live'; soon(); };
+  es.onmessage = soon;
+  for (const t of ['spawned', 'started', 'progress', 'completed', 'failed', 'lifecycle_ended', 'steered', 'gap']) es.addEventListener(t, soon);
+  es.onerror = () => { document.getElementById('live').textContent = 'reconnecting…'; };
+}
+refresh().catch((e) => { document.getElementById('live').textContent = String(e.message); });
+follow();
+</script>
+</body>
+</html>
+`;

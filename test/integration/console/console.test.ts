@@ -1,0 +1,81 @@
+/**
+ * The web console in a real browser (Debian's chromium through playwright-core) against a real
+ * `brig serve --ui`: no token, no data; with it, a run spawned through the CLI appears live,
+ * its detail opens, a grep slice comes back as text, and a kill confirmed in the page ends
+ * another run. BRIG_CONSOLE_SHOTS=DIR saves the screenshots docs/console.md shows.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from '../../helpers/chromium.js';
+import { requireEngine } from '../../helpers/engine.js';
+import { daemonHome } from '../daemon/serve-proc.js';
+
+test('the console: 401 without the token; with it, live runs, a run\'s detail, a grep slice, and a confirmed kill', async (t) => {
+  if (!(await requireEngine(t))) return;
+  if (!ensureChromium(t)) return;
+  const h = await daemonHome(t);
+  const serve = await h.serve(['--ui']);
+  const url = (JSON.parse(serve.stdout().split('\n')[0]!) as { console?: string }).console!;
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{32}$/);
+  const base = url.split('?')[0]!;
+  const token = new URL(url).searchParams.get('token')!;
+
+  // No token, no data: the page, the API and the event stream all answer 401 with nothing.
+  for (const p of ['', 'api/v1/runs', 'api/v1/events', `api/v1/runs?token=${'x'.repeat(token.length)}`]) {
+    const r = await fetch(base + p);
+    assert.equal(r.status, 401, p);
+    assert.equal(await r.text(), '', p);
+  }
+  assert.equal((await fetch(`${base}api/v1/runs`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
+
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  t.after(() => browser.close());
+  const outsider = await browser.newPage();
+  // Chromium reports an empty 401 as a failed navigation: either way, nothing of brig's shows.
+  const denied = await outsider.goto(base).then((r) => r?.status(), (e: Error) => e.message);
+  assert.ok(denied === 401 || /ERR_HTTP_RESPONSE_CODE_FAILURE/.test(String(denied)), String(denied));
+  await outsider.waitForLoadState('load').catch(() => {});
+  const shown = await outsider.evaluate(() => document.documentElement.outerHTML).catch(() => '');
+  assert.doesNotMatch(shown, /brig console|r-[0-9a-f]{16}/, 'without the token the page shows nothing of brig');
+  await outsider.close();
+
+  const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
+
+  await page.goto(url);
+  await page.waitForSelector('#live:text("live")');
+  const spawned = await h.run(['spawn', '--json', '--task', 'numbers', '--', 'sh', '-c', 'seq 1 3000 > out/n.txt']);
+  assert.equal(spawned.code, 0, spawned.stderr);
+  const runId = (JSON.parse(spawned.stdout) as { runId: string }).runId;
+  // It appears live (the page is driven by the event stream, not reloaded).
+  const row = page.locator(`tr[data-run="${runId}"][data-status="ended"]`);
+  await row.waitFor({ timeout: 15_000 });
+  await row.click();
+  await page.waitForSelector(`#detail h2:text("Run ${runId}")`);
+  await page.selectOption('#verb', 'grep');
+  await page.fill('#arg', '^299[0-9]$');
+  await page.click('#go');
+  await page.waitForSelector('#slice pre');
+  const text = (await page.textContent('#slice pre')) ?? '';
+  assert.match(text, /2990/);
+  assert.match(text, /2999/);
+  assert.doesNotMatch(text, /^1$/m);
+  const shots = process.env.BRIG_CONSOLE_SHOTS;
+  if (shots) await page.screenshot({ path: path.join(shots, 'console-run.png') });
+
+  // Kill another run from the page, confirming the dialog.
+  const long = JSON.parse((await h.run(['spawn', '--async', '--json', '--task', 'sleeper', '--', 'sleep', '120'])).stdout) as { runId: string };
+  const live = page.locator(`tr[data-run="${long.runId}"][data-status="running"]`);
+  await live.waitFor({ timeout: 20_000 });
+  if (shots) await page.screenshot({ path: path.join(shots, 'console-runs.png') });
+  await live.click();
+  await page.waitForSelector(`#detail h2:text("Run ${long.runId}")`);
+  page.once('dialog', (d) => void d.accept());
+  await page.click('#kill');
+  await page.locator(`tr[data-run="${long.runId}"][data-status="ended"]`).waitFor({ timeout: 30_000 });
+  const cells = await page.locator(`tr[data-run="${long.runId}"] td`).allTextContents();
+  assert.deepEqual([cells[2], cells[3]], ['killed', 'operator']);
+  await serve.signal('SIGTERM');
+  assert.doesNotMatch(serve.stderr(), new RegExp(token), 'the token is never logged');
+});
