@@ -23,17 +23,27 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
   dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 0 0 8px; } dt { color: #57606a; }
   pre { background: #f6f8fa; padding: 6px; max-height: 320px; overflow: auto; white-space: pre-wrap; }
   button { font: inherit; } .danger { color: #cf222e; }
-  input, select { font: inherit; }
+  input, select, textarea { font: inherit; }
+  nav button { background: none; border: 0; color: #c9d1d9; cursor: pointer; padding: 2px 6px; } nav button.on { color: #fff; border-bottom: 2px solid #fff; }
+  .page { padding: 12px; } .page section { max-width: 1200px; }
+  .ok { color: #1a7f37; } .fail { color: #cf222e; }
+  textarea { width: 100%; }
+  [hidden] { display: none !important; }
 </style>
 </head>
 <body>
-<header><h1>brig console</h1><span id="live">connecting…</span><span id="count"></span></header>
-<main>
+<header><h1>brig console</h1><nav><button data-tab="runs" class="on">runs</button><button data-tab="leases">leases</button><button data-tab="audit">audit</button><button data-tab="doctor">doctor</button><button data-tab="fleet">fleet</button></nav><span id="live">connecting…</span><span id="count"></span></header>
+<main id="tab-runs">
   <section><h2>Runs</h2>
     <table id="runs"><thead><tr><th>run</th><th>status</th><th>end</th><th>killed by</th><th>depth</th><th>steps</th><th>elapsed</th><th>progress</th></tr></thead><tbody></tbody></table>
   </section>
   <section id="detail"><h2>Run</h2><p id="hint">Select a run.</p></section>
 </main>
+<div class="page" id="tab-leases" hidden><section><h2>Leases</h2><table id="leases"><thead><tr><th>lease</th><th>run</th><th>profile</th><th>state</th><th>caps</th><th>expires</th><th></th></tr></thead><tbody></tbody></table></section></div>
+<div class="page" id="tab-audit" hidden><section><h2>Audit ledger</h2><p id="verify">…</p>
+  <textarea id="sql" rows="3">SELECT type, count(*) AS n FROM ledger GROUP BY type ORDER BY n DESC</textarea><p><button id="query">query</button></p><div id="audit-result"></div></section></div>
+<div class="page" id="tab-doctor" hidden><section><h2>Doctor</h2><p><button id="doctor-run">run doctor</button> (starts a probe jail)</p><ul id="doctor"></ul></section></div>
+<div class="page" id="tab-fleet" hidden><section><h2>Fleet</h2><p><select id="fleet-since"><option>1h</option><option selected>24h</option><option>7d</option></select></p><dl id="fleet"></dl></section></div>
 <script>
 "use strict";
 const token = new URLSearchParams(location.search).get('token') || '';
@@ -123,11 +133,81 @@ async function show(id) {
       } else out.replaceChildren(el('pre', {}, s.text), el('p', {}, (s.returned ?? '') + ' ' + (s.unit ?? '') + (s.more ? ' — more' : '')));
     } catch (e) { out.replaceChildren(el('p', { class: 'danger' }, String(e.message))); }
   });
-  d.replaceChildren(el('h2', {}, 'Run ' + run.id), dl, el('p', {}, kill, ' ', steer),
+  const leaseBox = el('div', { id: 'lease' }, run.leaseId ? 'loading…' : 'no lease (not started)');
+  if (run.leaseId) api('/leases/' + encodeURIComponent(run.leaseId)).then(({ lease, lineage }) => leaseBox.replaceChildren(leaseTable(lease, lineage))).catch((e) => leaseBox.replaceChildren(String(e.message)));
+  d.replaceChildren(el('h2', {}, 'Run ' + run.id), dl, el('p', {}, kill, ' ', steer), el('h2', {}, 'Lease'), leaseBox,
     el('h2', {}, 'Envelope'), el('pre', { id: 'envelope' }, env ? env.envelope : '—'),
     el('h2', {}, 'ResultRefs'), refs.length ? el('p', {}, pick, ' ', verb, ' ', arg, ' ', go) : el('p', {}, 'none yet'), out);
   refresh();
 }
+
+/** Granted beside requested, the refusals with their reasons, and the lineage up to the root. */
+function leaseTable(lease, lineage) {
+  const req = lease.requested || {};
+  const t = el('table', {}, el('tr', {}, el('th', {}, ''), el('th', {}, 'granted'), el('th', {}, 'requested')));
+  t.append(el('tr', {}, el('td', {}, 'caps'), el('td', {}, (lease.caps || []).join(' ')), el('td', {}, req.caps ? req.caps.join(' ') : '(the profile)')));
+  for (const [k, v] of Object.entries(lease.limits || {})) t.append(el('tr', {}, el('td', {}, k), el('td', {}, v), el('td', {}, req.limits && req.limits[k] !== undefined ? req.limits[k] : '')));
+  const refused = el('ul', { id: 'refusals' }, ...(lease.refused || []).map((r) => el('li', {}, r.what + ': ' + r.code + ' — ' + r.reason)));
+  return el('div', {}, el('p', {}, lease.id + ' · profile ' + lease.profile + ' · ' + lease.state + ' · expires ' + lease.expiresAt), t,
+    el('p', {}, 'refusals: ' + ((lease.refused || []).length || 'none')), refused,
+    el('p', {}, 'lineage: ' + ([lease.id].concat(lineage.map((l) => l.id)).join(' ← ') )));
+}
+
+async function leases() {
+  const { leases } = await api('/leases');
+  leases.sort((a, b) => String(b.issuedAt).localeCompare(String(a.issuedAt)));
+  document.querySelector('#leases tbody').replaceChildren(...leases.map((l) => {
+    const b = el('button', { class: 'danger revoke' }, 'revoke');
+    b.disabled = l.state !== 'live';
+    b.addEventListener('click', async () => {
+      if (!confirm('Revoke ' + l.id + ' and every lease under it? Their runs end killed.')) return;
+      try { await api('/leases/' + encodeURIComponent(l.id) + '/revoke', { confirm: true, reason: 'console' }); } catch (e) { alert(String(e.message)); }
+      leases_();
+    });
+    return el('tr', { 'data-lease': l.id, 'data-run': l.runId, 'data-state': l.state }, el('td', {}, l.id), el('td', {}, l.runId), el('td', {}, l.profile), el('td', {}, l.state), el('td', {}, (l.caps || []).join(' ')), el('td', {}, l.expiresAt), el('td', {}, b));
+  }));
+}
+const leases_ = () => leases().catch((e) => alert(String(e.message)));
+
+function rowsTable(r) {
+  const t = el('table', {}, el('tr', {}, ...r.columns.map((c) => el('th', {}, c))));
+  for (const row of r.rows) t.append(el('tr', {}, ...row.map((c) => el('td', {}, typeof c === 'object' && c !== null ? JSON.stringify(c) : c))));
+  return t;
+}
+
+async function audit() {
+  const v = await api('/audit/verify');
+  const p = document.getElementById('verify');
+  p.className = v.ok ? 'ok' : 'fail';
+  p.textContent = (v.ok ? 'ledger ok: ' : 'ledger BROKEN: ') + (v.lines ?? '?') + ' line(s) in ' + (v.files ?? '?') + ' segment(s)' + (v.ok ? '' : ' — ' + JSON.stringify(v.bad || v).slice(0, 300));
+}
+document.getElementById('query').addEventListener('click', async () => {
+  const out = document.getElementById('audit-result');
+  try { out.replaceChildren(rowsTable(await api('/audit/query', { sql: document.getElementById('sql').value }))); } catch (e) { out.replaceChildren(el('p', { class: 'fail' }, String(e.message))); }
+});
+document.getElementById('doctor-run').addEventListener('click', async () => {
+  const ul = document.getElementById('doctor');
+  ul.replaceChildren(el('li', {}, 'running…'));
+  try {
+    const { checks } = await api('/doctor');
+    ul.replaceChildren(...checks.map((c) => el('li', { class: c.ok ? 'ok' : 'fail' }, (c.ok ? 'ok    ' : 'FAIL  ') + c.name + ': ' + c.detail + (c.hint ? ' → ' + c.hint : ''))));
+  } catch (e) { ul.replaceChildren(el('li', { class: 'fail' }, String(e.message))); }
+});
+async function fleet() {
+  const { fleet: f } = await api('/fleet?since=' + encodeURIComponent(document.getElementById('fleet-since').value));
+  const pairs = [['window', f.since + ' → ' + f.until], ['runs', f.runs + ' (' + f.live + ' live)'], ['end reasons', JSON.stringify(f.byEndReason)], ['killed by', JSON.stringify(f.byKilledBy)], ['stuck kills', f.stuckKills],
+    ['refusals', f.refusals.total + ' ' + JSON.stringify(f.refusals.byCode)], ['tokens', f.tokens], ['cost', '$' + f.costUsd.toFixed(4) + (f.costUnknownRuns ? ' (+' + f.costUnknownRuns + ' unknown)' : '')],
+    ['kept out of context', '~' + f.keptOutOfContext.estSavedTokens + ' tokens (estimate)'], ['top trees', f.topTrees.map((t) => t.rootRunId + ' $' + t.costUsd.toFixed(4)).join(', ') || '—']];
+  document.getElementById('fleet').replaceChildren(...pairs.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+}
+document.getElementById('fleet-since').addEventListener('change', () => fleet().catch(() => {}));
+for (const b of document.querySelectorAll('nav button')) b.addEventListener('click', () => {
+  for (const x of document.querySelectorAll('nav button')) x.classList.toggle('on', x === b);
+  for (const name of ['runs', 'leases', 'audit', 'doctor', 'fleet']) document.getElementById('tab-' + name).hidden = name !== b.dataset.tab;
+  if (b.dataset.tab === 'leases') leases_();
+  if (b.dataset.tab === 'audit') audit().catch((e) => alert(String(e.message)));
+  if (b.dataset.tab === 'fleet') fleet().catch((e) => alert(String(e.message)));
+});
 
 let timer = null;
 const soon = () => { clearTimeout(timer); timer = setTimeout(() => refresh().catch(() => {}), 150); };

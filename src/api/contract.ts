@@ -103,6 +103,12 @@ export const ROUTES: RouteSpec[] = [
   R({ method: 'GET', path: '/v1/runs/{run}/manifest', summary: "The result store's manifest of the run", ok: { 200: z.looseObject({ refs: z.array(z.unknown()) }) } }),
   R({ method: 'GET', path: '/v1/runs/{run}/result', summary: 'The envelope of an ended run (cast once, then kept)', query: z.object({ strategy: z.enum(['auto', 'always', 'never']).optional() }), ok: { 200: z.looseObject({ runId: z.string() }) } }),
   R({ method: 'GET', path: '/v1/runs/{run}/envelope', summary: 'The envelope without deciding it, in any status', ok: { 200: z.looseObject({ runId: z.string() }) } }),
+  R({ method: 'GET', path: '/v1/leases', summary: 'Every lease (no token hash), with its state', ok: { 200: z.object({ leases: z.array(z.looseObject({ id: z.string(), state: z.string() })), unreadable: z.array(z.string()) }) } }),
+  R({ method: 'GET', path: '/v1/leases/{lease}', summary: 'A lease — granted beside requested, refusals — and its lineage up to the root', ok: { 200: z.object({ lease: z.looseObject({ id: z.string() }), lineage: z.array(z.looseObject({ id: z.string() })) }) } }),
+  R({ method: 'POST', path: '/v1/leases/{lease}/revoke', summary: 'Revoke a lease and its subtree (their runs end killed)', body: z.object({ confirm: z.literal(true), reason: z.string().max(200).optional() }), ok: { 200: z.object({ revoked: z.array(z.looseObject({ id: z.string() })) }) } }),
+  R({ method: 'GET', path: '/v1/audit/verify', summary: "The ledger's hash chain and anchor, verified", ok: { 200: z.looseObject({ ok: z.boolean() }) } }),
+  R({ method: 'POST', path: '/v1/audit/query', summary: 'One read-only SELECT over the view `ledger`', body: z.object({ sql: z.string().min(1).max(10_000), maxRows: z.number().int().positive().max(10_000).optional() }), ok: { 200: z.looseObject({ columns: z.array(z.string()) }) } }),
+  R({ method: 'GET', path: '/v1/doctor', summary: 'The host checked, and a probe from inside a real jail', ok: { 200: z.object({ checks: z.array(z.looseObject({ name: z.string(), ok: z.boolean() })) }) } }),
   R({ method: 'POST', path: '/v1/refs/{ref}/read', summary: 'A slice by line or byte range', body: z.object({ offset: z.number().nonnegative().optional(), length: z.number().nonnegative().optional(), line: z.number().nonnegative().optional(), lines: z.number().nonnegative().optional() }), ok: { 200: Slice } }),
   R({
     method: 'POST',

@@ -13,7 +13,7 @@ import { isRunId, RUN_KINDS, RUN_STATUSES, type KilledBy, type RunKind, type Sen
 import { findRoute, invalidRequest, openapiDocument, queryObject } from './contract.js';
 import { EventHub, matches, type Numbered } from './event-hub.js';
 import { refRoute } from './ref-routes.js';
-import { BrigError, httpStatusOf, toBrigError } from '../util/errors.js';
+import { BrigError, httpStatusOf, toBrigError, type Result } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import { windowMinutes } from '../util/window.js';
 import type { Metrics } from '../util/metrics.js';
@@ -181,6 +181,24 @@ async function route(sup: Supervisor, x: ApiExtras, hub: EventHub, req: http.Inc
     if (minutes === undefined) throw new BrigError('invalid_input', `since ${JSON.stringify(since.slice(0, 40))} is not a window`, { hint: 'Give minutes, or 30m, 24h, 7d.' });
     return send(res, 200, { fleet: await x.fleet(minutes) });
   }
+  if (url.pathname.startsWith('/v1/leases') || url.pathname.startsWith('/v1/audit/') || url.pathname === '/v1/doctor') {
+    const op = x.operator;
+    if (!op) throw new BrigError('daemon_unavailable', 'this API serves no operator routes (only a daemon does)', { hint: 'Ask `brig serve`, or use `brig lease`, `brig audit`, `brig doctor`.' });
+    if (url.pathname === '/v1/leases' && m === 'GET') return send(res, 200, op.leases());
+    if (url.pathname === '/v1/audit/verify' && m === 'GET') return send(res, 200, op.verify());
+    if (url.pathname === '/v1/audit/query' && m === 'POST') {
+      const b = await body();
+      return send(res, 200, await op.query(String(b.sql), typeof b.maxRows === 'number' ? b.maxRows : undefined));
+    }
+    if (url.pathname === '/v1/doctor' && m === 'GET') return send(res, 200, { checks: await op.doctor() });
+    const lease = LEASE_ROUTE.exec(url.pathname);
+    if (lease && !lease[2] && m === 'GET') return send(res, 200, unwrap(op.lease(lease[1]!)));
+    if (lease && lease[2] === 'revoke' && m === 'POST') {
+      const b = await body();
+      return send(res, 200, { revoked: unwrap(await op.revoke(lease[1]!, typeof b.reason === 'string' ? b.reason : undefined)) });
+    }
+    if (!lease && /^\/v1\/leases\/[^/]+(\/revoke)?$/.test(url.pathname)) throw new BrigError('lease_not_found', 'no such lease id', { hint: '`brig lease list` shows the lease ids.' });
+  }
   if (url.pathname === '/v1/metrics' && m === 'GET') {
     if (!metrics) throw new BrigError('daemon_unavailable', 'this API serves no metrics (only a daemon counts)', { hint: 'Scrape `brig serve`.' });
     const text = await metrics.expose();
@@ -281,7 +299,21 @@ export interface ApiExtras {
   log?: Logger;
   /** The roll-up over a window (daemon/fleet.ts), for GET /v1/fleet. */
   fleet?: (sinceMinutes: number) => Promise<unknown>;
+  /** The operator's services (leases, audit, doctor), for their routes and the console. */
+  operator?: OperatorRoutes;
 }
+
+/** What the operator routes call; the composition root adapts the operator's services to it. */
+export interface OperatorRoutes {
+  leases(): unknown;
+  lease(id: string): Result<unknown, BrigError>;
+  revoke(id: string, reason?: string): Promise<Result<unknown[], BrigError>>;
+  verify(): unknown;
+  query(sql: string, maxRows?: number): Promise<unknown>;
+  doctor(): Promise<unknown>;
+}
+
+const LEASE_ROUTE = /^\/v1\/leases\/([A-Za-z0-9_-]{1,80})(?:\/(revoke))?$/;
 
 export async function listenApi(sup: Supervisor, socketPath: string, x: ApiExtras = {}): Promise<{ server: http.Server; handler: http.RequestListener; close(): Promise<void> }> {
   await fs.rm(socketPath, { force: true });

@@ -1,5 +1,6 @@
 import { ApiClient, listenApi } from '../api/index.js';
-import { BrigError } from '../util/errors.js';
+import { BrigError, ok } from '../util/errors.js';
+import { openOperator } from './operator.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import type { ReconcileReport, ShutdownOptions, ShutdownReport } from '../runs/index.js';
 import { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
@@ -38,7 +39,20 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
   const report = await composed.supervisor.start();
   const socketPath = brigPaths(cfg.home).socket;
   const fleet = (sinceMinutes: number) => fleetReport({ list: (f) => composed.supervisor.list(f), refs: composed.refs, ledgerDir: brigPaths(cfg.home).ledger }, { sinceMinutes });
-  const api = await listenApi(composed.supervisor, socketPath, { refs: composed.refs, metrics: composed.metrics, log: composed.log, fleet });
+  const op = openOperator({ home: cfg.home, env: { BRIG_HOME: cfg.home, ...(cfg.dockerHost ? { DOCKER_HOST: cfg.dockerHost } : {}), BRIG_WORKSPACE_QUOTA: cfg.workspaceQuota } });
+  const operator = {
+    leases: () => op.leases.list(),
+    lease: (id: string) => op.leases.show(id),
+    // The daemon's own lease store: its revocation listener ends the runs at once.
+    revoke: async (id: string, reason?: string) => {
+      const r = composed.leases.revoke(id, 'operator', reason);
+      return r.ok ? ok(r.value.map(({ tokenHash: _t, ...rest }) => rest)) : r;
+    },
+    verify: () => op.audit.verify(),
+    query: (sql: string, maxRows?: number) => op.audit.query(sql, maxRows),
+    doctor: () => op.engine.doctor(),
+  };
+  const api = await listenApi(composed.supervisor, socketPath, { refs: composed.refs, metrics: composed.metrics, log: composed.log, fleet, operator });
   // The console serves the same API handler (one event ring, one contract) to a browser.
   const ui = o.ui !== undefined ? await listenConsole(api.handler, o.ui).catch(async (e: unknown) => {
     await api.close();

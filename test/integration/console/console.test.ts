@@ -37,7 +37,7 @@ test('the console: 401 without the token; with it, live runs, a run\'s detail, a
   const denied = await outsider.goto(base).then((r) => r?.status(), (e: Error) => e.message);
   assert.ok(denied === 401 || /ERR_HTTP_RESPONSE_CODE_FAILURE/.test(String(denied)), String(denied));
   await outsider.waitForLoadState('load').catch(() => {});
-  const shown = await outsider.evaluate(() => document.documentElement.outerHTML).catch(() => '');
+  const shown = await outsider.evaluate<string>('document.documentElement.outerHTML').catch(() => '');
   assert.doesNotMatch(shown, /brig console|r-[0-9a-f]{16}/, 'without the token the page shows nothing of brig');
   await outsider.close();
 
@@ -76,6 +76,47 @@ test('the console: 401 without the token; with it, live runs, a run\'s detail, a
   await page.locator(`tr[data-run="${long.runId}"][data-status="ended"]`).waitFor({ timeout: 30_000 });
   const cells = await page.locator(`tr[data-run="${long.runId}"] td`).allTextContents();
   assert.deepEqual([cells[2], cells[3]], ['killed', 'operator']);
+  // The run's lease beside what it asked for (here: the root profile's grant, nothing asked).
+  await page.locator(`tr[data-run="${runId}"]`).click();
+  await page.waitForSelector('#lease table');
+  assert.match((await page.textContent('#lease')) ?? '', /profile root/);
+  assert.match((await page.textContent('#lease')) ?? '', /diskMb/);
+
+  // Leases: revoke a third run's lease from the page; the run ends killed by the operator.
+  const third = JSON.parse((await h.run(['spawn', '--async', '--json', '--task', 'revoked', '--', 'sleep', '120'])).stdout) as { runId: string };
+  await page.locator(`tr[data-run="${third.runId}"][data-status="running"]`).waitFor({ timeout: 20_000 });
+  await page.click('nav button[data-tab="leases"]');
+  const leaseRow = page.locator(`#leases tr[data-run="${third.runId}"][data-state="live"]`);
+  await leaseRow.waitFor();
+  if (shots) await page.screenshot({ path: path.join(shots, 'console-leases.png') });
+  page.once('dialog', (d) => void d.accept());
+  await leaseRow.locator('button.revoke').click();
+  await page.locator(`#leases tr[data-run="${third.runId}"][data-state="revoked"]`).waitFor({ timeout: 15_000 });
+  await page.click('nav button[data-tab="runs"]');
+  await page.locator(`tr[data-run="${third.runId}"][data-status="ended"]`).waitFor({ timeout: 30_000 });
+  const ended = await page.locator(`tr[data-run="${third.runId}"] td`).allTextContents();
+  assert.deepEqual([ended[2], ended[3]], ['killed', 'operator']);
+
+  // Audit: the chain verified, and a query as a table.
+  await page.click('nav button[data-tab="audit"]');
+  await page.waitForSelector('#verify.ok');
+  assert.match((await page.textContent('#verify')) ?? '', /^ledger ok: \d+ line/);
+  await page.click('#query');
+  await page.waitForSelector('#audit-result table');
+  assert.match((await page.textContent('#audit-result')) ?? '', /run\.spawned/);
+  if (shots) await page.screenshot({ path: path.join(shots, 'console-audit.png') });
+
+  // Doctor: a real probe jail, judged.
+  await page.click('nav button[data-tab="doctor"]');
+  await page.click('#doctor-run');
+  await page.waitForSelector('#doctor li.ok:has-text("jail: non-root user")', { timeout: 60_000 });
+  assert.equal(await page.locator('#doctor li.fail').count(), 0);
+  if (shots) await page.screenshot({ path: path.join(shots, 'console-doctor.png') });
+
+  // Fleet: the roll-up over the window.
+  await page.click('nav button[data-tab="fleet"]');
+  await page.waitForSelector('#fleet dd');
+  assert.match((await page.textContent('#fleet')) ?? '', /runs3 \(0 live\)/);
   await serve.signal('SIGTERM');
   assert.doesNotMatch(serve.stderr(), new RegExp(token), 'the token is never logged');
 });
