@@ -135,7 +135,9 @@ async function show(id) {
   });
   const leaseBox = el('div', { id: 'lease' }, run.leaseId ? 'loading…' : 'no lease (not started)');
   if (run.leaseId) api('/leases/' + encodeURIComponent(run.leaseId)).then(({ lease, lineage }) => leaseBox.replaceChildren(leaseTable(lease, lineage))).catch((e) => leaseBox.replaceChildren(String(e.message)));
-  d.replaceChildren(el('h2', {}, 'Run ' + run.id), dl, el('p', {}, kill, ' ', steer), el('h2', {}, 'Lease'), leaseBox,
+  const j = run.jail;
+  const jailBox = el('div', { id: 'jail' }, j ? jailTable(j) : 'not verified yet (the jail is made when the run starts)');
+  d.replaceChildren(el('h2', {}, 'Run ' + run.id), dl, el('p', {}, kill, ' ', steer), el('h2', {}, 'Lease'), leaseBox, el('h2', {}, 'Jail (as the engine reported it, verified)'), jailBox,
     el('h2', {}, 'Envelope'), el('pre', { id: 'envelope' }, env ? env.envelope : '—'),
     el('h2', {}, 'ResultRefs'), refs.length ? el('p', {}, pick, ' ', verb, ' ', arg, ' ', go) : el('p', {}, 'none yet'), out);
   refresh();
@@ -151,6 +153,17 @@ function leaseTable(lease, lineage) {
   return el('div', {}, el('p', {}, lease.id + ' · profile ' + lease.profile + ' · ' + lease.state + ' · expires ' + lease.expiresAt), t,
     el('p', {}, 'refusals: ' + ((lease.refused || []).length || 'none')), refused,
     el('p', {}, 'lineage: ' + ([lease.id].concat(lineage.map((l) => l.id)).join(' ← ') )));
+}
+
+function jailTable(j) {
+  const rows = [['container', j.containerId + ' · ' + j.image], ['user', j.user], ['network', j.network], ['root filesystem', j.readOnlyRoot ? 'read-only' : 'WRITABLE'],
+    ['capabilities dropped', j.capDrop.join(' ')], ['no-new-privileges', j.noNewPrivileges ? 'yes' : 'NO'], ['seccomp', j.seccompSha ? "brig's profile " + j.seccompSha : 'NONE'], ['ipc', j.ipc],
+    ['cpu', j.limits.cpu], ['memory (= swap)', j.limits.memoryMb + ' MiB (' + j.limits.memorySwapMb + ' MiB)'], ['pids', j.limits.pids], ['/tmp', j.limits.tmpfsMb + ' MiB'],
+    ['/workspace', j.limits.diskMb !== null ? j.limits.diskMb + ' MiB ' + j.workspace.type + ' ' + j.workspace.options : 'no disk quota'],
+    ['binds', j.binds.map((b) => b.target + (b.readOnly ? ' (ro)' : ' (RW)')).join(', ') || '—'], ['verified', j.verifiedAt]];
+  const t = el('dl', {});
+  for (const [k, v] of rows) t.append(el('dt', {}, k), el('dd', {}, v));
+  return t;
 }
 
 async function leases() {

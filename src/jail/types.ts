@@ -111,10 +111,34 @@ export interface StreamTails {
   stderrBytes: number;
 }
 
+/**
+ * The jail as the engine reported it after create, once verification passed: what an operator
+ * audits (the console's run detail, the run record). Content-free: ids, enums and numbers.
+ */
+export interface JailVerified {
+  containerId: string;
+  image: string;
+  user: string;
+  network: string;
+  readOnlyRoot: boolean;
+  capDrop: string[];
+  noNewPrivileges: boolean;
+  /** sha256 (12 hex) of the seccomp profile the engine holds for the container. */
+  seccompSha: string | null;
+  ipc: string;
+  limits: { cpu: number | null; memoryMb: number | null; memorySwapMb: number | null; pids: number | null; tmpfsMb: number | null; diskMb: number | null };
+  workspace: { driver: string; type: string | null; options: string | null };
+  /** Host paths bound into the jail (the broker socket directory, artifacts), all read-only. */
+  binds: { target: string; readOnly: boolean }[];
+  verifiedAt: string;
+}
+
 /** One child's jail. Not started when handed out; destroy() is idempotent. */
 export interface Jail {
   readonly runId: string;
   readonly id: string;
+  /** The engine's account of it after create (absent on a reattached jail). */
+  readonly verified?: JailVerified;
   start(): Promise<void>;
   wait(): Promise<JailExit>;
   kill(): Promise<void>;

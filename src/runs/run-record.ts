@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { JailVerified } from '../jail/types.js';
 import type { ErrorCode } from '../util/errors.js';
 import { END_REASONS, KILLED_BY, RUN_KINDS, RUN_STATUSES, TERMINAL_STATUSES } from './vocabulary.js';
 
@@ -123,6 +124,8 @@ export interface RunRecord {
   budget?: { tokens: number; costUsd: number };
   /** The tool the child reported last (content-free: a tool name). */
   activeTool?: string | null;
+  /** The jail as the engine reported it once verification passed (what an operator audits). */
+  jail?: JailVerified;
   /** Attribution: the parent's step count when it spawned this run (reference 001). */
   parentStep?: number | null;
   /** Kind `agent`: its one salvage call was made. */

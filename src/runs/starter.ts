@@ -110,6 +110,8 @@ export class RunStarter {
       const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'));
       handle.jail = await deps.jail.create(spec);
       if (gone()) return await abandon();
+      const verified = handle.jail.verified;
+      if (verified) await table.update(runId, (x) => ({ ...x, jail: verified }));
       await handle.jail.start();
       if (gone()) return await abandon();
       const running = transition(table.get(runId)!, 'running', table.clock.now());

@@ -15,7 +15,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { BrigError } from '../../util/errors.js';
-import type { EngineInfo, Jail, JailDriver, JailLimits, JailSpec, LabelledResource } from '../types.js';
+import type { EngineInfo, Jail, JailDriver, JailLimits, JailSpec, JailVerified, LabelledResource } from '../types.js';
+import { effectiveLimits } from './limits.js';
 import { DockerJail, removeVolume } from './docker-jail.js';
 import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { CHILD_IMAGE_REPO, ensurePlanImage, fingerprint, planChildImage, type ImagePlan } from './image.js';
@@ -52,6 +53,39 @@ export function ownerForHome(home: string): string {
 /** This package's root, whether running from src/ (tsx) or dist/. */
 function packageRoot(): string {
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+}
+
+const MIB = 1024 * 1024;
+const mb = (x: number | null) => (x === null ? null : Math.round((x / MIB) * 100) / 100);
+
+/** The verified jail as the engine reported it (verify passed on this same inspect). */
+export function verifiedSummary(inspect: InspectView & { Id?: string }, disk: { driver: string; type: string; options: string; diskMb: number } | null): JailVerified {
+  const h = (inspect.HostConfig ?? {}) as Record<string, unknown>;
+  const sec = Array.isArray(h.SecurityOpt) ? (h.SecurityOpt as string[]) : [];
+  const seccomp = sec.find((o) => o.startsWith('seccomp='));
+  const e = effectiveLimits(h);
+  return {
+    containerId: (inspect.Id ?? '').slice(0, 12),
+    image: inspect.Config?.Image ?? '',
+    user: inspect.Config?.User ?? '',
+    network: String(h.NetworkMode ?? ''),
+    readOnlyRoot: h.ReadonlyRootfs === true,
+    capDrop: Array.isArray(h.CapDrop) ? (h.CapDrop as string[]) : [],
+    noNewPrivileges: sec.includes('no-new-privileges') || sec.includes('no-new-privileges:true'),
+    seccompSha: seccomp ? crypto.createHash('sha256').update(seccomp.slice('seccomp='.length)).digest('hex').slice(0, 12) : null,
+    ipc: String(h.IpcMode ?? ''),
+    limits: {
+      cpu: e.cfsQuotaUs === null ? null : e.cfsQuotaUs / 100_000,
+      memoryMb: mb(e.memoryBytes),
+      memorySwapMb: mb(e.memorySwapBytes),
+      pids: e.pids,
+      tmpfsMb: mb(e.tmpfsBytes),
+      diskMb: disk?.diskMb ?? null,
+    },
+    workspace: disk ? { driver: disk.driver, type: disk.type, options: disk.options } : { driver: 'local', type: null, options: null },
+    binds: (inspect.Mounts ?? []).filter((m) => m.Type === 'bind').map((m) => ({ target: m.Destination ?? '', readOnly: m.RW === false })),
+    verifiedAt: new Date().toISOString(),
+  };
 }
 
 export function dockerFromHost(dockerHost: string | undefined): Docker {
@@ -190,7 +224,8 @@ export class DockerJailDriver implements JailDriver {
         throw engineError(e, 'jail_failed', 'creating the jail failed');
       });
       const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes, this.disks);
-      await this.verify(container, body, spec.limits);
+      const inspect = await this.verify(container, body, spec.limits);
+      jail.verified = verifiedSummary(inspect, disk ? { driver: 'local', type: disk.volumeOptions.type, options: disk.volumeOptions.o, diskMb: spec.limits.diskMb } : null);
       await jail.putInputs(spec.inputs ?? []);
       return jail;
     } catch (e) {
@@ -231,14 +266,15 @@ export class DockerJailDriver implements JailDriver {
     }
   }
 
-  private async verify(container: Docker.Container, body: CreateBody, intent: JailLimits): Promise<void> {
-    const inspect = (await container.inspect()) as unknown as InspectView;
+  private async verify(container: Docker.Container, body: CreateBody, intent: JailLimits): Promise<InspectView & { Id?: string }> {
+    const inspect = (await container.inspect()) as unknown as InspectView & { Id?: string };
     const drift = verifyInspect(inspect, body, intent);
     if (drift.length > 0) {
       throw new BrigError('jail_unverified', `the engine did not apply the hardened profile (${drift.map((d) => d.field).join(', ')})`, {
         data: { drift: drift.map((d) => d.field) },
       });
     }
+    return inspect;
   }
 
   async attach(runId: string): Promise<Jail | null> {

@@ -9,7 +9,7 @@ import tar from 'tar-stream';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
-import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailInput, StreamTails } from '../types.js';
+import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailInput, JailVerified, StreamTails } from '../types.js';
 import { collectArchive } from './collect.js';
 import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { WORKSPACE_DIR } from './profile.js';
@@ -58,6 +58,7 @@ export class DockerJail implements Jail {
   private readonly err: TailBuffer;
   private streamDone: Promise<void> = Promise.resolve();
   private destroyed = false;
+  verified?: JailVerified;
 
   constructor(
     private readonly docker: Docker,

@@ -81,6 +81,10 @@ test('the console: 401 without the token; with it, live runs, a run\'s detail, a
   await page.waitForSelector('#lease table');
   assert.match((await page.textContent('#lease')) ?? '', /profile root/);
   assert.match((await page.textContent('#lease')) ?? '', /diskMb/);
+  const jail = (await page.textContent('#jail')) ?? '';
+  for (const want of [/user65534:65534/, /networknone/, /root filesystemread-only/, /capabilities droppedALL/, /no-new-privilegesyes/, /seccompbrig's profile [0-9a-f]{12}/, /\/workspace\d+ MiB ext4 nosuid,nodev/, /\/run\/brig \(ro\)/]) {
+    assert.match(jail, want, `the jail as verified: ${jail}`);
+  }
 
   // Leases: revoke a third run's lease from the page; the run ends killed by the operator.
   const third = JSON.parse((await h.run(['spawn', '--async', '--json', '--task', 'revoked', '--', 'sleep', '120'])).stdout) as { runId: string };
