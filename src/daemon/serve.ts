@@ -5,7 +5,7 @@ import { brigPaths, type BrigConfig } from '../config/index.js';
 import type { ReconcileReport, ShutdownOptions, ShutdownReport } from '../runs/index.js';
 import { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
 import { fleetReport } from './fleet.js';
-import { listenConsole } from '../api/console.js';
+import { consoleAddress, listenConsole } from '../api/console.js';
 
 /**
  * `brig serve`: the composed supervisor, reconciled, behind the HTTP API on
@@ -31,6 +31,8 @@ export interface DaemonOptions extends ComposeOptions {
 }
 
 export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promise<Daemon> {
+  // A bad console address is refused before anything starts.
+  if (o.ui !== undefined) consoleAddress(o.ui);
   // Two supervisors on one home would each reconcile (and sweep) the other's runs.
   if (await ApiClient.probe(brigPaths(cfg.home).socket)) {
     throw new BrigError('daemon_running', `a daemon already answers on ${brigPaths(cfg.home).socket}`);

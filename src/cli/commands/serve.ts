@@ -31,7 +31,7 @@ export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
 const command: Command = {
   name: 'serve',
   summary: 'Run the supervisor as a daemon on $BRIG_HOME/brig.sock (HTTP API /v1, SSE events).',
-  usage: 'brig serve [FLAGS]',
+  usage: 'brig serve [FLAGS] [--ui [ADDR]]',
   flags: [
     { name: 'progress-interval', value: 'SECONDS', description: 'how often a running child is asked for progress' },
     { name: 'stuck-kill', value: 'SECONDS', description: 'kill a child that has shown no progress for this long' },
@@ -47,7 +47,7 @@ const command: Command = {
     { name: 'log-max-mb', value: 'MB', description: 'rotate --log-file past this size (default 10; 5 older files kept)' },
     JSON_FLAG,
   ],
-  examples: ['brig serve &', 'brig serve --max-concurrent 8 --drain 60', 'brig serve --ui', 'brig serve --log-file ~/.brig/brig.log --log-level debug'],
+  examples: ['brig serve &', 'brig serve --max-concurrent 8 --drain 60', 'brig serve --ui', 'brig serve --ui 127.0.0.1:8080', 'brig serve --log-file ~/.brig/brig.log --log-level debug'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const settings = serveSettings(p);
@@ -64,7 +64,10 @@ const command: Command = {
       // other (an in-process caller's) through its stream.
       ...(!file && (io.stderr as { fd?: number }).fd !== 2 ? { stream: { write: (line: string) => void io.stderr.write(line) } } : {}),
     });
-    const uiAddr = flag(p, 'ui-addr');
+    // `--ui [ADDR]`: an address right after --ui is the console's (or --ui-addr ADDR).
+    if (p.positionals.length > 0 && !p.bools.has('ui')) throw new BrigError('invalid_input', `brig serve takes no argument ${JSON.stringify(p.positionals[0]!.slice(0, 40))}`, { hint: 'An address goes after --ui: `brig serve --ui 127.0.0.1:8080`.' });
+    if (p.positionals.length > 1) throw new BrigError('invalid_input', 'give the console one address', { hint: '`brig serve --ui 127.0.0.1:8080`' });
+    const uiAddr = flag(p, 'ui-addr') ?? p.positionals[0];
     const ui = p.bools.has('ui') || uiAddr !== undefined ? (uiAddr ?? '') : undefined;
     const d = await startDaemon(loadConfig(io.env), { settings, log, ...(ui !== undefined ? { ui } : {}) });
     if (p.bools.has('json')) writeJson(io, { socket: d.socketPath, reconcile: d.report, ...(d.consoleUrl ? { console: d.consoleUrl } : {}) });
