@@ -6,6 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from '../../helpers/chromium.js';
@@ -123,4 +124,7 @@ test('the console: 401 without the token; with it, live runs, a run\'s detail, a
   assert.match((await page.textContent('#fleet')) ?? '', /runs3 \(0 live\)/);
   await serve.signal('SIGTERM');
   assert.doesNotMatch(serve.stderr(), new RegExp(token), 'the token is never logged');
+  const ledger = fs.readdirSync(path.join(h.home, 'ledger')).map((f) => fs.readFileSync(path.join(h.home, 'ledger', f), 'utf8')).join('');
+  assert.ok(ledger.includes('run.spawned'), 'the ledger was read');
+  assert.ok(!ledger.includes(token), 'the token never lands in the ledger');
 });
