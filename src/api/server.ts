@@ -113,10 +113,13 @@ async function streamEvents(hub: EventHub, req: http.IncomingMessage, res: http.
   const resumed = hub.resume(last, filter);
   if (resumed.kind === 'gap') res.write(`event: gap\ndata: ${JSON.stringify({ reason: resumed.reason, boot: hub.boot })}\n\n`);
   if (resumed.kind === 'replay') for (const n of resumed.events) res.write(sse(n));
+  // A client gone mid-write is the end of its stream, never an error that reaches the daemon.
+  res.on('error', () => {});
+  const gone = () => res.destroyed || res.writableEnded;
   await new Promise<void>((resolve) => {
-    const beat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+    const beat = setInterval(() => void (gone() || res.write(': keep-alive\n\n')), 15_000);
     const unsubscribe = hub.subscribe((n) => {
-      if (!matches(n.ev, filter)) return;
+      if (gone() || !matches(n.ev, filter)) return;
       res.write(sse(n));
       if (res.writableLength > MAX_LAG_BYTES) res.destroy(); // too slow: it resumes with Last-Event-ID
     });

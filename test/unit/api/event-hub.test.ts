@@ -113,3 +113,34 @@ test('GET /v1/events: every event has an id; reconnecting with Last-Event-ID rep
   const other = await follow(socketPath, { 'last-event-id': 'deadbeef-9' }, 1);
   assert.deepEqual(other.map((e) => e.type), ['gap']);
 });
+
+test('a client that stops reading is cut once it is 1 MiB behind; the others keep their stream', async (t) => {
+  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-ev-'));
+  const socketPath = path.join(dir, 'brig.sock');
+  const src = eventSource();
+  const api = await listenApi(src.sup, socketPath);
+  t.after(async () => {
+    await api.close();
+    await fs.promises.rm(dir, { recursive: true, force: true });
+  });
+  const net = await import('node:net');
+  const stuck = net.connect(socketPath);
+  stuck.pause(); // reads nothing while the events pile up
+  let got = 0;
+  const cut = new Promise<void>((resolve) => stuck.on('close', () => resolve()));
+  stuck.write('GET /v1/events HTTP/1.1\r\nHost: brig\r\n\r\n');
+  await tick();
+  const N = 30_000;
+  for (let i = 0; i < N; i++) src.push(`r-${'x'.repeat(100)}-${i}`);
+  await new Promise((r) => setTimeout(r, 1000));
+  // Now it reads: what was sent before the cut, then the end.
+  stuck.on('data', (d: Buffer) => (got += d.length));
+  stuck.resume();
+  await Promise.race([cut, new Promise((_, rej) => setTimeout(() => rej(new Error('the stuck client was never cut')), 10_000))]);
+  assert.ok(got < N * 150, `it was cut short of the whole stream (${got} bytes of ~${N * 250})`);
+  // The daemon is still there for everyone else.
+  const next = follow(socketPath, {}, 1);
+  await tick();
+  src.push('r-after');
+  assert.deepEqual((await next).map((e) => e.runId), ['r-after']);
+});
