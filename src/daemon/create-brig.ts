@@ -1,6 +1,6 @@
 import { ApiClient, daemonBrig } from '../api/index.js';
 import { brigPaths, loadConfig, type BrigConfig } from '../config/index.js';
-import { ReadOnlyRuns, type Brig, type RefSurface, type Supervisor, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
+import { brigOf, ReadOnlyRuns, type Brig, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
 import { BrigError } from '../util/errors.js';
 import { composeSupervisor } from './compose.js';
 import { openRefService } from './refs.js';
@@ -46,31 +46,10 @@ export async function createBrig(o: BrigOptions = {}): Promise<Brig> {
   if (mode === 'read' || (mode === 'auto' && o.fallback === 'read')) {
     const runs = new ReadOnlyRuns(paths.runs);
     const refs = openRefService(cfg, (id) => runs.get(id));
-    return wrap(runs, 'read', refs.refs, () => refs.close());
+    return brigOf(runs, 'read', refs.refs, () => refs.close());
   }
   const reconcile = o.reconcile !== false;
   const composed = await composeSupervisor(cfg, { reconcile, ...(o.settings ? { settings: o.settings } : {}), ...(o.hooks ? { hooks: o.hooks } : {}) });
   await composed.supervisor.start();
-  return wrap(composed.supervisor, 'local', composed.refs, () => composed.close());
-}
-
-function wrap(s: Supervisor, mode: Brig['mode'], refs: RefSurface, close: () => Promise<void>): Brig {
-  return {
-    mode,
-    refs,
-    spawn: (req, ctx) => s.spawn(req, ctx),
-    wait: (id, opts) => s.wait(id, opts),
-    list: (f) => s.list(f),
-    get: (id) => s.get(id),
-    kill: (id, opts) => s.kill(id, opts),
-    steer: (id, m, opts) => s.steer(id, m, opts),
-    send: (id, t, opts) => s.send(id, t, opts),
-    history: (id, opts) => s.history(id, opts),
-    resume: (id) => s.resume(id),
-    events: (opts) => s.events(opts),
-    close: async () => {
-      await s.close();
-      await close();
-    },
-  };
+  return brigOf(composed.supervisor, 'local', composed.refs, () => composed.close());
 }

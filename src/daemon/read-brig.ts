@@ -6,6 +6,7 @@
 import { runsDirFor, homeFrom } from '../config/paths.js';
 import { rollUpSavings } from '../results/savings.js';
 import { ReadOnlyRuns } from '../runs/read-only.js';
+import { brigOf } from '../runs/brig.js';
 import type { Brig, RefSurface } from '../runs/index.js';
 
 export function readBrig(env: NodeJS.ProcessEnv): Brig {
@@ -24,22 +25,8 @@ export function readBrig(env: NodeJS.ProcessEnv): Brig {
     peek: async (...a) => (await heavy()).refs.peek(...a),
     rollUp: (list) => rollUpSavings(list),
   };
-  return {
-    mode: 'read',
-    refs,
-    spawn: (req) => runs.spawn(req),
-    wait: (id, opts) => runs.wait(id, opts),
-    list: (f) => runs.list(f),
-    get: (id) => runs.get(id),
-    kill: (id, opts) => runs.kill(id, opts),
-    steer: (id, m) => runs.steer(id, m),
-    send: (id, t) => runs.send(id, t),
-    history: (id) => runs.history(id),
-    resume: (id) => runs.resume(id),
-    events: (opts) => runs.events(opts),
-    close: async () => {
-      await runs.close();
-      if (full) await (await full).close();
-    },
-  };
+  // Closing it closes the records view and, when a slice loaded one, the full read view.
+  return brigOf(runs, 'read', refs, async () => {
+    if (full) await (await full).close();
+  });
 }

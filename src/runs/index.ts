@@ -41,6 +41,7 @@ export { createSupervisor } from './supervisor.js';
 export type { ShutdownOptions, ShutdownReport, SupervisorCore } from './supervisor.js';
 export { SupervisorSettingsSchema, resolveSettings } from './settings.js';
 export { RefService } from './ref-service.js';
+export { brigOf } from './brig.js';
 export type { RefServiceDeps, RefSurface, ResultOptions, RunResult } from './ref-service.js';
 export { ReadOnlyRuns } from './read-only.js';
 export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, ResultsPort, Clock, SupervisorDeps, SupervisorHooks, RunEndMeta, AgentPort } from './ports.js';
