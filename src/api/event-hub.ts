@@ -30,8 +30,8 @@ export class EventHub {
   readonly #ring: Numbered[] = [];
   readonly #subs = new Set<(n: Numbered) => void>();
   readonly #ac = new AbortController();
-  /** False when the supervisor serves no events (the read-only view). */
-  live = true;
+  /** Why the supervisor serves no events (the read-only view's refusal), when it does not. */
+  unavailable: unknown;
 
   constructor(
     sup: Supervisor,
@@ -44,8 +44,8 @@ export class EventHub {
     let it: AsyncIterableIterator<SupervisorEvent>;
     try {
       it = sup.events({ signal: this.#ac.signal });
-    } catch {
-      this.live = false; // a supervisor without events (the read-only view): nothing to fan out
+    } catch (e) {
+      this.unavailable = e; // a supervisor without events: a client is told its reason
       return;
     }
     try {

@@ -209,8 +209,8 @@ async function route(sup: Supervisor, x: ApiExtras, hub: EventHub, req: http.Inc
     return void res.end(text);
   }
   if (url.pathname === '/v1/events' && m === 'GET') {
-    // The read-only view has no events: say so, as a daemon-less supervisor would.
-    if (!hub.live) sup.events();
+    // A supervisor without events (the read-only view): its own refusal.
+    if (hub.unavailable !== undefined) throw hub.unavailable;
     return streamEvents(hub, req, res, url.searchParams);
   }
   if (url.pathname === '/v1/runs') {

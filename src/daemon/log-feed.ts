@@ -4,10 +4,11 @@
  * metrics), so a log line never says more than the audit trail does.
  */
 import type { LedgerEvent } from '../ledger/index.js';
+import { ERROR_CODES, isErrorCode } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 
-/** End codes that mean the engine or the jail failed, not the child: logged as errors. */
-const ENGINE_CODES = new Set(['jail_failed', 'jail_unverified', 'engine_unavailable', 'image_missing', 'image_build_failed', 'internal']);
+/** A failure of brig or of what it depends on (the engine, the jail, a model), not of the child: an error line. */
+const failedUnderneath = (code: unknown) => isErrorCode(code) && ['internal', 'unavailable'].includes(ERROR_CODES[code].kind);
 
 const pick = (ev: LedgerEvent, keys: string[]) => Object.fromEntries(keys.filter((k) => ev[k] !== undefined && ev[k] !== null).map((k) => [k, ev[k]]));
 
@@ -19,7 +20,7 @@ export function logEvents(log: Logger): (ev: LedgerEvent) => void {
       case 'run.started':
         return log.info(pick(ev, ['runId']), 'run started');
       case 'run.failed':
-        if (typeof ev.code === 'string' && ENGINE_CODES.has(ev.code)) log.error(pick(ev, ['runId', 'code', 'endReason']), 'run failed in the engine or the jail');
+        if (failedUnderneath(ev.code)) log.error(pick(ev, ['runId', 'code', 'endReason']), 'run failed in the engine or the jail');
         return;
       case 'run.lifecycle_ended':
         return log.info(pick(ev, ['runId', 'endReason', 'killedBy', 'runtimeMs', 'stepsExecuted', 'outputBytes']), 'run ended');

@@ -48,7 +48,8 @@ export interface Operator {
   };
 }
 
-function view(r: LeaseRecord, now: number): LeaseView {
+/** A lease as the operator sees it: no token hash, with its state now. */
+export function leaseView(r: LeaseRecord, now: number = Date.now()): LeaseView {
   const { tokenHash: _t, ...rest } = r;
   return { ...rest, state: leaseState(r, now) };
 }
@@ -65,21 +66,21 @@ export function openOperator(o: { env?: NodeJS.ProcessEnv; home?: string } = {})
       list() {
         const store = readLeases();
         const now = Date.now();
-        return { leases: store.list().map((r) => view(r, now)), unreadable: store.unreadable() };
+        return { leases: store.list().map((r) => leaseView(r, now)), unreadable: store.unreadable() };
       },
       show(id) {
         const store = readLeases();
         const rec = store.get(id);
         if (!rec) return err(new BrigError('lease_not_found', `no lease ${id}`));
         const now = Date.now();
-        return ok({ lease: view(rec, now), lineage: store.lineage(id).slice(1).map((l) => view(l, now)) });
+        return ok({ lease: leaseView(rec, now), lineage: store.lineage(id).slice(1).map((l) => leaseView(l, now)) });
       },
       async revoke(id, reason) {
         const ledger = new FileLedger({ dir: paths.ledger });
         try {
           const r = new LeaseStore({ dir: paths.leases, ledger }).revoke(id, 'operator', reason);
           const now = Date.now();
-          return r.ok ? ok(r.value.map((x) => view(x, now))) : r;
+          return r.ok ? ok(r.value.map((x) => leaseView(x, now))) : r;
         } finally {
           await ledger.close();
         }

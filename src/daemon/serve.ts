@@ -1,6 +1,6 @@
 import { ApiClient, listenApi } from '../api/index.js';
 import { BrigError, ok } from '../util/errors.js';
-import { openOperator } from './operator.js';
+import { leaseView, openOperator } from './operator.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import type { ReconcileReport, ShutdownOptions, ShutdownReport } from '../runs/index.js';
 import { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
@@ -48,7 +48,7 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
     // The daemon's own lease store: its revocation listener ends the runs at once.
     revoke: async (id: string, reason?: string) => {
       const r = composed.leases.revoke(id, 'operator', reason);
-      return r.ok ? ok(r.value.map(({ tokenHash: _t, ...rest }) => rest)) : r;
+      return r.ok ? ok(r.value.map((x) => leaseView(x))) : r;
     },
     verify: () => op.audit.verify(),
     query: (sql: string, maxRows?: number) => op.audit.query(sql, maxRows),

@@ -26,6 +26,10 @@ test('the API refuses an unknown status filter (400), an unknown route (404), a 
     assert.equal(bad.body.error?.code, 'invalid_input');
     assert.match(bad.body.error!.message, /runing/);
     assert.match(bad.body.error!.hint, /queued, starting, running, materializing, ended/);
+    // The read-only view has no events: the stream is refused with its reason, not left hanging.
+    const events = await get('/v1/events');
+    assert.equal(events.status, 503);
+    assert.equal(events.body.error?.code, 'daemon_unavailable');
     const none = await get('/v1/nowhere');
     assert.equal(none.status, 404);
     assert.equal(none.body.error?.code, 'route_not_found');
