@@ -39,34 +39,34 @@ export function meterEvents(m: Metrics): (ev: LedgerEvent) => void {
   return (ev: LedgerEvent) => {
     switch (ev.type) {
       case 'run.spawned':
-        m.inc('brig_runs_spawned_total', '', { kind: str(ev.kind) });
+        m.inc('brig_runs_spawned_total', { kind: str(ev.kind) });
         if (ev.runId && typeof ev.timestamp === 'string') admitted.set(ev.runId, { at: ev.timestamp, queued: ev.queued === true });
         return;
       case 'run.started': {
         const a = ev.runId ? admitted.get(ev.runId) : undefined;
         if (!a || typeof ev.timestamp !== 'string') return;
         admitted.delete(ev.runId!);
-        m.observe('brig_spawn_seconds', '', {}, seconds(a.at, ev.timestamp));
-        if (a.queued) m.observe('brig_queue_wait_seconds', '', {}, seconds(a.at, ev.timestamp));
+        m.observe('brig_spawn_seconds', {}, seconds(a.at, ev.timestamp));
+        if (a.queued) m.observe('brig_queue_wait_seconds', {}, seconds(a.at, ev.timestamp));
         return;
       }
       case 'run.lifecycle_ended':
         if (ev.runId) admitted.delete(ev.runId);
-        m.inc('brig_run_ends_total', '', { reason: str(ev.endReason), killed_by: str(ev.killedBy) });
-        if (typeof ev.outputBytes === 'number') m.inc('brig_materialized_bytes_total', '', {}, ev.outputBytes);
+        m.inc('brig_run_ends_total', { reason: str(ev.endReason), killed_by: str(ev.killedBy) });
+        if (typeof ev.outputBytes === 'number') m.inc('brig_materialized_bytes_total', {}, ev.outputBytes);
         return;
       case 'run.refused':
-        m.inc('brig_spawn_refusals_total', '', { code: str(ev.code) });
+        m.inc('brig_spawn_refusals_total', { code: str(ev.code) });
         return;
       case 'broker.abuse':
-        m.inc('brig_broker_abuse_total', '');
+        m.inc('brig_broker_abuse_total');
         return;
       case 'run.model_call': {
         const model = str(ev.model);
-        m.inc('brig_model_calls_total', '', { model, outcome: ev.ok === true ? 'ok' : str(ev.code, 'error') });
-        if (typeof ev.input === 'number') m.inc('brig_model_tokens_total', '', { model, direction: 'input' }, ev.input);
-        if (typeof ev.output === 'number') m.inc('brig_model_tokens_total', '', { model, direction: 'output' }, ev.output);
-        if (typeof ev.costUsd === 'number') m.inc('brig_model_cost_usd_total', '', { model }, ev.costUsd);
+        m.inc('brig_model_calls_total', { model, outcome: ev.ok === true ? 'ok' : str(ev.code, 'error') });
+        if (typeof ev.input === 'number') m.inc('brig_model_tokens_total', { model, direction: 'input' }, ev.input);
+        if (typeof ev.output === 'number') m.inc('brig_model_tokens_total', { model, direction: 'output' }, ev.output);
+        if (typeof ev.costUsd === 'number') m.inc('brig_model_cost_usd_total', { model }, ev.costUsd);
         return;
       }
     }
@@ -75,7 +75,7 @@ export function meterEvents(m: Metrics): (ev: LedgerEvent) => void {
 
 /** Broker calls by method and outcome (the broker's onCall). */
 export function countBrokerCall(m: Metrics): (method: string, outcome: string) => void {
-  return (method, outcome) => m.inc('brig_broker_calls_total', '', { method: str(method, 'unknown'), outcome: str(outcome, 'unknown') });
+  return (method, outcome) => m.inc('brig_broker_calls_total', { method: str(method, 'unknown'), outcome: str(outcome, 'unknown') });
 }
 
 /** Gauges read at scrape time: the supervisor's runs by status, its queue, the helper pool. */
@@ -86,9 +86,9 @@ export function collectState(m: Metrics, sup: () => Supervisor | undefined, pool
     m.reset('brig_runs');
     const by = new Map<string, number>();
     for (const r of runs) by.set(r.status, (by.get(r.status) ?? 0) + 1);
-    for (const status of ['queued', 'starting', 'running', 'materializing', 'ended']) m.set('brig_runs', '', { status }, by.get(status) ?? 0);
-    m.set('brig_queue_depth', '', {}, by.get('queued') ?? 0);
-    m.set('brig_slice_helpers_started_total', '', {}, pool.started);
-    m.set('brig_slice_helpers_live', '', {}, pool.pids().length);
+    for (const status of ['queued', 'starting', 'running', 'materializing', 'ended']) m.set('brig_runs', { status }, by.get(status) ?? 0);
+    m.set('brig_queue_depth', {}, by.get('queued') ?? 0);
+    m.set('brig_slice_helpers_started_total', {}, pool.started);
+    m.set('brig_slice_helpers_live', {}, pool.pids().length);
   });
 }

@@ -45,32 +45,31 @@ export class Metrics {
   readonly #families = new Map<string, Family>();
   readonly #collectors: (() => void | Promise<void>)[] = [];
 
-  #family(name: string, help: string, type: Family['type'], buckets?: readonly number[]): Family {
-    if (!NAME_RE.test(name)) throw new Error(`bad metric name ${name}`);
-    let f = this.#families.get(name);
-    if (!f) {
-      f = { name, help, type, series: new Map(), ...(buckets ? { buckets } : {}) };
-      this.#families.set(name, f);
-    }
+  #family(name: string, type: Family['type']): Family {
+    const f = this.#families.get(name);
+    if (!f) throw new Error(`metric ${name} was never declared`);
+    if (f.type !== type && !(f.type === 'counter' && type === 'gauge')) throw new Error(`metric ${name} is a ${f.type}, not a ${type}`);
     return f;
   }
 
-  /** Declares a family so it is exposed (with no series) before its first value. */
-  declare(name: string, help: string, type: Family['type'], buckets?: readonly number[]): void {
-    this.#family(name, help, type, type === 'histogram' ? (buckets ?? SECONDS_BUCKETS) : undefined);
+  /** Declares a family with its help text: before its first value, and so it is exposed (with no series) from the start. */
+  declare(name: string, help: string, type: Family['type'], buckets: readonly number[] = SECONDS_BUCKETS): void {
+    if (!NAME_RE.test(name)) throw new Error(`bad metric name ${name}`);
+    if (!this.#families.has(name)) this.#families.set(name, { name, help, type, series: new Map(), ...(type === 'histogram' ? { buckets } : {}) });
   }
 
-  inc(name: string, help: string, labels: Labels = {}, by = 1): void {
+  inc(name: string, labels: Labels = {}, by = 1): void {
     if (!(by >= 0)) return; // a counter never goes down, and NaN is no count
-    const f = this.#family(name, help, 'counter');
+    const f = this.#family(name, 'counter');
     const k = key(labels);
     const s = f.series.get(k) ?? { labels, value: 0 };
     s.value += by;
     f.series.set(k, s);
   }
 
-  set(name: string, help: string, labels: Labels, value: number): void {
-    const f = this.#family(name, help, 'gauge');
+  /** A gauge's value; also a counter's, when its source keeps the count (a helper pool's starts). */
+  set(name: string, labels: Labels, value: number): void {
+    const f = this.#family(name, 'gauge');
     f.series.set(key(labels), { labels, value });
   }
 
@@ -79,12 +78,11 @@ export class Metrics {
     this.#families.get(name)?.series.clear();
   }
 
-  observe(name: string, help: string, labels: Labels, value: number, buckets: readonly number[] = SECONDS_BUCKETS): void {
+  observe(name: string, labels: Labels, value: number): void {
     if (!Number.isFinite(value)) return;
-    const f = this.#family(name, help, 'histogram', buckets);
+    const f = this.#family(name, 'histogram');
     const k = key(labels);
-    f.buckets ??= buckets;
-    const b = f.buckets;
+    const b = f.buckets!;
     const s = f.series.get(k) ?? { labels, value: 0, counts: b.map(() => 0), sum: 0 };
     s.value++;
     s.sum! += value;

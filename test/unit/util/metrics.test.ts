@@ -5,14 +5,17 @@ import { Metrics } from '../../../src/util/metrics.js';
 test('metrics: the text format — HELP/TYPE, sorted labels, escaping, counters never down, cumulative histogram buckets, collectors at scrape', async () => {
   const m = new Metrics();
   m.declare('brig_x_total', 'Things.\nMore', 'counter');
-  m.inc('brig_x_total', '', { b: '2', a: 'q"u\\o' }, 3);
-  m.inc('brig_x_total', '', { a: 'q"u\\o', b: '2' });
-  m.inc('brig_x_total', '', { a: 'q"u\\o', b: '2' }, -5); // ignored
-  m.inc('brig_x_total', '', { a: 'q"u\\o', b: '2' }, Number.NaN); // ignored
+  m.inc('brig_x_total', { b: '2', a: 'q"u\\o' }, 3);
+  m.inc('brig_x_total', { a: 'q"u\\o', b: '2' });
+  m.inc('brig_x_total', { a: 'q"u\\o', b: '2' }, -5); // ignored
+  m.inc('brig_x_total', { a: 'q"u\\o', b: '2' }, Number.NaN); // ignored
   m.declare('brig_h_seconds', 'Latency.', 'histogram');
-  for (const v of [0.003, 0.2, 7, Number.NaN]) m.observe('brig_h_seconds', '', {}, v);
+  for (const v of [0.003, 0.2, 7, Number.NaN]) m.observe('brig_h_seconds', {}, v);
   let scrapes = 0;
-  m.collect(() => m.set('brig_g', 'A gauge.', { s: 'ok' }, ++scrapes));
+  m.declare('brig_g', 'A gauge.', 'gauge');
+  m.collect(() => m.set('brig_g', { s: 'ok' }, ++scrapes));
+  assert.throws(() => m.inc('brig_never_declared'), /never declared/, 'a family is declared, with its help, before its first value');
+  assert.throws(() => m.observe('brig_x_total', {}, 1), /is a counter/);
   const text = await m.expose();
   assert.match(text, /^# HELP brig_g A gauge\.\n# TYPE brig_g gauge\nbrig_g\{s="ok"\} 1\n/m);
   assert.match(text, /# HELP brig_x_total Things\.\\nMore\n# TYPE brig_x_total counter\nbrig_x_total\{a="q\\"u\\\\o",b="2"\} 4\n/);
