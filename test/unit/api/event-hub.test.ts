@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { EventHub } from '../../../src/api/event-hub.js';
@@ -85,7 +86,8 @@ function follow(socketPath: string, headers: Record<string, string>, want: numbe
   });
 }
 
-test('GET /v1/events: every event has an id; reconnecting with Last-Event-ID replays exactly what was missed; another boot gets a gap event', async (t) => {
+/** The real API on a unix socket over a supervisor whose events the test pushes; gone after the test. */
+async function served(t: { after(fn: () => Promise<void>): void }): Promise<{ socketPath: string; src: ReturnType<typeof eventSource> }> {
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-ev-'));
   const socketPath = path.join(dir, 'brig.sock');
   const src = eventSource();
@@ -94,6 +96,11 @@ test('GET /v1/events: every event has an id; reconnecting with Last-Event-ID rep
     await api.close();
     await fs.promises.rm(dir, { recursive: true, force: true });
   });
+  return { socketPath, src };
+}
+
+test('GET /v1/events: every event has an id; reconnecting with Last-Event-ID replays exactly what was missed; another boot gets a gap event', async (t) => {
+  const { socketPath, src } = await served(t);
   const first = follow(socketPath, {}, 2);
   await tick();
   src.push('r-1');
@@ -115,15 +122,7 @@ test('GET /v1/events: every event has an id; reconnecting with Last-Event-ID rep
 });
 
 test('a client that stops reading is cut once it is 1 MiB behind; the others keep their stream', async (t) => {
-  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-ev-'));
-  const socketPath = path.join(dir, 'brig.sock');
-  const src = eventSource();
-  const api = await listenApi(src.sup, socketPath);
-  t.after(async () => {
-    await api.close();
-    await fs.promises.rm(dir, { recursive: true, force: true });
-  });
-  const net = await import('node:net');
+  const { socketPath, src } = await served(t);
   const stuck = net.connect(socketPath);
   stuck.pause(); // reads nothing while the events pile up
   let got = 0;
