@@ -4,7 +4,7 @@
  * the records on disk. The CLI loads this, and src/index.ts only to run children itself (no
  * daemon) or to slice without a daemon.
  */
-export { RUN_STATUSES, END_REASONS, KILLED_BY, RUN_KINDS } from './runs/vocabulary.js';
+export { RUN_STATUSES } from './runs/vocabulary.js';
 export { elapsedMs } from './runs/state-machine.js';
 export { ApiClient } from './api/client.js';
 export { daemonBrig } from './api/daemon-brig.js';

@@ -20,8 +20,8 @@ import { BrigError } from '../util/errors.js';
 import { CONSOLE_PAGE } from './console-page.js';
 
 export interface ConsoleServer {
+  /** The address with its access token: what `brig serve --ui` prints. */
   url: string;
-  token: string;
   close(): Promise<void>;
 }
 
@@ -90,7 +90,6 @@ export async function listenConsole(api: http.RequestListener, addr?: string): P
   const shown = a.family === 'IPv6' ? `[${a.address}]` : a.address;
   return {
     url: `http://${shown}:${a.port}/?token=${token}`,
-    token,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));

@@ -95,7 +95,7 @@ export class Metrics {
     this.#collectors.push(fn);
   }
 
-  /** The current value of one series (tests, the fleet view). */
+  /** The current value of one series. */
   value(name: string, labels: Labels = {}): number | undefined {
     return this.#families.get(name)?.series.get(key(labels))?.value;
   }

@@ -152,6 +152,8 @@ test('[INV-9] a limit below its floor is refused with invalid_input naming the f
     ['pids', 15],
     ['pids', 0],
     ['tmpfsMb', 0],
+    ['diskMb', 15],
+    ['diskMb', 0],
   ];
   for (const [k, v] of cases) {
     const r = renderCreateBody({ ...GOLDEN_SPEC, limits: { ...INTENT, [k]: v } }, GOLDEN_IMAGE);
