@@ -9,7 +9,7 @@ import path from 'node:path';
 import { agentCatalogFor } from '../agents/index.js';
 import { BrokerServer, ensurePrivateDirs, type Handlers, type SocketOwner } from '../broker/index.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
-import { DockerJailDriver, JAIL_USER, ownerForHome } from '../jail/index.js';
+import { DockerJailDriver, JAIL_USER, ownerForHome, WarmPool } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { Metrics } from '../util/metrics.js';
@@ -19,7 +19,7 @@ import { silentLog, type Logger } from '../util/log.js';
 import { logEvents } from './log-feed.js';
 import { loadModelCatalog } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
-import { ChildRefs, createSupervisor, type SupervisorCore, type RefService, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
+import { ChildRefs, createSupervisor, jailLimitsFor, type SupervisorCore, type RefService, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
 import { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, type Result } from '../util/errors.js';
 import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
@@ -54,6 +54,11 @@ export interface ComposeOptions {
   hooks?: SupervisorHooks;
   /** The daemon's log (util/log.ts); default: silent (a library caller did not ask for one). */
   log?: Logger;
+  /**
+   * Warm jails kept ready per limit shape (jail/docker/pool.ts); 0 or absent: every run's jail
+   * is made when it starts. Primed with the shape of an operator's spawn under the root profile.
+   */
+  warm?: number;
 }
 
 export interface Composed {
@@ -65,6 +70,8 @@ export interface Composed {
   log: Logger;
   /** The coordinator's drill-in surface, over the same store and helper pool as the children's. */
   refs: RefService;
+  /** The warm pool, when one was asked for: start() it once the supervisor reconciled. */
+  warm?: WarmPool;
   close(): Promise<void>;
 }
 
@@ -102,7 +109,12 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
   const ledger = teeLedger(fileLedger, [meterEvents(metrics), logEvents(log)]);
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results });
-  const jail = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
+  const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
+  const rootShape = leases.previewRootLimits();
+  const warm = (o.warm ?? 0) > 0
+    ? new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime: rootShape ? [jailLimitsFor(rootShape)] : [], onEvent: (e) => ledger.append({ ...e }) })
+    : undefined;
+  const jail = warm ?? docker;
   // A broken model configuration stops the supervisor here, loudly; none at all serves no agents.
   const catalog = loadModelCatalog(cfg);
   if (!catalog.ok) throw catalog.error;
@@ -193,8 +205,11 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     refs,
     metrics,
     log,
+    ...(warm ? { warm } : {}),
     async close() {
       unwatch();
+      // Idle slots first: nothing is handed out while the supervisor closes.
+      await warm?.close();
       await supervisor.close();
       await broker.close();
       // This home's runtime directory goes once no run's socket directory is left in it.

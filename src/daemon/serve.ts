@@ -39,6 +39,8 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
   }
   const composed = await composeSupervisor(cfg, { ...o, reconcile: true });
   const report = await composed.supervisor.start();
+  // After reconcile: what a dead supervisor's pool left was swept before this one fills.
+  await composed.warm?.start();
   const socketPath = brigPaths(cfg.home).socket;
   const fleet = (sinceMinutes: number) => fleetReport({ list: (f) => composed.supervisor.list(f), refs: composed.refs, ledgerDir: brigPaths(cfg.home).ledger }, { sinceMinutes });
   const op = openOperator({ home: cfg.home, env: { BRIG_HOME: cfg.home, ...(cfg.dockerHost ? { DOCKER_HOST: cfg.dockerHost } : {}), BRIG_WORKSPACE_QUOTA: cfg.workspaceQuota } });

@@ -17,6 +17,8 @@ export type {
   LabelledResource,
   StreamTails,
 } from './types.js';
+export { POOL_KEY_PREFIX, isPoolKey } from './types.js';
+export { WarmPool, type WarmPoolOptions, type PoolEvent } from './docker/pool.js';
 export { DockerJailDriver, ownerForHome, type DockerJailDriverOptions } from './docker/docker-jail-driver.js';
 export { HARDENED, JAIL_USER, WORKSPACE_DIR, BROKER_DIR, ARTIFACTS_DIR, renderCreateBody } from './docker/profile.js';
 export { verifyInspect, type Drift } from './docker/verify.js';

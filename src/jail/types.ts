@@ -131,12 +131,28 @@ export interface JailVerified {
   /** Host paths bound into the jail (the broker socket directory, artifacts), all read-only. */
   binds: { target: string; readOnly: boolean }[];
   verifiedAt: string;
+  /**
+   * A jail from the warm pool: its slot, when it was made and verified, and when it was
+   * verified again and handed this run. Absent: made for this run (the cold path).
+   */
+  pooled?: { slot: string; readyAt: string; assignedAt: string };
 }
+
+/** Jail keys of warm-pool slots start with this; a run's own jail is keyed by its run id. */
+export const POOL_KEY_PREFIX = 'pool-';
+export const isPoolKey = (key: string): boolean => key.startsWith(POOL_KEY_PREFIX);
 
 /** One child's jail. Not started when handed out; destroy() is idempotent. */
 export interface Jail {
   readonly runId: string;
   readonly id: string;
+  /**
+   * The name the engine knows this jail by (its labels, container, volume and disk): a warm
+   * pool slot's key when the pool served the run. Absent: the run id.
+   */
+  readonly key?: string;
+  /** The host directory bound at /run/brig when it is not the one the spec named (a pool slot's). */
+  readonly brokerDir?: string;
   /** The engine's account of it after create (absent on a reattached jail). */
   readonly verified?: JailVerified;
   start(): Promise<void>;

@@ -21,8 +21,9 @@ import { Revocations, type RevokedListener } from './lease-revocations.js';
 import { hashToken } from './lease-state.js';
 
 export { hashToken, leaseLive, leaseState } from './lease-state.js';
+import { OPERATOR_PROFILE } from './default-profile.js';
 import { profileOf, type Policy } from './policy.js';
-import { LeaseRequestSchema, type Grant, type LeaseRecord, type LeaseRequest } from './types.js';
+import { LeaseRequestSchema, type Grant, type LeaseRecord, type LeaseRequest, type Limits } from './types.js';
 
 /** Where lease events go: structurally a ledger (lease/ does not import ledger/). */
 export interface LeaseEventSink {
@@ -89,6 +90,17 @@ export class LeaseStore {
 
   private reindex(): void {
     for (const r of this.files.all()) this.byRun.set(r.runId, r.id);
+  }
+
+  /**
+   * The limits a run the operator spawns under `profile` with no narrowing would hold (what
+   * issueRoot would grant), without issuing anything: the warm pool's default shape.
+   */
+  previewRootLimits(profile: string = OPERATOR_PROFILE): Limits | null {
+    const root = this.policy?.profiles.root;
+    const prof = this.policy ? profileOf(this.policy, profile) : undefined;
+    if (!root || !prof?.ok) return null;
+    return attenuate(root.grant, {}, prof.value.grant, this.policy!.denylist.caps).grant.limits;
   }
 
   issueRoot(a: IssueRootArgs): Result<IssuedLease> {

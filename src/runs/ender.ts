@@ -17,6 +17,7 @@ import type { RunEndMeta, SupervisorDeps } from './ports.js';
 import type { ProgressFork } from './progress-fork.js';
 import type { EndOptions, Live, RunTable } from './run-table.js';
 import { elapsedMs, end, transition } from './state-machine.js';
+import { jailKeyOf } from './run-record.js';
 import type { EndReason, PendingEnd, RunRecord, SupervisorSettings } from './types.js';
 
 export function endMeta(r: RunRecord, now: Date): RunEndMeta {
@@ -147,11 +148,11 @@ export class RunEnder {
     await handle?.jail?.kill().catch(() => {});
     await handle?.jail?.destroy().catch(() => {});
     if (!handle?.jail && r.startedAt !== null) {
-      const j = await deps.jail.attach(r.id).catch(() => null);
+      const j = await deps.jail.attach(jailKeyOf(r)).catch(() => null);
       await j?.destroy().catch(() => {});
     }
     await handle?.broker?.close().catch(() => {});
-    await fs.rm(path.join(deps.paths.brokers, r.id), { recursive: true, force: true }).catch(() => {});
+    for (const dir of new Set([r.id, jailKeyOf(r)])) await fs.rm(path.join(deps.paths.brokers, dir), { recursive: true, force: true }).catch(() => {});
     if (!r.resumable) {
       await table.store.removeFile(r.id, 'checkpoint').catch(() => {});
       await table.store.removeFile(r.id, 'script').catch(() => {});

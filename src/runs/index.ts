@@ -38,6 +38,7 @@ export type {
   Brig,
 } from './types.js';
 export { createSupervisor } from './supervisor.js';
+export { jailLimitsFor } from './launch.js';
 export type { ShutdownOptions, ShutdownReport, SupervisorCore } from './supervisor.js';
 export { SupervisorSettingsSchema, resolveSettings } from './settings.js';
 export { RefService } from './ref-service.js';

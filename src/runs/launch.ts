@@ -95,6 +95,14 @@ export function jailCapabilityRefusal(kind: RunRecord['kind'], req: Pick<SpawnRe
   return null;
 }
 
+/** /tmp's size in every jail (MiB): not a lease limit, the same for every run. */
+export const JAIL_TMPFS_MB = 64;
+
+/** A jail's limits from its lease's: the lease's, never the request's (INV-1). */
+export function jailLimitsFor(l: Pick<LeaseGrant['limits'], 'memoryMb' | 'cpu' | 'pids' | 'diskMb'>): JailSpec['limits'] {
+  return { memoryMb: l.memoryMb, cpu: l.cpu, pids: l.pids, tmpfsMb: JAIL_TMPFS_MB, diskMb: l.diskMb };
+}
+
 export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, packet: SpawnPacket, brokerDir: string, script: Buffer | null): JailSpec {
   const inputs: JailInput[] = [
     { path: CHILD_PATHS.packet, data: JSON.stringify(packet), mode: 0o444 },
@@ -108,7 +116,7 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
     rootRunId: r.rootRunId,
     argv,
     env: { BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace },
-    limits: { memoryMb: lease.limits.memoryMb, cpu: lease.limits.cpu, pids: lease.limits.pids, tmpfsMb: 64, diskMb: lease.limits.diskMb },
+    limits: jailLimitsFor(lease.limits),
     artifacts: req.artifact_refs.map((a) => ({ hostPath: path.resolve(a), name: path.basename(a) })),
     brokerDir,
     inputs,

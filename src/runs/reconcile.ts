@@ -14,6 +14,8 @@ import type { RunActions, RunTable } from './run-table.js';
 import type { RunStarter } from './starter.js';
 import { retentionActions } from './health.js';
 import type { ReconcileReport, SupervisorSettings } from './types.js';
+import { isPoolKey } from '../jail/types.js';
+import { jailKeyOf } from './run-record.js';
 
 export interface ReconcileDeps {
   table: RunTable;
@@ -38,7 +40,7 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
   for (const r of table.all()) if (r.status === 'ended' && r.unreleased) await d.finishEnd(r.id).catch(() => {});
   for (const r of table.all()) {
     if (r.status === 'ended' || r.status === 'queued') continue;
-    const jail = await deps.jail.attach(r.id).catch(() => null);
+    const jail = await deps.jail.attach(jailKeyOf(r)).catch(() => null);
     // Running (or exited while no supervisor watched): watch it again; an exited one ends
     // at once and is collected like any other. Mid-materialization: redo the collection.
     if (jail && (r.status === 'running' || r.status === 'materializing') && (await d.starter.reattach(r, jail))) {
@@ -52,9 +54,13 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
   await verifyResumable(table, report);
   // `isLive` true means "leave it": unknown runs are kept when told not to sweep them
   // (tests share one engine with other suites).
-  report.swept = await deps.jail.sweep((id) => {
-    const r = table.get(id);
-    return r ? r.status !== 'ended' : deps.sweepUnknown === false;
+  // Jails go by their key: a run's id, or the warm-pool slot it was handed. A slot no live run
+  // holds was never assigned (or its run is over): it goes, whatever sweepUnknown says.
+  const byKey = new Map(table.all().map((r) => [jailKeyOf(r), r] as const));
+  report.swept = await deps.jail.sweep((key) => {
+    const r = byKey.get(key);
+    if (r) return r.status !== 'ended';
+    return isPoolKey(key) ? false : deps.sweepUnknown === false;
   });
   return report;
 }

@@ -126,6 +126,11 @@ export interface RunRecord {
   activeTool?: string | null;
   /** The jail as the engine reported it once verification passed (what an operator audits). */
   jail?: JailVerified;
+  /**
+   * The name the engine knows this run's jail by when it is not the run id: the warm-pool
+   * slot it was handed (set before the child starts, so a restart finds and sweeps by it).
+   */
+  jailKey?: string;
   /** Attribution: the parent's step count when it spawned this run (reference 001). */
   parentStep?: number | null;
   /** Kind `agent`: its one salvage call was made. */
@@ -137,3 +142,6 @@ export interface RunRecord {
    */
   unreleased?: boolean;
 }
+
+/** The key of a run's jail in the engine (its labels, container, volume, disk, socket directory). */
+export const jailKeyOf = (r: Pick<RunRecord, 'id' | 'jailKey'>): string => r.jailKey ?? r.id;

@@ -19,6 +19,7 @@ import { progressLineFor, type ProgressFork } from './progress-fork.js';
 import type { Live, RunActions, RunTable } from './run-table.js';
 import { elapsedMs, transition } from './state-machine.js';
 import type { AgentSpec } from '../agents/index.js';
+import { jailKeyOf } from './run-record.js';
 import type { AgentPacket, RunRecord, SpawnPacket, SupervisorSettings } from './types.js';
 
 export interface StarterDeps {
@@ -105,13 +106,18 @@ export class RunStarter {
       const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
       await fs.writeFile(path.join(table.store.dir(runId), 'packet.json'), JSON.stringify(packet), { mode: 0o600 });
-      handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: brokerDir, packet });
-      if (gone()) return await abandon();
       const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'));
+      // The driver may hand a warm-pool jail made before this run: its key and socket
+      // directory are the slot's, kept on the record before the child starts.
       handle.jail = await deps.jail.create(spec);
       if (gone()) return await abandon();
-      const verified = handle.jail.verified;
-      if (verified) await table.update(runId, (x) => ({ ...x, jail: verified }));
+      const jail = handle.jail;
+      const key = jail.key ?? runId;
+      if (jail.brokerDir !== undefined && jail.brokerDir !== brokerDir) await fs.rm(brokerDir, { recursive: true, force: true });
+      await table.update(runId, (x) => ({ ...x, ...(jail.verified ? { jail: jail.verified } : {}), ...(key !== runId ? { jailKey: key } : {}) }));
+      // The socket is there before the child's first instruction, in the directory its jail binds.
+      handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet });
+      if (gone()) return await abandon();
       await handle.jail.start();
       if (gone()) return await abandon();
       const running = transition(table.get(runId)!, 'running', table.clock.now());
@@ -200,7 +206,7 @@ export class RunStarter {
       const handle: Live = { jail, caps: packet.lease.caps, steers: [] };
       table.live.set(r.id, handle);
       // The child keeps its token; the broker verifies it against the persisted lease.
-      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir: path.join(deps.paths.brokers, r.id), packet });
+      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir: path.join(deps.paths.brokers, jailKeyOf(r)), packet });
       this.watch(r.id, jail);
       return true;
     } catch {

@@ -39,6 +39,7 @@ const command: Command = {
     { name: 'max-concurrent', value: 'N', description: 'running children across the daemon (default 5)' },
     { name: 'max-queued', value: 'N', description: 'children waiting for a slot before spawns are refused' },
     { name: 'drain', value: 'SECONDS', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30)' },
+    { name: 'warm', value: 'N', description: 'keep N started, verified jails ready per limit shape (single-use; default 0: each jail is made at spawn)' },
     { name: 'no-steer-inject', description: 'steer by kill + respawn instead of injecting at the next step' },
     { name: 'ui', description: 'also serve the web console on loopback behind a random token; prints `console: URL`' },
     { name: 'ui-addr', value: 'ADDR', description: 'the console\'s loopback address (default 127.0.0.1 and a free port)' },
@@ -47,7 +48,7 @@ const command: Command = {
     { name: 'log-max-mb', value: 'MB', description: 'rotate --log-file past this size (default 10; 5 older files kept)' },
     JSON_FLAG,
   ],
-  examples: ['brig serve &', 'brig serve --max-concurrent 8 --drain 60', 'brig serve --ui', 'brig serve --ui 127.0.0.1:8080', 'brig serve --log-file ~/.brig/brig.log --log-level debug'],
+  examples: ['brig serve &', 'brig serve --max-concurrent 8 --drain 60', 'brig serve --warm 4', 'brig serve --ui', 'brig serve --ui 127.0.0.1:8080', 'brig serve --log-file ~/.brig/brig.log --log-level debug'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const settings = serveSettings(p);
@@ -69,12 +70,17 @@ const command: Command = {
     if (p.positionals.length > 1) throw new BrigError('invalid_input', 'give the console one address', { hint: '`brig serve --ui 127.0.0.1:8080`' });
     const uiAddr = flag(p, 'ui-addr') ?? p.positionals[0];
     const ui = p.bools.has('ui') || uiAddr !== undefined ? (uiAddr ?? '') : undefined;
-    const d = await startDaemon(loadConfig(io.env), { settings, log, ...(ui !== undefined ? { ui } : {}) });
+    const warm = numberFlag(p, 'warm');
+    if (warm !== undefined && !(Number.isInteger(warm) && warm >= 0 && warm <= 64)) {
+      throw new BrigError('invalid_input', `--warm takes a whole number of jails from 0 to 64, not ${warm}`, { hint: 'Each warm jail holds its limits\' memory and a workspace disk while it waits: `brig serve --warm 4`.' });
+    }
+    const d = await startDaemon(loadConfig(io.env), { settings, log, ...(ui !== undefined ? { ui } : {}), ...(warm ? { warm } : {}) });
     if (p.bools.has('json')) writeJson(io, { socket: d.socketPath, reconcile: d.report, ...(d.consoleUrl ? { console: d.consoleUrl } : {}) });
     else {
       io.stdout.write(`brig serving on ${d.socketPath}\n`);
       if (d.consoleUrl) io.stdout.write(`console: ${d.consoleUrl}\n`);
       const r = d.report;
+      if (d.composed.warm) io.stdout.write(`warm pool: ${d.composed.warm.size} jails per shape, filling\n`);
       io.stdout.write(`reconciled: ${r.reattached.length} reattached, ${r.ghostSwept.length} ghost-swept, ${r.swept.containers} containers and ${r.swept.volumes} volumes swept\n`);
       if (r.resumable?.length) io.stdout.write(`resumable: ${r.resumable.join(' ')}\n`);
       for (const o of r.orphaned ?? []) io.stdout.write(`no longer resumable: ${o.runId} (${o.reason})\n`);

@@ -58,6 +58,9 @@ export class DockerJail implements Jail {
   private readonly err: TailBuffer;
   private streamDone: Promise<void> = Promise.resolve();
   private destroyed = false;
+  private sawOutput!: () => void;
+  /** Resolves at the first byte on either stream (a pool slot's waiter says it is ready). */
+  readonly firstOutput: Promise<void> = new Promise((resolve) => (this.sawOutput = resolve));
   verified?: JailVerified;
 
   constructor(
@@ -79,7 +82,7 @@ export class DockerJail implements Jail {
   /** Attach to stdout/stderr; done before start so no byte is missed. */
   async attachStreams(): Promise<void> {
     const stream = (await this.container.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
-    const sink = (t: TailBuffer) => new Writable({ write: (c: Buffer, _e, cb) => (t.push(c), cb()) });
+    const sink = (t: TailBuffer) => new Writable({ write: (c: Buffer, _e, cb) => (t.push(c), this.sawOutput(), cb()) });
     const outS = new PassThrough();
     const errS = new PassThrough();
     outS.pipe(sink(this.out));
@@ -89,6 +92,24 @@ export class DockerJail implements Jail {
       stream.on('end', resolve);
       stream.on('close', resolve);
       stream.on('error', () => resolve());
+    });
+  }
+
+  /** The engine's name for this jail: the run id, or a pool slot's key. */
+  get key(): string {
+    return this.runId;
+  }
+
+  /** Both tails emptied: what a pool slot's waiter wrote is not its run's output. */
+  clearTails(): void {
+    this.out.clear();
+    this.err.clear();
+  }
+
+  /** The engine's account of the container now (the pool re-verifies a slot at assignment). */
+  async inspect(): Promise<Docker.ContainerInspectInfo> {
+    return this.container.inspect().catch((e: unknown) => {
+      throw engineError(e, 'jail_failed', 'inspecting the jail failed');
     });
   }
 

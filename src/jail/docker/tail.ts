@@ -15,6 +15,13 @@ export class TailBuffer {
     }
   }
 
+  /** Forgets everything held and counted (a pool slot's waiter line, before its run). */
+  clear(): void {
+    this.chunks = [];
+    this.held = 0;
+    this.total = 0;
+  }
+
   text(): string {
     const all = Buffer.concat(this.chunks);
     return all.subarray(Math.max(0, all.length - this.cap)).toString('utf8');
