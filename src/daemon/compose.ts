@@ -194,7 +194,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
     ...(o.hooks ? { hooks: castThenTell(o.hooks, (id) => refs.result(id)) } : {}),
   });
   const supervisor = sup;
-  collectState(metrics, () => supervisor, pool);
+  collectState(metrics, () => supervisor, pool, warm);
   const { refs } = openRefService(cfg, (id) => supervisor.get(id), { store: results, pool });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};

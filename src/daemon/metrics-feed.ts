@@ -30,6 +30,8 @@ function declare(m: Metrics): void {
   m.declare('brig_materialized_bytes_total', 'Bytes of output materialized as ResultRefs.', 'counter');
   m.declare('brig_slice_helpers_started_total', 'DuckDB helper processes started (beyond the pool size: restarts).', 'counter');
   m.declare('brig_slice_helpers_live', 'DuckDB helper processes alive.', 'gauge');
+  m.declare('brig_warm_jails', 'Warm-pool jails by state (ready: started, verified, waiting for a run; filling: being made).', 'gauge');
+  m.declare('brig_warm_assigned_total', 'Runs handed a warm-pool jail (the others were made a jail at start).', 'counter');
 }
 
 /** Counts each ledgered event (teeLedger hands them over). */
@@ -61,6 +63,9 @@ export function meterEvents(m: Metrics): (ev: LedgerEvent) => void {
       case 'broker.abuse':
         m.inc('brig_broker_abuse_total');
         return;
+      case 'jail.pool_assigned':
+        m.inc('brig_warm_assigned_total');
+        return;
       case 'run.model_call': {
         const model = str(ev.model);
         m.inc('brig_model_calls_total', { model, outcome: ev.ok === true ? 'ok' : str(ev.code, 'error') });
@@ -79,7 +84,7 @@ export function countBrokerCall(m: Metrics): (method: string, outcome: string) =
 }
 
 /** Gauges read at scrape time: the supervisor's runs by status, its queue, the helper pool. */
-export function collectState(m: Metrics, sup: () => Supervisor | undefined, pool: DuckdbHelperPool): void {
+export function collectState(m: Metrics, sup: () => Supervisor | undefined, pool: DuckdbHelperPool, warm?: { stats(): { ready: number; filling: number }[] }): void {
   m.collect(async () => {
     const s = sup();
     const runs: RunRecord[] = s ? await s.list() : [];
@@ -90,5 +95,8 @@ export function collectState(m: Metrics, sup: () => Supervisor | undefined, pool
     m.set('brig_queue_depth', {}, by.get('queued') ?? 0);
     m.set('brig_slice_helpers_started_total', {}, pool.started);
     m.set('brig_slice_helpers_live', {}, pool.pids().length);
+    const w = warm?.stats() ?? [];
+    m.set('brig_warm_jails', { state: 'ready' }, w.reduce((n, s) => n + s.ready, 0));
+    m.set('brig_warm_jails', { state: 'filling' }, w.reduce((n, s) => n + s.filling, 0));
   });
 }

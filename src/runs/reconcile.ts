@@ -9,6 +9,7 @@
  * are removed. Only a reconciling supervisor (it holds the home lock) does any of this.
  */
 import { promises as fs } from 'node:fs';
+import path from 'node:path';
 import type { SupervisorDeps } from './ports.js';
 import type { RunActions, RunTable } from './run-table.js';
 import type { RunStarter } from './starter.js';
@@ -62,6 +63,11 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
     if (r) return r.status !== 'ended';
     return isPoolKey(key) ? false : deps.sweepUnknown === false;
   });
+  // A dead supervisor's pool slots leave their socket directories (and FIFOs) too.
+  for (const name of await fs.readdir(deps.paths.brokers).catch(() => [] as string[])) {
+    const held = byKey.get(name);
+    if (isPoolKey(name) && !(held && held.status !== 'ended')) await fs.rm(path.join(deps.paths.brokers, name), { recursive: true, force: true }).catch(() => {});
+  }
   return report;
 }
 
