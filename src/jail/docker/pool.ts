@@ -254,6 +254,7 @@ export class WarmPool implements JailDriver {
     if (drift.length > 0) {
       throw new BrigError('jail_unverified', `the pooled jail drifted from its profile (${drift.map((d) => d.field).join(', ')})`, { data: { drift: drift.map((d) => d.field) } });
     }
+    await slot.jail.noteOutBefore();
     const w = slot.jail.verified?.workspace;
     const disk = w && w.type !== null ? { driver: w.driver, type: w.type, options: w.options ?? '', diskMb: spec.limits.diskMb } : null;
     const verified: JailVerified = { ...verifiedSummary(inspect, disk), pooled: { slot: slot.key, readyAt: slot.readyAt, assignedAt: new Date().toISOString() } };

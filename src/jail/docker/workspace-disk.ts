@@ -95,9 +95,11 @@ export class WorkspaceDisks {
       await fh.close();
     }
     try {
-      await run(DISK_TOOLS.mkfs, ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', `root_owner=${owner.uid}:${owner.gid},lazy_itable_init=1`, '-L', 'brig-ws', image]).catch((e: unknown) => {
+      await run(DISK_TOOLS.mkfs, ['-q', '-F', '-m', '0', '-I', '256', '-O', '^has_journal', '-E', `root_owner=${owner.uid}:${owner.gid},lazy_itable_init=1`, '-L', 'brig-ws', image]).catch((e: unknown) => {
         throw stepFailed('mkfs.ext4', e);
       });
+      // -I 256 on every size: nanosecond timestamps (mke2fs gives a small disk 128-byte inodes,
+      // one-second mtimes), which the empty-out/ check of collect (docker-jail.ts) relies on.
       // lost+found is root's: it would sit in every workspace listing, unreadable to the child.
       await run(DISK_TOOLS.debugfs, ['-w', '-R', 'rmdir lost+found', image]).catch((e: unknown) => {
         throw stepFailed('debugfs', e);

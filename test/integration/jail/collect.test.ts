@@ -229,3 +229,28 @@ test('[INV-8] a refused out/ does not cost the run its result value or its stdio
   assert.match(text('stderr.txt'), /visible-stderr/);
   assert.deepEqual(fs.readdirSync(store.outDir(record.rootRunId, record.id)), [], 'nothing of the refused out/ (not even its small file)');
 });
+
+test('an empty out/ is known by the engine\'s stat (no archive); anything made in it at once, at any depth, or renamed into it is still collected', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const base = await tmp(t);
+  // A small disk (mke2fs's "small" type): its timestamps must still be nanoseconds, or a file
+  // made within the second of the start would be missed.
+  const cases: [string, string, string[]][] = [
+    ['nothing', 'true', []],
+    ['at-once', 'echo x > out/a', ['a']],
+    ['deep', 'mkdir -p out/d/e && echo y > out/d/e/b', ['d/e/b']],
+    ['made-removed', 'echo z > out/t && rm out/t', []],
+    ['renamed-in', 'echo w > w && mv w out/w', ['w']],
+  ];
+  for (const [tag, sh, want] of cases) {
+    for (let i = 0; i < 3; i++) {
+      const dest = path.join(base, `${tag}-${i}`);
+      const { exit } = await runToEnd(spec(`empty-${tag}`, ['sh', '-c', sh], { limits: { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 32 } }), async (jail) => {
+        const rep = await jail.collect(dest, CAPS);
+        assert.deepEqual(rep.files.map((f) => f.path).sort(), want, `${tag}: collected`);
+      });
+      assert.equal(exit.exitCode, 0, tag);
+      assert.deepEqual(fs.readdirSync(dest, { recursive: true }).map(String).filter((p) => want.includes(p)).sort(), want, `${tag}: on disk`);
+    }
+  }
+});

@@ -1,0 +1,170 @@
+/**
+ * The warm pool against the cold path and the raw engine, in the same run, same child image
+ * (brig's own), through real daemons (`startDaemon`, the HTTP API on its unix socket):
+ *
+ * first-instruction  from the spawn request to the child's first instruction: the child runs
+ *                    `touch /tmp/t; stat -c %y /tmp/t` and the file's nanosecond mtime
+ *                    (the kernel's CLOCK_REALTIME, the host's clock) is compared with the
+ *                    moment the request was sent. Raw floor: `docker run` of the same.
+ * round-trip         a trivial synchronous child (`true`): POST /v1/runs, then GET its
+ *                    envelope (/v1/runs/RUN/result). Raw floor: `docker run --rm … true`.
+ * batch              50 `true` children, 5 clients at once, against
+ *                    `xargs -P5` of `docker run --rm --network none IMAGE true`.
+ *
+ * pooled = `--warm 5` (each latency round waits until the pool refilled, so a measurement
+ * never overlaps a refill); cold = the same daemon without a pool. Prints p50/p95 and ratios;
+ * asserts nothing.
+ *   node --import tsx bench/warm.bench.ts [ROUNDS]     (default 20)
+ */
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { ApiClient } from '../src/api/index.js';
+import { loadConfig } from '../src/config/index.js';
+import { startDaemon, type Daemon } from '../src/daemon/index.js';
+import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
+
+const run = promisify(execFile);
+const N = Math.max(10, Number(process.argv[2] ?? 20));
+const BATCH = 50;
+const CONC = 5;
+const WARM = 5;
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((s.length - 1) * p))]!;
+};
+const fmt = (x: number) => x.toFixed(1).padStart(8);
+const nowMs = () => performance.timeOrigin + performance.now();
+
+/** `2026-12-01 14:37:10.683006811 +0000` → epoch ms with the fraction. */
+function statTime(line: string): number {
+  const m = /(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)\.(\d{1,9}) ([+-]\d{4})/.exec(line);
+  if (!m) throw new Error(`no timestamp in ${JSON.stringify(line)}`);
+  const base = Date.parse(`${m[1]}T${m[2]}${m[4]!.slice(0, 3)}:${m[4]!.slice(3)}`);
+  return base + Number(`0.${m[3]}`) * 1000;
+}
+
+const FIRST = ['sh', '-c', 'touch /tmp/t; stat -c %y /tmp/t'];
+
+async function daemon(tag: string, warm: number): Promise<{ d: Daemon; home: string; api: ApiClient }> {
+  const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), `brig-warm-${tag}-`));
+  await fs.promises.chmod(home, 0o700);
+  const d = await startDaemon(loadConfig({ BRIG_HOME: home }), { ...(warm > 0 ? { warm } : {}), settings: { maxRunsPerTree: 10_000, maxQueued: 500 } });
+  await d.composed.warm?.filled(120_000);
+  return { d, home, api: new ApiClient(d.socketPath) };
+}
+
+async function close(x: { d: Daemon; home: string; api: ApiClient }): Promise<void> {
+  await x.api.close();
+  await x.d.shutdown({ drainMs: 0 }).catch(() => {});
+  await new DockerJailDriver({ owner: ownerForHome(x.home) }).sweep(() => false).catch(() => {});
+  await fs.promises.rm(x.home, { recursive: true, force: true });
+}
+
+async function firstInstruction(api: ApiClient): Promise<number> {
+  const t0 = nowMs();
+  const r = await api.spawn({ task: 'first instruction', kind: 'command', argv: FIRST });
+  if (!r.ok || r.value.endReason !== 'completed') throw new Error(`spawn failed: ${JSON.stringify(r)}`);
+  return statTime(r.value.stdoutTail ?? '') - t0;
+}
+
+async function roundTrip(api: ApiClient): Promise<{ ms: number; pooled: boolean }> {
+  const t0 = performance.now();
+  const r = await api.spawn({ task: 'trivial', kind: 'command', argv: ['true'] });
+  if (!r.ok || r.value.endReason !== 'completed') throw new Error(`spawn failed: ${JSON.stringify(r)}`);
+  const env = await api.call('GET', `/v1/runs/${r.value.id}/result`);
+  if (!env.ok) throw new Error(`no envelope: ${JSON.stringify(env)}`);
+  return { ms: performance.now() - t0, pooled: r.value.jail?.pooled !== undefined };
+}
+
+async function rawFirst(image: string): Promise<number> {
+  const t0 = nowMs();
+  const { stdout } = await run('docker', ['run', '--rm', '--network', 'none', '-u', '65534:65534', image, ...FIRST]);
+  return statTime(stdout) - t0;
+}
+
+async function rawTrue(image: string): Promise<number> {
+  const t0 = performance.now();
+  await run('docker', ['run', '--rm', '--network', 'none', '-u', '65534:65534', image, 'true']);
+  return performance.now() - t0;
+}
+
+async function batch(api: ApiClient): Promise<{ ms: number; pooled: number }> {
+  let next = 0;
+  let pooled = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONC }, async () => {
+      while (next < BATCH) {
+        next++;
+        const r = await api.spawn({ task: 'batch', kind: 'command', argv: ['true'] });
+        if (!r.ok || r.value.endReason !== 'completed') throw new Error(`spawn failed: ${JSON.stringify(r)}`);
+        if (r.value.jail?.pooled) pooled++;
+      }
+    }),
+  );
+  return { ms: performance.now() - t0, pooled };
+}
+
+async function rawBatch(image: string): Promise<number> {
+  const t0 = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    const p = spawn('sh', ['-c', `seq ${BATCH} | xargs -P${CONC} -I{} docker run --rm --network none -u 65534:65534 ${image} true`], { stdio: 'ignore' });
+    p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`xargs exited ${c}`))));
+  });
+  return performance.now() - t0;
+}
+
+async function main(): Promise<void> {
+  const pooled = await daemon('pooled', WARM);
+  const cold = await daemon('cold', 0);
+  const image = await new DockerJailDriver({ owner: ownerForHome(pooled.home) }).ensureImage();
+  const xs = { pf: [] as number[], cf: [] as number[], rf: [] as number[], pr: [] as number[], cr: [] as number[], rr: [] as number[] };
+  let missed = 0;
+  try {
+    // Warm-up, then round-robin so load from elsewhere hits every variant alike.
+    await firstInstruction(pooled.api);
+    await firstInstruction(cold.api);
+    await rawFirst(image);
+    for (let i = 0; i < N; i++) {
+      await pooled.d.composed.warm!.filled();
+      xs.pf.push(await firstInstruction(pooled.api));
+      xs.cf.push(await firstInstruction(cold.api));
+      xs.rf.push(await rawFirst(image));
+      await pooled.d.composed.warm!.filled();
+      const p = await roundTrip(pooled.api);
+      if (!p.pooled) missed++;
+      xs.pr.push(p.ms);
+      xs.cr.push((await roundTrip(cold.api)).ms);
+      xs.rr.push(await rawTrue(image));
+    }
+    const row = (name: string, v: number[], floor: number[]) => console.log(`${name.padEnd(28)}${fmt(pct(v, 0.5))}${fmt(pct(v, 0.95))}   ×${(pct(v, 0.5) / pct(floor, 0.5)).toFixed(2)}`);
+    console.log(`machine: ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.release()}; ${N} rounds; pool ${WARM} per shape`);
+    console.log(`${'first instruction (ms)'.padEnd(28)}     p50     p95   vs docker run`);
+    row('pooled', xs.pf, xs.rf);
+    row('cold', xs.cf, xs.rf);
+    row('docker run (raw)', xs.rf, xs.rf);
+    console.log(`${'trivial sync round trip'.padEnd(28)}     p50     p95   vs docker run --rm true`);
+    row('pooled', xs.pr, xs.rr);
+    row('cold', xs.cr, xs.rr);
+    row('docker run --rm (raw)', xs.rr, xs.rr);
+    if (missed > 0) console.log(`(${missed} pooled round trips found no ready slot and went cold)`);
+
+    const raw = await rawBatch(image);
+    await pooled.d.composed.warm!.filled();
+    const pb = await batch(pooled.api);
+    const cb = await batch(cold.api);
+    console.log(`${BATCH} children at concurrency ${CONC} (ms)       total   vs xargs -P${CONC} docker run`);
+    console.log(`${'pooled'.padEnd(28)}${fmt(pb.ms)}   ×${(pb.ms / raw).toFixed(2)}   (${pb.pooled} of ${BATCH} served warm)`);
+    console.log(`${'cold'.padEnd(28)}${fmt(cb.ms)}   ×${(cb.ms / raw).toFixed(2)}`);
+    console.log(`${'xargs docker run (raw)'.padEnd(28)}${fmt(raw)}`);
+  } finally {
+    await close(pooled);
+    await close(cold);
+  }
+}
+
+await main();
