@@ -145,14 +145,20 @@ export class RunEnder {
 
   async #release(r: RunRecord, handle: Live | undefined): Promise<void> {
     const { deps, table } = this.d;
-    await handle?.jail?.kill().catch(() => {});
-    await handle?.jail?.destroy().catch(() => {});
-    if (!handle?.jail && r.startedAt !== null) {
-      const j = await deps.jail.attach(jailKeyOf(r)).catch(() => null);
-      await j?.destroy().catch(() => {});
-    }
-    await handle?.broker?.close().catch(() => {});
-    for (const dir of new Set([r.id, jailKeyOf(r)])) await fs.rm(path.join(deps.paths.brokers, dir), { recursive: true, force: true }).catch(() => {});
+    // The jail and the broker socket go side by side (neither needs the other); the lease last.
+    const jail = async () => {
+      await handle?.jail?.kill().catch(() => {});
+      await handle?.jail?.destroy().catch(() => {});
+      if (!handle?.jail && r.startedAt !== null) {
+        const j = await deps.jail.attach(jailKeyOf(r)).catch(() => null);
+        await j?.destroy().catch(() => {});
+      }
+    };
+    const socket = async () => {
+      await handle?.broker?.close().catch(() => {});
+      for (const dir of new Set([r.id, jailKeyOf(r)])) await fs.rm(path.join(deps.paths.brokers, dir), { recursive: true, force: true }).catch(() => {});
+    };
+    await Promise.all([jail(), socket()]);
     if (!r.resumable) {
       await table.store.removeFile(r.id, 'checkpoint').catch(() => {});
       await table.store.removeFile(r.id, 'script').catch(() => {});

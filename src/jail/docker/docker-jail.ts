@@ -59,6 +59,8 @@ export class DockerJail implements Jail {
   private readonly err: TailBuffer;
   private streamDone: Promise<void> = Promise.resolve();
   private destroyed = false;
+  /** PID 1 exited (wait answered): the container is stopped and every process in it gone. */
+  private exited = false;
   private sawOutput!: () => void;
   /** Resolves at the first byte on either stream (a pool slot's waiter says it is ready). */
   readonly firstOutput: Promise<void> = new Promise((resolve) => (this.sawOutput = resolve));
@@ -144,13 +146,16 @@ export class DockerJail implements Jail {
     const res = (await this.container.wait().catch((e: unknown) => {
       throw engineError(e, 'not_running', 'the jail is gone');
     })) as { StatusCode: number };
+    this.exited = true;
     // The attach stream ends with the container; the bound keeps a stuck stream from holding wait().
     await Promise.race([this.streamDone, new Promise((r) => setTimeout(r, STREAM_DRAIN_MS).unref())]);
-    const info = await this.container.inspect().catch(() => undefined);
+    // Out of memory matters only to a run that did not exit 0 (a clean exit is a completed run).
+    const info = res.StatusCode === 0 ? undefined : await this.container.inspect().catch(() => undefined);
     return { exitCode: res.StatusCode, oomKilled: Boolean(info?.State?.OOMKilled) };
   }
 
   async kill(): Promise<void> {
+    if (this.exited) return; // nothing is left to kill: PID 1's exit took its namespace with it
     await this.container.kill({ signal: 'SIGKILL' }).catch(ignoreStatus(404, 409));
   }
 
@@ -196,8 +201,8 @@ export class DockerJail implements Jail {
   async destroy(): Promise<void> {
     if (this.destroyed) return;
     await this.container.remove({ force: true, v: true }).catch(ignoreStatus(404, 409));
-    await removeVolume(this.docker, this.volumeName);
-    await this.disks?.release(this.runId);
+    // With the container gone nothing mounts the disk: its volume record and its loop device go together.
+    await Promise.all([removeVolume(this.docker, this.volumeName), this.disks?.release(this.runId)]);
     this.destroyed = true;
   }
 }

@@ -30,7 +30,7 @@ import { BrigError, toBrigError } from '../../util/errors.js';
 import { POOL_KEY_PREFIX, type CollectCaps, type CollectOptions, type CollectReport, type EngineInfo, type Jail, type JailDriver, type JailExit, type JailLimits, type JailSpec, type JailVerified, type LabelledResource, type StreamTails } from '../types.js';
 import type { DockerJail } from './docker-jail.js';
 import { inputsArchive } from './docker-jail.js';
-import { verifiedSummary, type DockerJailDriver } from './docker-jail-driver.js';
+import type { DockerJailDriver } from './docker-jail-driver.js';
 import { JAIL_PATH, JAIL_USER, WORKSPACE_DIR, renderCreateBody, type CreateBody } from './profile.js';
 import { verifyInspect, type InspectView } from './verify.js';
 
@@ -222,16 +222,17 @@ export class WarmPool implements JailDriver {
     if (spec.image !== undefined && spec.image !== image) return null;
     if (!(await this.#runnable(spec.argv[0] ?? ''))) return null;
     const key = this.#want(image, spec.limits);
-    const state = this.shapes.get(key)!;
-    for (let slot = state.ready.shift(); slot; slot = state.ready.shift()) {
-      this.#pump();
-      try {
-        return await this.#assign(slot, spec);
-      } catch (e) {
-        this.#discard(slot, toBrigError(e).code);
-      }
-    }
-    return null;
+    const slot = this.shapes.get(key)!.ready.shift();
+    if (!slot) return null;
+    slot.taken = true;
+    // The engine's account is read again while the supervisor saves the record and opens the
+    // socket; start() waits for it before the child exists. The refill waits for the start, so
+    // making the next slot does not hold up this one.
+    const recheck = this.#recheck(slot, spec);
+    recheck.catch(() => {});
+    const verified: JailVerified = { ...slot.jail.verified!, pooled: { slot: slot.key, readyAt: slot.readyAt, assignedAt: new Date().toISOString() } };
+    this.o.onEvent?.({ type: 'jail.pool_assigned', runId: spec.runId, slot: slot.key, containerId: verified.containerId });
+    return new PooledJail(slot, spec, verified, recheck, () => this.#pump(), () => this.owned.delete(slot.key));
   }
 
   /**
@@ -245,21 +246,14 @@ export class WarmPool implements JailDriver {
     return JAIL_PATH.split(':').some((d) => exe.has(`${d}/${argv0}`));
   }
 
-  /** The slot read again from the engine: running, its body unchanged, the run's limits. */
-  async #assign(slot: Slot, spec: JailSpec): Promise<Jail> {
-    slot.taken = true;
-    const inspect = (await slot.jail.inspect()) as unknown as InspectView & { Id?: string; State?: { Running?: boolean } };
+  /** The slot read again from the engine: running, its body unchanged, the run's own limits. */
+  async #recheck(slot: Slot, spec: JailSpec): Promise<void> {
+    const inspect = (await slot.jail.inspect()) as unknown as InspectView & { State?: { Running?: boolean } };
     if (inspect.State?.Running !== true) throw new BrigError('jail_failed', 'the pooled jail is not running');
     const drift = verifyInspect(inspect, slot.body, spec.limits);
     if (drift.length > 0) {
       throw new BrigError('jail_unverified', `the pooled jail drifted from its profile (${drift.map((d) => d.field).join(', ')})`, { data: { drift: drift.map((d) => d.field) } });
     }
-    await slot.jail.noteOutBefore();
-    const w = slot.jail.verified?.workspace;
-    const disk = w && w.type !== null ? { driver: w.driver, type: w.type, options: w.options ?? '', diskMb: spec.limits.diskMb } : null;
-    const verified: JailVerified = { ...verifiedSummary(inspect, disk), pooled: { slot: slot.key, readyAt: slot.readyAt, assignedAt: new Date().toISOString() } };
-    this.o.onEvent?.({ type: 'jail.pool_assigned', runId: spec.runId, slot: slot.key, containerId: verified.containerId });
-    return new PooledJail(slot, spec, verified, () => this.owned.delete(slot.key));
   }
 
   /** Marks a shape as wanted (least recently wanted shapes past maxShapes are let go). */
@@ -394,6 +388,8 @@ class PooledJail implements Jail {
     private readonly slot: Slot,
     private readonly spec: JailSpec,
     readonly verified: JailVerified,
+    private readonly recheck: Promise<void>,
+    private readonly started: () => void,
     private readonly released: () => void,
   ) {}
 
@@ -414,6 +410,15 @@ class PooledJail implements Jail {
   async start(): Promise<void> {
     if (this.assigned) throw new BrigError('jail_failed', 'a pooled jail is assigned once');
     this.assigned = true;
+    try {
+      await this.#assign();
+    } finally {
+      this.started();
+    }
+  }
+
+  async #assign(): Promise<void> {
+    await this.recheck;
     const archive = await inputsArchive([...(this.spec.inputs ?? []), { path: ASSIGN, data: assignScript(this.spec), mode: 0o444 }]);
     const fifo = path.join(this.slot.dir, FIFO);
     const fd = await openWriter(fifo, 1000);

@@ -151,7 +151,14 @@ export class WorkspaceDisks {
     return n;
   }
 
+  /** Loop devices and their backing files, from sysfs (what losetup reads) without a process; losetup where sysfs is not. */
   async #loops(): Promise<{ dev: string; back: string }[]> {
+    const names = await fs.promises.readdir('/sys/block').catch(() => null);
+    if (names) {
+      const loops = names.filter((n) => /^loop\d+$/.test(n));
+      const backs = await Promise.all(loops.map((n) => fs.promises.readFile(`/sys/block/${n}/loop/backing_file`, 'utf8').catch(() => null)));
+      return loops.flatMap((n, i) => (backs[i] ? [{ dev: `/dev/${n}`, back: backs[i]!.replace(/\n$/, '') }] : []));
+    }
     const { stdout } = await run(DISK_TOOLS.losetup, ['--list', '--noheadings', '--output', 'NAME,BACK-FILE']).catch(() => ({ stdout: '' }));
     return stdout.split('\n').flatMap((line) => {
       const m = /^(\/dev\/loop\d+)\s+(.+)$/.exec(line.trim());
