@@ -15,6 +15,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { ApiClient } from '../../../src/api/index.js';
 import type { RunRecord, SpawnRequestInput } from '../../../src/runs/index.js';
+import net from 'node:net';
+import { judgeProbe, parseProbe, PROBE_SCRIPT } from '../../../src/jail/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { leftovers, until } from '../runs/fixture.js';
 import { brokerSockets, daemonHome, recordOnDisk, type DaemonHome, type Serve } from './serve-proc.js';
@@ -131,6 +133,28 @@ test('a pooled run is the cold path\'s run: PID 1 its argv, the same env, worksp
   await ready(serve, 2);
   const keys = (await leftovers(h.home)).map((x) => x.split(':')[1]);
   for (const r of [pooled, again]) assert.ok(!keys.includes(r.jailKey!), `${r.jailKey} was destroyed after its run`);
+  await serve.signal('SIGTERM');
+  await assertNothingLeft(h);
+});
+
+test('[INV-2] a pooled jail is the hardened jail, from inside: the doctor\'s probe passes every check (no network, read-only root, no capabilities, seccomp, the lease\'s limits and disk cap)', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const serve = await h.serve(['--warm', '1']);
+  await ready(serve, 1);
+  // A loopback port of the host: unreachable from the jail's own network namespace.
+  const srv = net.createServer((c) => c.destroy());
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  t.after(() => srv.close());
+  const port = (srv.address() as net.AddressInfo).port;
+  const r = await spawn(serve, { task: 'probe', kind: 'command', argv: ['node', '-e', PROBE_SCRIPT, String(port)] });
+  assert.ok(r.jail?.pooled, 'the probe ran in a warm jail');
+  const report = parseProbe(r.stdoutTail ?? '');
+  assert.ok(report, `the probe reported: ${r.stderrTail}`);
+  const l = r.jail!.limits;
+  const checks = judgeProbe(report, { memoryMb: l.memoryMb!, pids: l.pids!, cpu: l.cpu!, diskMb: l.diskMb! });
+  assert.ok(checks.length >= 10, 'the probe judged the jail');
+  assert.deepEqual(checks.filter((c) => !c.ok), [], 'every check passes from inside the pooled jail');
   await serve.signal('SIGTERM');
   await assertNothingLeft(h);
 });
