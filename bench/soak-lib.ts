@@ -166,13 +166,13 @@ function childEnv(home: string): NodeJS.ProcessEnv {
   return { ...env, BRIG_HOME: home };
 }
 
-/** Starts `brig serve --json --drain 10` (output to files under the home); resolves once it answers. */
-export async function startServe(home: string, n: number): Promise<DaemonProc> {
+/** Starts `brig serve --json --drain 10 [extra…]` (output to files under the home); resolves once it answers. */
+export async function startServe(home: string, n: number, extra: string[] = []): Promise<DaemonProc> {
   const outFile = path.join(home, `daemon-${n}.out`);
   const errFile = path.join(home, `daemon-${n}.err`);
   const out = fs.openSync(outFile, 'a');
   const errFd = fs.openSync(errFile, 'a');
-  const proc = spawn(process.execPath, [MAIN, 'serve', '--json', '--drain', '10'], { cwd: ROOT, env: childEnv(home), stdio: ['ignore', out, errFd] });
+  const proc = spawn(process.execPath, [MAIN, 'serve', '--json', '--drain', '10', ...extra], { cwd: ROOT, env: childEnv(home), stdio: ['ignore', out, errFd] });
   fs.closeSync(out);
   fs.closeSync(errFd);
   let gone = false;

@@ -2,7 +2,7 @@
  * Soak: a real `brig serve` daemon under mixed load, kills, steers and SIGKILL restarts, then
  * a check that every run ended exactly once and nothing leaked or was lost (INV-8).
  *
- *   node --import tsx bench/soak.ts [--runs 200] [--restarts 3] [--seed S] [--timeout-min 20] [--keep]
+ *   node --import tsx bench/soak.ts [--runs 200] [--restarts 3] [--seed S] [--timeout-min 20] [--warm N] [--keep]
  *
  * Talks only to the daemon's unix socket (and reads its home). Children: ~40% `sh -c` commands
  * (sleep, write out/c.bin; a few also a 50 MB out/big.bin), ~40% stepping scripts (progress,
@@ -39,6 +39,8 @@ const RESTARTS = flag('restarts', 3);
 const SEED = flag('seed', Date.now() % 2 ** 31);
 const BOUND_MS = flag('timeout-min', 20) * 60_000;
 const KEEP = process.argv.includes('--keep');
+/** `--warm N`: every daemon keeps a warm pool (its slots must be swept after each SIGKILL too). */
+const WARM = flag('warm', 0);
 
 interface Restart {
   k: number;
@@ -81,7 +83,7 @@ class Soak {
   }
 
   async boot(): Promise<void> {
-    this.daemon = await startServe(this.home, this.daemons.length);
+    this.daemon = await startServe(this.home, this.daemons.length, WARM > 0 ? ['--warm', String(WARM)] : []);
     this.daemons.push(this.daemon);
     this.up = true;
     for (const w of this.#upWaiters.splice(0)) w();

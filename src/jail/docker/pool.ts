@@ -348,6 +348,7 @@ export class WarmPool implements JailDriver {
   }
 
   #discard(slot: Slot, reason: string): void {
+    if (this.closed) return void this.#destroy(slot);
     for (const s of this.shapes.values()) {
       const i = s.ready.indexOf(slot);
       if (i >= 0) s.ready.splice(i, 1);
@@ -358,6 +359,7 @@ export class WarmPool implements JailDriver {
   }
 
   async #destroy(slot: Slot): Promise<void> {
+    slot.taken = true; // its waiter's exit is this destroy, not a discard
     await slot.jail.destroy().catch(() => {});
     await fs.promises.rm(slot.dir, { recursive: true, force: true }).catch(() => {});
     this.owned.delete(slot.key);
