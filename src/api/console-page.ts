@@ -161,6 +161,7 @@ function jailTable(j) {
     ['cpu', j.limits.cpu], ['memory (= swap)', j.limits.memoryMb + ' MiB (' + j.limits.memorySwapMb + ' MiB)'], ['pids', j.limits.pids], ['/tmp', j.limits.tmpfsMb + ' MiB'],
     ['/workspace', j.limits.diskMb !== null ? j.limits.diskMb + ' MiB ' + j.workspace.type + ' ' + j.workspace.options : 'no disk quota'],
     ['binds', j.binds.map((b) => b.target + (b.readOnly ? ' (ro)' : ' (RW)')).join(', ') || '—'], ['verified', j.verifiedAt]];
+  if (j.pooled) rows.push(['warm pool', j.pooled.slot + ' · ready ' + j.pooled.readyAt + ' · verified again and assigned ' + j.pooled.assignedAt]);
   const t = el('dl', {});
   for (const [k, v] of rows) t.append(el('dt', {}, k), el('dd', {}, v));
   return t;

@@ -17,6 +17,7 @@ export function teeLedger(inner: Ledger, observers: ((ev: LedgerEvent) => void)[
       }
       inner.append(ev);
     },
+    ...(inner.hasRunEvent ? { hasRunEvent: (type: string, runId: string) => inner.hasRunEvent!(type, runId) } : {}),
     flush: () => inner.flush(),
     close: () => inner.close(),
   };

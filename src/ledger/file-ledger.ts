@@ -98,6 +98,30 @@ export class FileLedger implements Ledger {
     migrateModes(this.dir);
   }
 
+  /**
+   * Scans every segment of the directory (newest first; lines pre-filtered by substring before
+   * they are parsed). Used at a restart for the rare run whose end a dead supervisor saved but
+   * may or may not have announced: reads what is there, never writes.
+   */
+  hasRunEvent(type: string, runId: string): boolean {
+    const files = fs.readdirSync(this.dir).filter((f) => f.endsWith('.jsonl')).sort().reverse();
+    const needle = `"runId":${JSON.stringify(runId)}`;
+    for (const f of files) {
+      const text = fs.readFileSync(path.join(this.dir, f), 'utf8');
+      if (!text.includes(needle)) continue;
+      for (const line of text.split('\n')) {
+        if (!line.includes(needle) || !line.includes(type)) continue;
+        try {
+          const e = JSON.parse(line) as { type?: unknown; runId?: unknown };
+          if (e.type === type && e.runId === runId) return true;
+        } catch {
+          // a torn last line of a killed writer: not an event
+        }
+      }
+    }
+    return false;
+  }
+
   /** The segment file this ledger writes (or last wrote). */
   get segment(): string {
     return this.last;

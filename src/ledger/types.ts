@@ -16,6 +16,11 @@ export interface LedgerEvent {
 
 export interface Ledger {
   append(event: LedgerEvent): void;
+  /**
+   * Whether an event of this type for this run is already on record (any process's segment).
+   * For the one step that must not be done twice across a crash: announcing a run's end.
+   */
+  hasRunEvent?(type: string, runId: string): boolean;
   /** Resolves when everything appended so far is on disk. */
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -26,6 +31,9 @@ export class MemoryLedger implements Ledger {
   readonly events: LedgerEvent[] = [];
   append(event: LedgerEvent): void {
     this.events.push({ ...event });
+  }
+  hasRunEvent(type: string, runId: string): boolean {
+    return this.events.some((e) => e.type === type && e.runId === runId);
   }
   async flush(): Promise<void> {}
   async close(): Promise<void> {}

@@ -138,7 +138,9 @@ export class RunEnder {
     const r = this.d.table.get(runId);
     if (!r || r.status !== 'ended' || !r.unreleased) return;
     await this.#release(r, undefined);
-    this.#announce(r);
+    // The dead supervisor may have announced before it could clear the flag (its ledger lines
+    // are on disk as soon as appended): exactly one announcement, whichever side the crash fell.
+    if (!this.d.table.ledger.hasRunEvent?.('run.lifecycle_ended', runId)) this.#announce(r);
     const { unreleased: _u, ...done } = r;
     await this.d.table.update(runId, () => done);
   }

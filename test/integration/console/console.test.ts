@@ -11,13 +11,15 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from '../../helpers/chromium.js';
 import { requireEngine } from '../../helpers/engine.js';
-import { daemonHome } from '../daemon/serve-proc.js';
+import { daemonHome, warmReady } from '../daemon/serve-proc.js';
+import { until } from '../runs/fixture.js';
 
 test('the console: 401 without the token; with it, live runs, a run\'s detail, a grep slice, and a confirmed kill', async (t) => {
   if (!(await requireEngine(t))) return;
   if (!ensureChromium(t)) return;
   const h = await daemonHome(t);
-  const serve = await h.serve(['--ui']);
+  // One warm jail: the first run is served from the pool, and its detail says so.
+  const serve = await h.serve(['--ui', '--warm', '1']);
   const url = (JSON.parse(serve.stdout().split('\n')[0]!) as { console?: string }).console!;
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{32}$/);
   const base = url.split('?')[0]!;
@@ -46,6 +48,7 @@ test('the console: 401 without the token; with it, live runs, a run\'s detail, a
 
   await page.goto(url);
   await page.waitForSelector('#live:text("live")');
+  await until(async () => (await warmReady(serve.socket)) === 1, 'the warm jail ready');
   const spawned = await h.run(['spawn', '--json', '--task', 'numbers', '--', 'sh', '-c', 'seq 1 3000 > out/n.txt']);
   assert.equal(spawned.code, 0, spawned.stderr);
   const runId = (JSON.parse(spawned.stdout) as { runId: string }).runId;
@@ -86,6 +89,7 @@ test('the console: 401 without the token; with it, live runs, a run\'s detail, a
   for (const want of [/user65534:65534/, /networknone/, /root filesystemread-only/, /capabilities droppedALL/, /no-new-privilegesyes/, /seccompbrig's profile [0-9a-f]{12}/, /\/workspace\d+ MiB ext4 nosuid,nodev/, /\/run\/brig \(ro\)/]) {
     assert.match(jail, want, `the jail as verified: ${jail}`);
   }
+  assert.match(jail, /warm poolpool-[0-9a-f]{12} · ready \S+ · verified again and assigned \S+/, `the pooled jail says so: ${jail}`);
 
   // Leases: revoke a third run's lease from the page; the run ends killed by the operator.
   const third = JSON.parse((await h.run(['spawn', '--async', '--json', '--task', 'revoked', '--', 'sleep', '120'])).stdout) as { runId: string };

@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiClient } from '../../../src/api/index.js';
@@ -164,4 +165,17 @@ export function brokerSockets(home: string): string[] {
 /** Paths under $BRIG_HOME/results whose name carries a temp marker. */
 export function resultTemps(home: string): string[] {
   return walk(brigPaths(home).results, (rel) => path.basename(rel).includes('.tmp-'));
+}
+
+/** The daemon's own count of ready warm jails (GET /v1/metrics, brig_warm_jails{state="ready"}). */
+export async function warmReady(socket: string): Promise<number> {
+  const text = await new Promise<string>((resolve, reject) => {
+    http.get({ socketPath: socket, path: '/v1/metrics' }, (res) => {
+      let b = '';
+      res.setEncoding('utf8').on('data', (c: string) => (b += c)).on('end', () => resolve(b));
+    }).on('error', reject);
+  });
+  const m = /^brig_warm_jails\{state="ready"\} (\d+)$/m.exec(text);
+  if (!m) throw new Error('the daemon exposes no brig_warm_jails gauge');
+  return Number(m[1]);
 }

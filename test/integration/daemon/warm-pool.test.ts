@@ -10,7 +10,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiClient } from '../../../src/api/index.js';
@@ -19,7 +18,9 @@ import net from 'node:net';
 import { judgeProbe, parseProbe, PROBE_SCRIPT } from '../../../src/jail/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { leftovers, until } from '../runs/fixture.js';
-import { brokerSockets, daemonHome, recordOnDisk, type DaemonHome, type Serve } from './serve-proc.js';
+import { brokerSockets, daemonHome, recordOnDisk, warmReady, type DaemonHome, type Serve } from './serve-proc.js';
+
+const ready = (serve: Serve, n: number) => until(async () => (await warmReady(serve.socket)) === n, `${n} warm jails ready`);
 
 /** What a child reports of its own jail: identical between a pooled and a cold jail. */
 const SELF_REPORT = [
@@ -60,21 +61,6 @@ const report = (r: RunRecord): Map<string, string[]> => {
   }
   return m;
 };
-
-/** The daemon's own count of ready warm jails (GET /v1/metrics, brig_warm_jails{state="ready"}). */
-async function warmReady(serve: Serve): Promise<number> {
-  const text = await new Promise<string>((resolve, reject) => {
-    http.get({ socketPath: serve.socket, path: '/v1/metrics' }, (res) => {
-      let b = '';
-      res.setEncoding('utf8').on('data', (c: string) => (b += c)).on('end', () => resolve(b));
-    }).on('error', reject);
-  });
-  const m = /^brig_warm_jails\{state="ready"\} (\d+)$/m.exec(text);
-  assert.ok(m, 'the daemon exposes brig_warm_jails');
-  return Number(m[1]);
-}
-
-const ready = (serve: Serve, n: number) => until(async () => (await warmReady(serve)) === n, `${n} warm jails ready`);
 
 /** Pool slots of this home in the engine (their keys start `pool-`; a taken one is a run's). */
 async function poolContainers(home: string): Promise<string[]> {

@@ -185,3 +185,22 @@ test('deleting a long-lived segment that closed after a later one opened is caug
     assert.match(gone.bad!.why, new RegExp(`${path.basename(daemon.segment)}, which is missing`));
   });
 });
+
+test('hasRunEvent: finds a run\'s event in any segment (another process\'s, a closed one), by exact type and run id', async () => {
+  await withDir(async (dir) => {
+    const dead = new FileLedger({ dir });
+    dead.append({ type: 'run.lifecycle_ended', runId: 'r-aaaa', endReason: 'completed' });
+    dead.append({ type: 'run.completed', runId: 'r-bbbb' });
+    await dead.close();
+    // A torn last line, as a SIGKILL mid-write would leave.
+    fs.appendFileSync(dead.segment, '{"type":"run.lifecycle_ended","runId":"r-cccc"');
+    const live = new FileLedger({ dir });
+    live.append({ type: 'run.started', runId: 'r-dddd' });
+    assert.equal(live.hasRunEvent('run.lifecycle_ended', 'r-aaaa'), true, 'in the dead process\'s segment');
+    assert.equal(live.hasRunEvent('run.lifecycle_ended', 'r-bbbb'), false, 'another type of the same run');
+    assert.equal(live.hasRunEvent('run.lifecycle_ended', 'r-aaa'), false, 'a run id is matched whole');
+    assert.equal(live.hasRunEvent('run.lifecycle_ended', 'r-cccc'), false, 'a torn line is not an event');
+    assert.equal(live.hasRunEvent('run.started', 'r-dddd'), true, 'in the open segment');
+    await live.close();
+  });
+});

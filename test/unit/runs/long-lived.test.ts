@@ -146,6 +146,24 @@ test('[INV-8] an end saved by a supervisor that died before releasing it is fini
   await second.sup.close();
 });
 
+test('[INV-8] an end a dead supervisor announced but did not mark released is finished at the next start without a second announcement', async () => {
+  const { setupSup } = await import('./setup.js');
+  const first = await setupSup();
+  const r = await first.sup.spawn({ task: 'ends', script: 'export default async () => 1', async: true });
+  assert.ok(r.ok);
+  for (let i = 0; i < 200 && first.sup.peek(r.value.id)?.status !== 'running'; i++) await new Promise((res) => setTimeout(res, 5));
+  await first.sup.close();
+  // The crash fell after the announcement (its ledger lines on disk) and before the flag was cleared.
+  const rec = (await first.store.load(r.value.id))!;
+  await first.store.save({ ...rec, status: 'ended', endReason: 'completed', terminalStatus: null, endedAt: new Date().toISOString(), unreleased: true });
+  first.ledger.append({ type: 'run.lifecycle_ended', runId: r.value.id, endReason: 'completed' });
+  const second = await setupSup({ home: first.home, jail: first.jail, leases: first.leases, ledger: first.ledger });
+  assert.equal(second.sup.peek(r.value.id)!.unreleased, undefined, 'released and marked so');
+  const ends = first.ledger.events.filter((e: { type: string; runId?: string }) => e.type === 'run.lifecycle_ended' && e.runId === r.value.id);
+  assert.equal(ends.length, 1, 'announced exactly once across the crash');
+  await second.sup.close();
+});
+
 test('sessions_list filters: kind and since (minutes) narrow a list', async () => {
   const { setupSup } = await import('./setup.js');
   const { sup } = await setupSup();

@@ -12,12 +12,12 @@ import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
 export const SCRIPT = 'export default async function (brig) { return 1 }';
 
 export async function setupSup(
-  o: { settings?: Partial<SupervisorSettings>; hooks?: SupervisorHooks; clock?: Clock; home?: string; jail?: FakeJailDriver; leases?: MemoryLeases } = {},
+  o: { settings?: Partial<SupervisorSettings>; hooks?: SupervisorHooks; clock?: Clock; home?: string; jail?: FakeJailDriver; leases?: MemoryLeases; ledger?: MemoryLedger } = {},
 ) {
   const home = o.home ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-')));
   const jail = o.jail ?? new FakeJailDriver();
   const leases = o.leases ?? new MemoryLeases();
-  const ledger = new MemoryLedger();
+  const ledger = o.ledger ?? new MemoryLedger();
   const sup = createSupervisor({
     jail, leases, broker: new NullBroker(), ledger, tickMs: 10,
     paths: { runs: path.join(home, 'runs'), brokers: path.join(home, 'brokers') },
