@@ -5,9 +5,11 @@
  * first-instruction  from the spawn request to the child's first instruction: the child runs
  *                    `touch /tmp/t; stat -c %y /tmp/t` and the file's nanosecond mtime
  *                    (the kernel's CLOCK_REALTIME, the host's clock) is compared with the
- *                    moment the request was sent. Raw floor: `docker run` of the same.
+ *                    moment the request was sent. Raw floors: `docker run` of the same, and
+ *                    the engine API (create, attach, start; no hardening, no volume).
  * round-trip         a trivial synchronous child (`true`): POST /v1/runs, then GET its
- *                    envelope (/v1/runs/RUN/result). Raw floor: `docker run --rm … true`.
+ *                    envelope (/v1/runs/RUN/result). Raw floors: `docker run --rm … true`,
+ *                    and the engine API's create, start, wait, remove.
  * batch              50 `true` children, 5 clients at once, against
  *                    `xargs -P5` of `docker run --rm --network none IMAGE true`.
  *
@@ -20,11 +22,14 @@ import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
 import { ApiClient } from '../src/api/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { startDaemon, type Daemon } from '../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
+
+const docker = new DockerJailDriver({ owner: `bench-warm-${process.pid}` }).docker;
 
 const run = promisify(execFile);
 const N = Math.max(10, Number(process.argv[2] ?? 20));
@@ -80,6 +85,21 @@ async function roundTrip(api: ApiClient): Promise<{ ms: number; pooled: boolean 
   return { ms: performance.now() - t0, pooled: r.value.jail?.pooled !== undefined };
 }
 
+/** The raw engine API, no hardening, no volume, NetworkDisabled: create, start, wait, remove. */
+async function apiRun(image: string, argv: string[]): Promise<{ ms: number; stdout: string; t0: number }> {
+  const t0 = nowMs();
+  const start = performance.now();
+  const c = await docker.createContainer({ Image: image, Cmd: argv, User: '65534:65534', NetworkDisabled: true, HostConfig: { NetworkMode: 'none' } });
+  const stream = (await c.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
+  let stdout = '';
+  const out = new PassThrough().on('data', (b: Buffer) => (stdout += b.toString('utf8')));
+  docker.modem.demuxStream(stream, out, new PassThrough().resume());
+  await c.start();
+  await c.wait();
+  await c.remove({ force: true });
+  return { ms: performance.now() - start, stdout, t0 };
+}
+
 async function rawFirst(image: string): Promise<number> {
   const t0 = nowMs();
   const { stdout } = await run('docker', ['run', '--rm', '--network', 'none', '-u', '65534:65534', image, ...FIRST]);
@@ -122,7 +142,7 @@ async function main(): Promise<void> {
   const pooled = await daemon('pooled', WARM);
   const cold = await daemon('cold', 0);
   const image = await new DockerJailDriver({ owner: ownerForHome(pooled.home) }).ensureImage();
-  const xs = { pf: [] as number[], cf: [] as number[], rf: [] as number[], pr: [] as number[], cr: [] as number[], rr: [] as number[] };
+  const xs = { pf: [] as number[], cf: [] as number[], rf: [] as number[], af: [] as number[], pr: [] as number[], cr: [] as number[], rr: [] as number[], ar: [] as number[] };
   let missed = 0;
   try {
     // Warm-up, then round-robin so load from elsewhere hits every variant alike.
@@ -134,12 +154,15 @@ async function main(): Promise<void> {
       xs.pf.push(await firstInstruction(pooled.api));
       xs.cf.push(await firstInstruction(cold.api));
       xs.rf.push(await rawFirst(image));
+      const a = await apiRun(image, FIRST);
+      xs.af.push(statTime(a.stdout) - a.t0);
       await pooled.d.composed.warm!.filled();
       const p = await roundTrip(pooled.api);
       if (!p.pooled) missed++;
       xs.pr.push(p.ms);
       xs.cr.push((await roundTrip(cold.api)).ms);
       xs.rr.push(await rawTrue(image));
+      xs.ar.push((await apiRun(image, ['true'])).ms);
     }
     const row = (name: string, v: number[], floor: number[]) => console.log(`${name.padEnd(28)}${fmt(pct(v, 0.5))}${fmt(pct(v, 0.95))}   ×${(pct(v, 0.5) / pct(floor, 0.5)).toFixed(2)}`);
     console.log(`machine: ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.release()}; ${N} rounds; pool ${WARM} per shape`);
@@ -147,10 +170,12 @@ async function main(): Promise<void> {
     row('pooled', xs.pf, xs.rf);
     row('cold', xs.cf, xs.rf);
     row('docker run (raw)', xs.rf, xs.rf);
+    row('engine API (raw)', xs.af, xs.rf);
     console.log(`${'trivial sync round trip'.padEnd(28)}     p50     p95   vs docker run --rm true`);
     row('pooled', xs.pr, xs.rr);
     row('cold', xs.cr, xs.rr);
     row('docker run --rm (raw)', xs.rr, xs.rr);
+    row('engine API (raw)', xs.ar, xs.rr);
     if (missed > 0) console.log(`(${missed} pooled round trips found no ready slot and went cold)`);
 
     const raw = await rawBatch(image);
