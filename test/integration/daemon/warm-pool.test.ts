@@ -285,3 +285,25 @@ test('an agent child runs its whole tool loop in a warm jail: its model calls th
   }
   assert.deepEqual(await leftovers(home), [], 'the pool\'s idle slot went with close()');
 });
+
+test('a warm jail changed while it waited (its memory limit raised through the engine) is refused before its run\'s child exists: jail_unverified, then a fresh slot serves', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const serve = await h.serve(['--warm', '1']);
+  await ready(serve, 1);
+  const [slot] = (await poolContainers(h.home)).map((x) => x.split(':')[1]!);
+  const { execFileSync } = await import('node:child_process');
+  execFileSync('docker', ['update', '--memory', '3g', '--memory-swap', '3g', `brig-run-${slot}`]);
+  const refused = await spawn(serve, { task: 'into the changed jail', kind: 'command', argv: ['sh', '-c', 'echo ran > /workspace/out/ran.txt'] });
+  assert.equal(refused.jail?.pooled?.slot, slot, 'it was handed the changed slot');
+  assert.equal(refused.endReason, 'failed');
+  assert.equal(refused.error?.code, 'jail_unverified', JSON.stringify(refused.error));
+  assert.match(refused.error?.message ?? '', /HostConfig\.Memory/);
+  assert.equal(refused.outputFiles, 0, 'its child never ran');
+  assert.equal(refused.startedAt, null, 'never started');
+  await ready(serve, 1);
+  const ok = await spawn(serve, { task: 'into a fresh one', kind: 'command', argv: ['true'] });
+  assert.deepEqual([ok.endReason, Boolean(ok.jail?.pooled), ok.jail?.pooled?.slot === slot], ['completed', true, false]);
+  await serve.signal('SIGTERM');
+  await assertNothingLeft(h);
+});
