@@ -99,6 +99,7 @@ async function show(id) {
   const { run } = await api('/runs/' + encodeURIComponent(id));
   const env = await api('/runs/' + encodeURIComponent(id) + '/envelope').catch(() => null);
   const refs = (await api('/runs/' + encodeURIComponent(id) + '/refs').catch(() => ({ refs: [] }))).refs;
+  if (selected !== id) return; // another run was opened while this one loaded: it shows that one
   const facts = [['run', run.id], ['status', ''], ['kind', run.kind], ['parent', run.parentRunId || '—'], ['root', run.rootRunId], ['depth', run.depth],
     ['lease', run.leaseId || '—'], ['created', run.createdAt], ['started', run.startedAt || '—'], ['ended', run.endedAt || '—'], ['error', run.error ? run.error.code + ': ' + run.error.message : '—'],
     ['outputs', (run.outputFiles || 0) + ' file(s), ' + (run.outputBytes || 0) + ' bytes'], ['skipped', (run.skipped || []).length]];

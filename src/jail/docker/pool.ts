@@ -17,8 +17,11 @@
  * Threat: a jail that differs from the cold path (limits, environment, leftovers, a stale or
  * tampered container) or a slot leaking past the supervisor. Trusts: the engine's inspect,
  * the kernel's FIFO and permission checks (the slot directory is the jail user's, 0700, in
- * brig's private brokers directory). Fails closed: a slot that drifted, exited or does not
- * answer is destroyed and the run goes cold (or fails before its child exists).
+ * brig's private brokers directory). Fails closed: the run's own spec must pass the cold
+ * path's render checks (ids, argv without NUL, env names, limits) or it goes cold and is
+ * refused there; a slot whose waiter exits while idle is replaced; one that drifted or does
+ * not answer when taken fails its run before the child exists (`jail_unverified`,
+ * `jail_failed`) and is destroyed.
  */
 import crypto from 'node:crypto';
 import { execFile } from 'node:child_process';
@@ -221,6 +224,9 @@ export class WarmPool implements JailDriver {
     const image = await this.o.driver.ensureImage();
     if (spec.image !== undefined && spec.image !== image) return null;
     if (!(await this.#runnable(spec.argv[0] ?? ''))) return null;
+    // The checks the cold path's create makes of a spec (the assignment quotes every value,
+    // but an argv with NUL or an env name that is not an identifier must be refused, not run).
+    if (!renderCreateBody(spec, image, this.o.driver.owner).ok) return null;
     const key = this.#want(image, spec.limits);
     const slot = this.shapes.get(key)!.ready.shift();
     if (!slot) return null;

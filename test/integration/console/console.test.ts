@@ -69,7 +69,10 @@ test('the console: 401 without the token; with it, live runs, a run\'s detail, a
   if (shots) await page.screenshot({ path: path.join(shots, 'console-run.png') });
 
   // Kill another run from the page, confirming the dialog.
-  const long = JSON.parse((await h.run(['spawn', '--async', '--json', '--task', 'sleeper', '--', 'sleep', '120'])).stdout) as { runId: string };
+  const longOut = await h.run(['spawn', '--async', '--json', '--task', 'sleeper', '--', 'sleep', '120']);
+  assert.equal(longOut.code, 0, `${longOut.stdout}\n${longOut.stderr}`);
+  const long = JSON.parse(longOut.stdout) as { runId: string };
+  assert.match(long.runId ?? '', /^r-/, longOut.stdout);
   const live = page.locator(`tr[data-run="${long.runId}"][data-status="running"]`);
   await live.waitFor({ timeout: 20_000 });
   if (shots) await page.screenshot({ path: path.join(shots, 'console-runs.png') });
@@ -82,6 +85,8 @@ test('the console: 401 without the token; with it, live runs, a run\'s detail, a
   assert.deepEqual([cells[2], cells[3]], ['killed', 'operator']);
   // The run's lease beside what it asked for (here: the root profile's grant, nothing asked).
   await page.locator(`tr[data-run="${runId}"]`).click();
+  // This run's detail, not the killed one's still on screen.
+  await page.waitForSelector(`#detail h2:text("Run ${runId}")`);
   await page.waitForSelector('#lease table');
   assert.match((await page.textContent('#lease')) ?? '', /profile root/);
   assert.match((await page.textContent('#lease')) ?? '', /diskMb/);
@@ -92,7 +97,9 @@ test('the console: 401 without the token; with it, live runs, a run\'s detail, a
   assert.match(jail, /warm poolpool-[0-9a-f]{12} · ready \S+ · verified again and assigned \S+/, `the pooled jail says so: ${jail}`);
 
   // Leases: revoke a third run's lease from the page; the run ends killed by the operator.
-  const third = JSON.parse((await h.run(['spawn', '--async', '--json', '--task', 'revoked', '--', 'sleep', '120'])).stdout) as { runId: string };
+  const thirdOut = await h.run(['spawn', '--async', '--json', '--task', 'revoked', '--', 'sleep', '120']);
+  assert.equal(thirdOut.code, 0, `${thirdOut.stdout}\n${thirdOut.stderr}`);
+  const third = JSON.parse(thirdOut.stdout) as { runId: string };
   await page.locator(`tr[data-run="${third.runId}"][data-status="running"]`).waitFor({ timeout: 20_000 });
   await page.click('nav button[data-tab="leases"]');
   const leaseRow = page.locator(`#leases tr[data-run="${third.runId}"][data-state="live"]`);

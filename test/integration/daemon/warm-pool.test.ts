@@ -202,6 +202,11 @@ export default async function (brig) { await brig.progress('half'); writeFileSyn
   assert.equal(missing.endReason, 'failed');
   assert.equal(missing.error?.code, 'jail_failed', JSON.stringify(missing.error));
 
+  // An argv the cold path refuses (a NUL byte) is refused the same way, never handed to a waiter.
+  const nul = await spawn(serve, { task: 'a NUL in argv', kind: 'command', argv: ['sh', '-c', 'echo a\0b'] });
+  assert.equal(nul.jail?.pooled, undefined, 'not pooled');
+  assert.deepEqual([nul.endReason, nul.error?.code], ['failed', 'invalid_input'], JSON.stringify(nul.error));
+
   await serve.signal('SIGTERM');
   await assertNothingLeft(h);
 });
