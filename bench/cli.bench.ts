@@ -52,8 +52,8 @@ function print(title: string, res: Map<string, number[]>, floorKey: string): voi
   }
 }
 
-async function daemon(home: string): Promise<ChildProcess> {
-  const d = spawn(NODE, [MAIN, 'serve'], { env: { ...process.env, BRIG_HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
+async function daemon(home: string, args: string[] = []): Promise<ChildProcess> {
+  const d = spawn(NODE, [MAIN, 'serve', ...args], { env: { ...process.env, BRIG_HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
   const sock = path.join(home, 'brig.sock');
   for (let i = 0; i < 200; i++) {
     if (fs.existsSync(sock)) {
@@ -92,6 +92,26 @@ async function main(): Promise<void> {
       ['brig wait (ended run)', () => brig('wait', spawned.runId)],
     ]);
     print(`thin commands through a daemon (${N} runs each, round-robin)`, thin, 'node -e 0');
+
+    // `brig spawn -- true` end to end (the CLI, the daemon, the jail, the envelope printed),
+    // through this daemon (each jail made at spawn) and one with a warm pool.
+    const warmHome = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-cliw-'));
+    await fs.promises.chmod(warmHome, 0o700);
+    const dw = await daemon(warmHome, ['--warm', '2']);
+    try {
+      const warmEnv = { ...process.env, BRIG_HOME: warmHome };
+      await new Promise((r) => setTimeout(r, 3000)); // the pool fills
+      const spawns = await rounds([
+        ['node -e 0', () => run(NODE, ['-e', '0'])],
+        ['brig spawn -- true (cold)', () => brig('spawn', '--', 'true')],
+        // One slot is taken per round; the cold row's ~0.4 s in between lets it refill.
+        ['brig spawn -- true (--warm 2)', () => run(NODE, [MAIN, 'spawn', '--', 'true'], { env: warmEnv })],
+      ]);
+      print(`brig spawn -- true through a daemon (${N} runs each, round-robin)`, spawns, 'node -e 0');
+    } finally {
+      await stop(dw);
+      await fs.promises.rm(warmHome, { recursive: true, force: true });
+    }
 
     // 3,000 records: copies of the real run's directory under fresh ids, oldest first.
     await stop(d);

@@ -5,9 +5,10 @@
  * daemon) or to slice without a daemon.
  */
 export { RUN_STATUSES } from './runs/vocabulary.js';
+export { CAPABILITIES } from './lease/capabilities.js';
 export { elapsedMs } from './runs/state-machine.js';
 export { ApiClient } from './api/client.js';
 export { daemonBrig } from './api/daemon-brig.js';
 export { homeFrom, socketPathFor } from './config/paths.js';
 export { readBrig } from './daemon/read-brig.js';
-export type { Brig, RunRecord, RunStatus, ResultRef, SliceOutput } from './index.js';
+export type { Brig, Capability, RunRecord, RunStatus, ResultRef, SliceOutput, SpawnRequestInput } from './index.js';

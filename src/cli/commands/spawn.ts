@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { CAPABILITIES, agentCatalogFor, loadConfig, loadPolicyFile, policyFileFor, profileOf, type Capability, type SpawnRequestInput } from '../../index.js';
+import { CAPABILITIES, type Capability, type SpawnRequestInput } from '../../light.js';
 import { BrigError } from '../../util/errors.js';
 import { nearest } from '../../util/nearest.js';
 import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
@@ -66,8 +66,10 @@ const command: Command = {
     }
     // An unknown profile is refused here, with the nearest name, before a run is created.
     // (The policy in force is the one the supervisor loads for this home.)
+    // Only then is the library entry loaded: `brig spawn -- ARGV` through a daemon stays thin.
     const profile = flag(p, 'profile');
     if (profile !== undefined) {
+      const { loadConfig, loadPolicyFile, policyFileFor, profileOf } = await import('../../index.js');
       const pol = loadPolicyFile(policyFileFor(loadConfig(io.env).home));
       if (!pol.ok) throw pol.error;
       const prof = profileOf(pol.value, profile);
@@ -75,6 +77,7 @@ const command: Command = {
     }
     // So is an unknown (or broken) agent spec: the catalog is this home's, as the supervisor's.
     if (agent) {
+      const { agentCatalogFor, loadConfig } = await import('../../index.js');
       const spec = agentCatalogFor(loadConfig(io.env).home).get(agent.name);
       if (!spec.ok) throw spec.error;
     }

@@ -1,8 +1,8 @@
 /**
  * A thin command through a daemon loads no heavy part: `brig list`, `brig ref read`,
- * `brig wait` and `brig --version` against a real `brig serve` load neither dockerode, DuckDB,
- * zod, undici, the YAML parser nor node:http (their answers are checked too). A control
- * proves the tracer sees such modules: `brig spawn --help` loads dockerode.
+ * `brig wait`, `brig --version` and `brig spawn -- ARGV` against a real `brig serve` load
+ * neither dockerode, DuckDB, zod, undici, the YAML parser nor node:http (their answers are
+ * checked too). A control proves the tracer sees such modules: `brig doctor --help` loads dockerode.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,7 +28,7 @@ async function traced(home: string, args: string[]): Promise<{ stdout: string; m
 
 const heavyIn = (modules: string[]) => modules.filter((m) => HEAVY.some((h) => h.test(m)));
 
-test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, yaml or node:http (control: spawn --help does)', async (t) => {
+test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, yaml or node:http (control: doctor --help does)', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);
   const serve = await h.serve();
@@ -46,11 +46,15 @@ test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, y
   assert.equal((JSON.parse(wait.stdout) as { runs: { endReason: string }[] }).runs[0]!.endReason, 'completed');
   const version = await traced(h.home, ['--version']);
   assert.match(version.stdout, /\d+\.\d+\.\d+/);
-  for (const [name, r] of [['list', list], ['ref read', read], ['wait', wait], ['--version', version]] as const) {
+  // A command child through the daemon, waited on and reported: no library entry either.
+  const spawn = await traced(h.home, ['spawn', '--json', '--', 'sh', '-c', 'echo thin > out/t.txt']);
+  const spawnedThin = JSON.parse(spawn.stdout) as { endReason: string; outputs: { path: string }[] };
+  assert.deepEqual([spawnedThin.endReason, spawnedThin.outputs.map((o) => o.path)], ['completed', ['t.txt']]);
+  for (const [name, r] of [['list', list], ['ref read', read], ['wait', wait], ['--version', version], ['spawn -- ARGV', spawn]] as const) {
     assert.ok(r.modules.some((m) => m.endsWith('/dist/cli/main.js')), `${name}: the tracer saw the CLI`);
     assert.deepEqual(heavyIn(r.modules), [], `${name} loaded nothing heavy`);
   }
-  const control = await traced(h.home, ['spawn', '--help']);
+  const control = await traced(h.home, ['doctor', '--help']);
   assert.ok(heavyIn(control.modules).some((m) => m.includes('/dockerode/')), 'the control loads dockerode, so the tracer would see it');
   await serve.signal('SIGTERM');
 });
