@@ -311,10 +311,7 @@ export class WarmPool implements JailDriver {
       if (!rendered.ok) throw rendered.error;
       jail = (await this.o.driver.create(spec)) as DockerJail;
       await jail.start();
-      let timer: NodeJS.Timeout | undefined;
-      const ready = await Promise.race([jail.firstOutput.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 15_000)))]);
-      clearTimeout(timer);
-      if (!ready || !jail.tails().stderrTail.includes(READY)) throw new BrigError('jail_failed', 'the pooled jail\'s waiter did not start');
+      if (!(await waiterReady(jail, 15_000))) throw new BrigError('jail_failed', 'the pooled jail\'s waiter did not start');
       jail.clearTails();
       const slot: Slot = { key, dir, jail, body: rendered.value, shape, readyAt: new Date().toISOString(), taken: false };
       // A waiter that exits before its run (killed, out of memory) takes its slot with it.
@@ -370,6 +367,19 @@ export class WarmPool implements JailDriver {
     await fs.promises.rm(slot.dir, { recursive: true, force: true }).catch(() => {});
     this.owned.delete(slot.key);
   }
+}
+
+/** The waiter's whole ready line on its stderr (the stream may bring it in pieces), within the bound. */
+async function waiterReady(jail: DockerJail, timeoutMs: number): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  let timer: NodeJS.Timeout | undefined;
+  const first = await Promise.race([jail.firstOutput.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
+  clearTimeout(timer);
+  while (first && Date.now() < end) {
+    if (jail.tails().stderrTail.includes(READY)) return true;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  return false;
 }
 
 /** Tries to open the FIFO's writing end without blocking until the waiter holds its reading end. */
