@@ -203,6 +203,8 @@ export function brigPaths(home: string) {
     brokers: brokersDirFor(home),
     tmp: path.join(home, 'tmp'),
     socket: socketPathFor(home),
+    /** The warm pool's limit shapes, most recently asked first: primed again at the next start. */
+    warmShapes: path.join(home, 'warm-shapes.json'),
   };
 }
 export type BrigPaths = ReturnType<typeof brigPaths>;

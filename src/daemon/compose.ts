@@ -56,7 +56,8 @@ export interface ComposeOptions {
   log?: Logger;
   /**
    * Warm jails kept ready per limit shape (jail/docker/pool.ts); 0 or absent: every run's jail
-   * is made when it starts. Primed with the shape of an operator's spawn under the root profile.
+   * is made when it starts. Primed with the shape of an operator's spawn under the root profile
+   * and the shapes the last daemon of this home kept (warm-shapes.json).
    */
   warm?: number;
 }
@@ -112,7 +113,7 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
   const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
   const rootShape = leases.previewRootLimits();
   const warm = (o.warm ?? 0) > 0
-    ? new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime: rootShape ? [jailLimitsFor(rootShape)] : [], onEvent: (e) => ledger.append({ ...e }) })
+    ? new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime: rootShape ? [jailLimitsFor(rootShape)] : [], shapesFile: paths.warmShapes, onEvent: (e) => ledger.append({ ...e }) })
     : undefined;
   const jail = warm ?? docker;
   // A broken model configuration stops the supervisor here, loudly; none at all serves no agents.

@@ -29,6 +29,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { writeFileAtomic } from '../../util/atomic-file.js';
 import { BrigError, toBrigError } from '../../util/errors.js';
 import { POOL_KEY_PREFIX, type CollectCaps, type CollectOptions, type CollectReport, type EngineInfo, type Jail, type JailDriver, type JailExit, type JailLimits, type JailSpec, type JailVerified, type LabelledResource, type StreamTails } from '../types.js';
 import type { DockerJail } from './docker-jail.js';
@@ -115,6 +116,29 @@ export interface WarmPoolOptions {
   prime?: JailLimits[];
   /** Ledgered by the composition (content-free). */
   onEvent?: (e: PoolEvent) => void;
+  /**
+   * Where the shapes asked for are kept (most recent first, at most maxShapes), so the next
+   * start warms them again before any run asks. Absent: only `prime`.
+   */
+  shapesFile?: string;
+}
+
+const SHAPE_KEYS = ['memoryMb', 'cpu', 'pids', 'tmpfsMb', 'diskMb'] as const;
+
+/** The shapes a file holds: each a full set of positive finite limits, anything else dropped. */
+export function readShapes(file: string): JailLimits[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(raw)) return [];
+  return raw.flatMap((x) => {
+    const o = x as Record<string, unknown>;
+    if (typeof o !== 'object' || o === null || !SHAPE_KEYS.every((k) => typeof o[k] === 'number' && Number.isFinite(o[k]) && (o[k] as number) > 0)) return [];
+    return [Object.fromEntries(SHAPE_KEYS.map((k) => [k, o[k]])) as unknown as JailLimits];
+  });
 }
 
 interface Slot {
@@ -147,6 +171,8 @@ export class WarmPool implements JailDriver {
   private closed = false;
   private started = false;
   private backoffMs = 0;
+  private lastWanted = 0;
+  private saving: Promise<void> = Promise.resolve();
   private backoffUntil = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly maxShapes: number;
@@ -166,7 +192,9 @@ export class WarmPool implements JailDriver {
     this.started = true;
     if (this.o.size <= 0) return;
     const image = await this.o.driver.ensureImage();
-    for (const limits of this.o.prime ?? []) this.#want(image, limits);
+    // Oldest first, so the most recently asked shape ends up the most recently wanted.
+    const kept = this.o.shapesFile ? readShapes(this.o.shapesFile).slice(0, this.maxShapes).reverse() : [];
+    for (const limits of [...(this.o.prime ?? []), ...kept]) this.#want(image, limits);
   }
 
   /** Ready slots per shape (for the doctor, metrics and tests). */
@@ -187,6 +215,7 @@ export class WarmPool implements JailDriver {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
+    await this.saving;
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     const idle = [...this.shapes.values()].flatMap((s) => s.ready.splice(0));
     await Promise.all(idle.map((s) => this.#destroy(s)));
@@ -265,10 +294,14 @@ export class WarmPool implements JailDriver {
   /** Marks a shape as wanted (least recently wanted shapes past maxShapes are let go). */
   #want(image: string, limits: JailLimits): string {
     const key = shapeKey(image, limits);
-    const now = Date.now();
-    const s = this.shapes.get(key) ?? { image, limits: { ...limits }, ready: [], filling: 0, lastWanted: now };
+    // Strictly increasing: shapes wanted in the same millisecond keep their order.
+    const now = Math.max(Date.now(), this.lastWanted + 1);
+    this.lastWanted = now;
+    const known = this.shapes.get(key);
+    const s = known ?? { image, limits: { ...limits }, ready: [], filling: 0, lastWanted: now };
     s.lastWanted = now;
     this.shapes.set(key, s);
+    if (!known) this.#saveShapes();
     const byAge = [...this.shapes.entries()].sort((a, b) => b[1].lastWanted - a[1].lastWanted);
     for (const [k, old] of byAge.slice(this.maxShapes)) {
       this.shapes.delete(k);
@@ -276,6 +309,14 @@ export class WarmPool implements JailDriver {
     }
     this.#pump();
     return key;
+  }
+
+  /** The shapes kept, most recently wanted first (best effort: the pool works without the file). */
+  #saveShapes(): void {
+    const file = this.o.shapesFile;
+    if (!file) return;
+    const shapes = [...this.shapes.values()].sort((a, b) => b.lastWanted - a.lastWanted).map((s) => Object.fromEntries(SHAPE_KEYS.map((k) => [k, s.limits[k]])));
+    this.saving = this.saving.then(() => writeFileAtomic(file, `${JSON.stringify(shapes)}\n`).catch(() => {}));
   }
 
   /** Starts fills until every shape holds `size` (bounded concurrency, backoff after a failure). */

@@ -312,3 +312,26 @@ test('a warm jail changed while it waited (its memory limit raised through the e
   await serve.signal('SIGTERM');
   await assertNothingLeft(h);
 });
+
+test('the shapes a daemon was asked for are warmed again by the next one before any run asks', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const first = await h.serve(['--warm', '1']);
+  await ready(first, 1);
+  const cold = await spawn(first, { task: 'a new shape', kind: 'command', argv: ['true'], limits: { memoryMb: 384 } });
+  assert.equal(cold.jail?.pooled, undefined, 'the first ask of a shape is served cold');
+  await ready(first, 2);
+  await first.signal('SIGTERM');
+  await assertNothingLeft(h);
+  const kept = JSON.parse(fs.readFileSync(path.join(h.home, 'warm-shapes.json'), 'utf8')) as { memoryMb: number }[];
+  assert.equal(kept[0]?.memoryMb, 384, 'the most recently asked shape first');
+  assert.equal(kept.length, 2);
+
+  const second = await h.serve(['--warm', '1']);
+  await ready(second, 2);
+  const warm = await spawn(second, { task: 'the same shape after a restart', kind: 'command', argv: ['true'], limits: { memoryMb: 384 } });
+  assert.ok(warm.jail?.pooled, 'served warm on its first ask to the new daemon');
+  assert.equal(warm.jail?.limits.memoryMb, 384);
+  await second.signal('SIGTERM');
+  await assertNothingLeft(h);
+});

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { assignScript, shapeKey, shQuote, WAITER } from '../../../src/jail/docker/pool.js';
+import { assignScript, readShapes, shapeKey, shQuote, WAITER } from '../../../src/jail/docker/pool.js';
 import { inputsArchive } from '../../../src/jail/docker/docker-jail.js';
 
 const run = promisify(execFile);
@@ -114,4 +114,16 @@ test('shapeKey: every limit and the image tell shapes apart', () => {
   assert.notEqual(shapeKey('img:b', l), base);
   for (const k of Object.keys(l) as (keyof typeof l)[]) assert.notEqual(shapeKey('img:a', { ...l, [k]: l[k] + 1 }), base, k);
   assert.equal(shapeKey('img:a', { ...l }), base);
+});
+
+test('readShapes: only full sets of positive finite limits survive; a missing or broken file is no shapes', async (t) => {
+  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-shapes-'));
+  t.after(() => fs.promises.rm(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'warm-shapes.json');
+  assert.deepEqual(readShapes(file), [], 'missing');
+  fs.writeFileSync(file, '{not json');
+  assert.deepEqual(readShapes(file), [], 'broken');
+  const good = { memoryMb: 512, cpu: 1, pids: 128, tmpfsMb: 64, diskMb: 1024 };
+  fs.writeFileSync(file, JSON.stringify([good, { ...good, cpu: -1 }, { ...good, pids: 'many' }, { memoryMb: 512 }, null, { ...good, extra: 1 }]));
+  assert.deepEqual(readShapes(file), [good, good], 'the bad entries dropped, unknown fields too');
 });
