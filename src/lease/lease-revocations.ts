@@ -41,7 +41,15 @@ export class Revocations {
       if (rec?.revoked && !this.announced.has(rec.id)) this.announce([rec], rec.revoked.by);
     };
     const scan = () => {
-      const recs = this.files.all().filter((r) => r.revoked && !this.announced.has(r.id));
+      // A timer's throw would end the process: a leases directory that cannot be read (removed
+      // under a running daemon) is no revoke to announce now; the next scan tries again.
+      let all: LeaseRecord[];
+      try {
+        all = this.files.all();
+      } catch {
+        return;
+      }
+      const recs = all.filter((r) => r.revoked && !this.announced.has(r.id));
       // Group by who revoked, parents first (all() is in issue order).
       for (const by of new Set(recs.map((r) => r.revoked!.by))) this.announce(recs.filter((r) => r.revoked!.by === by), by);
     };
@@ -49,7 +57,12 @@ export class Revocations {
     try {
       watcher = fs.watch(this.files.dir, (_event, name) => {
         const file = typeof name === 'string' ? path.basename(name) : '';
-        if (file.endsWith('.json')) check(this.files.read(file.slice(0, -'.json'.length)));
+        if (!file.endsWith('.json')) return;
+        try {
+          check(this.files.read(file.slice(0, -'.json'.length)));
+        } catch {
+          // unreadable now: the periodic scan sees it when it can
+        }
       });
       watcher.on('error', () => {});
       watcher.unref();

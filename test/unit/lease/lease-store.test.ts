@@ -252,3 +252,25 @@ test('watchRevocations: a revoke written by another process reaches this store\'
       stop();
     }
   }));
+
+test('watchRevocations: a leases directory removed under a running watcher is no crash, and revokes are heard again once it is back', () =>
+  withStore(async (s, { dir, ledger, clock }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    const heard: string[] = [];
+    s.onRevoked((recs, by) => heard.push(...recs.map((r) => `${r.runId}:${by}`)));
+    const stop = s.watchRevocations(20);
+    try {
+      const saved = `${dir}.saved`;
+      fs.renameSync(dir, saved);
+      // Several scans run with the directory gone: a throw from the timer would end this process.
+      await new Promise((r) => setTimeout(r, 120));
+      fs.renameSync(saved, dir);
+      const cli = new LeaseStore({ dir, ledger, now: () => clock.t });
+      assert.ok(cli.revoke(root.value.record.id, 'operator').ok);
+      for (let i = 0; i < 100 && heard.length < 1; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(heard, ['r0:operator']);
+    } finally {
+      stop();
+    }
+  }));
