@@ -7,8 +7,7 @@
  * Runs are those created within the window (their records); refusals are the ledger's lines
  * within it (`run.refused`, `lease.refused`, and `broker.denied` with its aggregated `count`).
  */
-import fs from 'node:fs';
-import { ledgerFiles } from '../ledger/index.js';
+import { scanLedger } from '../ledger/index.js';
 import type { RefSurface, RunRecord } from '../runs/index.js';
 
 export interface FleetReport {
@@ -44,28 +43,13 @@ const bump = (o: Record<string, number>, k: string, by = 1) => void (o[k] = (o[k
 
 function refusalsSince(dir: string, sinceMs: number): FleetReport['refusals'] {
   const out: FleetReport['refusals'] = { total: 0, byCode: {}, byKind: {} };
-  for (const file of ledgerFiles(dir)) {
-    let text: string;
-    try {
-      text = fs.readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n')) {
-      if (!line.includes('refused') && !line.includes('denied')) continue;
-      let ev: { type?: unknown; ts?: unknown; code?: unknown; count?: unknown };
-      try {
-        ev = JSON.parse(line) as typeof ev;
-      } catch {
-        continue; // a torn last line
-      }
-      const kind = typeof ev.type === 'string' ? REFUSALS[ev.type] : undefined;
-      if (!kind || typeof ev.ts !== 'string' || Date.parse(ev.ts) < sinceMs) continue;
-      const n = typeof ev.count === 'number' && ev.count > 0 ? ev.count : 1;
-      out.total += n;
-      bump(out.byCode, typeof ev.code === 'string' ? ev.code : 'unknown', n);
-      bump(out.byKind, kind, n);
-    }
+  for (const ev of scanLedger(dir, (t) => t.includes('refused') || t.includes('denied'))) {
+    const kind = typeof ev.type === 'string' ? REFUSALS[ev.type] : undefined;
+    if (!kind || typeof ev.ts !== 'string' || Date.parse(ev.ts) < sinceMs) continue;
+    const n = typeof ev.count === 'number' && ev.count > 0 ? ev.count : 1;
+    out.total += n;
+    bump(out.byCode, typeof ev.code === 'string' ? ev.code : 'unknown', n);
+    bump(out.byKind, kind, n);
   }
   return out;
 }

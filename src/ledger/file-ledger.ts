@@ -30,6 +30,7 @@ import { randomBytes } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import type { Ledger, LedgerEvent, LedgerValue } from './types.js';
 import { ANCHOR_EVERY, ANCHOR_MS, recordInAnchor } from './anchor.js';
+import { scanLedger } from './verify.js';
 import { LEDGER_FORMAT, genesisHash, lineHash, segmentLink, unlinkedClosedSegments } from './chain.js';
 
 /** Fields the ledger owns; an event cannot set them. */
@@ -99,26 +100,12 @@ export class FileLedger implements Ledger {
   }
 
   /**
-   * Scans every segment of the directory (newest first; lines pre-filtered by substring before
-   * they are parsed). Used at a restart for the rare run whose end a dead supervisor saved but
-   * may or may not have announced: reads what is there, never writes.
+   * Used at a restart for the rare run whose end a dead supervisor saved but may or may not
+   * have announced: reads every segment (lines pre-filtered by substring), never writes.
    */
   hasRunEvent(type: string, runId: string): boolean {
-    const files = fs.readdirSync(this.dir).filter((f) => f.endsWith('.jsonl')).sort().reverse();
     const needle = `"runId":${JSON.stringify(runId)}`;
-    for (const f of files) {
-      const text = fs.readFileSync(path.join(this.dir, f), 'utf8');
-      if (!text.includes(needle)) continue;
-      for (const line of text.split('\n')) {
-        if (!line.includes(needle) || !line.includes(type)) continue;
-        try {
-          const e = JSON.parse(line) as { type?: unknown; runId?: unknown };
-          if (e.type === type && e.runId === runId) return true;
-        } catch {
-          // a torn last line of a killed writer: not an event
-        }
-      }
-    }
+    for (const e of scanLedger(this.dir, (t) => t.includes(needle) && t.includes(type))) if (e.type === type && e.runId === runId) return true;
     return false;
   }
 

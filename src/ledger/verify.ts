@@ -151,3 +151,28 @@ export function verifyLedger(dir: string): LedgerReport {
 export function ledgerFiles(dir: string): string[] {
   return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort().map((f) => path.join(dir, f)) : [];
 }
+
+/**
+ * The events of a ledger directory whose line passes `keep` (a cheap substring test, tried on
+ * each segment's whole text first, then on each line before it is parsed), oldest segment
+ * first. An unreadable segment and a torn last line are skipped: a query, not a verification.
+ */
+export function* scanLedger(dir: string, keep: (text: string) => boolean): Generator<Record<string, unknown>> {
+  for (const file of ledgerFiles(dir)) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!keep(text)) continue;
+    for (const line of text.split('\n')) {
+      if (!keep(line)) continue;
+      try {
+        yield JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        // a torn last line of a killed writer: not an event
+      }
+    }
+  }
+}

@@ -7,7 +7,6 @@ import { PassThrough, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailInput, JailVerified, StreamTails } from '../types.js';
@@ -123,7 +122,7 @@ export class DockerJail implements Jail {
    * before the child's first instruction: start() does, and the pool at assignment.
    */
   async noteOutBefore(): Promise<void> {
-    this.outBefore = await statPath(this.docker, this.container.id, `${WORKSPACE_DIR}/out`).catch(() => undefined);
+    this.outBefore = await statPath(this.container, `${WORKSPACE_DIR}/out`).catch(() => undefined);
   }
 
   async putInputs(inputs: JailInput[]): Promise<void> {
@@ -185,7 +184,7 @@ export class DockerJail implements Jail {
     // the child could set it back exactly (utimes on its own directory): it would only hide
     // its own output, as not writing it would.
     if (rel === 'out' && typeof this.outBefore === 'string') {
-      const now = await statPath(this.docker, this.container.id, `${WORKSPACE_DIR}/out`).catch(() => undefined);
+      const now = await statPath(this.container, `${WORKSPACE_DIR}/out`).catch(() => undefined);
       if (now === this.outBefore) return emptyCollect(destDir);
     }
     let archive: NodeJS.ReadableStream;
@@ -218,31 +217,19 @@ async function emptyCollect(destDir: string): Promise<CollectReport> {
 
 /**
  * The engine's stat of a path in a container (HEAD /containers/ID/archive: one header, no
- * archive made); null when the path does not exist. Over plain HTTP or the unix socket only.
+ * archive made), as the engine encodes it; null when the path does not exist.
  */
-function statPath(docker: Docker, id: string, p: string): Promise<string | null> {
-  const m = docker.modem as unknown as { socketPath?: string; host?: string; port?: number; protocol?: string };
-  if (!m.socketPath && m.protocol !== 'http') return Promise.reject(new Error('stat needs the unix socket or plain http'));
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        method: 'HEAD',
-        ...(m.socketPath ? { socketPath: m.socketPath } : { host: m.host, port: m.port }),
-        path: `/containers/${encodeURIComponent(id)}/archive?path=${encodeURIComponent(p)}`,
-        timeout: 10_000,
-      },
-      (res) => {
-        res.resume();
-        if (res.statusCode === 404) return resolve(null);
-        const stat = res.headers['x-docker-container-path-stat'];
-        if (res.statusCode !== 200 || typeof stat !== 'string') return reject(new Error(`the engine's stat answered ${res.statusCode}`));
-        resolve(stat);
-      },
-    );
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('the engine\'s stat timed out')));
-    req.end();
-  });
+async function statPath(container: Docker.Container, p: string): Promise<string | null> {
+  try {
+    const res = (await container.infoArchive({ path: p })) as { headers?: Record<string, unknown>; resume?: () => void };
+    res.resume?.();
+    const stat = res.headers?.['x-docker-container-path-stat'];
+    if (typeof stat !== 'string') throw new Error('the engine\'s stat carried no path stat');
+    return stat;
+  } catch (e) {
+    if (statusOf(e) === 404) return null;
+    throw e;
+  }
 }
 
 /** Removes a volume; a 409 right after its container's removal is the engine still letting go. */
