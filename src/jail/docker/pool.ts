@@ -197,7 +197,7 @@ export class WarmPool implements JailDriver {
     for (const limits of [...(this.o.prime ?? []), ...kept]) this.#want(image, limits);
   }
 
-  /** Ready slots per shape (for the doctor, metrics and tests). */
+  /** Ready and filling slots per shape (the metrics gauges). */
   stats(): { shape: string; ready: number; filling: number }[] {
     return [...this.shapes.entries()].map(([shape, s]) => ({ shape, ready: s.ready.length, filling: s.filling }));
   }

@@ -14,10 +14,13 @@ import { freshHome, leftovers, until } from '../runs/fixture.js';
  * server on host loopback (a stand-in, not a real model).
  */
 
-async function agentSupervisor(home: string, m: ModelServer, env: Record<string, string> = {}, settings = {}): Promise<Composed> {
+async function agentSupervisor(home: string, m: ModelServer, env: Record<string, string> = {}, settings = {}, warm = 0): Promise<Composed> {
   const cfg = loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_CONTEXT_WINDOW: '20000', ...env });
-  const c = await composeSupervisor(cfg, { tickMs: 200, reconcile: true, settings });
+  const c = await composeSupervisor(cfg, { tickMs: 200, reconcile: true, settings, ...(warm > 0 ? { warm } : {}) });
   await c.supervisor.start();
+  // As the daemon does: the pool fills once reconcile swept what a dead one left.
+  await c.warm?.start();
+  await c.warm?.filled();
   return c;
 }
 
@@ -352,4 +355,29 @@ test('a coordinator lead talks to its running child with `send` (wait) and reads
     await c.close();
   }
   assert.deepEqual(await leftovers(home), []);
+});
+
+test('an agent child runs its whole tool loop in a warm jail: its model calls through the broker, a shell tool, its answer', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const m = await startModelServer({
+    script: [
+      toolCallTurn('shell', { command: 'echo from-the-pool > /workspace/out/a.txt' }, { usage: { input: 100, output: 10 } }),
+      toolCallTurn('finish', { answer: 'done' }, { usage: { input: 120, output: 5 } }),
+    ],
+  });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m, {}, {}, 1);
+  try {
+    const r = await c.supervisor.spawn({ task: 'Write a.txt, then answer.', kind: 'agent' });
+    assert.ok(r.ok, r.ok ? '' : r.error.message);
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    assert.ok(r.value.jail?.pooled, 'the agent ran in a warm jail');
+    assert.equal((r.value.result as { answer: string } | null)?.answer, 'done');
+    assert.equal(m.requests.length, 2, 'both model calls went through the broker to the scripted server');
+    assert.equal(r.value.outputFiles, 1);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), [], 'the pool\'s idle slot went with close()');
 });

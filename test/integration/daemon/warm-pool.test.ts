@@ -17,10 +17,7 @@ import type { RunRecord, SpawnRequestInput } from '../../../src/runs/index.js';
 import net from 'node:net';
 import { judgeProbe, parseProbe, PROBE_SCRIPT } from '../../../src/jail/index.js';
 import { requireEngine } from '../../helpers/engine.js';
-import { freshHome, leftovers, until } from '../runs/fixture.js';
-import { startModelServer, toolCallTurn } from '../../helpers/model-server.js';
-import { loadConfig } from '../../../src/config/index.js';
-import { composeSupervisor } from '../../../src/daemon/index.js';
+import { leftovers, until } from '../runs/fixture.js';
 import { brokerSockets, daemonHome, recordOnDisk, warmReady, type DaemonHome, type Serve } from './serve-proc.js';
 
 const ready = (serve: Serve, n: number) => until(async () => (await warmReady(serve.socket)) === n, `${n} warm jails ready`);
@@ -261,34 +258,6 @@ test('a SIGKILLed daemon\'s idle slots are swept at the next start, a run holdin
   const ledger = fs.readdirSync(h.paths.ledger).map((f) => fs.readFileSync(path.join(h.paths.ledger, f), 'utf8')).join('');
   assert.match(ledger, new RegExp(`"type":"jail.pool_discarded"[^\\n]*"slot":"${victim}"[^\\n]*"reason":"exited"`), 'the discard is ledgered');
   assert.match(ledger, /"type":"jail.pool_assigned"/, 'assignments are ledgered');
-});
-
-test('an agent child runs its whole tool loop in a warm jail: its model calls through the broker, a shell tool, its answer', async (t) => {
-  if (!(await requireEngine(t))) return;
-  const home = await freshHome(t);
-  const m = await startModelServer({
-    script: [
-      toolCallTurn('shell', { command: 'echo from-the-pool > /workspace/out/a.txt; cat /proc/1/cmdline | tr "\\0" " "' }, { usage: { input: 100, output: 10 } }),
-      toolCallTurn('finish', { answer: 'done' }, { usage: { input: 120, output: 5 } }),
-    ],
-  });
-  t.after(() => m.close());
-  const c = await composeSupervisor(loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_CONTEXT_WINDOW: '20000' }), { tickMs: 200, reconcile: true, warm: 1 });
-  try {
-    await c.supervisor.start();
-    await c.warm!.start();
-    await c.warm!.filled();
-    const r = await c.supervisor.spawn({ task: 'Write a.txt, then answer.', kind: 'agent' });
-    assert.ok(r.ok, r.ok ? '' : r.error.message);
-    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
-    assert.ok(r.value.jail?.pooled, 'the agent ran in a warm jail');
-    assert.deepEqual(r.value.result && (r.value.result as { answer: string }).answer, 'done');
-    assert.equal(m.requests.length, 2, 'both model calls went through the broker to the scripted server');
-    assert.equal(r.value.outputFiles, 1);
-  } finally {
-    await c.close();
-  }
-  assert.deepEqual(await leftovers(home), [], 'the pool\'s idle slot went with close()');
 });
 
 test('a warm jail changed while it waited (its memory limit raised through the engine) is refused before its run\'s child exists: jail_unverified, then a fresh slot serves', async (t) => {

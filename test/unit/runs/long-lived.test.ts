@@ -123,43 +123,44 @@ test('[INV-4] a collection redone after a crash replaces what the first attempt 
   assert.deepEqual(refs.map((r) => r.path).sort(), ['out/s.txt', 'result.json', 'stdout.txt']);
 });
 
-test('[INV-8] an end saved by a supervisor that died before releasing it is finished at the next start: socket dir gone, announced once', async () => {
+/**
+ * A supervisor that died with a run's end saved but not released: run.json says ended (and
+ * unreleased). `announced`: the crash fell after its ledger lines, before the flag was cleared.
+ */
+async function diedBeforeRelease(announced: boolean) {
   const { setupSup } = await import('./setup.js');
   const first = await setupSup();
   const r = await first.sup.spawn({ task: 'ends', script: 'export default async () => 1', async: true });
   assert.ok(r.ok);
   for (let i = 0; i < 200 && first.sup.peek(r.value.id)?.status !== 'running'; i++) await new Promise((res) => setTimeout(res, 5));
   await first.sup.close();
-  // The crash window: run.json says ended (and unreleased), nothing after it happened.
   const rec = (await first.store.load(r.value.id))!;
   await first.store.save({ ...rec, status: 'ended', endReason: 'completed', terminalStatus: null, endedAt: new Date().toISOString(), unreleased: true });
-  const brokerDir = path.join(first.home, 'brokers', r.value.id);
+  if (announced) first.ledger.append({ type: 'run.lifecycle_ended', runId: r.value.id, endReason: 'completed' });
+  const restart = () => setupSup({ home: first.home, jail: first.jail, leases: first.leases, ...(announced ? { ledger: first.ledger } : {}) });
+  return { first, runId: r.value.id, restart };
+}
+
+test('[INV-8] an end saved by a supervisor that died before releasing it is finished at the next start: socket dir gone, announced once', async () => {
+  const { first, runId, restart } = await diedBeforeRelease(false);
+  const brokerDir = path.join(first.home, 'brokers', runId);
   await fs.mkdir(brokerDir, { recursive: true });
   await fs.writeFile(path.join(brokerDir, 'broker.sock'), '');
-  const second = await setupSup({ home: first.home, jail: first.jail, leases: first.leases });
+  const second = await restart();
   await assert.rejects(fs.access(brokerDir), 'the socket directory went with the finished end');
-  const after = second.sup.peek(r.value.id)!;
+  const after = second.sup.peek(runId)!;
   assert.equal(after.endReason, 'completed', 'the end reason is the saved one');
   assert.equal(after.unreleased, undefined);
-  const ends = second.ledger.events.filter((e: { type: string; runId?: string }) => e.type === 'run.lifecycle_ended' && e.runId === r.value.id);
+  const ends = second.ledger.events.filter((e: { type: string; runId?: string }) => e.type === 'run.lifecycle_ended' && e.runId === runId);
   assert.equal(ends.length, 1);
   await second.sup.close();
 });
 
 test('[INV-8] an end a dead supervisor announced but did not mark released is finished at the next start without a second announcement', async () => {
-  const { setupSup } = await import('./setup.js');
-  const first = await setupSup();
-  const r = await first.sup.spawn({ task: 'ends', script: 'export default async () => 1', async: true });
-  assert.ok(r.ok);
-  for (let i = 0; i < 200 && first.sup.peek(r.value.id)?.status !== 'running'; i++) await new Promise((res) => setTimeout(res, 5));
-  await first.sup.close();
-  // The crash fell after the announcement (its ledger lines on disk) and before the flag was cleared.
-  const rec = (await first.store.load(r.value.id))!;
-  await first.store.save({ ...rec, status: 'ended', endReason: 'completed', terminalStatus: null, endedAt: new Date().toISOString(), unreleased: true });
-  first.ledger.append({ type: 'run.lifecycle_ended', runId: r.value.id, endReason: 'completed' });
-  const second = await setupSup({ home: first.home, jail: first.jail, leases: first.leases, ledger: first.ledger });
-  assert.equal(second.sup.peek(r.value.id)!.unreleased, undefined, 'released and marked so');
-  const ends = first.ledger.events.filter((e: { type: string; runId?: string }) => e.type === 'run.lifecycle_ended' && e.runId === r.value.id);
+  const { first, runId, restart } = await diedBeforeRelease(true);
+  const second = await restart();
+  assert.equal(second.sup.peek(runId)!.unreleased, undefined, 'released and marked so');
+  const ends = first.ledger.events.filter((e: { type: string; runId?: string }) => e.type === 'run.lifecycle_ended' && e.runId === runId);
   assert.equal(ends.length, 1, 'announced exactly once across the crash');
   await second.sup.close();
 });
