@@ -110,12 +110,19 @@ export function helperArgv(nodeArgs: string[], caps: HelperCaps, isolateDir?: st
   ];
 }
 
-/** A process's address-space size and RLIMIT_AS (soft, hard), in bytes, from /proc. */
-export function addressSpace(pid: number | 'self'): { size: number; soft: number; hard: number } {
-  const size = Number(/^VmSize:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+/**
+ * A process's address-space size, its peak size so far and its RLIMIT_AS (soft, hard), in
+ * bytes, from /proc. The size moves both ways (a freed mapping, an exited thread's stack); the
+ * peak only grows, so a cap set from some earlier size is checked against the peak.
+ */
+export function addressSpace(pid: number | 'self'): { size: number; peak: number; soft: number; hard: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1]) * 1024;
+  const size = kb('VmSize');
+  const peak = kb('VmPeak');
   const row = /^Max address space\s+(\S+)\s+(\S+)\s+bytes/m.exec(fs.readFileSync(`/proc/${pid}/limits`, 'utf8'));
   const n = (v: string | undefined) => (v === 'unlimited' ? Infinity : Number(v));
-  return { size, soft: n(row?.[1]), hard: n(row?.[2]) };
+  return { size, peak, soft: n(row?.[1]), hard: n(row?.[2]) };
 }
 
 /**

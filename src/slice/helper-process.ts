@@ -139,10 +139,11 @@ export class HelperProcess {
     }
     const pid = this.isolating ? childOf(this.proc.pid) : this.proc.pid;
     if (pid === undefined) return 'the DuckDB helper process could not be found';
-    // Verify what we got: the helper capped itself (soft = hard, its size + the budget at most).
+    // Verify what we got: the helper capped itself.
     try {
       const as = addressSpace(pid);
-      if (as.soft !== as.hard || as.hard > as.size + this.caps.memoryBytes) return `the DuckDB helper's address-space cap is ${as.soft}:${as.hard}, not its size + ${this.caps.memoryBytes}`;
+      const wrong = capRefusal(as, this.caps.memoryBytes);
+      if (wrong) return wrong;
       this.memoryLimit = as.hard;
     } catch (e) {
       return e instanceof Error ? e.message : String(e);
@@ -192,6 +193,18 @@ export class HelperProcess {
     }
     this.proc.kill('SIGKILL');
   }
+}
+
+/**
+ * Why a helper's address-space cap is not the one it should have set (soft = hard, at most the
+ * budget over the size it had when it capped itself), or undefined. Checked against its peak
+ * size: the size shrinks (a freed mapping, a finished thread's stack) between the helper's cap
+ * and this read, and checking against the size then refused sound helpers now and then.
+ */
+export function capRefusal(as: { peak: number; soft: number; hard: number }, budget: number): string | undefined {
+  if (as.soft !== as.hard) return `the DuckDB helper's address-space cap is ${as.soft}:${as.hard}, not one soft = hard limit`;
+  if (!Number.isFinite(as.hard) || !(as.hard <= as.peak + budget)) return `the DuckDB helper's address-space cap is ${as.hard}, more than its peak size ${as.peak} + ${budget}`;
+  return undefined;
 }
 
 function makeIsolationDir(): string {

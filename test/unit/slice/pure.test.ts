@@ -4,6 +4,7 @@ import { jqRefusal, parseJsonPath } from '../../../src/slice/index.js';
 import { scrubPaths } from '../../../src/slice/helper-protocol.js';
 import { parseBigJson, sqlString, stringifyBigJson } from '../../../src/slice/sql-guard.js';
 import { loaderArgs } from '../../../src/slice/duckdb-pool.js';
+import { capRefusal } from '../../../src/slice/helper-process.js';
 import { sniffKind, utf8Boundary } from '../../../src/results/index.js';
 
 test('[INV-5] jsonpath: the strict grammar compiles to a DuckDB path and refuses everything else', () => {
@@ -69,4 +70,17 @@ test('kind sniffing: the bytes decide, the name proposes', () => {
   assert.equal(sniffKind('x.txt', Buffer.from('aé').subarray(0, 2)), 'text');
   assert.equal(utf8Boundary(Buffer.from('aé€'), 4), 3);
   assert.equal(utf8Boundary(Buffer.from('aé€'), 6), 6);
+});
+
+test('[INV-9] a helper\'s address-space cap is checked against its peak size, which its size may fall below after it capped itself', () => {
+  const MIB = 1024 ** 2;
+  const budget = 4096 * MIB;
+  // Capped at 1,200 MiB + budget; a mapping freed since leaves it at 1,150 MiB — still sound.
+  assert.equal(capRefusal({ peak: 1200 * MIB, soft: 1200 * MIB + budget, hard: 1200 * MIB + budget }, budget), undefined);
+  assert.equal(capRefusal({ peak: 1300 * MIB, soft: 1200 * MIB + budget, hard: 1200 * MIB + budget }, budget), undefined);
+  // More than the budget over anything it ever was, a soft limit under a looser hard one, none at all.
+  assert.match(capRefusal({ peak: 1200 * MIB, soft: 1201 * MIB + budget, hard: 1201 * MIB + budget }, budget) ?? '', /more than its peak size/);
+  assert.match(capRefusal({ peak: 1200 * MIB, soft: 1200 * MIB, hard: 1200 * MIB + budget }, budget) ?? '', /soft = hard/);
+  assert.match(capRefusal({ peak: 1200 * MIB, soft: Infinity, hard: Infinity }, budget) ?? '', /more than its peak size/);
+  assert.match(capRefusal({ peak: NaN, soft: 1200 * MIB, hard: 1200 * MIB }, budget) ?? '', /more than its peak size/);
 });
