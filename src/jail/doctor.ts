@@ -10,7 +10,7 @@ import { toBrigError } from '../util/errors.js';
 import type { DockerJailDriver } from './docker/docker-jail-driver.js';
 import { SECCOMP_JSON, SECCOMP_REMOVED, SECCOMP_RULES_REMOVED } from './docker/seccomp.js';
 import { WorkspaceDisks } from './docker/workspace-disk.js';
-import { judgeProbe, parseProbe, PROBE_SCRIPT, type ProbeCheck, type ProbeLimits } from './probe.js';
+import { judgeProbe, parseProbe, probeArgv, type ProbeCheck, type ProbeLimits } from './probe.js';
 
 /** The probe jail's limits; the probe must find each one in its own cgroup. */
 const PROBE_LIMITS: ProbeLimits = Object.freeze({ memoryMb: 128, pids: 64, cpu: 1 });
@@ -129,7 +129,7 @@ async function gatherJailFacts(driver: DockerJailDriver, engine: DoctorFacts['en
       runId,
       leaseId: runId,
       rootRunId: runId,
-      argv: ['node', '-e', PROBE_SCRIPT, String(srv.port)],
+      argv: probeArgv(srv.port),
       env: { HOME: '/workspace' },
       limits: { ...PROBE_LIMITS, tmpfsMb: 8, diskMb: PROBE_DISK_MB },
       artifacts: [],

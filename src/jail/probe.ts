@@ -4,13 +4,39 @@
  * Used by `brig doctor` and by the [INV-2] integration tests: security is shown negatively,
  * from inside, not assumed from the create body.
  *
- * Network attempts: the supervisor's loopback port (unreachable from a separate network
- * namespace) and one literal public address, which with NetworkMode none fails at once with
- * ENETUNREACH — there is no route, so no packet leaves the jail.
+ * Network attempts aim only at this machine: the supervisor's loopback port (unreachable from
+ * a separate network namespace) and the host's own non-loopback addresses, which a jail with
+ * NetworkMode none cannot route to (ENETUNREACH at once: the kernel builds no packet). Were
+ * the jail ever given a network, the attempt would still end at this host, never elsewhere.
+ * The probe also lists every route it has but loopback's (none).
  */
+import os from 'node:os';
 import { z } from 'zod';
 
-/** Runs as `node -e PROBE_SCRIPT <loopbackPort>` inside the jail; prints one JSON line. */
+/** Errors a connect gets when there is no route at all (no packet was sent anywhere). */
+const NO_ROUTE = new Set(['ENETUNREACH', 'EHOSTUNREACH']);
+
+/**
+ * The host's own addresses off loopback (IPv4 and global/unique-local IPv6; link-local needs a
+ * scope the jail does not have), at most 4: what the probe tries to reach from inside.
+ */
+export function hostAddresses(): string[] {
+  const out: string[] = [];
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const a of list ?? []) {
+      if (a.internal || (a.family === 'IPv6' && /^fe[89ab]/i.test(a.address))) continue;
+      if (!out.includes(a.address)) out.push(a.address);
+    }
+  }
+  return out.sort().slice(0, 4);
+}
+
+/** The argv that runs the probe in a jail, aimed at `loopbackPort` and this host's own addresses. */
+export function probeArgv(loopbackPort: number): string[] {
+  return ['node', '-e', PROBE_SCRIPT, String(loopbackPort), ...hostAddresses()];
+}
+
+/** Runs as `node -e PROBE_SCRIPT <loopbackPort> [hostAddress…]` inside the jail (probeArgv); prints one JSON line. */
 export const PROBE_SCRIPT = String.raw`
 const fs = require('node:fs'), os = require('node:os'), net = require('node:net');
 const status = fs.readFileSync('/proc/self/status', 'utf8');
@@ -25,12 +51,22 @@ const connect = (host, port) => new Promise((resolve) => {
   s.on('error', (e) => resolve(e.code || 'error'));
   s.on('timeout', () => { s.destroy(); resolve('timeout'); });
 });
-Promise.all([connect('127.0.0.1', port), connect('1.1.1.1', 443)]).then(([tcp, pub]) => {
+const hostAddrs = process.argv.slice(2);
+const routes = [];
+for (const f of ['/proc/net/route', '/proc/net/ipv6_route']) {
+  let lines = []; try { lines = fs.readFileSync(f, 'utf8').trim().split('\n'); } catch {}
+  for (const l of lines) {
+    const cols = l.trim().split(/\s+/);
+    const dev = f.endsWith('ipv6_route') ? cols[cols.length - 1] : cols[0];
+    if (dev && dev !== 'Iface' && dev !== 'lo') routes.push(f.slice(10) + ' ' + l.trim());
+  }
+}
+Promise.all([connect('127.0.0.1', port), Promise.all(hostAddrs.map((a) => connect(a, port)))]).then(([tcp, hosts]) => {
   const out = {
     uid: process.getuid(), gid: process.getgid(),
     noNewPrivs: field('NoNewPrivs'), capEff: field('CapEff'), capBnd: field('CapBnd'), seccomp: field('Seccomp'),
     interfaces: Object.keys(os.networkInterfaces()).sort(),
-    tcpLoopbackHost: tcp, tcpPublic: pub,
+    tcpLoopbackHost: tcp, tcpHostAddresses: Object.fromEntries(hostAddrs.map((a, i) => [a, hosts[i]])), routes,
     shmWrite: tryWrite('/dev/shm/.brig-probe'),
     rootWrite: tryWrite('/brig-probe'), workspaceWrite: tryWrite('/workspace/.brig-probe'), tmpWrite: tryWrite('/tmp/.brig-probe'),
     dockerSocket: fs.existsSync('/var/run/docker.sock') || fs.existsSync('/run/docker.sock'),
@@ -62,7 +98,10 @@ export const ProbeReportSchema = z.object({
   seccomp: z.string().nullable(),
   interfaces: z.array(z.string()),
   tcpLoopbackHost: z.string(),
-  tcpPublic: z.string(),
+  /** Each of the host's own addresses the probe tried, and what its connect got. */
+  tcpHostAddresses: z.record(z.string(), z.string()),
+  /** Routes other than loopback's (/proc/net/route and ipv6_route lines). */
+  routes: z.array(z.string()),
   shmWrite: z.string(),
   rootWrite: z.string(),
   workspaceWrite: z.string(),
@@ -115,7 +154,8 @@ export function judgeProbe(r: ProbeReport, limits?: ProbeLimits): ProbeCheck[] {
     c('seccomp filter on', r.seccomp === '2', r.seccomp),
     c('no network interface but loopback', r.interfaces.every((i) => i === 'lo'), r.interfaces),
     c('host loopback unreachable', r.tcpLoopbackHost !== 'connected', r.tcpLoopbackHost),
-    c('public address unreachable', r.tcpPublic !== 'connected', r.tcpPublic),
+    c('no route but loopback', r.routes.length === 0, r.routes.length === 0 ? 'none' : r.routes),
+    hostAddressCheck(r.tcpHostAddresses),
     c('read-only root filesystem', r.rootWrite === 'EROFS', r.rootWrite),
     c('workspace writable', r.workspaceWrite === 'ok', r.workspaceWrite),
     c('tmp writable', r.tmpWrite === 'ok', r.tmpWrite),
@@ -123,6 +163,14 @@ export function judgeProbe(r: ProbeReport, limits?: ProbeLimits): ProbeCheck[] {
     c('no engine socket', !r.dockerSocket, r.dockerSocket),
     ...(limits ? judgeLimits(r, limits).map((x) => c(x.name, x.ok, x.saw)) : []),
   ];
+}
+
+/** The host's own addresses must have no route from the jail: refused or timed out means a packet went. */
+function hostAddressCheck(tried: Record<string, string>): ProbeCheck {
+  const entries = Object.entries(tried);
+  const name = "host's own addresses unroutable";
+  if (entries.length === 0) return { name, ok: true, saw: 'none to try (the host has only loopback)' };
+  return { name, ok: entries.every(([, code]) => NO_ROUTE.has(code)), saw: entries.map(([a, code]) => `${a} ${code}`).join(', ') };
 }
 
 function judgeLimits(r: ProbeReport, want: ProbeLimits): { name: string; ok: boolean; saw: unknown }[] {

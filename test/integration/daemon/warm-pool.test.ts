@@ -15,7 +15,7 @@ import path from 'node:path';
 import { ApiClient } from '../../../src/api/index.js';
 import type { RunRecord, SpawnRequestInput } from '../../../src/runs/index.js';
 import net from 'node:net';
-import { judgeProbe, parseProbe, PROBE_SCRIPT } from '../../../src/jail/index.js';
+import { judgeProbe, parseProbe, probeArgv } from '../../../src/jail/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { leftovers, until } from '../runs/fixture.js';
 import { brokerSockets, daemonHome, recordOnDisk, warmReady, type DaemonHome, type Serve } from './serve-proc.js';
@@ -133,7 +133,7 @@ test('[INV-2] a pooled jail is the hardened jail, from inside: the doctor\'s pro
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
   t.after(() => srv.close());
   const port = (srv.address() as net.AddressInfo).port;
-  const r = await spawn(serve, { task: 'probe', kind: 'command', argv: ['node', '-e', PROBE_SCRIPT, String(port)] });
+  const r = await spawn(serve, { task: 'probe', kind: 'command', argv: probeArgv(port) });
   assert.ok(r.jail?.pooled, 'the probe ran in a warm jail');
   const report = parseProbe(r.stdoutTail ?? '');
   assert.ok(report, `the probe reported: ${r.stderrTail}`);

@@ -7,22 +7,35 @@ import os from 'node:os';
 import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { isBrigError } from '../../../src/util/errors.js';
-import { judgeProbe, parseProbe, PROBE_SCRIPT } from '../../../src/jail/probe.js';
+import { hostAddresses, judgeProbe, parseProbe, PROBE_SCRIPT, probeArgv } from '../../../src/jail/probe.js';
 import { DockerJailDriver, LABELS, renderCreateBody } from '../../../src/jail/index.js';
 import { verifyInspect, type InspectView } from '../../../src/jail/docker/verify.js';
 import { driver, ROOT, runToEnd, spec, sweepOwn } from './helpers.js';
 
 after(sweepOwn);
 
-/** A server on the supervisor's loopback: reachable from here, never from a jail. */
+/**
+ * A server on the supervisor's loopback and, on the same port, on each of the host's own
+ * addresses (probeArgv aims there too): reachable from here, never from a jail.
+ */
 async function loopbackServer(): Promise<{ port: number; close: () => void; hits: () => number }> {
   let hits = 0;
-  const srv = net.createServer((s) => {
-    hits++;
-    s.destroy();
-  });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  return { port: (srv.address() as net.AddressInfo).port, close: () => srv.close(), hits: () => hits };
+  const servers: net.Server[] = [];
+  const listen = (host: string, port: number) =>
+    new Promise<number>((resolve, reject) => {
+      const srv = net.createServer((s) => {
+        hits++;
+        s.destroy();
+      });
+      srv.once('error', reject);
+      srv.listen(port, host, () => {
+        servers.push(srv);
+        resolve((srv.address() as net.AddressInfo).port);
+      });
+    });
+  const port = await listen('127.0.0.1', 0);
+  for (const a of hostAddresses()) await listen(a, port);
+  return { port, close: () => servers.forEach((s) => s.close()), hits: () => hits };
 }
 
 test('[INV-2] from inside a real jail: non-root, no caps, no-new-privs, seccomp, no network, read-only root', async (t) => {
@@ -30,7 +43,7 @@ test('[INV-2] from inside a real jail: non-root, no caps, no-new-privs, seccomp,
   const srv = await loopbackServer();
   try {
     const limits = { memoryMb: 96, pids: 48, cpu: 0.5 };
-    const { exit, tails } = await runToEnd(spec('probe', ['node', '-e', PROBE_SCRIPT, String(srv.port)], { limits: { ...limits, tmpfsMb: 8, diskMb: 64 } }));
+    const { exit, tails } = await runToEnd(spec('probe', probeArgv(srv.port), { limits: { ...limits, tmpfsMb: 8, diskMb: 64 } }));
     assert.equal(exit.exitCode, 0, tails.stderrTail);
     const report = parseProbe(tails.stdoutTail);
     assert.ok(report, `probe output unreadable: ${tails.stdoutTail} ${tails.stderrTail}`);
@@ -39,7 +52,10 @@ test('[INV-2] from inside a real jail: non-root, no caps, no-new-privs, seccomp,
     assert.ok(checks.some((c) => c.name === 'cpu quota in the cgroup'), 'limits were judged');
     const failed = checks.filter((c) => !c.ok);
     assert.deepEqual(failed, []);
-    assert.equal(srv.hits(), 0, 'the host loopback server saw a connection from the jail');
+    assert.deepEqual(Object.keys(report.tcpHostAddresses).sort(), hostAddresses(), 'the probe tried each of the host\'s own addresses');
+    for (const [a, code] of Object.entries(report.tcpHostAddresses)) assert.equal(code, 'ENETUNREACH', `${a}: no route from the jail`);
+    assert.deepEqual(report.routes, [], 'the jail has no route but loopback\'s');
+    assert.equal(srv.hits(), 0, 'the host servers (loopback and its own addresses) saw no connection from the jail');
     const mountPoints = report.mounts.map((m) => m.split(' ')[0]);
     assert.ok(!mountPoints.some((m) => m?.includes('docker.sock')));
     assert.ok(mountPoints.includes('/workspace'));

@@ -1,17 +1,19 @@
 /**
  * Issue 2, shown negatively from inside a real jail: what a hostile child tries, and that it
- * fails. Every network attempt is either a literal public IP (with NetworkMode none the kernel
- * answers ENETUNREACH at once: no route, so no packet leaves) or the supervisor's own loopback.
+ * fails. Every network attempt aims at this machine only: the supervisor's loopback and the
+ * host's own IPv4/IPv6 addresses, each with a server listening on it (with NetworkMode none the
+ * kernel answers ENETUNREACH at once: no route, so no packet is built).
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { hostAddresses } from '../../../src/jail/probe.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { runToEnd, spec, sweepOwn } from './helpers.js';
 
 after(sweepOwn);
 
-/** Node built-ins only; prints one JSON line. argv[1] = a port the host listens on at 127.0.0.1. */
+/** Node built-ins only; prints one JSON line. argv[1] = a port the host listens on at 127.0.0.1 and at argv[2…], its own addresses. */
 const INSIDE = String.raw`
 const fs = require('node:fs'), net = require('node:net'), os = require('node:os'), path = require('node:path');
 const attempt = (host, port) => new Promise((resolve) => {
@@ -37,10 +39,11 @@ const tmpMount = fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').find((
 const tmpFill = (() => { try { fs.writeFileSync('/tmp/fill', Buffer.alloc(12 * 1024 * 1024)); return 'ok'; } catch (e) { return e.code; } finally { try { fs.unlinkSync('/tmp/fill'); } catch {} } })();
 const tmpExec = (() => { fs.copyFileSync('/bin/busybox', '/tmp/bb'); fs.chmodSync('/tmp/bb', 0o755); const r = require('node:child_process').spawnSync('/tmp/bb', ['true']); return r.error ? r.error.code : 'ran'; })();
 const shmWrite = (() => { try { fs.writeFileSync('/dev/shm/brig-probe', 'x'); return 'ok'; } catch (e) { return e.code; } })();
-Promise.all([attempt('1.1.1.1', 443), attempt('2606:4700:4700::1111', 443), attempt('127.0.0.1', Number(process.argv[1]))]).then(([v4, v6, hostLo]) => {
+const port = Number(process.argv[1]);
+Promise.all([Promise.all(process.argv.slice(2).map((a) => attempt(a, port))), attempt('127.0.0.1', port)]).then(([own, hostLo]) => {
   console.log(JSON.stringify({
     interfaces: Object.keys(os.networkInterfaces()).sort(),
-    v4, v6, hostLo,
+    own: Object.fromEntries(process.argv.slice(2).map((a, i) => [a, own[i]])), hostLo,
     sockets, named, visited,
     unixSockets: read('/proc/net/unix'),
     shmMounted: fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').some((l) => l.split(' ')[1] === '/dev/shm'),
@@ -54,8 +57,7 @@ Promise.all([attempt('1.1.1.1', 443), attempt('2606:4700:4700::1111', 443), atte
 
 interface Inside {
   interfaces: string[];
-  v4: string;
-  v6: string;
+  own: Record<string, string>;
   hostLo: string;
   sockets: string[];
   named: string[];
@@ -81,18 +83,33 @@ test('[INV-2] from inside a real jail: no route out, host loopback unreachable, 
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
   t.after(() => srv.close());
   const port = (srv.address() as net.AddressInfo).port;
+  // The same port on each of the host's own addresses, reachable from the host (the control).
+  const own = hostAddresses();
+  for (const a of own) {
+    const s = net.createServer((c) => {
+      hits++;
+      c.destroy();
+    });
+    await new Promise<void>((r) => s.listen(port, a, r));
+    t.after(() => s.close());
+    const accepted = new Promise((r) => s.once('connection', r));
+    net.connect({ host: a, port }).on('error', () => undefined);
+    await accepted;
+  }
+  const controlHits = hits;
+  assert.equal(controlHits, own.length, 'each host address answers from the host');
   const memoryMb = 96;
-  const { exit, tails } = await runToEnd(spec('inside', ['node', '-e', INSIDE, String(port)], { limits: { memoryMb, cpu: 1, pids: 64, tmpfsMb: 8, diskMb: 64 } }));
+  const { exit, tails } = await runToEnd(spec('inside', ['node', '-e', INSIDE, String(port), ...own], { limits: { memoryMb, cpu: 1, pids: 64, tmpfsMb: 8, diskMb: 64 } }));
   assert.equal(exit.exitCode, 0, tails.stderrTail);
   const r = JSON.parse(tails.stdoutTail) as Inside;
 
   assert.deepEqual(r.interfaces, ['lo'], 'only loopback exists');
   // No interface, no route: the kernel refuses before a packet is built.
-  assert.equal(r.v4, 'ENETUNREACH', 'a public IPv4 address is unreachable');
-  assert.notEqual(r.v6, 'connected', 'a public IPv6 address is unreachable');
+  assert.deepEqual(Object.keys(r.own).sort(), own, 'the jail tried each of the host\'s own addresses');
+  for (const [a, code] of Object.entries(r.own)) assert.equal(code, 'ENETUNREACH', `the host's ${a}, listening, is unreachable from the jail`);
   // The jail's 127.0.0.1 is its own loopback: nothing listens there, and the host server sees nothing.
   assert.equal(r.hostLo, 'ECONNREFUSED');
-  assert.equal(hits, 0, 'the host loopback server saw a connection from the jail');
+  assert.equal(hits, controlHits, 'no host server (loopback or its own addresses) saw a connection from the jail');
 
   assert.ok(r.visited > 100, `the filesystem walk saw only ${r.visited} entries`);
   assert.deepEqual(r.sockets, [], 'no unix socket file anywhere in the jail filesystem');

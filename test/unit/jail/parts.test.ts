@@ -7,7 +7,7 @@ import { isBrigError } from '../../../src/util/errors.js';
 
 const GOOD: ProbeReport = {
   uid: 65534, gid: 65534, noNewPrivs: '1', capEff: '0000000000000000', capBnd: '0000000000000000', seccomp: '2',
-  interfaces: ['lo'], tcpLoopbackHost: 'ECONNREFUSED', tcpPublic: 'ENETUNREACH', shmWrite: 'ENOENT', rootWrite: 'EROFS', workspaceWrite: 'ok', tmpWrite: 'ok',
+  interfaces: ['lo'], tcpLoopbackHost: 'ECONNREFUSED', tcpHostAddresses: { '192.0.2.2': 'ENETUNREACH', 'fd00::2': 'ENETUNREACH' }, routes: [], shmWrite: 'ENOENT', rootWrite: 'EROFS', workspaceWrite: 'ok', tmpWrite: 'ok',
   dockerSocket: false, mounts: [], envKeys: ['PATH'],
   limits: { memory: String(128 * 1024 * 1024), memsw: String(128 * 1024 * 1024), swapMax: null, pids: '64', cpu: '100000 100000' },
   workspace: { bytes: 31 * 1024 * 1024, fstype: 'ext4', options: 'rw,nosuid,nodev,relatime' },
@@ -23,7 +23,10 @@ test('judgeProbe passes a hardened report and fails each weakness', () => {
     [{ seccomp: '0' }, 'seccomp filter on'],
     [{ interfaces: ['eth0', 'lo'] }, 'no network interface but loopback'],
     [{ tcpLoopbackHost: 'connected' }, 'host loopback unreachable'],
-    [{ tcpPublic: 'connected' }, 'public address unreachable'],
+    [{ tcpHostAddresses: { '192.0.2.2': 'connected' } }, "host's own addresses unroutable"],
+    [{ tcpHostAddresses: { '192.0.2.2': 'ENETUNREACH', 'fd00::2': 'ECONNREFUSED' } }, "host's own addresses unroutable"],
+    [{ tcpHostAddresses: { '192.0.2.2': 'timeout' } }, "host's own addresses unroutable"],
+    [{ routes: ['route eth0 00000000 0102000A 0003 0 0 0 00000000 0 0 0'] }, 'no route but loopback'],
     [{ shmWrite: 'ok' }, 'no writable /dev/shm'],
     [{ rootWrite: 'ok' }, 'read-only root filesystem'],
     [{ dockerSocket: true }, 'no engine socket'],
@@ -52,6 +55,8 @@ test('judgeProbe passes a hardened report and fails each weakness', () => {
     assert.deepEqual(failed, [name]);
   }
   assert.ok(!judgeProbe(GOOD, { memoryMb: 128, pids: 64, cpu: 1 }).some((c) => ['workspace capped at its disk', 'workspace nosuid,nodev'].includes(c.name)), 'no disk checks under the opt-out');
+  const alone = judgeProbe({ ...GOOD, tcpHostAddresses: {} }).find((c) => c.name === "host's own addresses unroutable");
+  assert.deepEqual([alone?.ok, alone?.saw], [true, 'none to try (the host has only loopback)'], 'a host with only loopback has nothing of its own to try');
   for (const [patch, name] of weak) {
     const failed = judgeProbe({ ...GOOD, ...patch }).filter((c) => !c.ok).map((c) => c.name);
     assert.deepEqual(failed, [name]);
