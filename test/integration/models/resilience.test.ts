@@ -84,7 +84,7 @@ for (const format of FORMATS) {
     const t0 = Date.now();
     await assert.rejects(client.complete(ASK), failsWith('idle_timeout', (e) => assert.match(e.message, /stalled: nothing for 300 ms/)));
     const took = Date.now() - t0;
-    assert.ok(took >= 250 && took < 5000, `${took} ms`);
+    assert.ok(took >= 250, `the idle timer waited its 300 ms, not less (${took} ms)`);
     assert.equal(m.requests.length, 1);
   });
 

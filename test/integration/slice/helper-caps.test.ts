@@ -52,16 +52,14 @@ test('[INV-9] a 4 GB string fails cleanly under the helper\'s own memory cap; th
   assert.ok(Number.isFinite(before.cpu[1]) && before.cpu[1] <= 910, `the helper has a CPU-time cap (RLIMIT_CPU), got ${before.cpu.join(':')}`);
 
   for (const q of ["SELECT length(repeat('x', 4000000000))", "SELECT length(string_agg(repeat('x', 1000000), '')) FROM range(5000)"]) {
-    const t0 = Date.now();
     const res = await slicer.sql(ref.ref, q);
-    const ms = Date.now() - t0;
     assert.equal(res.ok, false, `${q} must not succeed`);
     if (!res.ok) {
+      // A memory failure, not the query timeout (that would be `timeout`).
       assert.ok(['query_failed', 'output_too_large'].includes(res.error.code), `${q} → ${res.error.code}: ${res.error.message}`);
       assert.match(res.error.message, /memory/i, 'the failure says it is about memory');
       assert.ok(!res.error.message.includes(home), 'no host path in the message');
     }
-    assert.ok(ms < 30_000, `${q} failed in ${ms} ms, not at a timeout`);
   }
   const hwm = await status(pid, 'VmHWM');
   assert.ok(hwm < before.as[1], `peak RSS ${hwm} stays under the cap ${before.as[1]}`);
@@ -84,16 +82,14 @@ test('[INV-9] a query that burns its helper\'s CPU time is stopped by the kernel
   await pool.warm();
   const [pid] = pool.nodePids();
   assert.deepEqual((await limits(pid!)).cpu, [2, 12], 'RLIMIT_CPU: 2 s soft (SIGXCPU), hard 10 s later (SIGKILL)');
-  const t0 = Date.now();
   // Far more work than 2 CPU seconds, and a wall-clock budget far longer: only the kernel stops it.
   const err = await lockedQuery({ files: [file], viewName: 'ref', reader: 'read_ndjson', sql: 'SELECT sum(hash(range)) FROM range(100000000000)', pool, timeoutMs: 60_000, threads: 2 }).then(
     () => undefined,
     (e: unknown) => e as { code?: string; message?: string },
   );
-  const ms = Date.now() - t0;
   assert.equal(err?.code, 'timeout', `a CPU-bound query ends as a timeout, got ${err?.code}: ${err?.message}`);
+  // Stopped by the kernel's CPU cap (SIGXCPU), not by the 60 s wall-clock budget.
   assert.match(err?.message ?? '', /CPU time/);
-  assert.ok(ms < 20_000, `stopped by the CPU cap after ${ms} ms, long before its 60 s budget`);
   const r = await lockedQuery({ files: [file], viewName: 'ref', reader: 'read_ndjson', sql: 'SELECT sum(a) FROM ref', pool });
   assert.deepEqual(r.rows, [[1]], 'a fresh helper serves the next query');
   assert.notDeepEqual(pool.nodePids(), [pid]);
@@ -101,7 +97,8 @@ test('[INV-9] a query that burns its helper\'s CPU time is stopped by the kernel
 
 test('[INV-9] a helper whose CPU time could run out during a query is retired before it, so the cap never stops an ordinary query', async (t) => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-cpu-'));
-  const pool = new DuckdbHelperPool({ size: 1, cpuSeconds: 20 });
+  const CAP = 40;
+  const pool = new DuckdbHelperPool({ size: 1, cpuSeconds: CAP });
   t.after(async () => {
     await pool.close();
     await fs.rm(dir, { recursive: true, force: true });
@@ -111,12 +108,23 @@ test('[INV-9] a helper whose CPU time could run out during a query is retired be
   const q = (sql: string, timeoutMs: number, threads: number) => lockedQuery({ files: [file], viewName: 'ref', reader: 'read_ndjson', sql, pool, timeoutMs, threads });
   await pool.warm();
   const [pid] = pool.nodePids();
-  await q('SELECT sum(hash(range)) FROM range(1200000000)', 60_000, 2); // ≈ 7 CPU seconds
-  // Worst case (1 s + 2 s grace) × 2 threads fits in what is left: the same helper.
+  // CPU seconds the helper has used, as the pool reads them (utime + stime of every thread).
+  const used = async () => {
+    const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  };
+  // Burn past the 5 s under which a helper counts as new (≈ 7 CPU seconds a query here; what
+  // it costs varies with the host and its load, so the next steps are sized from what it used).
+  for (let i = 0; i < 3 && (await used()) < 5; i++) await q('SELECT sum(hash(range)) FROM range(1200000000)', 60_000, 2);
+  const burnt = await used();
+  assert.ok(burnt >= 5 && burnt <= CAP - 6, `the helper used ${burnt} CPU seconds`);
+  // Worst case (1 s + 2 s grace) × 2 threads = 6 s fits in what is left: the same helper.
   assert.deepEqual((await q('SELECT sum(a) FROM ref', 1000, 1)).rows, [[1]]);
   assert.deepEqual(pool.nodePids(), [pid]);
-  // (15 s + 2 s) × 3 does not: a fresh helper answers it.
-  assert.deepEqual((await q('SELECT sum(a) FROM ref', 15_000, 2)).rows, [[1]]);
+  // A worst case (timeout + 2 s grace) × 3 threads past what is left does not: a fresh helper answers it.
+  const timeoutMs = (Math.ceil((CAP - burnt) / 3) + 1) * 1000;
+  assert.deepEqual((await q('SELECT sum(a) FROM ref', timeoutMs, 2)).rows, [[1]]);
   assert.equal(pool.nodePids().length, 1);
   assert.notDeepEqual(pool.nodePids(), [pid]);
 });
