@@ -27,8 +27,27 @@ export interface LogOptions {
   stream?: { write(s: string): void };
 }
 
-/** Field names that are never logged, whoever passes them. */
-const CENSORED = ['token', 'bearer', 'apiKey', 'api_key', 'authorization', 'task', 'text', 'script', 'steer'];
+/** Field names that are never logged, whoever passes them, at any depth. */
+const CENSORED = new Set(['token', 'bearer', 'apikey', 'api_key', 'authorization', 'task', 'text', 'script', 'steer']);
+/** Nesting past this is not walked but replaced: a log line is never a deep structure. */
+const MAX_DEPTH = 8;
+
+/**
+ * A copy of `v` with every censored field (names compared without case) replaced, in plain
+ * objects and arrays at any depth; anything deeper than MAX_DEPTH or seen twice is cut.
+ */
+function censor(v: unknown, depth: number, seen: Set<object>): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (depth >= MAX_DEPTH || seen.has(v)) return '[cut]';
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) return v; // Error, Date, …: pino's serializers
+  seen.add(v);
+  const out: unknown = Array.isArray(v)
+    ? v.map((x) => censor(x, depth + 1, seen))
+    : Object.fromEntries(Object.entries(v).map(([k, x]) => [k, CENSORED.has(k.toLowerCase()) ? '[redacted]' : censor(x, depth + 1, seen)]));
+  seen.delete(v);
+  return out;
+}
 
 /** A file that rotates by size: brig.log → brig.log.1 → … → brig.log.<keep>. */
 export class RotatingFile {
@@ -74,8 +93,7 @@ export function createLog(o: LogOptions = {}): Logger {
       level: o.level ?? 'info',
       base: { name: 'brig' },
       timestamp: pino.stdTimeFunctions.isoTime,
-      redact: { paths: [...CENSORED, ...CENSORED.map((k) => `*.${k}`)], censor: '[redacted]' },
-      formatters: { level: (label) => ({ level: label }) },
+      formatters: { level: (label) => ({ level: label }), log: (o) => censor(o, 0, new Set()) as Record<string, unknown> },
     },
     stream,
   );

@@ -39,6 +39,8 @@ import { JAIL_PATH, JAIL_USER, WORKSPACE_DIR, renderCreateBody, type CreateBody 
 import { verifyInspect, type InspectView } from './verify.js';
 
 const run = promisify(execFile);
+/** coreutils' mkfifo, by absolute path (Node has no mkfifo); found once. */
+const MKFIFO = ['/usr/bin/mkfifo', '/bin/mkfifo'].find((p) => fs.existsSync(p));
 
 /** The FIFO a slot's waiter blocks on, in its socket directory (/run/brig/go inside). */
 const FIFO = 'go';
@@ -374,11 +376,15 @@ export class WarmPool implements JailDriver {
     }
   }
 
-  /** The slot's socket directory with its FIFO, both the jail user's (0700, 0600) as a run's socket is. */
+  /**
+   * The slot's socket directory with its FIFO: as root, both the jail user's (0700, 0600) as a
+   * run's socket is; otherwise 0711 and 0666 inside the private brokers directory, as a run's.
+   */
   async #slotDir(dir: string): Promise<void> {
     await fs.promises.mkdir(dir, { mode: 0o700 });
     const fifo = path.join(dir, FIFO);
-    await run('mkfifo', ['-m', '0600', fifo]).catch((e: unknown) => {
+    if (!MKFIFO) throw new BrigError('jail_failed', "the warm pool needs coreutils' mkfifo (/usr/bin/mkfifo); install coreutils or run without --warm");
+    await run(MKFIFO, ['-m', '0600', fifo], { env: {} }).catch((e: unknown) => {
       throw new BrigError('jail_failed', `making the pooled jail's FIFO failed: ${(e as Error).message}`);
     });
     if (process.getuid?.() === 0) {
