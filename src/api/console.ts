@@ -73,9 +73,11 @@ export async function listenConsole(api: http.RequestListener, addr?: string): P
       return void res.end(CONSOLE_PAGE);
     }
     if (url.pathname.startsWith('/api/v1/')) {
-      // The daemon's API, unchanged, minus the token: its log keeps the route template only.
+      // The daemon's API, unchanged, minus the token (as a query or a header): the API never sees it.
       url.searchParams.delete('token');
       req.url = `${url.pathname.slice('/api'.length)}${url.search}`;
+      delete req.headers.authorization;
+      for (let i = req.rawHeaders.length - 2; i >= 0; i -= 2) if (req.rawHeaders[i]!.toLowerCase() === 'authorization') req.rawHeaders.splice(i, 2);
       return api(req, res);
     }
     res.writeHead(404, { 'content-type': 'text/plain', 'content-length': 0 });

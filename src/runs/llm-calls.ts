@@ -207,6 +207,11 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
   }
   const info = d.models.resolve(r.model);
   if (!info.ok) throw info.error;
+  // The model is the run's, fixed at spawn: a child may name it, never another.
+  if (typeof params.model === 'string' && params.model !== info.value.alias) {
+    p.table.ledger.append({ type: 'run.model_refused', runId: r.id, rootRunId: r.rootRunId, purpose, code: 'capability_denied', tokens: r.tokens ?? 0 });
+    throw new BrigError('capability_denied', `this run's model is fixed at spawn (${info.value.alias}); a child cannot call another`, { data: { what: 'model' } });
+  }
   const asked = typeof params.maxTokens === 'number' ? params.maxTokens : info.value.maxOutputTokens;
   const capped = Math.min(asked, info.value.maxOutputTokens, purpose === 'salvage' ? SALVAGE_MAX_TOKENS : Infinity, budget.tokensLeft ?? Infinity);
   const maxTokens = Math.max(1, capped);

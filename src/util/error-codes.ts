@@ -52,7 +52,7 @@ export const ERROR_CODES = {
   shutting_down: { kind: 'unavailable', hint: 'The supervisor is shutting down and admits nothing new; retry once `brig serve` is back.' },
   supervisor_running: { kind: 'conflict', hint: 'Run `brig serve` so every command shares one supervisor.' },
   child_failed: { kind: 'invalid', hint: 'The child exited non-zero or ran out of memory; its stderr tail (`brig result RUN`, `brig ref list RUN`) says why.' },
-  route_not_found: { kind: 'not_found', hint: 'The API is under /v1: health, metrics, events, runs, runs/RUN[/wait|kill|steer|resume|send|history|refs|manifest|result|envelope], refs/REF/(read|grep|jq|sql|jsonpath).' },
+  route_not_found: { kind: 'not_found', hint: 'The API is under /v1: health, openapi.json, metrics, fleet, events, runs, runs/RUN[/wait|kill|steer|resume|send|history|refs|manifest|result|envelope], refs/REF/(read|grep|jq|sql|jsonpath), leases[/LEASE[/revoke]], audit/(verify|query), doctor.' },
   method_not_allowed: { kind: 'invalid', http: 405, hint: 'The route exists with other methods; the reply\'s Allow header names them.' },
   body_too_large: { kind: 'invalid', http: 413, hint: 'Send a smaller request body (the API takes at most 2 MiB).' },
   internal: { kind: 'internal', hint: 'This is a bug in brig; the daemon\'s log (stderr of `brig serve`, or its --log-file) holds the details, `brig audit query` the events around it.' },

@@ -184,6 +184,7 @@ export default async function () {
   // Offer itself a tool no lease of a script grants, then try to flood the conversation.
   out.tools = (await call('llm.complete', { system: 's', tools: [{ name: 'shell', description: 'x', parameters: {} }] })).error?.code;
   out.append = (await call('llm.append', { messages: [{ role: 'user', content: 'hi' }] })).ok;
+  out.otherModel = (await call('llm.complete', { system: 's', model: 'a-costlier-alias' })).error?.code;
   out.noTools = (await call('llm.complete', { system: 's' })).ok;
   let flood = null;
   for (let i = 0; i < 400 && !flood; i++) {
@@ -205,8 +206,9 @@ test('a hostile child on the broker gets nothing: tools outside its surface are 
     const r = await c.supervisor.spawn({ task: 'hostile', script: HOSTILE, timeout: 120_000 });
     assert.ok(r.ok);
     assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
-    const out = r.value.result as { tools: string; append: boolean; noTools: boolean; flood: string };
+    const out = r.value.result as { tools: string; append: boolean; otherModel: string; noTools: boolean; flood: string };
     assert.equal(out.tools, 'capability_denied', 'a script has no tool surface: it cannot offer the model tools');
+    assert.equal(out.otherModel, 'capability_denied', 'the model is the run\'s: a child cannot name another');
     assert.equal(out.append, true);
     assert.equal(out.noTools, true, 'a plain completion is served to a run with `llm`, and metered');
     assert.equal(out.flood, 'ref_too_large', 'the conversation the supervisor holds is bounded');

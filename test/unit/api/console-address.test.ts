@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { consoleAddress } from '../../../src/api/console.js';
+import { consoleAddress, listenConsole } from '../../../src/api/console.js';
 import { isBrigError } from '../../../src/util/errors.js';
 
 test('the console address: loopback only, a free port by default, anything else refused with a hint', () => {
@@ -13,4 +13,24 @@ test('the console address: loopback only, a free port by default, anything else 
   for (const bad of ['0.0.0.0:80', '10.0.0.1:80', 'example.com:80', '[::]:80', '127.0.0.1:99999', 'a:b:c']) {
     assert.throws(() => consoleAddress(bad), (e: unknown) => isBrigError(e) && e.code === 'invalid_input', bad);
   }
+});
+
+test('the console hands the API a request without its token, whether it came as a query or a header; without the token: 401', async (t) => {
+  const seen: { url?: string; headers: Record<string, unknown>; raw: string[] }[] = [];
+  const ui = await listenConsole((req, res) => {
+    seen.push({ url: req.url, headers: { ...req.headers }, raw: [...req.rawHeaders] });
+    res.writeHead(200, { 'content-length': 0 });
+    res.end();
+  });
+  t.after(() => ui.close());
+  const token = new URL(ui.url).searchParams.get('token')!;
+  const base = new URL('/', ui.url).toString();
+  assert.equal((await fetch(`${base}api/v1/runs?limit=2&token=${token}`)).status, 200);
+  assert.equal((await fetch(`${base}api/v1/runs`, { headers: { authorization: `Bearer ${token}`, 'x-other': 'kept' } })).status, 200);
+  assert.equal((await fetch(`${base}api/v1/runs`, { headers: { authorization: 'Bearer wrong' } })).status, 401);
+  assert.equal(seen.length, 2, 'the refused request never reached the API');
+  assert.equal(seen[0]!.url, '/v1/runs?limit=2');
+  assert.equal(seen[1]!.headers.authorization, undefined);
+  assert.equal(seen[1]!.headers['x-other'], 'kept');
+  for (const s of seen) assert.ok(!JSON.stringify(s).includes(token), 'the API saw no trace of the token');
 });
