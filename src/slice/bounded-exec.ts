@@ -1,6 +1,7 @@
 /**
  * Runs grep/jq for slicing: argv only (never a shell), an EMPTY environment, a fresh empty
- * working directory, an address-space cap (prlimit, when present), a timeout that SIGKILLs,
+ * working directory, an address-space cap (prlimit; asked for a cap without prlimit on the host,
+ * it refuses to run rather than run uncapped), a timeout that SIGKILLs,
  * and an output cap that SIGKILLs once reached. Threat: a hostile pattern or filter that
  * hangs, bloats, or reads our environment or files next to it. Fails closed: over time →
  * `timedOut`, over size → `cut`; the caller turns both into errors or "N more".
@@ -10,6 +11,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { BrigError } from '../util/errors.js';
 
 export interface BoundedExecOptions {
   cmd: string;
@@ -43,8 +45,10 @@ export async function boundedExec(o: BoundedExecOptions): Promise<BoundedExecRes
 }
 
 async function run(o: BoundedExecOptions, cwd: string): Promise<BoundedExecResult> {
-  const [cmd, args] =
-    PRLIMIT && o.maxMemoryBytes ? [PRLIMIT, [`--as=${o.maxMemoryBytes}`, '--', o.cmd, ...o.args]] : [o.cmd, o.args];
+  if (o.maxMemoryBytes && !PRLIMIT) {
+    throw new BrigError('internal', `${path.basename(o.cmd)} is run under an address-space cap, and prlimit (util-linux) is missing on this host`, { hint: 'Install util-linux (scripts/host-deps.sh does); brig does not run grep or jq uncapped.' });
+  }
+  const [cmd, args] = PRLIMIT && o.maxMemoryBytes ? [PRLIMIT, [`--as=${o.maxMemoryBytes}`, '--', o.cmd, ...o.args]] : [o.cmd, o.args];
   // The file becomes the tool's stdin directly (no copy through us), read-only.
   const input = o.stdinFile ? await fsp.open(o.stdinFile, 'r') : undefined;
   try {
