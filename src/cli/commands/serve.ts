@@ -39,7 +39,7 @@ const command: Command = {
     { name: 'max-concurrent', value: 'N', description: 'running children across the daemon (default 5)' },
     { name: 'max-queued', value: 'N', description: 'children waiting for a slot before spawns are refused' },
     { name: 'drain', value: 'SECONDS', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30)' },
-    { name: 'warm', value: 'N', description: 'keep N started, verified jails ready per limit shape (single-use; default 0: each jail is made at spawn)' },
+    { name: 'warm', value: 'N', description: 'keep up to N started, verified jails ready per limit shape (single-use; N of the default spawn\'s, a shape asked for since from 1 doubling with use; default 0: each jail is made at spawn)' },
     { name: 'no-steer-inject', description: 'steer by kill + respawn instead of injecting at the next step' },
     { name: 'ui', description: 'also serve the web console on loopback behind a random token; prints `console: URL`' },
     { name: 'ui-addr', value: 'ADDR', description: 'the console\'s loopback address (default 127.0.0.1 and a free port)' },

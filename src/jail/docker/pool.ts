@@ -160,6 +160,12 @@ interface ShapeState {
   ready: Slot[];
   filling: number;
   lastWanted: number;
+  /**
+   * Ready jails this shape is kept at: the pool's size for a primed shape; one for a shape only
+   * asked for (learned, or kept from a previous daemon), doubled each time a spawn takes one, up
+   * to the size — a one-off shape costs one idle jail, not `size` of them.
+   */
+  target: number;
 }
 
 const JAIL_IDS = JAIL_USER.split(':').map(Number) as [number, number];
@@ -196,7 +202,8 @@ export class WarmPool implements JailDriver {
     const image = await this.o.driver.ensureImage();
     // Oldest first, so the most recently asked shape ends up the most recently wanted.
     const kept = this.o.shapesFile ? readShapes(this.o.shapesFile).slice(0, this.maxShapes).reverse() : [];
-    for (const limits of [...(this.o.prime ?? []), ...kept]) this.#want(image, limits);
+    for (const limits of this.o.prime ?? []) this.#want(image, limits, this.o.size);
+    for (const limits of kept) this.#want(image, limits);
   }
 
   /** Ready and filling slots per shape (the metrics gauges). */
@@ -204,10 +211,10 @@ export class WarmPool implements JailDriver {
     return [...this.shapes.entries()].map(([shape, s]) => ({ shape, ready: s.ready.length, filling: s.filling }));
   }
 
-  /** Resolves once every shape holds its `size` ready slots (or the pool closed). */
+  /** Resolves once every shape holds the ready slots it is kept at (or the pool closed). */
   async filled(timeoutMs = 60_000): Promise<void> {
     const end = Date.now() + timeoutMs;
-    while (!this.closed && [...this.shapes.values()].some((s) => s.ready.length < this.o.size)) {
+    while (!this.closed && [...this.shapes.values()].some((s) => s.ready.length < s.target)) {
       if (Date.now() > end) throw new BrigError('jail_failed', 'the warm pool did not fill in time');
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -259,9 +266,12 @@ export class WarmPool implements JailDriver {
     // but an argv with NUL or an env name that is not an identifier must be refused, not run).
     if (!renderCreateBody(spec, image, this.o.driver.owner).ok) return null;
     const key = this.#want(image, spec.limits);
-    const slot = this.shapes.get(key)!.ready.shift();
+    const shape = this.shapes.get(key)!;
+    const slot = shape.ready.shift();
     if (!slot) return null;
     slot.taken = true;
+    // Asked for again and served: keep more of it ready (the refill below makes them).
+    shape.target = Math.min(this.o.size, shape.target * 2);
     // The engine's account is read again while the supervisor saves the record and opens the
     // socket; start() waits for it before the child exists. The refill waits for the start, so
     // making the next slot does not hold up this one.
@@ -293,14 +303,17 @@ export class WarmPool implements JailDriver {
     }
   }
 
-  /** Marks a shape as wanted (least recently wanted shapes past maxShapes are let go). */
-  #want(image: string, limits: JailLimits): string {
+  /**
+   * Marks a shape as wanted (least recently wanted shapes past maxShapes are let go); a shape
+   * new to the pool is kept at `target` ready jails (default one).
+   */
+  #want(image: string, limits: JailLimits, target = 1): string {
     const key = shapeKey(image, limits);
     // Strictly increasing: shapes wanted in the same millisecond keep their order.
     const now = Math.max(Date.now(), this.lastWanted + 1);
     this.lastWanted = now;
     const known = this.shapes.get(key);
-    const s = known ?? { image, limits: { ...limits }, ready: [], filling: 0, lastWanted: now };
+    const s = known ?? { image, limits: { ...limits }, ready: [], filling: 0, lastWanted: now, target: Math.max(1, Math.min(this.o.size, target)) };
     s.lastWanted = now;
     this.shapes.set(key, s);
     if (!known) this.#saveShapes();
@@ -321,7 +334,7 @@ export class WarmPool implements JailDriver {
     this.saving = this.saving.then(() => writeFileAtomic(file, `${JSON.stringify(shapes)}\n`).catch(() => {}));
   }
 
-  /** Starts fills until every shape holds `size` (bounded concurrency, backoff after a failure). */
+  /** Starts fills until every shape holds its target (bounded concurrency, backoff after a failure). */
   #pump(): void {
     if (this.closed || this.o.size <= 0) return;
     const wait = this.backoffUntil - Date.now();
@@ -330,7 +343,7 @@ export class WarmPool implements JailDriver {
       return;
     }
     for (const [key, s] of this.shapes) {
-      while (s.ready.length + s.filling < this.o.size && this.inflight.size < this.fillConcurrency) {
+      while (s.ready.length + s.filling < s.target && this.inflight.size < this.fillConcurrency) {
         s.filling++;
         const p = this.#fill(key, s).finally(() => {
           s.filling--;

@@ -168,14 +168,14 @@ export function resultTemps(home: string): string[] {
 }
 
 /** The daemon's own count of ready warm jails (GET /v1/metrics, brig_warm_jails{state="ready"}). */
-export async function warmReady(socket: string): Promise<number> {
+export async function warmReady(socket: string, state: 'ready' | 'filling' = 'ready'): Promise<number> {
   const text = await new Promise<string>((resolve, reject) => {
     http.get({ socketPath: socket, path: '/v1/metrics' }, (res) => {
       let b = '';
       res.setEncoding('utf8').on('data', (c: string) => (b += c)).on('end', () => resolve(b));
     }).on('error', reject);
   });
-  const m = /^brig_warm_jails\{state="ready"\} (\d+)$/m.exec(text);
+  const m = new RegExp(`^brig_warm_jails\\{state="${state}"\\} (\\d+)$`, 'm').exec(text);
   if (!m) throw new Error('the daemon exposes no brig_warm_jails gauge');
   return Number(m[1]);
 }

@@ -185,13 +185,17 @@ export default async function (brig) { await brig.progress('half'); writeFileSyn
   const slow = await spawn(serve, { task: 'too slow', kind: 'command', argv: ['sleep', '60'], timeout: 1500 });
   assert.deepEqual([slow.endReason, Boolean(slow.jail?.pooled)], ['watchdog_timeout', true]);
 
-  // A shape the pool does not hold goes cold once, then is kept warm.
+  // A shape the pool does not hold goes cold once, then is kept warm: with one jail at first
+  // (a one-off shape costs one idle jail), doubled each time a spawn takes one, up to --warm.
   const first = await spawn(serve, { task: 'small', kind: 'command', argv: ['true'], limits: { memoryMb: 512 } });
   assert.equal(first.jail?.pooled, undefined, 'an unknown shape is served cold');
-  await ready(serve, 4);
+  await ready(serve, 3);
+  assert.equal(await warmReady(serve.socket, 'filling'), 0, 'nothing more is being made');
+  assert.equal(await warmReady(serve.socket), 3, 'the learned shape is kept at one ready jail, the default one at two');
   const second = await spawn(serve, { task: 'small again', kind: 'command', argv: ['true'], limits: { memoryMb: 512 } });
   assert.ok(second.jail?.pooled, 'the learned shape is served warm');
   assert.equal(second.jail?.limits.memoryMb, 512);
+  await ready(serve, 4);
 
   // An executable the image does not hold fails exactly as it does cold: at start.
   const missing = await spawn(serve, { task: 'no such command', kind: 'command', argv: ['no-such-command'] });
