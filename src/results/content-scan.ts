@@ -89,6 +89,7 @@ export class ScannedFile {
   readonly preview: string;
   readonly rows: number | undefined;
   readonly columns: string[] | undefined;
+  readonly columnCount: number | undefined;
 
   constructor(name: string, scan: ScanResult) {
     this.bytes = scan.bytes;
@@ -100,6 +101,7 @@ export class ScannedFile {
     const shape = shapeOf(this.kind, scan.head, scan.lines);
     this.rows = shape.rows;
     this.columns = shape.columns;
+    this.columnCount = shape.columnCount;
   }
 }
 

@@ -104,17 +104,27 @@ export function jsonlColumns(firstLine: string): string[] | undefined {
   }
 }
 
-/** rows/columns for the kinds that have them, from the head and the line count. */
-export function shapeOf(kind: ResultKind, head: Buffer, lines: number): { rows?: number; columns?: string[] } {
+/** Column names a ref's metadata keeps (a child chooses them: they are bounded like any of its text). */
+export const MAX_COLUMNS = 64;
+export const MAX_COLUMN_CHARS = 64;
+
+/** The first MAX_COLUMNS names, each cut to MAX_COLUMN_CHARS; `columnCount` says how many there were. */
+function boundColumns(names: string[]): { columns: string[]; columnCount?: number } {
+  const columns = names.slice(0, MAX_COLUMNS).map((c) => (c.length > MAX_COLUMN_CHARS ? `${c.slice(0, MAX_COLUMN_CHARS - 1)}…` : c));
+  return names.length > MAX_COLUMNS ? { columns, columnCount: names.length } : { columns };
+}
+
+/** rows/columns for the kinds that have them, from the head and the line count (columns bounded). */
+export function shapeOf(kind: ResultKind, head: Buffer, lines: number): { rows?: number; columns?: string[]; columnCount?: number } {
   const firstNl = head.indexOf(10);
   const firstLine = firstNl === -1 ? head.toString('utf8') : head.subarray(0, firstNl).toString('utf8');
   if (kind === 'jsonl') {
     const columns = jsonlColumns(firstLine);
-    return columns ? { rows: lines, columns } : { rows: lines };
+    return columns ? { rows: lines, ...boundColumns(columns) } : { rows: lines };
   }
   if (kind === 'csv') {
     if (firstNl === -1 && head.length >= 65536) return { rows: Math.max(0, lines - 1) };
-    return { rows: Math.max(0, lines - 1), columns: csvColumns(firstLine) };
+    return { rows: Math.max(0, lines - 1), ...boundColumns(csvColumns(firstLine)) };
   }
   return {};
 }

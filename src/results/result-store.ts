@@ -357,6 +357,7 @@ export class FsResultStore {
       bytes: facts.bytes,
       ...(facts.rows !== undefined ? { rows: facts.rows } : {}),
       ...(facts.columns !== undefined ? { columns: facts.columns } : {}),
+      ...(facts.columnCount !== undefined ? { columnCount: facts.columnCount } : {}),
       lines: facts.lines,
       sha256: facts.sha256,
       preview: facts.preview,

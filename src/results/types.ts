@@ -27,7 +27,9 @@ export const ResultRefSchema = z.strictObject({
   bytes: z.number().int().nonnegative(),
   /** Data rows: lines for jsonl, lines minus the header for csv. */
   rows: z.number().int().nonnegative().optional(),
+  /** The first 64 column names (each ≤ 64 chars); `columnCount` is set when there were more. */
   columns: z.array(z.string()).optional(),
+  columnCount: z.number().int().nonnegative().optional(),
   /** Lines in the file (a last line without a newline counts). */
   lines: z.number().int().nonnegative(),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),

@@ -221,3 +221,19 @@ test('read by line: a long line before the one asked for is skipped, not blamed 
   assert.equal(tail.value.text, 'five\n');
   assert.match(tail.value.note ?? '', /cut at the byte cap/);
 });
+
+test('a ref keeps at most 64 column names of at most 64 chars each, and says how many there were: a child cannot bloat the manifest through its header', async (t) => {
+  const { store } = await tmpStore(t);
+  const wide = await store.writeStream('r1', 'root', 'wide.csv', Readable.from([Buffer.from(`${','.repeat(65_000)}\n1\n`)]));
+  assert.equal(wide.kind, 'csv');
+  assert.equal(wide.columns?.length, 64);
+  assert.equal(wide.columnCount, 65_001);
+  const long = await store.writeStream('r1', 'root', 'long.jsonl', Readable.from([Buffer.from(`${JSON.stringify({ [`k${'x'.repeat(60_000)}`]: 1, b: 2 })}\n`)]));
+  assert.deepEqual(long.columns?.map((c) => c.length), [64, 1]);
+  assert.equal(long.columnCount, undefined, 'two columns: all of them kept');
+  assert.ok(long.columns![0]!.endsWith('…'));
+  // What the manifest keeps for the wide header is a few KiB, not the header's 64 KiB.
+  const got = await store.get(wide.ref);
+  assert.ok(got && JSON.stringify(got).length < 8192, `the ref's metadata is ${JSON.stringify(got).length} chars`);
+  assert.ok(ResultRefSchema.safeParse(got).success);
+});
