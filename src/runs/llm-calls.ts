@@ -180,7 +180,7 @@ function budgetCheck(p: { table: RunTable }, r: RunRecord): { tokensLeft: number
   return { tokensLeft: t, costLeftUsd: c };
 }
 
-export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: Record<string, unknown>): Promise<unknown> {
+export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: Record<string, unknown>, signal?: AbortSignal): Promise<unknown> {
   if (!d.models) throw new BrigError('model_unavailable', 'no model is configured for this supervisor', { hint: 'Set BRIG_MODEL_BASE_URL and BRIG_MODEL (or $BRIG_HOME/config.yaml) and restart `brig serve`.' });
   const purpose = params.purpose === 'compact' || params.purpose === 'salvage' ? params.purpose : 'step';
   if (purpose === 'step' && r.stepsExecuted >= r.maxSteps) {
@@ -190,7 +190,9 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
   // A summary or salvage call offers no tools; the last step's are listed with tool choice
   // `none` (Anthropic refuses tool blocks in a history without tools; the prefix stays cached).
   const tools = offered.length > 0 ? offered : (d.lastTools.get(r.id) ?? []);
-  const toolChoice = offered.length > 0 ? 'auto' : 'none';
+  // Only a step may have the model call tools: a summary or a salvage that offered them gets
+  // `none` (else a compact call would be an uncounted step past max_steps).
+  const toolChoice = offered.length > 0 && purpose === 'step' ? 'auto' : 'none';
   const surface = await d.surfaceOf(r.id);
   const outside = tools.map((t) => t.name).filter((n) => !(surface ?? []).includes(n));
   if (outside.length > 0) {
@@ -225,6 +227,7 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
       ...(tools.length ? { tools, toolChoice } : {}),
       maxTokens,
       cacheKey: r.rootRunId,
+      ...(signal ? { signal } : {}),
     });
   } catch (e) {
     const pe = publicError(e);
@@ -281,19 +284,36 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
 export function llmService(table: RunTable, deps: LlmDeps): LlmService {
   const conv = new Conversations((id) => table.store.dir(id));
   // What is held per run in memory goes with its end (the transcript stays on disk).
-  const seen = new Set<string>();
+  const seen = new Map<string, { stop: AbortController; last: Promise<unknown> }>();
   const track = (runId: string) => {
-    if (seen.has(runId)) return;
-    seen.add(runId);
+    const known = seen.get(runId);
+    if (known) return known;
+    const s = { stop: new AbortController(), last: Promise.resolve() as Promise<unknown> };
+    seen.set(runId, s);
     table.onEnded(runId, () => {
+      // A call still waiting on the provider when its run ended is cut off: nothing is spent for a run that is gone.
+      s.stop.abort();
       seen.delete(runId);
       conv.forget(runId);
       deps.lastTools.delete(runId);
     });
+    return s;
   };
   return {
     append: (runId, messages) => (track(runId), conv.append(runId, messages as ConversationMessage[])),
     reset: (runId, messages) => (track(runId), conv.reset(runId, messages as ConversationMessage[])),
-    complete: (run, params) => (track(run.id), llmComplete({ table }, deps, conv, run, params)),
+    // One model call at a time per run, each checked against the record as the one before left
+    // it: calls sent side by side cannot all pass the step and budget checks before any is charged.
+    complete: (run, params) => {
+      const s = track(run.id);
+      const mine = s.last
+        .catch(() => undefined)
+        .then(() => {
+          if (s.stop.signal.aborted) throw new BrigError('not_running', `run ${run.id} has ended`);
+          return llmComplete({ table }, deps, conv, table.get(run.id) ?? run, params, s.stop.signal);
+        });
+      s.last = mine;
+      return mine;
+    },
   };
 }

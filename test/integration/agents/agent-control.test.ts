@@ -220,6 +220,47 @@ test('a hostile child on the broker gets nothing: tools outside its surface are 
   assert.deepEqual(await leftovers(home), []);
 });
 
+/** A script child that sends six model calls at once (a hostile child, speaking the broker protocol itself). */
+const SIDE_BY_SIDE = `import net from 'node:net';
+import { readFileSync } from 'node:fs';
+export default async function () {
+  const token = readFileSync('/workspace/.brig/token', 'utf8').trim();
+  const s = net.connect('/run/brig/broker.sock');
+  await new Promise((r) => s.once('connect', r));
+  let buf = ''; const waiting = new Map();
+  s.on('data', (d) => { buf += d; let i; while ((i = buf.indexOf('\\n')) >= 0) { const m = JSON.parse(buf.slice(0, i)); buf = buf.slice(i + 1); waiting.get(m.id)?.(m); } });
+  let id = 0;
+  const call = (method, params) => new Promise((r) => { const n = ++id; waiting.set(n, r); s.write(JSON.stringify({ v: 1, id: n, method, token, params }) + '\\n'); });
+  await call('llm.append', { messages: [{ role: 'user', content: 'hi' }] });
+  const all = await Promise.all(Array.from({ length: 6 }, () => call('llm.complete', { system: 's' })));
+  s.end();
+  return all.map((r) => (r.ok ? 'ok' : r.error.code));
+}`;
+
+test('model calls sent side by side are metered one after the other: the budget refuses what it cannot pay for, not only the next call after all of them', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const pol = fs.readFileSync(path.resolve(import.meta.dirname, '../../../policies/default.yaml'), 'utf8').replace(/tokens: \d+/g, 'tokens: 30');
+  fs.writeFileSync(path.join(home, 'policy.yaml'), pol);
+  // Each call takes a while (two frames 200 ms apart) and costs 12 tokens.
+  const m = await startModelServer({ script: () => textTurn('ok', { usage: { input: 10, output: 2 }, delayMs: 200 }) });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: 'six at once', script: SIDE_BY_SIDE, timeout: 120_000 });
+    assert.ok(r.ok);
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    // 12 → 24 → 36 tokens: the fourth finds the budget of 30 spent (without the per-run order,
+    // all six passed the check before the first was charged: 72 tokens on a budget of 30).
+    assert.deepEqual(r.value.result, ['ok', 'ok', 'ok', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded']);
+    assert.equal(m.requests.length, 3);
+    assert.equal(r.value.tokens, 36);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
+
 test('an adversarial model gets nothing: unknown and malformed calls get error results, paths outside the workspace are refused, a flood is spilled, the loop goes on', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
