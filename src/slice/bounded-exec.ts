@@ -35,12 +35,47 @@ export interface BoundedExecResult {
 
 const PRLIMIT = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => fs.existsSync(p));
 
+/**
+ * grep/jq processes this supervisor runs at once, and how many may wait for one: each may take
+ * its address-space cap for its timeout, so many callers at once (children of a tree through
+ * their brokers, the operator) must not multiply that without bound.
+ */
+export const TOOL_CONCURRENCY = 4;
+export const TOOL_QUEUE = 64;
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function slot(): Promise<() => void> {
+  if (running >= TOOL_CONCURRENCY) {
+    if (waiting.length >= TOOL_QUEUE) throw new BrigError('rate_limited', `${TOOL_CONCURRENCY} grep/jq slices are running and ${TOOL_QUEUE} are waiting`, { hint: 'Retry once the running slices are done.' });
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  } else running++;
+  let freed = false;
+  return () => {
+    if (freed) return;
+    freed = true;
+    const next = waiting.shift();
+    if (next) next();
+    else running--;
+  };
+}
+
+/** grep/jq processes running now (tests). */
+export function toolsRunning(): number {
+  return running;
+}
+
 export async function boundedExec(o: BoundedExecOptions): Promise<BoundedExecResult> {
-  const cwd = await fsp.mkdtemp(path.join(os.tmpdir(), 'brig-slice-'));
+  const release = await slot();
   try {
-    return await run(o, cwd);
+    const cwd = await fsp.mkdtemp(path.join(os.tmpdir(), 'brig-slice-'));
+    try {
+      return await run(o, cwd);
+    } finally {
+      await fsp.rm(cwd, { recursive: true, force: true });
+    }
   } finally {
-    await fsp.rm(cwd, { recursive: true, force: true });
+    release();
   }
 }
 
