@@ -292,11 +292,12 @@ export class BrokerServer {
           lineTimer = undefined;
         }
         start = nl + 1;
-        if (line.trim().length === 0) continue;
         // The token before any parsing: a flood costs a token take per line, not a JSON.parse.
+        // A blank line is charged too (and answered only when refused): a stream of newlines is
+        // a flood like any other, rate-limited and, past the strikes, cut off as abuse.
         const refused = chargeLine(line, run.state, this.deps);
-        if (refused === null) handle(line);
-        else send(refused);
+        if (refused !== null) send(refused);
+        else if (line.trim().length > 0) handle(line);
       }
       const rest = chunk.subarray(start);
       if (rest.length === 0) return;

@@ -75,3 +75,25 @@ test('[INV-9] [INV-7] a 200,000-line flood is cut at once, ledgered in a handful
     await f.close();
   }
 });
+
+test('[INV-9] a flood of blank lines is charged like any other: rate-limited, then cut off as abuse (no free newlines)', async () => {
+  const f = await BrokerFixture.create();
+  try {
+    const victim = await f.run('run_blank');
+    const s = net.connect(victim.handle.socketPath);
+    s.on('error', () => {});
+    const replies: string[] = [];
+    s.on('data', (d: Buffer) => replies.push(d.toString('utf8')));
+    const closed = new Promise<void>((resolve) => s.on('close', () => resolve()));
+    await new Promise((resolve) => s.once('connect', resolve));
+    s.write('\n \r\n'.repeat(FLOOD_LINES / 2));
+    await closed;
+    assert.deepEqual(f.abused, ['run_blank'], 'the blank-line flood is reported as abuse');
+    const st = f.broker.stats('run_blank')!;
+    assert.equal(st.abused, true);
+    assert.ok(st.denied >= DEFAULT_BROKER_LIMITS.abuseStrikes, `refused ${st.denied} lines`);
+    assert.match(replies.join(''), /rate_limited/, 'the refusals are answered');
+  } finally {
+    await f.close();
+  }
+});
