@@ -10,12 +10,22 @@ import type { KilledBy, RunRecord, SteerOutcome } from './types.js';
  */
 
 export const MAX_STEER_CHARS = 64 * 1024;
+/** Steers and messages a child may have waiting (not yet taken at a step boundary). */
+export const MAX_PENDING_STEERS = 16;
+
+/** Refusal when a child already has MAX_PENDING_STEERS waiting (else undefined). */
+export function steerBacklog(pending: readonly string[] | undefined, runId: string): BrigError | undefined {
+  if ((pending?.length ?? 0) < MAX_PENDING_STEERS) return undefined;
+  return new BrigError('rate_limited', `run ${runId} has ${MAX_PENDING_STEERS} steers it has not taken yet`, { hint: 'A child takes steers at its next step boundary (or its next progress call); retry once it has.' });
+}
 
 export async function steerRun(sup: RunPorts, r: RunRecord, message: string, by: KilledBy): Promise<Result<SteerOutcome, BrigError>> {
   if (typeof message !== 'string' || message.length === 0 || message.length > MAX_STEER_CHARS) {
     return err(new BrigError('invalid_input', `a steer message is 1..${MAX_STEER_CHARS} characters`));
   }
   if (sup.settings.steerInject) {
+    const backlog = steerBacklog(sup.table.live.get(r.id)?.steers, r.id);
+    if (backlog) return err(backlog);
     sup.table.live.get(r.id)?.steers.push(message);
     sup.table.emit(r, { type: 'steered', mode: 'inject', newRunId: null });
     return ok({ mode: 'inject', runId: r.id, newRunId: null });

@@ -72,11 +72,22 @@ export class RunTable {
     return new Set(this.blocked.keys());
   }
 
-  /** Calls fn once the run ended (or the table closed). */
-  onEnded(runId: string, fn: () => void): void {
+  /** Calls fn once the run ended (or the table closed); the returned function takes it back. */
+  onEnded(runId: string, fn: () => void): () => void {
     const list = this.#waiters.get(runId) ?? [];
     list.push(fn);
     this.#waiters.set(runId, list);
+    return () => {
+      const now = this.#waiters.get(runId);
+      const i = now?.indexOf(fn) ?? -1;
+      if (i >= 0) now!.splice(i, 1);
+      if (now?.length === 0) this.#waiters.delete(runId);
+    };
+  }
+
+  /** Listeners waiting for this run's end (a bounded number whatever callers time out). */
+  waiterCount(runId: string): number {
+    return this.#waiters.get(runId)?.length ?? 0;
   }
 
   notifyEnded(runId: string): void {

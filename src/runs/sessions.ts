@@ -11,6 +11,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
+import { steerBacklog } from './control.js';
 import type { AgentReply } from './llm-calls.js';
 import type { RunPorts } from './run-table.js';
 import type { RunRecord } from './types.js';
@@ -49,6 +50,8 @@ export async function sendToRun(p: RunPorts, bus: ReplyBus, r: RunRecord, text: 
   }
   const live = p.table.live.get(r.id);
   if (!live) return err(new BrigError('not_running', `run ${r.id} has no live child to take the message`));
+  const backlog = steerBacklog(live.steers, r.id);
+  if (backlog) return err(backlog);
   const want = mode === 'fire-and-forget' ? 0 : mode === 'wait' ? 1 : Math.max(0, Math.min(5, Math.floor(o.maxTurns ?? 3)));
   const timeoutMs = Math.max(1, Math.min(o.timeoutMs ?? 30_000, MAX_SEND_WAIT_MS));
   const sentAt = Date.now();
@@ -62,6 +65,8 @@ export async function sendToRun(p: RunPorts, bus: ReplyBus, r: RunRecord, text: 
       timedOut = why === 'timeout';
       unsub();
       clearTimeout(timer);
+      // A send that is answered or timed out leaves nothing behind on a run that goes on.
+      off();
       resolve();
     };
     // A reply counts once a model call that started after the send (the steer is delivered
@@ -72,7 +77,7 @@ export async function sendToRun(p: RunPorts, bus: ReplyBus, r: RunRecord, text: 
       if (replies.length >= want) done('enough');
     });
     const timer = setTimeout(() => done('timeout'), want === 0 ? 0 : timeoutMs);
-    p.table.onEnded(r.id, () => done('ended'));
+    const off = p.table.onEnded(r.id, () => done('ended'));
     live.steers.push(text);
     p.table.emit(r, { type: 'steered', mode: 'inject', newRunId: null });
     if (want === 0) done('enough');

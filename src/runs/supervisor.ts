@@ -235,12 +235,15 @@ class BrigSupervisor implements SupervisorCore {
     if (r.status === 'ended' && !this.#table.ending.has(runId)) return ok(r);
     await new Promise<void>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
+      let off = () => {};
       const done = () => {
         clearTimeout(timer);
         opts.signal?.removeEventListener('abort', done);
+        // A wait that timed out leaves nothing behind on a run that goes on.
+        off();
         resolve();
       };
-      this.#table.onEnded(runId, done);
+      off = this.#table.onEnded(runId, done);
       if (opts.timeoutMs !== undefined) timer = setTimeout(done, opts.timeoutMs);
       opts.signal?.addEventListener('abort', done, { once: true });
     });

@@ -1,6 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MemoryLedger } from '../../../src/ledger/types.js';
+import { RunStore } from '../../../src/runs/run-store.js';
+import { RunTable } from '../../../src/runs/run-table.js';
 import { SCRIPT, setupSup, until } from './setup.js';
 
 test('the step past max_steps is refused with `timeout` and the run ends failed', async () => {
@@ -341,4 +346,37 @@ test('[INV-3] a child result over the summary bound stays on disk: the parent ge
   jail.jails.get(p.value.id)!.exit(0);
   await sup.wait(p.value.id);
   await sup.close();
+});
+
+test('a child has at most 16 steers waiting: the 17th is refused rate_limited until it takes them', async () => {
+  const { sup, jail } = await setupSup();
+  const r = await sup.spawn({ task: 'busy', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  await until(() => sup.peek(r.value.id)?.status === 'running', 'running');
+  for (let i = 0; i < 16; i++) assert.ok((await sup.steer(r.value.id, `steer ${i}`)).ok, `steer ${i}`);
+  const over = await sup.steer(r.value.id, 'one too many');
+  assert.ok(!over.ok && over.error.code === 'rate_limited', JSON.stringify(over));
+  const taken = (await sup.handleChildCall(r.value.id, 'steer.poll', {})) as { steers: string[] };
+  assert.equal(taken.steers.length, 16, 'the child takes them all at once');
+  assert.ok((await sup.steer(r.value.id, 'room again')).ok);
+  jail.jails.get(r.value.id)!.exit(0);
+  const w = await sup.wait(r.value.id);
+  assert.ok(w.ok);
+  await sup.close();
+});
+
+test('a listener for a run\'s end can be taken back: waits that time out leave nothing on a run that goes on', async () => {
+  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-waiters-'));
+  const table = new RunTable(new RunStore(path.join(home, 'runs')), new MemoryLedger(), { now: () => new Date() });
+  const offs = Array.from({ length: 200 }, () => table.onEnded('r-1', () => assert.fail('taken back')));
+  let ended = 0;
+  table.onEnded('r-1', () => ended++);
+  assert.equal(table.waiterCount('r-1'), 201);
+  for (const off of offs) off();
+  offs[0]!();
+  assert.equal(table.waiterCount('r-1'), 1);
+  table.notifyEnded('r-1');
+  assert.equal(ended, 1);
+  assert.equal(table.waiterCount('r-1'), 0);
+  await fs.rm(home, { recursive: true, force: true });
 });
