@@ -80,6 +80,11 @@ export function guardSerializedSelect(serialized: unknown, policy: GuardPolicy):
   const tree = structuredClone(serialized) as Node;
   const ctes = new Set<string>();
   collectCtes(tree, ctes);
+  // A CTE is visible only in its own scope, but this guard allows a CTE's name anywhere: a
+  // CTE named like one of DuckDB's catalog views would let a reference outside its scope read
+  // the view itself (pg_settings shows allowed_paths). Those names are refused outright.
+  const shadow = [...ctes].find(isCatalogName);
+  if (shadow) return refuse(`a CTE may not be named ${quoteName(shadow)}: that is a name of DuckDB's catalog; choose another`);
   const views = new Set(policy.views.map((v) => v.toLowerCase()));
   const readerCalls = new Set<unknown>();
   const problem = walk(tree, (n) => checkNode(n, { views, ctes, fileArgs: policy.fileArgs, readerCalls }));
@@ -171,6 +176,22 @@ function checkFunction(n: Node): string | undefined {
   if ((n.catalog ?? '') !== '') return `qualified function ${quoteName(name)} is not allowed`;
   if (DENIED_FUNCTIONS.has(name) || DENIED_PREFIXES.some((p) => name.startsWith(p))) return `function ${name}() is not allowed: it reaches outside the ref`;
   return undefined;
+}
+
+/**
+ * Names DuckDB's catalog answers to without a schema (its default views, checked against a
+ * real instance by test/integration/slice/sql-kinds.test.ts), and the prefixes of its own.
+ */
+export const CATALOG_NAMES: ReadonlySet<string> = new Set([
+  'character_sets', 'check_constraints', 'columns', 'constraint_column_usage', 'constraint_table_usage',
+  'key_column_usage', 'referential_constraints', 'schemata', 'table_constraints', 'tables', 'views',
+  'information_schema', 'pg_catalog', 'main', 'system', 'temp', 'memory',
+]);
+const CATALOG_PREFIXES = ['pg_', 'duckdb_', 'sqlite_', 'pragma_'];
+
+export function isCatalogName(name: string): boolean {
+  const n = name.toLowerCase();
+  return CATALOG_NAMES.has(n) || CATALOG_PREFIXES.some((p) => n.startsWith(p));
 }
 
 function collectCtes(x: unknown, out: Set<string>): void {
