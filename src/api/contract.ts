@@ -118,7 +118,7 @@ export const ROUTES: RouteSpec[] = [
     ok: { 200: Slice },
   }),
   R({ method: 'POST', path: '/v1/refs/{ref}/jq', summary: 'A jq filter, bounded', body: z.object({ expr: z.string().min(1) }), ok: { 200: Slice } }),
-  R({ method: 'POST', path: '/v1/refs/{ref}/sql', summary: 'One SELECT over the view `ref`, locked down', body: z.object({ query: z.string().min(1), maxRows: z.number().nonnegative().optional() }), ok: { 200: Slice } }),
+  R({ method: 'POST', path: '/v1/refs/{ref}/sql', summary: 'One SELECT over the view `ref`, locked down', body: z.object({ query: z.string().min(1).max(100_000), maxRows: z.number().nonnegative().optional() }), ok: { 200: Slice } }),
   R({ method: 'POST', path: '/v1/refs/{ref}/jsonpath', summary: 'A JSONPath, bounded', body: z.object({ expr: z.string().min(1), maxRows: z.number().nonnegative().optional() }), ok: { 200: Slice } }),
 ];
 

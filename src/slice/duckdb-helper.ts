@@ -47,7 +47,9 @@ async function runBounded(conn: DuckDBConnection, sql: string, req: HelperReques
   const columns = result.columnNames();
   const wide = result.columnTypes().map((t) => WIDE_INTS.has(t.typeId));
   const rows: unknown[][] = [];
-  let bytes = 2;
+  // The column names count toward the cap (a child chooses them), in UTF-8 bytes as the rows do.
+  let bytes = 2 + Buffer.byteLength(JSON.stringify(columns));
+  if (bytes > req.maxBytes) throw new Error(`the result's column names alone are ${bytes} bytes, over the reply's ${req.maxBytes}-byte cap: select fewer columns or name them (AS)`);
   let more = 0;
   let moreExact = true;
   for (;;) {
@@ -59,7 +61,7 @@ async function runBounded(conn: DuckDBConnection, sql: string, req: HelperReques
         break;
       }
       const row = narrowInts(chunk.convertRowValues(i, JsonDuckDBValueConverter), wide);
-      bytes += JSON.stringify(row).length + 1;
+      bytes += Buffer.byteLength(JSON.stringify(row)) + 1;
       if (bytes > req.maxBytes) {
         more += 1;
         continue;
@@ -131,7 +133,11 @@ async function main(): Promise<void> {
   for await (const line of rl) {
     id = -1;
     try {
-      const req = HelperRequestSchema.parse(JSON.parse(line));
+      const raw: unknown = JSON.parse(line);
+      // A request that fails its schema is still answered under its id (else the pool waits for
+      // a reply that never comes until its hard timer kills this helper).
+      if (raw && typeof raw === 'object' && Number.isSafeInteger((raw as { id?: unknown }).id)) id = (raw as { id: number }).id;
+      const req = HelperRequestSchema.parse(raw);
       id = req.id;
       // Isolated, the only writable place is our tmpfs: each query spills into its own dir there.
       const tempDir = spillRoot ? path.join(spillRoot, `q-${req.id}`) : req.tempDir;
@@ -147,7 +153,8 @@ async function main(): Promise<void> {
         if (spillRoot) fs.rmSync(tempDir, { recursive: true, force: true });
       }
     } catch (e) {
-      const msg = e instanceof Error ? e.message : String(e);
+      const issue = (e as { issues?: { path: PropertyKey[]; message: string }[] }).issues?.[0];
+      const msg = issue ? `the request is malformed at ${issue.path.map(String).join('.') || 'its top'}: ${issue.message}` : e instanceof Error ? e.message : String(e);
       send({ id, ok: false, error: { code: 'internal', message: scrubPaths(msg.split('\n')[0] ?? msg) } });
     }
   }

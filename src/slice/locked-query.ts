@@ -48,8 +48,12 @@ export interface LockedQueryResult {
  * access, no extensions, memory/threads/temp caps, locked configuration, timeout).
  * Throws BrigError: query_refused | query_failed | timeout | internal. Messages carry no host paths.
  */
+/** The longest SQL a query may be (the helper's own request cap). */
+export const MAX_SQL_CHARS = 100_000;
+
 export async function lockedQuery(opts: LockedQueryOptions): Promise<LockedQueryResult> {
   if (opts.files.length === 0) throw new BrigError('invalid_input', 'lockedQuery needs at least one file');
+  if (opts.sql.length > MAX_SQL_CHARS) throw new BrigError('query_refused', `the query is ${opts.sql.length} characters; at most ${MAX_SQL_CHARS}`);
   const files = opts.files.map((f) => path.resolve(f));
   const fileArgs = Object.fromEntries(Object.entries(opts.fileArgs ?? {}).map(([k, v]) => [k, path.resolve(v)]));
   // A reader may be pointed only at a file the view could read anyway.

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { lockedQuery } from '../../../src/slice/index.js';
+import { DuckdbHelperPool, lockedQuery } from '../../../src/slice/index.js';
 import { isBrigError } from '../../../src/util/errors.js';
 
 test('[INV-5] lockedQuery: a SELECT over the view runs; other files and statements are refused', async (t) => {
@@ -37,4 +37,35 @@ test('[INV-5] lockedQuery: a SELECT over the view runs; other files and statemen
       sql,
     );
   }
+});
+
+test('[INV-9] a reply is bounded in UTF-8 bytes, column names included; an overlong query is refused before any helper sees it', async (t) => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-lq-bytes-'));
+  const pool = new DuckdbHelperPool({ size: 1 });
+  t.after(async () => {
+    await pool.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+  const euro = path.join(dir, 'euro.jsonl');
+  await fs.writeFile(euro, `${Array.from({ length: 100 }, () => JSON.stringify({ s: '€'.repeat(1000) })).join('\n')}\n`);
+  const r = await lockedQuery({ files: [euro], viewName: 'ref', reader: 'read_ndjson', sql: 'SELECT s FROM ref', maxBytes: 20_000, pool });
+  const size = Buffer.byteLength(JSON.stringify(r.rows));
+  assert.ok(size <= 20_000, `the rows are ${size} bytes for a 20,000-byte cap (3-byte characters counted as 3)`);
+  assert.ok(r.rows.length >= 5 && r.truncated, `${r.rows.length} rows, then "more"`);
+
+  // A header whose names alone pass the cap: refused with a reason, not shipped.
+  const wide = path.join(dir, 'wide.csv');
+  await fs.writeFile(wide, `${Array.from({ length: 40 }, (_, i) => `c${i}_${'n'.repeat(1000)}`).join(',')}\n${Array(40).fill('1').join(',')}\n`);
+  await assert.rejects(
+    lockedQuery({ files: [wide], viewName: 'ref', reader: 'read_csv_auto', sql: 'SELECT * FROM ref LIMIT 1', maxBytes: 20_000, pool }),
+    (e: unknown) => isBrigError(e, 'query_failed') && /column names alone/.test(e.message),
+  );
+
+  const before = pool.started;
+  await assert.rejects(
+    lockedQuery({ files: [euro], viewName: 'ref', reader: 'read_ndjson', sql: `SELECT 1 --${'x'.repeat(100_001)}`, pool }),
+    (e: unknown) => isBrigError(e, 'query_refused') && /at most 100000/.test(e.message),
+  );
+  assert.equal(pool.started, before, 'no helper was started or replaced for it');
+  assert.deepEqual((await lockedQuery({ files: [euro], viewName: 'ref', reader: 'read_ndjson', sql: 'SELECT count(*) FROM ref', pool })).rows, [[100]]);
 });
