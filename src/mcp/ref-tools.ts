@@ -44,14 +44,28 @@ function slice(res: Result<SliceOutput>) {
   return answer(s, sliceText(res.value));
 }
 
+/** refs listed per ref_list page by default, and at most. */
+const REF_PAGE = 50;
+const REF_PAGE_MAX = 200;
+
 const refList = tool({
   name: 'ref_list',
   title: 'List a run’s ResultRefs',
   description: 'Use to see every ResultRef of a run — id, kind, bytes, lines, rows, path — and what its collect skipped, to pick the ref to slice.',
   annotations: READ_ONLY,
-  input: z.strictObject({ runId: RunIdSchema }),
-  output: outputShape({ runId: z.string(), refs: z.array(RefSummarySchema), skipped: z.array(z.object({ path: z.string(), reason: z.string() })) }),
-  async run({ runId }, { brig }) {
+  input: z.strictObject({
+    runId: RunIdSchema,
+    offset: z.number().int().nonnegative().optional().describe('the first ref to list (default 0)'),
+    limit: z.number().int().positive().max(REF_PAGE_MAX).optional().describe(`refs per page (default ${REF_PAGE}, at most ${REF_PAGE_MAX})`),
+  }),
+  output: outputShape({
+    runId: z.string(),
+    refs: z.array(RefSummarySchema),
+    skipped: z.array(z.object({ path: z.string(), reason: z.string() })),
+    total: z.number().optional().describe('refs the run has; more than listed when a page is cut'),
+    more: z.number().optional().describe('refs after this page (call again with offset)'),
+  }),
+  async run({ runId, offset = 0, limit = REF_PAGE }, { brig }) {
     const m = await brig.refs.manifest(runId);
     if (!m.ok) {
       const run = await brig.get(runId);
@@ -59,9 +73,15 @@ const refList = tool({
       if (run.status === 'ended') return refusal(m.error);
       return answer({ runId, refs: [], skipped: [] }, `run ${runId} is ${run.status}: its refs exist once it has ended. Call \`wait\`.`);
     }
-    const refs = m.value.refs.map(refSummary);
-    const text = [...refs.map(refLine), ...m.value.skipped.map((s) => `(skipped ${s.path}: ${s.reason})`)].join('\n') || 'no refs for this run';
-    return answer({ runId, refs, skipped: m.value.skipped }, text);
+    // A page, never the whole list: a child that wrote 10,000 files must not put them all in context.
+    const all = m.value.refs;
+    const refs = all.slice(offset, offset + limit).map(refSummary);
+    const more = Math.max(0, all.length - offset - refs.length);
+    const skipped = m.value.skipped.slice(0, REF_PAGE);
+    const lines = [...refs.map(refLine), ...skipped.map((s) => `(skipped ${s.path}: ${s.reason})`)];
+    if (more > 0) lines.push(`… ${more} more refs (of ${all.length}): call ref_list with offset ${offset + refs.length}`);
+    if (m.value.skipped.length > skipped.length) lines.push(`… ${m.value.skipped.length - skipped.length} more skipped`);
+    return answer({ runId, refs, skipped, total: all.length, more }, lines.join('\n') || 'no refs for this run');
   },
 });
 

@@ -5,7 +5,7 @@
  * ResultRef handles the coordinator is meant to receive (INV-3); the bytes stay on disk.
  */
 import { z } from 'zod';
-import { renderExplain, type Brig, type RunRecord, type RunResult } from '../index.js';
+import { MAX_ENVELOPE_REFS, renderExplain, type Brig, type RunRecord, type RunResult } from '../index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { explainRun, ExplainSchema } from './explain.js';
 import { RunIdSchema } from './run-tools.js';
@@ -19,10 +19,17 @@ export const WAIT_MAX_MS = 50_000;
 const EnvelopeFields = {
   envelope: z.string().describe('the bounded summary plus one line per ResultRef: what a coordinator receives'),
   condensationLevel: z.number(),
-  refs: z.array(RefSummarySchema),
+  refs: z.array(RefSummarySchema).describe(`the run's first ${MAX_ENVELOPE_REFS} refs (ref_list pages through all)`),
+  refsTotal: z.number().optional().describe('refs the run has, when more than listed'),
 };
 
-const envelopeOf = (r: RunResult) => ({ envelope: r.envelope, condensationLevel: r.condensed.level, refs: r.refs.map(refSummary) });
+/** As bounded as the envelope's own footer: its first MAX_ENVELOPE_REFS handles, and how many there are. */
+const envelopeOf = (r: RunResult) => ({
+  envelope: r.envelope,
+  condensationLevel: r.condensed.level,
+  refs: r.refs.slice(0, MAX_ENVELOPE_REFS).map(refSummary),
+  ...(r.refs.length > MAX_ENVELOPE_REFS ? { refsTotal: r.refs.length } : {}),
+});
 
 const WaitEntrySchema = z.object({
   runId: z.string(),

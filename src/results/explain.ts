@@ -26,6 +26,9 @@ export interface ExplainInput {
   condensationLevel?: number;
 }
 
+/** Refs an explanation lists by name. */
+const EXPLAIN_REFS = 50;
+
 export function renderExplain(x: ExplainInput): string {
   const r = x.run;
   const lines: string[] = [`Run ${r.runId}${r.label ? ` (${r.label})` : ''}`];
@@ -45,9 +48,11 @@ export function renderExplain(x: ExplainInput): string {
   if (x.leaseDecisions?.length) lines.push('Lease decisions:', ...x.leaseDecisions.map((d) => `  - ${d}`));
   if (x.refs.length) {
     lines.push('Refs:');
-    for (const ref of x.refs) {
+    // As the envelope's footer: the first handles, then how many more (ref list pages through all).
+    for (const ref of x.refs.slice(0, EXPLAIN_REFS)) {
       lines.push(`  ${ref.ref}  ${ref.kind.padEnd(6)} ${String(ref.bytes).padStart(12)}B${ref.rows !== undefined ? `  ${ref.rows} rows` : ''}  ${ref.path}  (expires ${ref.expiresAt})`);
     }
+    if (x.refs.length > EXPLAIN_REFS) lines.push(`  … ${x.refs.length - EXPLAIN_REFS} more refs (\`brig ref list\`, MCP ref_list)`);
   }
   if (x.savings) {
     const s = x.savings;

@@ -129,6 +129,26 @@ async function exercise(t: TestContext, home: string, expectMode: RegExp): Promi
   assert.equal(ex.isError, undefined, text(ex));
   assert.ok(sc<{ leaseDecisions: string[] }>(ex).leaseDecisions.some((l) => l.startsWith('granted:')), text(ex));
 
+  // A run with 120 files: wait, explain and ref_list stay bounded (pages, counts), never the whole list.
+  const many = await s.call('spawn', { task: 'many files', argv: ['sh', '-c', 'i=0; while [ $i -lt 120 ]; do echo $i > out/f$i.txt; i=$((i+1)); done'] });
+  const manyId = sc<{ runId: string }>(many).runId;
+  const [manyEnded] = await waitEnded(s, [manyId]);
+  assert.equal(manyEnded!.endReason, 'completed', JSON.stringify(manyEnded).slice(0, 300));
+  const w = manyEnded as unknown as { refs: unknown[]; refsTotal?: number };
+  assert.equal(w.refs.length, 20, 'wait lists the envelope\'s 20 handles');
+  assert.ok((w.refsTotal ?? 0) >= 120, `and says how many there are: ${w.refsTotal}`);
+  const page1 = await s.call('ref_list', { runId: manyId });
+  const p1 = sc<{ refs: { path: string }[]; total: number; more: number }>(page1);
+  assert.equal(p1.refs.length, 50);
+  assert.equal(p1.more, p1.total - 50);
+  assert.match(text(page1), /more refs .*offset 50/);
+  const last = sc<{ refs: { path: string }[]; more: number }>(await s.call('ref_list', { runId: manyId, offset: 100, limit: 200 }));
+  assert.equal(last.refs.length, p1.total - 100);
+  assert.equal(last.more, 0);
+  const manyEx = await s.call('explain', { runId: manyId });
+  assert.equal(sc<{ refs: unknown[] }>(manyEx).refs.length, 50);
+  assert.match(text(manyEx), /more refs/);
+
   // A sleeping child, killed: the call is the confirmation; it ends killed by operator.
   const sl = await s.call('spawn', { task: 'sleep', argv: ['sleep', '60'] });
   const sleeper = sc<{ runId: string }>(sl).runId;
