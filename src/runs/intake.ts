@@ -10,7 +10,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js';
+import { BrigError, err, ok, publicError, type Result } from '../util/errors.js';
 import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import { decideAdmission } from './admission.js';
 import { checkArtifact } from './artifact-check.js';
@@ -118,7 +118,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   } catch (e) {
     forget();
     await prepared.value.rollback().catch(() => {});
-    return err(toBrigError(e));
+    return err(hostFree(e));
   }
   table.preparing.delete(rec.id);
   table.emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue', parentStep: rec.parentStep ?? null });
@@ -152,7 +152,7 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: A
     });
   } catch (e) {
     await store.remove(rec.id).catch(() => {});
-    return err(toBrigError(e));
+    return err(hostFree(e));
   }
 }
 
@@ -188,4 +188,11 @@ export async function loadRequest(table: RunTable, runId: string): Promise<Spawn
   } catch {
     return null;
   }
+}
+
+/** A failure as a caller may see it: brig's own errors as they are, any other with its host paths scrubbed. */
+function hostFree(e: unknown): BrigError {
+  if (e instanceof BrigError) return e;
+  const pe = publicError(e);
+  return new BrigError(pe.code, pe.message);
 }

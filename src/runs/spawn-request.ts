@@ -24,8 +24,14 @@ export const SPAWN_BOUNDS = {
 export const SpawnRequestSchema = z
   .strictObject({
     task: z.string().min(1).max(SPAWN_BOUNDS.taskChars),
-    /** Kind `agent`: the agent spec it runs (`general` by default). Otherwise a name for the run. */
-    agent: z.string().min(1).max(128).default('default'),
+    /**
+     * Kind `agent`: the agent spec it runs (`general` by default). Otherwise a name for the run.
+     * A name, not text (letters, digits, `_ . -`): it is ledgered and on every event.
+     */
+    agent: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a name of letters, digits and _ . - (at most 128), starting with a letter or digit')
+      .default('default'),
     /** Kind `agent`: a model alias of the supervisor's configuration (default: the spec's, else the default model). */
     model: z.string().min(1).max(128).optional(),
     kind: z.enum(RUN_KINDS).default('script'),

@@ -171,6 +171,13 @@ test('SpawnRequest: one schema; kind needs its payload; unknown keys refused; de
   assert.equal(SpawnRequestSchema.safeParse({ task: 't', script: 'x', parent_summary: 's' }).success, false);
 });
 
+test('[INV-7] SpawnRequest: a run\'s name is a name, not text (it is ledgered and on every event)', () => {
+  for (const good of ['default', 'general', 'shard-3', 'etl.v2', 'A_b']) assert.equal(SpawnRequestSchema.safeParse({ task: 't', script: 'x', agent: good }).success, true, good);
+  for (const bad of ['x y', 'leak: the secret plan', 'a\nb', '-flag', '', 'é', 'a'.repeat(129), '<script>']) {
+    assert.equal(SpawnRequestSchema.safeParse({ task: 't', kind: 'command', argv: ['true'], agent: bad }).success, false, JSON.stringify(bad));
+  }
+});
+
 test('[INV-1] admission: a parent lease of maxChildren 0 refuses children; maxChildren 2 queues the third', () => {
   const none = run({ status: 'running', childCap: 0 });
   const d = decideAdmission([none], req({ depth: 2, parentRunId: none.id, rootRunId: none.id }), DEFAULT_SETTINGS);
