@@ -103,6 +103,8 @@ export interface BrokerRunHandle {
 /** Queued lines per connection at which reading pauses, and resumes. */
 const QUEUE_HIGH = 512;
 const QUEUE_LOW = 64;
+/** Characters of queued lines past which a connection's reading pauses (resumed below half). */
+const QUEUE_BYTES = 1024 * 1024;
 /** Calls of one connection handled at once (4 connections × 4 = the run's 16 in flight). */
 const PER_CONNECTION = 4;
 
@@ -206,6 +208,8 @@ export class BrokerServer {
     let dead = false;
     let pending = 0;
     let active = 0;
+    /** Characters of the lines waiting for a call slot. */
+    let waitingBytes = 0;
     const waiting: string[] = [];
     // One per connection; dispatch marks it the moment a bearer verifies, before the handler runs.
     const auth: { authenticated: boolean; onAuthenticated: () => void } = {
@@ -231,6 +235,7 @@ export class BrokerServer {
       run.sockets.delete(s);
       chunks = [];
       waiting.length = 0;
+      waitingBytes = 0;
     });
     const send = (line: string) => {
       if (s.destroyed) return;
@@ -244,8 +249,10 @@ export class BrokerServer {
       void dispatchLine(line, run.state, this.deps, auth).then((reply) => {
         send(reply.line);
         active--;
-        if (--pending <= QUEUE_LOW && s.isPaused() && !dead) s.resume();
+        pending--;
         const next = s.destroyed ? undefined : waiting.shift();
+        if (next !== undefined) waitingBytes -= next.length;
+        if (waitingBytes <= QUEUE_BYTES / 2 && pending <= QUEUE_LOW && s.isPaused() && !dead) s.resume();
         if (next !== undefined) run1(next);
         else if (pending === 0) onIdle?.();
       });
@@ -256,7 +263,12 @@ export class BrokerServer {
       // pause reading (backpressure to the child).
       if (++pending >= QUEUE_HIGH) s.pause();
       if (active < PER_CONNECTION) run1(line);
-      else waiting.push(line);
+      else {
+        waiting.push(line);
+        // Queued lines are bounded in bytes too: 512 lines of 64 KiB behind slow calls would hold 32 MiB.
+        waitingBytes += line.length;
+        if (waitingBytes > QUEUE_BYTES) s.pause();
+      }
     };
     // A line over 64 KiB: one error reply, a strike, then the connection is closed. Reading
     // stops at once so the rest of a 10 MB line is never buffered.

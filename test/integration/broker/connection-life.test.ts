@@ -65,3 +65,36 @@ test('a connection that never shows a bearer is still dropped at the auth deadli
     await f.close();
   }
 });
+
+test('[INV-9] lines queued behind slow calls are bounded in bytes: past about 1 MiB the broker stops reading (backpressure), then catches up', async () => {
+  let served = 0;
+  const f = await BrokerFixture.create({
+    handlers: { spawn: async () => (await sleep(400), served++, { runId: 'r-child', status: 'ended' }) },
+  });
+  try {
+    const r = await f.run('run_queue');
+    const c = await BrokerTestClient.connect(r.handle.socketPath, r.token);
+    assert.ok((await c.call('hello')).ok);
+    const net = await import('node:net');
+    const s = net.connect(r.handle.socketPath);
+    s.on('error', () => {});
+    let replies = '';
+    s.on('data', (d: Buffer) => (replies += d.toString()));
+    await new Promise((resolve) => s.once('connect', resolve));
+    // 100 slow calls of ~60 KB each (6 MB): 4 run at once, the rest wait for a slot.
+    const pad = 'x'.repeat(60_000);
+    for (let i = 1; i <= 100; i++) s.write(`${JSON.stringify({ v: 1, id: i, method: 'spawn', token: r.token, params: { request: { task: 't', pad } } })}\n`);
+    await sleep(250);
+    // What the broker has not read stays with the child: most of the 6 MB (the kernel's buffer
+    // holds a few hundred KiB, the broker's queue about 1 MiB).
+    assert.ok(s.writableLength > 3_000_000, `the broker read all but ${s.writableLength} bytes while its calls were slow`);
+    // It catches up as calls finish: every call is answered in the end.
+    for (let i = 0; i < 200 && (replies.match(/\n/g)?.length ?? 0) < 100; i++) await sleep(250);
+    assert.equal(replies.match(/"ok":true/g)?.length, 100, 'every queued call was served');
+    assert.equal(served, 100);
+    s.destroy();
+    c.close();
+  } finally {
+    await f.close();
+  }
+});
