@@ -90,19 +90,59 @@ export async function historyOf(p: RunPorts, r: RunRecord, o: { offset?: number;
   const offset = Math.max(0, Math.floor(o.offset ?? 0));
   const limit = Math.max(1, Math.min(Math.floor(o.limit ?? 20), MAX_HISTORY_PAGE));
   const file = path.join(p.table.store.dir(r.id), 'transcript.jsonl');
-  const text = await fs.readFile(file, 'utf8').catch(() => null);
-  if (text === null) return err(new BrigError('ref_not_found', `run ${r.id} has no transcript`, { hint: 'Only agent children (and runs that call models) have one.' }));
-  const lines = text.split('\n').filter(Boolean);
+  const page = await pageOfLines(file, offset, limit).catch(() => null);
+  if (page === null) return err(new BrigError('ref_not_found', `run ${r.id} has no transcript`, { hint: 'Only agent children (and runs that call models) have one.' }));
   const cut = (v: unknown): unknown => {
     const s = JSON.stringify(v);
     return s.length <= HISTORY_ENTRY_CHARS ? v : { cut: true, chars: s.length, head: s.slice(0, HISTORY_ENTRY_CHARS) };
   };
-  const entries = lines.slice(offset, offset + limit).map((l) => {
+  const entries = page.lines.map((l) => {
     try {
       return cut(JSON.parse(l));
     } catch {
       return { unreadable: true };
     }
   });
-  return ok({ runId: r.id, offset, entries, total: lines.length, more: Math.max(0, lines.length - offset - entries.length) });
+  return ok({ runId: r.id, offset, entries, total: page.total, more: Math.max(0, page.total - offset - entries.length) });
+}
+
+/**
+ * The non-empty lines [offset, offset + limit) of a file and how many non-empty lines it has,
+ * in one streamed pass: only the page is kept in memory, whatever the file's size (a transcript
+ * may be 64 MiB, and a parent may page it many times at once).
+ */
+export async function pageOfLines(file: string, offset: number, limit: number): Promise<{ lines: string[]; total: number }> {
+  const lines: string[] = [];
+  let total = 0;
+  let parts: Buffer[] = [];
+  let nonEmpty = false;
+  const endLine = () => {
+    if (nonEmpty) {
+      if (total >= offset && total < offset + limit) lines.push(Buffer.concat(parts).toString('utf8'));
+      total++;
+    }
+    parts = [];
+    nonEmpty = false;
+  };
+  const handle = await fs.open(file, 'r');
+  try {
+    for await (const chunk of handle.createReadStream({ highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+      let start = 0;
+      for (;;) {
+        const nl = chunk.indexOf(10, start);
+        const piece = chunk.subarray(start, nl === -1 ? chunk.length : nl);
+        if (piece.length > 0) {
+          nonEmpty = true;
+          if (total >= offset && total < offset + limit) parts.push(Buffer.from(piece));
+        }
+        if (nl === -1) break;
+        endLine();
+        start = nl + 1;
+      }
+    }
+    endLine();
+  } finally {
+    await handle.close();
+  }
+  return { lines, total };
 }

@@ -193,3 +193,23 @@ test('[INV-1] admission: a parent lease of maxChildren 0 refuses children; maxCh
   assert.deepEqual(nextToStart([two, ...kids, third], DEFAULT_SETTINGS), []);
   assert.deepEqual(nextToStart([two, kids[0]!, third], DEFAULT_SETTINGS), [third.id]);
 });
+
+test('a history page is read in one streamed pass: the same lines and total as reading the whole file, chunk boundaries and empty lines included', async () => {
+  const { pageOfLines } = await import('../../../src/runs/sessions.js');
+  const fsp = await import('node:fs/promises');
+  const os = await import('node:os');
+  const pathM = await import('node:path');
+  const dir = await fsp.mkdtemp(pathM.join(os.tmpdir(), 'brig-page-'));
+  const file = pathM.join(dir, 'transcript.jsonl');
+  // ~3.5 MiB of lines of many sizes, multi-byte characters, empty lines between some.
+  const lines: string[] = [];
+  for (let i = 0; i < 1200; i++) lines.push(JSON.stringify({ i, text: '€ä'.repeat((i * 7919) % 2000) }), ...(i % 13 === 0 ? [''] : []));
+  await fsp.writeFile(file, `${lines.join('\n')}\n\n`);
+  const whole = lines.filter(Boolean);
+  for (const [offset, limit] of [[0, 20], [577, 20], [1190, 20], [1200, 5], [5000, 3]] as const) {
+    const page = await pageOfLines(file, offset, limit);
+    assert.equal(page.total, whole.length);
+    assert.deepEqual(page.lines, whole.slice(offset, offset + limit), `offset ${offset}`);
+  }
+  await fsp.rm(dir, { recursive: true, force: true });
+});
