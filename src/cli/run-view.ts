@@ -69,8 +69,17 @@ export function fmtMs(ms: number): string {
 
 /** Control characters (terminal escapes) shown escaped, cut to `max` chars. */
 export function oneLine(text: string, max: number): string {
-  const flat = text.replace(/[\x00-\x1f\x7f]/g, (c) => (c === '\n' || c === '\t' ? ' ' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`));
+  const flat = termText(text.replace(/[\n\t]/g, ' '));
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/**
+ * A child's text as it may reach an operator's terminal: newlines and tabs kept, every other
+ * control character — ESC, CR, BEL, C1 (CSI U+009B…) — shown as `\xNN`, so a label, an
+ * envelope or a stdio tail cannot move the cursor, retitle the window or write the clipboard.
+ */
+export function termText(text: string): string {
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
 export function runLine(r: RunRecord, now = new Date()): string {
@@ -83,7 +92,7 @@ export function runLine(r: RunRecord, now = new Date()): string {
     `steps ${r.stepsExecuted}`.padEnd(9),
     fmtMs(elapsedMs(r, now)).padEnd(7),
     r.parentRunId ? `parent ${r.parentRunId}` : '',
-    r.label ? `[${r.label}]` : '',
+    r.label ? `[${oneLine(r.label, 80)}]` : '',
     // The child's own line (bounded to 200 chars on the record), for live runs: one line, no escapes.
     r.status !== 'ended' && r.progressLine ? `“${oneLine(r.progressLine, 60)}”` : '',
     r.partial ? '(partial)' : '',
@@ -105,7 +114,7 @@ export function runTable(runs: RunRecord[], now = new Date()): string {
     fmtMs(elapsedMs(r, now)),
     [
       r.parentRunId ? `parent ${r.parentRunId}` : '',
-      r.label ? `[${r.label}]` : '',
+      r.label ? `[${oneLine(r.label, 80)}]` : '',
       r.status !== 'ended' && r.progressLine ? `“${oneLine(r.progressLine, 60)}”` : '',
       r.partial ? '(partial)' : '',
     ]
@@ -133,10 +142,10 @@ export function runBlock(r: RunRecord): string {
   if (r.resultDir) lines.push(`output: ${r.outputFiles} files, ${r.outputBytes} bytes in ${r.resultDir}`);
   if (r.missingOutputs.length) lines.push(`missing expected outputs: ${r.missingOutputs.join(', ')}`);
   if (r.result !== null && r.result !== undefined) lines.push(`result: ${JSON.stringify(r.result).slice(0, 2000)}`);
-  if (r.error) lines.push(`error: ${r.error.message} [${r.error.code}]`);
+  if (r.error) lines.push(`error: ${termText(r.error.message)} [${r.error.code}]`);
   if (r.resumable) lines.push(`resumable: \`brig resume ${r.id}\``);
   const out = r.stdoutTail.slice(-PREVIEW_BYTES);
-  if (out) lines.push(`--- stdout (last ${PREVIEW_BYTES} bytes at most)`, out.replace(/\n$/, ''));
-  if (r.endReason !== 'completed' && r.stderrTail) lines.push('--- stderr', r.stderrTail.slice(-PREVIEW_BYTES).replace(/\n$/, ''));
+  if (out) lines.push(`--- stdout (last ${PREVIEW_BYTES} bytes at most)`, termText(out.replace(/\n$/, '')));
+  if (r.endReason !== 'completed' && r.stderrTail) lines.push('--- stderr', termText(r.stderrTail.slice(-PREVIEW_BYTES).replace(/\n$/, '')));
   return lines.join('\n') + '\n';
 }

@@ -1,6 +1,7 @@
 import { explainRun, openOperator, renderExplain } from '../../index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { needPositionals, withBrig } from './ref-shared.js';
+import { termText } from '../run-view.js';
 
 const command: Command = {
   name: 'explain',
@@ -20,7 +21,7 @@ const command: Command = {
       writeJson(io, { ...input, refs: input.refs.map(({ preview: _p, ...x }) => x) });
       return 0;
     }
-    io.stdout.write(renderExplain(input));
+    io.stdout.write(termText(renderExplain(input)));
     return 0;
   },
 };

@@ -1,6 +1,7 @@
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { needPositionals, withBrig } from './ref-shared.js';
+import { termText } from '../run-view.js';
 
 const STRATEGIES = ['auto', 'always', 'never'] as const;
 
@@ -30,7 +31,8 @@ const command: Command = {
       writeJson(io, { envelope: r.envelope, level: r.condensed.level, originalTokens: r.condensed.originalTokens, ratio: r.condensed.ratio, savings: r.savings, refs: r.refs.map(({ preview: _p, ...x }) => x) });
       return 0;
     }
-    io.stdout.write(r.envelope);
+    // The envelope's body is the child's text: its control characters are shown, not obeyed.
+    io.stdout.write(termText(r.envelope));
     return 0;
   },
 };

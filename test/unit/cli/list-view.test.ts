@@ -77,3 +77,18 @@ test('spawn --json carries the result, the tails, the outputs and the error once
   assert.equal(run.leaseId, 'ls_00000000000000000000');
   for (const k of ['result', 'stdoutTail', 'stderrTail', 'outputs', 'error', 'id']) assert.ok(!(k in run), `run.${k} is said at the top`);
 });
+
+test("a child's text reaches the operator's terminal with its control characters shown, not obeyed: labels, tails, errors", async () => {
+  const { runLine, runTable, runBlock, termText } = await import('../../../src/cli/run-view.js');
+  const OSC52 = '\x1b]52;c;ZWNobyBwd25lZA==\x07';
+  const CSI = '\x9b2J';
+  const r = rec('r-000000000000000c', '2026-01-01T00:00:01Z', {
+    status: 'ended', endReason: 'failed', label: `evil${OSC52}`, stdoutTail: `out\r${CSI}\n`, stderrTail: `err\x1b[2J\n`,
+    error: { code: 'child_failed', message: `boom\x1b[31m` } as RunRecord['error'],
+  });
+  for (const text of [runLine(r), runTable([r]), runBlock(r)]) {
+    assert.doesNotMatch(text, /[\x1b\x07\x9b\r]/, JSON.stringify(text));
+  }
+  assert.match(runLine(r), /\\x1b\]52;c;/, 'shown as text');
+  assert.equal(termText('line 1\n\tline 2'), 'line 1\n\tline 2', 'newlines and tabs stay');
+});
