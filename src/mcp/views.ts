@@ -132,7 +132,12 @@ const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 /** One line: id, where it is (or how it ended), steps, elapsed, its progress. */
 export function runLine(s: RunSummary): string {
   const where = s.status === 'ended' ? `ended ${s.endReason}${s.killedBy ? ` (by ${s.killedBy})` : ''}` : s.status;
-  return `${s.runId}  ${s.kind}${s.label ? ` [${s.label}]` : ''}  ${where}  steps ${s.steps}  ${secs(s.elapsedMs)}${s.progressLine ? `  “${s.progressLine}”` : ''}`;
+  return `${s.runId}  ${s.kind}${s.label ? ` [${flat(s.label)}]` : ''}  ${where}  steps ${s.steps}  ${secs(s.elapsedMs)}${s.progressLine ? `  “${flat(s.progressLine)}”` : ''}`;
+}
+
+/** A child's short text on one line of ours: no newline or control character can start a line that looks like brig's. */
+function flat(s: string): string {
+  return s.replace(/[\x00-\x1f\x7f-\x9f]+/g, ' ');
 }
 
 export function statusText(s: RunStatusView): string {

@@ -15,6 +15,9 @@
  *
  * Empty sections are left out. The child's content appears only in the body, which the caller
  * has already bounded by condensation; the footer is bounded too (MAX_ENVELOPE_REFS handles).
+ * A body line that looks like the envelope's own framing (a `[Subagent Result:` head, a `---`
+ * rule, a footer or status line, the `== ` run separator of a multi-run answer) is shown quoted
+ * with `| `: a child cannot forge a second envelope, a footer or another run's result.
  */
 import type { Condensed } from './condense.js';
 import type { ResultRef } from './types.js';
@@ -73,8 +76,19 @@ export function renderEnvelope(e: EnvelopeInput): string {
       : '',
     e.session ? `Session: ${oneLine(e.session)}` : '',
   ].filter(Boolean);
-  const body = e.condensed.body.trim();
+  const body = quoteFraming(e.condensed.body.trim());
   return [head.join('\n'), body, `---\n${foot.join('\n')}`].filter((s) => s.length > 0).join('\n\n') + '\n';
+}
+
+/** Lines of the envelope's own framing, and of the run separator a multi-run answer uses. */
+const FRAMING = /^\s*(\[Subagent Result:|-{3,}\s*$|={2,}\s|(Status|Condensation|Runtime|Session|Full results?)\s*[:(|])/i;
+
+/** Each body line that could pass for the envelope's framing, quoted with `| ` (pure). */
+export function quoteFraming(body: string): string {
+  return body
+    .split('\n')
+    .map((l) => (FRAMING.test(l) ? `| ${l}` : l))
+    .join('\n');
 }
 
 function oneLine(s: string): string {
