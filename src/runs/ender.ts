@@ -124,6 +124,9 @@ export class RunEnder {
     // anything else is stopped at once so its files hold still.
     const agent = table.get(runId)!.kind === 'agent';
     if (cutShort) await (agent ? jail.stop(this.d.settings.agentStopGraceMs) : jail.kill()).catch(() => {});
+    // Ended by the supervisor while the child still runs (its step budget spent): stopped
+    // before its out/ is read, so nothing changes under the collection.
+    else if (pending.exitCode === undefined) await jail.kill().catch(() => {});
     const t = transition(table.get(runId)!, 'materializing', table.clock.now());
     await table.update(runId, (x) => ({ ...(t.ok ? t.value : x), pendingEnd: pending, ...(cutShort ? { partial: true } : {}) })).catch(() => {});
     const patch = await collectOutputs({ table, results: this.d.deps.results, settings: this.d.settings }, runId, jail);

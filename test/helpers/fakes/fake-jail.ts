@@ -8,6 +8,10 @@ export class FakeJail implements Jail {
   started = false;
   destroyed = false;
   killed = false;
+  /** Its process has ended (exited or killed). */
+  exited = false;
+  /** collect() was called while its process still ran (a collection that could change under it). */
+  collectedRunning = false;
   outFiles: Record<string, string> = {};
   collectCaps: CollectCaps | undefined;
   #exit!: (e: JailExit) => void;
@@ -25,10 +29,12 @@ export class FakeJail implements Jail {
     return this.#exited;
   }
   exit(exitCode: number): void {
+    this.exited = true;
     this.#exit({ exitCode, oomKilled: false });
   }
   async kill(): Promise<void> {
     this.killed = true;
+    this.exited = true;
     this.#exit({ exitCode: 137, oomKilled: false });
   }
   async stop(_graceMs: number): Promise<void> {
@@ -39,6 +45,7 @@ export class FakeJail implements Jail {
   }
   async collect(destDir: string, caps: CollectCaps): Promise<CollectReport> {
     this.collectCaps = caps;
+    if (!this.exited) this.collectedRunning = true;
     await fs.mkdir(destDir, { recursive: false });
     let total = 0;
     for (const [p, data] of Object.entries(this.outFiles)) {

@@ -8,11 +8,12 @@ import { RunStore } from '../../../src/runs/run-store.js';
 import { RunTable } from '../../../src/runs/run-table.js';
 import { SCRIPT, setupSup, until } from './setup.js';
 
-test('the step past max_steps is refused with `timeout` and the run ends failed', async () => {
+test('the step past max_steps is refused with `timeout` and the run ends failed; its jail is stopped before its out/ is read', async () => {
   const { sup, jail } = await setupSup();
   const r = await sup.spawn({ task: 'steps', script: SCRIPT, async: true, max_steps: 2 });
   assert.ok(r.ok);
   await until(() => sup.peek(r.value.id)?.status === 'running', 'running');
+  const fake = jail.jails.get(r.value.id)!;
   await sup.handleChildCall(r.value.id, 'progress', {});
   await sup.handleChildCall(r.value.id, 'progress', {});
   const third = (await sup.handleChildCall(r.value.id, 'progress', {}).catch((e: unknown) => e)) as { code: string };
@@ -21,6 +22,8 @@ test('the step past max_steps is refused with `timeout` and the run ends failed'
   assert.ok(w.ok);
   assert.equal(w.value.endReason, 'failed');
   assert.equal(w.value.error?.code, 'timeout');
+  assert.equal(fake.killed, true, 'the child that ignored the refusal was stopped');
+  assert.equal(fake.collectedRunning, false, 'nothing was collected while it could still write');
   assert.ok(jail.jails.get(r.value.id) === undefined, 'container destroyed');
   await sup.close();
 });
