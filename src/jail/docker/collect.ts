@@ -94,6 +94,9 @@ class Skips {
   }
 }
 
+/** What one directory made for the output costs of the per-run cap (an ext4 directory block). */
+export const DIR_BYTES = 4096;
+
 /** Extracts a tar stream (as the engine's archive API gives it) into destDir. */
 export async function collectArchive(
   archive: NodeJS.ReadableStream,
@@ -110,6 +113,8 @@ export async function collectArchive(
   const scanLimit = caps.maxEntries + SCAN_SLACK;
   let total = 0;
   let scanned = 0;
+  // Directories made on the host for collected files: each costs DIR_BYTES of the run's cap.
+  const dirs = new Set<string>();
   let read = 0; // declared bytes of every entry, collected or skipped
   const ex = tar.extract();
   try {
@@ -130,7 +135,7 @@ export async function collectArchive(
         entry.resume();
         break;
       }
-      const kept = await placeEntry(entry, h, root, tmp, caps, skips, files.length, total, opts);
+      const kept = await placeEntry(entry, h, root, tmp, caps, skips, files.length, total, dirs, opts);
       if (kept) {
         total += kept.bytes;
         files.push(kept);
@@ -158,6 +163,7 @@ async function placeEntry(
   skips: Skips,
   collected: number,
   total: number,
+  dirs: Set<string>,
   opts: CollectOptions,
 ): Promise<CollectedFile | undefined> {
   const skip = (path: string, reason: string) => {
@@ -180,6 +186,11 @@ async function placeEntry(
   if (h.type !== 'file' && h.type !== 'contiguous-file') return skip(where.rel, h.type ?? 'unknown');
   if (collected >= caps.maxEntries) return skip(where.rel, 'too_many_entries');
   const target = path.join(tmp, where.rel);
+  // The directories this file needs count against the run's cap: 10,000 empty files at the end
+  // of 63-deep chains of their own would cost the host a gigabyte of directory blocks.
+  for (let d = path.posix.dirname(where.rel); d !== '.' && d !== '/' && !dirs.has(d); d = path.posix.dirname(d)) dirs.add(d);
+  const dirBytes = dirs.size * DIR_BYTES;
+  if (total + dirBytes > caps.perRunBytes) throw refuse(`the output's directories are over the per-run cap of ${caps.perRunBytes} bytes (${dirs.size} directories, ${DIR_BYTES} bytes each)`, { perRunBytes: caps.perRunBytes });
   // A repeated name, or a file where a directory is needed: skip, never overwrite.
   const placed = await fs.promises.mkdir(path.dirname(target), { recursive: true, mode: 0o755 }).then(
     () => fs.promises.lstat(target).then(() => false, () => true),
@@ -191,7 +202,7 @@ async function placeEntry(
   const counter = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       bytes += chunk.length;
-      if (bytes > caps.perFileBytes || total + bytes > caps.perRunBytes) return cb(refuse(`${where.rel} went over a byte cap`, {}));
+      if (bytes > caps.perFileBytes || total + dirBytes + bytes > caps.perRunBytes) return cb(refuse(`${where.rel} went over a byte cap`, {}));
       try {
         observer?.update(chunk);
       } catch (e) {

@@ -21,7 +21,7 @@ async function tarOf(entries: Entry[]): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-const CAPS = { perFileBytes: 1024, perRunBytes: 4096, maxEntries: 100 };
+const CAPS = { perFileBytes: 1024, perRunBytes: 64 * 1024, maxEntries: 100 };
 
 async function tmpdir(t: { after: (fn: () => void) => void }): Promise<string> {
   const d = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-collect-'));
@@ -78,9 +78,9 @@ test('[INV-4] over the per-file cap is refused whole, not truncated, and leaves 
 test('[INV-4] over the per-run cap is refused, also when the bytes are past the entry cap', async (t) => {
   const base = await tmpdir(t);
   const many = await tarOf(Array.from({ length: 5 }, (_, i) => ({ name: `out/f${i}`, data: 'z'.repeat(1000) })));
-  await assert.rejects(collectArchive(Readable.from([many]), 'out', path.join(base, 'a'), CAPS), (e) => isBrigError(e, 'ref_too_large'));
+  await assert.rejects(collectArchive(Readable.from([many]), 'out', path.join(base, 'a'), { ...CAPS, perRunBytes: 4096 }), (e) => isBrigError(e, 'ref_too_large'));
   // Files skipped for the entry cap are still read through: their bytes count, a byte cap refuses.
-  await assert.rejects(collectArchive(Readable.from([many]), 'out', path.join(base, 'b'), { ...CAPS, maxEntries: 1 }), (e) => isBrigError(e, 'ref_too_large'));
+  await assert.rejects(collectArchive(Readable.from([many]), 'out', path.join(base, 'b'), { ...CAPS, perRunBytes: 4096, maxEntries: 1 }), (e) => isBrigError(e, 'ref_too_large'));
   assert.deepEqual(fs.readdirSync(base), []);
 });
 
@@ -176,7 +176,7 @@ test('[INV-4] a subtree deeper than the depth cap, or a path over the length cap
     { name: `${long}/f.txt`, data: 'lost too' },
     { name: 'out/z.txt', data: 'last' },
   ]);
-  const rep = await collectArchive(Readable.from([archive]), 'out', dest, { ...CAPS, maxEntries: 1000 });
+  const rep = await collectArchive(Readable.from([archive]), 'out', dest, { ...CAPS, perRunBytes: 1 << 20, maxEntries: 1000 });
   assert.deepEqual(rep.files.map((f) => f.path), ['a.txt', `${chain(MAX_DEPTH - 2).slice(4)}/shallow-enough.txt`, 'z.txt']);
   assert.deepEqual(rep.skipped.map((s) => s.reason), ['too_deep', 'path_too_long']);
   assert.equal(rep.skipped[0]!.path, printableName(`${chain(MAX_DEPTH)}/`), 'the first directory past the cap stands for its subtree');
@@ -186,4 +186,15 @@ test('[INV-4] a subtree deeper than the depth cap, or a path over the length cap
   assert.ok(walk.every((p) => p.split(path.sep).length <= MAX_DEPTH), 'nothing deeper than the cap on disk');
   assert.ok(!walk.some((p) => p.startsWith('long')), 'the long-path subtree left nothing');
   assert.equal(fs.readFileSync(path.join(dest, 'z.txt'), 'utf8'), 'last');
+});
+
+test('[INV-4] the directories an output needs count against the per-run cap: empty files at the end of chains of their own are refused, not a free gigabyte', async (t) => {
+  const base = await tmpdir(t);
+  const chains = await tarOf(Array.from({ length: 100 }, (_, i) => ({ name: `out/${Array.from({ length: 10 }, (_, d) => `c${i}d${d}`).join('/')}/empty`, data: '' })));
+  // 1,000 directories × 4 KiB = 4 MB of host directory blocks for 0 bytes of files.
+  await assert.rejects(collectArchive(Readable.from([chains]), 'out', path.join(base, 'a'), { ...CAPS, perRunBytes: 1 << 20, maxEntries: 1000 }), (e) => isBrigError(e, 'ref_too_large') && /directories/.test(e.message));
+  assert.deepEqual(fs.readdirSync(base), [], 'nothing left');
+  // The same tree fits a cap that pays for its directories.
+  const rep = await collectArchive(Readable.from([chains]), 'out', path.join(base, 'b'), { ...CAPS, perRunBytes: 8 << 20, maxEntries: 1000 });
+  assert.equal(rep.files.length, 100);
 });
