@@ -17,6 +17,7 @@ import { retentionActions } from './health.js';
 import type { ReconcileReport, SupervisorSettings } from './types.js';
 import { isPoolKey } from '../jail/types.js';
 import { jailKeyOf } from './run-record.js';
+import { transition } from './state-machine.js';
 
 export interface ReconcileDeps {
   table: RunTable;
@@ -42,9 +43,16 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
   for (const r of table.all()) {
     if (r.status === 'ended' || r.status === 'queued') continue;
     const jail = await deps.jail.attach(jailKeyOf(r)).catch(() => null);
+    // `starting` with a container: attach finds only started ones (running or exited), so the
+    // supervisor died between starting the child and saving that — it is a running run.
+    if (jail && r.status === 'starting') {
+      const running = transition(r, 'running', table.clock.now());
+      if (running.ok) await table.update(r.id, () => ({ ...running.value, lastProgressAt: running.value.startedAt })).catch(() => {});
+    }
+    const cur = table.get(r.id) ?? r;
     // Running (or exited while no supervisor watched): watch it again; an exited one ends
     // at once and is collected like any other. Mid-materialization: redo the collection.
-    if (jail && (r.status === 'running' || r.status === 'materializing') && (await d.starter.reattach(r, jail))) {
+    if (jail && (cur.status === 'running' || cur.status === 'materializing') && (await d.starter.reattach(cur, jail))) {
       report.reattached.push(r.id);
       continue;
     }

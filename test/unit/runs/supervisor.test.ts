@@ -247,6 +247,30 @@ test('[INV-8] restart: a live container is reattached, a vanished one ends ghost
   await second.sup.close();
 });
 
+test('[INV-8] restart: a run whose container was started but whose record still says `starting` (the supervisor died between the two) is reattached, not swept', async () => {
+  const jail = new FakeJailDriver();
+  const leases = new MemoryLeases();
+  const first = await setup({}, undefined, jail, leases);
+  const a = await first.sup.spawn({ task: 'started, not yet recorded', script: SCRIPT, async: true });
+  assert.ok(a.ok);
+  await until(running(first.sup, a.value.id), 'running');
+  await first.sup.close();
+  // What the disk holds when the SIGKILL lands after start() but before the record's save.
+  const { RunStore } = await import('../../../src/runs/run-store.js');
+  const store = new RunStore(path.join(first.home, 'runs'));
+  const rec = (await store.loadAll()).find((r) => r.id === a.value.id)!;
+  await store.save({ ...rec, status: 'starting', startedAt: null });
+  const second = await setup({}, first.home, jail, leases);
+  assert.deepEqual(second.report.reattached, [a.value.id]);
+  assert.deepEqual(second.report.ghostSwept, []);
+  assert.equal(second.sup.peek(a.value.id)!.status, 'running');
+  jail.jails.get(a.value.id)!.exit(0);
+  const w = await second.sup.wait(a.value.id);
+  assert.ok(w.ok);
+  assert.equal(w.value.endReason, 'completed');
+  await second.sup.close();
+});
+
 test('a start failure ends the run failed and releases its lease; lease revoke ends a run killed by system', async () => {
   const { sup, jail, leases } = await setup();
   jail.failStart = true;
