@@ -21,7 +21,11 @@ export function checkRunId(id: string): void {
   if (!RUN_ID_RE.test(id)) throw new BrigError('invalid_input', `not a run id: ${JSON.stringify(id.slice(0, 40))}`);
 }
 
-/** A relative POSIX path with no empty, `.`, `..` or hidden segment and no NUL. */
+/**
+ * A relative POSIX path with no empty, `.` or `..` segment and no NUL. A hidden first segment
+ * is the store's own (`.index/`, `.tmp-…`) and refused; below it a hidden name is a child's
+ * file like any other (`out/.env`), except a temporary name.
+ */
 export function safeRelPath(name: string): string {
   const segs = name.split('/');
   const bad =
@@ -29,7 +33,7 @@ export function safeRelPath(name: string): string {
     name.length > 1024 ||
     name.includes('\0') ||
     name.includes('\\') ||
-    segs.some((s) => s === '' || s === '.' || s === '..' || s.startsWith('.') || Buffer.byteLength(s) > 255);
+    segs.some((s, i) => s === '' || s === '.' || s === '..' || (s.startsWith('.') && (i === 0 || s.startsWith('.tmp-'))) || Buffer.byteLength(s) > 255);
   if (bad) throw new BrigError('invalid_input', `unsafe result path ${JSON.stringify(name.slice(0, 80))}`);
   return name;
 }

@@ -237,3 +237,21 @@ test('a ref keeps at most 64 column names of at most 64 chars each, and says how
   assert.ok(got && JSON.stringify(got).length < 8192, `the ref's metadata is ${JSON.stringify(got).length} chars`);
   assert.ok(ResultRefSchema.safeParse(got).success);
 });
+
+test('a hidden file a child wrote under out/ is a readable ref; the store\'s own hidden names stay refused', async (t) => {
+  const { store } = await tmpStore(t);
+  const out = path.join(store.runDir('root', 'r1'), 'out');
+  await fs.mkdir(path.join(out, '.config'), { recursive: true });
+  await fs.writeFile(path.join(out, '.env'), 'A=1\n');
+  await fs.writeFile(path.join(out, '.config', 'x.json'), '{"b":2}\n');
+  const m = await store.indexDir('r1', 'root', out);
+  assert.deepEqual(m.refs.map((r) => r.path).sort(), ['out/.config/x.json', 'out/.env']);
+  const env = m.refs.find((r) => r.path === 'out/.env')!;
+  const slicer = new Slicer(store);
+  const r = await slicer.read(env.ref, { offset: 0, length: 100 });
+  assert.ok(r.ok, JSON.stringify(!r.ok && r.error));
+  if (r.ok) assert.equal(r.value.text, 'A=1\n');
+  for (const bad of ['.index/x', '.refs/y', 'out/.tmp-abc', 'out/../x', '.env']) {
+    await assert.rejects(store.writeStream('r1', 'root', bad, Readable.from([Buffer.from('x')])), (e: unknown) => isBrigError(e, 'invalid_input'), bad);
+  }
+});
