@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { HelperRequest, ViewSpec } from './helper-protocol.js';
-import { guardSerializedSelect, parseBigJson, sqlString, stringifyBigJson } from './sql-guard.js';
+import { globLiteral, guardSerializedSelect, parseBigJson, sqlString, stringifyBigJson } from './sql-guard.js';
 
 const NO_EXTENSIONS = { autoinstall_known_extensions: 'false', autoload_known_extensions: 'false', allow_community_extensions: 'false' };
 
@@ -56,7 +56,8 @@ export type ViewSchema = [name: string, type: string][];
 export type SchemaCache = Map<string, ViewSchema>;
 
 export function viewSql(v: ViewSpec, schema?: ViewSchema): string {
-  const files = v.files.length === 1 ? sqlString(v.files[0]!) : `[${v.files.map(sqlString).join(', ')}]`;
+  const lit = (f: string) => sqlString(globLiteral(f));
+  const files = v.files.length === 1 ? lit(v.files[0]!) : `[${v.files.map(lit).join(', ')}]`;
   const from =
     v.reader === 'read_lines'
       ? `read_csv(${files}, columns={'line': 'VARCHAR'}, header=false, delim=chr(1), quote='', escape='', auto_detect=false, null_padding=true, strict_mode=false)`
@@ -91,7 +92,10 @@ export async function lockedConnection(
   const files = [...new Set(req.views.flatMap((v) => v.files))];
   // Order matters: allow the files before turning external access off, create the views while
   // the configuration can still be read, lock last.
-  await conn.run(`SET allowed_paths=[${files.map(sqlString).join(', ')}]`);
+  // Each file, and its name as the readers are given it (globLiteral): DuckDB checks the
+  // pattern before it expands it, and the expansion can only be the file itself.
+  const allowed = [...new Set(files.flatMap((f) => [f, globLiteral(f)]))];
+  await conn.run(`SET allowed_paths=[${allowed.map(sqlString).join(', ')}]`);
   await conn.run(`SET temp_directory=${sqlString(req.tempDir)}`);
   await conn.run(`SET max_temp_directory_size=${sqlString(req.maxTempSize)}`);
   await conn.run(`SET enable_external_access=false`);

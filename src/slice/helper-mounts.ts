@@ -135,7 +135,10 @@ export class HelperMounts {
     await fsp.mkdir(base, { mode: 0o711 });
     const held: Held = { base, at: new Map(), points: [] };
     for (const [i, f] of files.entries()) {
-      const point = path.join(base, String(i), path.basename(f));
+      // The file's own name (its extension tells a reader nothing brig relies on, but a reader's
+      // error may name it), without glob characters: DuckDB would expand them, and this 0711
+      // directory cannot be listed by the helper.
+      const point = path.join(base, String(i), path.basename(f).replace(/[*?[\]]/g, '_'));
       await fsp.mkdir(path.dirname(point), { mode: 0o711 });
       await fsp.writeFile(point, '', { mode: 0o400, flag: 'wx' });
       held.at.set(f, { point, id: ids[i]! });

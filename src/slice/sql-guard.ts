@@ -146,7 +146,7 @@ function checkReader(n: Node, ctx: Ctx): string | undefined {
   if (arg === undefined || !Object.hasOwn(ctx.fileArgs, arg)) {
     return `${name}() may only read this ref: pass its id${Object.keys(ctx.fileArgs).length ? ` (${Object.keys(ctx.fileArgs).map((k) => `'${k}'`).join(' or ')})` : ''}`;
   }
-  firstValue!.value = ctx.fileArgs[arg];
+  firstValue!.value = globLiteral(ctx.fileArgs[arg]!);
   for (const opt of args.slice(1)) {
     const why = checkReaderOption(opt);
     if (why) return `${name}(): ${why}`;
@@ -176,6 +176,14 @@ function checkFunction(n: Node): string | undefined {
   if ((n.catalog ?? '') !== '') return `qualified function ${quoteName(name)} is not allowed`;
   if (DENIED_FUNCTIONS.has(name) || DENIED_PREFIXES.some((p) => name.startsWith(p))) return `function ${name}() is not allowed: it reaches outside the ref`;
   return undefined;
+}
+
+/**
+ * A file path as DuckDB's readers take it literally: they glob `*`, `?` and `[…]`, so a child's
+ * file named `a[1].csv` would read its sibling `a1.csv`; each is put in a class of its own.
+ */
+export function globLiteral(p: string): string {
+  return p.replace(/[*?[]/g, (c) => `[${c}]`);
 }
 
 /**

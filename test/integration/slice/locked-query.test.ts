@@ -69,3 +69,23 @@ test('[INV-9] a reply is bounded in UTF-8 bytes, column names included; an overl
   assert.equal(pool.started, before, 'no helper was started or replaced for it');
   assert.deepEqual((await lockedQuery({ files: [euro], viewName: 'ref', reader: 'read_ndjson', sql: 'SELECT count(*) FROM ref', pool })).rows, [[100]]);
 });
+
+test('[INV-5] a file whose name holds glob characters is read as itself, never as a pattern over its siblings', async (t) => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-lq-glob-'));
+  t.after(() => fs.rm(dir, { recursive: true, force: true }));
+  const own = path.join(dir, 'a[1]*?.csv');
+  await fs.writeFile(own, 'v\nmine\n');
+  await fs.writeFile(path.join(dir, 'a1x.csv'), 'v\nsibling\n');
+  // Isolated (the file bind-mounted under a name without glob characters) and not (the host path, escaped).
+  for (const isolate of ['auto', 'off'] as const) {
+    const pool = new DuckdbHelperPool({ size: 1, isolate });
+    try {
+      const view = await lockedQuery({ files: [own], viewName: 'ref', reader: 'read_csv_auto', sql: 'SELECT v FROM ref', pool });
+      assert.deepEqual(view.rows, [['mine']], isolate);
+      const direct = await lockedQuery({ files: [own], viewName: 'ref', reader: 'read_csv_auto', sql: "SELECT v FROM read_csv_auto('ref')", fileArgs: { ref: own }, pool });
+      assert.deepEqual(direct.rows, [['mine']], isolate);
+    } finally {
+      await pool.close();
+    }
+  }
+});
