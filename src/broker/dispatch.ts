@@ -58,6 +58,8 @@ export interface RunState {
   rateLimited: number;
   /** Where this run's refusals go into the ledger (first of a kind at once, repeats counted). */
   refusals: RefusalLog;
+  /** Methods whose stripped identity fields were ledgered already (once per method: repeats are the same fact). */
+  stripped?: Set<string>;
   logs: { at: string; level: string; message: string }[];
 }
 
@@ -229,7 +231,10 @@ async function decide(
   const cap = requiredCapability(method);
   if (!grantAllows(lease, cap)) return deny(run, deps, id, method, 'capability_denied', `the lease does not grant ${cap}`);
   const { params: cleaned, stripped } = stripParams(method, env.data.params);
-  if (stripped.length > 0) safeLedger(deps.ledger, { type: 'broker.stripped', runId: run.runId, leaseId: lease.id, method, fields: stripped });
+  if (stripped.length > 0 && !(run.stripped ??= new Set()).has(method)) {
+    run.stripped.add(method);
+    safeLedger(deps.ledger, { type: 'broker.stripped', runId: run.runId, leaseId: lease.id, method, fields: stripped });
+  }
   const parsed = METHODS[method].params.safeParse(cleaned);
   if (!parsed.success) {
     const i = parsed.error.issues[0];

@@ -52,6 +52,20 @@ export interface LlmDeps {
   onReply?: (runId: string, reply: AgentReply) => void;
   /** The tool names a run's packet offers (its lease's surface); undefined = not an agent. */
   surfaceOf: (runId: string) => Promise<readonly string[] | undefined>;
+  /** `runId code` of the model refusals ledgered already (the broker counts every refusal; the fact is written once). */
+  refused?: Set<string>;
+}
+
+/**
+ * A model call refused by the supervisor, as an audit fact: once per run and code (a child
+ * asking again and again past its budget is counted by the broker's refusal lines, not written
+ * as one ledger line per call).
+ */
+function refusedOnce(p: { table: RunTable }, d: LlmDeps, r: RunRecord, purpose: string, code: 'budget_exceeded' | 'capability_denied'): void {
+  const key = `${r.id} ${code}`;
+  if ((d.refused ??= new Set()).has(key)) return;
+  d.refused.add(key);
+  p.table.ledger.append({ type: 'run.model_refused', runId: r.id, rootRunId: r.rootRunId, purpose, code, tokens: r.tokens ?? 0 });
 }
 
 const size = (m: unknown) => Buffer.byteLength(JSON.stringify(m));
@@ -204,14 +218,14 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
     budget = budgetCheck(p, r);
   } catch (e) {
     // A refusal is an audit fact like any other (content-free): which run, which budget.
-    p.table.ledger.append({ type: 'run.model_refused', runId: r.id, rootRunId: r.rootRunId, purpose, code: 'budget_exceeded', tokens: r.tokens ?? 0 });
+    refusedOnce(p, d, r, purpose, 'budget_exceeded');
     throw e;
   }
   const info = d.models.resolve(r.model);
   if (!info.ok) throw info.error;
   // The model is the run's, fixed at spawn: a child may name it, never another.
   if (typeof params.model === 'string' && params.model !== info.value.alias) {
-    p.table.ledger.append({ type: 'run.model_refused', runId: r.id, rootRunId: r.rootRunId, purpose, code: 'capability_denied', tokens: r.tokens ?? 0 });
+    refusedOnce(p, d, r, purpose, 'capability_denied');
     throw new BrigError('capability_denied', `this run's model is fixed at spawn (${info.value.alias}); a child cannot call another`, { data: { what: 'model' } });
   }
   const asked = typeof params.maxTokens === 'number' ? params.maxTokens : info.value.maxOutputTokens;
@@ -296,6 +310,7 @@ export function llmService(table: RunTable, deps: LlmDeps): LlmService {
       seen.delete(runId);
       conv.forget(runId);
       deps.lastTools.delete(runId);
+      for (const code of ['budget_exceeded', 'capability_denied']) deps.refused?.delete(`${runId} ${code}`);
     });
     return s;
   };

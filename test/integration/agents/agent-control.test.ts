@@ -255,6 +255,8 @@ test('model calls sent side by side are metered one after the other: the budget 
     assert.deepEqual(r.value.result, ['ok', 'ok', 'ok', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded']);
     assert.equal(m.requests.length, 3);
     assert.equal(r.value.tokens, 36);
+    const ledger = fs.readdirSync(path.join(home, 'ledger')).map((f) => fs.readFileSync(path.join(home, 'ledger', f), 'utf8')).join('\n');
+    assert.equal(ledger.match(/"type":"run\.model_refused"/g)?.length, 1, 'three refusals, one audit fact (the broker counts each)');
   } finally {
     await c.close();
   }

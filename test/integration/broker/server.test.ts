@@ -126,6 +126,11 @@ test('handlers get the verified identity with child-set identity fields stripped
     const bad = await c.call('progress', { line: 7 });
     assert.equal(errCode(bad), 'invalid_input');
     assert.ok(f.events().some((e) => e.type === 'broker.stripped' && (e.fields as string[]).includes('runId')));
+    // The same strip again and again is one fact, not one ledger line per call.
+    const before = f.events().filter((e) => e.type === 'broker.stripped').length;
+    for (let i = 0; i < 30; i++) await c.call('progress', { line: 'again', runId: 'run_other' });
+    assert.equal(f.events().filter((e) => e.type === 'broker.stripped' && e.method === 'progress').length, 1, 'progress strips ledgered once');
+    assert.ok(f.events().filter((e) => e.type === 'broker.stripped').length <= before + 1);
     c.close();
   } finally {
     await f.close();
