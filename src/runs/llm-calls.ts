@@ -228,6 +228,17 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
     refusedOnce(p, d, r, purpose, 'capability_denied');
     throw new BrigError('capability_denied', `this run's model is fixed at spawn (${info.value.alias}); a child cannot call another`, { data: { what: 'model' } });
   }
+  const system = typeof params.system === 'string' ? params.system : '';
+  // Tier-0 micro-compaction: old re-readable tool results go as placeholders.
+  const messages = microCompact(await conv.messages(r.id), d.microCompactKeep ?? 25);
+  // What the provider will bill as input is known only after the call: a child that filled its
+  // conversation must not spend a context window on one token of budget. Refused when even a
+  // low estimate of it (characters / 4) is more than what is left.
+  const inputEstimate = Math.ceil((system.length + messages.reduce((n, m) => n + m.content.length + ('toolCalls' in m && m.toolCalls ? JSON.stringify(m.toolCalls).length : 0), 0)) / 4);
+  if (budget.tokensLeft !== null && inputEstimate > budget.tokensLeft) {
+    refusedOnce(p, d, r, purpose, 'budget_exceeded');
+    throw new BrigError('budget_exceeded', `this call's input (about ${inputEstimate} tokens) is more than the token budget left (${budget.tokensLeft})`, { data: { limit: r.budget?.tokens ?? null, current: r.tokens ?? 0, estimate: inputEstimate } });
+  }
   const asked = typeof params.maxTokens === 'number' ? params.maxTokens : info.value.maxOutputTokens;
   const capped = Math.min(asked, info.value.maxOutputTokens, purpose === 'salvage' ? SALVAGE_MAX_TOKENS : Infinity, budget.tokensLeft ?? Infinity);
   const maxTokens = Math.max(1, capped);
@@ -235,9 +246,8 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
   let turn;
   try {
     turn = await d.models.complete(info.value.alias, {
-      system: typeof params.system === 'string' ? params.system : '',
-      // Tier-0 micro-compaction: old re-readable tool results go as placeholders.
-      messages: microCompact(await conv.messages(r.id), d.microCompactKeep ?? 25),
+      system,
+      messages,
       ...(tools.length ? { tools, toolChoice } : {}),
       maxTokens,
       cacheKey: r.rootRunId,

@@ -263,6 +263,44 @@ test('model calls sent side by side are metered one after the other: the budget 
   assert.deepEqual(await leftovers(home), []);
 });
 
+/** A script child that fills its conversation, then asks for a completion on a small budget. */
+const BIG_INPUT = `import net from 'node:net';
+import { readFileSync } from 'node:fs';
+export default async function () {
+  const token = readFileSync('/workspace/.brig/token', 'utf8').trim();
+  const s = net.connect('/run/brig/broker.sock');
+  await new Promise((r) => s.once('connect', r));
+  let buf = ''; const waiting = new Map();
+  s.on('data', (d) => { buf += d; let i; while ((i = buf.indexOf('\\n')) >= 0) { const m = JSON.parse(buf.slice(0, i)); buf = buf.slice(i + 1); waiting.get(m.id)?.(m); } });
+  let id = 0;
+  const call = (method, params) => new Promise((r) => { const n = ++id; waiting.set(n, r); s.write(JSON.stringify({ v: 1, id: n, method, token, params }) + '\\n'); });
+  for (let i = 0; i < 4; i++) await call('llm.append', { messages: [{ role: 'user', content: 'x'.repeat(40000) }] });
+  const r = await call('llm.complete', { system: 's' });
+  s.end();
+  return r.ok ? 'ok' : r.error.code + ': ' + r.error.message;
+}`;
+
+test('a call whose input alone is more than the token budget left is refused before the provider is asked (a full context is not billed on one token)', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const pol = fs.readFileSync(path.resolve(import.meta.dirname, '../../../policies/default.yaml'), 'utf8').replace(/tokens: \d+/g, 'tokens: 5000');
+  fs.writeFileSync(path.join(home, 'policy.yaml'), pol);
+  const m = await startModelServer({ script: () => textTurn('ok', { usage: { input: 40_000, output: 2 } }) });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: 'big input', script: BIG_INPUT, timeout: 120_000 });
+    assert.ok(r.ok);
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    assert.match(String(r.value.result), /^budget_exceeded: this call's input \(about 400\d\d tokens\) is more than the token budget left \(5000\)/);
+    assert.equal(m.requests.length, 0, 'the provider was never asked');
+    assert.equal(r.value.tokens ?? 0, 0);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
+
 test('an adversarial model gets nothing: unknown and malformed calls get error results, paths outside the workspace are refused, a flood is spilled, the loop goes on', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
