@@ -185,10 +185,14 @@ export class DuckdbHelperPool {
     return this.spawnHelper();
   }
 
+  /** Why the last helper that failed to start did (warm() itself never throws; tests print it). */
+  lastStartError: string | undefined;
+
   private spawnHelper(): HelperProcess {
     if (this.isolateMode === 'require' && !this.isolateNext) throw new Error('isolated DuckDB helpers are required but this host cannot start them');
     const h = new HelperProcess(this.entry, this.startMs, this.isolateNext, this.caps);
-    h.ready.catch(() => {
+    h.ready.catch((e: unknown) => {
+      this.lastStartError = e instanceof Error ? e.message : String(e);
       if (h.isolating && this.isolateMode === 'auto') this.isolateNext = false;
     });
     this.all.add(h);

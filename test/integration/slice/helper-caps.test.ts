@@ -43,7 +43,7 @@ test('[INV-9] a 4 GB string fails cleanly under the helper\'s own memory cap; th
   const slicer = new Slicer(store, { pool, limits: { timeoutMs: 60_000 } });
   await pool.warm();
   const [pid] = pool.nodePids();
-  assert.ok(pid, 'a warm helper');
+  assert.ok(pid, `a warm helper (${pool.lastStartError ?? 'no start failed'})`);
   const before = await limits(pid);
   const size = await status(pid, 'VmSize');
   assert.ok(Number.isFinite(before.as[1]), 'the helper has an address-space cap (RLIMIT_AS)');

@@ -31,7 +31,7 @@ for (const isolate of ['off', 'auto'] as const) {
     });
     await pool.warm();
     const pids = pool.nodePids();
-    assert.equal(pids.length, 1, 'one warm helper');
+    assert.equal(pids.length, 1, `one warm helper (${pool.lastStartError ?? 'no start failed'})`);
     const environ = await fs.readFile(`/proc/${pids[0]}/environ`);
     assert.equal(environ.length, 0, `the helper has an empty environment, got: ${environ.toString('utf8').split('\0').map((kv) => kv.split('=')[0]).join(', ')}`);
     // Control: a process spawned the ordinary way (inheriting) does see the secret, so the
