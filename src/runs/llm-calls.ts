@@ -52,8 +52,16 @@ export interface LlmDeps {
   onReply?: (runId: string, reply: AgentReply) => void;
   /** The tool names a run's packet offers (its lease's surface); undefined = not an agent. */
   surfaceOf: (runId: string) => Promise<readonly string[] | undefined>;
-  /** `runId code` of the model refusals ledgered already (the broker counts every refusal; the fact is written once). */
-  refused?: Set<string>;
+}
+
+/** What one run's model calls share while it lives (llmService keeps it; it goes with the run). */
+interface RunCalls {
+  /** Aborted when the run ends: a call still waiting on the provider is cut off. */
+  stop: AbortController;
+  /** The run's latest call: the next one waits for it. */
+  last: Promise<unknown>;
+  /** Refusal codes ledgered already for this run (the broker counts every refusal; the fact is written once). */
+  refused: Set<string>;
 }
 
 /**
@@ -61,10 +69,9 @@ export interface LlmDeps {
  * asking again and again past its budget is counted by the broker's refusal lines, not written
  * as one ledger line per call).
  */
-function refusedOnce(p: { table: RunTable }, d: LlmDeps, r: RunRecord, purpose: string, code: 'budget_exceeded' | 'capability_denied'): void {
-  const key = `${r.id} ${code}`;
-  if ((d.refused ??= new Set()).has(key)) return;
-  d.refused.add(key);
+function refusedOnce(p: { table: RunTable }, calls: RunCalls, r: RunRecord, purpose: string, code: 'budget_exceeded' | 'capability_denied'): void {
+  if (calls.refused.has(code)) return;
+  calls.refused.add(code);
   p.table.ledger.append({ type: 'run.model_refused', runId: r.id, rootRunId: r.rootRunId, purpose, code, tokens: r.tokens ?? 0 });
 }
 
@@ -194,7 +201,7 @@ function budgetCheck(p: { table: RunTable }, r: RunRecord): { tokensLeft: number
   return { tokensLeft: t, costLeftUsd: c };
 }
 
-export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: Record<string, unknown>, signal?: AbortSignal): Promise<unknown> {
+async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: Record<string, unknown>, calls: RunCalls): Promise<unknown> {
   if (!d.models) throw new BrigError('model_unavailable', 'no model is configured for this supervisor', { hint: 'Set BRIG_MODEL_BASE_URL and BRIG_MODEL (or $BRIG_HOME/config.yaml) and restart `brig serve`.' });
   const purpose = params.purpose === 'compact' || params.purpose === 'salvage' ? params.purpose : 'step';
   if (purpose === 'step' && r.stepsExecuted >= r.maxSteps) {
@@ -218,14 +225,14 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
     budget = budgetCheck(p, r);
   } catch (e) {
     // A refusal is an audit fact like any other (content-free): which run, which budget.
-    refusedOnce(p, d, r, purpose, 'budget_exceeded');
+    refusedOnce(p, calls, r, purpose, 'budget_exceeded');
     throw e;
   }
   const info = d.models.resolve(r.model);
   if (!info.ok) throw info.error;
   // The model is the run's, fixed at spawn: a child may name it, never another.
   if (typeof params.model === 'string' && params.model !== info.value.alias) {
-    refusedOnce(p, d, r, purpose, 'capability_denied');
+    refusedOnce(p, calls, r, purpose, 'capability_denied');
     throw new BrigError('capability_denied', `this run's model is fixed at spawn (${info.value.alias}); a child cannot call another`, { data: { what: 'model' } });
   }
   const system = typeof params.system === 'string' ? params.system : '';
@@ -236,7 +243,7 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
   // low estimate of it (characters / 4) is more than what is left.
   const inputEstimate = Math.ceil((system.length + messages.reduce((n, m) => n + m.content.length + ('toolCalls' in m && m.toolCalls ? JSON.stringify(m.toolCalls).length : 0), 0)) / 4);
   if (budget.tokensLeft !== null && inputEstimate > budget.tokensLeft) {
-    refusedOnce(p, d, r, purpose, 'budget_exceeded');
+    refusedOnce(p, calls, r, purpose, 'budget_exceeded');
     throw new BrigError('budget_exceeded', `this call's input (about ${inputEstimate} tokens) is more than the token budget left (${budget.tokensLeft})`, { data: { limit: r.budget?.tokens ?? null, current: r.tokens ?? 0, estimate: inputEstimate } });
   }
   const asked = typeof params.maxTokens === 'number' ? params.maxTokens : info.value.maxOutputTokens;
@@ -251,7 +258,7 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
       ...(tools.length ? { tools, toolChoice } : {}),
       maxTokens,
       cacheKey: r.rootRunId,
-      ...(signal ? { signal } : {}),
+      signal: calls.stop.signal,
     });
   } catch (e) {
     const pe = publicError(e);
@@ -308,11 +315,11 @@ export async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conv
 export function llmService(table: RunTable, deps: LlmDeps): LlmService {
   const conv = new Conversations((id) => table.store.dir(id));
   // What is held per run in memory goes with its end (the transcript stays on disk).
-  const seen = new Map<string, { stop: AbortController; last: Promise<unknown> }>();
+  const seen = new Map<string, RunCalls>();
   const track = (runId: string) => {
     const known = seen.get(runId);
     if (known) return known;
-    const s = { stop: new AbortController(), last: Promise.resolve() as Promise<unknown> };
+    const s: RunCalls = { stop: new AbortController(), last: Promise.resolve(), refused: new Set() };
     seen.set(runId, s);
     table.onEnded(runId, () => {
       // A call still waiting on the provider when its run ended is cut off: nothing is spent for a run that is gone.
@@ -320,7 +327,6 @@ export function llmService(table: RunTable, deps: LlmDeps): LlmService {
       seen.delete(runId);
       conv.forget(runId);
       deps.lastTools.delete(runId);
-      for (const code of ['budget_exceeded', 'capability_denied']) deps.refused?.delete(`${runId} ${code}`);
     });
     return s;
   };
@@ -335,7 +341,7 @@ export function llmService(table: RunTable, deps: LlmDeps): LlmService {
         .catch(() => undefined)
         .then(() => {
           if (s.stop.signal.aborted) throw new BrigError('not_running', `run ${run.id} has ended`);
-          return llmComplete({ table }, deps, conv, table.get(run.id) ?? run, params, s.stop.signal);
+          return llmComplete({ table }, deps, conv, table.get(run.id) ?? run, params, s);
         });
       s.last = mine;
       return mine;
