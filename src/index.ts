@@ -5,7 +5,7 @@ export { BrigError, isBrigError } from './util/errors.js';
 export type { ErrorCode, ErrorKind } from './util/errors.js';
 export { loadConfig } from './config/index.js';
 export type { BrigConfig } from './config/index.js';
-export { FsResultStore, MAX_ENVELOPE_REFS, condense, renderEnvelope, renderExplain, savingsFor, rollUpSavings } from './results/index.js';
+export { EXPLAIN_REFS, FsResultStore, MAX_ENVELOPE_REFS, condense, renderEnvelope, renderExplain, savingsFor, rollUpSavings } from './results/index.js';
 export type { ResultRef, ResultKind, RunManifest, Condensed, CondenseOptions, CondenseStrategy, EnvelopeInput, ExplainInput, Savings } from './results/index.js';
 export { Slicer, DuckdbHelperPool, lockedQuery } from './slice/index.js';
 export type { SliceOutput, ReadRange, GrepOptions, LockedQueryOptions, LockedQueryResult } from './slice/index.js';

@@ -3,7 +3,7 @@
  * run and decisions shaped as the tool's structured content.
  */
 import { z } from 'zod';
-import { explainRun as explainLibrary, type ExplainInput } from '../index.js';
+import { EXPLAIN_REFS, explainRun as explainLibrary, type ExplainInput } from '../index.js';
 import { ok, type Result } from '../util/errors.js';
 import type { ToolContext } from './tool-def.js';
 import { RefSummarySchema, SavingsSchema, refSummary } from './views.js';
@@ -22,7 +22,7 @@ export const ExplainSchema = z.object({
     depth: z.number(),
   }),
   leaseDecisions: z.array(z.string()).describe('the lease, what it granted, and each refusal with its code'),
-  refs: z.array(RefSummarySchema).describe('the first 50 refs (ref_list pages through all)'),
+  refs: z.array(RefSummarySchema).describe(`the first ${EXPLAIN_REFS} refs (ref_list pages through all)`),
   refsTotal: z.number().optional().describe('refs the run has, when more than listed'),
   savings: SavingsSchema,
   treeSavings: SavingsSchema.extend({ runs: z.number() }).optional(),
@@ -48,8 +48,8 @@ export async function explainRun(ctx: Pick<ToolContext, 'brig' | 'leases'>, runI
       depth: run.depth,
     },
     leaseDecisions: input.leaseDecisions,
-    refs: input.refs.slice(0, 50).map(refSummary),
-    ...(input.refs.length > 50 ? { refsTotal: input.refs.length } : {}),
+    refs: input.refs.slice(0, EXPLAIN_REFS).map(refSummary),
+    ...(input.refs.length > EXPLAIN_REFS ? { refsTotal: input.refs.length } : {}),
     savings: input.savings,
     ...(input.treeSavings ? { treeSavings: input.treeSavings } : {}),
     condensationLevel: input.condensationLevel,

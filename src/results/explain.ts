@@ -26,8 +26,8 @@ export interface ExplainInput {
   condensationLevel?: number;
 }
 
-/** Refs an explanation lists by name. */
-const EXPLAIN_REFS = 50;
+/** Refs an explanation lists by name (the MCP tool's structured answer lists as many). */
+export const EXPLAIN_REFS = 50;
 
 export function renderExplain(x: ExplainInput): string {
   const r = x.run;

@@ -22,7 +22,7 @@ export { MAX_ENVELOPE_REFS, renderEnvelope } from './narrative.js';
 export type { EnvelopeInput } from './narrative.js';
 export { rollUpSavings, savingsFor } from './savings.js';
 export type { Savings } from './savings.js';
-export { renderExplain } from './explain.js';
+export { EXPLAIN_REFS, renderExplain } from './explain.js';
 export type { ExplainInput } from './explain.js';
 export { buildRunEnvelope, resultText } from './run-envelope.js';
 export type { EnvelopeRun, RunEnvelope } from './run-envelope.js';

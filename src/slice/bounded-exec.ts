@@ -7,11 +7,11 @@
  * `timedOut`, over size → `cut`; the caller turns both into errors or "N more".
  */
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { BrigError } from '../util/errors.js';
+import { PRLIMIT } from './helper-isolation.js';
 
 export interface BoundedExecOptions {
   cmd: string;
@@ -33,7 +33,6 @@ export interface BoundedExecResult {
   cut: boolean;
 }
 
-const PRLIMIT = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => fs.existsSync(p));
 
 /**
  * grep/jq processes this supervisor runs at once, and how many may wait for one: each may take
@@ -58,11 +57,6 @@ async function slot(): Promise<() => void> {
     if (next) next();
     else running--;
   };
-}
-
-/** grep/jq processes running now (tests). */
-export function toolsRunning(): number {
-  return running;
 }
 
 export async function boundedExec(o: BoundedExecOptions): Promise<BoundedExecResult> {
