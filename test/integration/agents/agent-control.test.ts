@@ -169,8 +169,11 @@ test('an agent spawning an agent: the child carries the parent step that spawned
   assert.deepEqual(await leftovers(home), []);
 });
 
-/** A script child that speaks the broker protocol itself, as a hostile child could. */
-const HOSTILE = `import net from 'node:net';
+/**
+ * A script child that speaks the broker protocol itself, as a hostile child could: `body` runs
+ * with `call(method, params)` (one JSON line each, replies matched by id) and `s`, the socket.
+ */
+const brokerScript = (body: string) => `import net from 'node:net';
 import { readFileSync } from 'node:fs';
 export default async function () {
   const token = readFileSync('/workspace/.brig/token', 'utf8').trim();
@@ -180,7 +183,11 @@ export default async function () {
   s.on('data', (d) => { buf += d; let i; while ((i = buf.indexOf('\\n')) >= 0) { const m = JSON.parse(buf.slice(0, i)); buf = buf.slice(i + 1); waiting.get(m.id)?.(m); } });
   let id = 0;
   const call = (method, params) => new Promise((r) => { const n = ++id; waiting.set(n, r); s.write(JSON.stringify({ v: 1, id: n, method, token, params }) + '\\n'); });
-  const out = {};
+${body}
+}`;
+
+/** Offers itself tools, names another model, floods its conversation. */
+const HOSTILE = brokerScript(`  const out = {};
   // Offer itself a tool no lease of a script grants, then try to flood the conversation.
   out.tools = (await call('llm.complete', { system: 's', tools: [{ name: 'shell', description: 'x', parameters: {} }] })).error?.code;
   out.append = (await call('llm.append', { messages: [{ role: 'user', content: 'hi' }] })).ok;
@@ -193,8 +200,7 @@ export default async function () {
   }
   out.flood = flood;
   s.end();
-  return out;
-}`;
+  return out;`);
 
 test('a hostile child on the broker gets nothing: tools outside its surface are refused, the conversation is bounded, every call metered', async (t) => {
   if (!(await requireEngine(t))) return;
@@ -221,21 +227,10 @@ test('a hostile child on the broker gets nothing: tools outside its surface are 
 });
 
 /** A script child that sends six model calls at once (a hostile child, speaking the broker protocol itself). */
-const SIDE_BY_SIDE = `import net from 'node:net';
-import { readFileSync } from 'node:fs';
-export default async function () {
-  const token = readFileSync('/workspace/.brig/token', 'utf8').trim();
-  const s = net.connect('/run/brig/broker.sock');
-  await new Promise((r) => s.once('connect', r));
-  let buf = ''; const waiting = new Map();
-  s.on('data', (d) => { buf += d; let i; while ((i = buf.indexOf('\\n')) >= 0) { const m = JSON.parse(buf.slice(0, i)); buf = buf.slice(i + 1); waiting.get(m.id)?.(m); } });
-  let id = 0;
-  const call = (method, params) => new Promise((r) => { const n = ++id; waiting.set(n, r); s.write(JSON.stringify({ v: 1, id: n, method, token, params }) + '\\n'); });
-  await call('llm.append', { messages: [{ role: 'user', content: 'hi' }] });
+const SIDE_BY_SIDE = brokerScript(`  await call('llm.append', { messages: [{ role: 'user', content: 'hi' }] });
   const all = await Promise.all(Array.from({ length: 6 }, () => call('llm.complete', { system: 's' })));
   s.end();
-  return all.map((r) => (r.ok ? 'ok' : r.error.code));
-}`;
+  return all.map((r) => (r.ok ? 'ok' : r.error.code));`);
 
 test('model calls sent side by side are metered one after the other: the budget refuses what it cannot pay for, not only the next call after all of them', async (t) => {
   if (!(await requireEngine(t))) return;
@@ -264,21 +259,10 @@ test('model calls sent side by side are metered one after the other: the budget 
 });
 
 /** A script child that fills its conversation, then asks for a completion on a small budget. */
-const BIG_INPUT = `import net from 'node:net';
-import { readFileSync } from 'node:fs';
-export default async function () {
-  const token = readFileSync('/workspace/.brig/token', 'utf8').trim();
-  const s = net.connect('/run/brig/broker.sock');
-  await new Promise((r) => s.once('connect', r));
-  let buf = ''; const waiting = new Map();
-  s.on('data', (d) => { buf += d; let i; while ((i = buf.indexOf('\\n')) >= 0) { const m = JSON.parse(buf.slice(0, i)); buf = buf.slice(i + 1); waiting.get(m.id)?.(m); } });
-  let id = 0;
-  const call = (method, params) => new Promise((r) => { const n = ++id; waiting.set(n, r); s.write(JSON.stringify({ v: 1, id: n, method, token, params }) + '\\n'); });
-  for (let i = 0; i < 4; i++) await call('llm.append', { messages: [{ role: 'user', content: 'x'.repeat(40000) }] });
+const BIG_INPUT = brokerScript(`  for (let i = 0; i < 4; i++) await call('llm.append', { messages: [{ role: 'user', content: 'x'.repeat(40000) }] });
   const r = await call('llm.complete', { system: 's' });
   s.end();
-  return r.ok ? 'ok' : r.error.code + ': ' + r.error.message;
-}`;
+  return r.ok ? 'ok' : r.error.code + ': ' + r.error.message;`);
 
 test('a call whose input alone is more than the token budget left is refused before the provider is asked (a full context is not billed on one token)', async (t) => {
   if (!(await requireEngine(t))) return;
