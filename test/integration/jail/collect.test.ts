@@ -58,6 +58,20 @@ test('[INV-4] a child output over the per-file cap is refused whole', async (t) 
   assert.deepEqual(fs.readdirSync(base), []);
 });
 
+test('[INV-4] a child that spends the run cap on directories instead of bytes is refused: 100 empty files at the end of 10-deep chains of their own', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const base = await tmp(t);
+  const sh = 'for i in $(seq 1 100); do d=out/c$i/a/b/c/d/e/f/g/h/i; mkdir -p $d && : > $d/empty; done';
+  await runToEnd(spec('dirs', ['sh', '-c', sh]), async (jail) => {
+    // 1,000 directories at 4 KiB of the cap each: over 1 MiB, with no byte in any file.
+    await assert.rejects(jail.collect(path.join(base, 'small'), { ...CAPS, perRunBytes: 1024 * 1024 }), (e) => isBrigError(e, 'ref_too_large') && /directories/.test(e.message));
+    // The control: a cap that pays for them collects all 100.
+    const rep = await jail.collect(path.join(base, 'fits'), CAPS);
+    assert.equal(rep.files.length, 100);
+  });
+  assert.deepEqual(fs.readdirSync(base), ['fits']);
+});
+
 test('a child that writes no output collects to an empty directory', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await tmp(t);
