@@ -31,9 +31,8 @@ const SELF_REPORT = [
   'ls -A /run/brig | sed "s/^/run:/"',
   'ls /proc/self/fd | sed "s/^/fd:/"',
   'echo "umask=$(umask)"',
-  'echo "mem=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"',
-  'echo "pids=$(cat /sys/fs/cgroup/pids/pids.max)"',
-  'echo "cfs=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)"',
+  // cgroup v1's files, or v2's unified ones (memory.max, pids.max, cpu.max's quota).
+  'c=/sys/fs/cgroup; if [ -d $c/memory ]; then echo "mem=$(cat $c/memory/memory.limit_in_bytes)"; echo "pids=$(cat $c/pids/pids.max)"; echo "cfs=$(cat $c/cpu/cpu.cfs_quota_us)"; else echo "mem=$(cat $c/memory.max)"; echo "pids=$(cat $c/pids.max)"; read q p < $c/cpu.max; echo "cfs=$q"; fi',
   'if [ -e /workspace/left-by-earlier ]; then echo seen=yes; else echo seen=no; fi',
   'echo x > /workspace/left-by-earlier',
 ].join('; ');

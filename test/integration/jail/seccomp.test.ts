@@ -15,7 +15,7 @@ import { requireEngine } from '../../helpers/engine.js';
 import { renderCreateBody } from '../../../src/jail/index.js';
 import { verifyInspect, type InspectView } from '../../../src/jail/docker/verify.js';
 import { driver, ROOT, runToEnd, spec, sweepOwn } from './helpers.js';
-import { syscallProbe } from './syscall-probe.js';
+import { hostI386, syscallProbe } from './syscall-probe.js';
 
 after(sweepOwn);
 
@@ -39,8 +39,14 @@ test('[INV-2] from inside a real jail: io_uring_setup and the other removed sysc
   // AF_ALG: refused by the filter before the kernel looks for the family (EAFNOSUPPORT without it).
   assert.equal(r.socket_alg, 'EPERM');
   assert.equal(r.socket_packet, 'EPERM');
-  // The i386 syscall table (int 0x80) is not in the filter's architectures: killed or refused, never served.
-  assert.ok(['SIGSYS', 'EPERM', 'ENOSYS', 'refused'].includes(r.i386_getpid!), `i386 getpid: ${r.i386_getpid}`);
+  // The i386 syscall table (int 0x80) is not in the filter's architectures: killed or refused,
+  // never served. On a kernel without IA32 emulation it faults for every process (the host
+  // probe says so): the table is not there to serve, which is the same property.
+  const host = await hostI386(probe);
+  const i386 = r.i386_getpid!;
+  if (host.served) assert.ok(['SIGSYS', 'EPERM', 'ENOSYS', 'refused'].includes(i386), `i386 getpid answered ${i386} inside the jail`);
+  else assert.ok(['SIGSYS', 'EPERM', 'ENOSYS', 'refused', 'SIGSEGV'].includes(i386), `i386 getpid answered ${i386} inside the jail (${host.why})`);
+  t.diagnostic(`i386 getpid inside the jail: ${i386} (${host.why})`);
   // clone3 says ENOSYS so libc falls back to clone(2), whose namespace flags stay filtered.
   assert.equal(r.clone3, 'ENOSYS');
   for (const k of ['socket_unix', 'socket_inet', 'socket_inet6', 'socket_netlink_route', 'personality_query']) assert.equal(r[k], 'ok', `${k} must keep working`);
@@ -81,7 +87,12 @@ test('[INV-2] the same probe under the engine\'s default seccomp profile: every 
     const r = JSON.parse(Buffer.concat(chunks).toString()) as Probe;
     assert.equal(r.io_uring_setup, 'ok', 'io_uring is open under the engine default: the attack surface brig removes');
     for (const k of REMOVED) assert.equal(r[k], 'ok', `${k} under the engine default`);
-    assert.equal(r.i386_getpid, 'ok', 'the i386 table is served under the engine default');
+    // The one row no profile can show on a kernel without a 32-bit table: skipped visibly, with why.
+    const host = await hostI386(probe);
+    await t.test('the i386 table is served under the engine default', (st) => {
+      if (!host.served) return st.skip(`cannot be shown here: ${host.why}`);
+      assert.equal(r.i386_getpid, 'ok', 'the i386 table is served under the engine default');
+    });
   } finally {
     await c.remove({ force: true });
   }

@@ -8,6 +8,8 @@
  *
  *   syscall-probe            every syscall check
  *   syscall-probe ids PATH   uid/euid (run set-uid-root: does it gain root?) and open(PATH)
+ *   syscall-probe i386       only the i386 getpid: run on the host, it tells whether this kernel
+ *                            serves the 32-bit table at all (no IA32 emulation: int 0x80 faults)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -63,8 +65,20 @@ static void in_child(const char *key, long (*fn)(void)) {
   int st = 0;
   waitpid(pid, &st, 0);
   static const char *codes[] = {"ok", "EPERM", "ENOSYS", "refused"};
-  const char *v = WIFSIGNALED(st) ? (WTERMSIG(st) == SIGSYS ? "SIGSYS" : "signal") : codes[WEXITSTATUS(st) & 3];
-  printf(",\"%s\":\"%s\"", key, v);
+  char sig[24];
+  const char *v = codes[WEXITSTATUS(st) & 3];
+  if (WIFSIGNALED(st)) {
+    /* The signal by name: SIGSYS is seccomp's kill; SIGSEGV is the fault of a kernel that has
+     * no 32-bit table at all (int 0x80 without IA32 emulation). */
+    int s = WTERMSIG(st);
+    if (s == SIGSYS) v = "SIGSYS";
+    else if (s == SIGSEGV) v = "SIGSEGV";
+    else if (s == SIGILL) v = "SIGILL";
+    else if (s == SIGBUS) v = "SIGBUS";
+    else { snprintf(sig, sizeof sig, "signal%d", s); v = sig; }
+  }
+  printf("%s\"%s\":\"%s\"", first ? "{" : ",", key, v);
+  first = 0;
 }
 
 /* PTRACE_TRACEME: a tracee is stopped by every signal it gets, so never in the probe itself. */
@@ -125,5 +139,10 @@ static int ids(const char *path) {
 
 int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "ids") == 0) return ids(argv[2]);
+  if (argc >= 2 && strcmp(argv[1], "i386") == 0) {
+    in_child("i386_getpid", i386_getpid);
+    printf("}\n");
+    return 0;
+  }
   return all();
 }

@@ -41,3 +41,48 @@ export async function syscallProbe(t: TestContext): Promise<Buffer | undefined> 
   t.skip(got);
   return undefined;
 }
+
+/** What the host kernel does with the i386 syscall table, and why (for a skip's reason). */
+export interface HostI386 {
+  /** The probe's answer on the host itself: 'ok' when int 0x80 is served, else the fault. */
+  served: boolean;
+  answer: string;
+  why: string;
+}
+
+let hostI386Answer: Promise<HostI386> | undefined;
+
+/**
+ * Runs the probe's `i386` mode on the host, outside any jail and any seccomp filter: a kernel
+ * built without CONFIG_IA32_EMULATION (or booted with ia32_emulation=0) has no 32-bit table,
+ * and int 0x80 faults (SIGSEGV) for every process, so no profile can show that table served.
+ * The kernel's config and command line are read only to say why in the reason.
+ */
+export function hostI386(probe: Buffer): Promise<HostI386> {
+  hostI386Answer ??= (async () => {
+    const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-i386-'));
+    try {
+      const bin = path.join(dir, 'probe');
+      await fs.promises.writeFile(bin, probe, { mode: 0o755 });
+      const { stdout } = await run(bin, ['i386']);
+      const answer = (JSON.parse(stdout) as Record<string, string>).i386_getpid ?? 'missing';
+      const served = answer === 'ok';
+      return { served, answer, why: served ? 'the host serves int 0x80' : `the host kernel does not serve the i386 table (int 0x80 on the host answered ${answer}; ${await kernelSays()})` };
+    } finally {
+      await fs.promises.rm(dir, { recursive: true, force: true });
+    }
+  })();
+  return hostI386Answer;
+}
+
+async function kernelSays(): Promise<string> {
+  const cmdline = await fs.promises.readFile('/proc/cmdline', 'utf8').catch(() => '');
+  const flag = /\bia32_emulation=(\S+)/.exec(cmdline);
+  if (flag) return `booted with ia32_emulation=${flag[1]}`;
+  try {
+    const { stdout } = await run('sh', ['-c', 'zcat /proc/config.gz | grep -E "^(# )?CONFIG_IA32_EMULATION"']);
+    return stdout.trim().split('\n').join(', ') || 'CONFIG_IA32_EMULATION absent from /proc/config.gz';
+  } catch {
+    return 'the kernel config is not readable (no /proc/config.gz)';
+  }
+}
