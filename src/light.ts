@@ -4,8 +4,8 @@
  * the records on disk. The CLI loads this, and src/index.ts only to run children itself (no
  * daemon) or to slice without a daemon.
  */
-export { RUN_STATUSES } from './runs/vocabulary.js';
-export { CAPABILITIES } from './lease/capabilities.js';
+export { RUN_STATUSES } from './protocol/index.js';
+export { CAPABILITIES } from './protocol/index.js';
 export { elapsedMs } from './runs/state-machine.js';
 export { ApiClient } from './api/client.js';
 export { daemonBrig } from './api/daemon-brig.js';

@@ -130,7 +130,7 @@ function builtin(method: Method, run: RunState, call: BrokerCall, deps: Dispatch
   }
   if (method === 'log') {
     const p = call.params as ParamsOf<'log'>;
-    run.logs.push({ at: new Date(deps.now()).toISOString(), level: p.level, message: p.message });
+    run.logs.push({ at: new Date(deps.now()).toISOString(), level: p.level ?? 'info', message: p.message });
     if (run.logs.length > deps.logTail) run.logs.splice(0, run.logs.length - deps.logTail);
     return { value: { logged: true } };
   }

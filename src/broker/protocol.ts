@@ -9,15 +9,20 @@
  * Trusts: nothing in the line. Fails closed: an unknown method or shape is refused.
  */
 import { z } from 'zod';
-import type { Capability } from '../lease/index.js';
+import {
+  BROKER_METHODS,
+  LLM_PURPOSES,
+  PROTOCOL_VERSION,
+  SEND_MODES,
+  type BrokerMethod,
+  type Capability,
+  type LlmMessage,
+  type LlmTool,
+  type ParamsOf,
+} from '../protocol/index.js';
 
-export const PROTOCOL_VERSION = 1;
-/** Longest accepted line, newline excluded. */
-export const MAX_LINE_BYTES = 64 * 1024;
-/** Deepest accepted JSON nesting (objects + arrays). */
-export const MAX_NESTING = 32;
-/** Longest reply line; a bigger handler result becomes an `output_too_large` error. */
-export const MAX_REPLY_BYTES = 1024 * 1024;
+export { MAX_LINE_BYTES, MAX_NESTING, MAX_REPLY_BYTES, PROTOCOL_VERSION } from '../protocol/index.js';
+export type { ParamsOf, ReplyOf } from '../protocol/index.js';
 
 const Id = z.union([z.string().min(1).max(64), z.number().int().safe()]);
 const RunRef = z.string().min(1).max(128);
@@ -28,7 +33,7 @@ const Json = z.unknown();
 const MAX_CONTENT = 48 * 1024;
 const ToolCallSchema = z.strictObject({ id: z.string().min(1).max(128), name: z.string().min(1).max(64), input: Json, inputError: z.string().max(2000).optional() });
 /** docs/agents.md: brig's provider-neutral conversation messages. */
-const LlmMessageSchema = z.discriminatedUnion('role', [
+const LlmMessageSchema: z.ZodType<LlmMessage> = z.discriminatedUnion('role', [
   z.strictObject({ role: z.literal('user'), content: z.string().max(MAX_CONTENT) }),
   z.strictObject({ role: z.literal('assistant'), content: z.string().max(MAX_CONTENT), toolCalls: z.array(ToolCallSchema).max(64).optional() }),
   z.strictObject({ role: z.literal('tool'), toolCallId: z.string().min(1).max(128), content: z.string().max(MAX_CONTENT), isError: z.boolean().optional() }),
@@ -37,96 +42,74 @@ const LlmToolSchema = z.strictObject({
   name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),
   description: z.string().max(2000),
   parameters: z.record(z.string(), Json),
-});
+}) satisfies z.ZodType<LlmTool>;
 
-/** The one method → required capability table (null = any valid lease), with params schemas. */
-export const METHODS = {
-  hello: { cap: null, params: z.strictObject({}) },
-  progress: {
-    cap: null,
-    params: z.strictObject({
-      line: z.string().max(1000).nullable().optional(),
-      steps: z.number().int().nonnegative().optional(),
-      /** The tool the child is running now (content-free: a name). */
-      tool: z.string().max(64).regex(/^[A-Za-z0-9_.-]*$/).nullable().optional(),
-    }),
-  },
-  log: {
-    cap: null,
-    params: z.strictObject({ level: z.enum(['debug', 'info', 'warn', 'error']).default('info'), message: z.string().max(2000) }),
-  },
-  checkpoint: { cap: null, params: z.strictObject({ state: Json }) },
-  resume: { cap: null, params: z.strictObject({}) },
-  /** A value that fits a line, or `spooled`: the SDK wrote it to /workspace/.brig/result/value.json. */
-  result: {
-    cap: null,
-    params: z.union([z.strictObject({ value: Json }), z.strictObject({ spooled: z.strictObject({ bytes: z.number().int().nonnegative() }) })]),
-  },
-  'steer.poll': { cap: null, params: z.strictObject({}) },
-  spawn: { cap: 'spawn', params: z.strictObject({ request: z.record(z.string(), Json) }) },
-  /** Blocks until these children of the caller ended (or timeoutMs); the caller frees its slot meanwhile. */
-  wait: {
-    cap: 'spawn',
-    params: z.strictObject({ runs: z.array(RunRef).min(1).max(50), timeoutMs: z.number().int().positive().max(600_000).optional() }),
-  },
-  'refs.list': { cap: 'refs.read', params: z.strictObject({ run: RunRef }) },
-  'refs.read': {
-    cap: 'refs.read',
-    params: z.strictObject({
-      ref: RefId,
-      offset: z.number().int().nonnegative().optional(),
-      length: z.number().int().positive().max(1 << 20).optional(),
-      line: z.number().int().positive().optional(),
-      lines: z.number().int().positive().max(10_000).optional(),
-    }),
-  },
-  'refs.grep': {
-    cap: 'refs.read',
-    params: z.strictObject({
-      ref: RefId,
-      pattern: z.string().min(1).max(1000),
-      maxMatches: z.number().int().positive().max(10_000).optional(),
-      context: z.number().int().nonnegative().max(20).optional(),
-      ignoreCase: z.boolean().optional(),
-      fixed: z.boolean().optional(),
-    }),
-  },
-  'refs.jq': { cap: 'refs.read', params: z.strictObject({ ref: RefId, filter: z.string().min(1).max(2000) }) },
-  'refs.sql': { cap: 'refs.read', params: z.strictObject({ ref: RefId, sql: z.string().min(1).max(8000), maxRows: z.number().int().positive().max(10_000).optional() }) },
-  'refs.jsonpath': { cap: 'refs.read', params: z.strictObject({ ref: RefId, path: z.string().min(1).max(1000) }) },
-  'llm.append': { cap: 'llm', params: z.strictObject({ messages: z.array(LlmMessageSchema).min(1).max(64) }) },
-  'llm.reset': { cap: 'llm', params: z.strictObject({ messages: z.array(LlmMessageSchema).max(64) }) },
-  'llm.complete': {
-    cap: 'llm',
-    params: z.strictObject({
-      system: z.string().max(MAX_CONTENT),
-      tools: z.array(LlmToolSchema).max(64).optional(),
-      maxTokens: z.number().int().positive().max(200_000).optional(),
-      model: z.string().max(128).optional(),
-      purpose: z.enum(['step', 'compact', 'salvage']).optional(),
-      step: z.number().int().nonnegative().optional(),
-    }),
-  },
-  'child.kill': { cap: 'kill', params: z.strictObject({ child: RunRef, reason: z.string().max(200).optional() }) },
-  'child.steer': { cap: 'steer', params: z.strictObject({ child: RunRef, message: z.string().min(1).max(4000) }) },
-  'child.send': {
-    cap: 'steer',
-    params: z.strictObject({
-      child: RunRef,
-      text: z.string().min(1).max(4000),
-      mode: z.enum(['fire-and-forget', 'wait', 'ping-pong']).optional(),
-      timeoutMs: z.number().int().positive().max(50_000).optional(),
-      maxTurns: z.number().int().min(0).max(5).optional(),
-    }),
-  },
-  'child.status': { cap: 'spawn', params: z.strictObject({ child: RunRef }) },
-  'child.explain': { cap: 'spawn', params: z.strictObject({ child: RunRef }) },
-  'child.history': { cap: 'spawn', params: z.strictObject({ child: RunRef, offset: z.number().int().nonnegative().optional(), limit: z.number().int().positive().max(20).optional() }) },
-} as const satisfies Record<string, { cap: Capability | null; params: z.ZodType }>;
+/** Every method's params schema, declared against protocol's ParamsOf (strict: unknown keys refused). */
+const PARAMS = {
+  hello: z.strictObject({}),
+  progress: z.strictObject({
+    line: z.string().max(1000).nullable().optional(),
+    steps: z.number().int().nonnegative().optional(),
+    /** The tool the child is running now (content-free: a name). */
+    tool: z.string().max(64).regex(/^[A-Za-z0-9_.-]*$/).nullable().optional(),
+  }),
+  log: z.strictObject({ level: z.enum(['debug', 'info', 'warn', 'error']).default('info'), message: z.string().max(2000) }),
+  checkpoint: z.strictObject({ state: Json }),
+  resume: z.strictObject({}),
+  result: z.union([z.strictObject({ value: Json }), z.strictObject({ spooled: z.strictObject({ bytes: z.number().int().nonnegative() }) })]),
+  'steer.poll': z.strictObject({}),
+  spawn: z.strictObject({ request: z.record(z.string(), Json) }),
+  wait: z.strictObject({ runs: z.array(RunRef).min(1).max(50), timeoutMs: z.number().int().positive().max(600_000).optional() }),
+  'refs.list': z.strictObject({ run: RunRef }),
+  'refs.read': z.strictObject({
+    ref: RefId,
+    offset: z.number().int().nonnegative().optional(),
+    length: z.number().int().positive().max(1 << 20).optional(),
+    line: z.number().int().positive().optional(),
+    lines: z.number().int().positive().max(10_000).optional(),
+  }),
+  'refs.grep': z.strictObject({
+    ref: RefId,
+    pattern: z.string().min(1).max(1000),
+    maxMatches: z.number().int().positive().max(10_000).optional(),
+    context: z.number().int().nonnegative().max(20).optional(),
+    ignoreCase: z.boolean().optional(),
+    fixed: z.boolean().optional(),
+  }),
+  'refs.jq': z.strictObject({ ref: RefId, filter: z.string().min(1).max(2000) }),
+  'refs.sql': z.strictObject({ ref: RefId, sql: z.string().min(1).max(8000), maxRows: z.number().int().positive().max(10_000).optional() }),
+  'refs.jsonpath': z.strictObject({ ref: RefId, path: z.string().min(1).max(1000) }),
+  'llm.append': z.strictObject({ messages: z.array(LlmMessageSchema).min(1).max(64) }),
+  'llm.reset': z.strictObject({ messages: z.array(LlmMessageSchema).max(64) }),
+  'llm.complete': z.strictObject({
+    system: z.string().max(MAX_CONTENT),
+    tools: z.array(LlmToolSchema).max(64).optional(),
+    maxTokens: z.number().int().positive().max(200_000).optional(),
+    model: z.string().max(128).optional(),
+    purpose: z.enum(LLM_PURPOSES).optional(),
+    step: z.number().int().nonnegative().optional(),
+  }),
+  'child.kill': z.strictObject({ child: RunRef, reason: z.string().max(200).optional() }),
+  'child.steer': z.strictObject({ child: RunRef, message: z.string().min(1).max(4000) }),
+  'child.send': z.strictObject({
+    child: RunRef,
+    text: z.string().min(1).max(4000),
+    mode: z.enum(SEND_MODES).optional(),
+    timeoutMs: z.number().int().positive().max(50_000).optional(),
+    maxTurns: z.number().int().min(0).max(5).optional(),
+  }),
+  'child.status': z.strictObject({ child: RunRef }),
+  'child.explain': z.strictObject({ child: RunRef }),
+  'child.history': z.strictObject({ child: RunRef, offset: z.number().int().nonnegative().optional(), limit: z.number().int().positive().max(20).optional() }),
+} as const satisfies { [M in BrokerMethod]: z.ZodType<ParamsOf<M>> };
 
-export type Method = keyof typeof METHODS;
-export type ParamsOf<M extends Method> = z.infer<(typeof METHODS)[M]['params']>;
-export const METHOD_NAMES = Object.keys(METHODS) as Method[];
+export type Method = BrokerMethod;
+export const METHOD_NAMES = Object.keys(BROKER_METHODS) as Method[];
+
+/** The one method → required capability table (protocol/broker.ts) with each method's params schema. */
+export const METHODS: { readonly [M in Method]: { readonly cap: (typeof BROKER_METHODS)[M]; readonly params: (typeof PARAMS)[M] } } = Object.freeze(
+  Object.fromEntries(METHOD_NAMES.map((m) => [m, Object.freeze({ cap: BROKER_METHODS[m], params: PARAMS[m] })])) as never,
+);
 
 /**
  * Names the first in-jail runtime used; they resolve to the same table rows (not new
@@ -147,7 +130,7 @@ export function resolveMethod(name: string): Method | undefined {
 
 /** The capability a method needs: the broker passes it to the lease code's own predicate. */
 export function requiredCapability(m: Method): Capability | null {
-  return METHODS[m].cap;
+  return BROKER_METHODS[m];
 }
 
 export const RequestSchema = z.strictObject({

@@ -1,7 +1,7 @@
 import { appendFileSync, readFileSync, rmSync } from 'node:fs';
 import { BrokerClient } from './broker-client.js';
 import { runAgent } from './agent/loop.js';
-import { parseAgentPacket, type AgentPacket } from './agent/packet.js';
+import { parseAgentPacket, type LoopPacket } from './agent/packet.js';
 import { AGENT_PATHS, PATHS } from './paths.js';
 
 /**
@@ -14,7 +14,7 @@ import { AGENT_PATHS, PATHS } from './paths.js';
 
 async function main(): Promise<number> {
   let client: BrokerClient;
-  let packet: AgentPacket;
+  let packet: LoopPacket;
   let token: string;
   try {
     packet = parseAgentPacket(JSON.parse(readFileSync(PATHS.packet, 'utf8')));

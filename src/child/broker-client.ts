@@ -1,4 +1,6 @@
 import net from 'node:net';
+import type * as protocol from '../protocol/index.js';
+import type { BrokerMethod, ParamsOf, ReplyOf } from '../protocol/index.js';
 
 /**
  * The child's end of the broker protocol: one JSON line per request
@@ -15,8 +17,12 @@ import net from 'node:net';
  * refused here, with a reply the script can catch, before a byte is sent.
  */
 
-/** The broker's line limit (protocol v1), newline excluded. */
-export const MAX_LINE_BYTES = 64 * 1024;
+/**
+ * The broker's line limit (protocol v1), newline excluded. The child loads nothing outside
+ * /opt/brig/child, so the number is written here; its type is the protocol's literal, and
+ * the build fails when the two differ.
+ */
+export const MAX_LINE_BYTES: typeof protocol.MAX_LINE_BYTES = 65536;
 
 export interface BrokerReplyError {
   code: string;
@@ -154,7 +160,7 @@ export class BrokerClient {
     return JSON.stringify({ v: 1, id, method, token: this.#token, params });
   }
 
-  call(method: string, params: unknown = {}): Promise<unknown> {
+  call<M extends BrokerMethod>(method: M, params: ParamsOf<M>): Promise<ReplyOf<M>> {
     if (this.#closed) return Promise.reject(new BrokerCallError('broker_closed', 'the broker client was closed'));
     const id = ++this.#seq;
     let line: string;
@@ -169,8 +175,8 @@ export class BrokerClient {
         new BrokerCallError('invalid_input', `the ${method} call is ${bytes} bytes; the broker takes at most ${MAX_LINE_BYTES} per call`, 'Write bulk data to /workspace/out and return its path.'),
       );
     }
-    return new Promise((resolve, reject) => {
-      this.#pending.set(id, { line, resolve, reject });
+    return new Promise<ReplyOf<M>>((resolve, reject) => {
+      this.#pending.set(id, { line, resolve: resolve as (v: unknown) => void, reject });
       // While disconnected the line waits in #pending; the reconnect sends it.
       this.#sock?.write(line + '\n');
     });

@@ -1,4 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
+import type { ParamsOf } from '../protocol/index.js';
 
 /**
  * How a child sends its result: a value whose JSON fits a broker line travels inline
@@ -13,7 +14,7 @@ export const RESULT_SPOOL = { dir: '/workspace/.brig/result', file: '/workspace/
 
 export type ResultSpool = { dir: string; file: string };
 
-export async function sendResult(call: (method: string, params: unknown) => Promise<unknown>, value: unknown, spool: ResultSpool = RESULT_SPOOL): Promise<void> {
+export async function sendResult(call: (method: 'result', params: ParamsOf<'result'>) => Promise<unknown>, value: unknown, spool: ResultSpool = RESULT_SPOOL): Promise<void> {
   const json = JSON.stringify(value ?? null);
   const bytes = Buffer.byteLength(json);
   if (bytes <= RESULT_INLINE_BYTES) {

@@ -1,3 +1,4 @@
+import type { ChildRefHandle, ChildSummary, ChildSummaryWithRefs, GrepOptions, SliceOutput, SteerOutcome } from '../protocol/index.js';
 import type { BrokerClient } from './broker-client.js';
 import { RESULT_INLINE_BYTES, RESULT_SPOOL, sendResult } from './result-spool.js';
 
@@ -14,27 +15,10 @@ export interface UntrustedCheckpoint {
 }
 
 /** One slice of a ref, bounded by the broker (`note` says "N more …" when cut). */
-export interface RefSlice {
-  ref: string;
-  verb: 'read' | 'grep' | 'jq' | 'sql' | 'jsonpath';
-  text?: string;
-  encoding?: 'utf8' | 'base64';
-  columns?: string[];
-  rows?: unknown[][];
-  returned: number;
-  unit: string;
-  more: number;
-  moreExact: boolean;
-  note?: string;
-}
-
+export type RefSlice = SliceOutput;
+export type { GrepOptions } from '../protocol/index.js';
+/** By bytes (offset defaults to 0) or by lines. */
 export type ReadRange = { offset?: number; length?: number } | { line: number; lines?: number };
-export interface GrepOptions {
-  maxMatches?: number;
-  context?: number;
-  ignoreCase?: boolean;
-  fixed?: boolean;
-}
 
 /**
  * A descendant's ResultRef. The data fields are plain (they survive JSON); the verbs go
@@ -53,16 +37,8 @@ export interface RefHandle {
   jsonpath(expr: string): Promise<RefSlice>;
 }
 
-export interface ChildRunSummary {
-  runId: string;
-  status: string;
-  endReason: string | null;
-  /** The child's result when it is small (≤ 16,000 chars of JSON); else null and resultCut. */
-  result: unknown;
-  /** Set when the result was too big to cross back: it is the child's result.json ref. */
-  resultCut?: { chars: number; hint: string };
-  error: { code: string; message: string } | null;
-  missingOutputs: string[];
+/** What a spawn or a wait returns of one child (protocol/broker.ts), its refs as handles. */
+export interface ChildRunSummary extends ChildSummary {
   /** The child's ResultRefs (empty for an async spawn: use `brig.refs(runId)` once it ended). */
   refs: RefHandle[];
   /** Handles left out of `refs` past the broker's cap. */
@@ -89,7 +65,7 @@ export interface BrigSdk {
   /** Kill one of this run's own children (needs `kill` in the lease). */
   kill(childRunId: string): Promise<{ runId: string; endReason: string | null }>;
   /** Steer one of this run's own children (needs `steer` in the lease). */
-  steer(childRunId: string, message: string): Promise<{ mode: string; runId: string; newRunId: string | null }>;
+  steer(childRunId: string, message: string): Promise<SteerOutcome>;
   /** The ResultRefs of one of this run's descendants (needs `refs.read`). */
   refs(runId: string): Promise<RefHandle[]>;
   /** A handle for a descendant's ref id (e.g. one a child returned); the broker still checks it. */
@@ -103,28 +79,10 @@ export interface BrigSdk {
  */
 export { RESULT_INLINE_BYTES, RESULT_SPOOL };
 
-export const METHODS = {
-  wait: 'wait',
-  progress: 'progress',
-  checkpoint: 'checkpoint',
-  resume: 'resume',
-  result: 'result',
-  spawn: 'spawn',
-  kill: 'child.kill',
-  steer: 'child.steer',
-  refsList: 'refs.list',
-  read: 'refs.read',
-  grep: 'refs.grep',
-  jq: 'refs.jq',
-  sql: 'refs.sql',
-  jsonpath: 'refs.jsonpath',
-} as const;
-
-type Info = { ref: string; path?: string; kind?: string; bytes?: number; rows?: number };
+type Info = Pick<ChildRefHandle, 'ref'> & Partial<ChildRefHandle>;
 
 function refHandle(client: BrokerClient, info: Info): RefHandle {
   const ref = String(info.ref);
-  const call = async (method: string, params: Record<string, unknown>) => (await client.call(method, { ref, ...params })) as RefSlice;
   const data = {
     ref,
     path: String(info.path ?? ''),
@@ -134,20 +92,22 @@ function refHandle(client: BrokerClient, info: Info): RefHandle {
   };
   // Verbs are non-enumerable: a script that returns a handle returns its data only.
   const verbs: Omit<RefHandle, keyof typeof data> = {
-    read: (range: ReadRange = { offset: 0 }) => call(METHODS.read, { ...range }),
-    grep: (pattern: string, opts: GrepOptions = {}) => call(METHODS.grep, { pattern, ...opts }),
-    jq: (filter: string) => call(METHODS.jq, { filter }),
-    sql: (query: string, opts: { maxRows?: number } = {}) => call(METHODS.sql, { sql: query, ...opts }),
-    jsonpath: (expr: string) => call(METHODS.jsonpath, { path: expr }),
+    read: (range: ReadRange = {}) => client.call('refs.read', { ref, ...range }),
+    grep: (pattern: string, opts: GrepOptions = {}) => client.call('refs.grep', { ref, pattern, ...opts }),
+    jq: (filter: string) => client.call('refs.jq', { ref, filter }),
+    sql: (query: string, opts: { maxRows?: number } = {}) => client.call('refs.sql', { ref, sql: query, ...opts }),
+    jsonpath: (expr: string) => client.call('refs.jsonpath', { ref, path: expr }),
   };
   const h = { ...data };
   for (const [k, fn] of Object.entries(verbs)) Object.defineProperty(h, k, { value: fn, enumerable: false });
   return Object.freeze(h) as RefHandle;
 }
 
-function handles(client: BrokerClient, list: unknown): RefHandle[] {
-  return Array.isArray(list) ? list.filter((x): x is Info => !!x && typeof x === 'object' && typeof (x as Info).ref === 'string').map((x) => refHandle(client, x)) : [];
+function handles(client: BrokerClient, list: readonly ChildRefHandle[] | undefined): RefHandle[] {
+  return (list ?? []).filter((x) => typeof x?.ref === 'string').map((x) => refHandle(client, x));
 }
+
+const withHandles = (client: BrokerClient, s: ChildSummaryWithRefs): ChildRunSummary => ({ ...s, refs: handles(client, s.refs) });
 
 export function createSdk(client: BrokerClient, packet: Record<string, unknown>, state: { resultSet: boolean }): BrigSdk {
   const inbox: string[] = [];
@@ -156,40 +116,39 @@ export function createSdk(client: BrokerClient, packet: Record<string, unknown>,
     task: String(packet.task ?? ''),
     packet: Object.freeze({ ...packet }),
     async progress(line?: string) {
-      const r = (await client.call(METHODS.progress, { line: line === undefined ? null : String(line).slice(0, 200) })) as { steers?: unknown };
-      if (Array.isArray(r?.steers)) for (const m of r.steers) if (typeof m === 'string') inbox.push(m);
+      const r = await client.call('progress', { line: line === undefined ? null : String(line).slice(0, 200) });
+      for (const m of r.steers ?? []) if (typeof m === 'string') inbox.push(m);
       return take();
     },
     async checkpoint(s: unknown) {
-      await client.call(METHODS.checkpoint, { state: s });
+      await client.call('checkpoint', { state: s });
     },
     async resume() {
-      const r = (await client.call(METHODS.resume, {})) as { checkpoint?: unknown } | null;
-      return r && r.checkpoint !== undefined && r.checkpoint !== null ? { untrusted: true as const, state: r.checkpoint } : null;
+      const r = await client.call('resume', {});
+      return r.checkpoint !== undefined && r.checkpoint !== null ? { untrusted: true as const, state: r.checkpoint } : null;
     },
     async result(value: unknown) {
       await sendResult((m, p) => client.call(m, p), value);
       state.resultSet = true;
     },
     async spawn(request: Record<string, unknown>) {
-      const s = (await client.call(METHODS.spawn, { request })) as ChildRunSummary & { refs?: unknown };
-      return { ...s, refs: handles(client, s.refs) };
+      return withHandles(client, await client.call('spawn', { request }));
     },
     async wait(ids: string | string[], opts: { timeoutMs?: number } = {}) {
       const runs = Array.isArray(ids) ? ids : [ids];
-      const r = (await client.call(METHODS.wait, { runs, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) })) as { runs?: (ChildRunSummary & { refs?: unknown })[] };
-      return (r?.runs ?? []).map((s) => ({ ...s, refs: handles(client, s.refs) }));
+      const r = await client.call('wait', { runs, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) });
+      return r.runs.map((s) => withHandles(client, s));
     },
     steers: take,
     async kill(child: string) {
-      return (await client.call(METHODS.kill, { child })) as { runId: string; endReason: string | null };
+      return client.call('child.kill', { child });
     },
     async steer(child: string, message: string) {
-      return (await client.call(METHODS.steer, { child, message })) as { mode: string; runId: string; newRunId: string | null };
+      return client.call('child.steer', { child, message });
     },
     async refs(run: string) {
-      const r = (await client.call(METHODS.refsList, { run })) as { refs?: unknown };
-      return handles(client, r?.refs);
+      const r = await client.call('refs.list', { run });
+      return handles(client, r.refs);
     },
     ref(id: string) {
       return refHandle(client, { ref: id });

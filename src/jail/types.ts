@@ -2,6 +2,7 @@
  * The jail in brig's own words. Nothing here names an engine type: the supervisor sees
  * profiles, workspaces and runs, never a dockerode Container.
  */
+import type { JailVerified } from '../protocol/index.js';
 
 /** Resource limits applied to one jail (already the lease's limits, never wider). */
 export interface JailLimits {
@@ -111,32 +112,7 @@ export interface StreamTails {
   stderrBytes: number;
 }
 
-/**
- * The jail as the engine reported it after create, once verification passed: what an operator
- * audits (the console's run detail, the run record). Content-free: ids, enums and numbers.
- */
-export interface JailVerified {
-  containerId: string;
-  image: string;
-  user: string;
-  network: string;
-  readOnlyRoot: boolean;
-  capDrop: string[];
-  noNewPrivileges: boolean;
-  /** sha256 (12 hex) of the seccomp profile the engine holds for the container. */
-  seccompSha: string | null;
-  ipc: string;
-  limits: { cpu: number | null; memoryMb: number | null; memorySwapMb: number | null; pids: number | null; tmpfsMb: number | null; diskMb: number | null };
-  workspace: { driver: string; type: string | null; options: string | null };
-  /** Host paths bound into the jail (the broker socket directory, artifacts), all read-only. */
-  binds: { target: string; readOnly: boolean }[];
-  verifiedAt: string;
-  /**
-   * A jail from the warm pool: its slot, when it was made and verified, and when it was
-   * verified again and handed this run. Absent: made for this run (the cold path).
-   */
-  pooled?: { slot: string; readyAt: string; assignedAt: string };
-}
+export type { JailVerified } from '../protocol/index.js';
 
 /** Jail keys of warm-pool slots start with this; a run's own jail is keyed by its run id. */
 export const POOL_KEY_PREFIX = 'pool-';

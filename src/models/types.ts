@@ -4,35 +4,10 @@
  */
 import type { Result } from '../util/errors.js';
 
-export interface LlmToolCall {
-  id: string;
-  name: string;
-  input: unknown;
-  /** Set when the provider's argument string was not a JSON object; `input` is then `{}`. */
-  inputError?: string;
-}
+import type { FinishReason, LlmMessage, LlmTool, LlmToolCall, Usage } from '../protocol/index.js';
 
-export type LlmMessage =
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string; toolCalls?: LlmToolCall[] }
-  | { role: 'tool'; toolCallId: string; content: string; isError?: boolean };
-
-export interface LlmTool {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
-
-/** input = every input token counted once (cached included); cacheRead/cacheWrite are subsets of input. */
-export interface Usage {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cacheWrite: number;
-  total: number;
-}
-
-export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'error';
+/** The conversation words are the broker's (protocol/broker.ts): an agent child speaks them too. */
+export type { FinishReason, LlmMessage, LlmTool, LlmToolCall, Usage } from '../protocol/index.js';
 
 export interface CompletionRequest {
   system: string;

@@ -10,11 +10,11 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { ModelProvider } from '../models/index.js';
+import type { CondenseStrategy, CondensationLevel, Condensed, CondensedSummary } from '../protocol/index.js';
 
 export const CONDENSE_DEFAULTS = Object.freeze({ maxResultTokens: 4000, strategy: 'auto' as const, errorPreservation: true });
 
-export type CondenseStrategy = 'auto' | 'always' | 'never';
-export type CondensationLevel = 1 | 2 | 3;
+export type { CondenseStrategy, CondensationLevel, Condensed, CondensedSummary } from '../protocol/index.js';
 
 export const CondensedSummarySchema = z.object({
   summary: z.string().min(1),
@@ -23,8 +23,7 @@ export const CondensedSummarySchema = z.object({
   actionableItems: z.array(z.string()).default([]),
   errors: z.array(z.string()).default([]),
   keyData: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).default({}),
-});
-export type CondensedSummary = z.infer<typeof CondensedSummarySchema>;
+}) satisfies z.ZodType<CondensedSummary>;
 
 export interface CondenseOptions {
   maxResultTokens?: number;
@@ -34,20 +33,6 @@ export interface CondenseOptions {
   /** Paths that must appear in a Level 2 summary (e.g. the run's ref paths). */
   knownPaths?: string[];
   timeoutMs?: number;
-}
-
-export interface Condensed {
-  level: CondensationLevel;
-  /** `passthrough` | `LLM summary` | `head+tail` */
-  levelName: string;
-  body: string;
-  originalTokens: number;
-  condensedTokens: number;
-  /** condensedTokens / originalTokens (1 when the original is empty). */
-  ratio: number;
-  structured?: CondensedSummary;
-  /** Why Level 2 was not used when it was wanted (content-free). */
-  fallback?: string;
 }
 
 export const estimateTokens = (chars: number): number => Math.round(chars / 4);

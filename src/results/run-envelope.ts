@@ -6,7 +6,7 @@
 import { type CondenseOptions, type Condensed, condense } from './condense.js';
 import { renderEnvelope } from './narrative.js';
 import { type Savings, savingsFor } from './savings.js';
-import type { ResultRef } from './types.js';
+import type { ResultRef, RunEnvelope } from '../protocol/index.js';
 
 export interface EnvelopeRun {
   id: string;
@@ -29,11 +29,7 @@ export interface EnvelopeRun {
   costUsd?: number | null;
 }
 
-export interface RunEnvelope {
-  envelope: string;
-  condensed: Condensed;
-  savings: Savings;
-}
+export type { RunEnvelope } from '../protocol/index.js';
 
 /** An agent child's result is `{answer, files?, partial?, endReason?}`: its text is the answer. */
 function agentAnswer(result: unknown): string | undefined {

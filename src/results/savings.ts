@@ -5,13 +5,9 @@
  * materializedBytes counts only bytes written as refs; charsReentered is what entered the
  * coordinator (the envelope and any slices it pulled).
  */
-export interface Savings {
-  materializedBytes: number;
-  charsReentered: number;
-  estSavedTokens: number;
-  /** Absent when nothing was materialized (no would-be cost to divide by). */
-  savedRatio?: number;
-}
+import type { Savings } from '../protocol/index.js';
+
+export type { Savings } from '../protocol/index.js';
 
 export function savingsFor(materializedBytes: number, charsReentered: number): Savings {
   const wouldBe = Math.round(materializedBytes / 4);

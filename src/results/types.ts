@@ -1,19 +1,11 @@
 import { z } from 'zod';
+import { REF_ID_RE, REF_SOURCES, RESULT_KINDS, RUN_ID_RE, type RefSource, type ResultKind, type ResultRef, type RunManifest } from '../protocol/index.js';
 
-/** What a ResultRef's bytes are, decided by sniffing the first bytes plus the file name. */
-export const RESULT_KINDS = ['json', 'jsonl', 'csv', 'text', 'binary'] as const;
-export const ResultKindSchema = z.enum(RESULT_KINDS);
-export type ResultKind = z.infer<typeof ResultKindSchema>;
-
-/** Where a ref came from: the child's result value, its bounded stdio, or /workspace/out. */
-/** `transcript`: an agent child's conversation as the supervisor served it (JSONL). */
-export const REF_SOURCES = ['value', 'stdout', 'stderr', 'out', 'transcript'] as const;
-export const RefSourceSchema = z.enum(REF_SOURCES);
-export type RefSource = z.infer<typeof RefSourceSchema>;
-
-export const REF_ID_RE = /^ref_[a-z2-7]{26}$/;
-/** Run ids become directory names: a closed alphabet, never a path. */
-export const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+/** The ref vocabulary (protocol/refs.ts) and its schemas, declared against its types. */
+export { PREVIEW_BYTES, REF_ID_RE, REF_SOURCES, RESULT_KINDS, RUN_ID_RE } from '../protocol/index.js';
+export type { RefSource, ResultKind, ResultRef, RunManifest } from '../protocol/index.js';
+export const ResultKindSchema = z.enum(RESULT_KINDS) satisfies z.ZodType<ResultKind>;
+export const RefSourceSchema = z.enum(REF_SOURCES) satisfies z.ZodType<RefSource>;
 
 export const ResultRefSchema = z.strictObject({
   /** Opaque, random: knowing one ref says nothing about any other. */
@@ -37,8 +29,7 @@ export const ResultRefSchema = z.strictObject({
   preview: z.string(),
   createdAt: z.string(),
   expiresAt: z.string(),
-});
-export type ResultRef = z.infer<typeof ResultRefSchema>;
+}) satisfies z.ZodType<ResultRef>;
 
 export const RunManifestSchema = z.strictObject({
   runId: z.string().regex(RUN_ID_RE),
@@ -46,8 +37,7 @@ export const RunManifestSchema = z.strictObject({
   refs: z.array(ResultRefSchema),
   /** Entries of /workspace/out that were not turned into refs, and why (content-free). */
   skipped: z.array(z.strictObject({ path: z.string(), reason: z.string() })),
-});
-export type RunManifest = z.infer<typeof RunManifestSchema>;
+}) satisfies z.ZodType<RunManifest>;
 
 /** Byte caps; over one is refused with `ref_too_large`, never truncated. */
 export interface ResultCaps {
@@ -55,6 +45,5 @@ export interface ResultCaps {
   maxRunBytes: number;
 }
 
-export const PREVIEW_BYTES = 2048;
 /** One line-index entry per this many lines: line N is a seek plus at most this many lines of scan. */
 export const LINE_INDEX_STRIDE = 1024;

@@ -3,8 +3,8 @@
  * daemon over its socket, a supervisor in this process, the records on disk). Light: it
  * imports only types, so a thin face loads nothing with it.
  */
-import type { RefSurface } from './ref-surface.js';
-import type { Brig, Supervisor } from './supervisor-api.js';
+import type { RefSurface } from './types.js';
+import type { Brig, Supervisor } from './types.js';
 
 export function brigOf(s: Supervisor, mode: Brig['mode'], refs: RefSurface, closeRefs: () => Promise<void> = async () => {}): Brig {
   return {

@@ -1,7 +1,7 @@
 import { AGENT_TOOL_NAMES } from '../agents/index.js';
 import { BrigError } from '../util/errors.js';
 import type { RunPorts } from './run-table.js';
-import type { SendMode } from './session-types.js';
+import type { SendMode } from './types.js';
 import type { RunRecord } from './types.js';
 
 /**

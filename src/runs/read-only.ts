@@ -1,7 +1,7 @@
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { RunStore } from './run-store.js';
 import { filtered } from './views.js';
-import type { HistoryPage, SendOutcome } from './session-types.js';
+import type { HistoryPage, SendOutcome } from './types.js';
 import type {
   EventsOptions,
   KillOptions,

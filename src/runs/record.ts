@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { RunKind, RunRecord } from './types.js';
+import type { RunKind, RunRecord, SpawnRequest } from './types.js';
 
 /** Run ids: `r-` + 16 hex chars. Sortable enough by createdAt; unguessable enough for a path. */
 export function newRunId(): string {
@@ -22,8 +22,8 @@ function canonical(v: unknown): unknown {
  * make it other work). The same task with another command, script, capability or profile
  * is another run.
  */
-export function requestHash(req: Record<string, unknown>): string {
-  const { async: _async, ...rest } = req;
+export function requestHash(req: object): string {
+  const { async: _async, ...rest } = req as Partial<SpawnRequest>;
   return createHash('sha256').update(JSON.stringify(canonical(rest))).digest('hex');
 }
 

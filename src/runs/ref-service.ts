@@ -20,10 +20,10 @@ import {
 } from '../results/index.js';
 import type { GrepOptions, ReadRange, Slicer, SliceOutput } from '../slice/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
-import type { ResultOptions, RefSurface, RunResult } from './ref-surface.js';
+import type { ResultOptions, RefSurface, RunResult } from './types.js';
 import type { RunRecord } from './types.js';
 
-export type { ResultOptions, RefSurface, RunResult } from './ref-surface.js';
+export type { ResultOptions, RefSurface, RunResult } from './types.js';
 
 export interface RefServiceDeps {
   store: FsResultStore;

@@ -4,11 +4,11 @@ import { toBrigError, type BrigError, type Result } from '../util/errors.js';
 import { EventBus } from './event-bus.js';
 import type { BrokerHandle, Clock, LeaseGrant } from './ports.js';
 import type { RunStore } from './run-store.js';
-import type { SupervisorEvent } from './events.js';
-import type { EndReason, KilledBy, RunError, RunRecord } from './run-record.js';
-import type { SpawnContext, SpawnRequest, SpawnRequestInput } from './spawn-request.js';
-import type { KillOptions, SteerOutcome, WaitOptions } from './supervisor-api.js';
-import type { HistoryPage, SendOptions, SendOutcome } from './session-types.js';
+import type { SupervisorEvent } from './types.js';
+import type { EndReason, KilledBy, RunError, RunRecord } from './types.js';
+import type { SpawnContext, SpawnRequest, SpawnRequestInput } from './types.js';
+import type { KillOptions, SteerOutcome, WaitOptions } from './types.js';
+import type { HistoryPage, SendOptions, SendOutcome } from './types.js';
 import type { SupervisorSettings } from './settings.js';
 
 /**

@@ -15,10 +15,10 @@ import { steerBacklog } from './control.js';
 import type { AgentReply } from './llm-calls.js';
 import type { RunPorts } from './run-table.js';
 import type { RunRecord } from './types.js';
-import { MAX_HISTORY_PAGE, MAX_SEND_WAIT_MS, SEND_MODES, type HistoryPage, type SendMode, type SendOptions, type SendOutcome } from './session-types.js';
+import { MAX_HISTORY_PAGE, MAX_SEND_WAIT_MS, SEND_MODES, type HistoryPage, type SendMode, type SendOptions, type SendOutcome } from './types.js';
 
-export { SEND_MODES, MAX_SEND_WAIT_MS, MAX_HISTORY_PAGE } from './session-types.js';
-export type { SendMode, SendOptions, SendOutcome, HistoryPage } from './session-types.js';
+export { SEND_MODES, MAX_SEND_WAIT_MS, MAX_HISTORY_PAGE } from './types.js';
+export type { SendMode, SendOptions, SendOutcome, HistoryPage } from './types.js';
 const REPLY_CHARS = 8_000;
 const HISTORY_ENTRY_CHARS = 4_000;
 

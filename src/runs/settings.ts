@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BrigError } from '../util/errors.js';
-import { SPAWN_BOUNDS } from './spawn-request.js';
+import { SPAWN_BOUNDS } from '../protocol/index.js';
 
 /** Tunables with the reference figures as defaults. */
 export interface SupervisorSettings {

@@ -1,21 +1,11 @@
 import { z } from 'zod';
-import { CapabilitySchema, LimitsSchema } from '../lease/types.js';
-import { RUN_KINDS } from './run-record.js';
+import { CapabilitySchema, LimitsSchema } from '../lease/index.js';
+import { RUN_KINDS, SPAWN_BOUNDS, type SpawnRequest, type SpawnRequestInput } from '../protocol/index.js';
 
 /**
- * One spawn request for every face (library, HTTP body, broker `spawn` params, CLI): its
- * bounds, its schema, who is asking, and the packet the child reads.
+ * The schema of the one spawn request for every face (library, HTTP body, broker `spawn`
+ * params, CLI), declared against protocol/runs.ts' SpawnRequest.
  */
-
-/** Bounds on what a request may carry; over a bound is `invalid_input`, never truncated. */
-export const SPAWN_BOUNDS = {
-  taskChars: 64 * 1024,
-  scriptBytes: 1024 * 1024,
-  labelChars: 128,
-  parentSummaryMaxTokens: 2000,
-  domainKnowledgeChars: 64 * 1024,
-  argvItems: 256,
-} as const;
 
 /**
  * One spawn request, for every face. snake_case because it is wire-visible (HTTP body,
@@ -71,59 +61,4 @@ export const SpawnRequestSchema = z
     if (r.model !== undefined && r.kind !== 'agent') ctx.addIssue({ code: 'custom', path: ['model'], message: 'only kind `agent` takes a model' });
     if (r.parent_summary !== undefined && r.include_parent_history !== 'summary')
       ctx.addIssue({ code: 'custom', path: ['parent_summary'], message: 'needs include_parent_history `summary`' });
-  });
-export type SpawnRequest = z.infer<typeof SpawnRequestSchema>;
-export type SpawnRequestInput = z.input<typeof SpawnRequestSchema>;
-
-/** Who is asking. Faces set it; the broker sets parentRunId from the authenticated token. */
-export interface SpawnContext {
-  /** The parent run (a grandchild spawn through the broker); absent for operator spawns. */
-  parentRunId?: string;
-  /** Caller identity for duplicate detection; defaults to parentRunId or `operator`. */
-  callerId?: string;
-  /** Internal: this spawn re-runs a resumable run's pinned script. */
-  resumeOf?: string;
-  /** Set by the broker: the parent's step count when it spawned this child (attribution). */
-  parentStep?: number;
-  /** Aborting it kills the run (killedBy operator); its outputs are still collected. */
-  signal?: AbortSignal;
-}
-
-/** Read-only to the child: written into /workspace/.brig/packet.json, 0444. */
-export interface SpawnPacket {
-  v: 1;
-  runId: string;
-  task: string;
-  objective: string | null;
-  artifactRefs: string[];
-  domainKnowledge: string | null;
-  toolGroups: string[];
-  parentSummary: string | null;
-  workspaceDir: string;
-  depth: number;
-  maxDepth: number;
-  expectedOutputs: string[];
-  maxSteps: number;
-  timeoutMs: number;
-  lease: { id: string; caps: string[]; expiresAt: string };
-  /** Present on a resumed run: the checkpoint is untrusted input from an earlier child. */
-  resumed: boolean;
-  /** Kind `agent`: what its in-jail loop runs (docs/agents.md, "The packet's agent part"). */
-  agent?: AgentPacket;
-}
-
-export interface AgentPacket {
-  name: string;
-  /** The spec's markdown body. */
-  instructions: string;
-  /** The tools this lease allows (finish always). */
-  tools: string[];
-  maxSteps: number;
-  workspaceAware: boolean;
-  role: 'worker' | 'coordinator';
-  autoCompactThreshold: number;
-  toolResultMaxChars: number;
-  maxConsecutiveFormatErrors: number;
-  contextWindow: number;
-  maxOutputTokens: number;
-}
+  }) satisfies z.ZodType<SpawnRequest, SpawnRequestInput>;

@@ -1,25 +1,8 @@
 /** What every slice verb returns, and the small helpers that shape it. */
+import type { SliceOutput, SliceVerb } from '../protocol/index.js';
 import { BrigError } from '../util/errors.js';
 
-export type SliceVerb = 'read' | 'grep' | 'jq' | 'sql' | 'jsonpath';
-
-export interface SliceOutput {
-  ref: string;
-  verb: SliceVerb;
-  /** read/grep/jq: the slice as text (base64 for a binary read). */
-  text?: string;
-  encoding?: 'utf8' | 'base64';
-  /** sql/jsonpath */
-  columns?: string[];
-  rows?: unknown[][];
-  returned: number;
-  unit: 'bytes' | 'lines' | 'matches' | 'rows' | 'values';
-  /** How many more units there were past the slice; a lower bound when moreExact is false. */
-  more: number;
-  moreExact: boolean;
-  /** "1,234 more lines" when cut, absent otherwise. */
-  note?: string;
-}
+export type { SliceOutput, SliceVerb } from '../protocol/index.js';
 
 export function out(ref: string, verb: SliceVerb, o: Omit<SliceOutput, 'ref' | 'verb' | 'note'> & { cutByBytes?: boolean }): SliceOutput {
   const { cutByBytes, ...rest } = o;

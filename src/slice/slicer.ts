@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
-import type { ResultRef } from '../results/index.js';
+import type { GrepOptions, ReadRange, ResultRef } from '../protocol/index.js';
 import { BrigError, type Result, err, ok, toBrigError } from '../util/errors.js';
 import { boundedExec } from './bounded-exec.js';
 import type { DuckdbHelperPool } from './duckdb-pool.js';
@@ -48,16 +48,6 @@ export const SLICE_DEFAULTS: SliceLimits = Object.freeze({
   timeoutMs: 30_000,
   toolMemoryBytes: 2 * 1024 ** 3,
 });
-
-export type ReadRange = { offset: number; length?: number } | { line: number; lines?: number };
-
-export interface GrepOptions {
-  maxMatches?: number;
-  context?: number;
-  ignoreCase?: boolean;
-  /** The pattern is a fixed string, not a regex. */
-  fixed?: boolean;
-}
 
 const GREP = ['/usr/bin/grep', '/bin/grep'].find((p) => fs.existsSync(p)) ?? '/usr/bin/grep';
 const JQ = '/usr/bin/jq';

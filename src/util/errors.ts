@@ -1,45 +1,14 @@
-import { ERROR_CODES, type ErrorCode, type ErrorKind, isErrorCode } from './error-codes.js';
+/**
+ * Error helpers over the one error type (protocol/errors.ts): turning anything thrown into a
+ * BrigError, scrubbing host paths from messages, and each face's mapping of a code's kind
+ * (CLI exit code, HTTP status).
+ */
+import { ERROR_CODES, isErrorCode, type ErrorCode, type ErrorKind } from '../protocol/error-codes.js';
+import { BrigError } from '../protocol/errors.js';
 
-export type { ErrorCode, ErrorKind } from './error-codes.js';
-export { ERROR_CODES, isErrorCode } from './error-codes.js';
-
-/** The one error class: a stable code, typed data, a hint saying what to do next. */
-export class BrigError extends Error {
-  override readonly name = 'BrigError';
-  readonly code: ErrorCode;
-  readonly data: Readonly<Record<string, unknown>>;
-  readonly hint: string;
-
-  constructor(
-    code: ErrorCode,
-    message: string,
-    opts: { data?: Record<string, unknown>; hint?: string; cause?: unknown } = {},
-  ) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.code = code;
-    this.data = Object.freeze({ ...(opts.data ?? {}) });
-    this.hint = opts.hint ?? ERROR_CODES[code].hint;
-  }
-
-  get kind(): ErrorKind {
-    return ERROR_CODES[this.code].kind;
-  }
-
-  /** The wire form: what every face shows. Never carries a stack or a cause chain. */
-  toJSON(): { code: ErrorCode; message: string; hint: string; data?: Record<string, unknown> } {
-    const out: { code: ErrorCode; message: string; hint: string; data?: Record<string, unknown> } = {
-      code: this.code,
-      message: this.message,
-      hint: this.hint,
-    };
-    if (Object.keys(this.data).length > 0) out.data = { ...this.data };
-    return out;
-  }
-}
-
-export function isBrigError(e: unknown, code?: ErrorCode): e is BrigError {
-  return e instanceof BrigError && (code === undefined || e.code === code);
-}
+export type { ErrorCode, ErrorKind } from '../protocol/error-codes.js';
+export { ERROR_CODES, isErrorCode } from '../protocol/error-codes.js';
+export { BrigError, isBrigError, ok, err, type Result, type WireError } from '../protocol/errors.js';
 
 /** Turns anything thrown into a BrigError; unknown errors become `internal`. */
 export function toBrigError(e: unknown): BrigError {
@@ -73,11 +42,6 @@ export function publicError(e: unknown): { code: ErrorCode; message: string } {
   const be = toBrigError(e);
   return { code: be.code, message: e instanceof BrigError ? be.message : scrubHostPaths(be.message) };
 }
-
-/** Expected refusals are values, not throws. */
-export type Result<T, E = BrigError> = { ok: true; value: T } | { ok: false; error: E };
-export const ok = <T>(value: T): Result<T, never> => ({ ok: true, value });
-export const err = <E>(error: E): Result<never, E> => ({ ok: false, error });
 
 /**
  * CLI exit code per kind. With the run outcomes the commands return (src/cli/exit-codes.ts)

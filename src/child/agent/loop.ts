@@ -11,7 +11,7 @@ import { executeCall, notRun, type CallEnv } from './calls.js';
 import { chooseKept, COMPACT_REQUEST, resetMessages } from './compact.js';
 import { JAIL_ROOTS, type Roots } from './confine.js';
 import { bounded, completeOnce } from './model-call.js';
-import type { AgentPacket } from './packet.js';
+import type { LoopPacket } from './packet.js';
 import { buildSystemPrompt } from './prompt.js';
 import { offeredTools, toolSchemas } from './tools/registry.js';
 import type { ChildInfo, ToolDef } from './tools/tool.js';
@@ -35,7 +35,7 @@ const FALLBACK_CHARS = 4000;
 
 export interface AgentLoopOptions {
   broker: Broker;
-  packet: AgentPacket;
+  packet: LoopPacket;
   roots?: Roots;
   spillDir?: string;
   resultSpool?: ResultSpool;
@@ -265,8 +265,8 @@ export class AgentLoop {
       const ms = this.#o.stop.aborted ? Math.min(this.#o.salvageTimeoutMs, 5000) : this.#o.salvageTimeoutMs;
       const attempt = async () => {
         await this.#o.broker.call('llm.append', { messages: [{ role: 'user', content: SALVAGE_REQUEST(reason) }] });
-        const params = { system: this.system, purpose: 'salvage', step: this.#step, maxTokens: Math.min(this.#agent.maxOutputTokens, SALVAGE_MAX_TOKENS) };
-        return this.#o.broker.call('llm.complete', params) as Promise<LlmReply>;
+        const params = { system: this.system, purpose: 'salvage' as const, step: this.#step, maxTokens: Math.min(this.#agent.maxOutputTokens, SALVAGE_MAX_TOKENS) };
+        return this.#o.broker.call('llm.complete', params);
       };
       const r = await bounded(attempt(), ms);
       if (r.ok && typeof r.value?.message?.content === 'string') answer = r.value.message.content.trim();

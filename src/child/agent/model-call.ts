@@ -4,6 +4,7 @@
  * a short grace; past it the loop gives up on the conversation (the supervisor may still
  * append that reply) and salvages without the model.
  */
+import type { ParamsOf } from '../../protocol/index.js';
 import type { Broker, LlmReply } from './types.js';
 import { errorCode } from './types.js';
 
@@ -52,7 +53,7 @@ export type ModelCallResult = { kind: 'reply'; reply: LlmReply } | { kind: 'erro
 
 export async function completeOnce(
   broker: Broker,
-  params: Record<string, unknown>,
+  params: ParamsOf<'llm.complete'>,
   o: { stop: AbortSignal; stopGraceMs: number; retryDelayMs: number },
 ): Promise<ModelCallResult> {
   for (let attempt = 0; ; attempt++) {

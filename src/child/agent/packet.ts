@@ -5,32 +5,15 @@
  * supervisor may leave out; anything of the wrong type is refused.
  */
 
-export interface AgentSpec {
-  name: string;
-  /** The spec's markdown body. */
-  instructions: string;
-  /** Tool names this lease allows; `finish` is offered whatever this says. */
-  tools: string[];
-  maxSteps: number;
-  workspaceAware: boolean;
-  role: 'worker' | 'coordinator';
-  autoCompactThreshold: number;
-  toolResultMaxChars: number;
-  maxConsecutiveFormatErrors: number;
-  contextWindow: number;
-  maxOutputTokens: number;
-}
+import type { AgentPacket, SpawnPacket } from '../../protocol/index.js';
 
-export interface AgentPacket {
-  runId: string;
-  task: string;
-  objective: string | null;
-  artifactRefs: string[];
-  domainKnowledge: string | null;
-  parentSummary: string | null;
-  depth: number;
-  maxDepth: number;
-  timeoutMs: number;
+/** The packet's agent part, as the supervisor writes it (protocol/runs.ts). */
+export type AgentSpec = AgentPacket;
+
+/** What the loop reads of the spawn packet (protocol/runs.ts SpawnPacket), checked and flattened. */
+export interface LoopPacket
+  extends Pick<SpawnPacket, 'runId' | 'task' | 'objective' | 'artifactRefs' | 'domainKnowledge' | 'parentSummary' | 'depth' | 'maxDepth' | 'timeoutMs'> {
+  /** The lease's capabilities (packet.lease.caps). */
   caps: string[];
   agent: AgentSpec;
 }
@@ -63,7 +46,7 @@ function num(o: Obj, k: string, path: string, dflt: number | undefined, min: num
   return typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max ? v : bad(path + k, `a number in [${min}, ${max}]`);
 }
 
-export function parseAgentPacket(raw: unknown): AgentPacket {
+export function parseAgentPacket(raw: unknown): LoopPacket {
   if (!isObj(raw)) bad('(root)', 'an object');
   const a = raw.agent;
   if (!isObj(a)) bad('agent', 'an object (this packet is not for an agent child)');

@@ -6,7 +6,7 @@
  * cut section says where its whole text is (the packet file in the workspace).
  */
 import { fitJson } from './bound.js';
-import type { AgentPacket } from './packet.js';
+import type { LoopPacket } from './packet.js';
 import type { ToolDef } from './tools/tool.js';
 
 export const PACKET_FILE = '/workspace/.brig/packet.json';
@@ -19,7 +19,7 @@ function capped(text: string, bytes: number, field: string): string {
   return fit === text ? text : `${fitJson(text, bytes - 200)}\n[cut to fit the prompt: the whole text is \`${field}\` in ${PACKET_FILE}]`;
 }
 
-function rules(p: AgentPacket, offered: readonly ToolDef[]): string {
+function rules(p: LoopPacket, offered: readonly ToolDef[]): string {
   const a = p.agent;
   const has = (n: string) => offered.some((t) => t.name === n);
   const lines = [
@@ -39,7 +39,7 @@ function rules(p: AgentPacket, offered: readonly ToolDef[]): string {
   return lines.join('\n');
 }
 
-export function buildSystemPrompt(p: AgentPacket, offered: readonly ToolDef[], workspaceInfo: readonly string[] | null): string {
+export function buildSystemPrompt(p: LoopPacket, offered: readonly ToolDef[], workspaceInfo: readonly string[] | null): string {
   const sections: [string, string][] = [
     ['Role and rules', rules(p, offered)],
     ['Tools', offered.map((t) => `- \`${t.name}\`: ${t.description}`).join('\n')],

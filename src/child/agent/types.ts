@@ -3,41 +3,23 @@
  * "The model wire contract") as the child sees it, and the one port everything goes through.
  */
 
-/** All the loop needs of the broker: the BrokerClient in the jail, a scripted fake in tests. */
+import type { BrokerMethod, ParamsOf, ReplyOf } from '../../protocol/index.js';
+
+/**
+ * All the loop needs of the broker: the BrokerClient in the jail, a scripted fake in tests.
+ * Typed by the broker's own table (protocol/broker.ts): a call's params and its reply are the
+ * ones the supervisor validates and answers, never a cast of the child's own guess.
+ */
 export interface Broker {
-  call(method: string, params: unknown): Promise<unknown>;
+  call<M extends BrokerMethod>(method: M, params: ParamsOf<M>): Promise<ReplyOf<M>>;
 }
 
-export interface ToolCall {
-  id: string;
-  name: string;
-  input: unknown;
-}
-
-export type LlmMessage =
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
-  | { role: 'tool'; toolCallId: string; content: string; isError?: boolean };
-
-export interface LlmTool {
-  name: string;
-  description: string;
-  parameters: JsonSchema;
-}
-
-export interface LlmReply {
-  message: { role: 'assistant'; content: string; toolCalls: (ToolCall & { inputError?: string })[] };
-  finishReason: 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'error';
-  usage: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
-  costUsd: number | null;
-  model: string;
-  contextWindow: number;
-  contextUsed: number;
-  budget: { tokensLeft: number | null; costLeftUsd: number | null };
-}
+/** The conversation words are the broker's (protocol/broker.ts): one definition either side of the jail. */
+export type { LlmMessage, LlmReply, LlmTool, LlmToolCall as ToolCall } from '../../protocol/index.js';
 
 /** The subset of JSON Schema the tools use (and `check-args.ts` validates). */
-export interface JsonSchema {
+// A type alias, not an interface: it must be assignable to the wire's Record<string, unknown>.
+export type JsonSchema = {
   type: 'object' | 'string' | 'integer' | 'number' | 'boolean' | 'array';
   description?: string;
   properties?: Record<string, JsonSchema>;
@@ -50,7 +32,7 @@ export interface JsonSchema {
   maximum?: number;
   minItems?: number;
   maxItems?: number;
-}
+};
 
 /** Why a run ended other than by `finish` (the `endReason` of a partial result). */
 export type EndReason = 'max_steps' | 'budget_exceeded' | 'format_errors' | 'terminated' | 'model_error' | 'broker_error' | 'internal';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ROUTES } from '../../../src/api/contract.js';
-import { ERROR_CODES } from '../../../src/util/error-codes.js';
+import { ERROR_CODES } from '../../../src/protocol/error-codes.js';
 
 test("route_not_found's hint names every route of the contract (its first segment and each action)", () => {
   const hint = ERROR_CODES.route_not_found.hint;

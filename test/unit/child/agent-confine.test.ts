@@ -73,7 +73,7 @@ test('the file tools refuse through confine: read_file ../, write_file via a sym
   t.after(r.cleanup);
   const env = {
     tools: new Map(FS_TOOLS.map((x) => [x.name, x])),
-    ctx: { roots: { workspace: r.workspace, artifacts: r.artifacts }, broker: { call: async () => ({}) }, children: new Map(), maxChars: 16_000, runTimeoutMs: 60_000 },
+    ctx: { roots: { workspace: r.workspace, artifacts: r.artifacts }, broker: { call: async (): Promise<any> => ({}) }, children: new Map(), maxChars: 16_000, runTimeoutMs: 60_000 },
     stop: new AbortController().signal,
     spiller: new Spiller(path.join(r.workspace, '.brig/spill')),
     secrets: [],

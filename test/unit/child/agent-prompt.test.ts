@@ -29,7 +29,7 @@ test('artifacts are named, never read into the prompt', (t) => {
   t.after(r.cleanup);
   fs.writeFileSync(path.join(r.artifacts, 'notes.txt'), 'ARTIFACT-CONTENT-7');
   const p = packet({}, { artifactRefs: ['notes.txt'] });
-  const loop = new AgentLoop({ broker: { call: async () => ({}) }, packet: p, roots: r, workspaceInfo: null });
+  const loop = new AgentLoop({ broker: { call: async (): Promise<any> => ({}) }, packet: p, roots: r, workspaceInfo: null });
   assert.ok(loop.system.includes('/artifacts/notes.txt'));
   assert.ok(!loop.system.includes('ARTIFACT-CONTENT-7'));
 });
@@ -38,8 +38,8 @@ test('the prompt is byte-stable: the same packet builds the same bytes; the role
   const r = tempRoots();
   t.after(r.cleanup);
   const p = packet({ workspaceAware: true });
-  const a = new AgentLoop({ broker: { call: async () => ({}) }, packet: p, roots: r }).system;
-  const b = new AgentLoop({ broker: { call: async () => ({}) }, packet: p, roots: r }).system;
+  const a = new AgentLoop({ broker: { call: async (): Promise<any> => ({}) }, packet: p, roots: r }).system;
+  const b = new AgentLoop({ broker: { call: async (): Promise<any> => ({}) }, packet: p, roots: r }).system;
   assert.equal(a, b);
   const coord = buildSystemPrompt(packet({ role: 'coordinator' }), offeredTools([]), null);
   assert.match(coord, /You coordinate: split the work/);

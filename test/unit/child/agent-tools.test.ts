@@ -16,7 +16,7 @@ function env(t: { after: (fn: () => void) => void }, broker: (method: string, pa
   const children = new Map<string, ChildInfo>();
   const e: CallEnv = {
     tools: new Map([...allTools(), ...extra].map((x) => [x.name, x])),
-    ctx: { roots: { workspace: r.workspace, artifacts: r.artifacts }, broker: { call: async (method, params) => (calls.push({ method, params }), broker(method, params)) }, children, maxChars: 2000, runTimeoutMs: 60_000 },
+    ctx: { roots: { workspace: r.workspace, artifacts: r.artifacts }, broker: { call: async (method, params): Promise<any> => (calls.push({ method, params }), broker(method, params)) }, children, maxChars: 2000, runTimeoutMs: 60_000 },
     stop: new AbortController().signal,
     spiller: new Spiller(path.join(r.workspace, '.brig/spill')),
     secrets: [],

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Broker, LlmMessage, LlmReply } from '../../../src/child/agent/types.js';
-import type { AgentPacket } from '../../../src/child/agent/packet.js';
+import type { LoopPacket } from '../../../src/child/agent/packet.js';
 
 export class CodeError extends Error {
   constructor(readonly code: string, message = code) {
@@ -49,7 +49,7 @@ export class FakeBroker implements Broker {
     return this.calls.filter((c) => c.method === method);
   }
 
-  async call(method: string, params: any): Promise<unknown> {
+  async call(method: string, params: any): Promise<any> {
     const line = JSON.stringify({ v: 1, id: 1, method, token: 'x'.repeat(64), params });
     if (Buffer.byteLength(line) > 64 * 1024) {
       this.violations.push(`line over 64 KiB: ${method} ${Buffer.byteLength(line)}`);
@@ -113,7 +113,7 @@ export class FakeBroker implements Broker {
 let n = 0;
 export const call = (name: string, input: unknown, extra: Record<string, unknown> = {}) => ({ id: `c${++n}`, name, input, ...extra });
 
-export function packet(agent: Partial<AgentPacket['agent']> = {}, rest: Partial<AgentPacket> = {}): AgentPacket {
+export function packet(agent: Partial<LoopPacket['agent']> = {}, rest: Partial<LoopPacket> = {}): LoopPacket {
   return {
     runId: 'r-0000000000000001', task: 'count the lines', objective: 'know the size of the code', artifactRefs: [], domainKnowledge: null,
     parentSummary: null, depth: 1, maxDepth: 3, timeoutMs: 600_000, caps: ['exec', 'llm'],
@@ -136,7 +136,7 @@ export function tempRoots(): { workspace: string; artifacts: string; base: strin
   return { workspace, artifacts, base, cleanup: () => fs.rmSync(base, { recursive: true, force: true }) };
 }
 
-export function loopOptions(broker: FakeBroker, p: AgentPacket, roots: { workspace: string; artifacts: string }) {
+export function loopOptions(broker: FakeBroker, p: LoopPacket, roots: { workspace: string; artifacts: string }) {
   return {
     broker, packet: p, roots, spillDir: path.join(roots.workspace, '.brig/spill'),
     resultSpool: { dir: path.join(roots.workspace, '.brig/result'), file: path.join(roots.workspace, '.brig/result/value.json') },

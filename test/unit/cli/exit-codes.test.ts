@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { EXIT, exitForRuns, exitTable } from '../../../src/cli/exit-codes.js';
 import { exitCodeFor, type ErrorKind } from '../../../src/util/errors.js';
-import { ERROR_CODES } from '../../../src/util/error-codes.js';
+import { ERROR_CODES } from '../../../src/protocol/error-codes.js';
 import type { RunRecord } from '../../../src/runs/index.js';
 
 const DOC = path.resolve(import.meta.dirname, '../../../docs/cli.md');

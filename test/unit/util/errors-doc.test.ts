@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ERROR_CODES } from '../../../src/util/error-codes.js';
+import { ERROR_CODES } from '../../../src/protocol/error-codes.js';
 import { BrigError, exitCodeFor, httpStatusOf, publicError, scrubHostPaths } from '../../../src/util/errors.js';
 
 const DOC = path.resolve(import.meta.dirname, '../../../docs/errors.md');

@@ -3,6 +3,7 @@
  * children. The supervisor decides everything (admission, depth, lease intersection, whose
  * refs are whose); these only shape the params and render the reply for the model.
  */
+import type { BrokerMethod, ParamsOf } from '../../../protocol/index.js';
 import type { JsonSchema } from '../types.js';
 import { obj, S, type ChildInfo, type ToolContext, type ToolDef } from './tool.js';
 
@@ -19,6 +20,15 @@ function pick(a: Record<string, unknown>, keys: string[]): Record<string, unknow
   return Object.fromEntries(keys.filter((k) => a[k] !== undefined && a[k] !== null).map((k) => [k, a[k]]));
 }
 
+/**
+ * A tool's arguments as the params of its broker method: they were checked against the tool's
+ * JSON schema (check-args.ts) before the tool ran, and the broker validates them again with
+ * the method's strict schema, so this is the one place a model's words take a wire type.
+ */
+function params<M extends BrokerMethod>(_method: M, p: Record<string, unknown>): ParamsOf<M> {
+  return p as ParamsOf<M>;
+}
+
 const json = (v: unknown) => JSON.stringify(v, null, 1);
 
 function renderSlice(v: unknown): string {
@@ -31,14 +41,14 @@ function renderSlice(v: unknown): string {
   return parts.join('\n');
 }
 
-function refTool(name: string, method: string, description: string, props: Record<string, JsonSchema>, required: string[]): ToolDef {
+function refTool(name: string, method: 'refs.read' | 'refs.grep' | 'refs.jq' | 'refs.sql' | 'refs.jsonpath', description: string, props: Record<string, JsonSchema>, required: string[]): ToolDef {
   return {
     name,
     description,
     parameters: obj({ ref, ...props }, ['ref', ...required]),
     timeoutMs: () => REF_TIMEOUT_MS,
     async run(a, ctx) {
-      return renderSlice(await ctx.broker.call(method, pick(a, ['ref', ...Object.keys(props)])));
+      return renderSlice(await ctx.broker.call(method, params(method, pick(a, ['ref', ...Object.keys(props)]))));
     },
   };
 }
@@ -94,7 +104,7 @@ const spawnTool: ToolDef = {
   timeoutMs: (a, ctx) => (a.async === true ? REF_TIMEOUT_MS : ctx.runTimeoutMs),
   async run(a, ctx) {
     const request = { kind: 'agent', ...pick(a, ['task', 'agent', 'objective', 'async']) };
-    const s = (await ctx.broker.call('spawn', { request })) as Summary;
+    const s = await ctx.broker.call('spawn', { request });
     remember(ctx, s, { task: String(a.task).slice(0, 200), agent: typeof a.agent === 'string' ? a.agent : null, async: a.async === true });
     return json(s);
   },
@@ -117,8 +127,8 @@ const waitChildren: ToolDef = {
   parameters: obj({ runIds: { ...S.strs('child run ids', 50), minItems: 1 }, timeoutMs: S.int(`how long to wait (default and most ${MAX_WAIT_MS})`, 1, MAX_WAIT_MS) }, ['runIds']),
   timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS) + 10_000,
   async run(a, ctx) {
-    const r = (await ctx.broker.call('wait', { runs: a.runIds, timeoutMs: typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS })) as { runs?: Summary[] };
-    for (const s of r?.runs ?? []) remember(ctx, s);
+    const r = await ctx.broker.call('wait', params('wait', { runs: a.runIds, timeoutMs: typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS }));
+    for (const s of r.runs) remember(ctx, s);
     return json(r);
   },
 };
@@ -129,7 +139,7 @@ const steerChild: ToolDef = {
   parameters: obj({ runId, message: S.str('the message', { minLength: 1, maxLength: 4000 }) }, ['runId', 'message']),
   timeoutMs: () => CONTROL_TIMEOUT_MS,
   async run(a, ctx) {
-    return json(await ctx.broker.call('child.steer', { child: a.runId, message: a.message }));
+    return json(await ctx.broker.call('child.steer', params('child.steer', { child: a.runId, message: a.message })));
   },
 };
 
@@ -139,7 +149,7 @@ const killChild: ToolDef = {
   parameters: obj({ runId, reason: S.str('why (kept on its record)', { maxLength: 200 }) }, ['runId']),
   timeoutMs: () => CONTROL_TIMEOUT_MS,
   async run(a, ctx) {
-    const r = (await ctx.broker.call('child.kill', { child: a.runId, ...pick(a, ['reason']) })) as Summary;
+    const r = await ctx.broker.call('child.kill', params('child.kill', { child: a.runId, ...pick(a, ['reason']) }));
     remember(ctx, { ...r, status: 'ended' });
     return json(r);
   },
@@ -160,7 +170,7 @@ const sendChild: ToolDef = {
   ),
   timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : 30_000) + 10_000,
   async run(a, ctx) {
-    return json(await ctx.broker.call('child.send', { child: a.runId, text: a.text, ...pick(a, ['mode', 'timeoutMs', 'maxTurns']) }));
+    return json(await ctx.broker.call('child.send', params('child.send', { child: a.runId, text: a.text, ...pick(a, ['mode', 'timeoutMs', 'maxTurns']) })));
   },
 };
 
@@ -170,7 +180,7 @@ const statusTool: ToolDef = {
   parameters: obj({ runId }, ['runId']),
   timeoutMs: () => CONTROL_TIMEOUT_MS,
   async run(a, ctx) {
-    const r = (await ctx.broker.call('child.status', { child: a.runId })) as Summary;
+    const r = await ctx.broker.call('child.status', params('child.status', { child: a.runId }));
     remember(ctx, r);
     return json(r);
   },
@@ -182,7 +192,7 @@ const explainTool: ToolDef = {
   parameters: obj({ runId }, ['runId']),
   timeoutMs: () => CONTROL_TIMEOUT_MS,
   async run(a, ctx) {
-    return json(await ctx.broker.call('child.explain', { child: a.runId }));
+    return json(await ctx.broker.call('child.explain', params('child.explain', { child: a.runId })));
   },
 };
 
@@ -192,7 +202,7 @@ const historyTool: ToolDef = {
   parameters: obj({ runId, offset: S.int('first entry', 0, 1_000_000), limit: S.int('entries (at most 20)', 1, 20) }, ['runId']),
   timeoutMs: () => CONTROL_TIMEOUT_MS,
   async run(a, ctx) {
-    return json(await ctx.broker.call('child.history', { child: a.runId, ...pick(a, ['offset', 'limit']) }));
+    return json(await ctx.broker.call('child.history', params('child.history', { child: a.runId, ...pick(a, ['offset', 'limit']) })));
   },
 };
 

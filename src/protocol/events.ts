@@ -1,4 +1,4 @@
-import type { EndReason, KilledBy, RunKind, TerminalStatus } from './run-record.js';
+import type { EndReason, KilledBy, RunKind, TerminalStatus } from './runs.js';
 
 /** Supervisor events: content-free (INV-7) — ids, counts, enums and durations only. */
 

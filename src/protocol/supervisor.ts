@@ -1,9 +1,44 @@
-import type { BrigError, Result } from '../util/errors.js';
+/**
+ * The supervisor's role as every face sees it — the library's Brig, the daemon's API client,
+ * the records on disk read-only — with its options, outcomes and the sessions tools' words.
+ */
+import type { BrigError, Result } from './errors.js';
 import type { SupervisorEvent } from './events.js';
-import type { KilledBy, RunKind, RunRecord, RunStatus } from './run-record.js';
-import type { SpawnContext, SpawnRequestInput } from './spawn-request.js';
-import type { HistoryPage, SendOptions, SendOutcome } from './session-types.js';
-import type { RefSurface } from './ref-surface.js';
+import type { RefSurface } from './refs.js';
+import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnContext, SpawnRequestInput } from './runs.js';
+
+/** The sessions tools' vocabulary (sessions.ts serves it). */
+
+export const SEND_MODES = ['fire-and-forget', 'wait', 'ping-pong'] as const;
+export type SendMode = (typeof SEND_MODES)[number];
+export const MAX_SEND_WAIT_MS = 50_000;
+export const MAX_HISTORY_PAGE = 50;
+
+export interface SendOptions {
+  mode?: SendMode;
+  timeoutMs?: number;
+  /** ping-pong: how many replies to collect (0–5, default 3). */
+  maxTurns?: number;
+}
+
+export interface SendOutcome {
+  runId: string;
+  mode: SendMode;
+  delivered: 'queued';
+  replies: { step: number; text: string; toolCalls: string[] }[];
+  status: RunRecord['status'];
+  endReason: RunRecord['endReason'];
+  timedOut: boolean;
+}
+
+export interface HistoryPage {
+  runId: string;
+  offset: number;
+  entries: unknown[];
+  total: number;
+  more: number;
+}
+
 
 /** The supervisor's role, as every face sees it (the daemon's API client implements it too). */
 

@@ -1,0 +1,210 @@
+/**
+ * The broker's vocabulary (protocol v1): the one method → capability table, every method's
+ * params and reply, and the conversation words an agent child speaks through `llm.*`. The
+ * broker validates params with strict zod schemas declared against `ParamsOf<M>`; runs/
+ * answers with `ReplyOf<M>`; the child's SDK and agent loop call with the same two types, so
+ * nothing is cast or copied across the jail boundary.
+ */
+import type { Capability } from './leases.js';
+import type { GrepOptions, ResultKind, SliceOutput } from './refs.js';
+import type { EndReason, RunStatus } from './runs.js';
+import type { HistoryPage, SendMode, SendOutcome, SteerOutcome } from './supervisor.js';
+import type { ErrorCode } from './error-codes.js';
+
+export const PROTOCOL_VERSION = 1;
+/** Longest accepted line, newline excluded. */
+export const MAX_LINE_BYTES = 65536;
+/** Deepest accepted JSON nesting (objects + arrays). */
+export const MAX_NESTING = 32;
+/** Longest reply line; a bigger handler result becomes an `output_too_large` error. */
+export const MAX_REPLY_BYTES = 1024 * 1024;
+
+/** The one method → required capability table (null = any valid lease). */
+export const BROKER_METHODS = {
+  hello: null,
+  progress: null,
+  log: null,
+  checkpoint: null,
+  resume: null,
+  result: null,
+  'steer.poll': null,
+  spawn: 'spawn',
+  wait: 'spawn',
+  'refs.list': 'refs.read',
+  'refs.read': 'refs.read',
+  'refs.grep': 'refs.read',
+  'refs.jq': 'refs.read',
+  'refs.sql': 'refs.read',
+  'refs.jsonpath': 'refs.read',
+  'llm.append': 'llm',
+  'llm.reset': 'llm',
+  'llm.complete': 'llm',
+  'child.kill': 'kill',
+  'child.steer': 'steer',
+  'child.send': 'steer',
+  'child.status': 'spawn',
+  'child.explain': 'spawn',
+  'child.history': 'spawn',
+} as const satisfies Record<string, Capability | null>;
+export type BrokerMethod = keyof typeof BROKER_METHODS;
+
+// ── The conversation an agent child keeps through llm.* (docs/agents.md) ──
+
+export interface LlmToolCall {
+  id: string;
+  name: string;
+  input: unknown;
+  /** Set when the provider's argument string was not a JSON object; `input` is then `{}`. */
+  inputError?: string;
+}
+
+export type LlmMessage =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: LlmToolCall[] }
+  | { role: 'tool'; toolCallId: string; content: string; isError?: boolean };
+
+export interface LlmTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** input = every input token counted once (cached included); cacheRead/cacheWrite are subsets of input. */
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  total: number;
+}
+
+export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'error';
+
+export const LLM_PURPOSES = ['step', 'compact', 'salvage'] as const;
+export type LlmPurpose = (typeof LLM_PURPOSES)[number];
+
+/** What one `llm.complete` answers: the turn, what it cost, and what is left of the budget. */
+export interface LlmReply {
+  message: { role: 'assistant'; content: string; toolCalls: LlmToolCall[] };
+  finishReason: FinishReason;
+  usage: Usage;
+  costUsd: number | null;
+  model: string;
+  contextWindow: number;
+  contextUsed: number;
+  budget: { tokensLeft: number | null; costLeftUsd: number | null };
+}
+
+// ── What a parent learns of its children ──
+
+/** What a child sees of a ref: no host path, no preview (it slices what it needs). */
+export interface ChildRefHandle {
+  ref: string;
+  path: string;
+  kind: ResultKind;
+  bytes: number;
+  rows?: number;
+}
+
+export interface RunErrorView {
+  code: ErrorCode;
+  message: string;
+}
+
+/** One child as a spawn or a wait returns it. */
+export interface ChildSummary {
+  runId: string;
+  status: RunStatus;
+  endReason: EndReason | null;
+  /** The child's result when it is small (≤ 16,000 chars of JSON); else null and resultCut. */
+  result: unknown;
+  /** Set when the result was too big to cross back: it is the child's result.json ref. */
+  resultCut?: { chars: number; hint: string };
+  error: RunErrorView | null;
+  missingOutputs: string[];
+  partial?: true;
+}
+
+/** A summary with its ResultRef handles (bounded; `refsMore` counts those left out). */
+export interface ChildSummaryWithRefs extends ChildSummary {
+  refs: ChildRefHandle[];
+  refsMore?: number;
+}
+
+// ── Params and replies, one entry per method ──
+
+export interface BrokerParams {
+  hello: Record<string, never>;
+  progress: { line?: string | null | undefined; steps?: number | undefined; tool?: string | null | undefined };
+  log: { level?: 'debug' | 'info' | 'warn' | 'error' | undefined; message: string };
+  checkpoint: { state?: unknown };
+  resume: Record<string, never>;
+  /** A value that fits a line, or `spooled`: the SDK wrote it to /workspace/.brig/result/value.json. */
+  result: { value?: unknown } | { spooled: { bytes: number } };
+  'steer.poll': Record<string, never>;
+  /** The request is a spawn request (protocol/runs.ts); its schema is applied by the supervisor. */
+  spawn: { request: Record<string, unknown> };
+  /** Blocks until these children of the caller ended (or timeoutMs); the caller frees its slot meanwhile. */
+  wait: { runs: string[]; timeoutMs?: number | undefined };
+  'refs.list': { run: string };
+  'refs.read': { ref: string; offset?: number | undefined; length?: number | undefined; line?: number | undefined; lines?: number | undefined };
+  'refs.grep': { ref: string; pattern: string } & { [K in keyof GrepOptions]?: GrepOptions[K] | undefined };
+  'refs.jq': { ref: string; filter: string };
+  'refs.sql': { ref: string; sql: string; maxRows?: number | undefined };
+  'refs.jsonpath': { ref: string; path: string };
+  'llm.append': { messages: LlmMessage[] };
+  'llm.reset': { messages: LlmMessage[] };
+  'llm.complete': {
+    system: string;
+    tools?: LlmTool[] | undefined;
+    maxTokens?: number | undefined;
+    model?: string | undefined;
+    purpose?: LlmPurpose | undefined;
+    step?: number | undefined;
+  };
+  'child.kill': { child: string; reason?: string | undefined };
+  'child.steer': { child: string; message: string };
+  'child.send': { child: string; text: string; mode?: SendMode | undefined; timeoutMs?: number | undefined; maxTurns?: number | undefined };
+  'child.status': { child: string };
+  'child.explain': { child: string };
+  'child.history': { child: string; offset?: number | undefined; limit?: number | undefined };
+}
+
+export interface BrokerReplies {
+  hello: { v: number; runId: string; packet: unknown; methods: BrokerMethod[] };
+  progress: { steers: string[]; stepsExecuted: number };
+  log: { logged: true };
+  checkpoint: { saved: true };
+  resume: { checkpoint: unknown; untrusted: true };
+  result: { saved: true; spooled?: true };
+  'steer.poll': { steers: string[] };
+  spawn: ChildSummaryWithRefs;
+  wait: { runs: ChildSummaryWithRefs[] };
+  'refs.list': { refs: ChildRefHandle[]; more: number };
+  'refs.read': SliceOutput;
+  'refs.grep': SliceOutput;
+  'refs.jq': SliceOutput;
+  'refs.sql': SliceOutput;
+  'refs.jsonpath': SliceOutput;
+  'llm.append': { messages: number };
+  'llm.reset': { messages: number };
+  'llm.complete': LlmReply;
+  'child.kill': { runId: string; endReason: EndReason | null };
+  'child.steer': SteerOutcome;
+  'child.send': SendOutcome;
+  'child.status': ChildSummary & { stepsExecuted: number; tokens: number | null; costUsd: number | null; progressLine: string | null };
+  'child.explain': ChildSummary & {
+    caps: Capability[] | null;
+    budget: { tokens: number; costUsd: number } | null;
+    maxSteps: number;
+    timeoutMs: number;
+    tokens: number | null;
+    costUsd: number | null;
+    outputs: { path: string; bytes: number }[];
+    hint: string;
+  };
+  'child.history': HistoryPage;
+}
+
+export type ParamsOf<M extends BrokerMethod> = BrokerParams[M];
+export type ReplyOf<M extends BrokerMethod> = BrokerReplies[M];

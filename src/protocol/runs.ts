@@ -1,0 +1,269 @@
+/**
+ * The run vocabulary: statuses, end reasons, kinds, the run record, the spawn request and the
+ * packet the child reads. What every face (library, HTTP, CLI, MCP, console) and the child
+ * speak; runs/ declares its schemas against these types.
+ */
+import type { ErrorCode } from './error-codes.js';
+import type { Capability, Limits } from './leases.js';
+
+export const RUN_STATUSES = ['queued', 'starting', 'running', 'materializing', 'ended'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+/** INV-8: every run ends with exactly one of these. */
+export const END_REASONS = ['completed', 'failed', 'killed', 'swept', 'watchdog_timeout', 'ghost_sweep'] as const;
+export type EndReason = (typeof END_REASONS)[number];
+export const KILLED_BY = ['parent', 'health_monitor', 'operator', 'system'] as const;
+export type KilledBy = (typeof KILLED_BY)[number];
+/** The `failed` event's classification of a non-completed end. */
+export const TERMINAL_STATUSES = ['cancelled', 'failed', 'timeout'] as const;
+export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+export const RUN_KINDS = ['script', 'command', 'agent'] as const;
+export type RunKind = (typeof RUN_KINDS)[number];
+
+/**
+ * The jail as the engine reported it after create, once verification passed: what an operator
+ * audits (the console's run detail, the run record). Content-free: ids, enums and numbers.
+ */
+export interface JailVerified {
+  containerId: string;
+  image: string;
+  user: string;
+  network: string;
+  readOnlyRoot: boolean;
+  capDrop: string[];
+  noNewPrivileges: boolean;
+  /** sha256 (12 hex) of the seccomp profile the engine holds for the container. */
+  seccompSha: string | null;
+  ipc: string;
+  limits: { cpu: number | null; memoryMb: number | null; memorySwapMb: number | null; pids: number | null; tmpfsMb: number | null; diskMb: number | null };
+  workspace: { driver: string; type: string | null; options: string | null };
+  /** Host paths bound into the jail (the broker socket directory, artifacts), all read-only. */
+  binds: { target: string; readOnly: boolean }[];
+  verifiedAt: string;
+  /**
+   * A jail from the warm pool: its slot, when it was made and verified, and when it was
+   * verified again and handed this run. Absent: made for this run (the cold path).
+   */
+  pooled?: { slot: string; readyAt: string; assignedAt: string };
+}
+
+/** Why a run did not complete: a code of the one catalog (util/error-codes.ts) and a message with no host paths. */
+export interface RunError {
+  code: ErrorCode;
+  message: string;
+}
+
+/** How a run being materialized will end; saved first, so a crash mid-way is redone on restart. */
+export interface PendingEnd {
+  reason: EndReason;
+  killedBy?: KilledBy;
+  error?: RunError;
+  exitCode?: number;
+}
+
+/** One run. Persisted as JSON under $BRIG_HOME/runs/<id>/run.json with atomic writes. */
+export interface RunRecord {
+  v: 1;
+  id: string;
+  rootRunId: string;
+  parentRunId: string | null;
+  /** Run ids from the root to this run (inclusive): the namespace path. */
+  path: string[];
+  depth: number;
+  callerId: string;
+  agent: string;
+  kind: RunKind;
+  label: string | null;
+  status: RunStatus;
+  /** Set exactly once, when status becomes `ended`. */
+  endReason: EndReason | null;
+  killedBy: KilledBy | null;
+  terminalStatus: TerminalStatus | null;
+  leaseId: string | null;
+  /** sha256 of the task text. */
+  taskHash: string;
+  /**
+   * sha256 of the whole canonical request (kind, task, argv or script bytes, caps, profile,
+   * limits, artifacts, …; not `async`): the duplicate-detection key. Absent on old records.
+   */
+  requestHash?: string;
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  timeoutMs: number;
+  maxSteps: number;
+  stepsExecuted: number;
+  /** The child's last progress line (bounded); shown by list, never put into the ledger. */
+  progressLine: string | null;
+  lastProgressAt: string | null;
+  exitCode: number | null;
+  async: boolean;
+  /** True when ended by the watchdog after a checkpoint with a pinned script. */
+  resumable: boolean;
+  resumeOf: string | null;
+  resumedBy: string | null;
+  hasCheckpoint: boolean;
+  expectedOutputs: string[];
+  missingOutputs: string[];
+  /** Host directory of the collected /workspace/out, once materialized. */
+  resultDir: string | null;
+  /** The lease's resultBytes: the ceiling on what this run may materialize (absent on old records). */
+  resultCapBytes?: number;
+  /** The lease's maxChildren: how many children this run may have active at once. */
+  childCap?: number;
+  outputBytes: number;
+  outputFiles: number;
+  /** The collected files (first 1000), relative to out/. */
+  outputs: { path: string; bytes: number }[];
+  /** Entries of /workspace/out not copied and why (symlink, device…). */
+  skipped: { path: string; reason: string }[];
+  /** Bounded tails of stdout/stderr (stdout goes into the result). */
+  stdoutTail: string;
+  stderrTail: string;
+  /** The value passed to result(), JSON, when it fits a broker line; else null and resultSpooled. */
+  result: unknown;
+  /** Bytes of a result too big for a line: the SDK spooled it and it became the `result.json` ref. */
+  resultSpooled?: number | null;
+  /**
+   * The run was killed or timed out: its outputs and stdio are what it had written by then
+   * (collected all the same, INV-8), not a finished result.
+   */
+  partial?: boolean;
+  /** Set only while `materializing`: the end it is collecting for. */
+  pendingEnd?: PendingEnd;
+  error: RunError | null;
+  /** Set when the run is steered with steerInject off: the replacement run. */
+  steeredTo: string | null;
+  /** Kind `agent`: the spec and model alias it runs. */
+  agentSpec?: string;
+  model?: string;
+  /** Tokens (provider-reported input + output, summed over every model call of this run). */
+  tokens?: number;
+  /** Cost in USD of those calls; null once any call's price was unknown (cost unknown, never 0). */
+  costUsd?: number | null;
+  /** The lease's token and cost budgets for this run (0 = none; set at launch). */
+  budget?: { tokens: number; costUsd: number };
+  /** The tool the child reported last (content-free: a tool name). */
+  activeTool?: string | null;
+  /** The jail as the engine reported it once verification passed (what an operator audits). */
+  jail?: JailVerified;
+  /**
+   * The name the engine knows this run's jail by when it is not the run id: the warm-pool
+   * slot it was handed (set before the child starts, so a restart finds and sweeps by it).
+   */
+  jailKey?: string;
+  /** Attribution: the parent's step count when it spawned this run (reference 001). */
+  parentStep?: number | null;
+  /** Kind `agent`: its one salvage call was made. */
+  salvaged?: boolean;
+  /**
+   * Set with the end, cleared once its resources are released and its end announced: a
+   * supervisor that died in between finishes the job at its next start (exactly one
+   * `lifecycle_ended`, nothing left behind).
+   */
+  unreleased?: boolean;
+}
+
+/** Bounds on what a request may carry; over a bound is `invalid_input`, never truncated. */
+export const SPAWN_BOUNDS = {
+  taskChars: 64 * 1024,
+  scriptBytes: 1024 * 1024,
+  labelChars: 128,
+  parentSummaryMaxTokens: 2000,
+  domainKnowledgeChars: 64 * 1024,
+  argvItems: 256,
+} as const;
+
+/** The jail limits a spawn may narrow (the lease clamps them to the parent's; never widens). */
+export type SpawnLimits = Partial<Pick<Limits, 'cpu' | 'memoryMb' | 'pids' | 'diskMb'>>;
+
+/**
+ * One spawn request, for every face, as parsed (defaults filled). snake_case because it is
+ * wire-visible: the HTTP body, the broker's spawn params and the library call are one shape.
+ */
+export interface SpawnRequest {
+  task: string;
+  /** Kind `agent`: the agent spec it runs (`general` by default). Otherwise a name for the run. */
+  agent: string;
+  /** Kind `agent`: a model alias of the supervisor's configuration. */
+  model?: string;
+  kind: RunKind;
+  /** Script source (an ES module exporting `default async function (brig)`); kind `script`. */
+  script?: string;
+  /** argv run directly in the jail (never a shell string); kind `command`. */
+  argv?: string[];
+  image?: string;
+  caps?: Capability[];
+  limits?: SpawnLimits;
+  profile?: string;
+  objective?: string;
+  /** Host paths (operator spawns) or ResultRef ids handed to the child read-only. */
+  artifact_refs: string[];
+  domain_knowledge?: string;
+  include_parent_history: 'none' | 'summary';
+  /** Only with include_parent_history `summary`; bounded by parentSummaryMaxTokens (chars / 4). */
+  parent_summary?: string;
+  /** Paths under /workspace/out that must exist afterwards (relative, no `..`). */
+  expected_outputs: string[];
+  max_steps?: number;
+  /** Run timeout in ms (clamped by maxRunTimeoutMs and the lease). */
+  timeout?: number;
+  label?: string;
+  async: boolean;
+}
+
+/** A spawn request as a caller writes it: the fields with defaults may be left out. */
+export type SpawnRequestInput = Omit<SpawnRequest, 'agent' | 'kind' | 'artifact_refs' | 'include_parent_history' | 'expected_outputs' | 'async'> &
+  Partial<Pick<SpawnRequest, 'agent' | 'kind' | 'artifact_refs' | 'include_parent_history' | 'expected_outputs' | 'async'>>;
+
+/** Who is asking. Faces set it; the broker sets parentRunId from the authenticated token. */
+export interface SpawnContext {
+  /** The parent run (a grandchild spawn through the broker); absent for operator spawns. */
+  parentRunId?: string;
+  /** Caller identity for duplicate detection; defaults to parentRunId or `operator`. */
+  callerId?: string;
+  /** Internal: this spawn re-runs a resumable run's pinned script. */
+  resumeOf?: string;
+  /** Set by the broker: the parent's step count when it spawned this child (attribution). */
+  parentStep?: number;
+  /** Aborting it kills the run (killedBy operator); its outputs are still collected. */
+  signal?: AbortSignal;
+}
+
+/** Read-only to the child: written into /workspace/.brig/packet.json, 0444. */
+export interface SpawnPacket {
+  v: 1;
+  runId: string;
+  task: string;
+  objective: string | null;
+  artifactRefs: string[];
+  domainKnowledge: string | null;
+  toolGroups: string[];
+  parentSummary: string | null;
+  workspaceDir: string;
+  depth: number;
+  maxDepth: number;
+  expectedOutputs: string[];
+  maxSteps: number;
+  timeoutMs: number;
+  lease: { id: string; caps: string[]; expiresAt: string };
+  /** Present on a resumed run: the checkpoint is untrusted input from an earlier child. */
+  resumed: boolean;
+  /** Kind `agent`: what its in-jail loop runs (docs/agents.md, "The packet's agent part"). */
+  agent?: AgentPacket;
+}
+
+export interface AgentPacket {
+  name: string;
+  /** The spec's markdown body. */
+  instructions: string;
+  /** The tools this lease allows (finish always). */
+  tools: string[];
+  maxSteps: number;
+  workspaceAware: boolean;
+  role: 'worker' | 'coordinator';
+  autoCompactThreshold: number;
+  toolResultMaxChars: number;
+  maxConsecutiveFormatErrors: number;
+  contextWindow: number;
+  maxOutputTokens: number;
+}
