@@ -27,7 +27,7 @@ import { BrokerServer, BrokerTestClient } from '../src/broker/index.js';
 import { brigPaths } from '../src/config/index.js';
 import { LeaseStore, loadPolicyFile, shippedPoliciesDir } from '../src/lease/index.js';
 import { FileLedger } from '../src/ledger/index.js';
-import type { Supervisor } from '../src/runs/index.js';
+import type { Brig } from '../src/protocol/index.js';
 
 const LINES = Number(process.argv[2] ?? 200_000);
 const QUIET_MS = 3000;
@@ -64,7 +64,7 @@ async function serve(home: string): Promise<void> {
   const flood = await open('r-flood');
   const by = await open('r-bystander');
   // The health route never touches the supervisor.
-  const api = await listenApi({} as Supervisor, paths.socket);
+  const api = await listenApi({ events: () => { throw new Error('no events here'); } } as unknown as Brig, paths.socket);
   const served: Served = { flood: flood.socket, by: by.socket, byToken: by.token, api: paths.socket };
   process.stdout.write(JSON.stringify(served) + '\n');
   process.once('SIGTERM', () => {

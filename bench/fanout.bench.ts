@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../src/config/index.js';
-import { composeSupervisor } from '../src/daemon/index.js';
+import { compose } from '../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 
 const run = promisify(execFile);
@@ -31,7 +31,7 @@ async function raw(image: string): Promise<number> {
 
 async function main(): Promise<void> {
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-fanout-'));
-  const c = await composeSupervisor(loadConfig({ BRIG_HOME: home }), {
+  const c = await compose(loadConfig({ BRIG_HOME: home }), {
     settings: { maxChildrenPerAgent: P, maxConcurrent: P, maxQueued: N, maxRunsPerTree: N + 10 },
     tickMs: 1000,
   });

@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { exchange } from '../src/api/wire.js';
+import { exchange } from '../src/client/wire.js';
 
 const run = promisify(execFile);
 const MAIN = path.resolve(import.meta.dirname, '../dist/cli/main.js');

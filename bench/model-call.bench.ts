@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config/index.js';
-import { composeSupervisor } from '../src/daemon/index.js';
+import { compose } from '../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 import { OpenAIChatClient } from '../src/models/index.js';
 import { startModelServer, textTurn } from '../test/helpers/model-server.js';
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
     await client.close();
     // Through a jail: a script child with `llm`, its calls through the broker.
     const cfg = loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'stand-in' });
-    const c = await composeSupervisor(cfg, { reconcile: true });
+    const c = await compose(cfg, { reconcile: true });
     await c.supervisor.start();
     let jail: number[] = [];
     try {

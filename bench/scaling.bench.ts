@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../src/config/index.js';
-import { composeSupervisor } from '../src/daemon/index.js';
+import { compose } from '../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 import { FsResultStore } from '../src/results/index.js';
 
@@ -46,7 +46,7 @@ async function cleanup(home: string): Promise<void> {
 
 async function spawnCurve(): Promise<void> {
   const home = await tempHome('spawn');
-  const c = await composeSupervisor(loadConfig({ BRIG_HOME: home }), { settings: { maxChildrenPerAgent: 10, maxConcurrent: 5, maxQueued: 50, maxRunsPerTree: 500 }, tickMs: 1000, reconcile: false });
+  const c = await compose(loadConfig({ BRIG_HOME: home }), { settings: { maxChildrenPerAgent: 10, maxConcurrent: 5, maxQueued: 50, maxRunsPerTree: 500 }, tickMs: 1000, reconcile: false });
   try {
     await c.supervisor.start();
     const image = await new DockerJailDriver({ owner: ownerForHome(home) }).ensureImage();
@@ -136,7 +136,7 @@ async function collectCurve(): Promise<void> {
 
 /** `--rss-records HOME`: a supervisor that reconciled HOME's records; prints its RSS. */
 async function rssProbe(home: string): Promise<void> {
-  const c = await composeSupervisor(loadConfig({ BRIG_HOME: home }), { tickMs: 60_000, reconcile: true });
+  const c = await compose(loadConfig({ BRIG_HOME: home }), { tickMs: 60_000, reconcile: true });
   await c.supervisor.start();
   global.gc?.();
   const n = (await c.supervisor.list()).length;
@@ -146,7 +146,7 @@ async function rssProbe(home: string): Promise<void> {
 
 async function rssCurve(): Promise<void> {
   const home = await tempHome('rss');
-  const c = await composeSupervisor(loadConfig({ BRIG_HOME: home }), { settings: { maxChildrenPerAgent: 60, maxConcurrent: 60, maxQueued: 60, maxRunsPerTree: 200 }, tickMs: 1000, reconcile: false });
+  const c = await compose(loadConfig({ BRIG_HOME: home }), { settings: { maxChildrenPerAgent: 60, maxConcurrent: 60, maxQueued: 60, maxRunsPerTree: 200 }, tickMs: 1000, reconcile: false });
   const ids: string[] = [];
   try {
     await c.supervisor.start();
@@ -174,7 +174,7 @@ async function rssCurve(): Promise<void> {
   // Records on disk: copies of one real ended record under fresh ids.
   const rhome = await tempHome('records');
   try {
-    const c2 = await composeSupervisor(loadConfig({ BRIG_HOME: rhome }), { reconcile: false, tickMs: 60_000 });
+    const c2 = await compose(loadConfig({ BRIG_HOME: rhome }), { reconcile: false, tickMs: 60_000 });
     await c2.supervisor.start();
     const one = await c2.supervisor.spawn({ task: 'template', kind: 'command', argv: ['sh', '-c', 'echo hello; echo world > out/a.txt'] });
     await c2.close();

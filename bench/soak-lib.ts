@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApiClient } from '../src/api/index.js';
+import { ApiClient } from '../src/client/index.js';
 import { brigPaths } from '../src/config/index.js';
 import type { RunRecord, SpawnRequestInput } from '../src/runs/index.js';
 

@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ApiClient } from '../src/api/index.js';
+import { ApiClient } from '../src/client/index.js';
 import { brigPaths } from '../src/config/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 import { END_REASONS, type RunRecord, type RunStatus } from '../src/runs/index.js';

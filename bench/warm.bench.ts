@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
-import { ApiClient } from '../src/api/index.js';
+import { ApiClient } from '../src/client/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { startDaemon, type Daemon } from '../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
@@ -80,7 +80,7 @@ async function roundTrip(api: ApiClient): Promise<{ ms: number; pooled: boolean 
   const t0 = performance.now();
   const r = await api.spawn({ task: 'trivial', kind: 'command', argv: ['true'] });
   if (!r.ok || r.value.endReason !== 'completed') throw new Error(`spawn failed: ${JSON.stringify(r)}`);
-  const env = await api.call('GET', `/v1/runs/${r.value.id}/result`);
+  const env = await api.route('result', { params: { run: r.value.id } });
   if (!env.ok) throw new Error(`no envelope: ${JSON.stringify(env)}`);
   return { ms: performance.now() - t0, pooled: r.value.jail?.pooled !== undefined };
 }

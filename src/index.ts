@@ -1,8 +1,8 @@
 /**
  * brig's library entry: curated named exports only.
  */
-export { BrigError, isBrigError } from './util/errors.js';
-export type { ErrorCode, ErrorKind } from './util/errors.js';
+export { BrigError, isBrigError } from './protocol/index.js';
+export type { ErrorCode, ErrorKind, Brig, OperatorSurface, FleetReport, LeaseView, RunResult, ResultOptions } from './protocol/index.js';
 export { loadConfig } from './config/index.js';
 export type { BrigConfig } from './config/index.js';
 export { EXPLAIN_REFS, FsResultStore, MAX_ENVELOPE_REFS, condense, renderEnvelope, renderExplain, savingsFor, rollUpSavings } from './results/index.js';
@@ -17,13 +17,13 @@ export { FileLedger, MemoryLedger, verifyLedger } from './ledger/index.js';
 export type { Ledger, LedgerEvent, LedgerReport } from './ledger/index.js';
 export { BrokerServer, METHODS as BROKER_METHODS } from './broker/index.js';
 export type { BrokerCall, Handler as BrokerHandler, Handlers as BrokerHandlers, Method as BrokerMethod, BrokerRunHandle } from './broker/index.js';
-export { createBrig, startDaemon, openOperator, explainRun } from './daemon/index.js';
-export { fleetReport, type FleetReport } from './daemon/fleet.js';
+export { startDaemon, openOperator, explainRun, fleetReport, Operator } from './daemon/index.js';
+export { openBrig, type OpenBrigOptions } from './open-brig.js';
 export { brigPaths } from './config/index.js';
-export type { Brig, BrigOptions, Daemon, Operator, LeaseView, PolicyCheck } from './daemon/index.js';
+export type { Daemon, PolicyCheck } from './daemon/index.js';
 export { agentCatalogFor, toolSurface } from './agents/index.js';
 export type { AgentSpec, AgentFrontmatter, AgentCatalog, AgentTool } from './agents/index.js';
-export { ApiClient } from './api/index.js';
+export { ApiClient } from './client/index.js';
 export {
   createSupervisor,
   SpawnRequestSchema,
@@ -34,8 +34,7 @@ export {
   RUN_STATUSES,
   elapsedMs,
 } from './runs/index.js';
-export type { RefService, RunResult } from './runs/index.js';
-export type { ResultOptions } from './runs/ref-service.js';
+export type { RefService } from './refs/index.js';
 export type {
   Supervisor,
   SpawnRequest,

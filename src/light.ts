@@ -1,14 +1,11 @@
 /**
  * The part of the library a thin face needs, with nothing heavy behind it (no dockerode,
- * DuckDB, zod or undici): the run vocabulary, elapsed time, a Brig on the daemon and one on
- * the records on disk. The CLI loads this, and src/index.ts only to run children itself (no
- * daemon) or to slice without a daemon.
+ * DuckDB, zod or undici): the vocabulary, the API client, and openBrig, which loads the
+ * in-process parts only when it picks them. The CLI loads this, and src/index.ts only to run
+ * children itself (no daemon) or for what only the home's files answer.
  */
-export { RUN_STATUSES } from './protocol/index.js';
-export { CAPABILITIES } from './protocol/index.js';
-export { elapsedMs } from './runs/state-machine.js';
-export { ApiClient } from './api/client.js';
-export { daemonBrig } from './api/daemon-brig.js';
+export { RUN_STATUSES, CAPABILITIES, LIMIT_KEYS, elapsedMs } from './protocol/index.js';
+export type { Brig, Capability, FleetReport, LeaseView, OperatorSurface, RunRecord, RunStatus, ResultRef, SliceOutput, SpawnRequestInput } from './protocol/index.js';
+export { ApiClient, daemonBrig } from './client/index.js';
 export { homeFrom, socketPathFor } from './config/paths.js';
-export { readBrig } from './daemon/read-brig.js';
-export type { Brig, Capability, RunRecord, RunStatus, ResultRef, SliceOutput, SpawnRequestInput } from './index.js';
+export { openBrig, type OpenBrigOptions } from './open-brig.js';

@@ -7,7 +7,7 @@
  * a scripted stand-in model server on loopback drives it — not a real model: it replays a
  * fixed plan and quotes what the jail's tools really returned. The screen says which.
  */
-import { createBrig } from '../../src/index.js';
+import { openBrig } from '../../src/index.js';
 import { startModelServer, textTurn, toolCallTurn, type RecordedRequest } from '../../test/helpers/model-server.js';
 
 const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
       : '  model: a SCRIPTED STAND-IN on loopback (no BRIG_MODEL_* set) — not a real model: it replays a fixed plan and quotes the tool output',
   );
   const env = real ? process.env : { ...process.env, BRIG_MODEL_BASE_URL: standIn!.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_API: 'openai-chat' };
-  const brig = await createBrig({ mode: 'local', env });
+  const brig = await openBrig({ mode: 'local', env });
   try {
     say(`  task: ${TASK}`);
     const r = await brig.spawn({ task: TASK, kind: 'agent', agent: 'general', objective: 'a count and the file that holds the squares', timeout: 300_000 });

@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { createBrig } from '../../src/index.js';
+import { openBrig } from '../../src/index.js';
 
 const SHARDS = Number(process.env.DEMO_SHARDS ?? 4);
 const ORDERS = Number(process.env.DEMO_ORDERS ?? 30_000); // ≈ 5 MB of JSONL per child
@@ -32,7 +32,7 @@ function unwrap<T>(r: { ok: true; value: T } | { ok: false; error: { code: strin
 
 async function main(): Promise<void> {
   const script = fs.readFileSync(path.join(import.meta.dirname, 'shard-worker.mjs'), 'utf8');
-  const brig = await createBrig({ mode: 'local' });
+  const brig = await openBrig({ mode: 'local' });
   try {
     say(bold(`== fan out: ${SHARDS} script children, each in its own jail, ${ORDERS.toLocaleString('en-US')} orders + ${LOG_LINES.toLocaleString('en-US')} log lines`));
     const started = Date.now();

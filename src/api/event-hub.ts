@@ -12,7 +12,7 @@
  * Fails: a subscriber's own failure never reaches the others.
  */
 import crypto from 'node:crypto';
-import type { EventsOptions, Supervisor, SupervisorEvent } from '../runs/index.js';
+import type { EventsOptions, Supervisor, SupervisorEvent } from '../protocol/index.js';
 
 export interface Numbered {
   id: string;
@@ -34,13 +34,13 @@ export class EventHub {
   unavailable: unknown;
 
   constructor(
-    sup: Supervisor,
+    sup: Pick<Supervisor, 'events'>,
     private readonly size = RING_SIZE,
   ) {
     void this.#pump(sup);
   }
 
-  async #pump(sup: Supervisor): Promise<void> {
+  async #pump(sup: Pick<Supervisor, 'events'>): Promise<void> {
     let it: AsyncIterableIterator<SupervisorEvent>;
     try {
       it = sup.events({ signal: this.#ac.signal });

@@ -1,5 +1,4 @@
-/** api/: the supervisor over HTTP on a unix socket, and its node:http client (runs and refs). */
-export { API_VERSION, apiHandler, listenApi } from './server.js';
-export { ApiClient } from './client.js';
-export { ApiRefs } from './refs-client.js';
-export { daemonBrig } from './daemon-brig.js';
+/** api/: the supervisor over HTTP on a unix socket — one route table, the server, the OpenAPI document. */
+export { API_VERSION, apiHandler, listenApi, matchRoute, type ApiOptions } from './server.js';
+export { ROUTE_TABLE } from './routes.js';
+export { openapiDocument } from './contract.js';

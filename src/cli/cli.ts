@@ -1,6 +1,7 @@
 import { BrigError, exitCodeFor, toBrigError } from '../util/errors.js';
 import { nearest, type CliIO } from './command.js';
-import { COMMANDS, GROUPS, groupMembers } from './registry.js';
+import { groupMembers } from './command.js';
+import { COMMANDS, GROUPS, TABLE } from './registry.js';
 
 /** Help is rendered only when asked for: a command's run does not load it. */
 const help = () => import('./help.js');
@@ -25,10 +26,10 @@ const wantsHelp = (args: string[]) => ownArgs(args).some((a) => a === '--help' |
 /** `brig ref`, `brig ref --help`, `brig ref bogus`: the group's page, or the nearest subcommand. */
 async function groupCommand(group: string, rest: string[], io: CliIO): Promise<number> {
   if (rest.length === 0 || wantsHelp(rest)) {
-    io.stdout.write((await help()).renderGroupHelp(group));
+    io.stdout.write((await help()).renderGroupHelp(TABLE, group));
     return rest.length === 0 ? 2 : 0;
   }
-  const subs = groupMembers(group).map((k) => k.slice(group.length + 1));
+  const subs = groupMembers(TABLE, group).map((k) => k.slice(group.length + 1));
   const near = rest[0]!.startsWith('-') ? undefined : nearest(rest[0]!, subs);
   throw new BrigError('invalid_input', rest[0]!.startsWith('-') ? `brig ${group} needs a subcommand before its flags` : `unknown command: ${group} ${rest[0]}`, {
     hint: near ? `Did you mean \`brig ${group} ${near}\`? \`brig ${group} --help\` lists them.` : `\`brig ${group} --help\` lists them: ${subs.join(', ')}.`,
@@ -39,7 +40,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   const json = ownArgs(argv).includes('--json');
   try {
     if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h') {
-      io.stdout.write((await help()).renderTopHelp());
+      io.stdout.write((await help()).renderTopHelp(TABLE));
       return argv.length === 0 ? 2 : 0;
     }
     if (argv[0] === '--version') return await (await COMMANDS.version!.load()).run(argv.slice(1), io);

@@ -130,3 +130,38 @@ export function numberFlag(p: ParsedArgs, name: string): number | undefined {
 export function writeJson(io: CliIO, value: unknown): void {
   io.stdout.write(JSON.stringify(value) + '\n');
 }
+
+/** Where a command is listed in `brig --help`. */
+export type Section = 'runs' | 'results' | 'host' | 'cli';
+
+export const SECTIONS: { id: Section; title: string }[] = [
+  { id: 'runs', title: 'Run children' },
+  { id: 'results', title: 'Read results' },
+  { id: 'host', title: 'Daemon, host and records' },
+  { id: 'cli', title: 'This CLI' },
+];
+
+export interface Entry {
+  /** The one-line summary `brig --help` shows; the command's own (a test pins them equal). */
+  summary: string;
+  section: Section;
+  load: () => Promise<Command>;
+}
+
+/**
+ * The command table (cli/registry.ts builds it): what help and completion read. Handed to
+ * them as a value, so the commands that list the table do not import the module that lists
+ * them.
+ */
+export interface CommandTable {
+  commands: Record<string, Entry>;
+  /** Groups: a word that only prefixes subcommands (`brig ref --help` lists them). */
+  groups: Record<string, { summary: string; section: Section }>;
+}
+
+/** The subcommand keys of a group, sorted (`ref` → `ref grep`, `ref jq`, …). */
+export function groupMembers(table: CommandTable, group: string): string[] {
+  return Object.keys(table.commands)
+    .filter((k) => k.startsWith(`${group} `))
+    .sort();
+}

@@ -1,19 +1,23 @@
-import { ApiClient, daemonBrig, homeFrom, readBrig, socketPathFor, type Brig } from '../light.js';
+import { openBrig as open, type Brig } from '../light.js';
 import type { CliIO } from './command.js';
 
 /**
- * The brig a CLI command talks to: the daemon on $BRIG_HOME/brig.sock when one answers (runs
- * and refs over its socket, nothing heavy loaded); else, for a command that runs children
- * (`spawn`, `resume`), an in-process supervisor for this one command that holds only the runs
- * it spawns itself (`local`, no reconcile); else the run records on disk, read-only (`read`).
- * Only the in-process supervisor loads the library entry (and the read-only view, to slice).
- * The caller closes it.
+ * The brig a CLI command talks to (openBrig): the daemon on $BRIG_HOME/brig.sock when one
+ * answers (runs, refs and the operator's view over its socket, nothing heavy loaded); else,
+ * for a command that runs children (`spawn`, `resume`), a supervisor in this process for this
+ * one command that holds only the runs it spawns itself (`local`, no reconcile); else the
+ * home's files, read-only (`read`). The caller closes it.
  */
-export async function openBrig(io: CliIO, o: { needsJail?: boolean } = {}): Promise<Brig> {
-  const api = new ApiClient(socketPathFor(homeFrom(io.env)));
-  if (await api.probe()) return daemonBrig(api);
-  await api.close();
-  if (o.needsJail !== true) return readBrig(io.env);
-  const { createBrig } = await import('../index.js');
-  return createBrig({ env: io.env, mode: 'local', reconcile: false });
+export function openBrig(io: CliIO, o: { needsJail?: boolean } = {}): Promise<Brig> {
+  return open({ env: io.env, mode: 'auto', fallback: o.needsJail === true ? 'local' : 'read', reconcile: false });
+}
+
+/** Runs `fn` with this home's brig (openBrig) and closes it after (its DuckDB helper included). */
+export async function withBrig<T>(io: CliIO, fn: (brig: Brig) => Promise<T>): Promise<T> {
+  const brig = await openBrig(io);
+  try {
+    return await fn(brig);
+  } finally {
+    await brig.close();
+  }
 }

@@ -1,5 +1,4 @@
-import type { Command, FlagSpec } from './command.js';
-import { COMMANDS, GROUPS, SECTIONS, groupMembers } from './registry.js';
+import { SECTIONS, groupMembers, type Command, type CommandTable, type FlagSpec } from './command.js';
 
 /** `--help` for brig, a group and a command: one layout for all (gh and kubectl's). */
 
@@ -37,11 +36,11 @@ export function renderCommandHelp(cmd: Command): string {
   ].join('\n');
 }
 
-export function renderGroupHelp(group: string): string {
-  const members = groupMembers(group);
-  const rows = members.map((k): [string, string] => [k.slice(group.length + 1), COMMANDS[k]!.summary]);
+export function renderGroupHelp(table: CommandTable, group: string): string {
+  const members = groupMembers(table, group);
+  const rows = members.map((k): [string, string] => [k.slice(group.length + 1), table.commands[k]!.summary]);
   return [
-    GROUPS[group]!.summary,
+    table.groups[group]!.summary,
     '',
     'Usage:',
     `  brig ${group} COMMAND [ARGS] [FLAGS]`,
@@ -55,12 +54,13 @@ export function renderGroupHelp(group: string): string {
 }
 
 /** Top-level names (commands without a group, and the groups) in the table's order. */
-export function topLevelNames(): string[] {
-  return [...new Set(Object.keys(COMMANDS).map((k) => k.split(' ')[0]!))];
+export function topLevelNames(table: CommandTable): string[] {
+  return [...new Set(Object.keys(table.commands).map((k) => k.split(' ')[0]!))];
 }
 
-export function renderTopHelp(): string {
-  const names = topLevelNames();
+export function renderTopHelp(table: CommandTable): string {
+  const { commands: COMMANDS, groups: GROUPS } = table;
+  const names = topLevelNames(table);
   const w = Math.max(...names.map((n) => n.length));
   const out = ['brig — a sandboxed child-runner for LLM agent systems', '', 'Usage:', '  brig COMMAND [ARGS] [FLAGS]', ''];
   for (const s of SECTIONS) {

@@ -1,21 +1,6 @@
-import type { Command } from './command.js';
+import type { Command, CommandTable, Entry, Section } from './command.js';
 
-/** Where a command is listed in `brig --help`. */
-export type Section = 'runs' | 'results' | 'host' | 'cli';
-
-export const SECTIONS: { id: Section; title: string }[] = [
-  { id: 'runs', title: 'Run children' },
-  { id: 'results', title: 'Read results' },
-  { id: 'host', title: 'Daemon, host and records' },
-  { id: 'cli', title: 'This CLI' },
-];
-
-export interface Entry {
-  /** The one-line summary `brig --help` shows; the command's own (a test pins them equal). */
-  summary: string;
-  section: Section;
-  load: () => Promise<Command>;
-}
+export { SECTIONS, groupMembers, type Entry, type Section } from './command.js';
 
 /** Groups: a word that only prefixes subcommands (`brig ref --help` lists them). */
 export const GROUPS: Record<string, { summary: string; section: Section }> = {
@@ -105,18 +90,14 @@ export const COMMANDS: Record<string, Entry> = {
     summary: 'Validate policy files and explain what each profile may do (default: every file in policies/).',
     load: async () => (await import('./commands/policy-check.js')).default,
   },
-  help: { section: 'cli', summary: 'Show help for brig, a command or a group (`brig help lease list`).', load: async () => (await import('./commands/help.js')).default },
+  help: { section: 'cli', summary: 'Show help for brig, a command or a group (`brig help lease list`).', load: async () => (await import('./commands/help.js')).helpCommand(TABLE) },
   fleet: { section: 'host', summary: 'Roll up a window across every run tree: ends, kills, refusals, tokens and cost, what stayed out of context, top trees.', load: async () => (await import('./commands/fleet.js')).default },
   version: { section: 'cli', summary: "Print brig's version.", load: async () => (await import('./commands/version.js')).default },
-  completion: { section: 'cli', summary: 'Print a shell completion script (bash or zsh) for every command and flag.', load: async () => (await import('./commands/completion.js')).default },
+  completion: { section: 'cli', summary: 'Print a shell completion script (bash or zsh) for every command and flag.', load: async () => (await import('./commands/completion.js')).completionCommand(TABLE) },
 };
 
-/** The subcommand keys of a group, sorted (`ref` → `ref grep`, `ref jq`, …). */
-export function groupMembers(group: string): string[] {
-  return Object.keys(COMMANDS)
-    .filter((k) => k.startsWith(`${group} `))
-    .sort();
-}
+/** The table help and completion are handed (they list it; they do not import it). */
+export const TABLE: CommandTable = { commands: COMMANDS, groups: GROUPS };
 
 /** Loads every command (for completion and the help tests; `brig --help` needs none). */
 export async function loadAll(): Promise<Command[]> {

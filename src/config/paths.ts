@@ -20,3 +20,8 @@ export function runsDirFor(home: string): string {
 export function socketPathFor(home: string): string {
   return path.join(home, 'brig.sock');
 }
+
+/** The environment a caller did not name: this process's (config/ is the one reader of process.env). */
+export function envOrProcess(env: NodeJS.ProcessEnv | undefined): NodeJS.ProcessEnv {
+  return env ?? process.env;
+}

@@ -19,11 +19,15 @@ import { silentLog, type Logger } from '../util/log.js';
 import { logEvents } from './log-feed.js';
 import { loadModelCatalog } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
-import { ChildRefs, createSupervisor, jailLimitsFor, type SupervisorCore, type RefService, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
+import { brigOf } from '../client/index.js';
+import type { Brig } from '../protocol/index.js';
+import { ChildRefs, type RefService } from '../refs/index.js';
+import { createSupervisor, jailLimitsFor, type SupervisorCore, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
 import { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, type Result } from '../util/errors.js';
 import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
+import { Operator } from './operator.js';
 import { openRefService } from './refs.js';
 
 export { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
@@ -73,6 +77,10 @@ export interface Composed {
   refs: RefService;
   /** The warm pool, when one was asked for: start() it once the supervisor reconciled. */
   warm?: WarmPool;
+  /** The operator's services over this daemon's own lease store and ledger. */
+  operator: Operator;
+  /** The one client surface over these parts (runs, refs, operator): what the API serves. */
+  brig: Brig;
   close(): Promise<void>;
 }
 
@@ -95,7 +103,8 @@ function jailUser(): SocketOwner {
   return { uid: uid!, gid: gid! };
 }
 
-export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {}): Promise<Composed> {
+/** Builds every part of one home once and wires them: the one composition root. */
+export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<Composed> {
   const paths = brigPaths(cfg.home);
   await fs.mkdir(paths.home, { recursive: true, mode: 0o700 });
   await refuseOpenHome(paths.home);
@@ -197,17 +206,10 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
   const supervisor = sup;
   collectState(metrics, () => supervisor, pool, warm);
   const { refs } = openRefService(cfg, (id) => supervisor.get(id), { store: results, pool });
+  const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
-  return {
-    supervisor,
-    leases,
-    ledger,
-    refs,
-    metrics,
-    log,
-    ...(warm ? { warm } : {}),
-    async close() {
+  const close = async () => {
       unwatch();
       // Idle slots first: nothing is handed out while the supervisor closes.
       await warm?.close();
@@ -219,6 +221,17 @@ export async function composeSupervisor(cfg: BrigConfig, o: ComposeOptions = {})
       await catalog.value.close();
       await ledger.close();
       await unlock();
-    },
+  };
+  return {
+    supervisor,
+    leases,
+    ledger,
+    refs,
+    metrics,
+    log,
+    ...(warm ? { warm } : {}),
+    operator,
+    brig: brigOf(supervisor, 'local', refs, operator, close),
+    close,
   };
 }

@@ -4,20 +4,17 @@
  * Level 1/3 look made now (explaining never decides an envelope) — and for a root run the
  * savings rolled up over its tree. renderExplain (results/) writes the text.
  */
-import type { ExplainInput, ResultRef, Savings } from '../results/index.js';
-import type { RunRecord } from '../runs/index.js';
+import type { Brig, LeaseView, ResultRef, RunRecord, Savings } from '../protocol/index.js';
+import { rollUpSavings, type ExplainInput } from '../results/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
-import type { Brig } from './create-brig.js';
-import type { LeaseView, Operator } from './operator.js';
 
 /** The run's lease: the one its record names, else (an older record) the one issued for it. */
-function leaseOf(leases: Operator['leases'] | undefined, run: RunRecord): LeaseView | undefined {
-  if (!leases) return undefined;
+async function leaseOf(leases: Brig['operator']['leases'], run: RunRecord): Promise<LeaseView | undefined> {
   if (run.leaseId) {
-    const shown = leases.show(run.leaseId);
+    const shown = await leases.show(run.leaseId);
     return shown.ok ? shown.value.lease : undefined;
   }
-  return leases.list().leases.find((l) => l.runId === run.id);
+  return (await leases.list()).leases.find((l) => l.runId === run.id);
 }
 
 export function leaseDecisions(lease: LeaseView | undefined): string[] {
@@ -30,7 +27,7 @@ export function leaseDecisions(lease: LeaseView | undefined): string[] {
 }
 
 /** A root's savings rolled up over every run of its tree (the root included); undefined when it ran alone. */
-async function treeSavings(brig: Brig, rootRunId: string): Promise<ReturnType<Brig['refs']['rollUp']> | undefined> {
+async function treeSavings(brig: Brig, rootRunId: string): Promise<ReturnType<typeof rollUpSavings> | undefined> {
   const tree = await brig.list({ rootRunId });
   if (tree.length < 2) return undefined;
   const each: Savings[] = [];
@@ -38,7 +35,7 @@ async function treeSavings(brig: Brig, rootRunId: string): Promise<ReturnType<Br
     const env = await brig.refs.peek(r.id);
     if (env.ok) each.push(env.value.savings);
   }
-  return brig.refs.rollUp(each);
+  return rollUpSavings(each);
 }
 
 /** What renderExplain takes, with every part present (the faces shape it further). */
@@ -49,7 +46,7 @@ export interface Explanation extends ExplainInput {
   condensationLevel: number;
 }
 
-export async function explainRun(brig: Brig, leases: Operator['leases'] | undefined, runId: string): Promise<Result<{ run: RunRecord; input: Explanation }>> {
+export async function explainRun(brig: Brig, runId: string): Promise<Result<{ run: RunRecord; input: Explanation }>> {
   const run = await brig.get(runId);
   if (!run) return err(new BrigError('run_not_found', `no run ${runId}`));
   const env = await brig.refs.peek(run.id);
@@ -69,7 +66,7 @@ export async function explainRun(brig: Brig, leases: Operator['leases'] | undefi
         ...(run.endedAt ? { endedAt: run.endedAt } : {}),
         depth: run.depth,
       },
-      leaseDecisions: leaseDecisions(leaseOf(leases, run)),
+      leaseDecisions: leaseDecisions(await leaseOf(brig.operator.leases, run).catch(() => undefined)),
       refs: env.value.refs,
       savings: env.value.savings,
       ...(tree ? { treeSavings: tree } : {}),

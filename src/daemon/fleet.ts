@@ -8,25 +8,9 @@
  * within it (`run.refused`, `lease.refused`, and `broker.denied` with its aggregated `count`).
  */
 import { scanLedger } from '../ledger/index.js';
-import type { RefSurface, RunRecord } from '../runs/index.js';
+import type { FleetOptions, FleetReport, RefSurface, RunRecord } from '../protocol/index.js';
 
-export interface FleetReport {
-  since: string;
-  until: string;
-  runs: number;
-  live: number;
-  byEndReason: Record<string, number>;
-  byKilledBy: Record<string, number>;
-  /** Runs the health monitor killed for making no progress. */
-  stuckKills: number;
-  refusals: { total: number; byCode: Record<string, number>; byKind: Record<string, number> };
-  tokens: number;
-  costUsd: number;
-  /** Runs that called an unpriced model: their cost is unknown, not 0. */
-  costUnknownRuns: number;
-  keptOutOfContext: { runs: number; materializedBytes: number; charsReentered: number; estSavedTokens: number };
-  topTrees: { rootRunId: string; runs: number; tokens: number; costUsd: number }[];
-}
+export type { FleetReport } from '../protocol/index.js';
 
 export interface FleetDeps {
   list(f: { sinceMinutes: number }): Promise<RunRecord[]>;
@@ -54,7 +38,7 @@ function refusalsSince(dir: string, sinceMs: number): FleetReport['refusals'] {
   return out;
 }
 
-export async function fleetReport(d: FleetDeps, o: { sinceMinutes: number; top?: number }): Promise<FleetReport> {
+export async function fleetReport(d: FleetDeps, o: FleetOptions): Promise<FleetReport> {
   const until = d.now?.() ?? new Date();
   const since = new Date(until.getTime() - o.sinceMinutes * 60_000);
   const runs = await d.list({ sinceMinutes: o.sinceMinutes });

@@ -1,6 +1,7 @@
-/** daemon/: the composition root and `brig serve`. */
-export { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
+/** daemon/: the composition root, `brig serve`, a Brig over this process's parts, the operator's services. */
+export { compose, type ComposeOptions, type Composed } from './compose.js';
 export { startDaemon, type Daemon } from './serve.js';
-export { createBrig, type Brig, type BrigOptions } from './create-brig.js';
-export { openOperator, type Operator, type LeaseView, type PolicyCheck } from './operator.js';
+export { openLocal, openReadParts, openOperator, configOf, type HomeOptions, type LocalOptions } from './open.js';
+export { Operator, leaseView, type LeaseView, type PolicyCheck } from './operator.js';
 export { explainRun, leaseDecisions, type Explanation } from './explain.js';
+export { fleetReport } from './fleet.js';

@@ -1,7 +1,8 @@
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import { condensationModel } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
-import { RefService, type RunRecord } from '../runs/index.js';
+import type { RunRecord } from '../protocol/index.js';
+import { RefService } from '../refs/index.js';
 import { DuckdbHelperPool, Slicer } from '../slice/index.js';
 
 /**

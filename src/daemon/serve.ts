@@ -1,11 +1,10 @@
-import { ApiClient, listenApi } from '../api/index.js';
-import { BrigError, ok } from '../util/errors.js';
-import { leaseView, openOperator } from './operator.js';
+import { listenApi } from '../api/index.js';
+import { ApiClient } from '../client/index.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
+import { consoleAddress, listenConsole } from '../console/index.js';
 import type { ReconcileReport, ShutdownOptions, ShutdownReport } from '../runs/index.js';
-import { composeSupervisor, type ComposeOptions, type Composed } from './compose.js';
-import { fleetReport } from './fleet.js';
-import { consoleAddress, listenConsole } from '../api/console.js';
+import { BrigError } from '../util/errors.js';
+import { compose, type ComposeOptions, type Composed } from './compose.js';
 
 /**
  * `brig serve`: the composed supervisor, reconciled, behind the HTTP API on
@@ -37,26 +36,13 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
   if (await ApiClient.probe(brigPaths(cfg.home).socket)) {
     throw new BrigError('daemon_running', `a daemon already answers on ${brigPaths(cfg.home).socket}`);
   }
-  const composed = await composeSupervisor(cfg, { ...o, reconcile: true });
+  const composed = await compose(cfg, { ...o, reconcile: true });
   const report = await composed.supervisor.start();
   // After reconcile: what a dead supervisor's pool left was swept before this one fills.
   await composed.warm?.start();
   const socketPath = brigPaths(cfg.home).socket;
-  const fleet = (sinceMinutes: number) => fleetReport({ list: (f) => composed.supervisor.list(f), refs: composed.refs, ledgerDir: brigPaths(cfg.home).ledger }, { sinceMinutes });
-  const op = openOperator({ home: cfg.home, env: { BRIG_HOME: cfg.home, ...(cfg.dockerHost ? { DOCKER_HOST: cfg.dockerHost } : {}), BRIG_WORKSPACE_QUOTA: cfg.workspaceQuota } });
-  const operator = {
-    leases: () => op.leases.list(),
-    lease: (id: string) => op.leases.show(id),
-    // The daemon's own lease store: its revocation listener ends the runs at once.
-    revoke: async (id: string, reason?: string) => {
-      const r = composed.leases.revoke(id, 'operator', reason);
-      return r.ok ? ok(r.value.map((x) => leaseView(x))) : r;
-    },
-    verify: () => op.audit.verify(),
-    query: (sql: string, maxRows?: number) => op.audit.query(sql, maxRows),
-    doctor: () => op.engine.doctor(),
-  };
-  const api = await listenApi(composed.supervisor, socketPath, { refs: composed.refs, metrics: composed.metrics, log: composed.log, fleet, operator });
+  // The API serves the composed Brig: the same supervisor, refs and operator (its own lease store).
+  const api = await listenApi(composed.brig, socketPath, { metrics: composed.metrics, log: composed.log });
   // The console serves the same API handler (one event ring, one contract) to a browser.
   const ui = o.ui !== undefined ? await listenConsole(api.handler, o.ui).catch(async (e: unknown) => {
     await api.close();

@@ -4,6 +4,9 @@
  */
 export type {
   CollectCaps,
+  CollectObserver,
+  CollectOptions,
+  JailVerified,
   CollectReport,
   CollectedFile,
   EngineInfo,

@@ -30,8 +30,8 @@ export const ExplainSchema = z.object({
 });
 export type Explained = z.infer<typeof ExplainSchema>;
 
-export async function explainRun(ctx: Pick<ToolContext, 'brig' | 'leases'>, runId: string): Promise<Result<{ structured: Explained; input: ExplainInput }>> {
-  const x = await explainLibrary(ctx.brig, ctx.leases, runId);
+export async function explainRun(ctx: Pick<ToolContext, 'brig'>, runId: string): Promise<Result<{ structured: Explained; input: ExplainInput }>> {
+  const x = await explainLibrary(ctx.brig, runId);
   if (!x.ok) return x;
   const { run, input } = x.value;
   const structured: Explained = {

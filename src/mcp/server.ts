@@ -5,7 +5,7 @@
  * caller connects it (stdio.ts for `brig mcp`, an in-memory pair in the tests).
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { Brig, Operator } from '../index.js';
+import type { Brig } from '../index.js';
 import { RESOURCE_DEFAULTS, registerRefResources, type ResourceOptions } from './resources.js';
 import { REF_TOOLS } from './ref-tools.js';
 import { RESULT_TOOLS } from './result-tools.js';
@@ -15,8 +15,6 @@ import { registerTools, type ToolDef } from './tool-def.js';
 export interface McpServerOptions {
   /** brig's version, for the server's implementation info. */
   version: string;
-  /** The home's leases, for `explain`'s lease decisions. */
-  leases?: Operator['leases'];
   /** Offer only the tools that read (no spawn, steer, kill). */
   readOnly?: boolean;
   /** How often `wait` sends progress notifications (default 2 s). */
@@ -43,7 +41,6 @@ export function createMcpServer(brig: Brig, o: McpServerOptions): McpServer {
   );
   registerTools(server, toolsFor(o), {
     brig,
-    ...(o.leases ? { leases: o.leases } : {}),
     now: o.now ?? (() => new Date()),
     progressEveryMs: o.progressEveryMs ?? 2000,
   });

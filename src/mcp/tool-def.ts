@@ -6,14 +6,12 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ServerNotification, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import type { Brig, Operator } from '../index.js';
+import type { Brig } from '../index.js';
 import { guarded } from './tool-result.js';
 
 /** What a tool body gets besides its arguments. */
 export interface ToolContext {
   brig: Brig;
-  /** The home's leases, for `explain` (absent: explain shows no lease decisions). */
-  leases?: Operator['leases'];
   now: () => Date;
   /** How often `wait` reports progress to a client that asked for it. */
   progressEveryMs: number;

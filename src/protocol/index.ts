@@ -12,3 +12,5 @@ export * from './events.js';
 export * from './supervisor.js';
 export * from './refs.js';
 export * from './broker.js';
+export * from './operator.js';
+export * from './api.js';

@@ -160,5 +160,4 @@ export interface RefSurface {
   jsonpath(ref: string, expr: string, opts?: { maxRows?: number }): Promise<Result<SliceOutput>>;
   result(runId: string, o?: ResultOptions): Promise<Result<RunResult>>;
   peek(runId: string): Promise<Result<RunResult>>;
-  rollUp(list: Savings[]): Savings & { runs: number };
 }

@@ -267,3 +267,90 @@ export interface AgentPacket {
   contextWindow: number;
   maxOutputTokens: number;
 }
+
+// ── The run directory and the records in it ──
+
+/** Run ids are `r-` and lowercase letters, digits and dashes: safe as a directory name. */
+export const RUN_ID = /^r-[a-z0-9-]{6,64}$/;
+export function isRunId(id: string): boolean {
+  return RUN_ID.test(id);
+}
+
+/** The files of $BRIG_HOME/runs/<id>/ (runs/run-store.ts is the one door that writes them). */
+export const RUN_FILES = {
+  record: 'run.json',
+  script: 'script.mjs',
+  checkpoint: 'checkpoint.json',
+  out: 'out',
+} as const;
+
+/** Wall time of a run: from its start (or creation) to its end (or now). */
+export function elapsedMs(rec: Pick<RunRecord, 'startedAt' | 'createdAt' | 'endedAt'>, now: Date): number {
+  const from = Date.parse(rec.startedAt ?? rec.createdAt);
+  const to = rec.endedAt ? Date.parse(rec.endedAt) : now.getTime();
+  return Math.max(0, to - from);
+}
+
+const isStr = (v: unknown): v is string => typeof v === 'string';
+const isStrOrNull = (v: unknown) => v === null || typeof v === 'string';
+const isInt = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const oneOf = (list: readonly string[]) => (v: unknown) => typeof v === 'string' && list.includes(v);
+const orNull = (f: (v: unknown) => boolean) => (v: unknown) => v === null || f(v);
+
+/** Every field a run record must carry, with its check: what a reader relies on. */
+const RECORD_FIELDS: Record<string, (v: unknown) => boolean> = {
+  id: (v) => isStr(v) && isRunId(v),
+  rootRunId: isStr,
+  parentRunId: isStrOrNull,
+  path: (v) => Array.isArray(v) && v.every(isStr),
+  depth: isInt,
+  callerId: isStr,
+  agent: isStr,
+  kind: oneOf(RUN_KINDS),
+  label: isStrOrNull,
+  status: oneOf(RUN_STATUSES),
+  endReason: orNull(oneOf(END_REASONS)),
+  killedBy: orNull(oneOf(KILLED_BY)),
+  terminalStatus: orNull(oneOf(TERMINAL_STATUSES)),
+  leaseId: isStrOrNull,
+  taskHash: isStr,
+  createdAt: isStr,
+  startedAt: isStrOrNull,
+  endedAt: isStrOrNull,
+  timeoutMs: isInt,
+  maxSteps: isInt,
+  stepsExecuted: isInt,
+  progressLine: isStrOrNull,
+  lastProgressAt: isStrOrNull,
+  exitCode: (v) => v === null || (typeof v === 'number' && Number.isInteger(v)),
+  async: (v) => typeof v === 'boolean',
+  resumable: (v) => typeof v === 'boolean',
+  resumeOf: isStrOrNull,
+  resumedBy: isStrOrNull,
+  hasCheckpoint: (v) => typeof v === 'boolean',
+  expectedOutputs: (v) => Array.isArray(v) && v.every(isStr),
+  missingOutputs: (v) => Array.isArray(v) && v.every(isStr),
+  resultDir: isStrOrNull,
+  outputBytes: isInt,
+  outputFiles: isInt,
+  outputs: Array.isArray,
+  skipped: Array.isArray,
+  stdoutTail: isStr,
+  stderrTail: isStr,
+  error: (v) => v === null || (!!v && typeof v === 'object' && isStr((v as RunError).code) && isStr((v as RunError).message)),
+  steeredTo: isStrOrNull,
+};
+
+/**
+ * Checks a parsed run.json against the record's shape: the first field that is missing or of
+ * the wrong type, or null when it is a record. Plain code (no schema library), so the thin
+ * read-only view and the supervisor's store judge a file the same way: a bad file is
+ * `corrupt`, never a cast.
+ */
+export function runRecordProblem(x: unknown): string | null {
+  if (!x || typeof x !== 'object' || Array.isArray(x)) return 'not a JSON object';
+  const o = x as Record<string, unknown>;
+  if (o.v !== 1) return `v is ${JSON.stringify(o.v)}, not 1`;
+  for (const [k, ok] of Object.entries(RECORD_FIELDS)) if (!ok(o[k])) return `${k} is missing or of the wrong type`;
+  return null;
+}

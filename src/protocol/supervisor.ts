@@ -4,6 +4,7 @@
  */
 import type { BrigError, Result } from './errors.js';
 import type { SupervisorEvent } from './events.js';
+import type { OperatorSurface } from './operator.js';
 import type { RefSurface } from './refs.js';
 import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnContext, SpawnRequestInput } from './runs.js';
 
@@ -130,4 +131,20 @@ export type Brig = Omit<Supervisor, 'start'> & {
   readonly mode: 'daemon' | 'local' | 'read';
   /** Drill-in: a run's ResultRefs, the five slice verbs, and its envelope (`result`). */
   readonly refs: RefSurface;
+  /** The operator's view of the home: leases, the audit ledger, the doctor, the fleet. */
+  readonly operator: OperatorSurface;
 };
+
+/** One list filter for every view (a daemon's, an in-process one, the read-only records): oldest first. */
+export function filterRuns(runs: Iterable<RunRecord>, f: ListFilter, now: number = Date.now()): RunRecord[] {
+  const all = [...runs]
+    .filter((r) => !f.status || f.status.includes(r.status))
+    .filter((r) => !f.rootRunId || r.rootRunId === f.rootRunId)
+    .filter((r) => !f.parentRunId || r.parentRunId === f.parentRunId)
+    .filter((r) => !f.label || r.label === f.label)
+    .filter((r) => !f.kind || f.kind.includes(r.kind))
+    .filter((r) => f.sinceMinutes === undefined || Date.parse(r.createdAt) >= now - f.sinceMinutes * 60_000)
+    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  return f.limit !== undefined ? all.slice(Math.max(0, all.length - f.limit)) : all;
+}
+

@@ -11,7 +11,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { Jail } from '../jail/types.js';
+import type { Jail } from '../jail/index.js';
 import { collectOutputs } from './launch.js';
 import type { RunEndMeta, SupervisorDeps } from './ports.js';
 import type { ProgressFork } from './progress-fork.js';

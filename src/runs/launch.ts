@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { CollectCaps, CollectReport, Jail, JailInput, JailSpec } from '../jail/types.js';
+import type { CollectCaps, CollectReport, Jail, JailInput, JailSpec } from '../jail/index.js';
 import { BrigError, publicError } from '../util/errors.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';

@@ -1,6 +1,6 @@
-import type { Capability, Limits } from '../lease/types.js';
-import type { CollectObserver, CollectedFile, JailDriver } from '../jail/types.js';
-import type { Ledger } from '../ledger/types.js';
+import type { Capability, Limits } from '../lease/index.js';
+import type { CollectObserver, CollectedFile, JailDriver } from '../jail/index.js';
+import type { Ledger } from '../ledger/index.js';
 import type { BrigError, Result } from '../util/errors.js';
 import type { AgentSpec } from '../agents/index.js';
 import type { ModelPort } from './model-port.js';

@@ -15,7 +15,7 @@ import type { RunActions, RunTable } from './run-table.js';
 import type { RunStarter } from './starter.js';
 import { retentionActions } from './health.js';
 import type { ReconcileReport, SupervisorSettings } from './types.js';
-import { isPoolKey } from '../jail/types.js';
+import { isPoolKey } from '../jail/index.js';
 import { jailKeyOf } from './run-record.js';
 import { transition } from './state-machine.js';
 

@@ -1,5 +1,5 @@
-import type { Jail } from '../jail/types.js';
-import type { Ledger } from '../ledger/types.js';
+import type { Jail } from '../jail/index.js';
+import type { Ledger } from '../ledger/index.js';
 import { toBrigError, type BrigError, type Result } from '../util/errors.js';
 import { EventBus } from './event-bus.js';
 import type { BrokerHandle, Clock, LeaseGrant } from './ports.js';

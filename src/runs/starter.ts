@@ -10,7 +10,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { Jail } from '../jail/types.js';
+import type { Jail } from '../jail/index.js';
 import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
 import { buildPacket, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';

@@ -3,12 +3,12 @@
  * BrigError, scrubbing host paths from messages, and each face's mapping of a code's kind
  * (CLI exit code, HTTP status).
  */
-import { ERROR_CODES, isErrorCode, type ErrorCode, type ErrorKind } from '../protocol/error-codes.js';
-import { BrigError } from '../protocol/errors.js';
+import { ERROR_CODES, isErrorCode, type ErrorCode, type ErrorKind } from '../protocol/index.js';
+import { BrigError } from '../protocol/index.js';
 
-export type { ErrorCode, ErrorKind } from '../protocol/error-codes.js';
-export { ERROR_CODES, isErrorCode } from '../protocol/error-codes.js';
-export { BrigError, isBrigError, ok, err, type Result, type WireError } from '../protocol/errors.js';
+export type { ErrorCode, ErrorKind } from '../protocol/index.js';
+export { ERROR_CODES, isErrorCode } from '../protocol/index.js';
+export { BrigError, isBrigError, ok, err, type Result, type WireError } from '../protocol/index.js';
 
 /** Turns anything thrown into a BrigError; unknown errors become `internal`. */
 export function toBrigError(e: unknown): BrigError {

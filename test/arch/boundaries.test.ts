@@ -91,7 +91,7 @@ test('only config/ reads process.env (cli/main.ts hands it to the CLI once)', ()
   assert.deepEqual(bad, []);
 });
 
-/** What each part may import (besides util/ and config/, which anyone may use). */
+/** What each part may import (besides protocol/, util/ and config/, the ground every part stands on). */
 const MAY_IMPORT: Record<string, string[]> = {
   protocol: [],
   util: [],
@@ -100,19 +100,22 @@ const MAY_IMPORT: Record<string, string[]> = {
   ledger: [],
   models: [],
   child: [],
+  client: [],
+  console: [],
   jail: ['lease'],
   agents: ['lease'],
   results: ['lease', 'models', 'ledger'],
   slice: ['results'],
   broker: ['lease', 'slice', 'ledger', 'results'],
+  refs: ['results', 'slice', 'ledger', 'broker', 'models'],
   runs: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'agents'],
-  daemon: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api', 'agents'],
-  api: ['runs', 'lease', 'ledger', 'results', 'slice'],
-  // The faces: the library entry (src/index.ts) and the API client, nothing below them.
-  // `brig mcp` is a CLI command hosting the MCP face (a sibling face, not a part below it).
-  cli: ['.', 'api', 'mcp'],
-  mcp: ['.', 'api'],
-  '.': ['runs', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker', 'agents'],
+  api: ['runs'],
+  daemon: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api', 'agents', 'refs', 'client', 'console'],
+  // The library entries (src/index.ts, light.ts, open-brig.ts): curated exports of the parts.
+  '.': ['runs', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker', 'agents', 'client', 'refs'],
+  // The faces: the library entries only. `brig mcp` is a CLI command hosting the MCP face.
+  cli: ['.', 'mcp'],
+  mcp: ['.'],
 };
 
 test('parts import only downward (the parts table of docs/architecture.md) and form no cycle', () => {
@@ -158,7 +161,25 @@ test('parts import only downward (the parts table of docs/architecture.md) and f
   assert.deepEqual(cycle, [], `cycle between parts: ${cycle.reverse().join(' → ')}`);
 });
 
-test('no import cycle between files anywhere under src/ (type imports included)', () => {
+test('every import into another part goes through its index.ts (util/ and config/ are a toolbox named file by file)', () => {
+  const bad: string[] = [];
+  for (const f of files) {
+    for (const imp of importsOf(f)) {
+      if (!imp.startsWith('.')) continue;
+      const target = path.resolve(path.dirname(f), imp);
+      if (!target.startsWith(SRC)) continue;
+      const to = part(target);
+      if (to === part(f) || to === 'util' || to === 'config') continue;
+      const rel = path.relative(SRC, target);
+      // A part's surface is its index.ts; the root's files are the library entries themselves.
+      if (to === '.' ? ['index.js', 'light.js', 'open-brig.js'].includes(rel) : rel === `${to}/index.js`) continue;
+      bad.push(`${path.relative(SRC, f)} imports ${rel}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+test('no import cycle between files anywhere under src/ (type imports and lazy imports included)', () => {
   // A type-only cycle is still two modules that cannot be understood apart: the old
   // supervisor ↔ launch/control/child-calls circle was one, and passed the per-part check.
   const resolveFile = (from: string, imp: string): string | undefined => {
@@ -166,13 +187,11 @@ test('no import cycle between files anywhere under src/ (type imports included)'
     for (const c of [base.replace(/\.js$/, '.ts'), `${base}.ts`, path.join(base, 'index.ts')]) if (fs.existsSync(c)) return c;
     return undefined;
   };
-  // Static imports only: a lazy `import()` (the CLI's command registry loading a command
-  // that lists the registry) is resolved at call time and cannot tangle module loading.
-  const STATIC_RE = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]/g;
-  const staticImports = (f: string) => [...fs.readFileSync(f, 'utf8').matchAll(STATIC_RE)].map((m) => (m[1] ?? m[2])!);
+  // Lazy `import()`s count too: a loop through one is still two modules that cannot be
+  // understood apart (the CLI's registry ↔ help/completion loop was one).
   const edges = new Map<string, string[]>();
   for (const f of files) {
-    edges.set(f, staticImports(f).filter((i) => i.startsWith('.')).map((i) => resolveFile(f, i)).filter((x): x is string => x !== undefined && x.startsWith(SRC)));
+    edges.set(f, importsOf(f).filter((i) => i.startsWith('.')).map((i) => resolveFile(f, i)).filter((x): x is string => x !== undefined && x.startsWith(SRC)));
   }
   const state = new Map<string, 'open' | 'done'>();
   const path_: string[] = [];

@@ -1,6 +1,6 @@
-import { openOperator } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, parseArgs, numberFlag, writeJson, type Command } from '../command.js';
+import { withBrig } from '../connect.js';
 
 const command: Command = {
   name: 'audit query',
@@ -14,14 +14,14 @@ const command: Command = {
     if (!sql) throw new BrigError('invalid_input', 'give a SELECT over the view `ledger`', { hint: command.usage });
     // Only the ledger segments are readable; the helper enforces the same lockdown as `brig ref sql`.
     // An empty ledger is refused (invalid_input) before any helper starts.
-    const r = await openOperator({ env: io.env }).audit.query(sql, numberFlag(p, 'max-rows') ?? 1000).catch((e: unknown) => {
-      if (e instanceof BrigError && e.code === 'query_refused') {
-        // The guard speaks of "this ref" (the slicer's words); here the one readable thing is the ledger.
-        const message = e.message.replace(/this ref: pass its id/g, 'the ledger: query the view `ledger`');
-        throw new BrigError('query_refused', message, { hint: 'Only one SELECT over the view `ledger` is allowed.' });
-      }
+    const res = await withBrig(io, (brig) => brig.operator.audit.query(sql, numberFlag(p, 'max-rows') ?? 1000));
+    if (!res.ok) {
+      const e = res.error;
+      // The guard speaks of "this ref" (the slicer's words); here the one readable thing is the ledger.
+      if (e.code === 'query_refused') throw new BrigError('query_refused', e.message.replace(/this ref: pass its id/g, 'the ledger: query the view `ledger`'), { hint: 'Only one SELECT over the view `ledger` is allowed.' });
       throw e;
-    });
+    }
+    const r = res.value;
     if (p.bools.has('json')) {
       writeJson(io, { columns: r.columns, rows: r.rows, truncated: r.truncated });
       return 0;

@@ -1,6 +1,6 @@
-import { openOperator } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
+import { withBrig } from '../connect.js';
 
 const command: Command = {
   name: 'audit verify',
@@ -10,7 +10,7 @@ const command: Command = {
   examples: ['brig audit verify', 'brig audit verify --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const { dir, ...r } = openOperator({ env: io.env }).audit.verify();
+    const { dir, ...r } = await withBrig(io, (brig) => brig.operator.audit.verify());
     if (!r.ok && r.bad) {
       throw new BrigError('ledger_corrupt', `ledger broken at ${r.bad.file}:${r.bad.line}: ${r.bad.why}`, {
         data: { file: r.bad.file, line: r.bad.line, why: r.bad.why },

@@ -1,5 +1,5 @@
-import { openOperator } from '../../index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
+import { withBrig } from '../connect.js';
 
 const command: Command = {
   name: 'doctor',
@@ -9,7 +9,7 @@ const command: Command = {
   examples: ['brig doctor', 'brig doctor --build --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const checks = await openOperator({ env: io.env }).engine.doctor({ build: p.bools.has('build') });
+    const checks = await withBrig(io, (brig) => brig.operator.doctor({ build: p.bools.has('build') }));
     const ok = checks.every((c) => c.ok);
     if (p.bools.has('json')) writeJson(io, { ok, checks });
     else {

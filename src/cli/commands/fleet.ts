@@ -1,8 +1,8 @@
-import { ApiClient, homeFrom, readBrig, socketPathFor } from '../../light.js';
-import type { FleetReport } from '../../index.js';
+import type { FleetReport } from '../../light.js';
 import { BrigError } from '../../util/errors.js';
 import { windowMinutes } from '../../util/window.js';
 import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
+import { withBrig } from '../connect.js';
 
 const n = (x: number) => x.toLocaleString('en-US');
 const counts = (o: Record<string, number>) =>
@@ -44,24 +44,8 @@ const command: Command = {
     if (minutes === undefined) throw new BrigError('invalid_input', `--since ${JSON.stringify(window.slice(0, 40))} is not a window`, { hint: 'Give minutes, or 30m, 24h, 7d.' });
     const top = numberFlag(p, 'top');
     if (top !== undefined && !(Number.isSafeInteger(top) && top >= 0)) throw new BrigError('invalid_input', '--top is a whole number');
-    const home = homeFrom(io.env);
-    const api = new ApiClient(socketPathFor(home));
-    let report: FleetReport;
-    if (await api.probe()) {
-      const r = await api.call<{ fleet: FleetReport }>('GET', `/v1/fleet?since=${encodeURIComponent(String(minutes))}`);
-      if (!r.ok) throw r.error;
-      report = r.value.fleet;
-      if (top !== undefined) report.topTrees = report.topTrees.slice(0, top);
-    } else {
-      // No daemon: the records and the ledger on disk.
-      const { fleetReport, brigPaths } = await import('../../index.js');
-      const brig = readBrig(io.env);
-      try {
-        report = await fleetReport({ list: (f) => brig.list(f), refs: brig.refs, ledgerDir: brigPaths(home).ledger }, { sinceMinutes: minutes, ...(top !== undefined ? { top } : {}) });
-      } finally {
-        await brig.close();
-      }
-    }
+    // The daemon's roll-up when one answers, else the records and the ledger on disk.
+    const report = await withBrig(io, (brig) => brig.operator.fleet({ sinceMinutes: minutes, ...(top !== undefined ? { top } : {}) }));
     if (p.bools.has('json')) writeJson(io, { fleet: report });
     else io.stdout.write(render(report, window));
     return 0;

@@ -16,7 +16,7 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const quiet = p.bools.has('quiet') || p.bools.has('json');
     const started = Date.now();
-    const res = await openOperator({ env: io.env }).engine.buildImage({
+    const res = await openOperator({ env: io.env }).buildImage({
       force: p.bools.has('force'),
       prune: p.bools.has('prune'),
       ...(quiet ? {} : { onProgress: (l: string) => io.stderr.write(`  ${l}\n`) }),

@@ -1,5 +1,5 @@
-import { openOperator } from '../../index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
+import { withBrig } from '../connect.js';
 
 const command: Command = {
   name: 'lease list',
@@ -9,7 +9,7 @@ const command: Command = {
   examples: ['brig lease list', 'brig lease list --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const { leases, unreadable } = openOperator({ env: io.env }).leases.list();
+    const { leases, unreadable } = await withBrig(io, (brig) => brig.operator.leases.list());
     if (p.bools.has('json')) {
       writeJson(io, { leases, unreadable });
       return 0;

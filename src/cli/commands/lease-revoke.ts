@@ -1,6 +1,6 @@
-import { openOperator } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, parseArgs, flag, writeJson, type Command } from '../command.js';
+import { withBrig } from '../connect.js';
 
 const command: Command = {
   name: 'lease revoke',
@@ -12,11 +12,12 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const id = p.positionals[0];
     if (!id) throw new BrigError('invalid_input', 'give a lease id', { hint: '`brig lease list` shows the ids.' });
-    const leases = openOperator({ env: io.env }).leases;
-    const shown = leases.show(id);
-    const before = shown.ok ? (shown.value.lease.revoked ?? null) : null;
-    // Without a daemon this marks the records; a live supervisor ends the runs (killedBy operator).
-    const r = await leases.revoke(id, flag(p, 'reason'));
+    // Through the daemon its own store revokes (its runs end at once, killedBy operator);
+    // without one this marks the records and the next supervisor ends the runs.
+    const { before, r } = await withBrig(io, async (brig) => {
+      const shown = await brig.operator.leases.show(id);
+      return { before: shown.ok ? (shown.value.lease.revoked ?? null) : null, r: await brig.operator.leases.revoke(id, flag(p, 'reason')) };
+    });
     if (!r.ok) throw r.error;
     if (p.bools.has('json')) writeJson(io, { revoked: r.value.map((x) => ({ leaseId: x.id, runId: x.runId })), alreadyRevoked: before });
     else {

@@ -1,6 +1,7 @@
-import { LIMIT_KEYS, openOperator } from '../../index.js';
+import { LIMIT_KEYS } from '../../light.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
+import { withBrig } from '../connect.js';
 
 const command: Command = {
   name: 'lease show',
@@ -12,7 +13,7 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const id = p.positionals[0];
     if (!id) throw new BrigError('invalid_input', 'give a lease id', { hint: '`brig lease list` shows the ids.' });
-    const shown = openOperator({ env: io.env }).leases.show(id);
+    const shown = await withBrig(io, (brig) => brig.operator.leases.show(id));
     if (!shown.ok) throw shown.error;
     const rec = shown.value.lease;
     // The lineage from the lease itself up to the root.

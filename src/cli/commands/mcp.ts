@@ -1,5 +1,5 @@
 import { format } from 'node:util';
-import { createBrig, loadConfig, openOperator, type Brig } from '../../index.js';
+import { loadConfig, openBrig, type Brig } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
 import { parseArgs, type CliIO, type Command } from '../command.js';
 import { readVersion } from './version.js';
@@ -33,7 +33,7 @@ const command: Command = {
 
 async function serve(io: CliIO, readOnly: boolean, log: (line: string) => void): Promise<number> {
   const { createMcpServer, serveStdio } = await import('../../mcp/index.js');
-  const brig = await createBrig({ env: io.env, mode: 'auto', fallback: readOnly ? 'read' : 'local', reconcile: false });
+  const brig = await openBrig({ env: io.env, mode: 'auto', fallback: readOnly ? 'read' : 'local', reconcile: false });
   // A signal (or the client's SIGTERM after it closed stdin) ends the session; one that comes
   // while this process is still releasing its children is noted, not obeyed at once.
   let stopping = false;
@@ -44,7 +44,7 @@ async function serve(io: CliIO, readOnly: boolean, log: (line: string) => void):
   process.on('SIGTERM', onSignal);
   io.hangup?.addEventListener('abort', () => stop(), { once: true });
   try {
-    const server = createMcpServer(brig, { version: readVersion(), leases: openOperator({ env: io.env }).leases, readOnly });
+    const server = createMcpServer(brig, { version: readVersion(), readOnly });
     const session = await serveStdio(server, { stdin: process.stdin, stdout: io.stdout, onError: (e) => log(`transport: ${e.message}`) });
     log(`serving over stdio${readOnly ? ' (read-only)' : ''}: ${describe(brig, io)}`);
     await Promise.race([session.closed, stopped]);

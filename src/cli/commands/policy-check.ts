@@ -10,9 +10,9 @@ const command: Command = {
   examples: ['brig policy check', 'brig policy check policies/strict.yaml --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const policy = openOperator({ env: io.env }).policy;
-    const targets = p.positionals.length > 0 ? p.positionals : policy.defaultTargets();
-    const results = policy.check(targets).map(({ file, result }) => ({ file, r: result }));
+    const op = openOperator({ env: io.env });
+    const targets = p.positionals.length > 0 ? p.positionals : op.defaultPolicyTargets();
+    const results = op.checkPolicies(targets).map(({ file, result }) => ({ file, r: result }));
     if (results.length === 0) throw new BrigError('invalid_input', `no .yaml policy files in ${targets.join(', ')}`);
     const bad = results.filter((x) => !x.r.ok);
     if (p.bools.has('json')) {
@@ -26,7 +26,7 @@ const command: Command = {
       });
     } else {
       for (const { r } of results) {
-        if (r.ok) io.stdout.write(policy.explain(r.value).join('\n') + '\n');
+        if (r.ok) io.stdout.write(op.explainPolicy(r.value).join('\n') + '\n');
         else {
           const problems = (r.error.data.problems as string[] | undefined) ?? [r.error.message];
           io.stderr.write(`policy ${r.error.data.file ?? ''}: INVALID\n${problems.map((x) => `  ${x}`).join('\n')}\n  → ${r.error.hint}\n`);

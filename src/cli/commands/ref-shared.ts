@@ -1,21 +1,8 @@
-import type { Brig, SliceOutput } from '../../light.js';
+import type { SliceOutput } from '../../light.js';
 import { BrigError, type Result } from '../../util/errors.js';
 import { type CliIO, type ParsedArgs, writeJson } from '../command.js';
-import { openBrig } from '../connect.js';
 
-/**
- * Runs `fn` with this home's brig for drill-in — `brig.refs`, the RefService every face uses
- * (the daemon's records when one answers, else the ones on disk) — and closes it after
- * (its DuckDB helper included).
- */
-export async function withBrig<T>(io: CliIO, fn: (brig: Brig) => Promise<T>): Promise<T> {
-  const brig = await openBrig(io);
-  try {
-    return await fn(brig);
-  } finally {
-    await brig.close();
-  }
-}
+export { withBrig } from '../connect.js';
 
 /** Prints a slice (text, or a table for rows) and its "N more" note; throws a refusal. */
 export function printSlice(io: CliIO, p: ParsedArgs, res: Result<SliceOutput>): number {

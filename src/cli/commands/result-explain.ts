@@ -1,4 +1,4 @@
-import { explainRun, openOperator, renderExplain } from '../../index.js';
+import { explainRun, renderExplain } from '../../index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { needPositionals, withBrig } from './ref-shared.js';
 import { termText } from '../run-view.js';
@@ -13,7 +13,7 @@ const command: Command = {
     const p = parseArgs(args, command.flags);
     const [runId] = needPositionals(p, 1, command.usage);
     const input = await withBrig(io, async (brig) => {
-      const x = await explainRun(brig, openOperator({ env: io.env }).leases, runId!);
+      const x = await explainRun(brig, runId!);
       if (!x.ok) throw x.error;
       return x.value.input;
     });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../../src/config/index.js';
-import { composeSupervisor, type Composed } from '../../../src/daemon/index.js';
+import { compose, type Composed } from '../../../src/daemon/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { startModelServer, textTurn, toolCallTurn, type ModelServer, type RecordedRequest, type Turn } from '../../helpers/model-server.js';
 import { freshHome, leftovers, until } from '../runs/fixture.js';
@@ -16,7 +16,7 @@ import { freshHome, leftovers, until } from '../runs/fixture.js';
 
 async function agentSupervisor(home: string, m: ModelServer, env: Record<string, string> = {}, settings = {}, warm = 0): Promise<Composed> {
   const cfg = loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_CONTEXT_WINDOW: '20000', ...env });
-  const c = await composeSupervisor(cfg, { tickMs: 200, reconcile: true, settings, ...(warm > 0 ? { warm } : {}) });
+  const c = await compose(cfg, { tickMs: 200, reconcile: true, settings, ...(warm > 0 ? { warm } : {}) });
   await c.supervisor.start();
   // As the daemon does: the pool fills once reconcile swept what a dead one left.
   await c.warm?.start();

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../../src/config/index.js';
-import { composeSupervisor, type Composed } from '../../../src/daemon/index.js';
+import { compose, type Composed } from '../../../src/daemon/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { startModelServer, textTurn, toolCallTurn, type ModelServer, type RecordedRequest, type ScriptEntry } from '../../helpers/model-server.js';
 import { freshHome, leftovers } from '../runs/fixture.js';
@@ -28,7 +28,7 @@ async function agentSupervisor(home: string, m: ModelServer, api: 'openai-chat' 
     BRIG_MODEL_CONTEXT_WINDOW: '32000',
     ...extraEnv,
   });
-  const c = await composeSupervisor(cfg, { tickMs: 200, reconcile: true });
+  const c = await compose(cfg, { tickMs: 200, reconcile: true });
   await c.supervisor.start();
   return c;
 }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../../src/config/index.js';
-import { composeSupervisor } from '../../../src/daemon/index.js';
+import { compose } from '../../../src/daemon/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { startModelServer, toolCallTurn, type RecordedRequest } from '../../helpers/model-server.js';
 import { freshHome, leftovers } from '../runs/fixture.js';
@@ -38,7 +38,7 @@ test('[INV-3] a coordinator lead delegating 50 tasks of 5 MB each grows its cont
   });
   t.after(() => m.close());
   const cfg = loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_CONTEXT_WINDOW: '200000' });
-  const c = await composeSupervisor(cfg, { tickMs: 200, reconcile: true, settings: { maxRunsPerTree: 60 } });
+  const c = await compose(cfg, { tickMs: 200, reconcile: true, settings: { maxRunsPerTree: 60 } });
   await c.supervisor.start();
   try {
     const r = await c.supervisor.spawn({ task: `Delegate ${N} data tasks, then report.`, kind: 'agent', agent: 'coordinator', max_steps: 60, timeout: 900_000 });

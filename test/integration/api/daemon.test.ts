@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApiClient } from '../../../src/api/index.js';
+import { ApiClient } from '../../../src/client/index.js';
 import { brigPaths, loadConfig } from '../../../src/config/index.js';
 import { startDaemon } from '../../../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { Client } from 'undici';
-import { ApiClient } from '../../../src/api/index.js';
+import { ApiClient } from '../../../src/client/index.js';
 import { main } from '../../../src/cli/cli.js';
 import { loadConfig } from '../../../src/config/index.js';
 import { startDaemon } from '../../../src/daemon/index.js';

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { exchange } from '../../../src/api/wire.js';
+import { exchange } from '../../../src/client/wire.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { daemonHome } from '../daemon/serve-proc.js';
 

@@ -6,12 +6,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ROUTES } from '../../../src/api/contract.js';
-import { exchange } from '../../../src/api/wire.js';
+import { API_ROUTES } from '../../../src/protocol/index.js';
+import { exchange } from '../../../src/client/wire.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { daemonHome } from '../daemon/serve-proc.js';
 
-type Doc = { openapi: string; info: { version: string }; paths: Record<string, Record<string, { summary: string; responses: Record<string, unknown>; requestBody?: unknown; parameters?: { name: string; in: string }[] }>> };
+type Doc = { openapi: string; info: { version: string }; paths: Record<string, Record<string, { operationId: string; summary: string; responses: Record<string, unknown>; requestBody?: unknown; parameters?: { name: string; in: string }[] }>> };
 
 test('the OpenAPI 3.1 document matches the live routes, and the server validates with its schemas', async (t) => {
   if (!(await requireEngine(t))) return;
@@ -28,10 +28,11 @@ test('the OpenAPI 3.1 document matches the live routes, and the server validates
   const doc = JSON.parse(got.body) as Doc;
   assert.equal(doc.openapi, '3.1.0');
   const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`));
-  assert.deepEqual(documented.sort(), ROUTES.map((r) => `${r.method} ${r.path}`).sort(), 'one operation per contract route');
+  assert.deepEqual(documented.sort(), Object.values(API_ROUTES).map((r) => `${r.method} ${r.path}`).sort(), 'one operation per contract route');
   for (const [p, ops] of Object.entries(doc.paths)) {
     for (const [m, op] of Object.entries(ops)) {
       assert.ok(op.summary && op.responses.default, `${m} ${p} has a summary and the error response`);
+      assert.ok(Object.entries(API_ROUTES).some(([name, r]) => r.path === p && r.method === m.toUpperCase() && op.operationId === name), `${m} ${p} has its route's name as operationId`);
       for (const name of [...p.matchAll(/\{([a-z]+)\}/g)].map((x) => x[1])) assert.ok(op.parameters?.some((q) => q.in === 'path' && q.name === name), `${m} ${p} declares {${name}}`);
     }
   }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { Client } from 'undici';
 import { loadConfig } from '../../../src/config/index.js';
 import { startDaemon } from '../../../src/daemon/index.js';
-import { ApiClient } from '../../../src/api/index.js';
+import { ApiClient } from '../../../src/client/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { freshHome } from '../runs/fixture.js';
 

@@ -5,13 +5,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'undici';
 import { listenApi } from '../../../src/api/index.js';
-import { ReadOnlyRuns } from '../../../src/runs/index.js';
+import { readOnlyBrig } from '../../../src/client/index.js';
+import type { OperatorSurface, RefSurface } from '../../../src/protocol/index.js';
 
 /** The HTTP faces' bad-input paths over a real unix socket; no engine needed (records on disk). */
 test('the API refuses an unknown status filter (400), an unknown route (404), a wrong method (405, with Allow) and a body over 2 MiB (413), each with {code, message, hint}', async (t) => {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-api-'));
   t.after(() => fs.rm(home, { recursive: true, force: true }));
-  const api = await listenApi(new ReadOnlyRuns(path.join(home, 'runs')), path.join(home, 'brig.sock'));
+  // The records on disk; no drill-in or operator route is reached by this test.
+  const api = await listenApi(readOnlyBrig(path.join(home, 'runs'), {} as RefSurface, {} as OperatorSurface), path.join(home, 'brig.sock'));
   const c = new Client('http://brig', { socketPath: path.join(home, 'brig.sock') });
   try {
     const get = async (p: string) => {

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { loadConfig } from '../../../src/config/index.js';
-import { composeSupervisor } from '../../../src/daemon/compose.js';
+import { compose } from '../../../src/daemon/compose.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
 import { verifyLedger } from '../../../src/ledger/index.js';
 
@@ -27,7 +27,7 @@ const FLOOD = `export default async function () {
 test('[INV-8] sustained broker abuse from inside a real jail ends the run: killed, killedBy system; the supervisor carries on', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-abuse-'));
-  const c = await composeSupervisor(loadConfig({ BRIG_HOME: home }), { reconcile: false });
+  const c = await compose(loadConfig({ BRIG_HOME: home }), { reconcile: false });
   try {
     await c.supervisor.start();
     const r = await c.supervisor.spawn({ task: 'flood', profile: 'worker', script: FLOOD, async: true, timeout: 120_000 });

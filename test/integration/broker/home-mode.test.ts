@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { brigPaths, loadConfig } from '../../../src/config/index.js';
-import { composeSupervisor } from '../../../src/daemon/compose.js';
+import { compose } from '../../../src/daemon/compose.js';
 import { BrigError } from '../../../src/util/errors.js';
 
 test('a 0755 (or 0750, 0701) BRIG_HOME is refused with invalid_input and a chmod 700 hint; nothing is started in it', async (t) => {
@@ -18,7 +18,7 @@ test('a 0755 (or 0750, 0701) BRIG_HOME is refused with invalid_input and a chmod
     const home = path.join(parent, `home-${mode.toString(8)}`);
     fs.mkdirSync(home);
     fs.chmodSync(home, mode);
-    await assert.rejects(composeSupervisor(loadConfig({ BRIG_HOME: home }), { reconcile: false, ensureImage: false }), (e: unknown) => {
+    await assert.rejects(compose(loadConfig({ BRIG_HOME: home }), { reconcile: false, ensureImage: false }), (e: unknown) => {
       assert.ok(e instanceof BrigError);
       assert.equal(e.code, 'invalid_input');
       assert.match(e.message, new RegExp(`mode 0${mode.toString(8)}`));
@@ -35,7 +35,7 @@ test('a BRIG_HOME that does not exist yet is created 0700, and so is its broker 
   const parent = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-homemode-'));
   const home = path.join(parent, 'new-home');
   t.after(() => fs.promises.rm(parent, { recursive: true, force: true }));
-  const c = await composeSupervisor(loadConfig({ BRIG_HOME: home }), { reconcile: false, ensureImage: false });
+  const c = await compose(loadConfig({ BRIG_HOME: home }), { reconcile: false, ensureImage: false });
   try {
     assert.equal(fs.statSync(home).mode & 0o777, 0o700);
     const brokers = brigPaths(home).brokers;

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { loadConfig } from '../../../src/config/index.js';
-import { composeSupervisor } from '../../../src/daemon/compose.js';
+import { compose } from '../../../src/daemon/compose.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
 import { LeaseStore } from '../../../src/lease/index.js';
 import { MemoryLedger } from '../../../src/ledger/index.js';
@@ -17,7 +17,7 @@ const PARENT = `export default async function (brig) { await brig.spawn({ task: 
 test('[INV-8] revoking a lease in the middle of a run ends that run and its descendants (killed)', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-rv-'));
-  const c = await composeSupervisor(loadConfig({ BRIG_HOME: home }), { reconcile: false });
+  const c = await compose(loadConfig({ BRIG_HOME: home }), { reconcile: false });
   try {
     await c.supervisor.start();
     const r = await c.supervisor.spawn({ task: 'parent', profile: 'researcher', script: PARENT, async: true, timeout: 60_000 });

@@ -28,7 +28,7 @@ async function traced(home: string, args: string[]): Promise<{ stdout: string; m
 
 const heavyIn = (modules: string[]) => modules.filter((m) => HEAVY.some((h) => h.test(m)));
 
-test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, yaml or node:http (control: doctor --help does)', async (t) => {
+test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, yaml or node:http (control: image build --help does)', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);
   const serve = await h.serve();
@@ -54,7 +54,7 @@ test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, y
     assert.ok(r.modules.some((m) => m.endsWith('/dist/cli/main.js')), `${name}: the tracer saw the CLI`);
     assert.deepEqual(heavyIn(r.modules), [], `${name} loaded nothing heavy`);
   }
-  const control = await traced(h.home, ['doctor', '--help']);
+  const control = await traced(h.home, ['image', 'build', '--help']);
   assert.ok(heavyIn(control.modules).some((m) => m.includes('/dockerode/')), 'the control loads dockerode, so the tracer would see it');
   await serve.signal('SIGTERM');
 });

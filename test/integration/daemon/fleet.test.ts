@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FleetReport } from '../../../src/index.js';
-import { exchange } from '../../../src/api/wire.js';
+import { exchange } from '../../../src/client/wire.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { daemonHome } from './serve-proc.js';
 

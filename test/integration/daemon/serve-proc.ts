@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiClient } from '../../../src/api/index.js';
+import { ApiClient } from '../../../src/client/index.js';
 import { brigPaths } from '../../../src/config/index.js';
 import type { ReconcileReport, RunRecord } from '../../../src/runs/index.js';
 import { sweepOwner, until } from '../runs/fixture.js';

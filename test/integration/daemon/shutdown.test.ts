@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApiClient } from '../../../src/api/index.js';
+import { ApiClient } from '../../../src/client/index.js';
 import type { RunRecord, SpawnRequestInput } from '../../../src/runs/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { leftovers, until } from '../runs/fixture.js';

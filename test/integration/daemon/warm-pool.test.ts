@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiClient } from '../../../src/api/index.js';
+import { ApiClient } from '../../../src/client/index.js';
 import type { RunRecord, SpawnRequestInput } from '../../../src/runs/index.js';
 import net from 'node:net';
 import { judgeProbe, parseProbe, probeArgv } from '../../../src/jail/index.js';

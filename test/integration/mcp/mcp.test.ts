@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { requireEngine } from '../../helpers/engine.js';
-import { ApiClient } from '../../../src/api/index.js';
+import { ApiClient } from '../../../src/client/index.js';
 import { daemonHome, recordOnDisk } from '../daemon/serve-proc.js';
 import { leftovers, until } from '../runs/fixture.js';
 

@@ -13,7 +13,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { OpenAICompatibleProvider } from '../../../src/models/index.js';
 import { FsResultStore, loadEnvelope } from '../../../src/results/index.js';
-import { RefService, type RunRecord } from '../../../src/runs/index.js';
+import { RefService } from '../../../src/refs/index.js';
+import type { RunRecord } from '../../../src/protocol/index.js';
 import { Slicer } from '../../../src/slice/index.js';
 import { runCli } from '../../helpers/cli.js';
 

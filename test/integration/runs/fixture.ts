@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../../src/config/index.js';
-import { composeSupervisor, type Composed } from '../../../src/daemon/index.js';
+import { compose, type Composed } from '../../../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
 import type { SupervisorSettings } from '../../../src/runs/index.js';
 
@@ -28,7 +28,7 @@ export async function sweepOwner(home: string): Promise<void> {
 }
 
 export async function supervisorAt(home: string, settings: Partial<SupervisorSettings> = {}, tickMs = 200): Promise<Composed> {
-  const c = await composeSupervisor(loadConfig({ BRIG_HOME: home }), { settings, tickMs, reconcile: true });
+  const c = await compose(loadConfig({ BRIG_HOME: home }), { settings, tickMs, reconcile: true });
   await c.supervisor.start();
   return c;
 }

@@ -1,14 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createBrig } from '../../../src/index.js';
+import { openBrig } from '../../../src/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { freshHome, leftovers } from './fixture.js';
 
-test('[INV-7] createBrig hooks on a real jail: prepareSpawn before the child starts, onEnded after the envelope was cast, content-free', async (t) => {
+test('[INV-7] openBrig hooks on a real jail: prepareSpawn before the child starts, onEnded after the envelope was cast, content-free', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
   const seen: { prepared: string[]; ended: Record<string, unknown>[] } = { prepared: [], ended: [] };
-  const brig = await createBrig({
+  const brig = await openBrig({
     home,
     mode: 'local',
     hooks: {

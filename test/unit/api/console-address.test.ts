@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { consoleAddress, listenConsole } from '../../../src/api/console.js';
+import { consoleAddress, listenConsole } from '../../../src/console/console.js';
 import { isBrigError } from '../../../src/util/errors.js';
 
 test('the console address: loopback only, a free port by default, anything else refused with a hint', () => {

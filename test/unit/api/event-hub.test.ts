@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { EventHub } from '../../../src/api/event-hub.js';
 import { listenApi } from '../../../src/api/server.js';
-import type { Supervisor, SupervisorEvent } from '../../../src/runs/index.js';
+import type { Brig, Supervisor, SupervisorEvent } from '../../../src/protocol/index.js';
 
 /** A supervisor that only has events, pushed by the test (the API layer is what is tested). */
 function eventSource(): { sup: Supervisor; push(runId: string, type?: string): void } {
@@ -91,7 +91,7 @@ async function served(t: { after(fn: () => Promise<void>): void }): Promise<{ so
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-ev-'));
   const socketPath = path.join(dir, 'brig.sock');
   const src = eventSource();
-  const api = await listenApi(src.sup, socketPath);
+  const api = await listenApi(src.sup as unknown as Brig, socketPath);
   t.after(async () => {
     await api.close();
     await fs.promises.rm(dir, { recursive: true, force: true });

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { exchange, parseReply, WireError } from '../../../src/api/wire.js';
+import { exchange, parseReply, WireError } from '../../../src/client/wire.js';
 
 const reply = (s: string) => Buffer.from(s, 'latin1');
 

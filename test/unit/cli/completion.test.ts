@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runCli } from '../../helpers/cli.js';
 import { completionModel } from '../../../src/cli/commands/completion.js';
-import { COMMANDS, GROUPS } from '../../../src/cli/registry.js';
+import { COMMANDS, GROUPS, TABLE } from '../../../src/cli/registry.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-completion-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -38,7 +38,7 @@ test('the bash script is valid bash and completes commands, subcommands, every f
   assert.deepEqual(bashComplete(file, ['brig', 'help', 'ref', 'js']), ['jsonpath']);
   assert.deepEqual(bashComplete(file, ['brig', 'list', '--status', 'r']), ['running']);
   assert.deepEqual(bashComplete(file, ['brig', 'spawn', '--', 'sh', '--']), [], 'after `--` the words are the child\'s');
-  const model = await completionModel();
+  const model = await completionModel(TABLE);
   // (`brig help` completes topics, not flags.)
   for (const c of model.commands.filter((x) => x.key !== 'help')) {
     const offered = bashComplete(file, ['brig', ...c.key.split(' '), '--']);

@@ -7,7 +7,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { MemoryLedger } from '../../../src/ledger/index.js';
 import { FsResultStore } from '../../../src/results/index.js';
-import { CHILD_REPLY_BYTES, ChildRefs, fitReply, isDescendant, type RunRecord } from '../../../src/runs/index.js';
+import { CHILD_REPLY_BYTES, ChildRefs, fitReply, isDescendant } from '../../../src/refs/index.js';
+import type { RunRecord } from '../../../src/protocol/index.js';
 import type { SliceOutput } from '../../../src/slice/index.js';
 import type { BrigError } from '../../../src/util/errors.js';
 

@@ -16,14 +16,13 @@ import {
   buildRunEnvelope,
   envelopeOnce,
   loadEnvelope,
-  rollUpSavings,
 } from '../results/index.js';
 import type { GrepOptions, ReadRange, Slicer, SliceOutput } from '../slice/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
-import type { ResultOptions, RefSurface, RunResult } from './types.js';
-import type { RunRecord } from './types.js';
+import type { ResultOptions, RefSurface, RunResult } from '../protocol/index.js';
+import type { RunRecord } from '../protocol/index.js';
 
-export type { ResultOptions, RefSurface, RunResult } from './types.js';
+export type { ResultOptions, RefSurface, RunResult } from '../protocol/index.js';
 
 export interface RefServiceDeps {
   store: FsResultStore;
@@ -100,9 +99,6 @@ export class RefService implements RefSurface {
   }
 
   /** Savings rolled up over several runs (e.g. one root's children). */
-  rollUp(list: Savings[]): ReturnType<typeof rollUpSavings> {
-    return rollUpSavings(list);
-  }
 
   private async refsOf(runId: string): Promise<ResultRef[]> {
     try {

@@ -15,14 +15,14 @@
  * store's manifest (a ref's runId). Fails closed: an unknown caller or run record → refused.
  */
 import { alreadyLedgered } from '../broker/index.js';
-import type { Ledger } from '../ledger/types.js';
+import type { Ledger } from '../ledger/index.js';
 import type { ResultRef } from '../results/index.js';
 import type { FsResultStore } from '../results/index.js';
 import { Slicer, type SliceLimits, type SliceOutput } from '../slice/index.js';
 import type { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, type Result } from '../util/errors.js';
 import { RefService } from './ref-service.js';
-import type { RunRecord } from './types.js';
+import type { RunRecord } from '../protocol/index.js';
 
 export const CHILD_REF_METHODS = ['refs.list', 'refs.read', 'refs.grep', 'refs.jq', 'refs.sql', 'refs.jsonpath'] as const;
 export type ChildRefMethod = (typeof CHILD_REF_METHODS)[number];

@@ -5,24 +5,34 @@
  * replies become BrigErrors with the daemon's code and hint, so a face cannot tell (and need
  * not care) whether it talks to a daemon or to an in-process supervisor.
  */
+import {
+  API_ROUTES,
+  BrigError,
+  err,
+  isErrorCode,
+  ok,
+  routePath,
+  type EventsOptions,
+  type HistoryPage,
+  type KillOptions,
+  type ListFilter,
+  type ReconcileReport,
+  type Result,
+  type RouteInputs,
+  type RouteName,
+  type RouteParams,
+  type RouteReplies,
+  type RunRecord,
+  type SendOptions,
+  type SendOutcome,
+  type SpawnContext,
+  type SpawnRequestInput,
+  type SteerOutcome,
+  type Supervisor,
+  type SupervisorEvent,
+  type WaitOptions,
+} from '../protocol/index.js';
 import { exchange, type WireReply } from './wire.js';
-import type {
-  HistoryPage,
-  SendOptions,
-  SendOutcome,
-  EventsOptions,
-  KillOptions,
-  ListFilter,
-  ReconcileReport,
-  RunRecord,
-  SpawnContext,
-  SpawnRequestInput,
-  SteerOutcome,
-  Supervisor,
-  SupervisorEvent,
-  WaitOptions,
-} from '../runs/index.js';
-import { BrigError, err, isErrorCode, ok, type Result } from '../util/errors.js';
 
 type ErrorReply = { error?: { code: string; message: string; hint: string; data?: Record<string, unknown> } };
 
@@ -116,13 +126,29 @@ async function* followEvents(socketPath: string, path: string, signal?: AbortSig
   }
 }
 
+/** A GET route's input as its query string: a list repeats its key (`?status=a&status=b`). */
+function queryOf(input: unknown): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries((input ?? {}) as Record<string, unknown>)) {
+    if (v === undefined || v === null) continue;
+    for (const x of Array.isArray(v) ? v : [v]) q.append(k, String(x));
+  }
+  return q.size ? `?${q}` : '';
+}
+
+/** The route call's arguments: its path parameters when it has any, its query or body when it takes one. */
+export type RouteCall<N extends RouteName> = (keyof RouteParams<N> extends never ? { params?: undefined } : { params: RouteParams<N> }) & {
+  input?: RouteInputs[N];
+  signal?: AbortSignal | undefined;
+};
+
 export class ApiClient implements Supervisor {
   constructor(readonly socketPath: string) {}
 
   /** True when a daemon answers on the socket (a hung one within 2 s counts as none). */
   static async probe(socketPath: string): Promise<boolean> {
     try {
-      return (await exchange({ socketPath, method: 'GET', path: '/v1/health', timeoutMs: 2000 })).status === 200;
+      return (await exchange({ socketPath, method: 'GET', path: API_ROUTES.health.path, timeoutMs: 2000 })).status === 200;
     } catch {
       return false;
     }
@@ -133,17 +159,28 @@ export class ApiClient implements Supervisor {
   }
 
   /**
-   * A JSON call, one connection each (calls run side by side: a long wait blocks nothing). The
-   * daemon's error body becomes its BrigError; a transport failure is daemon_unavailable.
+   * One route of the contract (protocol/api.ts), typed by it: the path from its template, a
+   * GET's input as the query, a POST's as the JSON body. One connection per call (calls run
+   * side by side: a long wait blocks nothing). The daemon's error body becomes its BrigError;
+   * a transport failure is daemon_unavailable.
    */
-  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<Result<T, BrigError>> {
+  async route<N extends RouteName>(name: N, call: RouteCall<N> = {} as RouteCall<N>): Promise<Result<RouteReplies[N], BrigError>> {
+    const r = API_ROUTES[name];
+    const path = routePath(name, (call.params ?? {}) as RouteParams<N>);
+    const get = r.method === 'GET';
     let reply: WireReply;
     try {
-      reply = await exchange({ socketPath: this.socketPath, method, path, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal });
+      reply = await exchange({
+        socketPath: this.socketPath,
+        method: r.method,
+        path: get ? `${path}${queryOf(call.input)}` : path,
+        ...(!get ? { body: JSON.stringify(call.input ?? {}) } : {}),
+        signal: call.signal,
+      });
     } catch (e) {
       return err(new BrigError('daemon_unavailable', `the daemon at ${this.socketPath} did not answer`, { cause: e }));
     }
-    const json = parseJson<ErrorReply & T>(reply.body);
+    const json = parseJson<ErrorReply & RouteReplies[N]>(reply.body);
     if (reply.status >= 400 || json.error) return err(replyError(reply.status, json));
     return ok(json);
   }
@@ -158,11 +195,8 @@ export class ApiClient implements Supervisor {
    */
   async spawn(req: SpawnRequestInput, ctx: SpawnContext = {}): Promise<Result<RunRecord, BrigError>> {
     const signal = ctx.signal;
-    if (!signal || req.async === true) {
-      const r = await this.call<{ run: RunRecord }>('POST', '/v1/runs', req);
-      return r.ok ? ok(r.value.run) : r;
-    }
-    const started = await this.call<{ run: RunRecord }>('POST', '/v1/runs', { ...req, async: true });
+    if (!signal || req.async === true) return runOf(await this.route('spawn', { input: req }));
+    const started = await this.route('spawn', { input: { ...req, async: true } });
     if (!started.ok) return started;
     const id = started.value.run.id;
     const kill = () => void this.kill(id, { confirm: true, by: 'operator' });
@@ -179,64 +213,56 @@ export class ApiClient implements Supervisor {
   }
 
   async wait(runId: string, opts: WaitOptions = {}): Promise<Result<RunRecord, BrigError>> {
-    const r = await this.call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/wait`, opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}, opts.signal);
-    return r.ok ? ok(r.value.run) : r;
+    return runOf(await this.route('wait', { params: { run: runId }, input: opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}, signal: opts.signal }));
   }
 
   async list(filter: ListFilter = {}): Promise<RunRecord[]> {
-    const q = new URLSearchParams();
-    for (const s of filter.status ?? []) q.append('status', s);
-    for (const k of ['rootRunId', 'parentRunId', 'label'] as const) if (filter[k]) q.set(k, filter[k]!);
-    for (const k of filter.kind ?? []) q.append('kind', k);
-    if (filter.sinceMinutes !== undefined) q.set('since', String(filter.sinceMinutes));
-    if (filter.limit !== undefined) q.set('limit', String(filter.limit));
-    const r = await this.call<{ runs: RunRecord[] }>('GET', `/v1/runs${q.size ? `?${q}` : ''}`);
+    const { sinceMinutes, ...rest } = filter;
+    const r = await this.route('listRuns', { input: { ...rest, ...(sinceMinutes !== undefined ? { since: sinceMinutes } : {}) } });
     if (!r.ok) throw r.error;
     return r.value.runs;
   }
 
   async get(runId: string): Promise<RunRecord | undefined> {
-    const r = await this.call<{ run: RunRecord }>('GET', `/v1/runs/${encodeURIComponent(runId)}`);
+    const r = await this.route('getRun', { params: { run: runId } });
     if (!r.ok && r.error.code === 'run_not_found') return undefined;
     if (!r.ok) throw r.error;
     return r.value.run;
   }
 
   async kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>> {
-    const r = await this.call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/kill`, { confirm: opts.confirm, ...(opts.by ? { by: opts.by } : {}) });
-    return r.ok ? ok(r.value.run) : r;
+    const by = opts.by === 'system' ? 'system' : opts.by === 'operator' ? 'operator' : undefined;
+    return runOf(await this.route('kill', { params: { run: runId }, input: { confirm: opts.confirm, ...(by ? { by } : {}) } }));
   }
 
   async steer(runId: string, message: string): Promise<Result<SteerOutcome, BrigError>> {
-    const r = await this.call<{ steer: SteerOutcome }>('POST', `/v1/runs/${encodeURIComponent(runId)}/steer`, { message });
+    const r = await this.route('steer', { params: { run: runId }, input: { message } });
     return r.ok ? ok(r.value.steer) : r;
   }
 
   async send(runId: string, text: string, opts: SendOptions = {}): Promise<Result<SendOutcome, BrigError>> {
-    const r = await this.call<{ send: SendOutcome }>('POST', `/v1/runs/${encodeURIComponent(runId)}/send`, { text, ...opts });
+    const r = await this.route('send', { params: { run: runId }, input: { text, ...opts } });
     return r.ok ? ok(r.value.send) : r;
   }
 
   async history(runId: string, opts: { offset?: number; limit?: number } = {}): Promise<Result<HistoryPage, BrigError>> {
-    const q = new URLSearchParams();
-    if (opts.offset !== undefined) q.set('offset', String(opts.offset));
-    if (opts.limit !== undefined) q.set('limit', String(opts.limit));
-    const r = await this.call<{ history: HistoryPage }>('GET', `/v1/runs/${encodeURIComponent(runId)}/history${q.size ? `?${q}` : ''}`);
+    const r = await this.route('history', { params: { run: runId }, input: opts });
     return r.ok ? ok(r.value.history) : r;
   }
 
   async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
-    const r = await this.call<{ run: RunRecord }>('POST', `/v1/runs/${encodeURIComponent(runId)}/resume`, {});
-    return r.ok ? ok(r.value.run) : r;
+    return runOf(await this.route('resume', { params: { run: runId }, input: {} }));
   }
 
   events(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {
-    const q = new URLSearchParams();
-    if (opts.runId) q.set('runId', opts.runId);
-    if (opts.rootRunId) q.set('rootRunId', opts.rootRunId);
-    return followEvents(this.socketPath, `/v1/events${q.size ? `?${q}` : ''}`, opts.signal);
+    const input = { ...(opts.runId ? { runId: opts.runId } : {}), ...(opts.rootRunId ? { rootRunId: opts.rootRunId } : {}) };
+    return followEvents(this.socketPath, `${API_ROUTES.events.path}${queryOf(input)}`, opts.signal);
   }
 
   /** Nothing is held between calls (an event stream closes with its iterator). */
   async close(): Promise<void> {}
+}
+
+function runOf(r: Result<{ run: RunRecord }, BrigError>): Result<RunRecord, BrigError> {
+  return r.ok ? ok(r.value.run) : r;
 }

@@ -1,0 +1,26 @@
+/**
+ * A Brig from a Supervisor, a drill-in surface and an operator surface: the one mapping every
+ * face uses (the daemon over its socket, a supervisor in this process, the records on disk).
+ * Light: it imports only types, so a thin face loads nothing with it.
+ */
+import type { Brig, OperatorSurface, RefSurface, Supervisor } from '../protocol/index.js';
+
+/** `close` ends what the Brig holds (default: the supervisor's close). */
+export function brigOf(s: Supervisor, mode: Brig['mode'], refs: RefSurface, operator: OperatorSurface, close: () => Promise<void> = () => s.close()): Brig {
+  return {
+    mode,
+    refs,
+    operator,
+    spawn: (req, ctx) => s.spawn(req, ctx),
+    wait: (id, opts) => s.wait(id, opts),
+    list: (f) => s.list(f),
+    get: (id) => s.get(id),
+    kill: (id, opts) => s.kill(id, opts),
+    steer: (id, m, opts) => s.steer(id, m, opts),
+    send: (id, t, opts) => s.send(id, t, opts),
+    history: (id, opts) => s.history(id, opts),
+    resume: (id) => s.resume(id),
+    events: (opts) => s.events(opts),
+    close,
+  };
+}

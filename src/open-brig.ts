@@ -1,0 +1,69 @@
+/**
+ * openBrig: the one way every face — the library, the CLI, MCP, the console — gets a Brig.
+ *
+ *   auto   (default) the daemon on $BRIG_HOME/brig.sock when one answers, else `fallback`
+ *   daemon only the daemon (daemon_unavailable otherwise)
+ *   local  a supervisor in this process over the home's parts (daemon/open.ts)
+ *   read   the run records on disk, read-only; drill-in and the operator over the home's files
+ *
+ * Light on purpose: the daemon's Brig is client/ (protocol types and node:net); the local and
+ * read parts load only when chosen, and the read view loads its drill-in and operator parts
+ * on their first use — `brig list` on disk reads JSON and nothing else.
+ */
+import { daemonBrig, ApiClient, readOnlyBrig } from './client/index.js';
+import { envOrProcess, homeFrom, runsDirFor, socketPathFor } from './config/paths.js';
+import { BrigError, type Brig, type OperatorSurface, type RefSurface } from './protocol/index.js';
+import type { LocalOptions } from './daemon/index.js';
+
+export interface OpenBrigOptions extends LocalOptions {
+  mode?: 'auto' | 'daemon' | 'local' | 'read';
+  /** What `auto` falls back to when no daemon answers (default `local`). */
+  fallback?: 'local' | 'read';
+}
+
+export async function openBrig(o: OpenBrigOptions = {}): Promise<Brig> {
+  const env = envOrProcess(o.env);
+  const home = o.home ?? homeFrom(env);
+  const mode = o.mode ?? 'auto';
+  if (mode === 'auto' || mode === 'daemon') {
+    const api = new ApiClient(socketPathFor(home));
+    if (await api.probe()) return daemonBrig(api);
+    if (mode === 'daemon') throw new BrigError('daemon_unavailable', `no daemon answers on ${socketPathFor(home)}`);
+  }
+  const local = mode === 'local' || (mode === 'auto' && (o.fallback ?? 'local') === 'local');
+  if (local) return (await import('./daemon/index.js')).openLocal({ ...o, env, home });
+  return readBrig(env, home);
+}
+
+/** The records on disk; the drill-in and operator parts are composed on their first use. */
+function readBrig(env: NodeJS.ProcessEnv, home: string): Brig {
+  let parts: Promise<{ refs: RefSurface; operator: OperatorSurface; close(): Promise<void> }> | undefined;
+  const load = () => (parts ??= import('./daemon/index.js').then((m) => m.openReadParts({ env, home })));
+  const refs: RefSurface = {
+    list: async (...a) => (await load()).refs.list(...a),
+    manifest: async (...a) => (await load()).refs.manifest(...a),
+    read: async (...a) => (await load()).refs.read(...a),
+    grep: async (...a) => (await load()).refs.grep(...a),
+    jq: async (...a) => (await load()).refs.jq(...a),
+    sql: async (...a) => (await load()).refs.sql(...a),
+    jsonpath: async (...a) => (await load()).refs.jsonpath(...a),
+    result: async (...a) => (await load()).refs.result(...a),
+    peek: async (...a) => (await load()).refs.peek(...a),
+  };
+  const operator: OperatorSurface = {
+    leases: {
+      list: async () => (await load()).operator.leases.list(),
+      show: async (id) => (await load()).operator.leases.show(id),
+      revoke: async (id, reason) => (await load()).operator.leases.revoke(id, reason),
+    },
+    audit: {
+      verify: async () => (await load()).operator.audit.verify(),
+      query: async (sql, maxRows) => (await load()).operator.audit.query(sql, maxRows),
+    },
+    doctor: async (d) => (await load()).operator.doctor(d),
+    fleet: async (f) => (await load()).operator.fleet(f),
+  };
+  return readOnlyBrig(runsDirFor(home), refs, operator, async () => {
+    if (parts) await (await parts).close();
+  });
+}

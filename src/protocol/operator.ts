@@ -1,0 +1,107 @@
+/**
+ * The operator's vocabulary: a lease as an operator sees it, the audit ledger's report, the
+ * doctor's checks, a locked query's answer, the fleet roll-up — and the operator surface a
+ * Brig carries, whichever side serves it (the daemon over its API, this process's stores).
+ */
+import type { Result } from './errors.js';
+import type { LeaseRecord } from './leases.js';
+
+export type LeaseState = 'live' | 'revoked' | 'expired';
+
+/** A lease as an operator sees it: no token hash, with its state now. */
+export type LeaseView = Omit<LeaseRecord, 'tokenHash'> & { state: LeaseState };
+
+export interface LedgerBreak {
+  file: string;
+  /** 1-based line number in that file. */
+  line: number;
+  why: string;
+}
+
+export interface AnchorReport {
+  /** The anchor file ($BRIG_HOME/ledger.anchor). */
+  file: string;
+  /** Segments it records (the chain's heads); 0 when there is no ledger yet. */
+  segments: number;
+  /** Open segments with lines past their entry: a live writer, or the window a crash leaves. */
+  behind: { file: string; lines: number }[];
+}
+
+export interface LedgerReport {
+  ok: boolean;
+  files: number;
+  lines: number;
+  /** The first bad line, when not ok. */
+  bad?: LedgerBreak;
+  /** Segments with no `ledger.closed` line: still being written, or a crash. */
+  open: string[];
+  /** Open segments whose last line is cut mid-write (a machine crash); that line is not counted. */
+  torn: string[];
+  anchor: AnchorReport;
+  /** The ledger directory verified. */
+  dir?: string;
+}
+
+export interface DoctorCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+  hint?: string;
+}
+
+/** What one locked read-only SELECT answers (the audit ledger's `ledger` view, a ref's `ref`). */
+export interface QueryResult {
+  columns: string[];
+  rows: unknown[][];
+  truncated: boolean;
+  /** Rows produced past the returned ones; a lower bound when `moreExact` is false. */
+  more: number;
+  moreExact: boolean;
+}
+
+/** A content-free roll-up of a window across every run tree. */
+export interface FleetReport {
+  since: string;
+  until: string;
+  runs: number;
+  live: number;
+  byEndReason: Record<string, number>;
+  byKilledBy: Record<string, number>;
+  /** Runs the health monitor killed for making no progress. */
+  stuckKills: number;
+  refusals: { total: number; byCode: Record<string, number>; byKind: Record<string, number> };
+  tokens: number;
+  costUsd: number;
+  /** Runs that called an unpriced model: their cost is unknown, not 0. */
+  costUnknownRuns: number;
+  keptOutOfContext: { runs: number; materializedBytes: number; charsReentered: number; estSavedTokens: number };
+  topTrees: { rootRunId: string; runs: number; tokens: number; costUsd: number }[];
+}
+
+export interface FleetOptions {
+  sinceMinutes: number;
+  /** How many trees to list by spend (default 5). */
+  top?: number;
+}
+
+/**
+ * What an operator does with a home, on any Brig: leases (list, show, revoke: the daemon's
+ * own store when one runs, so its runs end at once), the audit ledger (verify, a locked
+ * query), the doctor, and the fleet roll-up.
+ */
+export interface OperatorSurface {
+  readonly leases: {
+    list(): Promise<{ leases: LeaseView[]; unreadable: string[] }>;
+    /** The lease and its lineage up to the root; lease_not_found when unknown. */
+    show(id: string): Promise<Result<{ lease: LeaseView; lineage: LeaseView[] }>>;
+    /** Revokes the lease and its subtree (ledgered; their runs end killed). */
+    revoke(id: string, reason?: string): Promise<Result<LeaseView[]>>;
+  };
+  readonly audit: {
+    verify(): Promise<LedgerReport>;
+    /** One read-only SELECT over the view `ledger`, locked down like the slicer. */
+    query(sql: string, maxRows?: number): Promise<Result<QueryResult>>;
+  };
+  doctor(o?: { build?: boolean }): Promise<DoctorCheck[]>;
+  fleet(o: FleetOptions): Promise<FleetReport>;
+}
