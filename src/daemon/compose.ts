@@ -130,55 +130,14 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   if (!catalog.ok) throw catalog.error;
   const models = catalog.value.aliases().length > 0 ? modelsPort(catalog.value) : undefined;
   if (o.ensureImage !== false) await jail.ensureImage();
-  // Handlers close over the supervisor built just below: the broker and the supervisor
-  // need each other, and this is the one place that wires them.
+  // The broker's table is filled once the supervisor exists: the broker and the supervisor
+  // need each other, and this is the one place that wires them. No run can call before
+  // (none has started), and the broker reads the table per call.
   let sup: SupervisorCore | undefined;
-  const forward = (call: { runId: string; method: string; params: unknown }) => {
-    if (!sup) throw new BrigError('daemon_unavailable', 'the supervisor is starting');
-    return sup.handleChildCall(call.runId, call.method, call.params);
-  };
-  // A child with `refs.read` slices its descendants' refs (runs/child-refs.ts decides who).
+  const handlers: Handlers = {};
+  // A child with `refs.read` slices its descendants' refs (refs/child-refs.ts decides who).
   const pool = new DuckdbHelperPool({ size: 1 });
   const childRefs = new ChildRefs({ store: results, pool, ledger, getRun: async (id) => sup?.get(id) });
-  const refsCall = (call: { runId: string; leaseId: string; method: string; params: unknown }) => childRefs.handle(call);
-  const handlers: Handlers = {
-    progress: forward,
-    checkpoint: forward,
-    resume: forward,
-    result: forward,
-    // The summary a parent gets carries its child's ref handles (sdk.ts turns them into objects).
-    spawn: async (call) => {
-      const s = (await forward(call)) as { runId: string };
-      const h = await childRefs.handlesOf(s.runId);
-      return { ...s, refs: h.refs, ...(h.more > 0 ? { refsMore: h.more } : {}) };
-    },
-    wait: async (call) => {
-      const w = (await forward(call)) as { runs: { runId: string }[] };
-      const runs = await Promise.all(
-        w.runs.map(async (s) => {
-          const h = await childRefs.handlesOf(s.runId);
-          return { ...s, refs: h.refs, ...(h.more > 0 ? { refsMore: h.more } : {}) };
-        }),
-      );
-      return { runs };
-    },
-    'refs.list': refsCall,
-    'refs.read': refsCall,
-    'refs.grep': refsCall,
-    'refs.jq': refsCall,
-    'refs.sql': refsCall,
-    'refs.jsonpath': refsCall,
-    'steer.poll': forward,
-    'llm.append': forward,
-    'llm.reset': forward,
-    'llm.complete': forward,
-    'child.kill': forward,
-    'child.send': forward,
-    'child.status': forward,
-    'child.explain': forward,
-    'child.history': forward,
-    'child.steer': forward,
-  };
   const broker = new BrokerServer({
     leases,
     ledger,
@@ -202,8 +161,13 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     ...(o.tickMs ? { tickMs: o.tickMs } : {}),
     reconcile: o.reconcile !== false,
     ...(o.hooks ? { hooks: castThenTell(o.hooks, (id) => refs.result(id)) } : {}),
+    // The summary a parent gets carries its child's ref handles (sdk.ts turns them into objects).
+    handlesOf: (id) => childRefs.handlesOf(id),
   });
   const supervisor = sup;
+  // One typed handler per method, called directly by the broker: the run's (runs/child-calls.ts)
+  // and the drill-in's (refs/child-refs.ts).
+  Object.assign(handlers, supervisor.childCalls, childRefs.handlers);
   collectState(metrics, () => supervisor, pool, warm);
   const { refs } = openRefService(cfg, (id) => supervisor.get(id), { store: results, pool });
   const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs });

@@ -30,7 +30,7 @@ export interface Attenuation {
  * The one capability predicate. The lease code uses it to decide what a child may hold and
  * the broker uses it to decide what a call may do. `null` means "any valid lease".
  */
-export function grantAllows(grant: Pick<Grant, 'caps'>, cap: Capability | null): boolean {
+export function grantAllows(grant: { readonly caps: readonly Capability[] }, cap: Capability | null): boolean {
   return cap === null || grant.caps.includes(cap);
 }
 

@@ -245,7 +245,7 @@ export interface SpawnPacket {
   expectedOutputs: string[];
   maxSteps: number;
   timeoutMs: number;
-  lease: { id: string; caps: string[]; expiresAt: string };
+  lease: { id: string; caps: Capability[]; expiresAt: string };
   /** Present on a resumed run: the checkpoint is untrusted input from an earlier child. */
   resumed: boolean;
   /** Kind `agent`: what its in-jail loop runs (docs/agents.md, "The packet's agent part"). */

@@ -22,7 +22,7 @@ import { Slicer, type SliceLimits, type SliceOutput } from '../slice/index.js';
 import type { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, type Result } from '../util/errors.js';
 import { RefService } from './ref-service.js';
-import type { RunRecord } from '../protocol/index.js';
+import type { ChildRefHandle, ParamsOf, ReplyOf, RunRecord } from '../protocol/index.js';
 
 export const CHILD_REF_METHODS = ['refs.list', 'refs.read', 'refs.grep', 'refs.jq', 'refs.sql', 'refs.jsonpath'] as const;
 export type ChildRefMethod = (typeof CHILD_REF_METHODS)[number];
@@ -40,14 +40,6 @@ export const CHILD_SLICE_LIMITS: Partial<SliceLimits> = Object.freeze({
   timeoutMs: 15_000,
 });
 
-/** What a child sees of a ref: no host path, no preview (it slices what it needs). */
-export interface ChildRefHandle {
-  ref: string;
-  path: string;
-  kind: ResultRef['kind'];
-  bytes: number;
-  rows?: number;
-}
 
 export interface ChildRefsDeps {
   store: FsResultStore;
@@ -57,11 +49,12 @@ export interface ChildRefsDeps {
   limits?: Partial<SliceLimits>;
 }
 
-export interface ChildRefCall {
+/** A refs.* call as the broker hands it: the verified caller, its lease, the parsed params. */
+export interface ChildRefCall<M extends ChildRefMethod = ChildRefMethod> {
   runId: string;
   leaseId: string;
-  method: string;
-  params: unknown;
+  method: M;
+  params: ParamsOf<M>;
 }
 
 /** Pure: may `callerRunId` slice the refs of `target`? Only a strict descendant in its tree. */
@@ -100,13 +93,6 @@ export function fitReply(o: SliceOutput, max: number = CHILD_REPLY_BYTES): Slice
   return o;
 }
 
-function str(p: Record<string, unknown>, k: string): string {
-  return typeof p[k] === 'string' ? (p[k] as string) : '';
-}
-function num(p: Record<string, unknown>, k: string): number | undefined {
-  return typeof p[k] === 'number' ? (p[k] as number) : undefined;
-}
-
 export class ChildRefs {
   readonly service: RefService;
 
@@ -125,22 +111,50 @@ export class ChildRefs {
     return { refs: all.slice(0, MAX_LISTED_REFS).map(handleOf), more: Math.max(0, all.length - MAX_LISTED_REFS) };
   }
 
-  /** One broker call. Throws a BrigError (the broker turns it into an error reply). */
-  async handle(call: ChildRefCall): Promise<unknown> {
-    const p = call.params && typeof call.params === 'object' ? (call.params as Record<string, unknown>) : {};
-    const caller = await this.d.getRun(call.runId);
-    if (!caller) throw new BrigError('not_running', `run ${call.runId} is not known to this supervisor`);
-    if (call.method === 'refs.list') {
-      const target = str(p, 'run');
+  /**
+   * The broker's handlers for refs.*, one per method, its params already parsed by the
+   * method's schema. Each throws a BrigError (the broker turns it into an error reply).
+   */
+  readonly handlers: { [M in ChildRefMethod]: (call: ChildRefCall<M>) => Promise<ReplyOf<M>> } = {
+    'refs.list': async (call) => {
+      const caller = await this.caller(call);
+      const target = call.params.run;
       if (!isDescendant(caller.id, caller.rootRunId, await this.d.getRun(target))) {
         this.denied(call, 'run_not_found');
         throw alreadyLedgered(new BrigError('run_not_found', `run ${target.slice(0, 80)} is not a descendant of this run`));
       }
       return this.handlesOf(target);
-    }
-    const ref = str(p, 'ref');
-    await this.authorizeRef(call, caller, ref);
-    return fitReply(unwrap(await this.slice(call.method, ref, p)));
+    },
+    'refs.read': async (call) => {
+      const { ref, line, lines, offset, length } = call.params;
+      await this.authorizeRef(call, await this.caller(call), ref);
+      const range = line !== undefined ? { line, ...(lines !== undefined ? { lines } : {}) } : { offset: offset ?? 0, ...(length !== undefined ? { length } : {}) };
+      return fitReply(unwrap(await this.service.read(ref, range)));
+    },
+    'refs.grep': async (call) => {
+      const { ref, pattern, ...opts } = call.params;
+      await this.authorizeRef(call, await this.caller(call), ref);
+      return fitReply(unwrap(await this.service.grep(ref, pattern, opts)));
+    },
+    'refs.jq': async (call) => {
+      await this.authorizeRef(call, await this.caller(call), call.params.ref);
+      return fitReply(unwrap(await this.service.jq(call.params.ref, call.params.filter)));
+    },
+    'refs.sql': async (call) => {
+      const { ref, sql, maxRows } = call.params;
+      await this.authorizeRef(call, await this.caller(call), ref);
+      return fitReply(unwrap(await this.service.sql(ref, sql, maxRows !== undefined ? { maxRows } : {})));
+    },
+    'refs.jsonpath': async (call) => {
+      await this.authorizeRef(call, await this.caller(call), call.params.ref);
+      return fitReply(unwrap(await this.service.jsonpath(call.params.ref, call.params.path)));
+    },
+  };
+
+  private async caller(call: ChildRefCall): Promise<RunRecord> {
+    const caller = await this.d.getRun(call.runId);
+    if (!caller) throw new BrigError('not_running', `run ${call.runId} is not known to this supervisor`);
+    return caller;
   }
 
   private async authorizeRef(call: ChildRefCall, caller: RunRecord, ref: string): Promise<void> {
@@ -158,32 +172,6 @@ export class ChildRefs {
     if (!owner) throw e;
     this.denied(call, 'ref_not_found');
     throw alreadyLedgered(e);
-  }
-
-  private slice(method: string, ref: string, p: Record<string, unknown>): Promise<Result<SliceOutput>> {
-    const s = this.service;
-    switch (method as ChildRefMethod) {
-      case 'refs.read': {
-        const line = num(p, 'line');
-        const lines = num(p, 'lines');
-        const length = num(p, 'length');
-        return s.read(ref, line !== undefined ? { line, ...(lines !== undefined ? { lines } : {}) } : { offset: num(p, 'offset') ?? 0, ...(length !== undefined ? { length } : {}) });
-      }
-      case 'refs.grep': {
-        const opts = { maxMatches: num(p, 'maxMatches'), context: num(p, 'context'), ignoreCase: p.ignoreCase === true, fixed: p.fixed === true };
-        return s.grep(ref, str(p, 'pattern'), Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)));
-      }
-      case 'refs.jq':
-        return s.jq(ref, str(p, 'filter'));
-      case 'refs.sql': {
-        const maxRows = num(p, 'maxRows');
-        return s.sql(ref, str(p, 'sql'), maxRows !== undefined ? { maxRows } : {});
-      }
-      case 'refs.jsonpath':
-        return s.jsonpath(ref, str(p, 'path'));
-      default:
-        throw new BrigError('invalid_input', `unknown method ${method.slice(0, 64)}`);
-    }
   }
 
   /** Content-free (INV-7): ids and enums only; the ref id itself is not logged. */

@@ -1,18 +1,55 @@
+/**
+ * The supervisor's side of the broker: one typed handler per method a running child calls
+ * (progress, checkpoint, resume, result, steer.poll, spawn, wait, llm.*, child.*), in one
+ * table the broker calls directly.
+ *
+ * Guarantees: a handler runs only after the broker verified the caller's bearer for THIS run,
+ * checked the method's capability with the lease's own predicate and parsed the params with
+ * the method's strict schema (broker/dispatch.ts) — so `runId` is the calling run, never a
+ * value from the params, and the params have their protocol type. Every handler refuses a run
+ * that is not running (`not_running`); a child acts only on its own direct children
+ * (`run_not_found` otherwise, the same words as an unknown run); every reply is bounded
+ * (INV-3: a big result crosses back as a pointer to its ref).
+ * Threat: a hostile child naming another run, replaying calls past its budget, or sending a
+ * result too big for its parent. Trusts: the broker's verification and parsing, the run table.
+ * Fails closed: any doubt is a BrigError reply, never a partial effect.
+ */
 import { AGENT_TOOL_NAMES } from '../agents/index.js';
+import { grantAllows } from '../lease/index.js';
+import type { BrokerMethod, ChildRefHandle, ChildSummary, ChildSummaryWithRefs, ParamsOf, ReplyOf } from '../protocol/index.js';
 import { BrigError } from '../util/errors.js';
 import type { RunPorts } from './run-table.js';
-import type { SendMode } from './types.js';
 import type { RunRecord } from './types.js';
 
-/**
- * The supervisor's side of the child SDK. The broker has already authenticated the caller,
- * so `runId` is the calling run, never a value from the params. Every reply is bounded; a
- * call from a run that is not running is refused (`not_running`).
- */
+/** The broker methods the supervisor answers (the refs.* ones are ChildRefs', hello/log the broker's own). */
+export const RUN_METHODS = [
+  'progress',
+  'checkpoint',
+  'resume',
+  'result',
+  'steer.poll',
+  'spawn',
+  'wait',
+  'llm.append',
+  'llm.reset',
+  'llm.complete',
+  'child.kill',
+  'child.steer',
+  'child.send',
+  'child.status',
+  'child.explain',
+  'child.history',
+] as const satisfies readonly BrokerMethod[];
+export type RunMethod = (typeof RUN_METHODS)[number];
 
-/** The broker's method names (its `run.*` aliases resolve to these). */
-export const CHILD_METHODS = ['progress', 'checkpoint', 'resume', 'result', 'spawn', 'wait', 'steer.poll'] as const;
-export type ChildMethod = (typeof CHILD_METHODS)[number];
+/** What a handler is handed: the calling run (verified by the broker) and the method's typed params. */
+export interface ChildCall<M extends RunMethod> {
+  runId: string;
+  params: ParamsOf<M>;
+}
+
+/** One handler per run method, in the broker's own call shape: the broker calls them directly. */
+export type ChildCallHandlers = { [M in RunMethod]: (call: ChildCall<M>) => Promise<ReplyOf<M>> };
 
 const MAX_CHECKPOINT_BYTES = 1024 * 1024;
 const MAX_RESULT_BYTES = 256 * 1024;
@@ -22,6 +59,8 @@ const MAX_RESULT_BYTES = 256 * 1024;
  * gets its size and drills in (refs.read) instead.
  */
 export const MAX_SUMMARY_RESULT_CHARS = 16_000;
+/** Longest a broker `wait` blocks. */
+export const MAX_CHILD_WAIT_MS = 600_000;
 
 const CUT_HINT = 'the whole value is the result.json ref: slice it with refs.read / refs.jq';
 
@@ -35,7 +74,7 @@ export function boundedResult(result: unknown, spooledBytes?: number | null): { 
 }
 
 /** What a parent learns of one child when a spawn or a wait returns. */
-export function childSummary(c: RunRecord): Record<string, unknown> {
+export function childSummary(c: RunRecord): ChildSummary {
   return {
     runId: c.id,
     status: c.status,
@@ -43,64 +82,90 @@ export function childSummary(c: RunRecord): Record<string, unknown> {
     ...boundedResult(c.result, c.resultSpooled),
     error: c.error,
     missingOutputs: c.missingOutputs,
-    ...(c.partial ? { partial: true } : {}),
+    ...(c.partial ? { partial: true as const } : {}),
   };
 }
 
-/** Longest a broker `wait` blocks. */
-export const MAX_CHILD_WAIT_MS = 600_000;
-
-function obj(params: unknown): Record<string, unknown> {
-  return params && typeof params === 'object' && !Array.isArray(params) ? (params as Record<string, unknown>) : {};
-}
-
-export async function handleChildCall(sup: RunPorts, runId: string, method: string, params: unknown): Promise<unknown> {
+/** The calling run, when it is running; `not_running` otherwise. */
+function running(sup: RunPorts, runId: string): RunRecord {
   const r = sup.table.get(runId);
   // The child's first call can beat the engine's reply to `start` (the supervisor records
   // `running` only after it): a `starting` run whose container exists is the one calling.
   const live = r !== undefined && (r.status === 'running' || (r.status === 'starting' && sup.table.live.get(runId)?.jail !== undefined));
-  if (!r || !live) {
-    throw new BrigError('not_running', `run ${runId} is not running`, { data: { status: r?.status ?? 'unknown' } });
-  }
-  const p = obj(params);
-  switch (method.startsWith('run.') ? method.slice(4) : method) {
-    case 'progress': {
+  if (!r || !live) throw new BrigError('not_running', `run ${runId} is not running`, { data: { status: r?.status ?? 'unknown' } });
+  return r;
+}
+
+/** One of the caller's own direct children: a run cannot reach into another subtree. */
+function ownChild(sup: RunPorts, runId: string, childId: string): RunRecord {
+  const child = sup.table.get(childId);
+  if (!child || child.parentRunId !== runId) throw new BrigError('run_not_found', `run ${childId.slice(0, 80)} is not a child of this run`, { hint: 'Name the run ids your own spawn calls returned.' });
+  return child;
+}
+
+function takeSteers(sup: RunPorts, runId: string): string[] {
+  const live = sup.table.live.get(runId);
+  return live ? live.steers.splice(0, live.steers.length) : [];
+}
+
+function model(sup: RunPorts): NonNullable<RunPorts['llm']> {
+  if (!sup.llm) throw new BrigError('model_unavailable', 'this supervisor serves no model calls');
+  return sup.llm;
+}
+
+function ok<T>(r: { ok: true; value: T } | { ok: false; error: BrigError }): T {
+  if (!r.ok) throw r.error;
+  return r.value;
+}
+
+/** The summary with the child's ref handles (bounded), as a spawn or a wait answers it. */
+async function withRefs(sup: RunPorts, c: RunRecord): Promise<ChildSummaryWithRefs> {
+  const h: { refs: ChildRefHandle[]; more: number } = sup.handlesOf ? await sup.handlesOf(c.id) : { refs: [], more: 0 };
+  return { ...childSummary(c), refs: h.refs, ...(h.more > 0 ? { refsMore: h.more } : {}) };
+}
+
+export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
+  const { table, actions } = sup;
+  return {
+    async progress({ runId, params: p }) {
+      const r = running(sup, runId);
       // An agent's step is its model call (llm-calls.ts counts and bounds it); its progress
       // call only says where it is.
       const agent = r.kind === 'agent';
       if (!agent && r.stepsExecuted >= r.maxSteps) {
         // The step budget is spent: the script ends; the reply tells it why.
-        void sup.actions.endRun(runId, 'failed', { collect: true, error: { code: 'timeout', message: `max_steps ${r.maxSteps} spent` } });
+        void actions.endRun(runId, 'failed', { collect: true, error: { code: 'timeout', message: `max_steps ${r.maxSteps} spent` } });
         throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted + 1 } });
       }
       const line = typeof p.line === 'string' ? p.line.slice(0, 200) : r.progressLine;
       // Only a name of the closed tool set is kept: events and the ledger stay content-free (INV-7).
       const tool = typeof p.tool === 'string' && (AGENT_TOOL_NAMES as readonly string[]).includes(p.tool) ? p.tool : null;
-      await sup.table.update(runId, (x) => ({ ...x, stepsExecuted: agent ? x.stepsExecuted : x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: sup.table.clock.now().toISOString() }));
-      const live = sup.table.live.get(runId);
-      const steers = live ? live.steers.splice(0, live.steers.length) : [];
-      return { steers, stepsExecuted: agent ? r.stepsExecuted : r.stepsExecuted + 1 };
-    }
-    case 'checkpoint': {
+      await table.update(runId, (x) => ({ ...x, stepsExecuted: agent ? x.stepsExecuted : x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: table.clock.now().toISOString() }));
+      return { steers: takeSteers(sup, runId), stepsExecuted: agent ? r.stepsExecuted : r.stepsExecuted + 1 };
+    },
+    async checkpoint({ runId, params: p }) {
+      running(sup, runId);
       const json = JSON.stringify(p.state ?? null);
       if (Buffer.byteLength(json) > MAX_CHECKPOINT_BYTES) {
         throw new BrigError('ref_too_large', `a checkpoint is at most ${MAX_CHECKPOINT_BYTES} bytes`, { data: { limit: MAX_CHECKPOINT_BYTES } });
       }
-      await sup.table.store.write(runId, 'checkpoint', json);
-      await sup.table.update(runId, (x) => ({ ...x, hasCheckpoint: true, lastProgressAt: sup.table.clock.now().toISOString() }));
+      await table.store.write(runId, 'checkpoint', json);
+      await table.update(runId, (x) => ({ ...x, hasCheckpoint: true, lastProgressAt: table.clock.now().toISOString() }));
       return { saved: true };
-    }
-    case 'resume': {
-      const buf = await sup.table.store.read(runId, 'checkpoint');
+    },
+    async resume({ runId }) {
+      running(sup, runId);
+      const buf = await table.store.read(runId, 'checkpoint');
       return { checkpoint: buf ? (JSON.parse(buf.toString('utf8')) as unknown) : null, untrusted: true };
-    }
-    case 'result': {
-      if (p.spooled && typeof p.spooled === 'object') {
+    },
+    async result({ runId, params: p }) {
+      const r = running(sup, runId);
+      if ('spooled' in p) {
         // The value is in the workspace (too big for a line); the collect fetches it, capped.
-        const bytes = Number((p.spooled as { bytes?: unknown }).bytes ?? 0);
+        const bytes = p.spooled.bytes;
         const cap = r.resultCapBytes ?? Infinity;
         if (bytes > cap) throw new BrigError('ref_too_large', `the result is ${bytes} bytes; the lease allows ${cap}`, { data: { limit: cap, current: bytes } });
-        await sup.table.update(runId, (x) => ({ ...x, result: null, resultSpooled: bytes }));
+        await table.update(runId, (x) => ({ ...x, result: null, resultSpooled: bytes }));
         return { saved: true, spooled: true };
       }
       const json = JSON.stringify(p.value ?? null);
@@ -110,103 +175,91 @@ export async function handleChildCall(sup: RunPorts, runId: string, method: stri
       const value = JSON.parse(json) as unknown;
       // An agent that ended without `finish` says so in its result: the run's result is partial.
       const partial = r.kind === 'agent' && !!value && typeof value === 'object' && (value as { partial?: unknown }).partial === true;
-      await sup.table.update(runId, (x) => ({ ...x, result: value, resultSpooled: null, ...(partial ? { partial: true } : {}) }));
+      await table.update(runId, (x) => ({ ...x, result: value, resultSpooled: null, ...(partial ? { partial: true } : {}) }));
       return { saved: true };
-    }
-    case 'spawn': {
-      const live = sup.table.live.get(runId);
-      if (!live?.caps.includes('spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
-      const req = obj(p.request);
+    },
+    async 'steer.poll'({ runId }) {
+      running(sup, runId);
+      return { steers: takeSteers(sup, runId) };
+    },
+    async spawn({ runId, params: p }) {
+      const r = running(sup, runId);
+      const live = table.live.get(runId);
+      if (!live || !grantAllows({ caps: live.caps }, 'spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
+      const req = p.request;
       // A parent blocked on its child must not hold the slot the child needs (no deadlock).
       // Attribution (reference 001): the child carries the step of its parent that spawned it.
-      const spawn = () => sup.actions.spawn(req as never, { parentRunId: runId, parentStep: r.stepsExecuted });
-      const res = req.async === true ? await spawn() : await sup.actions.whileBlocked(runId, spawn);
-      if (!res.ok) throw res.error;
-      return childSummary(res.value);
-    }
-    case 'wait': {
-      const ids = Array.isArray(p.runs) ? p.runs.filter((x): x is string => typeof x === 'string') : [];
-      for (const id of ids) {
-        const c = sup.table.get(id);
-        if (!c || c.parentRunId !== runId) throw new BrigError('run_not_found', `run ${id.slice(0, 80)} is not a child of this run`, { hint: 'Wait on the run ids your own spawn calls returned.' });
-      }
-      const timeoutMs = Math.min(typeof p.timeoutMs === 'number' ? p.timeoutMs : MAX_CHILD_WAIT_MS, MAX_CHILD_WAIT_MS);
+      // The request is parsed by the supervisor's intake with the one spawn schema.
+      const spawn = () => actions.spawn(req as never, { parentRunId: runId, parentStep: r.stepsExecuted });
+      const res = req.async === true ? await spawn() : await actions.whileBlocked(runId, spawn);
+      return withRefs(sup, ok(res));
+    },
+    async wait({ runId, params: p }) {
+      running(sup, runId);
+      for (const id of p.runs) ownChild(sup, runId, id);
+      const timeoutMs = Math.min(p.timeoutMs ?? MAX_CHILD_WAIT_MS, MAX_CHILD_WAIT_MS);
       const deadline = Date.now() + timeoutMs;
-      await sup.actions.whileBlocked(runId, () => Promise.all(ids.map((id) => sup.actions.wait(id, { timeoutMs: Math.max(0, deadline - Date.now()) }))));
-      return { runs: ids.map((id) => childSummary(sup.table.get(id)!)) };
-    }
-    case 'child.send':
-    case 'child.explain':
-    case 'child.history':
-    case 'child.status': {
-      const childId = typeof p.child === 'string' ? p.child : '';
-      const child = sup.table.get(childId);
-      if (!child || child.parentRunId !== runId) throw new BrigError('run_not_found', `run ${childId.slice(0, 80)} is not a child of this run`);
-      if (method === 'child.history') {
-        const h = await sup.actions.history(childId, { ...(typeof p.offset === 'number' ? { offset: p.offset } : {}), limit: typeof p.limit === 'number' ? Math.min(p.limit, 20) : 10 });
-        if (!h.ok) throw h.error;
-        return h.value;
-      }
-      if (method === 'child.explain') {
-        return {
-          ...childSummary(child),
-          caps: sup.table.live.get(childId)?.caps ?? null,
-          budget: child.budget ?? null,
-          maxSteps: child.maxSteps,
-          timeoutMs: child.timeoutMs,
-          tokens: child.tokens ?? null,
-          costUsd: child.costUsd ?? null,
-          outputs: child.outputs.slice(0, 50),
-          hint: 'refs.list / ref_* slice its outputs; status for its state; history for its transcript',
-        };
-      }
-      if (method === 'child.status') {
-        return { ...childSummary(child), stepsExecuted: child.stepsExecuted, tokens: child.tokens ?? null, costUsd: child.costUsd ?? null, progressLine: child.progressLine };
-      }
-      const mode = typeof p.mode === 'string' ? (p.mode as SendMode) : undefined;
-      const s = await sup.actions.send(childId, typeof p.text === 'string' ? p.text : '', {
-        ...(mode ? { mode } : {}),
-        ...(typeof p.timeoutMs === 'number' ? { timeoutMs: p.timeoutMs } : {}),
-        ...(typeof p.maxTurns === 'number' ? { maxTurns: p.maxTurns } : {}),
-      });
-      if (!s.ok) throw s.error;
-      return s.value;
-    }
-    case 'child.kill':
-    case 'child.steer': {
-      const childId = typeof p.child === 'string' ? p.child : '';
-      const child = sup.table.get(childId);
-      // Only its own direct children: a run cannot reach into another subtree.
-      if (!child || child.parentRunId !== runId) throw new BrigError('run_not_found', `run ${childId.slice(0, 80)} is not a child of this run`);
-      if (method === 'child.kill') {
-        const k = await sup.actions.kill(childId, { confirm: true, by: 'parent' });
-        if (!k.ok) throw k.error;
-        return { runId: childId, endReason: k.value.endReason };
-      }
-      const s = await sup.actions.steer(childId, typeof p.message === 'string' ? p.message : '', { by: 'parent' });
-      if (!s.ok) throw s.error;
-      return s.value;
-    }
-    case 'llm.append':
-    case 'llm.reset': {
-      if (!sup.llm) throw new BrigError('model_unavailable', 'this supervisor serves no model calls');
-      const msgs = Array.isArray(p.messages) ? p.messages : [];
-      const n = method === 'llm.append' ? await sup.llm.append(runId, msgs) : await sup.llm.reset(runId, msgs);
-      return { messages: n };
-    }
-    case 'llm.complete': {
-      if (!sup.llm) throw new BrigError('model_unavailable', 'this supervisor serves no model calls');
+      await actions.whileBlocked(runId, () => Promise.all(p.runs.map((id) => actions.wait(id, { timeoutMs: Math.max(0, deadline - Date.now()) }))));
+      return { runs: await Promise.all(p.runs.map((id) => withRefs(sup, table.get(id)!))) };
+    },
+    async 'llm.append'({ runId, params: p }) {
+      running(sup, runId);
+      return { messages: await model(sup).append(runId, p.messages) };
+    },
+    async 'llm.reset'({ runId, params: p }) {
+      running(sup, runId);
+      return { messages: await model(sup).reset(runId, p.messages) };
+    },
+    async 'llm.complete'({ runId, params: p }) {
+      const r = running(sup, runId);
+      const llm = model(sup);
       if (p.purpose === 'salvage') {
         if (r.salvaged) throw new BrigError('budget_exceeded', 'the one salvage call of this run was made');
-        await sup.table.update(runId, (x) => ({ ...x, salvaged: true }));
+        await table.update(runId, (x) => ({ ...x, salvaged: true }));
       }
-      return sup.llm.complete(sup.table.get(runId)!, p);
-    }
-    case 'steer.poll': {
-      const live = sup.table.live.get(runId);
-      return { steers: live ? live.steers.splice(0, live.steers.length) : [] };
-    }
-    default:
-      throw new BrigError('invalid_input', `unknown method ${method}`, { data: { method } });
-  }
+      return llm.complete(table.get(runId)!, p);
+    },
+    async 'child.kill'({ runId, params: p }) {
+      running(sup, runId);
+      ownChild(sup, runId, p.child);
+      const k = ok(await actions.kill(p.child, { confirm: true, by: 'parent' }));
+      return { runId: p.child, endReason: k.endReason };
+    },
+    async 'child.steer'({ runId, params: p }) {
+      running(sup, runId);
+      ownChild(sup, runId, p.child);
+      return ok(await actions.steer(p.child, p.message, { by: 'parent' }));
+    },
+    async 'child.send'({ runId, params: p }) {
+      running(sup, runId);
+      ownChild(sup, runId, p.child);
+      const { child, text, ...opts } = p;
+      return ok(await actions.send(child, text, opts));
+    },
+    async 'child.status'({ runId, params: p }) {
+      running(sup, runId);
+      const child = ownChild(sup, runId, p.child);
+      return { ...childSummary(child), stepsExecuted: child.stepsExecuted, tokens: child.tokens ?? null, costUsd: child.costUsd ?? null, progressLine: child.progressLine };
+    },
+    async 'child.explain'({ runId, params: p }) {
+      running(sup, runId);
+      const child = ownChild(sup, runId, p.child);
+      return {
+        ...childSummary(child),
+        caps: [...(table.live.get(p.child)?.caps ?? [])],
+        budget: child.budget ?? null,
+        maxSteps: child.maxSteps,
+        timeoutMs: child.timeoutMs,
+        tokens: child.tokens ?? null,
+        costUsd: child.costUsd ?? null,
+        outputs: child.outputs.slice(0, 50),
+        hint: 'refs.list / ref_* slice its outputs; status for its state; history for its transcript',
+      };
+    },
+    async 'child.history'({ runId, params: p }) {
+      running(sup, runId);
+      ownChild(sup, runId, p.child);
+      return ok(await actions.history(p.child, { ...(p.offset !== undefined ? { offset: p.offset } : {}), limit: Math.min(p.limit ?? 10, 20) }));
+    },
+  };
 }

@@ -18,7 +18,7 @@ import { BrigError, publicError } from '../util/errors.js';
 import { microCompact } from './micro-compact.js';
 import type { ConversationMessage, ModelPort, ToolSchema } from './model-port.js';
 import type { LlmService, RunTable } from './run-table.js';
-import type { RunRecord } from './types.js';
+import type { LlmReply, ParamsOf, RunRecord } from './types.js';
 
 /** The most a conversation may hold (the child compacts well before). */
 export const MAX_CONVERSATION_BYTES = 8 * 1024 * 1024;
@@ -201,13 +201,13 @@ function budgetCheck(p: { table: RunTable }, r: RunRecord): { tokensLeft: number
   return { tokensLeft: t, costLeftUsd: c };
 }
 
-async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: Record<string, unknown>, calls: RunCalls): Promise<unknown> {
+async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: ParamsOf<'llm.complete'>, calls: RunCalls): Promise<LlmReply> {
   if (!d.models) throw new BrigError('model_unavailable', 'no model is configured for this supervisor', { hint: 'Set BRIG_MODEL_BASE_URL and BRIG_MODEL (or $BRIG_HOME/config.yaml) and restart `brig serve`.' });
   const purpose = params.purpose === 'compact' || params.purpose === 'salvage' ? params.purpose : 'step';
   if (purpose === 'step' && r.stepsExecuted >= r.maxSteps) {
     throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted } });
   }
-  const offered = (Array.isArray(params.tools) ? params.tools : []) as ToolSchema[];
+  const offered: ToolSchema[] = params.tools ?? [];
   // A summary or salvage call offers no tools; the last step's are listed with tool choice
   // `none` (Anthropic refuses tool blocks in a history without tools; the prefix stays cached).
   const tools = offered.length > 0 ? offered : (d.lastTools.get(r.id) ?? []);
@@ -235,7 +235,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     refusedOnce(p, calls, r, purpose, 'capability_denied');
     throw new BrigError('capability_denied', `this run's model is fixed at spawn (${info.value.alias}); a child cannot call another`, { data: { what: 'model' } });
   }
-  const system = typeof params.system === 'string' ? params.system : '';
+  const system = params.system;
   // Tier-0 micro-compaction: old re-readable tool results go as placeholders.
   const messages = microCompact(await conv.messages(r.id), d.microCompactKeep ?? 25);
   // What the provider will bill as input is known only after the call: a child that filled its
@@ -246,7 +246,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     refusedOnce(p, calls, r, purpose, 'budget_exceeded');
     throw new BrigError('budget_exceeded', `this call's input (about ${inputEstimate} tokens) is more than the token budget left (${budget.tokensLeft})`, { data: { limit: r.budget?.tokens ?? null, current: r.tokens ?? 0, estimate: inputEstimate } });
   }
-  const asked = typeof params.maxTokens === 'number' ? params.maxTokens : info.value.maxOutputTokens;
+  const asked = params.maxTokens ?? info.value.maxOutputTokens;
   const capped = Math.min(asked, info.value.maxOutputTokens, purpose === 'salvage' ? SALVAGE_MAX_TOKENS : Infinity, budget.tokensLeft ?? Infinity);
   const maxTokens = Math.max(1, capped);
   const started = Date.now();

@@ -5,7 +5,7 @@ import type { BrigError, Result } from '../util/errors.js';
 import type { AgentSpec } from '../agents/index.js';
 import type { ModelPort } from './model-port.js';
 import type { Timers } from './progress-fork.js';
-import type { SpawnPacket, SupervisorSettings, RunRecord } from './types.js';
+import type { ChildRefHandle, SpawnPacket, SupervisorSettings, RunRecord } from './types.js';
 
 /**
  * What the supervisor needs from the parts around it, in its own words. The composition
@@ -151,7 +151,12 @@ export interface SupervisorDeps {
   models?: ModelPort;
   /** Agent specs and the tool surface a lease allows; absent: kind `agent` is refused. */
   agents?: AgentPort;
+  /** A run's ResultRef handles for the summaries a spawn or a wait returns (refs/ChildRefs); absent: none listed. */
+  handlesOf?: HandlesOf;
 }
+
+/** A run's ResultRef handles, bounded: `more` counts those left out. */
+export type HandlesOf = (runId: string) => Promise<{ refs: ChildRefHandle[]; more: number }>;
 
 /** Agent specs, in the supervisor's words (the composition root adapts src/agents). */
 export interface AgentPort {

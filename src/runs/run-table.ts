@@ -2,13 +2,13 @@ import type { Jail } from '../jail/index.js';
 import type { Ledger } from '../ledger/index.js';
 import { toBrigError, type BrigError, type Result } from '../util/errors.js';
 import { EventBus } from './event-bus.js';
-import type { BrokerHandle, Clock, LeaseGrant } from './ports.js';
+import type { BrokerHandle, Clock, HandlesOf, LeaseGrant } from './ports.js';
 import type { RunStore } from './run-store.js';
 import type { SupervisorEvent } from './types.js';
 import type { EndReason, KilledBy, RunError, RunRecord } from './types.js';
 import type { SpawnContext, SpawnRequest, SpawnRequestInput } from './types.js';
 import type { KillOptions, SteerOutcome, WaitOptions } from './types.js';
-import type { HistoryPage, SendOptions, SendOutcome } from './types.js';
+import type { Capability, HistoryPage, LlmMessage, LlmReply, ParamsOf, SendOptions, SendOutcome } from './types.js';
 import type { SupervisorSettings } from './settings.js';
 
 /**
@@ -25,7 +25,7 @@ export interface Live {
   broker?: BrokerHandle;
   lease?: LeaseGrant;
   /** The lease's capabilities; after a reattach only these are known (from the packet). */
-  caps: readonly string[];
+  caps: readonly Capability[];
   steers: string[];
 }
 
@@ -165,11 +165,13 @@ export interface RunPorts {
   settings: SupervisorSettings;
   /** Model calls (llm.*): the conversation a run appends to, and the next turn. */
   llm?: LlmService;
+  /** A run's ResultRef handles (bounded), for the summary a spawn or a wait returns to its parent. */
+  handlesOf?: HandlesOf;
 }
 
 /** The supervisor's model-call service (llm-calls.ts), as child calls reach it. */
 export interface LlmService {
-  append(runId: string, messages: unknown[]): Promise<number>;
-  reset(runId: string, messages: unknown[]): Promise<number>;
-  complete(run: RunRecord, params: Record<string, unknown>): Promise<unknown>;
+  append(runId: string, messages: LlmMessage[]): Promise<number>;
+  reset(runId: string, messages: LlmMessage[]): Promise<number>;
+  complete(run: RunRecord, params: ParamsOf<'llm.complete'>): Promise<LlmReply>;
 }

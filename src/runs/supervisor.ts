@@ -16,7 +16,7 @@
  * port, never this class.
  */
 import { BrigError, err, ok, type Result } from '../util/errors.js';
-import { handleChildCall } from './child-calls.js';
+import { childCallHandlers, type ChildCallHandlers } from './child-calls.js';
 import { resumeRun, steerRun } from './control.js';
 import { RunEnder } from './ender.js';
 import { intake, loadRequest } from './intake.js';
@@ -74,8 +74,8 @@ export interface SupervisorCore extends Supervisor {
   /** Waits for background work (ends, starts) in flight. */
   idle(): Promise<void>;
   retentionSweep(): Promise<{ removed: string[]; swept: string[] }>;
-  /** A broker call from a run's child (the broker authenticated `runId` by its token). */
-  handleChildCall(runId: string, method: string, params: unknown): Promise<unknown>;
+  /** The broker's handlers for a running child's calls, one per method (child-calls.ts). */
+  readonly childCalls: ChildCallHandlers;
   /** The in-memory record now (records are replaced on change, never mutated in place). */
   peek(runId: string): RunRecord | undefined;
   peekAll(): RunRecord[];
@@ -95,6 +95,7 @@ class BrigSupervisor implements SupervisorCore {
   readonly #starter: RunStarter;
   readonly #actions: RunActions;
   readonly #llm: RunPorts['llm'];
+  readonly childCalls: ChildCallHandlers;
   readonly #replies = new ReplyBus();
   /** Each agent run's offered tools, read once from its packet. */
   readonly #surfaces = new Map<string, readonly string[] | undefined>();
@@ -122,6 +123,7 @@ class BrigSupervisor implements SupervisorCore {
       loadRequest: (id) => loadRequest(this.#table, id),
     };
     this.#llm = llmService(this.#table, { models: deps.models, lastTools: new Map(), microCompactKeep: this.settings.microCompactKeep, surfaceOf: (id) => this.#surfaceOf(id), onReply: (id, r) => this.#replies.publish(id, r) });
+    this.childCalls = childCallHandlers(this.#ports());
     const parts = { table: this.#table, deps, settings: this.settings, fork: this.#fork };
     this.#ender = new RunEnder({ ...parts, pump: () => this.#starter.pump() });
     this.#starter = new RunStarter({
@@ -311,9 +313,6 @@ class BrigSupervisor implements SupervisorCore {
     return this.#table.bus.subscribe(opts);
   }
 
-  handleChildCall(runId: string, method: string, params: unknown): Promise<unknown> {
-    return handleChildCall(this.#ports(), runId, method, params);
-  }
 
   // ── private ──────────────────────────────────────────────────────────────────────────
 
@@ -322,7 +321,7 @@ class BrigSupervisor implements SupervisorCore {
   }
 
   #ports(): RunPorts {
-    return { table: this.#table, actions: this.#actions, settings: this.settings, llm: this.#llm };
+    return { table: this.#table, actions: this.#actions, settings: this.settings, llm: this.#llm, ...(this.#deps.handlesOf ? { handlesOf: this.#deps.handlesOf } : {}) };
   }
 
   async #surfaceOf(runId: string): Promise<readonly string[] | undefined> {

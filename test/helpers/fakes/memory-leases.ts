@@ -40,7 +40,7 @@ export class MemoryLeases implements LeasePort {
   }
 }
 
-/** A broker twin with no socket: tests call Supervisor.handleChildCall directly. */
+/** A broker twin with no socket: tests call the supervisor's childCalls table directly (helpers/child-call.ts). */
 export class NullBroker implements BrokerPort {
   readonly open = new Set<string>();
   async openRun(o: { runId: string; dir: string }): Promise<BrokerHandle> {

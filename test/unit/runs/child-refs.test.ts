@@ -85,7 +85,7 @@ async function tree(t: { after: (fn: () => Promise<void>) => void }) {
 
 test('[INV-5] ChildRefs: a descendant\'s ref reads; its own, a sibling\'s, another tree\'s are ref_not_found and ledgered without the ref id', async (t) => {
   const { refs, refOf, ledger } = await tree(t);
-  const call = (runId: string, method: string, params: unknown) => refs.handle({ runId, leaseId: `l-${runId}`, method, params });
+  const call = (runId: string, method: string, params: unknown) => (refs.handlers[method as keyof typeof refs.handlers] as (c: object) => Promise<unknown>)({ runId, leaseId: `l-${runId}`, method, params });
   const read = (await call('root', 'refs.read', { ref: refOf.c, line: 1 })) as SliceOutput;
   assert.equal(read.text, 'hello from c\n');
   const listed = (await call('p', 'refs.list', { run: 'c' })) as { refs: { ref: string; path: string; kind: string }[]; more: number };

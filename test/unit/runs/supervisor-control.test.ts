@@ -1,3 +1,4 @@
+import { childCall } from '../../helpers/child-call.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
@@ -14,9 +15,9 @@ test('the step past max_steps is refused with `timeout` and the run ends failed;
   assert.ok(r.ok);
   await until(() => sup.peek(r.value.id)?.status === 'running', 'running');
   const fake = jail.jails.get(r.value.id)!;
-  await sup.handleChildCall(r.value.id, 'progress', {});
-  await sup.handleChildCall(r.value.id, 'progress', {});
-  const third = (await sup.handleChildCall(r.value.id, 'progress', {}).catch((e: unknown) => e)) as { code: string };
+  await childCall(sup, r.value.id, 'progress', {});
+  await childCall(sup, r.value.id, 'progress', {});
+  const third = (await childCall(sup, r.value.id, 'progress', {}).catch((e: unknown) => e)) as { code: string };
   assert.equal(third.code, 'timeout');
   const w = await sup.wait(r.value.id);
   assert.ok(w.ok);
@@ -34,14 +35,14 @@ test('a parent kills and steers only its own children over the broker; identity 
   const other = await sup.spawn({ task: 'stranger', script: SCRIPT, async: true });
   assert.ok(p.ok && other.ok);
   await until(() => sup.peek(p.value.id)?.status === 'running', 'parent running');
-  const kid = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'kid', script: SCRIPT, async: true } })) as { runId: string };
+  const kid = (await childCall(sup, p.value.id, 'spawn', { request: { task: 'kid', script: SCRIPT, async: true } })) as { runId: string };
   await until(() => sup.peek(kid.runId)?.status === 'running', 'kid running');
-  const s = (await sup.handleChildCall(p.value.id, 'child.steer', { child: kid.runId, message: 'faster' })) as { mode: string };
+  const s = (await childCall(sup, p.value.id, 'child.steer', { child: kid.runId, message: 'faster' })) as { mode: string };
   assert.equal(s.mode, 'inject');
-  const stranger = (await sup.handleChildCall(p.value.id, 'child.kill', { child: other.value.id }).catch((e: unknown) => e)) as { code: string };
+  const stranger = (await childCall(sup, p.value.id, 'child.kill', { child: other.value.id }).catch((e: unknown) => e)) as { code: string };
   assert.equal(stranger.code, 'run_not_found');
   assert.equal(sup.peek(other.value.id)!.status !== 'ended', true);
-  const k = (await sup.handleChildCall(p.value.id, 'child.kill', { child: kid.runId })) as { endReason: string };
+  const k = (await childCall(sup, p.value.id, 'child.kill', { child: kid.runId })) as { endReason: string };
   assert.equal(k.endReason, 'killed');
   assert.equal(sup.peek(kid.runId)!.killedBy, 'parent');
   jail.jails.get(p.value.id)!.exit(0);
@@ -157,7 +158,7 @@ test('resume says honestly when the checkpoint of a resumable run is gone', asyn
   const r = await sup.spawn({ task: 'cp', script: SCRIPT, async: true });
   assert.ok(r.ok);
   await until(() => sup.peek(r.value.id)?.status === 'running', 'running');
-  await sup.handleChildCall(r.value.id, 'checkpoint', { state: { n: 1 } });
+  await childCall(sup, r.value.id, 'checkpoint', { state: { n: 1 } });
   const w = await sup.wait(r.value.id);
   assert.ok(w.ok && w.value.resumable);
   await fs.rm(store.file(r.value.id, 'checkpoint'));
@@ -178,7 +179,7 @@ test('after a restart a resumable run is verified on disk; one that lost its che
     assert.ok(r.ok);
     ids.push(r.value.id);
     await until(() => first.sup.peek(r.value.id)?.status === 'running', 'running');
-    await first.sup.handleChildCall(r.value.id, 'checkpoint', { state: { task } });
+    await childCall(first.sup, r.value.id, 'checkpoint', { state: { task } });
   }
   for (const id of ids) await first.sup.wait(id);
   await first.sup.close();
@@ -192,7 +193,7 @@ test('after a restart a resumable run is verified on disk; one that lost its che
   const kept = await second.sup.resume(ids[0]!);
   assert.ok(kept.ok);
   await until(() => second.sup.peek(kept.value.id)?.status === 'running', 'resumed');
-  assert.deepEqual(await second.sup.handleChildCall(kept.value.id, 'resume', {}), { checkpoint: { task: 'keeps' }, untrusted: true });
+  assert.deepEqual(await childCall(second.sup, kept.value.id, 'resume', {}), { checkpoint: { task: 'keeps' }, untrusted: true });
   second.jail.jails.get(kept.value.id)!.exit(0);
   await second.sup.wait(kept.value.id);
   await second.sup.close();
@@ -204,14 +205,14 @@ test('[INV-1] a child cannot hand host paths or choose an image for its grandchi
   assert.ok(p.ok);
   await until(() => sup.peek(p.value.id)?.status === 'running', 'running');
   for (const extra of [{ artifact_refs: ['/etc/shadow'] }, { image: 'alpine' }]) {
-    const e = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'g', script: SCRIPT, ...extra } }).catch((x: unknown) => x)) as { code: string };
+    const e = (await childCall(sup, p.value.id, 'spawn', { request: { task: 'g', script: SCRIPT, ...extra } }).catch((x: unknown) => x)) as { code: string };
     assert.equal(e.code, 'capability_denied');
   }
   leases.rootCaps = ['exec'];
   const q = await sup.spawn({ task: 'q', script: SCRIPT, async: true });
   assert.ok(q.ok);
   await until(() => sup.peek(q.value.id)?.status === 'running', 'running');
-  const e = (await sup.handleChildCall(q.value.id, 'spawn', { request: { task: 'g', script: SCRIPT } }).catch((x: unknown) => x)) as { code: string };
+  const e = (await childCall(sup, q.value.id, 'spawn', { request: { task: 'g', script: SCRIPT } }).catch((x: unknown) => x)) as { code: string };
   assert.equal(e.code, 'capability_denied');
   assert.equal(sup.peekAll().length, 2, 'nothing was spawned');
   for (const id of [p.value.id, q.value.id]) jail.jails.get(id)!.exit(0);
@@ -229,9 +230,9 @@ test('[INV-8] a run reattached after a restart keeps its lease: it can still spa
   await first.sup.close(); // the containers outlive the supervisor
   const second = await setupSup({ home: first.home, jail: first.jail, leases: first.leases });
   assert.deepEqual([...second.report.reattached].sort(), [withSpawn.value.id, without.value.id].sort());
-  const child = (await second.sup.handleChildCall(withSpawn.value.id, 'spawn', { request: { task: 'grandchild', script: SCRIPT, async: true } })) as { runId: string };
+  const child = (await childCall(second.sup, withSpawn.value.id, 'spawn', { request: { task: 'grandchild', script: SCRIPT, async: true } })) as { runId: string };
   assert.equal(second.sup.peek(child.runId)?.parentRunId, withSpawn.value.id);
-  const denied = (await second.sup.handleChildCall(without.value.id, 'spawn', { request: { task: 'nope', script: SCRIPT, async: true } }).catch((e: unknown) => e)) as { code: string };
+  const denied = (await childCall(second.sup, without.value.id, 'spawn', { request: { task: 'nope', script: SCRIPT, async: true } }).catch((e: unknown) => e)) as { code: string };
   assert.equal(denied.code, 'capability_denied', '[INV-1] a reattached run gets no capability it did not have');
   await second.sup.kill(withSpawn.value.id, { confirm: true });
   await second.sup.kill(without.value.id, { confirm: true });
@@ -245,10 +246,10 @@ test('a parent blocked on its stepping child is not killed by health_monitor; th
   const lone = await sup.spawn({ task: 'silent', script: SCRIPT, async: true });
   assert.ok(p.ok && lone.ok);
   await until(() => sup.peek(p.value.id)?.status === 'running', 'parent running');
-  const child = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'steps', script: SCRIPT, async: true } })) as { runId: string };
+  const child = (await childCall(sup, p.value.id, 'spawn', { request: { task: 'steps', script: SCRIPT, async: true } })) as { runId: string };
   await until(() => sup.peek(child.runId)?.status === 'running', 'child running');
   for (let i = 0; i < 8; i++) {
-    await sup.handleChildCall(child.runId, 'progress', {});
+    await childCall(sup, child.runId, 'progress', {});
     await new Promise((r) => setTimeout(r, 50));
   }
   await until(() => sup.peek(lone.value.id)?.status === 'ended', 'the silent run ended');
@@ -264,9 +265,9 @@ test('a respawn-mode steer of a child is attributed to whoever steered: the pare
   const p = await sup.spawn({ task: 'parent', script: SCRIPT, async: true });
   assert.ok(p.ok);
   await until(() => sup.peek(p.value.id)?.status === 'running', 'parent running');
-  const kid = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'kid', script: SCRIPT, async: true } })) as { runId: string };
+  const kid = (await childCall(sup, p.value.id, 'spawn', { request: { task: 'kid', script: SCRIPT, async: true } })) as { runId: string };
   await until(() => sup.peek(kid.runId)?.status === 'running', 'kid running');
-  const byParent = (await sup.handleChildCall(p.value.id, 'child.steer', { child: kid.runId, message: 'other way' })) as { mode: string; newRunId: string };
+  const byParent = (await childCall(sup, p.value.id, 'child.steer', { child: kid.runId, message: 'other way' })) as { mode: string; newRunId: string };
   assert.equal(byParent.mode, 'respawn');
   assert.equal(sup.peek(kid.runId)!.killedBy, 'parent');
   await until(() => sup.peek(byParent.newRunId)?.status === 'running', 'respawned kid running');
@@ -308,7 +309,7 @@ test('a child whose first broker call beats the supervisor recording its start i
     // The container runs and calls before start() has returned to the supervisor.
     j.start = async () => {
       await start();
-      early = await sup.handleChildCall(j.runId, 'progress', { line: 'first' }).catch((e: unknown) => e);
+      early = await childCall(sup, j.runId, 'progress', { line: 'first' }).catch((e: unknown) => e);
     };
   };
   const r = await sup.spawn({ task: 'quick child', script: SCRIPT, async: true });
@@ -337,10 +338,10 @@ test('[INV-3] a child result over the summary bound stays on disk: the parent ge
   const p = await sup.spawn({ task: 'parent', script: SCRIPT, async: true });
   assert.ok(p.ok);
   await until(() => sup.peek(p.value.id)?.status === 'running', 'parent running');
-  const pending = sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'big kid', script: SCRIPT } }) as Promise<{ runId: string; result: unknown; resultCut?: { chars: number } }>;
+  const pending = childCall(sup, p.value.id, 'spawn', { request: { task: 'big kid', script: SCRIPT } }) as Promise<{ runId: string; result: unknown; resultCut?: { chars: number } }>;
   await until(() => sup.peekAll().some((r) => r.parentRunId === p.value.id && r.status === 'running'), 'kid running');
   const kid = sup.peekAll().find((r) => r.parentRunId === p.value.id)!;
-  await sup.handleChildCall(kid.id, 'result', { value: big });
+  await childCall(sup, kid.id, 'result', { value: big });
   jail.jails.get(kid.id)!.exit(0);
   const summary = await pending;
   assert.equal(summary.result, null);
@@ -359,7 +360,7 @@ test('a child has at most 16 steers waiting: the 17th is refused rate_limited un
   for (let i = 0; i < 16; i++) assert.ok((await sup.steer(r.value.id, `steer ${i}`)).ok, `steer ${i}`);
   const over = await sup.steer(r.value.id, 'one too many');
   assert.ok(!over.ok && over.error.code === 'rate_limited', JSON.stringify(over));
-  const taken = (await sup.handleChildCall(r.value.id, 'steer.poll', {})) as { steers: string[] };
+  const taken = (await childCall(sup, r.value.id, 'steer.poll', {})) as { steers: string[] };
   assert.equal(taken.steers.length, 16, 'the child takes them all at once');
   assert.ok((await sup.steer(r.value.id, 'room again')).ok);
   jail.jails.get(r.value.id)!.exit(0);

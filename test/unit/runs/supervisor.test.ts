@@ -1,3 +1,4 @@
+import { childCall } from '../../helpers/child-call.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
@@ -42,7 +43,7 @@ test('[INV-8] [INV-7] a run goes queued → running → ended completed, release
   await until(running(sup, id), 'running');
   const j = jail.jails.get(id)!;
   j.outFiles = { 'report.txt': 'done' };
-  await sup.handleChildCall(id, 'run.progress', { line: 'step one' });
+  await childCall(sup, id, 'run.progress', { line: 'step one' });
   j.exit(0);
   const w = await sup.wait(id);
   assert.ok(w.ok);
@@ -122,7 +123,7 @@ test('watchdog fires; after a checkpoint the run is resumable and resume re-spaw
   const r = await sup.spawn({ task: 'long', script: SCRIPT, async: true });
   assert.ok(r.ok);
   await until(running(sup, r.value.id), 'running');
-  await sup.handleChildCall(r.value.id, 'run.checkpoint', { state: { i: 7 } });
+  await childCall(sup, r.value.id, 'run.checkpoint', { state: { i: 7 } });
   await until(() => sup.peek(r.value.id)!.status === 'ended', 'watchdog');
   const ended = sup.peek(r.value.id)!;
   assert.equal(ended.endReason, 'watchdog_timeout');
@@ -133,7 +134,7 @@ test('watchdog fires; after a checkpoint the run is resumable and resume re-spaw
   await until(running(sup, again.value.id), 'resumed running');
   const spec = jail.created.find((s) => s.runId === again.value.id)!;
   assert.equal(String(spec.inputs!.find((i) => i.path === '.brig/script.mjs')!.data), SCRIPT);
-  assert.deepEqual(await sup.handleChildCall(again.value.id, 'run.resume', {}), { checkpoint: { i: 7 }, untrusted: true });
+  assert.deepEqual(await childCall(sup, again.value.id, 'run.resume', {}), { checkpoint: { i: 7 }, untrusted: true });
   const twice = await sup.resume(r.value.id);
   assert.equal(twice.ok, false);
   if (!twice.ok) assert.equal(twice.error.data.reason, 'already_resumed');
@@ -173,7 +174,7 @@ test('steer: inject reaches the child at its next step; respawn mode kills and s
   await until(running(sup, r.value.id), 'running');
   const s = await sup.steer(r.value.id, 'go left');
   assert.deepEqual(s.ok && s.value, { mode: 'inject', runId: r.value.id, newRunId: null });
-  const p = (await sup.handleChildCall(r.value.id, 'run.progress', {})) as { steers: string[] };
+  const p = (await childCall(sup, r.value.id, 'run.progress', {})) as { steers: string[] };
   assert.deepEqual(p.steers, ['go left']);
   jail.jails.get(r.value.id)!.exit(0);
   await sup.wait(r.value.id);
@@ -216,7 +217,7 @@ test('depth 4 is refused through grandchild spawns; spawn needs the capability',
     await until(running(sup, c.value.id), `d${d}`);
     parent = c.value.id;
   }
-  const deep = (await sup.handleChildCall(parent, 'run.spawn', { request: { task: 'd4', script: SCRIPT, async: true } }).catch((e: unknown) => e)) as { code: string; data: { limit: number } };
+  const deep = (await childCall(sup, parent, 'run.spawn', { request: { task: 'd4', script: SCRIPT, async: true } }).catch((e: unknown) => e)) as { code: string; data: { limit: number } };
   assert.equal(deep.code, 'depth_exceeded');
   assert.equal(deep.data.limit, 3);
   await sup.kill(a.value.id, { confirm: true });
@@ -296,8 +297,8 @@ test('progress events carry real step counts and stop at the end', async () => {
   assert.ok(r.ok);
   const it = sup.events({ runId: r.value.id });
   await until(running(sup, r.value.id), 'running');
-  await sup.handleChildCall(r.value.id, 'run.progress', {});
-  await sup.handleChildCall(r.value.id, 'run.progress', {});
+  await childCall(sup, r.value.id, 'run.progress', {});
+  await childCall(sup, r.value.id, 'run.progress', {});
   let seen: { stepsExecuted: number; progressLine: string | null } | undefined;
   for (;;) {
     const { value } = await it.next();
