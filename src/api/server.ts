@@ -169,11 +169,12 @@ export function apiHandler(brig: Brig, o: ApiOptions = {}, hub: EventHub = new E
   const { log } = o;
   return (req, res) => {
     if (log) {
-      // One line per request: method, route (its name, never the raw path), status, ms.
+      // One line per request: method, route (its template, never the raw path: no ids), status, ms.
       const t0 = performance.now();
       res.once('close', () => {
         const m = matchRoute(req.method ?? 'GET', new URL(req.url ?? '/', 'http://brig').pathname);
-        const line = { method: req.method, route: m && 'name' in m ? m.name : 'unknown', status: res.statusCode, ms: Math.round((performance.now() - t0) * 10) / 10 };
+        const route = !m ? 'unknown' : 'name' in m ? API_ROUTES[m.name].path : m.template;
+        const line = { method: req.method, route, status: res.statusCode, ms: Math.round((performance.now() - t0) * 10) / 10 };
         if (res.statusCode >= 500) log.error(line, 'api');
         else log.info(line, 'api');
       });

@@ -14,6 +14,7 @@ import { Readable } from 'node:stream';
 import { OpenAICompatibleProvider } from '../../../src/models/index.js';
 import { FsResultStore, loadEnvelope } from '../../../src/results/index.js';
 import { RefService } from '../../../src/refs/index.js';
+import { createRunRecord } from '../../../src/runs/record.js';
 import type { RunRecord } from '../../../src/protocol/index.js';
 import { Slicer } from '../../../src/slice/index.js';
 import { runCli } from '../../helpers/cli.js';
@@ -47,15 +48,18 @@ test('[INV-3] a Level 2 envelope is cast once: the API/library, brig result and 
   const model = await fakeModel(t);
   const store = new FsResultStore({ dir: path.join(home, 'results') });
   await store.writeStream('r-kept01', 'r-kept01', 'rows.jsonl', Readable.from([Buffer.from('{"a":1}\n{"a":2}\n')]));
-  const record = {
-    id: 'r-kept01', rootRunId: 'r-kept01', parentRunId: null, depth: 0, label: 'big', status: 'ended', endReason: 'completed', killedBy: null,
-    createdAt: '2026-01-01T00:00:00.000Z', startedAt: '2026-01-01T00:00:00.000Z', endedAt: '2026-01-01T00:00:01.000Z', leaseId: null,
-    result: 'a long answer line\n'.repeat(2000), stdoutTail: '', error: null,
+  const record: RunRecord = {
+    ...createRunRecord({
+      id: 'r-kept01', parent: null, callerId: 'operator', agent: 'default', kind: 'script', label: 'big', task: 'big',
+      requestHash: 'h', now: new Date('2026-01-01T00:00:00.000Z'), timeoutMs: 60_000, maxSteps: 10, async: false, expectedOutputs: [], resumeOf: null,
+    }),
+    status: 'ended', endReason: 'completed', startedAt: '2026-01-01T00:00:00.000Z', endedAt: '2026-01-01T00:00:01.000Z',
+    result: 'a long answer line\n'.repeat(2000),
   };
   await fs.mkdir(path.join(home, 'runs', record.id), { recursive: true });
   await fs.writeFile(path.join(home, 'runs', record.id, 'run.json'), JSON.stringify(record));
 
-  const refs = new RefService({ store, slicer: new Slicer(store), getRun: async (id) => (id === record.id ? (record as unknown as RunRecord) : undefined), model: model.provider });
+  const refs = new RefService({ store, slicer: new Slicer(store), getRun: async (id) => (id === record.id ? record : undefined), model: model.provider });
   const first = await refs.result(record.id);
   assert.ok(first.ok, first.ok ? '' : first.error.message);
   assert.equal(first.value.condensed.level, 2);
