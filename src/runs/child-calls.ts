@@ -1,4 +1,5 @@
 import { AGENT_TOOL_NAMES } from '../agents/index.js';
+import { grantAllows } from '../lease/index.js';
 import { BrigError } from '../util/errors.js';
 import type { RunPorts } from './run-table.js';
 import type { SendMode } from './session-types.js';
@@ -115,7 +116,7 @@ export async function handleChildCall(sup: RunPorts, runId: string, method: stri
     }
     case 'spawn': {
       const live = sup.table.live.get(runId);
-      if (!live?.caps.includes('spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
+      if (!live || !grantAllows(live, 'spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
       const req = obj(p.request);
       // A parent blocked on its child must not hold the slot the child needs (no deadlock).
       // Attribution (reference 001): the child carries the step of its parent that spawned it.

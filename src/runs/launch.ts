@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CollectCaps, CollectReport, Jail, JailInput, JailSpec } from '../jail/types.js';
+import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError } from '../util/errors.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
@@ -80,13 +81,13 @@ export function requestedCaps(kind: RunRecord['kind'], req: Pick<SpawnRequest, '
 }
 
 export function jailCapabilityRefusal(kind: RunRecord['kind'], req: Pick<SpawnRequest, 'artifact_refs'>, caps: readonly string[]): BrigError | null {
-  if ((kind === 'command' || kind === 'script') && !caps.includes('exec')) {
+  if ((kind === 'command' || kind === 'script') && !grantAllows({ caps }, 'exec')) {
     return new BrigError('capability_denied', `a ${kind} child needs \`exec\` in its lease: its own code runs in the jail`, {
       data: { what: 'exec' },
       hint: 'Spawn it under a profile that grants exec (worker, researcher, root), or as an agent child.',
     });
   }
-  if (req.artifact_refs.length > 0 && !caps.includes('artifacts.read')) {
+  if (req.artifact_refs.length > 0 && !grantAllows({ caps }, 'artifacts.read')) {
     return new BrigError('capability_denied', 'artifacts are handed over only under `artifacts.read`, which this lease does not grant', {
       data: { what: 'artifacts.read' },
       hint: 'Drop the artifacts, or spawn under a profile that grants artifacts.read.',

@@ -11,6 +11,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Jail } from '../jail/types.js';
+import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
 import { buildPacket, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
@@ -135,7 +136,7 @@ export class RunStarter {
   /** Kind `agent`: its pinned spec, the tools its lease allows, its model's window. */
   async #agentPacket(runId: string, caps: readonly string[], maxSteps: number): Promise<AgentPacket> {
     const { deps, table } = this.d;
-    if (!caps.includes('llm')) {
+    if (!grantAllows({ caps }, 'llm')) {
       throw new BrigError('capability_denied', 'an agent child needs `llm` in its lease (its model calls go through the broker)', { data: { what: 'llm' } });
     }
     if (!deps.agents || !deps.models) throw new BrigError('model_unavailable', 'this supervisor serves no agent children');
