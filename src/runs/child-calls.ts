@@ -1,15 +1,29 @@
+/**
+ * The supervisor's side of the child SDK: what a child's broker calls do — progress,
+ * checkpoint/resume, result, spawn, wait, its own children's status/explain/history/send/
+ * kill/steer, and its model calls (llm.*).
+ *
+ * Guarantees: `runId` is the calling run as the broker authenticated it, never a value from
+ * the params; a run that is not running is refused (`not_running`); a run reaches only its
+ * own direct children (any other id is `run_not_found`, never a sibling or another subtree);
+ * spawn needs the lease's `spawn` (grantAllows, the broker's predicate too); what a call keeps
+ * or returns is bounded — a checkpoint ≤ 1 MiB (read back marked untrusted), an inline result
+ * ≤ 256 KiB or a spooled one within the lease's result cap, a child's result crossing to its
+ * parent ≤ 16 000 chars (INV-3), a progress line ≤ 200 chars and only a closed-set tool name
+ * (INV-7), a wait ≤ 10 min, one salvage model call per run.
+ * Threat: a hostile child using its broker calls to reach other runs, widen its lease, flood
+ * its parent's context or the ledger. Trusts: the broker's authentication and its method →
+ * capability table (broker/dispatch.ts checks the lease before a call gets here).
+ * Fails closed: an unknown method, an id that is not the caller's child, a missing capability
+ * → refused with a code; a param of the wrong type is treated as absent, never coerced into a
+ * wider request.
+ */
 import { AGENT_TOOL_NAMES } from '../agents/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError } from '../util/errors.js';
 import type { RunPorts } from './run-table.js';
 import type { SendMode } from './session-types.js';
 import type { RunRecord } from './types.js';
-
-/**
- * The supervisor's side of the child SDK. The broker has already authenticated the caller,
- * so `runId` is the calling run, never a value from the params. Every reply is bounded; a
- * call from a run that is not running is refused (`not_running`).
- */
 
 /** The broker's method names (its `run.*` aliases resolve to these). */
 export const CHILD_METHODS = ['progress', 'checkpoint', 'resume', 'result', 'spawn', 'wait', 'steer.poll'] as const;
