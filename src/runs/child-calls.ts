@@ -25,10 +25,6 @@ import type { RunPorts } from './run-table.js';
 import type { SendMode } from './session-types.js';
 import type { RunRecord } from './types.js';
 
-/** The broker's method names (its `run.*` aliases resolve to these). */
-export const CHILD_METHODS = ['progress', 'checkpoint', 'resume', 'result', 'spawn', 'wait', 'steer.poll'] as const;
-export type ChildMethod = (typeof CHILD_METHODS)[number];
-
 const MAX_CHECKPOINT_BYTES = 1024 * 1024;
 const MAX_RESULT_BYTES = 256 * 1024;
 /**

@@ -50,7 +50,6 @@ export type { ModelPort, ModelInfo, ModelTurn, ModelUsage, ConversationMessage, 
 export { decideAdmission, nextToStart } from './admission.js';
 export { RunStore, isRunId } from './run-store.js';
 export { elapsedMs } from './state-machine.js';
-export { CHILD_METHODS } from './child-calls.js';
 export { ChildRefs, isDescendant, fitReply, handleOf, CHILD_REF_METHODS, CHILD_REPLY_BYTES, CHILD_SLICE_LIMITS, MAX_LISTED_REFS } from './child-refs.js';
 export type { ChildRefHandle, ChildRefsDeps, ChildRefCall } from './child-refs.js';
 export { SEND_MODES, MAX_SEND_WAIT_MS, MAX_HISTORY_PAGE } from './sessions.js';
