@@ -5,6 +5,7 @@
  * daemon) or to slice without a daemon.
  */
 export { RUN_STATUSES } from './runs/vocabulary.js';
+export { PREVIEW_BYTES } from './results/preview-bytes.js';
 export { CAPABILITIES } from './lease/capabilities.js';
 export { elapsedMs } from './runs/state-machine.js';
 export { ApiClient } from './api/client.js';

@@ -1,8 +1,6 @@
-import { elapsedMs, type Brig, type ResultRef, type RunRecord } from '../light.js';
+import { PREVIEW_BYTES, elapsedMs, type Brig, type ResultRef, type RunRecord } from '../light.js';
 
 /** How the CLI shows a run: one JSON shape for --json, one line (or a block) for people. */
-
-export const PREVIEW_BYTES = 2048;
 
 /** The record's fields --json shows at the top level; `run` carries the rest, so nothing big is said twice. */
 const PROMOTED = ['id', 'status', 'endReason', 'killedBy', 'exitCode', 'stdoutTail', 'stderrTail', 'outputs', 'resultDir', 'outputBytes', 'skipped', 'result', 'missingOutputs', 'resumable', 'error'] as const;

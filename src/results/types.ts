@@ -55,6 +55,6 @@ export interface ResultCaps {
   maxRunBytes: number;
 }
 
-export const PREVIEW_BYTES = 2048;
+export { PREVIEW_BYTES } from './preview-bytes.js';
 /** One line-index entry per this many lines: line N is a seek plus at most this many lines of scan. */
 export const LINE_INDEX_STRIDE = 1024;
