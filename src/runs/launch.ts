@@ -17,12 +17,12 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { CollectCaps, CollectReport, Jail, JailInput, JailSpec } from '../jail/types.js';
+import type { CollectCaps, CollectReport, Jail, JailExit, JailInput, JailSpec } from '../jail/types.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError } from '../util/errors.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
-import type { AgentPacket, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
+import type { AgentPacket, EndReason, RunError, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
 
 /** What collecting a run's outputs needs: the table (record and store), the results port, the caps. */
 export interface CollectContext {
@@ -133,6 +133,18 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
     inputs,
     ...(req.image ? { image: req.image } : {}),
   };
+}
+
+/**
+ * How a run ends when its child exits on its own: exit 0 completes it, anything else fails it
+ * with `child_failed`. An OOM kill is the engine's fact carried as data (`oomKilled` on the
+ * record), never read back out of a message.
+ */
+export function exitEnd(exit: JailExit): { reason: Extract<EndReason, 'completed' | 'failed'>; exitCode: number; oomKilled?: true; error?: RunError } {
+  const oom = exit.oomKilled ? { oomKilled: true as const } : {};
+  if (exit.exitCode === 0) return { reason: 'completed', exitCode: 0, ...oom };
+  const message = exit.oomKilled ? 'the child ran out of memory' : `the child exited with code ${exit.exitCode}`;
+  return { reason: 'failed', exitCode: exit.exitCode, ...oom, error: { code: 'child_failed', message } };
 }
 
 /** Normalizes an expected output to a path relative to /workspace/out. */
