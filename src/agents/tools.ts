@@ -1,4 +1,4 @@
-import type { Capability } from '../lease/index.js';
+import { grantAllows, type Capability } from '../lease/index.js';
 
 /**
  * The tool surface an agent child may be offered, decided on the supervisor side from its
@@ -57,7 +57,7 @@ export function toolSurface(i: ToolSurfaceInput): AgentTool[] {
   return AGENT_TOOL_NAMES.filter((t) => {
     if (t === 'finish') return true;
     const cap = AGENT_TOOLS[t];
-    if (cap !== null && !i.caps.includes(cap)) return false;
+    if (!grantAllows(i, cap)) return false;
     if (denied.has(t)) return false;
     // The role gives the default surface; a spec's explicit tool list overrides it. Either
     // way the lease's capabilities bound it: the role never widens anything.

@@ -1,11 +1,9 @@
-import { elapsedMs, type Brig, type ResultRef, type RunRecord } from '../light.js';
+import { PREVIEW_BYTES, elapsedMs, type Brig, type ResultRef, type RunRecord } from '../light.js';
 
 /** How the CLI shows a run: one JSON shape for --json, one line (or a block) for people. */
 
-export const PREVIEW_BYTES = 2048;
-
 /** The record's fields --json shows at the top level; `run` carries the rest, so nothing big is said twice. */
-const PROMOTED = ['id', 'status', 'endReason', 'killedBy', 'exitCode', 'stdoutTail', 'stderrTail', 'outputs', 'resultDir', 'outputBytes', 'skipped', 'result', 'missingOutputs', 'resumable', 'error'] as const;
+const PROMOTED = ['id', 'status', 'endReason', 'killedBy', 'exitCode', 'oomKilled', 'stdoutTail', 'stderrTail', 'outputs', 'resultDir', 'outputBytes', 'skipped', 'result', 'missingOutputs', 'resumable', 'error'] as const;
 
 /** A ref as --json lists it beside a run: its handle and size, no preview. */
 export type RefLine = Pick<ResultRef, 'ref' | 'path' | 'kind' | 'bytes' | 'lines'>;
@@ -37,7 +35,7 @@ export function runJson(r: RunRecord, refs: readonly RefLine[] = []): Record<str
     endReason: r.endReason,
     killedBy: r.killedBy,
     exitCode: r.exitCode,
-    oomKilled: r.error?.message.includes('out of memory') ?? false,
+    oomKilled: r.oomKilled === true,
     stdoutTail: r.stdoutTail,
     stderrTail: r.stderrTail,
     stdoutPreview: r.stdoutTail.slice(-PREVIEW_BYTES),

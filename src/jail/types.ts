@@ -48,6 +48,7 @@ export interface JailSpec {
 
 export interface JailExit {
   exitCode: number;
+  /** The engine's State.OOMKilled: the kernel's OOM killer ended a process of the jail (read for a non-zero exit). */
   oomKilled: boolean;
 }
 

@@ -28,9 +28,11 @@ export interface Attenuation {
 
 /**
  * The one capability predicate. The lease code uses it to decide what a child may hold and
- * the broker uses it to decide what a call may do. `null` means "any valid lease".
+ * the broker uses it to decide what a call may do; the supervisor (spawn, exec, llm,
+ * artifacts) and the agent tool surface ask it too. `null` means "any valid lease". The
+ * grant's list may be a lease's or a packet's read back from disk (plain names).
  */
-export function grantAllows(grant: { readonly caps: readonly Capability[] }, cap: Capability | null): boolean {
+export function grantAllows(grant: { readonly caps: readonly string[] }, cap: Capability | null): boolean {
   return cap === null || grant.caps.includes(cap);
 }
 

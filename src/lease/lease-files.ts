@@ -1,3 +1,16 @@
+/**
+ * Where leases are kept: one JSON file per lease under $BRIG_HOME/leases, the record the broker
+ * and the supervisor check every call and every child against.
+ *
+ * Guarantees: a lease id is `ls_` + 20 random hex digits, checked before it becomes a file
+ * name (never a path); a record is written atomically (temp + fsync + rename + directory
+ * fsync), 0600 in a 0700 directory; a record is returned only when it parses against the
+ * strict schema and its id is the file's. Threat: a lease file changed, cut or planted on disk
+ * to widen a run's capabilities or limits, and an id used to reach outside the directory.
+ * Trusts: the file system's permissions (the supervisor's user owns the directory). Fails
+ * closed: an unreadable or invalid record reads as no lease — the run holding it is refused —
+ * and is listed (`unreadable`) for the operator, never repaired or guessed.
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';

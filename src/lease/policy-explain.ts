@@ -1,3 +1,4 @@
+import { grantAllows } from './attenuate.js';
 import { LIMIT_KEYS } from './types.js';
 import type { Policy } from './policy.js';
 
@@ -12,7 +13,7 @@ export function explainPolicy(policy: Policy): string[] {
     out.push(`    tools:  ${p.tools.join(', ') || '(none)'}`);
     out.push(`    limits: ${LIMIT_KEYS.map((k) => `${k}=${p.grant.limits[k]}`).join(' ')}`);
     out.push(`    posture: network=${p.grant.posture.network} runtime=${p.grant.posture.runtime} user=${p.grant.posture.user}`);
-    if (p.grant.caps.includes('net.egress')) out.push('    note: net.egress is reserved; the jail never has a network, so it grants nothing today');
+    if (grantAllows(p.grant, 'net.egress')) out.push('    note: net.egress is reserved; the jail never has a network, so it grants nothing today');
   }
   return out;
 }

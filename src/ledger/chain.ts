@@ -1,3 +1,19 @@
+/**
+ * The audit ledger's hash chain: each line's hash covers its canonical JSON (keys sorted, its
+ * own `hash` left out) including `prev`, the hash of the line before it; a segment's first
+ * line starts from a genesis bound to the segment's file name and links the closed segments
+ * written before it (`link`, `links`).
+ *
+ * Guarantees: a line edited, deleted, reordered or moved to another segment breaks the chain at
+ * that line; a closed segment deleted whole or cut at its tail breaks a link a later segment
+ * holds — verify.ts names the first bad line (`ledger_corrupt`). Threat: someone with write
+ * access to $BRIG_HOME/ledger rewriting what happened after the fact. Trusts: SHA-256; the
+ * newest segments of the directory (links look at the newest 50: a bound on the cost of
+ * opening a segment). Not covered: the chain's heads (nothing comes after them: anchor.ts),
+ * or a rewrite of the whole chain (anchor it off-host). Fails closed: a line or a link that
+ * cannot be read or parsed does not verify; a segment's head or tail that cannot be read is
+ * "no line", never a guessed one.
+ */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';

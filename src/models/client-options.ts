@@ -1,14 +1,9 @@
 /**
- * What both clients are built from, and the call they share: POST the body, read the reply
- * into the format's sink, time the first content. The API key is held in a private field of
- * the client (not enumerable, not inspectable, not serialised) and handed to the transport
- * only as a header plus a secret to scrub.
+ * What both clients are built from (http-model-client.ts): their options, the settings a call
+ * runs under, the connection pool per endpoint, and the max-tokens clamp.
  */
-import { performance } from 'node:perf_hooks';
 import { Agent, type Dispatcher } from 'undici';
-import { failure } from './model-errors.js';
-import { openStream, TRANSPORT_DEFAULTS } from './transport.js';
-import { readReply, WireError, type ReplySink } from './wire-common.js';
+import { TRANSPORT_DEFAULTS } from './transport.js';
 
 export interface ClientOptions {
   /** openai-chat: up to and including the version segment (`https://api.openai.com/v1`); anthropic-messages: the host root (`https://api.anthropic.com`), a trailing `/v1` is accepted. */
@@ -60,41 +55,4 @@ export function maxTokensFor(requested: number | undefined, ceiling: number | un
   if (requested === undefined) return ceiling;
   const r = Math.max(1, Math.floor(requested));
   return ceiling === undefined ? r : Math.min(r, ceiling);
-}
-
-/** POSTs, reads the reply into the sink, and returns the sink's result given ms to the first content (null: none). */
-export async function exchange<T>(o: {
-  url: string;
-  headers: Record<string, string>;
-  secrets: readonly string[];
-  body: unknown;
-  dispatcher: Dispatcher;
-  settings: Settings;
-  signal: AbortSignal | undefined;
-  sink: ReplySink & { result(firstTokenMs: number | null): T };
-}): Promise<T> {
-  const t0 = performance.now();
-  const opened = await openStream(JSON.stringify(o.body), {
-    url: o.url,
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream, application/json', 'accept-encoding': 'identity', 'user-agent': 'brig', ...o.headers },
-    secrets: o.secrets,
-    dispatcher: o.dispatcher,
-    ...o.settings,
-    ...(o.signal ? { signal: o.signal } : {}),
-  });
-  let first: number | null = null;
-  try {
-    await readReply(opened, o.sink, () => {
-      first ??= Math.round(performance.now() - t0);
-    });
-  } finally {
-    // Whether done early or failed, the rest of the body is not read.
-    await opened.chunks.return(undefined);
-  }
-  try {
-    return o.sink.result(first);
-  } catch (e) {
-    if (e instanceof WireError) throw failure(e.reason, e.message, o.secrets, { attempts: opened.attempts, ...e.extra });
-    throw e;
-  }
 }

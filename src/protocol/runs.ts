@@ -58,6 +58,7 @@ export interface PendingEnd {
   killedBy?: KilledBy;
   error?: RunError;
   exitCode?: number;
+  oomKilled?: boolean;
 }
 
 /** One run. Persisted as JSON under $BRIG_HOME/runs/<id>/run.json with atomic writes. */
@@ -96,6 +97,8 @@ export interface RunRecord {
   progressLine: string | null;
   lastProgressAt: string | null;
   exitCode: number | null;
+  /** The engine said the kernel's OOM killer ended a process of the jail (State.OOMKilled); absent otherwise. */
+  oomKilled?: boolean;
   async: boolean;
   /** True when ended by the watchdog after a checkpoint with a pinned script. */
   resumable: boolean;

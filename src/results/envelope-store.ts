@@ -10,7 +10,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from '../util/atomic-file.js';
-import type { FsResultStore } from './result-store.js';
+import type { ResultStore } from './result-store.js';
 import type { CondenseOptions } from './condense.js';
 import { type EnvelopeRun, type RunEnvelope, buildRunEnvelope } from './run-envelope.js';
 import type { ResultRef } from './types.js';
@@ -34,7 +34,7 @@ const SavedEnvelopeSchema = z.object({
     .passthrough(),
 });
 
-export async function loadEnvelope(store: FsResultStore, rootRunId: string, runId: string): Promise<RunEnvelope | undefined> {
+export async function loadEnvelope(store: ResultStore, rootRunId: string, runId: string): Promise<RunEnvelope | undefined> {
   const text = await fsp.readFile(path.join(store.runDir(rootRunId, runId), ENVELOPE_FILE), 'utf8').catch(() => undefined);
   if (text === undefined) return undefined;
   try {
@@ -45,7 +45,7 @@ export async function loadEnvelope(store: FsResultStore, rootRunId: string, runI
   }
 }
 
-export async function saveEnvelope(store: FsResultStore, rootRunId: string, runId: string, env: RunEnvelope): Promise<void> {
+export async function saveEnvelope(store: ResultStore, rootRunId: string, runId: string, env: RunEnvelope): Promise<void> {
   const dir = store.runDir(rootRunId, runId);
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   await writeFileAtomic(path.join(dir, ENVELOPE_FILE), JSON.stringify(env));
@@ -55,7 +55,7 @@ export async function saveEnvelope(store: FsResultStore, rootRunId: string, runI
  * The run's envelope as first cast: the saved one when there is one, else cast now and save
  * it (best effort: a read-only results directory still gets its envelope, just not kept).
  */
-export async function envelopeOnce(store: FsResultStore, run: EnvelopeRun, refs: readonly ResultRef[], opts: CondenseOptions = {}): Promise<RunEnvelope> {
+export async function envelopeOnce(store: ResultStore, run: EnvelopeRun, refs: readonly ResultRef[], opts: CondenseOptions = {}): Promise<RunEnvelope> {
   const saved = await loadEnvelope(store, run.rootRunId, run.id);
   if (saved) return saved;
   const env = await buildRunEnvelope(run, refs, opts);

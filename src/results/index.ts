@@ -12,8 +12,10 @@ export {
   RunManifestSchema,
 } from './types.js';
 export type { RefSource, ResultCaps, ResultKind, ResultRef, RunManifest } from './types.js';
-export { DEFAULT_RESULT_CAPS, DEFAULT_RETENTION_MS, FsResultStore, safeRelPath } from './result-store.js';
-export type { CollectedScan, ResultStoreOptions, SweepReport } from './result-store.js';
+export { DEFAULT_RESULT_CAPS, DEFAULT_RETENTION_MS, FsResultStore, safeRelPath } from './fs-result-store.js';
+export type { ResultStoreOptions } from './fs-result-store.js';
+export type { CollectedScan, ResultStore } from './result-store.js';
+export type { SweepReport } from './result-retention.js';
 export { ScannedFile, scanObserver } from './content-scan.js';
 export { sniffKind, previewOf, utf8Boundary } from './kind.js';
 export { CONDENSE_DEFAULTS, CondensedSummarySchema, condense, estimateTokens, headTail, parseSummary, renderSummary } from './condense.js';

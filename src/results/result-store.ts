@@ -1,73 +1,13 @@
 /**
- * The ResultRef store: $BRIG_HOME/results/<rootRunId>/<runId>/ holds a run's result value, its
- * bounded stdio and its /workspace/out files, each described by a ResultRef in refs.json.
- *
- * Guarantees: streaming end to end (hash, line index, kind and preview in the same pass; the
- * content is never held in memory; a collected out/ is described from the scans its collect
- * made while the bytes came in, not read again); atomic and durable (every file is written
- * to a temp, fsynced and renamed — util/atomic-file.ts — and the manifest, written last, is
- * the commit point, so a crash leaves no half ref); byte caps per file
- * and per run refuse with `ref_too_large`, never truncate; only regular files become refs
- * (symlinks, hardlinks, devices, fifos are skipped and listed); files are made read-only.
- * Threat: a child's output trying to escape its directory or exhaust the host.
- * Trusts: the run ids the supervisor gives (checked against a closed alphabet anyway).
- * Fails closed: anything odd in a name or an entry is refused or skipped, never followed.
+ * The ResultRef store's role: where a run's outputs become ResultRefs and are read back.
+ * FsResultStore (fs-result-store.ts) is the implementation, on disk under $BRIG_HOME/results;
+ * its retention is result-retention.ts. Host paths it hands out (runDir, outDir, resolvePath)
+ * are for brig's own use: never shown to a user or a child.
  */
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import fsp from 'node:fs/promises';
-import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { commitTemp, fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
-import { BrigError } from '../util/errors.js';
-import { ContentScan, ScannedFile, decodeLineIndex, scanObserver } from './content-scan.js';
-import {
-  checkRunId,
-  exists,
-  listRegularFiles,
-  newRefId,
-  notFound,
-  readPointer,
-  readdirSafe,
-  removeStaleTemps,
-  safeRelPath,
-  tooLarge,
-} from './store-fs.js';
-import {
-  REF_ID_RE,
-  RUN_ID_RE,
-  type RefSource,
-  type ResultCaps,
-  type ResultRef,
-  type RunManifest,
-  RunManifestSchema,
-} from './types.js';
-
-export interface ResultStoreOptions {
-  /** The results root: brigPaths(home).results. */
-  dir: string;
-  caps?: Partial<ResultCaps>;
-  /** How long refs live (default 24 h). */
-  retentionMs?: number;
-  now?: () => Date;
-}
-
-async function duBytes(p: string): Promise<number> {
-  const st = await fsp.lstat(p).catch(() => undefined);
-  if (!st) return 0;
-  if (!st.isDirectory()) return st.size;
-  let n = 0;
-  for (const name of await readdirSafe(p)) n += await duBytes(path.join(p, name));
-  return n;
-}
-
-export const DEFAULT_RESULT_CAPS: ResultCaps = Object.freeze({ maxFileBytes: 4 * 1024 ** 3, maxRunBytes: 16 * 1024 ** 3 });
-export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
-const MANIFEST = 'refs.json';
-/** A temp file this old belongs to a writer that crashed. */
-const STALE_TEMP_MS = 60 * 60 * 1000;
-const INDEX_DIR = '.index';
+import type { Readable } from 'node:stream';
+import type { scanObserver } from './content-scan.js';
+import type { SweepReport } from './result-retention.js';
+import type { RefSource, ResultCaps, ResultRef, RunManifest } from './types.js';
 
 /** What the jail's collect reported about one file: its path under the collected dir, and what scanObserver's end() gave. */
 export interface CollectedScan {
@@ -75,375 +15,34 @@ export interface CollectedScan {
   observed?: unknown;
 }
 
-/** Files of one directory described at once: their fs work overlaps, their refs keep the walk's order. */
-const INDEX_CONCURRENCY = 8;
-
-export interface SweepReport {
-  runs: number;
-  refs: number;
-  bytes: number;
-}
-
-export class FsResultStore {
-  readonly dir: string;
-  private readonly caps: ResultCaps;
-  private readonly retentionMs: number;
-  private readonly now: () => Date;
-  /** Per-run chain so manifest read-modify-writes never interleave. */
-  private readonly chains = new Map<string, Promise<unknown>>();
-  /** Bytes being streamed right now, per run, so concurrent writes share the run cap. */
-  private readonly inflight = new Map<string, number>();
-
-  constructor(opts: ResultStoreOptions) {
-    this.dir = path.resolve(opts.dir);
-    this.caps = { ...DEFAULT_RESULT_CAPS, ...opts.caps };
-    this.retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
-    this.now = opts.now ?? (() => new Date());
-  }
-
-  runDir(rootRunId: string, runId: string): string {
-    checkRunId(rootRunId);
-    checkRunId(runId);
-    return path.join(this.dir, rootRunId, runId);
-  }
-
+export interface ResultStore {
+  /** The host directory of a run's results (ids checked against the run-id alphabet). */
+  runDir(rootRunId: string, runId: string): string;
   /** Streams one output into a ref. `name` is relative (`stdout.txt`, `result.json`). */
-  async writeStream(
-    runId: string,
-    rootRunId: string,
-    name: string,
-    readable: NodeJS.ReadableStream | Readable,
-    caps: Partial<ResultCaps> = {},
-    source: RefSource = 'stdout',
-  ): Promise<ResultRef> {
-    const rel = safeRelPath(name);
-    if (rel.split('/')[0] === 'out') throw new BrigError('invalid_input', 'out/ is filled by indexDir, not writeStream');
-    const dir = this.runDir(rootRunId, runId);
-    const limits = this.effectiveCaps(caps);
-    await fsp.mkdir(path.join(dir, path.dirname(rel)), { recursive: true });
-    const final = path.join(dir, rel);
-    if (await exists(final)) throw new BrigError('invalid_input', `run ${runId} already has a ref at ${rel}`);
-    const used = await this.runBytes(rootRunId, runId);
-    const tmp = path.join(dir, `.tmp-${randomBytes(8).toString('hex')}`);
-    const scan = new ContentScan();
-    const key = `${rootRunId}/${runId}`;
-    let counted = 0;
-    const meter = new Transform({
-      transform: (chunk: Buffer, _enc, cb) => {
-        scan.update(chunk);
-        const inflight = (this.inflight.get(key) ?? 0) + chunk.length;
-        this.inflight.set(key, inflight);
-        counted += chunk.length;
-        if (scan.size > limits.maxFileBytes) return cb(tooLarge(rel, 'file', limits.maxFileBytes));
-        if (used + inflight > limits.maxRunBytes) return cb(tooLarge(rel, 'run', limits.maxRunBytes));
-        cb(null, chunk);
-      },
-    });
-    try {
-      // flush: fsync before close, so the rename below never publishes bytes still in flight.
-      await pipeline(readable, meter, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: 1 << 20, flush: true }));
-      await fsp.chmod(tmp, 0o444);
-      await commitTemp(tmp, final);
-    } catch (e) {
-      await fsp.rm(tmp, { force: true });
-      throw e instanceof BrigError ? e : new BrigError('internal', `could not materialize ${rel}`, { cause: e });
-    } finally {
-      this.inflight.set(key, (this.inflight.get(key) ?? counted) - counted);
-    }
-    const facts = new ScannedFile(rel, scan.finish());
-    const ref = this.describe(runId, rootRunId, rel, source, facts);
-    await this.writeIndex(dir, ref.ref, facts.lineIndex);
-    await fsyncDir(path.join(dir, INDEX_DIR));
-    await this.commit(rootRunId, runId, [ref], []);
-    return ref;
-  }
-
+  writeStream(runId: string, rootRunId: string, name: string, readable: NodeJS.ReadableStream | Readable, caps?: Partial<ResultCaps>, source?: RefSource): Promise<ResultRef>;
   /** The child's result value: a string becomes result.txt, anything else result.json. */
-  async writeValue(runId: string, rootRunId: string, value: unknown, caps: Partial<ResultCaps> = {}): Promise<ResultRef> {
-    const text = typeof value === 'string' ? value : JSON.stringify(value ?? null, null, 2);
-    const name = typeof value === 'string' ? 'result.txt' : 'result.json';
-    return this.writeStream(runId, rootRunId, name, Readable.from([Buffer.from(text, 'utf8')]), caps, 'value');
-  }
-
-  /**
-   * Turns an already-materialized directory inside the run's result directory (where the
-   * jail's collect put /workspace/out) into refs, in place. Regular files only. Reads every
-   * file back to scan it; indexCollected does not when collect scanned them on the way in.
-   */
-  indexDir(runId: string, rootRunId: string, dir: string, caps: Partial<ResultCaps> = {}): Promise<RunManifest> {
-    return this.indexCollected(runId, rootRunId, dir, [], caps);
-  }
-
-  /**
-   * indexDir for a directory the jail's collect just wrote with `observe` (scanObserver)
-   * watching: `scans` is its report's files (path relative to `dir`, `observed` = the scan).
-   * A file whose scan this store made and whose size on disk is the scanned size is described
-   * from the scan; any other file (no scan, a foreign one, a size that changed) is read as
-   * indexDir reads it. The walk, the caps, the skips and the commit are indexDir's.
-   */
-  async indexCollected(
-    runId: string,
-    rootRunId: string,
-    dir: string,
-    scans: Iterable<CollectedScan>,
-    caps: Partial<ResultCaps> = {},
-  ): Promise<RunManifest> {
-    const runDir = this.runDir(rootRunId, runId);
-    const abs = path.resolve(dir);
-    const relDir = path.relative(runDir, abs);
-    if (relDir === '' || relDir.startsWith('..') || path.isAbsolute(relDir) || relDir.split(path.sep).some((s) => s.startsWith('.'))) {
-      throw new BrigError('invalid_input', 'indexDir takes a directory inside the run\'s result directory (e.g. <runDir>/out)');
-    }
-    const limits = this.effectiveCaps(caps);
-    const { files, skipped } = await listRegularFiles(abs, runDir);
-    let total = await this.runBytes(rootRunId, runId);
-    for (const f of files) {
-      if (f.size > limits.maxFileBytes) throw tooLarge(f.rel, 'file', limits.maxFileBytes);
-      total += f.size;
-      if (total > limits.maxRunBytes) throw tooLarge(f.rel, 'run', limits.maxRunBytes);
-    }
-    const known = new Map<string, ScannedFile>();
-    for (const s of scans) if (s.observed instanceof ScannedFile) known.set(s.path, s.observed);
-    const prefix = relDir.split(path.sep).join('/') + '/';
-    await fsp.mkdir(path.join(runDir, INDEX_DIR), { recursive: true });
-    const refs: ResultRef[] = new Array(files.length);
-    await inParallel(files, async (f, i) => {
-      const scanned = known.get(f.rel.slice(prefix.length));
-      const facts = scanned !== undefined && scanned.bytes === f.size ? scanned : await scanFile(f.abs, f.rel);
-      await fsp.chmod(f.abs, 0o444);
-      const ref = this.describe(runId, rootRunId, f.rel, 'out', facts);
-      await this.writeIndex(runDir, ref.ref, facts.lineIndex);
-      refs[i] = ref;
-    });
-    await fsyncDir(path.join(runDir, INDEX_DIR));
-    return this.commit(rootRunId, runId, refs, skipped);
-  }
-
+  writeValue(runId: string, rootRunId: string, value: unknown, caps?: Partial<ResultCaps>): Promise<ResultRef>;
+  /** A directory inside the run's result directory made into refs, in place; regular files only. */
+  indexDir(runId: string, rootRunId: string, dir: string, caps?: Partial<ResultCaps>): Promise<RunManifest>;
+  /** indexDir, describing the files collect scanned on the way in from those scans. */
+  indexCollected(runId: string, rootRunId: string, dir: string, scans: Iterable<CollectedScan>, caps?: Partial<ResultCaps>): Promise<RunManifest>;
   /** The observer the jail's collect feeds each out/ file through (ResultsPort.observe). */
-  readonly observe = scanObserver;
-
-  async manifest(runId: string): Promise<RunManifest> {
-    checkRunId(runId);
-    const root = await readPointer(path.join(this.dir, '.runs', runId));
-    if (!root) throw new BrigError('run_not_found', `no results for run ${runId}`, { hint: '`brig list` shows the known runs.' });
-    return (await this.readManifest(root, runId)) ?? { runId, rootRunId: root, refs: [], skipped: [] };
-  }
-
-  async list(runId: string): Promise<ResultRef[]> {
-    return (await this.manifest(runId)).refs;
-  }
-
-  async get(ref: string): Promise<ResultRef> {
-    if (!REF_ID_RE.test(ref)) throw notFound(ref);
-    const ptr = await readPointer(path.join(this.dir, '.refs', ref));
-    if (!ptr) throw notFound(ref);
-    const [root, run] = ptr.split('/');
-    const m = root && run ? await this.readManifest(root, run) : undefined;
-    const found = m?.refs.find((r) => r.ref === ref);
-    if (!found) throw notFound(ref);
-    if (Date.parse(found.expiresAt) <= this.now().getTime()) throw notFound(ref, 'it has expired');
-    return found;
-  }
-
-  /** The host path of a ref's bytes. Internal: never shown to a user or a child. */
-  resolvePath(ref: ResultRef): string {
-    return path.join(this.runDir(ref.rootRunId, ref.runId), ...safeRelPath(ref.path).split('/'));
-  }
-
-  async lineIndex(ref: ResultRef): Promise<number[]> {
-    const buf = await fsp.readFile(path.join(this.runDir(ref.rootRunId, ref.runId), INDEX_DIR, `${ref.ref}.lidx`)).catch(() => undefined);
-    return buf ? decodeLineIndex(buf) : [0];
-  }
-
-  // The supervisor's ResultsPort (src/runs/ports.ts), satisfied structurally: root first.
-
+  readonly observe: typeof scanObserver;
+  manifest(runId: string): Promise<RunManifest>;
+  list(runId: string): Promise<ResultRef[]>;
+  /** A live ref (ref_not_found when unknown or expired). */
+  get(ref: string): Promise<ResultRef>;
+  /** The host path of a ref's bytes. */
+  resolvePath(ref: ResultRef): string;
+  lineIndex(ref: ResultRef): Promise<number[]>;
   /** Where the jail's collect puts a run's /workspace/out (it must not exist yet). */
-  outDir(rootRunId: string, runId: string): string {
-    return path.join(this.runDir(rootRunId, runId), 'out');
-  }
-
-  /** Indexes a collected out/ directory (from collect's scans when given); returns how many refs it made. */
-  async index(rootRunId: string, runId: string, dir: string, extras: { collected?: Iterable<CollectedScan> } = {}): Promise<number> {
-    const before = (await this.readManifest(rootRunId, runId))?.refs.length ?? 0;
-    const m = await this.indexCollected(runId, rootRunId, dir, extras.collected ?? []);
-    return m.refs.length - before;
-  }
-
+  outDir(rootRunId: string, runId: string): string;
+  /** Indexes a collected out/ directory; returns how many refs it made. */
+  index(rootRunId: string, runId: string, dir: string, extras?: { collected?: Iterable<CollectedScan> }): Promise<number>;
   /** Drops a run's refs and files now (retention decided by the caller). */
-  async remove(rootRunId: string, runId: string): Promise<void> {
-    await this.serial(`${rootRunId}/${runId}`, async () => {
-      const m = await this.readManifest(rootRunId, runId);
-      await fsp.rm(this.runDir(rootRunId, runId), { recursive: true, force: true });
-      for (const r of m?.refs ?? []) await fsp.rm(path.join(this.dir, '.refs', r.ref), { force: true });
-      await fsp.rm(path.join(this.dir, '.runs', runId), { force: true });
-      await fsp.rmdir(path.join(this.dir, rootRunId)).catch(() => undefined);
-    });
-  }
-
-  /**
-   * After a crash, at a supervisor's start (it holds the home lock, so no other writer is
-   * here): removes every collect temp (`out.tmp-*`) and write temp (`.tmp-*`), and the
-   * directory of each ended run that was never indexed (no manifest): what an interrupted
-   * materialization left. Runs `isLive` keeps are redone by the supervisor, not removed.
-   */
-  async sweepInterrupted(isLive: (runId: string) => boolean): Promise<{ removed: number; bytes: number }> {
-    const out = { removed: 0, bytes: 0 };
-    const rm = async (p: string) => {
-      out.bytes += await duBytes(p);
-      out.removed++;
-      await fsp.rm(p, { recursive: true, force: true });
-    };
-    for (const root of await readdirSafe(this.dir)) {
-      if (root.startsWith('.') || !RUN_ID_RE.test(root)) continue;
-      for (const run of await readdirSafe(path.join(this.dir, root))) {
-        if (!RUN_ID_RE.test(run)) continue;
-        const runPath = path.join(this.dir, root, run);
-        await this.serial(`${root}/${run}`, async () => {
-          if (!(await this.readManifest(root, run)) && !isLive(run)) return rm(runPath);
-          for (const name of await readdirSafe(runPath)) if (name.startsWith('.tmp-') || name.includes('.tmp-')) await rm(path.join(runPath, name));
-        });
-      }
-      await fsp.rmdir(path.join(this.dir, root)).catch(() => undefined);
-    }
-    return out;
-  }
-
-  /** Removes runs whose refs have all expired, and orphans older than the retention. */
-  async sweep(now: Date = this.now()): Promise<SweepReport> {
-    const out: SweepReport = { runs: 0, refs: 0, bytes: 0 };
-    for (const root of await readdirSafe(this.dir)) {
-      if (root.startsWith('.') || !RUN_ID_RE.test(root)) continue;
-      for (const run of await readdirSafe(path.join(this.dir, root))) {
-        if (!RUN_ID_RE.test(run)) continue;
-        await this.serial(`${root}/${run}`, async () => {
-          const m = await this.readManifest(root, run);
-          const runPath = path.join(this.dir, root, run);
-          const expired = m
-            ? m.refs.every((r) => Date.parse(r.expiresAt) <= now.getTime())
-            : (await fsp.stat(runPath)).mtimeMs + this.retentionMs <= now.getTime();
-          if (!expired) {
-            await removeStaleTemps(runPath, now.getTime() - STALE_TEMP_MS);
-            return;
-          }
-          out.runs++;
-          out.refs += m?.refs.length ?? 0;
-          out.bytes += m?.refs.reduce((s, r) => s + r.bytes, 0) ?? 0;
-          await fsp.rm(runPath, { recursive: true, force: true });
-          for (const r of m?.refs ?? []) await fsp.rm(path.join(this.dir, '.refs', r.ref), { force: true });
-          await fsp.rm(path.join(this.dir, '.runs', run), { force: true });
-        });
-      }
-      await fsp.rmdir(path.join(this.dir, root)).catch(() => undefined);
-    }
-    return out;
-  }
-
-  private effectiveCaps(caps: Partial<ResultCaps>): ResultCaps {
-    return {
-      maxFileBytes: Math.min(this.caps.maxFileBytes, caps.maxFileBytes ?? Infinity),
-      maxRunBytes: Math.min(this.caps.maxRunBytes, caps.maxRunBytes ?? Infinity),
-    };
-  }
-
-  private describe(runId: string, rootRunId: string, rel: string, source: RefSource, facts: ScannedFile): ResultRef {
-    const created = this.now();
-    return {
-      ref: newRefId(),
-      runId,
-      rootRunId,
-      path: rel,
-      source,
-      kind: facts.kind,
-      bytes: facts.bytes,
-      ...(facts.rows !== undefined ? { rows: facts.rows } : {}),
-      ...(facts.columns !== undefined ? { columns: facts.columns } : {}),
-      ...(facts.columnCount !== undefined ? { columnCount: facts.columnCount } : {}),
-      lines: facts.lines,
-      sha256: facts.sha256,
-      preview: facts.preview,
-      createdAt: created.toISOString(),
-      expiresAt: new Date(created.getTime() + this.retentionMs).toISOString(),
-    };
-  }
-
-  /** The ref's line index, durable but for its directory entry: the caller fsyncs INDEX_DIR once. */
-  private async writeIndex(runDir: string, ref: string, lineIndex: Buffer): Promise<void> {
-    await fsp.mkdir(path.join(runDir, INDEX_DIR), { recursive: true });
-    await writeFileAtomic(path.join(runDir, INDEX_DIR, `${ref}.lidx`), lineIndex, { syncDir: false });
-  }
-
-  private async runBytes(rootRunId: string, runId: string): Promise<number> {
-    const m = await this.readManifest(rootRunId, runId);
-    return m ? m.refs.reduce((s, r) => s + r.bytes, 0) : 0;
-  }
-
-  private async readManifest(rootRunId: string, runId: string): Promise<RunManifest | undefined> {
-    const text = await fsp.readFile(path.join(this.runDir(rootRunId, runId), MANIFEST), 'utf8').catch(() => undefined);
-    return text === undefined ? undefined : RunManifestSchema.parse(JSON.parse(text));
-  }
-
-  /**
-   * Adds refs to the run's manifest, the commit point: their lookup pointers go first (a
-   * pointer to a ref no manifest lists reads as not found), the manifest last, each durable
-   * before the next, so a crash anywhere leaves the run as it was or with the refs whole.
-   */
-  private commit(rootRunId: string, runId: string, refs: ResultRef[], skipped: RunManifest['skipped']): Promise<RunManifest> {
-    return this.serial(`${rootRunId}/${runId}`, async () => {
-      const dir = this.runDir(rootRunId, runId);
-      const m = (await this.readManifest(rootRunId, runId)) ?? { runId, rootRunId, refs: [], skipped: [] };
-      const next: RunManifest = { ...m, refs: [...m.refs, ...refs], skipped: [...m.skipped, ...skipped] };
-      await fsp.mkdir(path.join(this.dir, '.refs'), { recursive: true });
-      await fsp.mkdir(path.join(this.dir, '.runs'), { recursive: true });
-      const pointer = Buffer.from(`${rootRunId}/${runId}`);
-      await inParallel(refs, (r) => writeFileAtomic(path.join(this.dir, '.refs', r.ref), pointer, { syncDir: false }));
-      if (refs.length > 0) await fsyncDir(path.join(this.dir, '.refs'));
-      await writeFileAtomic(path.join(this.dir, '.runs', runId), rootRunId);
-      await writeFileAtomic(path.join(dir, MANIFEST), JSON.stringify(next));
-      return next;
-    });
-  }
-
-  private serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.chains.get(key) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const settled = next.catch(() => undefined);
-    this.chains.set(key, settled);
-    void settled.then(() => {
-      if (this.chains.get(key) === settled) this.chains.delete(key);
-    });
-    return next;
-  }
+  remove(rootRunId: string, runId: string): Promise<void>;
+  /** What an interrupted materialization left, removed at a supervisor's start. */
+  sweepInterrupted(isLive: (runId: string) => boolean): Promise<{ removed: number; bytes: number }>;
+  /** Removes runs whose refs have all expired. */
+  sweep(now?: Date): Promise<SweepReport>;
 }
-
-/** Reads a file through once to scan it: the path of a file no collect scanned. */
-async function scanFile(abs: string, rel: string): Promise<ScannedFile> {
-  const scan = new ContentScan();
-  for await (const chunk of fs.createReadStream(abs, { highWaterMark: 1 << 20 })) scan.update(chunk as Buffer);
-  return new ScannedFile(rel, scan.finish());
-}
-
-/**
- * fn over items, at most INDEX_CONCURRENCY at a time. After a failure no new item starts, and
- * the failure is thrown only once every started one has settled: nothing is still writing
- * when the caller cleans up.
- */
-async function inParallel<T>(items: readonly T[], fn: (item: T, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed = false;
-  const worker = async () => {
-    while (!failed && next < items.length) {
-      const i = next++;
-      try {
-        await fn(items[i]!, i);
-      } catch (e) {
-        failed = true;
-        throw e;
-      }
-    }
-  };
-  const settled = await Promise.allSettled(Array.from({ length: Math.min(INDEX_CONCURRENCY, items.length) }, worker));
-  const bad = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (bad) throw bad.reason;
-}
-
-export { newRefId, safeRelPath } from './store-fs.js';

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import type { CollectedScan, FsResultStore } from './result-store.js';
+import type { CollectedScan, ResultStore } from './result-store.js';
 
 /**
  * Everything a finished run leaves, made into ResultRefs in one place: its collected
@@ -20,7 +20,7 @@ export interface RunMaterial {
   stderr?: string;
 }
 
-export async function materializeRun(store: FsResultStore, rootRunId: string, runId: string, outDir: string, m: RunMaterial = {}): Promise<number> {
+export async function materializeRun(store: ResultStore, rootRunId: string, runId: string, outDir: string, m: RunMaterial = {}): Promise<number> {
   await store.indexCollected(runId, rootRunId, outDir, m.collected ?? []);
   if (m.result !== undefined) await store.writeValue(runId, rootRunId, m.result);
   if (m.resultFile) await store.writeStream(runId, rootRunId, 'result.json', createReadStream(m.resultFile), {}, 'value');

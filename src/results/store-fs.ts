@@ -1,7 +1,7 @@
 /**
  * File-system helpers of the ResultRef store: ids, safe names, the regular-file walk, temp
- * sweeps. Pure or small effects; the policy lives in result-store.ts, atomic writes in
- * util/atomic-file.ts.
+ * sweeps, bounded parallel file work. Pure or small effects; the policy lives in
+ * fs-result-store.ts and result-retention.ts, atomic writes in util/atomic-file.ts.
  */
 import { randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
@@ -90,3 +90,31 @@ export function tooLarge(rel: string, which: 'file' | 'run', cap: number): BrigE
 export function notFound(ref: string, why = 'no such ref'): BrigError {
   return new BrigError('ref_not_found', `${ref.slice(0, 40)}: ${why}`);
 }
+
+/** Files of one directory described at once: their fs work overlaps, their refs keep the walk's order. */
+const INDEX_CONCURRENCY = 8;
+
+/**
+ * fn over items, at most INDEX_CONCURRENCY at a time. After a failure no new item starts, and
+ * the failure is thrown only once every started one has settled: nothing is still writing
+ * when the caller cleans up.
+ */
+export async function inParallel<T>(items: readonly T[], fn: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < items.length) {
+      const i = next++;
+      try {
+        await fn(items[i]!, i);
+      } catch (e) {
+        failed = true;
+        throw e;
+      }
+    }
+  };
+  const settled = await Promise.allSettled(Array.from({ length: Math.min(INDEX_CONCURRENCY, items.length) }, worker));
+  const bad = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (bad) throw bad.reason;
+}
+

@@ -73,6 +73,7 @@ export class RunEnder {
           ...(o.killedBy ? { killedBy: o.killedBy } : {}),
           ...(o.error ? { error: o.error } : {}),
           ...(o.exitCode !== undefined ? { exitCode: o.exitCode } : {}),
+          ...(o.oomKilled ? { oomKilled: true } : {}),
         });
       }
       const cur = table.get(runId)!;
@@ -87,7 +88,7 @@ export class RunEnder {
       });
       if (!ended.ok) return false;
       const { pendingEnd: _done, ...rest } = ended.value;
-      const rec: RunRecord = { ...rest, exitCode: o.exitCode ?? cur.exitCode, unreleased: true };
+      const rec: RunRecord = { ...rest, exitCode: o.exitCode ?? cur.exitCode, ...(o.oomKilled ? { oomKilled: true } : {}), unreleased: true };
       table.runs.set(runId, rec);
       await table.store.save(rec).catch(() => {});
       // Children go first, attributed to their parent, before the parent's lease revoke

@@ -1,10 +1,28 @@
+/**
+ * What goes into a jail and what comes out of it: the spawn packet, the jail spec, the
+ * capabilities that bind at the jail, and the collection of a run's outputs.
+ *
+ * Guarantees: the packet and jail spec are pure data built from the run, the request and the
+ * lease — the lease's limits, never the request's, size the jail (INV-1); the child's
+ * environment is built from nothing (INV-6): no variable of ours is passed, and the bearer
+ * token travels as a 0400 file in the workspace, never in argv or env; a command or script
+ * child needs `exec` and artifacts need `artifacts.read` (grantAllows), refused before any
+ * container exists; collection is capped by the settings and the lease's resultBytes, and a
+ * collection redone after a crash starts from nothing.
+ * Threat: a spawn (a child's, through its broker) asking for more than its lease, carrying
+ * host state into the jail, or bringing back more than its cap. Trusts: the lease as the lease
+ * store granted it; the jail's collect (regular files only, per-file and per-run caps, INV-4).
+ * Fails closed: a missing capability refuses the run; over a cap is the run's error — what was
+ * refused is not indexed, never truncated (the rest of what the run left is kept, INV-8).
+ */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { CollectCaps, CollectReport, Jail, JailInput, JailSpec } from '../jail/index.js';
+import type { CollectCaps, CollectReport, Jail, JailExit, JailInput, JailSpec } from '../jail/index.js';
+import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError } from '../util/errors.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
-import type { AgentPacket, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
+import type { AgentPacket, EndReason, RunError, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
 
 /** What collecting a run's outputs needs: the table (record and store), the results port, the caps. */
 export interface CollectContext {
@@ -12,13 +30,6 @@ export interface CollectContext {
   results: ResultsPort | undefined;
   settings: SupervisorSettings;
 }
-
-/**
- * What goes into a jail and what comes out of it. The packet and jail spec are pure data
- * built from the run, the request and the lease (the lease's limits, never the request's, size
- * the jail). The child's environment is built from nothing (INV-6): no variable of ours is
- * passed; the bearer token travels as a 0400 file in the workspace, never in argv.
- */
 
 export const CHILD_PATHS = {
   runtime: '/opt/brig/child/runtime.js',
@@ -61,12 +72,6 @@ export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGr
 }
 
 /**
- * Capabilities bind at the jail, not only at the broker: running the child's own code (a
- * command or a script) needs `exec`, and artifacts are mounted only under `artifacts.read`.
- * An agent child's loop is brig's code; its `shell` tool is what `exec` gates (tool surface).
- * A refusal is the run's error before any container exists.
- */
-/**
  * The capabilities a request asks for. A command or script child asks for `exec` by what it
  * is, and artifacts ask for `artifacts.read`: a request's `caps` list narrows everything else,
  * and the lease is still the parent's (or the profile's) ∩ this, so nothing widens.
@@ -79,14 +84,20 @@ export function requestedCaps(kind: RunRecord['kind'], req: Pick<SpawnRequest, '
   return [...caps];
 }
 
+/**
+ * Capabilities bind at the jail, not only at the broker: running the child's own code (a
+ * command or a script) needs `exec`, and artifacts are mounted only under `artifacts.read`.
+ * An agent child's loop is brig's code; its `shell` tool is what `exec` gates (tool surface).
+ * A refusal is the run's error before any container exists.
+ */
 export function jailCapabilityRefusal(kind: RunRecord['kind'], req: Pick<SpawnRequest, 'artifact_refs'>, caps: readonly string[]): BrigError | null {
-  if ((kind === 'command' || kind === 'script') && !caps.includes('exec')) {
+  if ((kind === 'command' || kind === 'script') && !grantAllows({ caps }, 'exec')) {
     return new BrigError('capability_denied', `a ${kind} child needs \`exec\` in its lease: its own code runs in the jail`, {
       data: { what: 'exec' },
       hint: 'Spawn it under a profile that grants exec (worker, researcher, root), or as an agent child.',
     });
   }
-  if (req.artifact_refs.length > 0 && !caps.includes('artifacts.read')) {
+  if (req.artifact_refs.length > 0 && !grantAllows({ caps }, 'artifacts.read')) {
     return new BrigError('capability_denied', 'artifacts are handed over only under `artifacts.read`, which this lease does not grant', {
       data: { what: 'artifacts.read' },
       hint: 'Drop the artifacts, or spawn under a profile that grants artifacts.read.',
@@ -122,6 +133,18 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
     inputs,
     ...(req.image ? { image: req.image } : {}),
   };
+}
+
+/**
+ * How a run ends when its child exits on its own: exit 0 completes it, anything else fails it
+ * with `child_failed`. An OOM kill is the engine's fact carried as data (`oomKilled` on the
+ * record), never read back out of a message.
+ */
+export function exitEnd(exit: JailExit): { reason: Extract<EndReason, 'completed' | 'failed'>; exitCode: number; oomKilled?: true; error?: RunError } {
+  const oom = exit.oomKilled ? { oomKilled: true as const } : {};
+  if (exit.exitCode === 0) return { reason: 'completed', exitCode: 0, ...oom };
+  const message = exit.oomKilled ? 'the child ran out of memory' : `the child exited with code ${exit.exitCode}`;
+  return { reason: 'failed', exitCode: exit.exitCode, ...oom, error: { code: 'child_failed', message } };
 }
 
 /** Normalizes an expected output to a path relative to /workspace/out. */

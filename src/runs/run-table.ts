@@ -156,6 +156,8 @@ export interface EndOptions {
    */
   collect?: boolean;
   exitCode?: number;
+  /** The engine's word that the child was OOM-killed (JailExit.oomKilled): kept on the record. */
+  oomKilled?: boolean;
 }
 
 /** What child calls and steer/resume get: the table, the actions, the settings. */

@@ -11,9 +11,10 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Jail } from '../jail/index.js';
+import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
-import { buildPacket, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
+import { buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
 import type { SupervisorDeps } from './ports.js';
 import { progressLineFor, type ProgressFork } from './progress-fork.js';
 import type { Live, RunActions, RunTable } from './run-table.js';
@@ -135,7 +136,7 @@ export class RunStarter {
   /** Kind `agent`: its pinned spec, the tools its lease allows, its model's window. */
   async #agentPacket(runId: string, caps: readonly string[], maxSteps: number): Promise<AgentPacket> {
     const { deps, table } = this.d;
-    if (!caps.includes('llm')) {
+    if (!grantAllows({ caps }, 'llm')) {
       throw new BrigError('capability_denied', 'an agent child needs `llm` in its lease (its model calls go through the broker)', { data: { what: 'llm' } });
     }
     if (!deps.agents || !deps.models) throw new BrigError('model_unavailable', 'this supervisor serves no agent children');
@@ -178,8 +179,8 @@ export class RunStarter {
     table.background(
       jail.wait().then(
         (exit) => {
-          const error = exit.exitCode === 0 ? undefined : { code: 'child_failed' as const, message: exit.oomKilled ? 'the child ran out of memory' : `the child exited with code ${exit.exitCode}` };
-          return this.d.actions.endRun(runId, exit.exitCode === 0 ? 'completed' : 'failed', { exitCode: exit.exitCode, ...(error ? { error } : {}) });
+          const { reason, ...o } = exitEnd(exit);
+          return this.d.actions.endRun(runId, reason, o);
         },
         (e) => this.d.actions.endRun(runId, 'failed', { error: { code: toBrigError(e).code, message: 'lost the container' } }),
       ),

@@ -8,7 +8,9 @@
  *   2. a FRESH in-memory instance is made with extension autoinstall/autoload off,
  *      memory_limit and threads set; then allowed_paths = the request's files, a private
  *      temp_directory with max_temp_directory_size, enable_external_access=false; the views are
- *      created over the allowed files; then lock_configuration=true;
+ *      created over the allowed files; then lock_configuration=true; then every setting is read
+ *      back and compared with what was given (the tables of duckdb-settings.ts, the parser's
+ *      too, at start): a difference refuses the query (`internal`), or the helper's start;
  *   3. the guarded tree (not the caller's text) is rendered back with json_deserialize_sql and
  *      run; rows past maxRows/maxBytes are counted, not sent; over time → interrupt.
  * Threat: hostile SQL reading other files, writing, loading extensions, reaching the network,

@@ -1,24 +1,38 @@
 /**
  * The DuckDB lockdown, shared by the helper process (duckdb-helper.ts, its only user in
  * production) and the tests that prove the second wall holds without the guard.
- * See duckdb-helper.ts for what is guaranteed and in which order.
+ * See duckdb-helper.ts for what is guaranteed and in which order; the settings, their values
+ * and why are the tables of duckdb-settings.ts, issued from there and read back after the lock.
  */
 import fs from 'node:fs';
 import { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { BrigError } from '../util/errors.js';
+import { PARSER_LOCKDOWN, QUERY_LOCKDOWN, createConfig, lockdownDrift, readBackSql, resolveLockdown, setStatement, type LockSetting, type ReadBack } from './duckdb-settings.js';
 import type { HelperRequest, ViewSpec } from './helper-protocol.js';
 import { globLiteral, guardSerializedSelect, parseBigJson, sqlString, stringifyBigJson } from './sql-guard.js';
 
-const NO_EXTENSIONS = { autoinstall_known_extensions: 'false', autoload_known_extensions: 'false', allow_community_extensions: 'false' };
-
+/** The parser's instance, its settings read back: a drift refuses the helper's start. */
 export async function parserConnection(): Promise<DuckDBConnection> {
-  const inst = await DuckDBInstance.create(':memory:', {
-    ...NO_EXTENSIONS,
-    enable_external_access: 'false',
-    threads: '1',
-    memory_limit: '64MB',
-    lock_configuration: 'true',
-  });
-  return inst.connect();
+  const settings = resolveLockdown(PARSER_LOCKDOWN);
+  const inst = await DuckDBInstance.create(':memory:', createConfig(settings));
+  const conn = await inst.connect();
+  await verifyLockdown(conn, settings);
+  return conn;
+}
+
+/** What DuckDB reports for each setting now (current_setting, JSON-decoded). */
+export async function readBack(conn: DuckDBConnection, settings: readonly LockSetting[]): Promise<ReadBack[]> {
+  const row = (await conn.runAndReadAll(readBackSql(settings))).getRows()[0] ?? [];
+  return settings.map((s, i) => ({ name: s.name, value: typeof row[i] === 'string' ? JSON.parse(row[i]) : undefined }));
+}
+
+/** Throws (`internal`) unless DuckDB reports every setting as it was given. */
+export async function verifyLockdown(conn: DuckDBConnection, settings: readonly LockSetting[]): Promise<void> {
+  const drift = lockdownDrift(settings, await readBack(conn, settings));
+  if (drift.length > 0) {
+    const names = drift.map((d) => d.name);
+    throw new BrigError('internal', `the DuckDB lockdown did not hold (${names.join(', ')} not as brig set it); nothing runs under it`, { data: { drift: names } });
+  }
 }
 
 async function scalar(conn: DuckDBConnection, sql: string): Promise<unknown> {
@@ -79,37 +93,48 @@ function schemaKey(v: ViewSpec): string | undefined {
   }
 }
 
-export async function lockedConnection(
-  req: Pick<HelperRequest, 'views' | 'memoryLimit' | 'threads' | 'tempDir' | 'maxTempSize'>,
-  schemas?: SchemaCache,
-): Promise<{ inst: DuckDBInstance; conn: DuckDBConnection }> {
-  const inst = await DuckDBInstance.create(':memory:', {
-    ...NO_EXTENSIONS,
-    memory_limit: req.memoryLimit,
-    threads: String(req.threads),
-  });
-  const conn = await inst.connect();
+type LockedRequest = Pick<HelperRequest, 'views' | 'memoryLimit' | 'threads' | 'tempDir' | 'maxTempSize'>;
+
+/** The query lockdown's settings for one request (QUERY_LOCKDOWN with the request's values). */
+export function queryLockdown(req: LockedRequest): LockSetting[] {
   const files = [...new Set(req.views.flatMap((v) => v.files))];
-  // Order matters: allow the files before turning external access off, create the views while
-  // the configuration can still be read, lock last.
   // Each file, and its name as the readers are given it (globLiteral): DuckDB checks the
   // pattern before it expands it, and the expansion can only be the file itself.
-  const allowed = [...new Set(files.flatMap((f) => [f, globLiteral(f)]))];
-  await conn.run(`SET allowed_paths=[${allowed.map(sqlString).join(', ')}]`);
-  await conn.run(`SET temp_directory=${sqlString(req.tempDir)}`);
-  await conn.run(`SET max_temp_directory_size=${sqlString(req.maxTempSize)}`);
-  await conn.run(`SET enable_external_access=false`);
-  for (const v of req.views) {
-    const key = schemas ? schemaKey(v) : undefined;
-    const known = key ? schemas!.get(key) : undefined;
-    await conn.run(viewSql(v, known));
-    if (key && !known) {
-      const d = await conn.runAndReadAll(`DESCRIBE "${v.name}"`);
-      schemas!.set(key, d.getRows().map((r) => [String(r[0]), String(r[1])]));
-      if (schemas!.size > 256) schemas!.delete(schemas!.keys().next().value!);
-    }
+  const allowedPaths = [...new Set(files.flatMap((f) => [f, globLiteral(f)]))];
+  return resolveLockdown(QUERY_LOCKDOWN, { allowedPaths, memoryLimit: req.memoryLimit, threads: req.threads, tempDir: req.tempDir, maxTempSize: req.maxTempSize });
+}
+
+/**
+ * A fresh instance under the query lockdown, its views made, its settings read back. Order
+ * matters (the table's): create settings, then the SETs (the files allowed before external
+ * access goes off), the views while the configuration can still be changed, the lock last.
+ */
+export async function lockedConnection(req: LockedRequest, schemas?: SchemaCache): Promise<{ inst: DuckDBInstance; conn: DuckDBConnection }> {
+  const settings = queryLockdown(req);
+  const inst = await DuckDBInstance.create(':memory:', createConfig(settings));
+  let conn: DuckDBConnection | undefined;
+  try {
+    conn = await inst.connect();
+    for (const s of settings) if (s.at === 'set') await conn.run(setStatement(s));
+    for (const v of req.views) await createView(conn, v, schemas);
+    for (const s of settings) if (s.at === 'lock') await conn.run(setStatement(s));
+    await verifyLockdown(conn, settings);
+    return { inst, conn };
+  } catch (e) {
+    conn?.closeSync();
+    inst.closeSync();
+    throw e;
   }
-  await conn.run(`SET lock_configuration=true`);
-  return { inst, conn };
+}
+
+async function createView(conn: DuckDBConnection, v: ViewSpec, schemas: SchemaCache | undefined): Promise<void> {
+  const key = schemas ? schemaKey(v) : undefined;
+  const known = key ? schemas!.get(key) : undefined;
+  await conn.run(viewSql(v, known));
+  if (key && !known) {
+    const d = await conn.runAndReadAll(`DESCRIBE "${v.name}"`);
+    schemas!.set(key, d.getRows().map((r) => [String(r[0]), String(r[1])]));
+    if (schemas!.size > 256) schemas!.delete(schemas!.keys().next().value!);
+  }
 }
 

@@ -1,4 +1,4 @@
-import { agentCatalogFor, loadConfig } from '../../index.js';
+import { agentCatalogFor, grantAllows, loadConfig } from '../../index.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { offeredTools, sourceOf } from './agents-shared.js';
@@ -40,7 +40,7 @@ const command: Command = {
       w(`offered under profile ${offered.profile} (${offered.policy}):`);
       w(`  caps:  ${offered.caps!.join(', ') || '(none)'}`);
       w(`  tools: ${offered.tools!.join(', ')}`);
-      if (!offered.caps!.includes('llm')) w('  note: the profile grants no `llm`, so a spawn of this agent is refused (capability_denied)');
+      if (!grantAllows({ caps: offered.caps! }, 'llm')) w('  note: the profile grants no `llm`, so a spawn of this agent is refused (capability_denied)');
     }
     w('--- instructions');
     io.stdout.write(instructions.endsWith('\n') ? instructions : `${instructions}\n`);

@@ -22,78 +22,18 @@
  * refused there; a slot whose waiter exits while idle is replaced; one that drifted or does
  * not answer when taken fails its run before the child exists (`jail_unverified`,
  * `jail_failed`) and is destroyed.
+ * Parts: pool-waiter.ts (the waiter and its assignment), pool-slot.ts (making and destroying a
+ * slot), pooled-jail.ts (the Jail a run gets), pool-shapes.ts (which shapes are kept warm).
  */
-import crypto from 'node:crypto';
-import { execFile } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { writeFileAtomic } from '../../util/atomic-file.js';
 import { BrigError, toBrigError } from '../../util/errors.js';
-import { POOL_KEY_PREFIX, type CollectCaps, type CollectOptions, type CollectReport, type EngineInfo, type Jail, type JailDriver, type JailExit, type JailLimits, type JailSpec, type JailVerified, type LabelledResource, type StreamTails } from '../types.js';
-import type { DockerJail } from './docker-jail.js';
-import { inputsArchive } from './docker-jail.js';
+import type { EngineInfo, Jail, JailDriver, JailLimits, JailSpec, JailVerified, LabelledResource } from '../types.js';
 import type { DockerJailDriver } from './docker-jail-driver.js';
-import { JAIL_PATH, JAIL_USER, WORKSPACE_DIR, renderCreateBody, type CreateBody } from './profile.js';
+import { PoolShapes, type ShapeState } from './pool-shapes.js';
+import { destroySlot, makeSlot, newSlotKey, type Slot } from './pool-slot.js';
+import { PooledJail } from './pooled-jail.js';
+import { JAIL_PATH, renderCreateBody } from './profile.js';
 import { verifyInspect, type InspectView } from './verify.js';
-
-const run = promisify(execFile);
-/** coreutils' mkfifo, by absolute path (Node has no mkfifo); found once. */
-const MKFIFO = ['/usr/bin/mkfifo', '/bin/mkfifo'].find((p) => fs.existsSync(p));
-
-/** The FIFO a slot's waiter blocks on, in its socket directory (/run/brig/go inside). */
-const FIFO = 'go';
-/** Written by the pool into the workspace with the run's inputs; read, removed, then eval'd. */
-const ASSIGN = '.brig/assign.sh';
-/** The waiter's line on stderr once it is about to block (cleared from the tails before the run). */
-const READY = 'brig-pool: ready';
-
-/**
- * PID 1 of a pooled jail. It says it is ready, blocks opening the FIFO (no CPU while it
- * waits), unpacks the run's inputs from it as the jail user with the cold path's umask, and
- * evals the assignment: unset its own environment, export the run's, exec the run's argv.
- * Any failure is exit 70 (the pool destroys the slot; a run that held it fails).
- */
-export const WAITER = [
-  `echo '${READY}' >&2`,
-  'umask 022',
-  `tar -xf - -C ${WORKSPACE_DIR} </run/brig/${FIFO} || exit 70`,
-  `s=$(cat ${WORKSPACE_DIR}/${ASSIGN}) || exit 70`,
-  `rm -f ${WORKSPACE_DIR}/${ASSIGN}`,
-  'eval "$s"',
-  'exit 70',
-].join('\n');
-
-/** What the engine adds to a container's environment beside the body's (profile.ts Hostname). */
-const ENGINE_ENV = { HOSTNAME: 'brig' } as const;
-/** The slot's own environment: what the waiter holds before its run's replaces it. */
-const SLOT_ENV = { HOME: WORKSPACE_DIR } as const;
-
-/** Single-quoted for POSIX sh: safe for any string without NUL (argv and env never hold one). */
-export function shQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
-/**
- * The assignment the waiter evals: exactly the environment the cold path's container gets
- * (the spec's, PATH as render sets it, the engine's HOSTNAME), then exec of the spec's argv.
- */
-export function assignScript(spec: Pick<JailSpec, 'argv' | 'env'>): string {
-  const env: Record<string, string> = { ...ENGINE_ENV, ...spec.env, PATH: spec.env.PATH ?? JAIL_PATH };
-  const unset = ['PWD', 'OLDPWD', 'SHLVL', 'PATH', ...Object.keys(ENGINE_ENV), ...Object.keys(SLOT_ENV)];
-  return [
-    `unset ${[...new Set(unset)].join(' ')}`,
-    `export ${Object.entries(env).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')}`,
-    `exec ${spec.argv.map(shQuote).join(' ')}`,
-    '',
-  ].join('\n');
-}
-
-/** A pool serves one exact limit shape of one image. */
-export function shapeKey(image: string, l: JailLimits): string {
-  return [image, l.memoryMb, l.cpu, l.pids, l.tmpfsMb, l.diskMb].join('|');
-}
 
 export interface PoolEvent {
   type: 'jail.pool_assigned' | 'jail.pool_discarded' | 'jail.pool_fill_failed';
@@ -125,53 +65,8 @@ export interface WarmPoolOptions {
   shapesFile?: string;
 }
 
-const SHAPE_KEYS = ['memoryMb', 'cpu', 'pids', 'tmpfsMb', 'diskMb'] as const;
-
-/** The shapes a file holds: each a full set of positive finite limits, anything else dropped. */
-export function readShapes(file: string): JailLimits[] {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch {
-    return [];
-  }
-  if (!Array.isArray(raw)) return [];
-  return raw.flatMap((x) => {
-    const o = x as Record<string, unknown>;
-    if (typeof o !== 'object' || o === null || !SHAPE_KEYS.every((k) => typeof o[k] === 'number' && Number.isFinite(o[k]) && (o[k] as number) > 0)) return [];
-    return [Object.fromEntries(SHAPE_KEYS.map((k) => [k, o[k]])) as unknown as JailLimits];
-  });
-}
-
-interface Slot {
-  key: string;
-  dir: string;
-  jail: DockerJail;
-  body: CreateBody;
-  shape: string;
-  readyAt: string;
-  /** Set once a run took it: from then on its run's ender destroys it. */
-  taken: boolean;
-}
-
-interface ShapeState {
-  image: string;
-  limits: JailLimits;
-  ready: Slot[];
-  filling: number;
-  lastWanted: number;
-  /**
-   * Ready jails this shape is kept at: the pool's size for a primed shape; one for a shape only
-   * asked for (learned, or kept from a previous daemon), doubled each time a spawn takes one, up
-   * to the size — a one-off shape costs one idle jail, not `size` of them.
-   */
-  target: number;
-}
-
-const JAIL_IDS = JAIL_USER.split(':').map(Number) as [number, number];
-
 export class WarmPool implements JailDriver {
-  private readonly shapes = new Map<string, ShapeState>();
+  private readonly shapes: PoolShapes;
   /** Every slot this pool made and has not destroyed: kept by sweep, whatever its state. */
   private readonly owned = new Set<string>();
   private readonly inflight = new Set<Promise<void>>();
@@ -179,15 +74,12 @@ export class WarmPool implements JailDriver {
   private closed = false;
   private started = false;
   private backoffMs = 0;
-  private lastWanted = 0;
-  private saving: Promise<void> = Promise.resolve();
   private backoffUntil = 0;
   private retryTimer: NodeJS.Timeout | undefined;
-  private readonly maxShapes: number;
   private readonly fillConcurrency: number;
 
   constructor(private readonly o: WarmPoolOptions) {
-    this.maxShapes = o.maxShapes ?? 4;
+    this.shapes = new PoolShapes({ size: o.size, maxShapes: o.maxShapes ?? 4, ...(o.shapesFile ? { file: o.shapesFile } : {}) });
     this.fillConcurrency = o.fillConcurrency ?? 2;
   }
 
@@ -200,8 +92,7 @@ export class WarmPool implements JailDriver {
     this.started = true;
     if (this.o.size <= 0) return;
     const image = await this.o.driver.ensureImage();
-    // Oldest first, so the most recently asked shape ends up the most recently wanted.
-    const kept = this.o.shapesFile ? readShapes(this.o.shapesFile).slice(0, this.maxShapes).reverse() : [];
+    const kept = this.shapes.kept();
     for (const limits of this.o.prime ?? []) this.#want(image, limits, this.o.size);
     for (const limits of kept) this.#want(image, limits);
   }
@@ -224,7 +115,7 @@ export class WarmPool implements JailDriver {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
-    await this.saving;
+    await this.shapes.saved();
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     const idle = [...this.shapes.values()].flatMap((s) => s.ready.splice(0));
     await Promise.all(idle.map((s) => this.#destroy(s)));
@@ -303,35 +194,12 @@ export class WarmPool implements JailDriver {
     }
   }
 
-  /**
-   * Marks a shape as wanted (least recently wanted shapes past maxShapes are let go); a shape
-   * new to the pool is kept at `target` ready jails (default one).
-   */
+  /** Marks a shape as wanted (PoolShapes.want), destroys the ready slots of shapes let go, fills. */
   #want(image: string, limits: JailLimits, target = 1): string {
-    const key = shapeKey(image, limits);
-    // Strictly increasing: shapes wanted in the same millisecond keep their order.
-    const now = Math.max(Date.now(), this.lastWanted + 1);
-    this.lastWanted = now;
-    const known = this.shapes.get(key);
-    const s = known ?? { image, limits: { ...limits }, ready: [], filling: 0, lastWanted: now, target: Math.max(1, Math.min(this.o.size, target)) };
-    s.lastWanted = now;
-    this.shapes.set(key, s);
-    if (!known) this.#saveShapes();
-    const byAge = [...this.shapes.entries()].sort((a, b) => b[1].lastWanted - a[1].lastWanted);
-    for (const [k, old] of byAge.slice(this.maxShapes)) {
-      this.shapes.delete(k);
-      for (const slot of old.ready.splice(0)) void this.#destroy(slot);
-    }
+    const { key, dropped } = this.shapes.want(image, limits, target);
+    for (const slot of dropped) void this.#destroy(slot);
     this.#pump();
     return key;
-  }
-
-  /** The shapes kept, most recently wanted first (best effort: the pool works without the file). */
-  #saveShapes(): void {
-    const file = this.o.shapesFile;
-    if (!file) return;
-    const shapes = [...this.shapes.values()].sort((a, b) => b.lastWanted - a.lastWanted).map((s) => Object.fromEntries(SHAPE_KEYS.map((k) => [k, s.limits[k]])));
-    this.saving = this.saving.then(() => writeFileAtomic(file, `${JSON.stringify(shapes)}\n`).catch(() => {}));
   }
 
   /** Starts fills until every shape holds its target (bounded concurrency, backoff after a failure). */
@@ -342,7 +210,7 @@ export class WarmPool implements JailDriver {
       this.retryTimer ??= setTimeout(() => ((this.retryTimer = undefined), this.#pump()), wait).unref();
       return;
     }
-    for (const [key, s] of this.shapes) {
+    for (const [key, s] of this.shapes.entries()) {
       while (s.ready.length + s.filling < s.target && this.inflight.size < this.fillConcurrency) {
         s.filling++;
         const p = this.#fill(key, s).finally(() => {
@@ -356,22 +224,12 @@ export class WarmPool implements JailDriver {
   }
 
   async #fill(shape: string, s: ShapeState): Promise<void> {
-    const key = `${POOL_KEY_PREFIX}${crypto.randomBytes(6).toString('hex')}`;
-    const dir = path.join(this.o.brokersDir, key);
+    const key = newSlotKey();
     this.owned.add(key);
-    let jail: DockerJail | undefined;
     try {
-      await this.#slotDir(dir);
-      const spec: JailSpec = { runId: key, leaseId: 'pool', rootRunId: key, argv: ['/bin/sh', '-c', WAITER], env: { ...SLOT_ENV }, limits: s.limits, artifacts: [], brokerDir: dir, inputs: [], image: s.image };
-      const rendered = renderCreateBody(spec, s.image, this.o.driver.owner);
-      if (!rendered.ok) throw rendered.error;
-      jail = (await this.o.driver.create(spec)) as DockerJail;
-      await jail.start();
-      if (!(await waiterReady(jail, 15_000))) throw new BrigError('jail_failed', 'the pooled jail\'s waiter did not start');
-      jail.clearTails();
-      const slot: Slot = { key, dir, jail, body: rendered.value, shape, readyAt: new Date().toISOString(), taken: false };
+      const slot = await makeSlot({ driver: this.o.driver, brokersDir: this.o.brokersDir, key, shape, image: s.image, limits: s.limits });
       // A waiter that exits before its run (killed, out of memory) takes its slot with it.
-      void jail.wait().then(
+      void slot.jail.wait().then(
         () => !slot.taken && this.#discard(slot, 'exited'),
         () => !slot.taken && this.#discard(slot, 'lost'),
       );
@@ -379,34 +237,11 @@ export class WarmPool implements JailDriver {
       if (this.closed || this.shapes.get(shape) !== s) return await this.#destroy(slot);
       s.ready.push(slot);
     } catch (e) {
-      await jail?.destroy().catch(() => {});
-      await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
       this.owned.delete(key);
       if (this.closed) return;
       this.backoffMs = Math.min(30_000, Math.max(250, this.backoffMs * 2));
       this.backoffUntil = Date.now() + this.backoffMs;
       this.o.onEvent?.({ type: 'jail.pool_fill_failed', code: toBrigError(e).code });
-    }
-  }
-
-  /**
-   * The slot's socket directory with its FIFO: as root, both the jail user's (0700, 0600) as a
-   * run's socket is; otherwise 0711 and 0666 inside the private brokers directory, as a run's.
-   */
-  async #slotDir(dir: string): Promise<void> {
-    await fs.promises.mkdir(dir, { mode: 0o700 });
-    const fifo = path.join(dir, FIFO);
-    if (!MKFIFO) throw new BrigError('jail_failed', "the warm pool needs coreutils' mkfifo (/usr/bin/mkfifo); install coreutils or run without --warm");
-    await run(MKFIFO, ['-m', '0600', fifo], { env: {} }).catch((e: unknown) => {
-      throw new BrigError('jail_failed', `making the pooled jail's FIFO failed: ${(e as Error).message}`);
-    });
-    if (process.getuid?.() === 0) {
-      await fs.promises.chown(fifo, ...JAIL_IDS);
-      await fs.promises.chown(dir, ...JAIL_IDS);
-    } else {
-      // Not root: the jail's uid cannot be given the files; the private brokers parent (0700) keeps others out.
-      await fs.promises.chmod(fifo, 0o666);
-      await fs.promises.chmod(dir, 0o711);
     }
   }
 
@@ -422,120 +257,8 @@ export class WarmPool implements JailDriver {
   }
 
   async #destroy(slot: Slot): Promise<void> {
-    slot.taken = true; // its waiter's exit is this destroy, not a discard
-    await slot.jail.destroy().catch(() => {});
-    await fs.promises.rm(slot.dir, { recursive: true, force: true }).catch(() => {});
+    await destroySlot(slot);
     this.owned.delete(slot.key);
-  }
-}
-
-/** The waiter's whole ready line on its stderr (the stream may bring it in pieces), within the bound. */
-async function waiterReady(jail: DockerJail, timeoutMs: number): Promise<boolean> {
-  const end = Date.now() + timeoutMs;
-  let timer: NodeJS.Timeout | undefined;
-  const first = await Promise.race([jail.firstOutput.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
-  clearTimeout(timer);
-  while (first && Date.now() < end) {
-    if (jail.tails().stderrTail.includes(READY)) return true;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  return false;
-}
-
-/** Tries to open the FIFO's writing end without blocking until the waiter holds its reading end. */
-async function openWriter(fifo: string, timeoutMs: number): Promise<number> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return fs.openSync(fifo, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK);
-    } catch (e) {
-      // ENXIO: no reader yet (the waiter is between its ready line and its open).
-      if ((e as NodeJS.ErrnoException).code !== 'ENXIO' || Date.now() > end) {
-        throw new BrigError('jail_failed', `the pooled jail's waiter is not listening (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
-      }
-      await new Promise((r) => setTimeout(r, 1));
-    }
-  }
-}
-
-/** One run's jail from the pool: the slot's container, assigned at start(). */
-class PooledJail implements Jail {
-  private assigned = false;
-
-  constructor(
-    private readonly slot: Slot,
-    private readonly spec: JailSpec,
-    readonly verified: JailVerified,
-    private readonly recheck: Promise<void>,
-    private readonly started: () => void,
-    private readonly released: () => void,
-  ) {}
-
-  get runId(): string {
-    return this.spec.runId;
-  }
-  get id(): string {
-    return this.slot.jail.id;
-  }
-  get key(): string {
-    return this.slot.key;
-  }
-  get brokerDir(): string {
-    return this.slot.dir;
-  }
-
-  /** The run's inputs and assignment through the FIFO as one tar; the waiter execs the argv. */
-  async start(): Promise<void> {
-    if (this.assigned) throw new BrigError('jail_failed', 'a pooled jail is assigned once');
-    this.assigned = true;
-    try {
-      await this.#assign();
-    } finally {
-      this.started();
-    }
-  }
-
-  async #assign(): Promise<void> {
-    await this.recheck;
-    const archive = await inputsArchive([...(this.spec.inputs ?? []), { path: ASSIGN, data: assignScript(this.spec), mode: 0o444 }]);
-    const fifo = path.join(this.slot.dir, FIFO);
-    const fd = await openWriter(fifo, 1000);
-    // Gone before the child runs: the waiter holds its end, and nothing in the jail can open it again.
-    await fs.promises.rm(fifo, { force: true }).catch((e: unknown) => {
-      fs.closeSync(fd);
-      throw e;
-    });
-    const sock = new net.Socket({ fd, readable: false, writable: true });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new BrigError('jail_failed', 'the pooled jail did not take its assignment')), 10_000);
-        sock.once('error', (e) => (clearTimeout(timer), reject(new BrigError('jail_failed', `handing the pooled jail its run failed: ${e.message}`))));
-        sock.end(archive, () => (clearTimeout(timer), resolve()));
-      });
-    } finally {
-      sock.destroy();
-    }
-  }
-
-  wait(): Promise<JailExit> {
-    return this.slot.jail.wait();
-  }
-  kill(): Promise<void> {
-    return this.slot.jail.kill();
-  }
-  stop(graceMs: number): Promise<void> {
-    return this.slot.jail.stop(graceMs);
-  }
-  tails(): StreamTails {
-    return this.slot.jail.tails();
-  }
-  collect(destDir: string, caps: CollectCaps, from?: string, opts?: CollectOptions): Promise<CollectReport> {
-    return this.slot.jail.collect(destDir, caps, from, opts);
-  }
-  async destroy(): Promise<void> {
-    await this.slot.jail.destroy();
-    await fs.promises.rm(this.slot.dir, { recursive: true, force: true });
-    this.released();
   }
 }
 

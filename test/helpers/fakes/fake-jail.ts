@@ -28,9 +28,10 @@ export class FakeJail implements Jail {
   wait(): Promise<JailExit> {
     return this.#exited;
   }
-  exit(exitCode: number): void {
+  /** Its process exits; `oomKilled` stands for the engine's State.OOMKilled. */
+  exit(exitCode: number, o: { oomKilled?: boolean } = {}): void {
     this.exited = true;
-    this.#exit({ exitCode, oomKilled: false });
+    this.#exit({ exitCode, oomKilled: o.oomKilled === true });
   }
   async kill(): Promise<void> {
     this.killed = true;

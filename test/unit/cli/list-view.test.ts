@@ -92,3 +92,12 @@ test("a child's text reaches the operator's terminal with its control characters
   assert.match(runLine(r), /\\x1b\]52;c;/, 'shown as text');
   assert.equal(termText('line 1\n\tline 2'), 'line 1\n\tline 2', 'newlines and tabs stay');
 });
+
+test('spawn --json says oomKilled from the record\'s flag, never from the error text', () => {
+  const failed = { status: 'ended', endReason: 'failed', exitCode: 137 } as const;
+  const oom = rec('r-00000000000000ab', '2026-01-01T00:00:00Z', { ...failed, oomKilled: true, error: { code: 'child_failed', message: 'the child exited with code 137' } });
+  const text = rec('r-00000000000000ac', '2026-01-01T00:00:00Z', { ...failed, error: { code: 'child_failed', message: 'the child ran out of memory' } });
+  assert.equal(runJson(oom).oomKilled, true);
+  assert.equal(runJson(text).oomKilled, false, 'a message that mentions memory is only text');
+  assert.ok(!('oomKilled' in (runJson(oom).run as Record<string, unknown>)), 'said once, at the top');
+});

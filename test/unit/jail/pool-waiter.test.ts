@@ -1,5 +1,5 @@
 /**
- * The warm pool's waiter and assignment script (jail/docker/pool.ts), run by the same static
+ * The warm pool's waiter and assignment script (jail/docker/pool-waiter.ts), run by the same static
  * busybox the child image holds: an argv or environment value of any content (quotes, `$`,
  * backticks, newlines, a leading dash) reaches the exec'd program byte for byte, never as
  * shell syntax, and the program's environment is exactly the spec's plus the engine's
@@ -12,7 +12,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { assignScript, readShapes, shapeKey, shQuote, WAITER } from '../../../src/jail/docker/pool.js';
+import { readShapes, shapeKey } from '../../../src/jail/docker/pool-shapes.js';
+import { assignScript, shQuote, WAITER } from '../../../src/jail/docker/pool-waiter.js';
 import { inputsArchive } from '../../../src/jail/docker/docker-jail.js';
 
 const run = promisify(execFile);

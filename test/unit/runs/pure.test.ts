@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decideAdmission, nextToStart } from '../../../src/runs/admission.js';
 import { healthActions, retentionActions } from '../../../src/runs/health.js';
+import { exitEnd } from '../../../src/runs/launch.js';
 import { createRunRecord } from '../../../src/runs/record.js';
 import { end, transition } from '../../../src/runs/state-machine.js';
 import { runTimeoutMs, effectiveMaxSteps } from '../../../src/runs/timeouts.js';
@@ -212,4 +213,12 @@ test('a history page is read in one streamed pass: the same lines and total as r
     assert.deepEqual(page.lines, whole.slice(offset, offset + limit), `offset ${offset}`);
   }
   await fsp.rm(dir, { recursive: true, force: true });
+});
+
+test('exitEnd: a child\'s own exit as an end — exit 0 completes, anything else fails; the engine\'s OOM word is data on the end', () => {
+  assert.deepEqual(exitEnd({ exitCode: 0, oomKilled: false }), { reason: 'completed', exitCode: 0 });
+  assert.deepEqual(exitEnd({ exitCode: 3, oomKilled: false }), { reason: 'failed', exitCode: 3, error: { code: 'child_failed', message: 'the child exited with code 3' } });
+  assert.deepEqual(exitEnd({ exitCode: 137, oomKilled: true }), { reason: 'failed', exitCode: 137, oomKilled: true, error: { code: 'child_failed', message: 'the child ran out of memory' } });
+  // A process of the jail OOM-killed while the child still exited 0: said, and the run still completes.
+  assert.deepEqual(exitEnd({ exitCode: 0, oomKilled: true }), { reason: 'completed', exitCode: 0, oomKilled: true });
 });

@@ -347,3 +347,23 @@ test('collection caps come from the settings when the lease allows more', async 
   assert.deepEqual(j.collectCaps, { perFileBytes: 700, perRunBytes: 5000, maxEntries: 3 });
   await sup.close();
 });
+
+test('an OOM kill the engine reports is carried onto the run record (oomKilled), not only into the error text', async () => {
+  const { sup, jail } = await setup();
+  const oom = await sup.spawn({ task: 'oom', script: SCRIPT, async: true });
+  const plain = await sup.spawn({ task: 'plain', script: SCRIPT, async: true });
+  assert.ok(oom.ok && plain.ok);
+  await until(running(sup, oom.value.id), 'running');
+  await until(running(sup, plain.value.id), 'running');
+  jail.jails.get(oom.value.id)!.exit(137, { oomKilled: true });
+  jail.jails.get(plain.value.id)!.exit(137);
+  const a = await sup.wait(oom.value.id);
+  const b = await sup.wait(plain.value.id);
+  assert.ok(a.ok && b.ok);
+  assert.equal(a.value.oomKilled, true);
+  assert.equal(a.value.endReason, 'failed');
+  assert.deepEqual(a.value.error, { code: 'child_failed', message: 'the child ran out of memory' });
+  assert.equal(b.value.oomKilled, undefined, 'a plain non-zero exit says nothing of memory');
+  assert.equal(b.value.error?.code, 'child_failed');
+  await sup.close();
+});

@@ -1,0 +1,118 @@
+/**
+ * The warm pool's shapes (pool.ts): which limit shapes are kept warm, how many ready jails each
+ * is kept at, which is let go first, and the file that carries them to the next start. Plain
+ * bookkeeping: making and destroying jails is the pool's.
+ */
+import fs from 'node:fs';
+import { writeFileAtomic } from '../../util/atomic-file.js';
+import type { JailLimits } from '../types.js';
+import type { Slot } from './pool-slot.js';
+
+/** A pool serves one exact limit shape of one image. */
+export function shapeKey(image: string, l: JailLimits): string {
+  return [image, l.memoryMb, l.cpu, l.pids, l.tmpfsMb, l.diskMb].join('|');
+}
+
+const SHAPE_KEYS = ['memoryMb', 'cpu', 'pids', 'tmpfsMb', 'diskMb'] as const;
+
+/** The shapes a file holds: each a full set of positive finite limits, anything else dropped. */
+export function readShapes(file: string): JailLimits[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(raw)) return [];
+  return raw.flatMap((x) => {
+    const o = x as Record<string, unknown>;
+    if (typeof o !== 'object' || o === null || !SHAPE_KEYS.every((k) => typeof o[k] === 'number' && Number.isFinite(o[k]) && (o[k] as number) > 0)) return [];
+    return [Object.fromEntries(SHAPE_KEYS.map((k) => [k, o[k]])) as unknown as JailLimits];
+  });
+}
+
+export interface ShapeState {
+  image: string;
+  limits: JailLimits;
+  ready: Slot[];
+  filling: number;
+  lastWanted: number;
+  /**
+   * Ready jails this shape is kept at: the pool's size for a primed shape; one for a shape only
+   * asked for (learned, or kept from a previous daemon), doubled each time a spawn takes one, up
+   * to the size — a one-off shape costs one idle jail, not `size` of them.
+   */
+  target: number;
+}
+
+export interface PoolShapesOptions {
+  /** Ready jails kept per shape at most (the pool's size). */
+  size: number;
+  /** Shapes kept at once (the least recently asked for goes first). */
+  maxShapes: number;
+  /** Where the shapes asked for are kept (most recent first, at most maxShapes); absent: nowhere. */
+  file?: string;
+}
+
+/** The shapes a pool keeps warm, by shapeKey, most recently wanted last let go. */
+export class PoolShapes {
+  readonly #shapes = new Map<string, ShapeState>();
+  #lastWanted = 0;
+  #saving: Promise<void> = Promise.resolve();
+
+  constructor(private readonly o: PoolShapesOptions) {}
+
+  /** The shapes the file kept, oldest first, so the most recently asked ends up the most recently wanted. */
+  kept(): JailLimits[] {
+    return this.o.file ? readShapes(this.o.file).slice(0, this.o.maxShapes).reverse() : [];
+  }
+
+  /**
+   * Marks a shape as wanted; a shape new to the pool is kept at `target` ready jails (default
+   * one). The least recently wanted shapes past maxShapes are let go: their ready slots are
+   * returned for the caller to destroy.
+   */
+  want(image: string, limits: JailLimits, target = 1): { key: string; dropped: Slot[] } {
+    const key = shapeKey(image, limits);
+    // Strictly increasing: shapes wanted in the same millisecond keep their order.
+    const now = Math.max(Date.now(), this.#lastWanted + 1);
+    this.#lastWanted = now;
+    const known = this.#shapes.get(key);
+    const s = known ?? { image, limits: { ...limits }, ready: [], filling: 0, lastWanted: now, target: Math.max(1, Math.min(this.o.size, target)) };
+    s.lastWanted = now;
+    this.#shapes.set(key, s);
+    if (!known) this.#save();
+    const dropped: Slot[] = [];
+    const byAge = [...this.#shapes.entries()].sort((a, b) => b[1].lastWanted - a[1].lastWanted);
+    for (const [k, old] of byAge.slice(this.o.maxShapes)) {
+      this.#shapes.delete(k);
+      dropped.push(...old.ready.splice(0));
+    }
+    return { key, dropped };
+  }
+
+  get(key: string): ShapeState | undefined {
+    return this.#shapes.get(key);
+  }
+
+  entries(): IterableIterator<[string, ShapeState]> {
+    return this.#shapes.entries();
+  }
+
+  values(): IterableIterator<ShapeState> {
+    return this.#shapes.values();
+  }
+
+  /** Resolves once the last save of the file is done. */
+  saved(): Promise<void> {
+    return this.#saving;
+  }
+
+  /** The shapes kept, most recently wanted first (best effort: the pool works without the file). */
+  #save(): void {
+    const file = this.o.file;
+    if (!file) return;
+    const shapes = [...this.#shapes.values()].sort((a, b) => b.lastWanted - a.lastWanted).map((s) => Object.fromEntries(SHAPE_KEYS.map((k) => [k, s.limits[k]])));
+    this.#saving = this.#saving.then(() => writeFileAtomic(file, `${JSON.stringify(shapes)}\n`).catch(() => {}));
+  }
+}

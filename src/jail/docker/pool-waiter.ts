@@ -1,0 +1,77 @@
+/**
+ * The warm pool's waiter (PID 1 of a pooled jail) and the assignment it evals — the part of the
+ * pool's guarantee (pool.ts) that a run's argv and environment reach the child exactly.
+ *
+ * Guarantees: the assignment leaves the child exactly the environment the cold path's container
+ * gets (the spec's variables, PATH as render sets it, the engine's HOSTNAME) and execs exactly
+ * the spec's argv; every value is single-quoted, so quotes, `$()`, backticks and newlines
+ * arrive as bytes, never as shell syntax.
+ * Threat: a run's argv or environment (a child's choice, through a spawn) turned into shell
+ * code inside the jail. Trusts: POSIX sh single quoting (busybox sh in the image); the caller
+ * (pool.ts) has refused argv and env the cold path's render refuses (NUL, bad names).
+ * Fails closed: any step of the waiter that fails exits 70, and the pool destroys the slot.
+ */
+import type { JailSpec } from '../types.js';
+import type { DockerJail } from './docker-jail.js';
+import { JAIL_PATH, WORKSPACE_DIR } from './profile.js';
+
+/** The FIFO a slot's waiter blocks on, in its socket directory (/run/brig/go inside). */
+export const FIFO = 'go';
+/** Written by the pool into the workspace with the run's inputs; read, removed, then eval'd. */
+export const ASSIGN = '.brig/assign.sh';
+/** The waiter's line on stderr once it is about to block (cleared from the tails before the run). */
+const READY = 'brig-pool: ready';
+
+/**
+ * PID 1 of a pooled jail. It says it is ready, blocks opening the FIFO (no CPU while it
+ * waits), unpacks the run's inputs from it as the jail user with the cold path's umask, and
+ * evals the assignment: unset its own environment, export the run's, exec the run's argv.
+ * Any failure is exit 70 (the pool destroys the slot; a run that held it fails).
+ */
+export const WAITER = [
+  `echo '${READY}' >&2`,
+  'umask 022',
+  `tar -xf - -C ${WORKSPACE_DIR} </run/brig/${FIFO} || exit 70`,
+  `s=$(cat ${WORKSPACE_DIR}/${ASSIGN}) || exit 70`,
+  `rm -f ${WORKSPACE_DIR}/${ASSIGN}`,
+  'eval "$s"',
+  'exit 70',
+].join('\n');
+
+/** What the engine adds to a container's environment beside the body's (profile.ts Hostname). */
+const ENGINE_ENV = { HOSTNAME: 'brig' } as const;
+/** The slot's own environment: what the waiter holds before its run's replaces it. */
+export const SLOT_ENV = { HOME: WORKSPACE_DIR } as const;
+
+/** Single-quoted for POSIX sh: safe for any string without NUL (argv and env never hold one). */
+export function shQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The assignment the waiter evals: exactly the environment the cold path's container gets
+ * (the spec's, PATH as render sets it, the engine's HOSTNAME), then exec of the spec's argv.
+ */
+export function assignScript(spec: Pick<JailSpec, 'argv' | 'env'>): string {
+  const env: Record<string, string> = { ...ENGINE_ENV, ...spec.env, PATH: spec.env.PATH ?? JAIL_PATH };
+  const unset = ['PWD', 'OLDPWD', 'SHLVL', 'PATH', ...Object.keys(ENGINE_ENV), ...Object.keys(SLOT_ENV)];
+  return [
+    `unset ${[...new Set(unset)].join(' ')}`,
+    `export ${Object.entries(env).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')}`,
+    `exec ${spec.argv.map(shQuote).join(' ')}`,
+    '',
+  ].join('\n');
+}
+
+/** The waiter's whole ready line on its stderr (the stream may bring it in pieces), within the bound. */
+export async function waiterReady(jail: DockerJail, timeoutMs: number): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  let timer: NodeJS.Timeout | undefined;
+  const first = await Promise.race([jail.firstOutput.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
+  clearTimeout(timer);
+  while (first && Date.now() < end) {
+    if (jail.tails().stderrTail.includes(READY)) return true;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  return false;
+}

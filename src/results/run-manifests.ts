@@ -1,0 +1,73 @@
+/**
+ * The ResultRef store's manifests (fs-result-store.ts): `<runDir>/refs.json`, each run's list
+ * of refs, and the lookup pointers beside them (`.refs/<ref>` → run, `.runs/<run>` → root).
+ *
+ * Guarantees: a manifest is the commit point of every write — the refs' pointers go first (a
+ * pointer to a ref no manifest lists reads as not found), the manifest last, each durable before
+ * the next, so a crash anywhere leaves the run as it was or with its refs whole; one run's
+ * read-modify-writes (and retention's removals) run one after another in its chain.
+ * Threat: interleaved writers losing refs, and a crash publishing half a run. Trusts: run ids
+ * the store checked against the run-id alphabet (checked again here). Fails closed: a manifest
+ * that fails its schema throws; nothing is guessed from a damaged one.
+ */
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
+import { checkRunId, inParallel } from './store-fs.js';
+import { type ResultRef, type RunManifest, RunManifestSchema } from './types.js';
+
+const MANIFEST = 'refs.json';
+
+export class RunManifests {
+  /** Per-run chain so manifest read-modify-writes never interleave. */
+  private readonly chains = new Map<string, Promise<unknown>>();
+
+  /** `dir`: the results root. */
+  constructor(readonly dir: string) {}
+
+  runDir(rootRunId: string, runId: string): string {
+    checkRunId(rootRunId);
+    checkRunId(runId);
+    return path.join(this.dir, rootRunId, runId);
+  }
+
+  async read(rootRunId: string, runId: string): Promise<RunManifest | undefined> {
+    const text = await fsp.readFile(path.join(this.runDir(rootRunId, runId), MANIFEST), 'utf8').catch(() => undefined);
+    return text === undefined ? undefined : RunManifestSchema.parse(JSON.parse(text));
+  }
+
+  /** The bytes of the run's committed refs (what counts against its run cap). */
+  async bytes(rootRunId: string, runId: string): Promise<number> {
+    const m = await this.read(rootRunId, runId);
+    return m ? m.refs.reduce((s, r) => s + r.bytes, 0) : 0;
+  }
+
+  /** Adds refs (and skipped entries) to the run's manifest: the commit point. */
+  commit(rootRunId: string, runId: string, refs: ResultRef[], skipped: RunManifest['skipped']): Promise<RunManifest> {
+    return this.serial(`${rootRunId}/${runId}`, async () => {
+      const dir = this.runDir(rootRunId, runId);
+      const m = (await this.read(rootRunId, runId)) ?? { runId, rootRunId, refs: [], skipped: [] };
+      const next: RunManifest = { ...m, refs: [...m.refs, ...refs], skipped: [...m.skipped, ...skipped] };
+      await fsp.mkdir(path.join(this.dir, '.refs'), { recursive: true });
+      await fsp.mkdir(path.join(this.dir, '.runs'), { recursive: true });
+      const pointer = Buffer.from(`${rootRunId}/${runId}`);
+      await inParallel(refs, (r) => writeFileAtomic(path.join(this.dir, '.refs', r.ref), pointer, { syncDir: false }));
+      if (refs.length > 0) await fsyncDir(path.join(this.dir, '.refs'));
+      await writeFileAtomic(path.join(this.dir, '.runs', runId), rootRunId);
+      await writeFileAtomic(path.join(dir, MANIFEST), JSON.stringify(next));
+      return next;
+    });
+  }
+
+  /** Runs fn after every earlier operation on the same run (`root/run`) has settled. */
+  serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.chains.get(key) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const settled = next.catch(() => undefined);
+    this.chains.set(key, settled);
+    void settled.then(() => {
+      if (this.chains.get(key) === settled) this.chains.delete(key);
+    });
+    return next;
+  }
+}
