@@ -282,6 +282,12 @@ export function isRunId(id: string): boolean {
 /** The files of $BRIG_HOME/runs/<id>/ (runs/run-store.ts is the one door that writes them). */
 export const RUN_FILES = {
   record: 'run.json',
+  /** The spawn request as admitted (parsed, defaults filled): what a restart or a respawn runs. */
+  request: 'request.json',
+  /** Kind `agent`: the spec as admitted, pinned like a script. */
+  agent: 'agent.json',
+  /** The packet the child was handed (the supervisor's copy; the jail's is /workspace/.brig/packet.json). */
+  packet: 'packet.json',
   script: 'script.mjs',
   checkpoint: 'checkpoint.json',
   out: 'out',

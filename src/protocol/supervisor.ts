@@ -90,6 +90,8 @@ export interface ReconcileReport {
   /** Resumable runs that lost their script or checkpoint: no longer resumable, and why. */
   orphaned?: { runId: string; reason: 'script_missing' | 'checkpoint_missing' }[];
   swept: { containers: number; volumes: number };
+  /** Runs whose record is not what brig wrote (state_corrupt): left on disk, not reattached. */
+  corrupt?: string[];
   /** What interrupted materializations had left under the results directory, removed. */
   interrupted?: { removed: number; bytes: number };
 }

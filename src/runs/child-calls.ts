@@ -140,7 +140,8 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       const line = typeof p.line === 'string' ? p.line.slice(0, 200) : r.progressLine;
       // Only a name of the closed tool set is kept: events and the ledger stay content-free (INV-7).
       const tool = typeof p.tool === 'string' && (AGENT_TOOL_NAMES as readonly string[]).includes(p.tool) ? p.tool : null;
-      await table.update(runId, (x) => ({ ...x, stepsExecuted: agent ? x.stepsExecuted : x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: table.clock.now().toISOString() }));
+      // Not durable (run-store.ts): a machine crash may lose the last progress line and count.
+      await table.update(runId, (x) => ({ ...x, stepsExecuted: agent ? x.stepsExecuted : x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: table.clock.now().toISOString() }), { durable: false });
       return { steers: takeSteers(sup, runId), stepsExecuted: agent ? r.stepsExecuted : r.stepsExecuted + 1 };
     },
     async checkpoint({ runId, params: p }) {

@@ -12,6 +12,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Jail } from '../jail/index.js';
+import { bestEffort } from './best-effort.js';
 import { collectOutputs } from './launch.js';
 import type { RunEndMeta, SupervisorDeps } from './ports.js';
 import type { ProgressFork } from './progress-fork.js';
@@ -90,7 +91,8 @@ export class RunEnder {
       const { pendingEnd: _done, ...rest } = ended.value;
       const rec: RunRecord = { ...rest, exitCode: o.exitCode ?? cur.exitCode, ...(o.oomKilled ? { oomKilled: true } : {}), unreleased: true };
       table.runs.set(runId, rec);
-      await table.store.save(rec).catch(() => {});
+      // The durable end (INV-8): a crash from here on finishes the release at the next start.
+      await bestEffort(table, runId, 'save_end', () => table.store.save(rec));
       // Children go first, attributed to their parent, before the parent's lease revoke
       // cascades to theirs (which would read as a `system` kill).
       const children = table.all().filter((c) => c.parentRunId === runId && c.status !== 'ended');
@@ -99,7 +101,8 @@ export class RunEnder {
       table.live.delete(runId);
       this.#announce(rec);
       const { unreleased: _u, ...done } = table.get(runId)!;
-      await table.update(runId, () => done).catch(() => {});
+      // Not durable: losing it only repeats the (idempotent) release at the next start.
+      await bestEffort(table, runId, 'save_released', () => table.update(runId, () => done, { durable: false }));
       table.notifyEnded(runId);
       try {
         await this.d.deps.hooks?.onEnded?.(endMeta(rec, table.clock.now()));
@@ -124,14 +127,16 @@ export class RunEnder {
     // An agent gets SIGTERM and a grace for its one salvage call and its partial result;
     // anything else is stopped at once so its files hold still.
     const agent = table.get(runId)!.kind === 'agent';
-    if (cutShort) await (agent ? jail.stop(this.d.settings.agentStopGraceMs) : jail.kill()).catch(() => {});
+    if (cutShort) await bestEffort(table, runId, 'stop', () => (agent ? jail.stop(this.d.settings.agentStopGraceMs) : jail.kill()));
     // Ended by the supervisor while the child still runs (its step budget spent): stopped
     // before its out/ is read, so nothing changes under the collection.
-    else if (pending.exitCode === undefined) await jail.kill().catch(() => {});
+    else if (pending.exitCode === undefined) await bestEffort(table, runId, 'stop', () => jail.kill());
     const t = transition(table.get(runId)!, 'materializing', table.clock.now());
-    await table.update(runId, (x) => ({ ...(t.ok ? t.value : x), pendingEnd: pending, ...(cutShort ? { partial: true } : {}) })).catch(() => {});
+    // The durable point before the collection: a crash mid-way is redone from pendingEnd.
+    await bestEffort(table, runId, 'save_pending_end', () => table.update(runId, (x) => ({ ...(t.ok ? t.value : x), pendingEnd: pending, ...(cutShort ? { partial: true } : {}) })));
     const patch = await collectOutputs({ table, results: this.d.deps.results, settings: this.d.settings }, runId, jail);
-    await table.update(runId, (x) => ({ ...x, ...patch }));
+    // Not durable: the end's save carries it; a crash before is redone from pendingEnd.
+    table.patch(runId, (x) => ({ ...x, ...patch }));
   }
 
   /**
@@ -152,24 +157,26 @@ export class RunEnder {
   async #release(r: RunRecord, handle: Live | undefined): Promise<void> {
     const { deps, table } = this.d;
     // The jail and the broker socket go side by side (neither needs the other); the lease last.
+    const id = r.id;
     const jail = async () => {
+      // A kill of a jail that already exited is no failure: only its destroy must succeed.
       await handle?.jail?.kill().catch(() => {});
-      await handle?.jail?.destroy().catch(() => {});
-      if (!handle?.jail && r.startedAt !== null) {
+      if (handle?.jail) await bestEffort(table, id, 'jail', () => handle.jail!.destroy());
+      else if (r.startedAt !== null) {
         const j = await deps.jail.attach(jailKeyOf(r)).catch(() => null);
-        await j?.destroy().catch(() => {});
+        if (j) await bestEffort(table, id, 'jail', () => j.destroy());
       }
     };
     const socket = async () => {
-      await handle?.broker?.close().catch(() => {});
-      for (const dir of new Set([r.id, jailKeyOf(r)])) await fs.rm(path.join(deps.paths.brokers, dir), { recursive: true, force: true }).catch(() => {});
+      if (handle?.broker) await bestEffort(table, id, 'broker', () => handle.broker!.close());
+      for (const dir of new Set([r.id, jailKeyOf(r)])) await bestEffort(table, id, 'socket_dir', () => fs.rm(path.join(deps.paths.brokers, dir), { recursive: true, force: true }));
     };
     await Promise.all([jail(), socket()]);
     if (!r.resumable) {
-      await table.store.removeFile(r.id, 'checkpoint').catch(() => {});
-      await table.store.removeFile(r.id, 'script').catch(() => {});
+      await bestEffort(table, id, 'checkpoint', () => table.store.removeFile(r.id, 'checkpoint'));
+      await bestEffort(table, id, 'script', () => table.store.removeFile(r.id, 'script'));
     }
-    if (r.leaseId) await deps.leases.revoke(r.leaseId, 'system', `run_${r.endReason}`).catch(() => {});
+    if (r.leaseId) await bestEffort(table, id, 'lease', () => deps.leases.revoke(r.leaseId!, 'system', `run_${r.endReason}`));
   }
 
   #announce(r: RunRecord): void {

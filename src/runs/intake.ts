@@ -121,6 +121,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     return err(hostFree(e));
   }
   table.preparing.delete(rec.id);
+  // The starter takes the parsed request from memory; the file is for a restart or a respawn.
+  table.requests.set(rec.id, req);
   table.emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue', parentStep: rec.parentStep ?? null });
   return ok({ kind: 'created', run: rec, started: decision.kind === 'admit', async: req.async });
 }
@@ -130,9 +132,9 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: A
   const { store } = d.table;
   try {
     await store.ensureDir(rec.id);
-    await fs.writeFile(path.join(store.dir(rec.id), 'request.json'), JSON.stringify(req), { mode: 0o600 });
+    await store.writeJson(rec.id, 'request', req);
     // The spec is pinned like a script: a restart or a respawn runs what was admitted.
-    if (spec) await fs.writeFile(path.join(store.dir(rec.id), 'agent.json'), JSON.stringify(spec), { mode: 0o600 });
+    if (spec) await store.writeJson(rec.id, 'agent', spec);
     if (req.kind === 'script' && req.script !== undefined) await store.write(rec.id, 'script', req.script);
     const carried = rec.resumeOf ? await store.read(rec.resumeOf, 'checkpoint') : null;
     if (carried) {
@@ -182,12 +184,9 @@ function agentRequest(d: IntakeDeps, req: SpawnRequest): Result<{ req: SpawnRequ
   });
 }
 
+/** The admitted request: from memory when this supervisor admitted it, else its file (parsed again). */
 export async function loadRequest(table: RunTable, runId: string): Promise<SpawnRequest | null> {
-  try {
-    return JSON.parse(await fs.readFile(path.join(table.store.dir(runId), 'request.json'), 'utf8')) as SpawnRequest;
-  } catch {
-    return null;
-  }
+  return table.requests.get(runId) ?? (await table.store.readRequest(runId));
 }
 
 /** A failure as a caller may see it: brig's own errors as they are, any other with its host paths scrubbed. */

@@ -16,6 +16,7 @@ import type { RunStarter } from './starter.js';
 import { retentionActions } from './health.js';
 import type { ReconcileReport, SupervisorSettings } from './types.js';
 import { isPoolKey } from '../jail/index.js';
+import { bestEffort } from './best-effort.js';
 import { jailKeyOf } from './run-record.js';
 import { transition } from './state-machine.js';
 
@@ -32,7 +33,11 @@ export interface ReconcileDeps {
 export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
   const { table, deps } = d;
   const report: ReconcileReport = { reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } };
-  for (const r of await table.store.loadAll()) table.runs.set(r.id, r);
+  const stored = await table.store.loadAll();
+  for (const r of stored.records) table.runs.set(r.id, r);
+  // A record that is not one is named, not guessed at: its run is left as it is on disk.
+  for (const e of stored.corrupt) table.ledger.append({ type: 'run.corrupt', runId: String(e.data.runId), file: String(e.data.file) });
+  if (stored.corrupt.length > 0) report.corrupt = stored.corrupt.map((e) => String(e.data.runId));
   if (deps.results?.sweepInterrupted) {
     const live = (id: string) => table.get(id) !== undefined && table.get(id)!.status !== 'ended';
     const swept = await deps.results.sweepInterrupted(live).catch(() => ({ removed: 0, bytes: 0 }));
@@ -56,7 +61,7 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
       report.reattached.push(r.id);
       continue;
     }
-    if (jail) await jail.destroy().catch(() => {});
+    if (jail) await bestEffort(table, r.id, 'jail', () => jail.destroy());
     await d.actions.endRun(r.id, 'ghost_sweep', { collect: false, error: { code: 'internal', message: `supervisor restarted; the run was ${r.status} and has no container` } });
     report.ghostSwept.push(r.id);
   }

@@ -3,7 +3,7 @@ import type { Ledger } from '../ledger/index.js';
 import { toBrigError, type BrigError, type Result } from '../util/errors.js';
 import { EventBus } from './event-bus.js';
 import type { BrokerHandle, Clock, HandlesOf, LeaseGrant } from './ports.js';
-import type { RunStore } from './run-store.js';
+import type { RunStore, SaveOptions } from './run-store.js';
 import type { SupervisorEvent } from './types.js';
 import type { EndReason, KilledBy, RunError, RunRecord } from './types.js';
 import type { SpawnContext, SpawnRequest, SpawnRequestInput } from './types.js';
@@ -38,6 +38,8 @@ export class RunTable {
   readonly ending = new Set<string>();
   /** Admitted, not yet on disk: the pump and the health tick keep off them. */
   readonly preparing = new Set<string>();
+  /** The parsed request of each run this supervisor admitted, handed from intake to the starter in memory (until it ends). */
+  readonly requests = new Map<string, SpawnRequest>();
   /** Runs a resume is in flight for. */
   readonly resuming = new Set<string>();
   /** Runs blocked on their own children (sync spawn, wait): calls in flight per run. */
@@ -60,11 +62,21 @@ export class RunTable {
     return [...this.runs.values()];
   }
 
-  /** Replaces a record in memory and on disk (atomically). */
-  async update(runId: string, fn: (r: RunRecord) => RunRecord): Promise<RunRecord> {
+  /**
+   * Replaces a record in memory and on disk (atomically); `durable: false` for a change a
+   * machine crash may lose (run-store.ts says which may, and why).
+   */
+  async update(runId: string, fn: (r: RunRecord) => RunRecord, o: SaveOptions = {}): Promise<RunRecord> {
     const next = fn(this.runs.get(runId)!);
     this.runs.set(runId, next);
-    await this.store.save(next);
+    await this.store.save(next, o);
+    return next;
+  }
+
+  /** Replaces a record in memory only: the next save carries it. */
+  patch(runId: string, fn: (r: RunRecord) => RunRecord): RunRecord {
+    const next = fn(this.runs.get(runId)!);
+    this.runs.set(runId, next);
     return next;
   }
 
@@ -91,6 +103,7 @@ export class RunTable {
   }
 
   notifyEnded(runId: string): void {
+    this.requests.delete(runId);
     const ws = this.#waiters.get(runId) ?? [];
     this.#waiters.delete(runId);
     for (const w of ws) w();

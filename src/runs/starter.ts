@@ -14,6 +14,7 @@ import type { Jail } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
+import { bestEffort } from './best-effort.js';
 import { buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
 import type { SupervisorDeps } from './ports.js';
 import { progressLineFor, type ProgressFork } from './progress-fork.js';
@@ -64,14 +65,15 @@ export class RunStarter {
     // gives back whatever this launch acquired so far (the end door releases what it saw).
     const gone = () => table.ending.has(runId) || table.get(runId)?.status !== 'starting';
     const abandon = async () => {
-      await handle.jail?.kill().catch(() => {});
-      await handle.jail?.destroy().catch(() => {});
-      await handle.broker?.close().catch(() => {});
-      await fs.rm(brokerDir, { recursive: true, force: true }).catch(() => {});
-      if (handle.lease) await deps.leases.revoke(handle.lease.leaseId, 'system', 'run_ended').catch(() => {});
+      await handle.jail?.kill().catch(() => {}); // it may never have started: only the destroy counts
+      if (handle.jail) await bestEffort(table, runId, 'jail', () => handle.jail!.destroy());
+      if (handle.broker) await bestEffort(table, runId, 'broker', () => handle.broker!.close());
+      await bestEffort(table, runId, 'socket_dir', () => fs.rm(brokerDir, { recursive: true, force: true }));
+      if (handle.lease) await bestEffort(table, runId, 'lease', () => deps.leases.revoke(handle.lease!.leaseId, 'system', 'run_ended'));
     };
     try {
-      await table.store.save(table.get(runId)!);
+      // Nothing is saved before the lease and the jail exist: a crash until then leaves the run
+      // as intake (or the queue) saved it, and the next start launches it again.
       const req = await this.d.actions.loadRequest(runId);
       if (!req) throw new BrigError('internal', 'stored request missing');
       const rec = table.get(runId)!;
@@ -102,11 +104,11 @@ export class RunStarter {
       const resultCapBytes = lease.value.limits.resultBytes;
       const childCap = lease.value.limits.maxChildren;
       const budget = { tokens: lease.value.limits.tokens, costUsd: lease.value.limits.costUsd };
-      await table.update(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes, childCap, budget }));
+      table.patch(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes, childCap, budget }));
       const agent = rec.kind === 'agent' ? await this.#agentPacket(runId, lease.value.caps, maxSteps) : undefined;
       const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
-      await fs.writeFile(path.join(table.store.dir(runId), 'packet.json'), JSON.stringify(packet), { mode: 0o600 });
+      await table.store.writeJson(runId, 'packet', packet);
       const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'));
       // The driver may hand a warm-pool jail made before this run: its key and socket
       // directory are the slot's, kept on the record before the child starts.
@@ -115,6 +117,7 @@ export class RunStarter {
       const jail = handle.jail;
       const key = jail.key ?? runId;
       if (jail.brokerDir !== undefined && jail.brokerDir !== brokerDir) await fs.rm(brokerDir, { recursive: true, force: true });
+      // The durable point before the child starts: its lease, limits and jail key survive a crash.
       await table.update(runId, (x) => ({ ...x, ...(jail.verified ? { jail: jail.verified } : {}), ...(key !== runId ? { jailKey: key } : {}) }));
       // The socket is there before the child's first instruction, in the directory its jail binds.
       handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet });
@@ -123,7 +126,8 @@ export class RunStarter {
       if (gone()) return await abandon();
       const running = transition(table.get(runId)!, 'running', table.clock.now());
       if (!running.ok) return await abandon();
-      await table.update(runId, () => ({ ...running.value, lastProgressAt: running.value.startedAt }));
+      // Not durable: a restart reattaches a `starting` run whose container started (reconcile.ts).
+      await table.update(runId, () => ({ ...running.value, lastProgressAt: running.value.startedAt }), { durable: false });
       if (table.get(runId)!.status === 'ended') return; // killed while saving: the end door released it
       table.emit(running.value, { type: 'started' });
       this.watch(runId, handle.jail);
@@ -140,7 +144,8 @@ export class RunStarter {
       throw new BrigError('capability_denied', 'an agent child needs `llm` in its lease (its model calls go through the broker)', { data: { what: 'llm' } });
     }
     if (!deps.agents || !deps.models) throw new BrigError('model_unavailable', 'this supervisor serves no agent children');
-    const spec = JSON.parse(await fs.readFile(path.join(table.store.dir(runId), 'agent.json'), 'utf8')) as AgentSpec;
+    const spec = await table.store.readAgent(runId);
+    if (!spec) throw new BrigError('state_corrupt', `the agent spec of run ${runId} is missing`, { data: { runId, file: 'agent.json' } });
     const model = deps.models.resolve(table.get(runId)!.model);
     if (!model.ok) throw model.error;
     return {
@@ -194,7 +199,8 @@ export class RunStarter {
   async reattach(r: RunRecord, jail: Jail): Promise<boolean> {
     const { table, deps } = this.d;
     try {
-      const packet = JSON.parse(await fs.readFile(path.join(table.store.dir(r.id), 'packet.json'), 'utf8')) as SpawnPacket;
+      const packet = await table.store.readPacket(r.id);
+      if (!packet) throw new BrigError('state_corrupt', `the packet of run ${r.id} is missing`, { data: { runId: r.id, file: 'packet.json' } });
       if (!r.leaseId) return false;
       if (r.status === 'materializing') {
         // It had ended and was being collected when the supervisor died: finish that end.

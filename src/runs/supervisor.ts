@@ -326,7 +326,7 @@ class BrigSupervisor implements SupervisorCore {
 
   async #surfaceOf(runId: string): Promise<readonly string[] | undefined> {
     if (this.#surfaces.has(runId)) return this.#surfaces.get(runId);
-    const packet = await readFile(path.join(this.#table.store.dir(runId), 'packet.json'), 'utf8').then((t) => JSON.parse(t) as SpawnPacket, () => undefined);
+    const packet = await this.#table.store.readPacket(runId).catch(() => null);
     const tools = packet?.agent?.tools;
     this.#surfaces.set(runId, tools);
     this.#table.onEnded(runId, () => this.#surfaces.delete(runId));

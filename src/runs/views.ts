@@ -54,7 +54,7 @@ export class LocalViews implements RunViews {
 
   async list(f: ListFilter): Promise<RunRecord[]> {
     const all = new Map<string, RunRecord>();
-    for (const r of await this.table.store.loadAll()) all.set(r.id, r);
+    for (const r of (await this.table.store.loadAll()).records) all.set(r.id, r);
     for (const r of this.table.all()) all.set(r.id, r);
     return filtered(all.values(), f);
   }

@@ -26,6 +26,12 @@ export interface AtomicWriteOptions {
    * directory passes false and calls fsyncDir once after the last, before it relies on them.
    */
   syncDir?: boolean;
+  /**
+   * fsync the file and the directory (default true). false: temp + rename only — a reader or a
+   * restart after a process crash still finds the old or the new content whole, but a machine
+   * crash may lose the change. For state a crash may lose (the caller says why it may).
+   */
+  sync?: boolean;
 }
 
 /** The prefix of every temp this module makes. */
@@ -88,7 +94,7 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, o
     try {
       await fh.chmod(mode);
       await fh.writeFile(data);
-      await fh.sync();
+      if (opts.sync !== false) await fh.sync();
     } finally {
       await fh.close();
     }
@@ -96,7 +102,7 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, o
     await fsp.rm(tmp, { force: true });
     throw e;
   }
-  await commitTemp(tmp, file, opts.syncDir !== false);
+  await commitTemp(tmp, file, opts.sync !== false && opts.syncDir !== false);
 }
 
 /** writeFileAtomic for synchronous callers. */

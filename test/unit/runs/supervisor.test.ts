@@ -259,7 +259,7 @@ test('[INV-8] restart: a run whose container was started but whose record still 
   // What the disk holds when the SIGKILL lands after start() but before the record's save.
   const { RunStore } = await import('../../../src/runs/run-store.js');
   const store = new RunStore(path.join(first.home, 'runs'));
-  const rec = (await store.loadAll()).find((r) => r.id === a.value.id)!;
+  const rec = (await store.loadAll()).records.find((r) => r.id === a.value.id)!;
   await store.save({ ...rec, status: 'starting', startedAt: null });
   const second = await setup({}, first.home, jail, leases);
   assert.deepEqual(second.report.reattached, [a.value.id]);
