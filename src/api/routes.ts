@@ -169,6 +169,13 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
       return reply({ run }, run.status === 'ended' ? 200 : 202);
     },
   }),
+  checkSpawn: route<'checkSpawn'>()({
+    summary: 'The pre-check of a spawn alone: the request as it would be admitted, or the refusal a spawn would answer; starts nothing',
+    body: SpawnRequestSchema,
+    validatedBy: 'supervisor',
+    ok: { 200: z.object({ request: z.looseObject({ task: z.string(), kind: z.enum(RUN_KINDS) }) }) },
+    handle: async ({ brig, input }) => reply({ request: value(await brig.check(input as SpawnRequestInput)) }),
+  }),
   getRun: route<'getRun'>()({
     summary: 'One run',
     ok: { 200: Run },

@@ -26,6 +26,7 @@ import {
   type SendOptions,
   type SendOutcome,
   type SpawnContext,
+  type SpawnRequest,
   type SpawnRequestInput,
   type SteerOutcome,
   type Supervisor,
@@ -210,6 +211,11 @@ export class ApiClient implements Supervisor {
     } finally {
       signal.removeEventListener('abort', kill);
     }
+  }
+
+  async check(req: SpawnRequestInput): Promise<Result<SpawnRequest, BrigError>> {
+    const r = await this.route('checkSpawn', { input: req });
+    return r.ok ? ok(r.value.request) : r;
   }
 
   async wait(runId: string, opts: WaitOptions = {}): Promise<Result<RunRecord, BrigError>> {

@@ -12,6 +12,7 @@ export function brigOf(s: Supervisor, mode: Brig['mode'], refs: RefSurface, oper
     refs,
     operator,
     spawn: (req, ctx) => s.spawn(req, ctx),
+    check: (req) => s.check(req),
     wait: (id, opts) => s.wait(id, opts),
     list: (f) => s.list(f),
     get: (id) => s.get(id),

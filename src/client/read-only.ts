@@ -20,6 +20,7 @@ import {
   type Result,
   type RunRecord,
   type SendOutcome,
+  type SpawnRequest,
   type SpawnRequestInput,
   type SteerOutcome,
   type Supervisor,
@@ -132,6 +133,10 @@ export class ReadOnlyRuns implements Supervisor {
 
   async steer(runId: string, _m: string): Promise<Result<SteerOutcome, BrigError>> {
     return err(await this.#refuse(runId, 'steer'));
+  }
+
+  async check(_r: SpawnRequestInput): Promise<Result<SpawnRequest, BrigError>> {
+    return err(new BrigError('daemon_unavailable', 'this view is read-only: the policy and agent specs are checked by a supervisor', { hint: 'Start `brig serve`, or spawn through an in-process supervisor.' }));
   }
 
   async spawn(_r: SpawnRequestInput): Promise<Result<RunRecord, BrigError>> {

@@ -4,15 +4,19 @@
  */
 import path from 'node:path';
 import { toolSurface, type AgentCatalog } from '../agents/index.js';
-import type { LeaseRecord, LeaseStore } from '../lease/index.js';
-import { profileFor } from '../lease/index.js';
+import type { LeaseRecord, LeaseStore, Policy } from '../lease/index.js';
+import { profileFor, profileOf } from '../lease/index.js';
 import { costOf, type ModelCatalog } from '../models/index.js';
 import { materializeRun, type FsResultStore } from '../results/index.js';
 import type { AgentPort, LeasePort, ModelPort, ResultsPort } from '../runs/index.js';
 import { err, ok } from '../util/errors.js';
 
-export function leasePort(store: LeaseStore): LeasePort {
+export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
   return {
+    checkProfile(name) {
+      const p = profileOf(policy, name);
+      return p.ok ? ok(undefined) : err(p.error);
+    },
     async issue(req) {
       const profile = profileFor(req.profile, req.parentLeaseId ? store.get(req.parentLeaseId)?.profile : undefined);
       const request = req.caps || req.limits ? { ...(req.caps ? { caps: req.caps } : {}), ...(req.limits ? { limits: req.limits } : {}) } : undefined;

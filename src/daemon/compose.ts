@@ -150,7 +150,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};
   sup = createSupervisor({
     jail,
-    leases: leasePort(leases),
+    leases: leasePort(leases, pol.value),
     broker,
     ledger,
     results: resultsPort(results),

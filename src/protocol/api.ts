@@ -7,7 +7,7 @@
 import type { Result } from './errors.js';
 import type { FleetReport, LeaseView, LedgerReport, DoctorCheck, QueryResult } from './operator.js';
 import type { ResultRef, RunManifest, RunResult, SliceOutput, CondenseStrategy, GrepOptions } from './refs.js';
-import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnRequestInput } from './runs.js';
+import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnRequest, SpawnRequestInput } from './runs.js';
 import type { HistoryPage, SendMode, SendOutcome, SteerOutcome } from './supervisor.js';
 
 export const API_VERSION = 'v1';
@@ -20,6 +20,7 @@ export const API_ROUTES = {
   events: { method: 'GET', path: '/v1/events' },
   listRuns: { method: 'GET', path: '/v1/runs' },
   spawn: { method: 'POST', path: '/v1/runs' },
+  checkSpawn: { method: 'POST', path: '/v1/runs/check' },
   getRun: { method: 'GET', path: '/v1/runs/{run}' },
   wait: { method: 'POST', path: '/v1/runs/{run}/wait' },
   kill: { method: 'POST', path: '/v1/runs/{run}/kill' },
@@ -59,6 +60,7 @@ export interface RouteInputs {
   events: { runId?: string; rootRunId?: string; lastEventId?: string };
   listRuns: { status?: RunStatus[]; kind?: RunKind[]; rootRunId?: string; parentRunId?: string; label?: string; since?: number; limit?: number };
   spawn: SpawnRequestInput;
+  checkSpawn: SpawnRequestInput;
   getRun: undefined;
   wait: { timeoutMs?: number };
   kill: { confirm: boolean; by?: Extract<KilledBy, 'operator' | 'system'> };
@@ -92,6 +94,7 @@ export interface RouteReplies {
   events: never;
   listRuns: { runs: RunRecord[] };
   spawn: { run: RunRecord };
+  checkSpawn: { request: SpawnRequest };
   getRun: { run: RunRecord };
   wait: { run: RunRecord };
   kill: { run: RunRecord };

@@ -6,7 +6,7 @@ import type { BrigError, Result } from './errors.js';
 import type { SupervisorEvent } from './events.js';
 import type { OperatorSurface } from './operator.js';
 import type { RefSurface } from './refs.js';
-import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnContext, SpawnRequestInput } from './runs.js';
+import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnContext, SpawnRequest, SpawnRequestInput } from './runs.js';
 
 /** The sessions tools' vocabulary (sessions.ts serves it). */
 
@@ -108,6 +108,11 @@ export interface Supervisor {
    * `async`, once it has ended. An in-flight duplicate returns the existing run.
    */
   spawn(req: SpawnRequestInput, ctx?: SpawnContext): Promise<Result<RunRecord, BrigError>>;
+  /**
+   * The spawn's pre-check alone (schema, agent spec and model, profile) — the one intake runs:
+   * the request as it would be admitted, or the refusal spawn would answer. Starts nothing.
+   */
+  check(req: SpawnRequestInput): Promise<Result<SpawnRequest, BrigError>>;
   wait(runId: string, opts?: WaitOptions): Promise<Result<RunRecord, BrigError>>;
   list(filter?: ListFilter): Promise<RunRecord[]>;
   get(runId: string): Promise<RunRecord | undefined>;

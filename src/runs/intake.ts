@@ -35,11 +35,27 @@ function invalid(parsed: { error: { issues: { path: PropertyKey[]; message: stri
   return new BrigError('invalid_input', `spawn request: ${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'}`);
 }
 
-export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: SpawnContext): Promise<Result<Intake, BrigError>> {
-  const { table, settings } = d;
+/**
+ * The one pre-check of a spawn request, for every face and for intake itself: the spawn
+ * schema, the agent spec and model it names, the profile it asks for. What it answers is the
+ * request as it would be admitted (defaults filled, the spec's narrowing applied).
+ */
+export function checkSpawn(d: Pick<IntakeDeps, 'deps'>, input: SpawnRequestInput): Result<{ req: SpawnRequest; spec?: AgentSpec }, BrigError> {
   const parsed = SpawnRequestSchema.safeParse(input);
   if (!parsed.success) return err(invalid(parsed));
   const agent = agentRequest(d, parsed.data);
+  if (!agent.ok) return agent;
+  const profile = agent.value.req.profile;
+  if (profile !== undefined && d.deps.leases.checkProfile) {
+    const known = d.deps.leases.checkProfile(profile);
+    if (!known.ok) return known;
+  }
+  return agent;
+}
+
+export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: SpawnContext): Promise<Result<Intake, BrigError>> {
+  const { table, settings } = d;
+  const agent = checkSpawn(d, input);
   if (!agent.ok) return agent;
   const req = agent.value.req;
   const maxSummaryChars = settings.parentSummaryMaxTokens * 4;
@@ -163,7 +179,7 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: A
  * now so a bad name fails at once with the nearest one; the spec narrows the request (its
  * profile when none is asked, and the smaller of the steps and timeouts) — never widens it.
  */
-function agentRequest(d: IntakeDeps, req: SpawnRequest): Result<{ req: SpawnRequest; spec?: AgentSpec }, BrigError> {
+function agentRequest(d: Pick<IntakeDeps, 'deps'>, req: SpawnRequest): Result<{ req: SpawnRequest; spec?: AgentSpec }, BrigError> {
   if (req.kind !== 'agent') return ok({ req });
   if (!d.deps.agents) return err(new BrigError('invalid_input', 'this supervisor has no agent catalog: kind `agent` is not served'));
   const name = req.agent === 'default' ? DEFAULT_AGENT : req.agent;

@@ -39,6 +39,8 @@ export interface LeaseIssue {
 
 export interface LeasePort {
   issue(req: LeaseIssue): Promise<Result<LeaseGrant, BrigError>>;
+  /** Whether the policy in force has this profile (the nearest name in the refusal); absent: not checked before launch. */
+  checkProfile?(name: string): Result<void, BrigError>;
   revoke(leaseId: string, by: string, reason: string): Promise<void>;
   /** Called for every lease revoked by anyone (cascades included) with who revoked it. */
   onRevoked(cb: (leaseId: string, by: string) => void): () => void;

@@ -19,7 +19,7 @@ import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { childCallHandlers, type ChildCallHandlers } from './child-calls.js';
 import { resumeRun, steerRun } from './control.js';
 import { RunEnder } from './ender.js';
-import { intake, loadRequest } from './intake.js';
+import { checkSpawn, intake, loadRequest } from './intake.js';
 import { systemClock, type SupervisorDeps } from './ports.js';
 import { ProgressFork, realTimers } from './progress-fork.js';
 import { ensureDirs, reconcile, retentionSweep } from './reconcile.js';
@@ -42,6 +42,7 @@ import type {
   RunRecord,
   SpawnContext,
   SpawnPacket,
+  SpawnRequest,
   SpawnRequestInput,
   SteerOutcome,
   Supervisor,
@@ -211,6 +212,11 @@ class BrigSupervisor implements SupervisorCore {
   }
 
   // ── the public surface ─────────────────────────────────────────────────────────────────
+
+  async check(input: SpawnRequestInput): Promise<Result<SpawnRequest, BrigError>> {
+    const c = checkSpawn(this.#parts(), input);
+    return c.ok ? ok(c.value.req) : c;
+  }
 
   async spawn(input: SpawnRequestInput, ctx: SpawnContext = {}): Promise<Result<RunRecord, BrigError>> {
     if (this.#draining || this.#closed) return err(new BrigError('shutting_down', 'the supervisor is shutting down and admits no new run'));

@@ -2,7 +2,6 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CAPABILITIES, type Capability, type SpawnRequestInput } from '../../light.js';
 import { BrigError } from '../../util/errors.js';
-import { nearest } from '../../util/nearest.js';
 import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
 import { openBrig } from '../connect.js';
 import { exitForRuns } from '../exit-codes.js';
@@ -57,30 +56,9 @@ const command: Command = {
     if (!agent && !scriptFile && argv.length === 0) {
       throw new BrigError('invalid_input', 'spawn needs --script FILE, --agent NAME or a command after `--`', { hint: 'e.g. `brig spawn -- sh -c "echo hi > out/a.txt"`' });
     }
+    // The caps, the profile and the agent spec are checked by the supervisor's one pre-check
+    // (runs/intake.ts checkSpawn) before any run exists, through a daemon or in this process.
     const caps = p.flags.get('cap') ?? [];
-    for (const c of caps) {
-      if (!(CAPABILITIES as readonly string[]).includes(c)) {
-        const near = nearest(c, CAPABILITIES);
-        throw new BrigError('invalid_input', `unknown capability ${c}`, { hint: `${near ? `Did you mean "${near}"? ` : ''}Known: ${CAPABILITIES.join(', ')}` });
-      }
-    }
-    // An unknown profile is refused here, with the nearest name, before a run is created.
-    // (The policy in force is the one the supervisor loads for this home.)
-    // Only then is the library entry loaded: `brig spawn -- ARGV` through a daemon stays thin.
-    const profile = flag(p, 'profile');
-    if (profile !== undefined) {
-      const { loadConfig, loadPolicyFile, policyFileFor, profileOf } = await import('../../index.js');
-      const pol = loadPolicyFile(policyFileFor(loadConfig(io.env).home));
-      if (!pol.ok) throw pol.error;
-      const prof = profileOf(pol.value, profile);
-      if (!prof.ok) throw prof.error;
-    }
-    // So is an unknown (or broken) agent spec: the catalog is this home's, as the supervisor's.
-    if (agent) {
-      const { agentCatalogFor, loadConfig } = await import('../../index.js');
-      const spec = agentCatalogFor(loadConfig(io.env).home).get(agent.name);
-      if (!spec.ok) throw spec.error;
-    }
     let script: string | undefined;
     if (scriptFile) {
       try {

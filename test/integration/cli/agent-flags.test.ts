@@ -70,7 +70,9 @@ test('brig spawn --agent NAME: an unknown name is refused with the nearest (exit
   assert.equal(e.code, 'invalid_input');
   assert.match(e.message, /mine\.md:4: unknown key "maxStep"/);
   assert.match(e.hint, /maxSteps/);
-  assert.ok(!fs.existsSync(path.join(home, 'runs')), 'no run directory');
+  // Refused by the supervisor's pre-check before any run exists (the in-process one may make runs/ itself).
+  const runs = path.join(home, 'runs');
+  assert.deepEqual(fs.existsSync(runs) ? fs.readdirSync(runs) : [], [], 'no run directory');
 });
 
 test('brig spawn --agent general with no model configured: model_unavailable (exit 7) before any run, lease or container — in-process and over the daemon', async (t) => {
