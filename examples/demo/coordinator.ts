@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { openBrig } from '../../src/index.js';
+import { openBrig, rollUpSavings } from '../../src/index.js';
 
 const SHARDS = Number(process.env.DEMO_SHARDS ?? 4);
 const ORDERS = Number(process.env.DEMO_ORDERS ?? 30_000); // ≈ 5 MB of JSONL per child
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
     say(`  The service logs record ${e503.toLocaleString('en-US')} upstream E503 errors, e.g.: ${sample}`);
 
     const materializedBytes = results.reduce((s, r) => s + r.refs.reduce((t, x) => t + x.bytes, 0), 0);
-    const roll = brig.refs.rollUp(results.map((r) => r.savings));
+    const roll = rollUpSavings(results.map((r) => r.savings));
     const estSavedTokens = Math.max(0, Math.round(materializedBytes / 4) - Math.round(charsReentered / 4));
     say();
     say(bold('== the context economy'));

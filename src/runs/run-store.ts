@@ -28,7 +28,8 @@ import path from 'node:path';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import { BrigError } from '../util/errors.js';
 import { RUN_FILES, isRunId, runRecordProblem, type AgentPacket, type SpawnPacket } from '../protocol/index.js';
-import type { AgentSpec } from '../agents/index.js';
+import { AgentFrontmatterSchema, type AgentSpec } from '../agents/index.js';
+import { z } from 'zod';
 import { SpawnRequestSchema } from './spawn-request.js';
 import type { RunRecord, SpawnRequest } from './types.js';
 
@@ -66,9 +67,12 @@ function packetProblem(v: unknown): string | null {
   return null;
 }
 
+/** A pinned spec is the frontmatter's schema plus its body and where it came from. */
+const PinnedSpecSchema = AgentFrontmatterSchema.extend({ instructions: z.string(), source: z.string() });
+
 function agentProblem(v: unknown): string | null {
-  if (!isObj(v) || typeof v.name !== 'string' || typeof v.instructions !== 'string' || !Array.isArray(v.tools)) return 'not an agent spec';
-  return null;
+  const p = PinnedSpecSchema.safeParse(v);
+  return p.success ? null : `${p.error.issues[0]?.path.join('.') || '(root)'}: ${p.error.issues[0]?.message ?? 'not an agent spec'}`;
 }
 
 export class RunStore {

@@ -39,7 +39,7 @@ test('the API refuses an unknown status filter (400), an unknown route (404), a 
     for (const [method, p, allow] of [
       ['DELETE', '/v1/runs', 'GET, POST'],
       ['POST', '/v1/health', 'GET'],
-      ['GET', '/v1/refs/ref_abcdefgh12345678/read', 'POST'],
+      ['GET', '/v1/refs/ref_abcdefghijklmnopqrstuvwxyz/read', 'POST'],
     ] as const) {
       const r = await c.request({ path: p, method });
       const body = (await r.body.json()) as { error?: { code: string; message: string; hint: string } };
@@ -47,6 +47,14 @@ test('the API refuses an unknown status filter (400), an unknown route (404), a 
       assert.equal(r.headers.allow, allow, `${method} ${p}`);
       assert.equal(body.error?.code, 'method_not_allowed');
       assert.match(body.error!.message, new RegExp(`takes ${allow}`));
+    }
+    // A malformed ref id is no ref, whatever the method: ref_not_found naming the shape, never a 405.
+    for (const method of ['GET', 'POST'] as const) {
+      const r = await c.request({ path: '/v1/refs/ref_abcdefgh12345678/read', method, ...(method === 'POST' ? { body: '{}' } : {}) });
+      const body = (await r.body.json()) as { error?: { code: string; hint: string } };
+      assert.equal(r.statusCode, 404, method);
+      assert.equal(body.error?.code, 'ref_not_found', method);
+      assert.match(body.error!.hint, /ref_…/);
     }
     const big = await c.request({ path: '/v1/runs', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: 'x'.repeat(3 * 1024 * 1024) }) });
     const bigBody = (await big.body.json()) as { error?: { code: string; hint: string } };

@@ -217,7 +217,8 @@ test('a SIGKILLed daemon\'s idle slots are swept at the next start, a run holdin
   const first = await h.serve(['--warm', '2']);
   await ready(first, 2);
   const api = new ApiClient(first.socket);
-  const r = await api.spawn({ task: 'outlive the daemon', kind: 'command', argv: ['sh', '-c', 'sleep 3; echo done > /workspace/out/done.txt'], async: true });
+  // Long enough to outlive a slow restart under load: the held slot must still be held when looked at.
+  const r = await api.spawn({ task: 'outlive the daemon', kind: 'command', argv: ['sh', '-c', 'sleep 10; echo done > /workspace/out/done.txt'], async: true });
   await api.close();
   assert.ok(r.ok);
   await until(() => recordOnDisk(h.home, r.value.id)?.status === 'running', 'running');

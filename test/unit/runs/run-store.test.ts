@@ -53,6 +53,8 @@ test('[INV-8] a record, a request and a packet read back parsed; each tampered f
   assert.match(e.message, /request\.json .*argv/);
   await fs.writeFile(s.file(rec.id, 'packet'), JSON.stringify({ v: 1, runId: rec.id, task: 't', lease: { id: 'l', caps: 'spawn' } }));
   assert.match((await corrupt(s.readPacket(rec.id))).message, /packet\.json .*lease/);
+  await fs.writeFile(s.file(rec.id, 'agent'), JSON.stringify({ name: 'general', description: 'd', instructions: 'i', source: 'built-in', tools: ['rm_rf'] }));
+  assert.match((await corrupt(s.readAgent(rec.id))).message, /agent\.json .*tools/);
 });
 
 test('[INV-8] a release step that fails is ledgered as run.release_failed (what, code), and the run still ends once', async (t) => {
