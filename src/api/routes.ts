@@ -14,6 +14,8 @@ import {
   KILLED_BY,
   RUN_KINDS,
   RUN_STATUSES,
+  MAX_HISTORY_PAGE,
+  MAX_SEND_WAIT_MS,
   SEND_MODES,
   type Brig,
   type SpawnRequestInput,
@@ -218,7 +220,8 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
   }),
   send: route<'send'>()({
     summary: 'A message to a running agent child',
-    body: z.object({ text: z.string().min(1), mode: z.enum(SEND_MODES).optional(), timeoutMs: z.number().positive().optional(), maxTurns: z.number().int().nonnegative().optional() }),
+    // The same bounds as the broker's child.send: over one is refused, never clamped.
+    body: z.object({ text: z.string().min(1), mode: z.enum(SEND_MODES).optional(), timeoutMs: z.number().int().positive().max(MAX_SEND_WAIT_MS).optional(), maxTurns: z.number().int().min(0).max(5).optional() }),
     ok: { 200: z.object({ send: z.looseObject({}) }) },
     async handle({ brig, params, input }) {
       const { text, ...opts } = input;
@@ -227,7 +230,7 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
   }),
   history: route<'history'>()({
     summary: "A bounded page of the run's transcript",
-    query: z.object({ offset: num.int().nonnegative().optional(), limit: num.int().positive().optional() }),
+    query: z.object({ offset: num.int().nonnegative().optional(), limit: num.int().positive().max(MAX_HISTORY_PAGE).optional() }),
     ok: { 200: z.object({ history: z.looseObject({}) }) },
     handle: async ({ brig, params, input }) => reply({ history: value(await brig.history(params.run!, input)) }),
   }),

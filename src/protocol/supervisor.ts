@@ -130,7 +130,7 @@ export interface Supervisor {
 }
 
 /**
- * What a face holds (createBrig in the library, the CLI's thin path): the Supervisor surface
+ * What a face holds (openBrig in the library, the CLI's thin path): the Supervisor surface
  * and the drill-in surface, whichever side serves them — the daemon over its socket, a
  * supervisor in this process, or the records on disk read-only.
  */

@@ -126,7 +126,7 @@ export interface RunEndMeta {
   partial: boolean;
   resumable: boolean;
   parentStep: number | null;
-  /** Set when the composition root cast the envelope first (createBrig hooks): tokens kept out of context. */
+  /** Set when the composition root cast the envelope first (openBrig's local hooks): tokens kept out of context. */
   estSavedTokens?: number | null;
 }
 

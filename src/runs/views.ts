@@ -1,6 +1,6 @@
 /**
  * How a supervisor sees runs it does not hold in memory. A reconciling supervisor (the
- * daemon, or createBrig in local mode) owns its home: every run is in its table. An
+ * daemon, or openBrig in local mode) owns its home: every run is in its table. An
  * in-process CLI supervisor (`reconcile: false`) holds only the runs it spawns; the others
  * are read from disk, read-only — it may wait on them (polling their record) and adopt an
  * ended one (to resume it), but a live one belongs to another process.
