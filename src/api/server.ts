@@ -35,7 +35,10 @@ export type Match = { name: RouteName; params: Record<string, string> } | { allo
 
 /** The route a request names: its entry and path parameters, or the methods its path takes. */
 export function matchRoute(method: string, pathname: string): Match {
-  const hits = COMPILED.map((c) => ({ c, m: c.re.exec(pathname) })).filter((h) => h.m !== null);
+  const all = COMPILED.map((c) => ({ c, m: c.re.exec(pathname) })).filter((h) => h.m !== null);
+  // A literal path (`/v1/runs/check`) is that route, never a template's parameter (`{run}` = "check").
+  const literal = all.filter((h) => h.c.keys.length === 0);
+  const hits = literal.length > 0 ? literal : all;
   if (hits.length === 0) return undefined;
   const hit = hits.find((h) => h.c.method === method) ?? hits[0]!;
   const params: Record<string, string> = {};
