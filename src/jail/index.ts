@@ -32,3 +32,4 @@ export { LABELS } from './docker/labels.js';
 export { judgeDoctor, gatherDoctorFacts, type DoctorCheck, type DoctorFacts } from './doctor.js';
 export { PROBE_SCRIPT, hostAddresses, judgeProbe, parseProbe, probeArgv, type ProbeReport, type ProbeCheck } from './probe.js';
 export { runJailOnce, endReasonOf, DEFAULT_COLLECT_CAPS, type RunOnceOptions, type RunOnceResult, type RunOnceTimings } from './run-once.js';
+export { artifactTreeProblem, identityOf, MAX_ARTIFACT_ENTRIES, type ArtifactIdentity } from './artifact-tree.js';

@@ -3,6 +3,7 @@
  * profiles, workspaces and runs, never a dockerode Container.
  */
 import type { JailVerified } from '../protocol/index.js';
+import type { ArtifactIdentity } from './artifact-tree.js';
 
 /** Resource limits applied to one jail (already the lease's limits, never wider). */
 export interface JailLimits {
@@ -19,6 +20,11 @@ export interface JailArtifact {
   hostPath: string;
   /** Name under /artifacts inside the jail (a basename: no slash, no `..`). */
   name: string;
+  /**
+   * What the spawn's check saw: the driver binds that very object (its real path, device and
+   * inode) or refuses `artifact_changed` (jail/docker/artifact-stage.ts).
+   */
+  identity?: ArtifactIdentity;
 }
 
 export interface JailInput {
@@ -152,7 +158,7 @@ export interface EngineInfo {
 }
 
 export interface LabelledResource {
-  kind: 'container' | 'volume' | 'disk';
+  kind: 'container' | 'volume' | 'disk' | 'stage';
   id: string;
   runId: string;
   rootRunId: string;

@@ -43,6 +43,7 @@ export const ERROR_CODES = {
   jail_unverified: { kind: 'internal', hint: 'The engine did not apply the hardened profile; brig refuses to run a weaker jail. Run `brig doctor`.' },
   image_build_failed: { kind: 'unavailable', hint: 'The child image could not be built; `brig image build` shows the engine output, `brig doctor` checks the host.' },
   jail_failed: { kind: 'internal', hint: 'The jail could not be created or started; `brig doctor` shows why.' },
+  artifact_changed: { kind: 'denied', hint: 'The artifact was replaced between the spawn\'s check and the jail\'s mount (a path swap); hand it again from a directory only you can write.' },
   artifact_missing: { kind: 'invalid', hint: 'Give an existing regular file or directory as --artifact.' },
   resume_unavailable: { kind: 'conflict', hint: 'Only a timed-out run with a checkpoint and its pinned script can be resumed.' },
   daemon_running: { kind: 'conflict', hint: 'A daemon already serves this BRIG_HOME: use it (`brig list`), or stop it first.' },

@@ -286,6 +286,8 @@ export const RUN_FILES = {
   request: 'request.json',
   /** Kind `agent`: the spec as admitted, pinned like a script. */
   agent: 'agent.json',
+  /** The artifacts as the spawn's check saw them (real path, device, inode): what the jail binds. */
+  artifacts: 'artifacts.json',
   /** The packet the child was handed (the supervisor's copy; the jail's is /workspace/.brig/packet.json). */
   packet: 'packet.json',
   script: 'script.mjs',

@@ -1,54 +1,44 @@
 /**
  * What an operator may hand a child as an artifact (mounted read-only at /artifacts/NAME).
  *
- * Guarantees: only a regular file or a directory tree of regular files and directories that
- * sits on one filesystem. Refused: a system path (/, /proc, /sys, /dev, /run, /var/run, /etc,
- * /boot, the engine's state), a path whose real location is one of those, a tree holding a
- * socket, a device or a fifo (the engine's socket inside a jail would be the whole host), and
- * a tree with another mount under it — Docker 20.10 binds are not recursively read-only, so a
- * submount would be writable from the jail. Threat: an operator (or a coordinator acting for
- * one) handing a path that gives the child a way out. Fails closed: anything it cannot
- * examine (unreadable, too big to walk) is refused.
+ * Guarantees: the path's real location is resolved once, here, and judged: not a system path
+ * (/, /proc, /sys, /dev, /run, /var/run, /etc, /boot, the engine's state, brig's own state
+ * under /var/lib/brig), not brig's own home or runtime directory (its runs, leases, sockets,
+ * warm slots), and the object itself a regular file or a tree of them (jail/artifact-tree.ts).
+ * What it answers is that object's identity — real path, device, inode — which the jail
+ * driver binds and nothing else (a later swap is `artifact_changed`, never followed).
+ * Threat: an operator (or a coordinator acting for one) handing a path that gives the child a
+ * way out, or into another run. Fails closed: anything it cannot examine is refused.
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { artifactTreeProblem, identityOf, type ArtifactIdentity } from '../jail/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 
-const SYSTEM = ['/proc', '/sys', '/dev', '/run', '/var/run', '/etc', '/boot', '/var/lib/docker', '/var/lib/containerd'];
-/** The most entries an artifact tree may have for it to be examined (and mounted). */
-export const MAX_ARTIFACT_ENTRIES = 200_000;
+const SYSTEM = ['/proc', '/sys', '/dev', '/run', '/var/run', '/etc', '/boot', '/var/lib/docker', '/var/lib/containerd', '/var/lib/brig'];
 
 function refuse(a: string, why: string, hint = 'Hand a plain directory or file of regular files (copy it first if needed).'): Result<never, BrigError> {
   return err(new BrigError('artifact_missing', `artifact ${path.basename(a)} is refused: ${why}`, { data: { artifact: a, why }, hint }));
 }
 
 const under = (p: string, root: string) => p === root || p.startsWith(root.endsWith('/') ? root : `${root}/`);
+const over = (p: string, root: string) => under(root, p);
 
-export async function checkArtifact(a: string): Promise<Result<true, BrigError>> {
+/**
+ * Checks an artifact and answers what to bind: `own` are brig's own directories (its home,
+ * its runtime directory), refused whether the artifact lies under one or holds one.
+ */
+export async function checkArtifact(a: string, own: readonly string[] = []): Promise<Result<ArtifactIdentity, BrigError>> {
   const abs = path.resolve(a);
   const real = await fs.realpath(abs).catch(() => null);
   if (!real) return refuse(a, 'it does not exist or cannot be resolved');
-  if (real === '/' || SYSTEM.some((s) => under(real, s))) return refuse(a, `${real === abs ? 'it' : `its real path ${real}`} is a system path`);
-  const top = await fs.lstat(real).catch(() => null);
-  if (!top || !(top.isFile() || top.isDirectory())) return refuse(a, 'it is not a regular file or a directory');
-  if (top.isFile()) return ok(true);
-  let seen = 0;
-  const stack = [real];
-  while (stack.length > 0) {
-    const dir = stack.pop()!;
-    const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => null);
-    if (!entries) return refuse(a, `${path.relative(real, dir) || '.'} cannot be read`);
-    for (const e of entries) {
-      if (++seen > MAX_ARTIFACT_ENTRIES) return refuse(a, `it has more than ${MAX_ARTIFACT_ENTRIES} entries`);
-      const p = path.join(dir, e.name);
-      if (e.isSocket() || e.isCharacterDevice() || e.isBlockDevice() || e.isFIFO()) return refuse(a, `${path.relative(real, p)} is a ${e.isSocket() ? 'socket' : e.isFIFO() ? 'fifo' : 'device'}`);
-      if (e.isDirectory()) {
-        const st = await fs.lstat(p).catch(() => null);
-        // Another filesystem mounted below: the bind would carry it writable into the jail.
-        if (!st || st.dev !== top.dev) return refuse(a, `${path.relative(real, p)} is another mount`);
-        stack.push(p);
-      }
-    }
-  }
-  return ok(true);
+  const it = real === abs ? 'it' : `its real path ${real}`;
+  const ownReal = await Promise.all(own.map((o) => fs.realpath(o).catch(() => path.resolve(o))));
+  if (ownReal.some((o) => under(real, o) || over(real, o))) return refuse(a, `${it} is brig's own state (its home or runtime directory)`, 'Hand your own files; brig\'s runs, leases, sockets and slots are never an artifact.');
+  if (real === '/' || SYSTEM.some((s) => under(real, s))) return refuse(a, `${it} is a system path`);
+  const problem = await artifactTreeProblem(real);
+  if (problem) return refuse(a, problem);
+  const id = await identityOf(real);
+  if (!id) return refuse(a, 'it is not a regular file or a directory');
+  return ok(id);
 }

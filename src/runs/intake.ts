@@ -12,6 +12,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BrigError, err, ok, publicError, type Result } from '../util/errors.js';
 import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
+import type { JailArtifact } from '../jail/index.js';
 import { decideAdmission } from './admission.js';
 import { checkArtifact } from './artifact-check.js';
 import type { SupervisorDeps } from './ports.js';
@@ -72,13 +73,16 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   if (parent && (req.artifact_refs.length > 0 || req.image !== undefined)) {
     return err(new BrigError('capability_denied', 'a child cannot hand host paths or pick an image for a grandchild', { data: { what: 'artifact_refs/image' } }));
   }
+  // Each artifact is judged once, here; what the jail binds is the object judged (its identity).
+  const artifacts: JailArtifact[] = [];
   for (const a of req.artifact_refs) {
     const st = await fs.stat(path.resolve(a)).catch(() => null);
     if (!st || !(st.isFile() || st.isDirectory())) {
       return err(new BrigError('artifact_missing', `artifact ${path.basename(a)} is not an existing regular file or directory`, { data: { artifact: a } }));
     }
-    const safe = await checkArtifact(a);
-    if (!safe.ok) return safe;
+    const checked = await checkArtifact(a, [path.dirname(d.deps.paths.runs), d.deps.paths.brokers]);
+    if (!checked.ok) return checked;
+    artifacts.push({ name: path.basename(a), hostPath: checked.value.realPath, identity: checked.value });
   }
   const callerId = ctx.callerId ?? ctx.parentRunId ?? 'operator';
   const depth = parent ? parent.depth + 1 : 1;
@@ -124,7 +128,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     table.runs.delete(rec.id);
     table.preparing.delete(rec.id);
   };
-  const prepared = await prepare(d, rec, req, agent.value.spec);
+  const prepared = await prepare(d, rec, req, agent.value.spec, artifacts);
   if (!prepared.ok) {
     forget();
     return prepared;
@@ -139,16 +143,18 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   table.preparing.delete(rec.id);
   // The starter takes the parsed request from memory; the file is for a restart or a respawn.
   table.requests.set(rec.id, req);
+  if (artifacts.length > 0) table.artifacts.set(rec.id, artifacts);
   table.emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue', parentStep: rec.parentStep ?? null });
   return ok({ kind: 'created', run: rec, started: decision.kind === 'admit', async: req.async });
 }
 
 /** The run's directory, its request, pinned script and carried checkpoint; then the hook. */
-async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: AgentSpec | undefined): Promise<Result<{ rollback(): Promise<void> }, BrigError>> {
+async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: AgentSpec | undefined, artifacts: JailArtifact[]): Promise<Result<{ rollback(): Promise<void> }, BrigError>> {
   const { store } = d.table;
   try {
     await store.ensureDir(rec.id);
     await store.writeJson(rec.id, 'request', req);
+    if (artifacts.length > 0) await store.writeJson(rec.id, 'artifacts', artifacts);
     // The spec is pinned like a script: a restart or a respawn runs what was admitted.
     if (spec) await store.writeJson(rec.id, 'agent', spec);
     if (req.kind === 'script' && req.script !== undefined) await store.write(rec.id, 'script', req.script);
@@ -198,6 +204,11 @@ function agentRequest(d: Pick<IntakeDeps, 'deps'>, req: SpawnRequest): Result<{ 
     req: { ...req, agent: name, model: model.value.alias, ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}), ...(timeout !== undefined ? { timeout } : {}), ...(profile ? { profile } : {}) },
     spec: spec.value,
   });
+}
+
+/** The artifacts as intake checked them: from memory, else their file (a restart). */
+export async function loadArtifacts(table: RunTable, runId: string): Promise<JailArtifact[]> {
+  return table.artifacts.get(runId) ?? (await table.store.readArtifacts(runId)) ?? [];
 }
 
 /** The admitted request: from memory when this supervisor admitted it, else its file (parsed again). */

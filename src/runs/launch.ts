@@ -17,7 +17,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { CollectCaps, CollectReport, Jail, JailExit, JailInput, JailSpec } from '../jail/index.js';
+import type { CollectCaps, CollectReport, Jail, JailArtifact, JailExit, JailInput, JailSpec } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError } from '../util/errors.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
@@ -114,7 +114,8 @@ export function jailLimitsFor(l: Pick<LeaseGrant['limits'], 'memoryMb' | 'cpu' |
   return { memoryMb: l.memoryMb, cpu: l.cpu, pids: l.pids, tmpfsMb: JAIL_TMPFS_MB, diskMb: l.diskMb };
 }
 
-export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, packet: SpawnPacket, brokerDir: string, script: Buffer | null): JailSpec {
+/** The jail spec of a run; `artifacts` are the ones intake checked (their identities, bound as checked). */
+export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, packet: SpawnPacket, brokerDir: string, script: Buffer | null, artifacts: JailArtifact[] = []): JailSpec {
   const inputs: JailInput[] = [
     { path: CHILD_PATHS.packet, data: JSON.stringify(packet), mode: 0o444 },
     { path: CHILD_PATHS.token, data: lease.token, mode: 0o400 },
@@ -128,7 +129,7 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
     argv,
     env: { BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace },
     limits: jailLimitsFor(lease.limits),
-    artifacts: req.artifact_refs.map((a) => ({ hostPath: path.resolve(a), name: path.basename(a) })),
+    artifacts,
     brokerDir,
     inputs,
     ...(req.image ? { image: req.image } : {}),

@@ -29,6 +29,7 @@ import { writeFileAtomic } from '../util/atomic-file.js';
 import { BrigError } from '../util/errors.js';
 import { RUN_FILES, isRunId, runRecordProblem, type AgentPacket, type SpawnPacket } from '../protocol/index.js';
 import { AgentFrontmatterSchema, type AgentSpec } from '../agents/index.js';
+import type { JailArtifact } from '../jail/index.js';
 import { z } from 'zod';
 import { SpawnRequestSchema } from './spawn-request.js';
 import type { RunRecord, SpawnRequest } from './types.js';
@@ -36,7 +37,7 @@ import type { RunRecord, SpawnRequest } from './types.js';
 export { isRunId } from '../protocol/index.js';
 export { RUN_FILES } from '../protocol/index.js';
 
-type JsonFile = 'request' | 'agent' | 'packet';
+type JsonFile = 'request' | 'agent' | 'packet' | 'artifacts';
 type RawFile = 'script' | 'checkpoint';
 
 export interface SaveOptions {
@@ -65,6 +66,19 @@ function packetProblem(v: unknown): string | null {
   if (!isObj(lease) || typeof lease.id !== 'string' || !Array.isArray(lease.caps) || !lease.caps.every((c) => typeof c === 'string')) return 'lease is missing or of the wrong type';
   if (v.agent !== undefined && (!isObj(v.agent) || !Array.isArray((v.agent as Partial<AgentPacket>).tools))) return 'agent is of the wrong type';
   return null;
+}
+
+const ArtifactsSchema = z.array(
+  z.strictObject({
+    name: z.string().min(1),
+    hostPath: z.string().startsWith('/'),
+    identity: z.strictObject({ realPath: z.string().startsWith('/'), dev: z.string().regex(/^\d+$/), ino: z.string().regex(/^\d+$/), kind: z.enum(['file', 'dir']) }),
+  }),
+);
+
+function artifactsProblem(v: unknown): string | null {
+  const p = ArtifactsSchema.safeParse(v);
+  return p.success ? null : `${p.error.issues[0]?.path.join('.') || '(root)'}: ${p.error.issues[0]?.message ?? 'not a list of artifacts'}`;
 }
 
 /** A pinned spec is the frontmatter's schema plus its body and where it came from. */
@@ -151,6 +165,7 @@ export class RunStore {
   async writeJson(runId: string, name: 'request', value: SpawnRequest): Promise<void>;
   async writeJson(runId: string, name: 'agent', value: AgentSpec): Promise<void>;
   async writeJson(runId: string, name: 'packet', value: SpawnPacket): Promise<void>;
+  async writeJson(runId: string, name: 'artifacts', value: JailArtifact[]): Promise<void>;
   async writeJson(runId: string, name: JsonFile, value: unknown): Promise<void> {
     await this.ensureDir(runId);
     await writeFileAtomic(this.file(runId, name), JSON.stringify(value));
@@ -171,6 +186,15 @@ export class RunStore {
     const problem = agentProblem(v);
     if (problem) throw corrupt(runId, RUN_FILES.agent, problem);
     return v as AgentSpec;
+  }
+
+  /** The checked artifacts (name, real path, identity); null when the run has none. */
+  async readArtifacts(runId: string): Promise<JailArtifact[] | null> {
+    const v = await this.#json(runId, 'artifacts');
+    if (v === null) return null;
+    const problem = artifactsProblem(v);
+    if (problem) throw corrupt(runId, RUN_FILES.artifacts, problem);
+    return v as JailArtifact[];
   }
 
   async readPacket(runId: string): Promise<SpawnPacket | null> {

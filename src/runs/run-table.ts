@@ -1,4 +1,4 @@
-import type { Jail } from '../jail/index.js';
+import type { Jail, JailArtifact } from '../jail/index.js';
 import type { Ledger } from '../ledger/index.js';
 import { toBrigError, type BrigError, type Result } from '../util/errors.js';
 import { EventBus } from './event-bus.js';
@@ -40,6 +40,8 @@ export class RunTable {
   readonly preparing = new Set<string>();
   /** The parsed request of each run this supervisor admitted, handed from intake to the starter in memory (until it ends). */
   readonly requests = new Map<string, SpawnRequest>();
+  /** The artifacts intake checked for each run it admitted (their identities), until it ends. */
+  readonly artifacts = new Map<string, JailArtifact[]>();
   /** Runs a resume is in flight for. */
   readonly resuming = new Set<string>();
   /** Runs blocked on their own children (sync spawn, wait): calls in flight per run. */
@@ -104,6 +106,7 @@ export class RunTable {
 
   notifyEnded(runId: string): void {
     this.requests.delete(runId);
+    this.artifacts.delete(runId);
     const ws = this.#waiters.get(runId) ?? [];
     this.#waiters.delete(runId);
     for (const w of ws) w();

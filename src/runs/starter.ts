@@ -14,6 +14,7 @@ import type { Jail } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
+import { loadArtifacts } from './intake.js';
 import { bestEffort } from './best-effort.js';
 import { buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
 import type { SupervisorDeps } from './ports.js';
@@ -109,7 +110,7 @@ export class RunStarter {
       const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
       await table.store.writeJson(runId, 'packet', packet);
-      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'));
+      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), await loadArtifacts(table, runId));
       // The driver may hand a warm-pool jail made before this run: its key and socket
       // directory are the slot's, kept on the record before the child starts.
       handle.jail = await deps.jail.create(spec);

@@ -24,6 +24,7 @@ import { LABELS } from './labels.js';
 import { containerName, JAIL_USER, renderCreateBody, workspaceVolumeName, type CreateBody } from './profile.js';
 import { verifyInspect, type InspectView } from './verify.js';
 import { disksDirFor, WorkspaceDisks, type WorkspaceDisk, type WorkspaceQuota } from './workspace-disk.js';
+import { ArtifactStages, stageDirFor } from './artifact-stage.js';
 
 export interface DockerJailDriverOptions {
   /** DOCKER_HOST as config gives it; undefined → /var/run/docker.sock. */
@@ -43,6 +44,8 @@ export interface DockerJailDriverOptions {
   workspaceQuota?: WorkspaceQuota;
   /** Where the disk images live; default /var/lib/brig/disks/<owner>. */
   disksDir?: string;
+  /** Where artifacts are staged (root); default /var/lib/brig/stage/<owner>. */
+  stageDir?: string;
 }
 
 /** The owner label for a brig home: one supervisor's jails are never swept by another's. */
@@ -103,7 +106,8 @@ export class DockerJailDriver implements JailDriver {
   private readonly tailBytes: number | undefined;
   readonly workspaceQuota: WorkspaceQuota;
   readonly disks: WorkspaceDisks;
-  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes' | 'workspaceQuota' | 'disksDir'>> & { childRuntimeDir: string };
+  readonly stages: ArtifactStages;
+  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes' | 'workspaceQuota' | 'disksDir' | 'stageDir'>> & { childRuntimeDir: string };
   private image: Promise<string> | undefined;
 
   constructor(opts: DockerJailDriverOptions = {}) {
@@ -112,6 +116,7 @@ export class DockerJailDriver implements JailDriver {
     this.tailBytes = opts.tailBytes;
     this.workspaceQuota = opts.workspaceQuota ?? 'loop';
     this.disks = new WorkspaceDisks(opts.disksDir ?? disksDirFor(this.owner));
+    this.stages = new ArtifactStages(opts.stageDir ?? stageDirFor(this.owner));
     this.opts = {
       childRuntimeDir: opts.childRuntimeDir ?? path.join(packageRoot(), 'dist', 'child'),
       nodePath: opts.nodePath ?? fs.realpathSync(process.execPath),
@@ -187,17 +192,25 @@ export class DockerJailDriver implements JailDriver {
     return this.image;
   }
 
-  async create(spec: JailSpec): Promise<Jail> {
-    const image = spec.image ?? (await this.ensureImage());
+  async create(given: JailSpec): Promise<Jail> {
+    const image = given.image ?? (await this.ensureImage());
+    // Refused before anything is made or staged: a spec the profile would not render.
+    const checked = renderCreateBody(given, image, this.owner);
+    if (!checked.ok) throw checked.error;
+    // The artifacts bound are exactly the objects the spawn checked (artifact-stage.ts).
+    const artifacts = await this.stages.stage(given.runId, given.artifacts);
+    try {
+      return await this.#create({ ...given, artifacts }, image);
+    } catch (e) {
+      await this.stages.release(given.runId).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  async #create(spec: JailSpec, image: string): Promise<Jail> {
     const rendered = renderCreateBody(spec, image, this.owner);
     if (!rendered.ok) throw rendered.error;
     const body = rendered.value;
-    for (const a of spec.artifacts) {
-      const st = await fs.promises.stat(a.hostPath).catch(() => undefined);
-      if (!st || !(st.isFile() || st.isDirectory())) {
-        throw new BrigError('artifact_missing', `artifact ${a.name} is not an existing regular file or directory`, { data: { name: a.name } });
-      }
-    }
     if (spec.brokerDir !== undefined && !(await fs.promises.stat(spec.brokerDir).catch(() => undefined))?.isDirectory()) {
       throw new BrigError('invalid_input', 'the broker directory does not exist', { data: { runId: spec.runId } });
     }
@@ -223,7 +236,7 @@ export class DockerJailDriver implements JailDriver {
         if (statusOf(e) === 404) throw new BrigError('image_missing', `the image ${image} is not in the engine`, { cause: e });
         throw engineError(e, 'jail_failed', 'creating the jail failed');
       });
-      const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes, this.disks);
+      const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes, this.disks, this.stages);
       const inspect = await this.verify(container, body, spec.limits);
       jail.verified = verifiedSummary(inspect, disk ? { driver: 'local', type: disk.volumeOptions.type, options: disk.volumeOptions.o, diskMb: spec.limits.diskMb } : null);
       await jail.putInputs(spec.inputs ?? []);
@@ -287,7 +300,7 @@ export class DockerJailDriver implements JailDriver {
     // still holds what the child wrote, and wait() answers at once with its exit code.
     const c = found.find((x) => x.State === 'running') ?? found.find((x) => x.State === 'exited');
     if (!c) return null;
-    const jail = new DockerJail(this.docker, this.docker.getContainer(c.Id), runId, workspaceVolumeName(runId), this.tailBytes, this.disks);
+    const jail = new DockerJail(this.docker, this.docker.getContainer(c.Id), runId, workspaceVolumeName(runId), this.tailBytes, this.disks, this.stages);
     if (c.State === 'running') await jail.attachStreams();
     return jail;
   }
@@ -308,6 +321,7 @@ export class DockerJailDriver implements JailDriver {
         out.push({ kind: 'volume', id: v.Name, runId: labels[LABELS.runId] ?? '', rootRunId: labels[LABELS.rootRunId] ?? '', running: false });
       }
       for (const runId of await this.disks.runIds()) out.push({ kind: 'disk', id: this.disks.imagePath(runId), runId, rootRunId: '', running: false });
+      for (const runId of await this.stages.runIds()) out.push({ kind: 'stage', id: `${this.stages.dir}/${runId}`, runId, rootRunId: '', running: false });
       return out;
     } catch (e) {
       throw engineError(e, 'engine_unavailable', 'listing jails failed');
@@ -328,6 +342,7 @@ export class DockerJailDriver implements JailDriver {
     }
     // After the volumes: a disk's loop device is free once nothing mounts it.
     const disks = await this.disks.sweep(isLive);
+    await this.stages.sweep(isLive);
     return { containers, volumes, disks };
   }
 }

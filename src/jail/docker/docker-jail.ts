@@ -14,6 +14,7 @@ import { collectArchive } from './collect.js';
 import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { WORKSPACE_DIR } from './profile.js';
 import { TailBuffer } from './tail.js';
+import type { ArtifactStages } from './artifact-stage.js';
 import type { WorkspaceDisks } from './workspace-disk.js';
 
 /** Default bytes kept of each of stdout and stderr (the supervisor's stdoutTailBytes). */
@@ -74,6 +75,7 @@ export class DockerJail implements Jail {
     private readonly volumeName: string,
     tailBytes = DEFAULT_TAIL_BYTES,
     private readonly disks?: WorkspaceDisks,
+    private readonly stages?: ArtifactStages,
   ) {
     this.out = new TailBuffer(tailBytes);
     this.err = new TailBuffer(tailBytes);
@@ -201,7 +203,8 @@ export class DockerJail implements Jail {
     if (this.destroyed) return;
     await this.container.remove({ force: true, v: true }).catch(ignoreStatus(404, 409));
     // With the container gone nothing mounts the disk: its volume record and its loop device go together.
-    await Promise.all([removeVolume(this.docker, this.volumeName), this.disks?.release(this.runId)]);
+    // The staged artifacts go once no container mounts them.
+    await Promise.all([removeVolume(this.docker, this.volumeName), this.disks?.release(this.runId), this.stages?.release(this.runId)]);
     this.destroyed = true;
   }
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { isBrigError } from '../../../src/util/errors.js';
 import { hostAddresses, judgeProbe, parseProbe, PROBE_SCRIPT, probeArgv } from '../../../src/jail/probe.js';
-import { DockerJailDriver, LABELS, renderCreateBody } from '../../../src/jail/index.js';
+import { DockerJailDriver, LABELS, renderCreateBody, identityOf } from '../../../src/jail/index.js';
 import { verifyInspect, type InspectView } from '../../../src/jail/docker/verify.js';
 import { driver, ROOT, runToEnd, spec, sweepOwn } from './helpers.js';
 
@@ -122,7 +122,7 @@ let w; try { fs.writeFileSync('/artifacts/data.txt','x'); w='ok'; } catch (e) { 
 const st=fs.statSync('/workspace/in/task.txt');
 console.log(JSON.stringify({ art: fs.readFileSync('/artifacts/data.txt','utf8'), w, input: fs.readFileSync('/workspace/in/task.txt','utf8'), uid: st.uid }));`;
   const { exit, tails } = await runToEnd(
-    spec('art', ['node', '-e', script], { artifacts: [{ hostPath: art, name: 'data.txt' }], inputs: [{ path: 'in/task.txt', data: 'the task' }] }),
+    spec('art', ['node', '-e', script], { artifacts: [{ hostPath: art, name: 'data.txt', identity: (await identityOf(fs.realpathSync(art)))! }], inputs: [{ path: 'in/task.txt', data: 'the task' }] }),
   );
   assert.equal(exit.exitCode, 0, tails.stderrTail);
   assert.deepEqual(JSON.parse(tails.stdoutTail), { art: 'artifact-bytes', w: 'EROFS', input: 'the task', uid: 65534 });
