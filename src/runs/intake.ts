@@ -11,6 +11,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BrigError, err, ok, publicError, type Result } from '../util/errors.js';
+import { nearest } from '../util/nearest.js';
 import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import type { JailArtifact } from '../jail/index.js';
 import { decideAdmission } from './admission.js';
@@ -31,9 +32,20 @@ export interface IntakeDeps {
   settings: SupervisorSettings;
 }
 
-function invalid(parsed: { error: { issues: { path: PropertyKey[]; message: string }[] } }): BrigError {
-  const first = parsed.error.issues[0];
-  return new BrigError('invalid_input', `spawn request: ${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'}`);
+/** The first problem of a request, said for the caller: an unknown name of a closed set with the nearest one and the set. */
+function invalid(parsed: { error: { issues: { path: PropertyKey[]; message: string; code?: string }[] } }): BrigError {
+  const first = parsed.error.issues[0] as { path: PropertyKey[]; message: string; code?: string; values?: unknown[]; input?: unknown } | undefined;
+  const field = first?.path.join('.') || '(root)';
+  if (first?.code === 'invalid_value' && Array.isArray(first.values) && typeof first.input === 'string') {
+    const known = first.values.map(String);
+    const near = nearest(first.input, known);
+    const what = first.path[0] === 'caps' ? 'capability' : field;
+    return new BrigError('invalid_input', `spawn request: unknown ${what} ${first.input.slice(0, 60)}`, {
+      data: { field },
+      hint: `${near ? `Did you mean "${near}"? ` : ''}Known: ${known.join(', ')}`,
+    });
+  }
+  return new BrigError('invalid_input', `spawn request: ${field}: ${first?.message ?? 'invalid'}`, { data: { field } });
 }
 
 /**
@@ -42,7 +54,7 @@ function invalid(parsed: { error: { issues: { path: PropertyKey[]; message: stri
  * request as it would be admitted (defaults filled, the spec's narrowing applied).
  */
 export function checkSpawn(d: Pick<IntakeDeps, 'deps'>, input: SpawnRequestInput): Result<{ req: SpawnRequest; spec?: AgentSpec }, BrigError> {
-  const parsed = SpawnRequestSchema.safeParse(input);
+  const parsed = SpawnRequestSchema.safeParse(input, { reportInput: true });
   if (!parsed.success) return err(invalid(parsed));
   const agent = agentRequest(d, parsed.data);
   if (!agent.ok) return agent;

@@ -3,12 +3,17 @@
  *
  * Guarantees: a slot is `create()`d by the same driver with the same hardened body as a cold
  * jail (verify-after-create, its own fresh capped workspace and broker socket directory) and is
- * handed over only once its waiter said it is ready; its socket directory and FIFO are the jail
- * user's (0700, 0600) when brig runs as root, else 0711 and 0666 inside brig's private
- * brokers directory, as a run's socket is. Threat: a slot that is not what a cold jail would
- * be, or that leaves its container, disk or directory behind. Trusts: the driver's create and
- * verify, the kernel's permission checks. Fails closed: anything that fails while making a
- * slot destroys what was made and throws; destroying never throws.
+ * handed over only once its waiter said it is ready. As root its FIFO is root's, readable by
+ * the jail's group only (0640: the jail may read its assignment, no jail may write one) in a
+ * directory root owns (0750, the jail's group may enter); not root, 0666 in a 0711 directory
+ * inside brig's private brokers directory, as a run's socket is. Each slot has a random nonce
+ * in its waiter (pool-waiter.ts) and a recorded FIFO identity; `intact()` says whether its
+ * PID 1 is still that waiter and its FIFO still that FIFO — the pool hands out nothing else.
+ * Threat: a slot that is not what a cold jail would be, one taken over by something that
+ * wrote to its FIFO, or one that leaves its container, disk or directory behind. Trusts: the
+ * driver's create and verify, the engine's inspect (the waiter's host pid), /proc, the
+ * kernel's permission checks. Fails closed: anything that fails while making a slot destroys
+ * what was made and throws; destroying never throws; `intact()` says no on any doubt.
  */
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -19,7 +24,7 @@ import { BrigError } from '../../util/errors.js';
 import { POOL_KEY_PREFIX, type JailLimits, type JailSpec } from '../types.js';
 import type { DockerJail } from './docker-jail.js';
 import type { DockerJailDriver } from './docker-jail-driver.js';
-import { FIFO, SLOT_ENV, WAITER, waiterReady } from './pool-waiter.js';
+import { FIFO, SLOT_ENV, waiterReady, waiterScript } from './pool-waiter.js';
 import { JAIL_USER, renderCreateBody, type CreateBody } from './profile.js';
 
 const run = promisify(execFile);
@@ -34,6 +39,12 @@ export interface Slot {
   body: CreateBody;
   shape: string;
   readyAt: string;
+  /** The waiter's nonce: the assignment must carry it. */
+  nonce: string;
+  /** The waiter's argv: PID 1 of the slot must still be exactly this. */
+  argv: string[];
+  /** The FIFO's device and inode when it was made. */
+  fifo: { dev: number; ino: number };
   /** Set once a run took it: from then on its run's ender destroys it. */
   taken: boolean;
 }
@@ -58,15 +69,17 @@ export async function makeSlot(o: MakeSlot): Promise<Slot> {
   const dir = path.join(o.brokersDir, o.key);
   let jail: DockerJail | undefined;
   try {
-    await slotDir(dir);
-    const spec: JailSpec = { runId: o.key, leaseId: 'pool', rootRunId: o.key, argv: ['/bin/sh', '-c', WAITER], env: { ...SLOT_ENV }, limits: o.limits, artifacts: [], brokerDir: dir, inputs: [], image: o.image };
+    const fifo = await slotDir(dir);
+    const nonce = crypto.randomBytes(16).toString('hex');
+    const argv = ['/bin/sh', '-c', waiterScript(nonce)];
+    const spec: JailSpec = { runId: o.key, leaseId: 'pool', rootRunId: o.key, argv, env: { ...SLOT_ENV }, limits: o.limits, artifacts: [], brokerDir: dir, inputs: [], image: o.image };
     const rendered = renderCreateBody(spec, o.image, o.driver.owner);
     if (!rendered.ok) throw rendered.error;
     jail = (await o.driver.create(spec)) as DockerJail;
     await jail.start();
     if (!(await waiterReady(jail, 15_000))) throw new BrigError('jail_failed', 'the pooled jail\'s waiter did not start');
     jail.clearTails();
-    return { key: o.key, dir, jail, body: rendered.value, shape: o.shape, readyAt: new Date().toISOString(), taken: false };
+    return { key: o.key, dir, jail, body: rendered.value, shape: o.shape, readyAt: new Date().toISOString(), taken: false, nonce, argv, fifo };
   } catch (e) {
     await jail?.destroy().catch(() => {});
     await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
@@ -82,10 +95,10 @@ export async function destroySlot(slot: Slot): Promise<void> {
 }
 
 /**
- * The slot's socket directory with its FIFO: as root, both the jail user's (0700, 0600) as a
- * run's socket is; otherwise 0711 and 0666 inside the private brokers directory, as a run's.
+ * The slot's socket directory with its FIFO (see the header for the modes); the FIFO's
+ * identity, to know it again.
  */
-async function slotDir(dir: string): Promise<void> {
+async function slotDir(dir: string): Promise<{ dev: number; ino: number }> {
   await fs.promises.mkdir(dir, { mode: 0o700 });
   const fifo = path.join(dir, FIFO);
   if (!MKFIFO) throw new BrigError('jail_failed', "the warm pool needs coreutils' mkfifo (/usr/bin/mkfifo); install coreutils or run without --warm");
@@ -93,11 +106,31 @@ async function slotDir(dir: string): Promise<void> {
     throw new BrigError('jail_failed', `making the pooled jail's FIFO failed: ${(e as Error).message}`);
   });
   if (process.getuid?.() === 0) {
-    await fs.promises.chown(fifo, ...JAIL_IDS);
-    await fs.promises.chown(dir, ...JAIL_IDS);
+    // The jail reads its assignment through its group; only root writes one.
+    await fs.promises.chown(fifo, 0, JAIL_IDS[1]);
+    await fs.promises.chmod(fifo, 0o640);
+    await fs.promises.chown(dir, 0, JAIL_IDS[1]);
+    await fs.promises.chmod(dir, 0o750);
   } else {
     // Not root: the jail's uid cannot be given the files; the private brokers parent (0700) keeps others out.
     await fs.promises.chmod(fifo, 0o666);
     await fs.promises.chmod(dir, 0o711);
   }
+  const st = await fs.promises.lstat(fifo);
+  return { dev: st.dev, ino: st.ino };
+}
+
+/**
+ * Whether the slot is still what was made: running, its PID 1 (the engine's host pid) exactly
+ * its waiter's argv, its FIFO the same FIFO with the same owner and mode. Any doubt is no.
+ */
+export async function intact(slot: Slot): Promise<{ ok: true } | { ok: false; why: string }> {
+  const inspect = (await slot.jail.inspect().catch(() => null)) as { State?: { Running?: boolean; Pid?: number } } | null;
+  if (!inspect?.State?.Running || !inspect.State.Pid) return { ok: false, why: 'not_running' };
+  const cmdline = await fs.promises.readFile(`/proc/${inspect.State.Pid}/cmdline`).catch(() => null);
+  if (!cmdline || cmdline.toString('utf8') !== `${slot.argv.join('\0')}\0`) return { ok: false, why: 'not_its_waiter' };
+  const st = await fs.promises.lstat(path.join(slot.dir, FIFO)).catch(() => null);
+  if (!st || !st.isFIFO() || st.dev !== slot.fifo.dev || st.ino !== slot.fifo.ino) return { ok: false, why: 'fifo_changed' };
+  if (process.getuid?.() === 0 && (st.uid !== 0 || (st.mode & 0o777) !== 0o640)) return { ok: false, why: 'fifo_changed' };
+  return { ok: true };
 }

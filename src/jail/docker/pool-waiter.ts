@@ -22,21 +22,38 @@ export const ASSIGN = '.brig/assign.sh';
 /** The waiter's line on stderr once it is about to block (cleared from the tails before the run). */
 const READY = 'brig-pool: ready';
 
+/** Written by the pool beside the assignment: the slot's nonce, which the waiter checks first. */
+export const NONCE = '.brig/nonce';
+
 /**
  * PID 1 of a pooled jail. It says it is ready, blocks opening the FIFO (no CPU while it
- * waits), unpacks the run's inputs from it as the jail user with the cold path's umask, and
- * evals the assignment: unset its own environment, export the run's, exec the run's argv.
- * Any failure is exit 70 (the pool destroys the slot; a run that held it fails).
+ * waits), unpacks the run's inputs from it as the jail user with the cold path's umask,
+ * checks that the assignment carries the slot's nonce — known to the engine's config of this
+ * one container and to the pool, never to another jail — and only then evals it: unset its own
+ * environment, export the run's, exec the run's argv. Any failure, a missing or wrong nonce
+ * first, is exit 70 (the pool destroys the slot; a run that held it fails).
+ *
+ * Why eval: the run's argv must become PID 1 (exec), which only the shell can do here, and the
+ * assignment is the pool's own text — every value single-quoted (assignScript) — reaching the
+ * waiter only through a FIFO only root may write, with the slot's nonce.
  */
-export const WAITER = [
-  `echo '${READY}' >&2`,
-  'umask 022',
-  `tar -xf - -C ${WORKSPACE_DIR} </run/brig/${FIFO} || exit 70`,
-  `s=$(cat ${WORKSPACE_DIR}/${ASSIGN}) || exit 70`,
-  `rm -f ${WORKSPACE_DIR}/${ASSIGN}`,
-  'eval "$s"',
-  'exit 70',
-].join('\n');
+export function waiterScript(nonce: string): string {
+  if (!/^[0-9a-f]{32}$/.test(nonce)) throw new Error('a slot nonce is 32 hex digits');
+  return [
+    `BRIG_NONCE=${nonce}`,
+    `echo '${READY}' >&2`,
+    'umask 022',
+    `tar -xf - -C ${WORKSPACE_DIR} </run/brig/${FIFO} || exit 70`,
+    `n=$(cat ${WORKSPACE_DIR}/${NONCE} 2>/dev/null) || exit 70`,
+    `rm -f ${WORKSPACE_DIR}/${NONCE}`,
+    '[ "$n" = "$BRIG_NONCE" ] || exit 70',
+    `s=$(cat ${WORKSPACE_DIR}/${ASSIGN}) || exit 70`,
+    `rm -f ${WORKSPACE_DIR}/${ASSIGN}`,
+    'unset n BRIG_NONCE',
+    'eval "$s"',
+    'exit 70',
+  ].join('\n');
+}
 
 /** What the engine adds to a container's environment beside the body's (profile.ts Hostname). */
 const ENGINE_ENV = { HOSTNAME: 'brig' } as const;

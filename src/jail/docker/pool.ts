@@ -30,7 +30,7 @@ import { BrigError, toBrigError } from '../../util/errors.js';
 import type { EngineInfo, Jail, JailDriver, JailLimits, JailSpec, JailVerified, LabelledResource } from '../types.js';
 import type { DockerJailDriver } from './docker-jail-driver.js';
 import { PoolShapes, type ShapeState } from './pool-shapes.js';
-import { destroySlot, makeSlot, newSlotKey, type Slot } from './pool-slot.js';
+import { destroySlot, intact, makeSlot, newSlotKey, type Slot } from './pool-slot.js';
 import { PooledJail } from './pooled-jail.js';
 import { JAIL_PATH, renderCreateBody } from './profile.js';
 import { verifyInspect, type InspectView } from './verify.js';
@@ -158,8 +158,17 @@ export class WarmPool implements JailDriver {
     if (!renderCreateBody(spec, image, this.o.driver.owner).ok) return null;
     const key = this.#want(image, spec.limits);
     const shape = this.shapes.get(key)!;
-    const slot = shape.ready.shift();
-    if (!slot) return null;
+    // Only a slot still exactly as made: its waiter as PID 1, its FIFO untouched. Any other
+    // (taken over through its FIFO, its waiter gone) is discarded, never handed to a run.
+    let slot: Slot | undefined;
+    while ((slot = shape.ready.shift())) {
+      const check = await intact(slot);
+      if (check.ok) break;
+      slot.taken = true; // its waiter's end is this discard's, not a second one
+      this.o.onEvent?.({ type: 'jail.pool_discarded', slot: slot.key, reason: check.why });
+      void this.#destroy(slot);
+    }
+    if (!slot) return (this.#pump(), null);
     slot.taken = true;
     // Asked for again and served: keep more of it ready (the refill below makes them).
     shape.target = Math.min(this.o.size, shape.target * 2);

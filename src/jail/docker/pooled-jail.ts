@@ -16,7 +16,7 @@ import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailSpec, JailVerified, StreamTails } from '../types.js';
 import { inputsArchive } from './docker-jail.js';
 import type { Slot } from './pool-slot.js';
-import { ASSIGN, FIFO, assignScript } from './pool-waiter.js';
+import { ASSIGN, FIFO, NONCE, assignScript } from './pool-waiter.js';
 
 export class PooledJail implements Jail {
   private assigned = false;
@@ -56,7 +56,11 @@ export class PooledJail implements Jail {
 
   async #assign(): Promise<void> {
     await this.recheck;
-    const archive = await inputsArchive([...(this.spec.inputs ?? []), { path: ASSIGN, data: assignScript(this.spec), mode: 0o444 }]);
+    const archive = await inputsArchive([
+      ...(this.spec.inputs ?? []),
+      { path: ASSIGN, data: assignScript(this.spec), mode: 0o444 },
+      { path: NONCE, data: this.slot.nonce, mode: 0o444 },
+    ]);
     const fifo = path.join(this.slot.dir, FIFO);
     const fd = await openWriter(fifo, 1000);
     // Gone before the child runs: the waiter holds its end, and nothing in the jail can open it again.

@@ -8,6 +8,7 @@ import { brigPaths } from '../../../src/config/index.js';
 import { LeaseStore, loadPolicyFile, shippedPoliciesDir } from '../../../src/lease/index.js';
 import { MemoryLedger } from '../../../src/ledger/index.js';
 import { FsResultStore } from '../../../src/results/index.js';
+import { recordOf } from '../../helpers/run-record.js';
 import { runCli } from '../../helpers/cli.js';
 
 const brig = (home: string, argv: string[]) => runCli(argv, { home });
@@ -60,11 +61,11 @@ test('[INV-3] brig result RUN prints the bounded envelope; brig explain RUN show
   const ref = await store.writeStream('r-abc123', 'r-root01', 'out-rows.jsonl', Readable.from([Buffer.from(big)]));
   const runDir = path.join(home, 'runs', 'r-abc123');
   await fs.mkdir(runDir, { recursive: true });
-  const record = {
-    id: 'r-abc123', rootRunId: 'r-root01', parentRunId: 'r-root01', depth: 1, label: 'scan', status: 'ended', endReason: 'completed',
-    killedBy: null, startedAt: '2026-01-01T00:00:00.000Z', endedAt: '2026-01-01T00:00:02.500Z', stepsExecuted: 3, leaseId: null,
-    result: { answer: 'x'.repeat(30_000) }, stdoutTail: '', error: null,
-  };
+  const record = recordOf({
+    id: 'r-abc123', rootRunId: 'r-root01', parentRunId: 'r-root01', depth: 1, label: 'scan',
+    startedAt: '2026-01-01T00:00:00.000Z', endedAt: '2026-01-01T00:00:02.500Z', stepsExecuted: 3,
+    result: { answer: 'x'.repeat(30_000) },
+  });
   await fs.writeFile(path.join(runDir, 'run.json'), JSON.stringify(record));
   const r = await brig(home, ['result', 'r-abc123']);
   assert.equal(r.code, 0, r.err);
@@ -112,11 +113,8 @@ test('brig explain RUN shows its lease decisions; a root shows its savings rolle
   const rows = (n: number) => Array.from({ length: n }, (_, i) => JSON.stringify({ i, v: 'y'.repeat(30) })).join('\n') + '\n';
   const kidRef = await store.writeStream('r-kid001', 'r-root01', 'rows.jsonl', Readable.from([Buffer.from(rows(5000))]));
   const rootRef = await store.writeStream('r-root01', 'r-root01', 'rows.jsonl', Readable.from([Buffer.from(rows(3000))]));
-  const record = (id: string, parent: string | null, depth: number, leaseId: string) => ({
-    id, rootRunId: 'r-root01', parentRunId: parent, depth, label: id, status: 'ended', endReason: 'completed', killedBy: null,
-    createdAt: `2026-01-01T00:00:0${depth}.000Z`, startedAt: '2026-01-01T00:00:00.000Z', endedAt: '2026-01-01T00:00:01.000Z',
-    leaseId, result: { ok: true }, stdoutTail: '', error: null,
-  });
+  const record = (id: string, parent: string | null, depth: number, leaseId: string) =>
+    recordOf({ id, rootRunId: 'r-root01', parentRunId: parent, path: parent ? [parent, id] : [id], depth, label: id, createdAt: `2026-01-01T00:00:0${depth}.000Z`, leaseId, result: { ok: true } });
   for (const r of [record('r-root01', null, 0, root.value.record.id), record('r-kid001', 'r-root01', 1, kid.value.record.id)]) {
     await fs.mkdir(path.join(home, 'runs', r.id), { recursive: true });
     await fs.writeFile(path.join(home, 'runs', r.id, 'run.json'), JSON.stringify(r));

@@ -13,7 +13,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { readShapes, shapeKey } from '../../../src/jail/docker/pool-shapes.js';
-import { assignScript, shQuote, WAITER } from '../../../src/jail/docker/pool-waiter.js';
+import { assignScript, shQuote, waiterScript } from '../../../src/jail/docker/pool-waiter.js';
+
+const NONCE = '0123456789abcdef0123456789abcdef';
+const WAITER = waiterScript(NONCE);
 import { inputsArchive } from '../../../src/jail/docker/docker-jail.js';
 
 const run = promisify(execFile);
@@ -85,12 +88,14 @@ test('the waiter: blocks on its FIFO, unpacks the inputs as given (modes kept, u
     { path: '.brig/packet.json', data: '{"v":1}', mode: 0o444 },
     { path: '.brig/token', data: 'secret', mode: 0o400 },
     { path: '.brig/assign.sh', data: assignScript({ argv: [BUSYBOX, 'sh', '-c', probe], env: { HOME: ws } }), mode: 0o444 },
+    { path: '.brig/nonce', data: NONCE, mode: 0o444 },
   ]);
   await fs.promises.writeFile(path.join(runDir, 'go'), archive);
   assert.equal(await exited, 0, err);
   assert.match(out, /^-r--r--r-- packet\.json$/m);
   assert.match(out, /^-r-------- token$/m);
   assert.doesNotMatch(out, /assign\.sh/, 'the assignment is removed before the exec');
+  assert.doesNotMatch(out, /nonce/, 'so is the nonce');
   assert.match(out, /^secret$/m);
   assert.match(out, /^umask=0022$/m);
 });
@@ -108,6 +113,29 @@ test('the waiter exits 70 when its FIFO gives no valid archive (the pool then de
   await fs.promises.writeFile(path.join(root, 'run', 'go'), 'not a tar');
   assert.equal(await exited, 70);
 });
+
+for (const [what, nonce] of [['without a nonce', undefined], ['with another slot\'s nonce', 'ffffffffffffffffffffffffffffffff']] as const) {
+  test(`the waiter never runs an assignment ${what}: exit 70, nothing of it ran`, async (t) => {
+    if (noBusybox(t)) return;
+    const root = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-waiter-'));
+    t.after(() => fs.promises.rm(root, { recursive: true, force: true }));
+    const ws = path.join(root, 'workspace');
+    await fs.promises.mkdir(ws);
+    await fs.promises.mkdir(path.join(root, 'run'));
+    await run('mkfifo', ['-m', '0600', path.join(root, 'run', 'go')]);
+    const waiter = WAITER.replaceAll('/workspace', ws).replaceAll('/run/brig', path.join(root, 'run'));
+    const child = spawn(BUSYBOX, ['sh', '-c', waiter], { env: { PATH: '/bin:/usr/bin' }, stdio: 'ignore' });
+    const exited = new Promise<number | null>((r) => child.on('exit', r));
+    const marker = path.join(root, 'ran');
+    const archive = await inputsArchive([
+      { path: '.brig/assign.sh', data: assignScript({ argv: [BUSYBOX, 'touch', marker], env: {} }), mode: 0o444 },
+      ...(nonce ? [{ path: '.brig/nonce', data: nonce, mode: 0o444 }] : []),
+    ]);
+    await fs.promises.writeFile(path.join(root, 'run', 'go'), archive);
+    assert.equal(await exited, 70);
+    assert.equal(fs.existsSync(marker), false, 'the forged assignment did not run');
+  });
+}
 
 test('shapeKey: every limit and the image tell shapes apart', () => {
   const l = { memoryMb: 512, cpu: 1, pids: 128, tmpfsMb: 64, diskMb: 1024 };

@@ -1,0 +1,118 @@
+/**
+ * [INV-2] No way from one run into another through the warm pool. The attack found (a child
+ * given a slot's directory opened its FIFO, wrote an assignment, became the slot's PID 1 and
+ * read the next run's bearer and task) fails at every step on its own:
+ *  - the jail's uid cannot open a slot's FIFO for writing (it is root's, the jail may only read);
+ *  - an assignment without the slot's nonce is not run: the waiter exits and the slot is gone;
+ *  - a slot whose PID 1 is no longer its waiter is never handed to a run.
+ * Real engine, real slots; the writes an attacker would make are made here as root or as the
+ * jail's uid.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { WarmPool, type PoolEvent } from '../../../src/jail/index.js';
+import { inputsArchive } from '../../../src/jail/docker/docker-jail.js';
+import { requireEngine } from '../../helpers/engine.js';
+import { driver, spec, sweepOwn } from './helpers.js';
+
+after(sweepOwn);
+
+const LIMITS = { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 64 };
+
+async function pool(t: { after(fn: () => Promise<void> | void): void }, events: PoolEvent[]): Promise<{ pool: WarmPool; dir: string }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-pool-'));
+  const p = new WarmPool({ driver, size: 1, brokersDir: dir, prime: [LIMITS], onEvent: (e) => events.push(e) });
+  t.after(async () => {
+    await p.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  await p.start();
+  await p.filled();
+  return { pool: p, dir };
+}
+
+function slotDirs(dir: string): string[] {
+  return fs.readdirSync(dir).filter((n) => n.startsWith('pool-')).map((n) => path.join(dir, n));
+}
+
+/** The slot's waiter script, as the engine holds it (root can read it; no jail can). */
+async function waiterOf(key: string): Promise<string> {
+  const c = (await driver.docker.listContainers({ all: true, filters: { name: [key] } }))[0]!;
+  const inspect = (await driver.docker.getContainer(c.Id).inspect()) as { Config: { Cmd: string[] } };
+  return inspect.Config.Cmd[2]!;
+}
+
+async function containerOf(key: string): Promise<{ State: { Running: boolean; ExitCode: number; Pid: number } }> {
+  const c = (await driver.docker.listContainers({ all: true, filters: { name: [key] } }))[0]!;
+  return (await driver.docker.getContainer(c.Id).inspect()) as unknown as { State: { Running: boolean; ExitCode: number; Pid: number } };
+}
+
+// req: jail:fresh
+test("[INV-2] the jail's uid cannot open a warm slot's FIFO for writing (the attack's first step)", async (t) => {
+  if (!(await requireEngine(t))) return;
+  if (process.getuid?.() !== 0) return t.skip('needs root: the FIFO is given to the jail user only when brig runs as root');
+  const events: PoolEvent[] = [];
+  const { dir } = await pool(t, events);
+  const slot = slotDirs(dir)[0]!;
+  // What a child given the slot's directory would see: the directory bound elsewhere (no 0700 parent in the way).
+  const view = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-view-'));
+  fs.chmodSync(view, 0o755);
+  execFileSync('mount', ['--bind', slot, view]);
+  t.after(() => {
+    execFileSync('umount', [view]);
+    fs.rmdirSync(view);
+  });
+  const r = spawnSync(process.execPath, ['-e', `const fs=require('fs'); try { fs.openSync(process.argv[1], fs.constants.O_WRONLY | fs.constants.O_NONBLOCK); console.log('opened'); } catch (e) { console.log(e.code); }`, path.join(view, 'go')], { uid: 65534, gid: 65534, encoding: 'utf8' });
+  assert.equal(r.stdout.trim(), 'EACCES', `uid 65534 opening the FIFO for writing: ${r.stdout}${r.stderr}`);
+});
+
+// req: jail:fresh
+test('[INV-2] an assignment without the slot\'s nonce is never run: the waiter exits and the slot is discarded', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const events: PoolEvent[] = [];
+  const { dir } = await pool(t, events);
+  const slot = slotDirs(dir)[0]!;
+  const key = path.basename(slot);
+  // A forged assignment, written as a root process on the host could: it would leave a mark and stay up.
+  const tar = await inputsArchive([{ path: '.brig/assign.sh', data: 'echo pwned > /workspace/pwned\nexec sleep 600\n', mode: 0o444 }]);
+  fs.writeFileSync(path.join(slot, 'go'), tar);
+  for (let i = 0; i < 100 && (await containerOf(key)).State.Running; i++) await new Promise((r) => setTimeout(r, 50));
+  const c = await containerOf(key).catch(() => null);
+  assert.ok(!c || !c.State.Running, 'the waiter did not run the forged assignment: it is not running sleep');
+  if (c) assert.equal(c.State.ExitCode, 70, 'it exited 70 (refused)');
+  for (let i = 0; i < 100 && !events.some((e) => e.type === 'jail.pool_discarded' && e.slot === key); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(events.some((e) => e.type === 'jail.pool_discarded' && e.slot === key), 'the slot was discarded');
+});
+
+// req: jail:fresh
+test('[INV-2] a slot whose PID 1 is no longer its waiter is never handed to a run: the run gets another jail, the slot is discarded', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const events: PoolEvent[] = [];
+  const { pool: p, dir } = await pool(t, events);
+  const slot = slotDirs(dir)[0]!;
+  const key = path.basename(slot);
+  // The hijack with everything an attacker could need (the nonce too, read from the engine as root):
+  // PID 1 becomes a program that would read the next run's assignment from the FIFO.
+  const nonce = /BRIG_NONCE=([0-9a-f]+)/.exec(await waiterOf(key))?.[1] ?? '';
+  const hijack = 'exec sh -c "cat /run/brig/go > /workspace/stolen; sleep 600"\n';
+  const tar = await inputsArchive([
+    { path: '.brig/assign.sh', data: hijack, mode: 0o444 },
+    { path: '.brig/nonce', data: nonce, mode: 0o444 },
+  ]);
+  fs.writeFileSync(path.join(slot, 'go'), tar);
+  await new Promise((r) => setTimeout(r, 500));
+  const s = spec('after-hijack', ['sh', '-c', 'echo mine'], { limits: LIMITS, brokerDir: fs.mkdtempSync(path.join(dir, 'run-')) });
+  const jail = await p.create(s);
+  try {
+    assert.notEqual(jail.key ?? jail.runId, key, 'the hijacked slot was not handed out');
+    await jail.start();
+    assert.equal((await jail.wait()).exitCode, 0);
+  } finally {
+    await jail.destroy();
+  }
+  assert.ok(events.some((e) => e.type === 'jail.pool_discarded' && e.slot === key), `the hijacked slot was discarded: ${JSON.stringify(events)}`);
+});
