@@ -28,6 +28,8 @@ export const SpawnArgsSchema = z.strictObject({
       diskMb: z.number().int().positive().optional().describe('/workspace size in MiB: writes past it fail with ENOSPC'),
       timeoutMs: z.number().int().positive().optional().describe('end the run watchdog_timeout after this long'),
       maxSteps: z.number().int().positive().optional().describe('the step budget of a script or agent child'),
+      tokens: z.number().int().nonnegative().optional().describe("the child's token budget (model calls through its broker)"),
+      costUsd: z.number().nonnegative().optional().describe("the child's cost budget in USD"),
     })
     .optional()
     .describe('narrowing only: the lease clamps each to the profile’s'),
@@ -53,8 +55,8 @@ export function toSpawnRequest(a: SpawnArgs): Result<SpawnRequestInput> {
   const bad = (a.expectedOutputs ?? []).find((e) => e.startsWith('/') || e.split('/').includes('..') || e.includes('\0'));
   if (bad !== undefined) return invalid(`expected output ${JSON.stringify(bad)} must be a path relative to out/ without ..`, 'e.g. report.json or logs/run.txt');
   const kind = a.argv !== undefined ? { kind: 'command' as const, argv: a.argv } : a.script !== undefined ? { kind: 'script' as const, script: a.script } : { kind: 'agent' as const, agent: a.agent! };
-  const { cpu, memoryMb, pids, diskMb, timeoutMs, maxSteps } = a.limits ?? {};
-  const jail = { ...(cpu !== undefined ? { cpu } : {}), ...(memoryMb !== undefined ? { memoryMb } : {}), ...(pids !== undefined ? { pids } : {}), ...(diskMb !== undefined ? { diskMb } : {}) };
+  const { timeoutMs, maxSteps, ...rest } = a.limits ?? {};
+  const jail = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
   return ok({
     task: a.task,
     ...kind,

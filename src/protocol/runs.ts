@@ -176,8 +176,11 @@ export const SPAWN_BOUNDS = {
   argvItems: 256,
 } as const;
 
-/** The jail limits a spawn may narrow (the lease clamps them to the parent's; never widens). */
-export type SpawnLimits = Partial<Pick<Limits, 'cpu' | 'memoryMb' | 'pids' | 'diskMb'>>;
+/**
+ * The limits a spawn may narrow — the jail's size and the child's token and cost budgets (a
+ * parent gives a child less than it holds). The lease clamps each to the parent's; never widens.
+ */
+export type SpawnLimits = Partial<Pick<Limits, 'cpu' | 'memoryMb' | 'pids' | 'diskMb' | 'tokens' | 'costUsd'>>;
 
 /**
  * One spawn request, for every face, as parsed (defaults filled). snake_case because it is

@@ -32,7 +32,7 @@ export const SpawnRequestSchema = z
     image: z.string().min(1).optional(),
     caps: z.array(CapabilitySchema).optional(),
     /** Narrowing of the jail's size; the lease clamps it to the parent's (never widens). */
-    limits: LimitsSchema.pick({ cpu: true, memoryMb: true, pids: true, diskMb: true }).partial().strict().optional(),
+    limits: LimitsSchema.pick({ cpu: true, memoryMb: true, pids: true, diskMb: true, tokens: true, costUsd: true }).partial().strict().optional(),
     profile: z.string().min(1).optional(),
     objective: z.string().max(4096).optional(),
     /** Host paths (operator spawns) or ResultRef ids handed to the child read-only. */

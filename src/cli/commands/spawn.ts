@@ -35,6 +35,8 @@ const command: Command = {
     { name: 'cpus', value: 'N', description: 'CPU limit of the jail (fractions allowed)' },
     { name: 'pids', value: 'N', description: 'process limit of the jail' },
     { name: 'disk', value: 'MB', description: 'size of the jail\'s /workspace (writes past it fail with ENOSPC)' },
+    { name: 'tokens', value: 'N', description: "the child's token budget (at most the profile's)" },
+    { name: 'cost', value: 'USD', description: "the child's cost budget in USD (at most the profile's)" },
     { name: 'artifact', value: 'PATH', repeatable: true, description: 'mount a host file or directory read-only at /artifacts/<basename>' },
     { name: 'image', value: 'TAG', description: 'the child image (default: the one `brig image build` made)' },
     { name: 'async', description: 'return once the run is admitted (needs `brig serve`); `brig wait RUN` later' },
@@ -73,7 +75,16 @@ const command: Command = {
     const cpus = numberFlag(p, 'cpus');
     const pids = numberFlag(p, 'pids');
     const disk = numberFlag(p, 'disk');
-    const limits = { ...(memory ? { memoryMb: Math.round(memory) } : {}), ...(cpus ? { cpu: cpus } : {}), ...(pids ? { pids: Math.round(pids) } : {}), ...(disk ? { diskMb: Math.round(disk) } : {}) };
+    const tokens = numberFlag(p, 'tokens');
+    const cost = numberFlag(p, 'cost');
+    const limits = {
+      ...(memory ? { memoryMb: Math.round(memory) } : {}),
+      ...(cpus ? { cpu: cpus } : {}),
+      ...(pids ? { pids: Math.round(pids) } : {}),
+      ...(disk ? { diskMb: Math.round(disk) } : {}),
+      ...(tokens !== undefined ? { tokens: Math.round(tokens) } : {}),
+      ...(cost !== undefined ? { costUsd: cost } : {}),
+    };
     const req: SpawnRequestInput = {
       task: flag(p, 'task') ?? (scriptFile ? `script ${path.basename(scriptFile)}` : argv.join(' ').slice(0, 1000)),
       ...(agent

@@ -88,3 +88,19 @@ test('[INV-1] a run\'s bearer token is never written under BRIG_HOME: only its s
   assert.ok(files.length > 5, files.join('\n'));
   for (const f of files) assert.ok(!fs.readFileSync(f).includes(token), `the bearer is in ${f}`);
 });
+
+// req: lease:limits-min
+test('[INV-1] a spawn narrows the token and cost budgets too: the lease is the smaller of the asked and the profile\'s; more than the profile is clamped, never granted', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await home(t);
+  const small = await brig(h, 'spawn', '--json', '--profile', 'worker', '--tokens', '1000', '--cost', '0.25', '--', 'true');
+  assert.equal(small.code, 0, small.err);
+  const shown = async (out: string) => JSON.parse((await brig(h, 'lease', 'show', JSON.parse(out).run.leaseId as string, '--json')).out).lease as { limits: { tokens: number; costUsd: number }; refused: { what: string; code: string }[] };
+  const l = await shown(small.out);
+  assert.deepEqual([l.limits.tokens, l.limits.costUsd], [1000, 0.25], 'what was asked, under the profile');
+  const big = await brig(h, 'spawn', '--json', '--profile', 'worker', '--tokens', '999999999', '--cost', '5000', '--', 'true');
+  assert.equal(big.code, 0, big.err);
+  const b = await shown(big.out);
+  assert.deepEqual([b.limits.tokens, b.limits.costUsd], [200_000, 2], "the worker profile's, not more");
+  assert.deepEqual(b.refused.filter((x) => x.code === 'limit_clamped').map((x) => x.what).sort(), ['costUsd', 'tokens']);
+});
