@@ -50,6 +50,11 @@ export interface JailSpec {
   inputs?: JailInput[];
   /** Image reference; the driver's built child image when absent. */
   image?: string;
+  /**
+   * Who asked for this jail: an operator's spawn (a root run) or a child's (through its
+   * broker). The warm pool learns limit shapes from operators only (absent: operator).
+   */
+  askedBy?: 'operator' | 'child';
 }
 
 export interface JailExit {

@@ -132,6 +132,8 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
     artifacts,
     brokerDir,
     inputs,
+    // The warm pool learns limit shapes from an operator's spawns only, never a child's.
+    askedBy: r.parentRunId === null ? 'operator' : 'child',
     ...(req.image ? { image: req.image } : {}),
   };
 }

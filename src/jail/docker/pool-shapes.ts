@@ -2,6 +2,12 @@
  * The warm pool's shapes (pool.ts): which limit shapes are kept warm, how many ready jails each
  * is kept at, which is let go first, and the file that carries them to the next start. Plain
  * bookkeeping: making and destroying jails is the pool's.
+ *
+ * Guarantees: a shape is learned (kept warm, written to the file) only when an operator asks
+ * for it; a child's spawn is served from a shape already kept or goes cold, and never evicts
+ * one nor reaches the file; a primed shape (the operator's default) is never evicted.
+ * Threat: a child steering the pool — evicting the operator's warm jails, or making the next
+ * daemon warm what it chose. Fails closed: an unknown asker learns nothing.
  */
 import fs from 'node:fs';
 import { writeFileAtomic } from '../../util/atomic-file.js';
@@ -43,6 +49,17 @@ export interface ShapeState {
    * to the size — a one-off shape costs one idle jail, not `size` of them.
    */
   target: number;
+  /** Primed by the operator's configuration: never let go for a newer shape. */
+  pinned: boolean;
+}
+
+export interface WantOptions {
+  /** Ready jails a shape new to the pool is kept at (default one). */
+  target?: number;
+  /** Learn a shape the pool does not keep (an operator's); false: only a kept one is served. */
+  learn: boolean;
+  /** Never let this shape go (the primed one). */
+  pinned?: boolean;
 }
 
 export interface PoolShapesOptions {
@@ -68,23 +85,27 @@ export class PoolShapes {
   }
 
   /**
-   * Marks a shape as wanted; a shape new to the pool is kept at `target` ready jails (default
-   * one). The least recently wanted shapes past maxShapes are let go: their ready slots are
-   * returned for the caller to destroy.
+   * Marks a shape as wanted. A shape new to the pool is learned only with `learn` (kept at
+   * `target` ready jails); without it, an unknown shape is null (the caller goes cold) and
+   * nothing changes. The least recently wanted unpinned shapes past maxShapes are let go: their
+   * ready slots are returned for the caller to destroy.
    */
-  want(image: string, limits: JailLimits, target = 1): { key: string; dropped: Slot[] } {
+  want(image: string, limits: JailLimits, o: WantOptions): { key: string; dropped: Slot[] } | null {
     const key = shapeKey(image, limits);
+    const known = this.#shapes.get(key);
+    if (!known && !o.learn) return null;
     // Strictly increasing: shapes wanted in the same millisecond keep their order.
     const now = Math.max(Date.now(), this.#lastWanted + 1);
     this.#lastWanted = now;
-    const known = this.#shapes.get(key);
-    const s = known ?? { image, limits: { ...limits }, ready: [], filling: 0, lastWanted: now, target: Math.max(1, Math.min(this.o.size, target)) };
+    const s = known ?? { image, limits: { ...limits }, ready: [], filling: 0, lastWanted: now, target: Math.max(1, Math.min(this.o.size, o.target ?? 1)), pinned: o.pinned === true };
     s.lastWanted = now;
+    if (o.pinned) s.pinned = true;
     this.#shapes.set(key, s);
     if (!known) this.#save();
     const dropped: Slot[] = [];
-    const byAge = [...this.#shapes.entries()].sort((a, b) => b[1].lastWanted - a[1].lastWanted);
-    for (const [k, old] of byAge.slice(this.o.maxShapes)) {
+    const pinned = [...this.#shapes.values()].filter((x) => x.pinned).length;
+    const byAge = [...this.#shapes.entries()].filter(([, x]) => !x.pinned).sort((a, b) => b[1].lastWanted - a[1].lastWanted);
+    for (const [k, old] of byAge.slice(Math.max(0, this.o.maxShapes - pinned))) {
       this.#shapes.delete(k);
       dropped.push(...old.ready.splice(0));
     }

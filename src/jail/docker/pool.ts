@@ -29,7 +29,7 @@ import path from 'node:path';
 import { BrigError, toBrigError } from '../../util/errors.js';
 import type { EngineInfo, Jail, JailDriver, JailLimits, JailSpec, JailVerified, LabelledResource } from '../types.js';
 import type { DockerJailDriver } from './docker-jail-driver.js';
-import { PoolShapes, type ShapeState } from './pool-shapes.js';
+import { PoolShapes, type ShapeState, type WantOptions } from './pool-shapes.js';
 import { destroySlot, intact, makeSlot, newSlotKey, type Slot } from './pool-slot.js';
 import { PooledJail } from './pooled-jail.js';
 import { JAIL_PATH, renderCreateBody } from './profile.js';
@@ -93,8 +93,8 @@ export class WarmPool implements JailDriver {
     if (this.o.size <= 0) return;
     const image = await this.o.driver.ensureImage();
     const kept = this.shapes.kept();
-    for (const limits of this.o.prime ?? []) this.#want(image, limits, this.o.size);
-    for (const limits of kept) this.#want(image, limits);
+    for (const limits of this.o.prime ?? []) this.#want(image, limits, { learn: true, pinned: true, target: this.o.size });
+    for (const limits of kept) this.#want(image, limits, { learn: true });
   }
 
   /** Ready and filling slots per shape (the metrics gauges). */
@@ -156,7 +156,9 @@ export class WarmPool implements JailDriver {
     // The checks the cold path's create makes of a spec (the assignment quotes every value,
     // but an argv with NUL or an env name that is not an identifier must be refused, not run).
     if (!renderCreateBody(spec, image, this.o.driver.owner).ok) return null;
-    const key = this.#want(image, spec.limits);
+    // A shape is learned from an operator's spawn only: a child's is served if kept, else cold.
+    const key = this.#want(image, spec.limits, { learn: spec.askedBy !== 'child' });
+    if (key === null) return null;
     const shape = this.shapes.get(key)!;
     // Only a slot still exactly as made: its waiter as PID 1, its FIFO untouched. Any other
     // (taken over through its FIFO, its waiter gone) is discarded, never handed to a run.
@@ -203,12 +205,13 @@ export class WarmPool implements JailDriver {
     }
   }
 
-  /** Marks a shape as wanted (PoolShapes.want), destroys the ready slots of shapes let go, fills. */
-  #want(image: string, limits: JailLimits, target = 1): string {
-    const { key, dropped } = this.shapes.want(image, limits, target);
-    for (const slot of dropped) void this.#destroy(slot);
+  /** Marks a shape as wanted (PoolShapes.want), destroys the ready slots of shapes let go, fills; null: not kept, not learned. */
+  #want(image: string, limits: JailLimits, o: WantOptions): string | null {
+    const wanted = this.shapes.want(image, limits, o);
+    if (!wanted) return null;
+    for (const slot of wanted.dropped) void this.#destroy(slot);
     this.#pump();
-    return key;
+    return wanted.key;
   }
 
   /** Starts fills until every shape holds its target (bounded concurrency, backoff after a failure). */
