@@ -128,11 +128,11 @@ test('[INV-4] a collection redone after a crash replaces what the first attempt 
  * unreleased). `announced`: the crash fell after its ledger lines, before the flag was cleared.
  */
 async function diedBeforeRelease(announced: boolean) {
-  const { setupSup } = await import('./setup.js');
+  const { setupSup, until } = await import('./setup.js');
   const first = await setupSup();
   const r = await first.sup.spawn({ task: 'ends', script: 'export default async () => 1', async: true });
   assert.ok(r.ok);
-  for (let i = 0; i < 200 && first.sup.peek(r.value.id)?.status !== 'running'; i++) await new Promise((res) => setTimeout(res, 5));
+  await until(() => first.sup.peek(r.value.id)?.status === 'running', 'running');
   await first.sup.close();
   const rec = (await first.store.load(r.value.id))!;
   await first.store.save({ ...rec, status: 'ended', endReason: 'completed', terminalStatus: null, endedAt: new Date().toISOString(), unreleased: true });

@@ -6,6 +6,8 @@ import path from 'node:path';
 import { MemoryLedger } from '../../../src/ledger/types.js';
 import { RunStore } from '../../../src/runs/run-store.js';
 import { RunTable } from '../../../src/runs/run-table.js';
+import { ManualClock } from '../../helpers/fakes/manual-time.js';
+import { MemoryLeases } from '../../helpers/fakes/memory-leases.js';
 import { SCRIPT, setupSup, until } from './setup.js';
 
 test('the step past max_steps is refused with `timeout` and the run ends failed; its jail is stopped before its out/ is read', async () => {
@@ -240,16 +242,20 @@ test('[INV-8] a run reattached after a restart keeps its lease: it can still spa
 });
 
 test('a parent blocked on its stepping child is not killed by health_monitor; the silent one is', async () => {
-  const { sup } = await setupSup({ settings: { stuckKillThresholdMs: 150 } });
+  // The health monitor judges by the supervisor's clock: time moves when the test says.
+  const clock = new ManualClock();
+  const leases = new MemoryLeases();
+  leases.now = clock.ms; // the leases' expiry on the same clock: a run's deadline is what its lease has left
+  const { sup } = await setupSup({ settings: { stuckKillThresholdMs: 150 }, clock, leases });
   const p = await sup.spawn({ task: 'waits on a child', script: SCRIPT, async: true });
   const lone = await sup.spawn({ task: 'silent', script: SCRIPT, async: true });
   assert.ok(p.ok && lone.ok);
-  await until(() => sup.peek(p.value.id)?.status === 'running', 'parent running');
+  await until(() => sup.peek(p.value.id)?.status === 'running' && sup.peek(lone.value.id)?.status === 'running', 'parent and the silent one running');
   const child = (await sup.handleChildCall(p.value.id, 'spawn', { request: { task: 'steps', script: SCRIPT, async: true } })) as { runId: string };
   await until(() => sup.peek(child.runId)?.status === 'running', 'child running');
   for (let i = 0; i < 8; i++) {
     await sup.handleChildCall(child.runId, 'progress', {});
-    await new Promise((r) => setTimeout(r, 50));
+    clock.advance(50);
   }
   await until(() => sup.peek(lone.value.id)?.status === 'ended', 'the silent run ended');
   assert.equal(sup.peek(lone.value.id)!.killedBy, 'health_monitor');

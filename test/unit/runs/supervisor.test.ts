@@ -6,12 +6,14 @@ import path from 'node:path';
 import { MemoryLedger } from '../../../src/ledger/types.js';
 import { createSupervisor, type SupervisorCore } from '../../../src/runs/supervisor.js';
 import type { SupervisorSettings } from '../../../src/runs/types.js';
+import type { Timers } from '../../../src/runs/progress-fork.js';
 import { FakeJailDriver, type FakeJail } from '../../helpers/fakes/fake-jail.js';
+import { ManualTimers } from '../../helpers/fakes/manual-time.js';
 import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
 
 const SCRIPT = 'export default async function (brig) { return 1 }';
 
-async function setup(settings: Partial<SupervisorSettings> = {}, home?: string, jail = new FakeJailDriver(), leases = new MemoryLeases()) {
+async function setup(settings: Partial<SupervisorSettings> = {}, home?: string, jail = new FakeJailDriver(), leases = new MemoryLeases(), timers?: Timers) {
   home ??= await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-'));
   const ledger = new MemoryLedger();
   const broker = new NullBroker();
@@ -19,6 +21,7 @@ async function setup(settings: Partial<SupervisorSettings> = {}, home?: string, 
     jail, leases, broker, ledger, tickMs: 10,
     paths: { runs: path.join(home, 'runs'), brokers: path.join(home, 'brokers') },
     settings: { progressIntervalMs: 5, ...settings },
+    ...(timers ? { timers } : {}),
   });
   const report = await sup.start();
   return { sup, jail, leases, ledger, broker, home, report };
@@ -291,13 +294,15 @@ test('a start failure ends the run failed and releases its lease; lease revoke e
 });
 
 test('progress events carry real step counts and stop at the end', async () => {
-  const { sup, jail, ledger } = await setup();
+  const timers = new ManualTimers();
+  const { sup, jail, ledger } = await setup({}, undefined, undefined, undefined, timers);
   const r = await sup.spawn({ task: 'p', script: SCRIPT, async: true });
   assert.ok(r.ok);
   const it = sup.events({ runId: r.value.id });
   await until(running(sup, r.value.id), 'running');
   await sup.handleChildCall(r.value.id, 'run.progress', {});
   await sup.handleChildCall(r.value.id, 'run.progress', {});
+  timers.fire(); // the run's progress interval comes round
   let seen: { stepsExecuted: number; progressLine: string | null } | undefined;
   for (;;) {
     const { value } = await it.next();
@@ -310,7 +315,8 @@ test('progress events carry real step counts and stop at the end', async () => {
   jail.jails.get(r.value.id)!.exit(0);
   await sup.wait(r.value.id);
   await it.return!();
-  await new Promise((res) => setTimeout(res, 40)); // eight progress intervals
+  for (let i = 0; i < 8; i++) timers.fire(); // eight progress intervals after the end
+  assert.equal(timers.live, 0, 'the run\'s progress timer was cleared at its end');
   const mine = ledger.events.filter((e) => e.runId === r.value.id).map((e) => e.type);
   const endAt = mine.indexOf('run.lifecycle_ended');
   assert.ok(endAt > 0);
