@@ -71,7 +71,7 @@ export const TIERS: readonly Tier[] = [
     shared: true,
     ownProcess: UNIT_OWN_PROCESS,
     alone: {},
-    startFirst: [],
+    startFirst: ['test/unit/jail/collect.test.ts', 'test/unit/lease/attenuate.test.ts', 'test/unit/api/event-hub.test.ts'],
   },
   {
     name: 'integration',

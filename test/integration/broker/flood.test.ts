@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { BrokerTestClient, DEFAULT_BROKER_LIMITS } from '../../../src/broker/index.js';
+import { DEFAULT_BROKER_LIMITS } from '../../../src/broker/index.js';
 import type { LedgerEvent } from '../../../src/ledger/index.js';
+import { BrokerTestClient } from '../../helpers/fakes/broker-test-client.js';
 import { BrokerFixture } from './fixture.js';
 
 /**

@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { DockerJailDriver, type Jail } from '../../../src/jail/index.js';
-import { BrokerTestClient, METHOD_NAMES, requiredCapability } from '../../../src/broker/index.js';
+import { METHOD_NAMES, requiredCapability } from '../../../src/broker/index.js';
+import { BrokerTestClient } from '../../helpers/fakes/broker-test-client.js';
 import { BrokerFixture } from './fixture.js';
 
 /** Every container/volume this file makes carries this root run id; the sweep is scoped to it. */

@@ -8,8 +8,8 @@ import { loadConfig } from '../../../src/config/index.js';
 import { composeSupervisor } from '../../../src/daemon/compose.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
 import { LeaseStore } from '../../../src/lease/index.js';
-import { MemoryLedger } from '../../../src/ledger/index.js';
 import type { RunRecord } from '../../../src/runs/index.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 
 const CHILD = `export default async function (brig) { for (;;) { await brig.progress('tick'); await new Promise((r) => setTimeout(r, 100)); } }`;
 const PARENT = `export default async function (brig) { await brig.spawn({ task: 'loop', profile: 'worker', script: ${JSON.stringify(CHILD)} }); }`;

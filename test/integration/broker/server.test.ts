@@ -2,8 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { BrigError } from '../../../src/util/errors.js';
-import { BrokerTestClient, METHOD_NAMES, requiredCapability, type BrokerCall, type BrokerReply } from '../../../src/broker/index.js';
+import { METHOD_NAMES, requiredCapability, type BrokerCall, type BrokerReply } from '../../../src/broker/index.js';
 import { verifyLedger } from '../../../src/ledger/index.js';
+import { BrokerTestClient } from '../../helpers/fakes/broker-test-client.js';
 import { BrokerFixture } from './fixture.js';
 
 const errCode = (r: BrokerReply) => (r.ok ? 'ok' : r.error.code);

@@ -6,8 +6,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { brigPaths } from '../../../src/config/index.js';
 import { LeaseStore, loadPolicyFile, shippedPoliciesDir } from '../../../src/lease/index.js';
-import { MemoryLedger } from '../../../src/ledger/index.js';
 import { FsResultStore } from '../../../src/results/index.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { runCli } from '../../helpers/cli.js';
 
 const brig = (home: string, argv: string[]) => runCli(argv, { home });

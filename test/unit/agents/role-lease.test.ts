@@ -5,10 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { toolSurface, type AgentSpec } from '../../../src/agents/index.js';
-import { MemoryLedger } from '../../../src/ledger/types.js';
 import type { LeaseIssue } from '../../../src/runs/index.js';
 import { createSupervisor } from '../../../src/runs/supervisor.js';
 import { ok } from '../../../src/util/errors.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { FakeJailDriver } from '../../helpers/fakes/fake-jail.js';
 import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
 

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { BrigError, err, ok } from '../../../src/util/errors.js';
 import { grantAllows, type LeaseRecord } from '../../../src/lease/index.js';
-import { MemoryLedger } from '../../../src/ledger/index.js';
 import { dispatchLine, type DispatchDeps, type RunState } from '../../../src/broker/dispatch.js';
 import { METHOD_NAMES, requiredCapability } from '../../../src/broker/protocol.js';
 import { StrikeCounter, TokenBucket } from '../../../src/broker/rate-limit.js';
 import { RefusalLog } from '../../../src/broker/refusal-log.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { capsArb } from '../lease/arbitraries.js';
 
 function lease(caps: LeaseRecord['caps']): LeaseRecord {

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LeaseStore, loadPolicyFile, shippedPoliciesDir, grantWithin, type Policy } from '../../../src/lease/index.js';
-import { MemoryLedger } from '../../../src/ledger/index.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { ManualTimers } from '../../helpers/fakes/manual-time.js';
 
 function policy(): Policy {

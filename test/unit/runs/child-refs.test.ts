@@ -5,11 +5,11 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { MemoryLedger } from '../../../src/ledger/index.js';
 import { FsResultStore } from '../../../src/results/index.js';
 import { CHILD_REPLY_BYTES, ChildRefs, fitReply, isDescendant, type RunRecord } from '../../../src/runs/index.js';
 import type { SliceOutput } from '../../../src/slice/index.js';
 import type { BrigError } from '../../../src/util/errors.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 
 const run = (path: string[]) => ({ id: path[path.length - 1]!, rootRunId: path[0]!, path });
 

@@ -101,7 +101,7 @@ test('[INV-4] a collection redone after a crash replaces what the first attempt 
   const { collectOutputs } = await import('../../../src/runs/launch.js');
   const { RunTable } = await import('../../../src/runs/run-table.js');
   const { RunStore } = await import('../../../src/runs/run-store.js');
-  const { MemoryLedger } = await import('../../../src/ledger/types.js');
+  const { MemoryLedger } = await import('../../helpers/fakes/memory-ledger.js');
   const { FakeJailDriver } = await import('../../helpers/fakes/fake-jail.js');
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-ll-redo-'));
   t.after(() => fs.rm(home, { recursive: true, force: true }));
