@@ -69,3 +69,14 @@ test('a file in a shared worker: its own section, counted the same', async () =>
   assert.deepEqual(sections.map((s) => [s.name, s.ok]), [[SAMPLE, false]]);
   assert.deepEqual(parseTap(sections[0]!.body), EXPECTED);
 });
+
+test('a file in a process started ahead of it (--single): counted as if it ran alone', async () => {
+  const child = fork(path.join(ROOT, 'test/tiers/worker.ts'), ['--single', '--preload', 'test/tiers/tap.ts'], { cwd: ROOT, execArgv: ['--import', 'tsx', '--test-reporter=tap'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  let tap = '';
+  child.stdout!.on('data', (d: Buffer) => (tap += d.toString()));
+  child.once('message', () => child.send({ file: SAMPLE }));
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  assert.equal(code, 1, 'a failing test fails its process');
+  assert.deepEqual(parseTap(tap), EXPECTED);
+  assert.ok(tapSummary(tap), "node's own summary closes it");
+});

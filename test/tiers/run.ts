@@ -63,6 +63,7 @@ function parseArgs(argv: string[]): Args {
 
 const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-tiers-'));
 const LOADER = ['--import', 'tsx', '--test-reporter=tap'];
+const LINGER_S = 20;
 
 function start(args: string[], ipc: boolean): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, [...LOADER, ...args], {
@@ -97,25 +98,72 @@ function keep(r: FileResult): FileResult {
   return r;
 }
 
-/** A file in a process of its own. */
-function runOwn(file: string, timeoutS: number): Promise<FileResult> {
-  const t0 = performance.now();
-  const { child, output } = start([file], false);
+/** What a file's own process said: its TAP, counted, and why it failed if it did. */
+function ownResult(file: string, t0: number, tap: string, code: number | null, signal: NodeJS.Signals | null, timedOut: boolean, timeoutS: number): FileResult {
+  const { counts, skips, failed } = parseTap(tap);
+  let why: string | undefined;
+  if (timedOut) why = `killed after ${timeoutS} s (--file-timeout)`;
+  else if (code !== 0) why = `exited ${code ?? signal}`;
+  else if (!tapSummary(tap)) why = 'ended without its TAP summary';
+  else if (counts.fail + counts.cancelled > 0) why = `${counts.fail} failed, ${counts.cancelled} cancelled`;
+  return keep({ file, ok: why === undefined, wallS: (performance.now() - t0) / 1000, counts, skips, failed, tap, ...(why ? { why } : {}) });
+}
+
+function settle(child: ChildProcess, timeoutS: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; timedOut: boolean }> {
   let timedOut = false;
   const timer = setTimeout(() => ((timedOut = true), killGroup(child)), timeoutS * 1000);
   return new Promise((resolve) => {
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      const tap = output();
-      const { counts, skips, failed } = parseTap(tap);
-      let why: string | undefined;
-      if (timedOut) why = `killed after ${timeoutS} s (--file-timeout)`;
-      else if (code !== 0) why = `exited ${code ?? signal}`;
-      else if (!tapSummary(tap)) why = 'ended without its TAP summary';
-      else if (counts.fail + counts.cancelled > 0) why = `${counts.fail} failed, ${counts.cancelled} cancelled`;
-      resolve(keep({ file, ok: why === undefined, wallS: (performance.now() - t0) / 1000, counts, skips, failed, tap, ...(why ? { why } : {}) }));
+      resolve({ code, signal, timedOut });
     });
   });
+}
+
+/** A file in a process of its own, started now. */
+async function runOwn(file: string, timeoutS: number): Promise<FileResult> {
+  const t0 = performance.now();
+  const { child, output } = start([file], false);
+  const { code, signal, timedOut } = await settle(child, timeoutS);
+  return ownResult(file, t0, output(), code, signal, timedOut, timeoutS);
+}
+
+/** A process for one file, started ahead (test/tiers/worker.ts --single): ready once it has loaded `preload`. */
+interface Warm {
+  child: ChildProcess;
+  output: () => string;
+  ready: Promise<boolean>;
+}
+
+function warm(preload: readonly string[]): Warm {
+  const { child, output } = start([path.join(ROOT, 'test/tiers/worker.ts'), '--single', ...preload.flatMap((m) => ['--preload', m])], true);
+  const ready = new Promise<boolean>((resolve) => {
+    child.once('message', () => resolve(true));
+    child.once('close', () => resolve(false));
+  });
+  return { child, output, ready };
+}
+
+/** Runs `file` in a warm process (one that died warming is replaced by a cold one). */
+async function runWarm(w: Warm, file: string, timeoutS: number): Promise<FileResult> {
+  const t0 = performance.now();
+  if (!(await w.ready)) return runOwn(file, timeoutS);
+  const settled = settle(w.child, timeoutS);
+  w.child.send({ file });
+  const { code, signal, timedOut } = await settled;
+  return ownResult(file, t0, w.output(), code, signal, timedOut, timeoutS);
+}
+
+/** Files a process each, the next one's process warming while this one runs. */
+async function drainOwn(queue: string[], tier: Tier, timeoutS: number, results: FileResult[]): Promise<void> {
+  let spare: Warm | undefined = queue.length > 0 ? warm(tier.preload) : undefined;
+  for (let f = queue.shift(); f !== undefined; f = queue.shift()) {
+    const w = spare!;
+    spare = queue.length > 0 ? warm(tier.preload) : undefined;
+    results.push(await runWarm(w, f, timeoutS));
+  }
+  // Another slot took the file it was warmed for.
+  if (spare?.child.connected) spare.child.send({ end: true });
 }
 
 /**
@@ -133,7 +181,14 @@ async function drainShared(queue: string[], timeoutS: number, results: FileResul
     const next = () => {
       clearTimeout(timer);
       current = queue.shift();
-      if (current === undefined) return void child.send({ end: true });
+      if (current === undefined) {
+        // Its files are done; a handle one of them left open must not hold the tier.
+        timer = setTimeout(() => {
+          process.stdout.write(`   (a shared process was still up ${LINGER_S} s after its last file: a test left a handle open; ended)\n`);
+          killGroup(child);
+        }, LINGER_S * 1000);
+        return void child.send({ end: true });
+      }
       sent.set(current, performance.now());
       const f = current;
       timer = setTimeout(() => ((timedOut = f), killGroup(child)), timeoutS * 1000);
@@ -185,7 +240,7 @@ async function runTier(tier: Tier, files: string[], timeoutS: number): Promise<T
   // Own-process files first (in a shared tier they are few), then the shared queue; a slot
   // that is free takes whichever is next.
   const slot = async () => {
-    for (let f = own.shift(); f !== undefined; f = own.shift()) results.push(await runOwn(f, timeoutS));
+    await drainOwn(own, tier, timeoutS, results);
     await drainShared(shared, timeoutS, results);
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(tier.concurrency, rest.length)) }, slot));
