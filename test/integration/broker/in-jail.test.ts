@@ -19,6 +19,7 @@ after(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ATTACK = fs.readFileSync(path.join(import.meta.dirname, 'in-jail-attack.mjs'));
 
+// req: lease:enforced
 test('[INV-1] from inside a real jail: no capability, bad/other-run/expired/revoked bearers and hostile input are refused and logged; another run keeps being served', async (t) => {
   if (!(await requireEngine(t))) return;
   const f = await BrokerFixture.create({ rate: { authTimeoutMs: 1000 } });

@@ -14,6 +14,7 @@ import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 const CHILD = `export default async function (brig) { for (;;) { await brig.progress('tick'); await new Promise((r) => setTimeout(r, 100)); } }`;
 const PARENT = `export default async function (brig) { await brig.spawn({ task: 'loop', profile: 'worker', script: ${JSON.stringify(CHILD)} }); }`;
 
+// req: end:one-reason
 test('[INV-8] revoking a lease in the middle of a run ends that run and its descendants (killed)', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-rv-'));

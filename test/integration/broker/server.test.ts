@@ -33,6 +33,7 @@ test('hello returns the packet; the socket is 0600 in a 0700 dir, both the jail 
   }
 });
 
+// req: lease:enforced
 test('[INV-1] every method is refused without its capability, and each denial lands in the ledger', async () => {
   const f = await BrokerFixture.create();
   try {
@@ -138,6 +139,7 @@ test('handlers get the verified identity with child-set identity fields stripped
   }
 });
 
+// req: events:ledger-no-content
 test('[INV-7] broker ledger events carry no task text, params or log content', async () => {
   const f = await BrokerFixture.create();
   try {

@@ -52,6 +52,7 @@ test('brig ref list|read|grep|jq|sql|jsonpath over a real store; refusals map to
   assert.match(missing.err, /ref_not_found/);
 });
 
+// req: envelope:bounded
 test('[INV-3] brig result RUN prints the bounded envelope; brig explain RUN shows refs and savings', async (t) => {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-h3-cli-'));
   t.after(() => fs.rm(home, { recursive: true, force: true }));

@@ -32,6 +32,7 @@ function deps(rec: LeaseRecord, ledger = new MemoryLedger()): DispatchDeps {
   };
 }
 
+// req: lease:enforced
 test('[INV-1] one predicate, two users: a call is served iff grantAllows(lease, METHODS[method].cap)', async () => {
   await fc.assert(
     fc.asyncProperty(capsArb, fc.constantFrom(...METHOD_NAMES), async (caps, method) => {

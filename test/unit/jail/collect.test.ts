@@ -38,6 +38,7 @@ test('safeRelative refuses absolute, dotdot and foreign roots', () => {
   assert.deepEqual(safeRelative('other/x', 'out'), { reason: 'outside_root' });
 });
 
+// req: results:no-symlink results:no-escape
 test('[INV-4] only regular files are copied; links, devices, fifos and escapes are skipped and reported', async (t) => {
   const base = await tmpdir(t);
   const dest = path.join(base, 'ref');
@@ -68,6 +69,7 @@ test('[INV-4] only regular files are copied; links, devices, fifos and escapes a
   assert.deepEqual(fs.readdirSync(base), ['ref'], 'no temp directory left behind');
 });
 
+// req: results:caps-refuse results:atomic
 test('[INV-4] over the per-file cap is refused whole, not truncated, and leaves nothing', async (t) => {
   const base = await tmpdir(t);
   const dest = path.join(base, 'ref');
@@ -76,6 +78,7 @@ test('[INV-4] over the per-file cap is refused whole, not truncated, and leaves 
   assert.deepEqual(fs.readdirSync(base), []);
 });
 
+// req: results:caps-refuse
 test('[INV-4] over the per-run cap is refused, also when the bytes are past the entry cap', async (t) => {
   const base = await tmpdir(t);
   const many = await tarOf(Array.from({ length: 5 }, (_, i) => ({ name: `out/f${i}`, data: 'z'.repeat(1000) })));
@@ -130,6 +133,7 @@ test('an existing destination is refused, never merged into', async (t) => {
   await assert.rejects(collectArchive(Readable.from([archive]), 'out', base, CAPS), (e) => isBrigError(e, 'invalid_input'));
 });
 
+// req: results:no-escape
 test('[INV-4] names with newlines or terminal escapes are skipped, and reported escaped', async (t) => {
   const base = await tmpdir(t);
   const dest = path.join(base, 'ref');
@@ -149,6 +153,7 @@ test('[INV-4] names with newlines or terminal escapes are skipped, and reported 
   assert.equal(printableName('a\tb'), 'a\\x09b');
 });
 
+// req: results:caps-refuse
 test('[INV-4] a huge declared size is refused at the header even for a skipped entry', async (t) => {
   const base = await tmpdir(t);
   // Only the header is built: a reader that streamed the body would never finish.
@@ -191,6 +196,7 @@ test('[INV-4] a subtree deeper than the depth cap, or a path over the length cap
   assert.equal(fs.readFileSync(path.join(dest, 'z.txt'), 'utf8'), 'last');
 });
 
+// req: results:caps-refuse
 test('[INV-4] the directories an output needs count against the per-run cap: empty files at the end of chains of their own are refused, not a free gigabyte', async (t) => {
   const base = await tmpdir(t);
   const chains = await tarOf(Array.from({ length: 100 }, (_, i) => ({ name: `out/${Array.from({ length: 10 }, (_, d) => `c${i}d${d}`).join('/')}/empty`, data: '' })));

@@ -47,6 +47,7 @@ test('a root lease is the profile inside root; token verifies for its run only',
     assert.equal(ledger.events.filter((e) => e.type === 'lease.issued').length, 1);
   }));
 
+// req: lease:caps-intersect lease:limits-min
 test('[INV-1] a child is parent ∩ request ∩ profile; refusals are recorded and logged', () =>
   withStore((s, { ledger }) => {
     const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
@@ -215,6 +216,7 @@ test('a child whose ancestor record is missing or unreadable is no lease (fail c
     assert.match(kid.error.message, /missing or unreadable ancestor/);
   }));
 
+// req: events:ledger-no-content
 test('[INV-7] a profile name a child made up never reaches the ledger', () =>
   withStore((s, { ledger }) => {
     const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });

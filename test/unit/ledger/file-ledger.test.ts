@@ -46,6 +46,7 @@ test('appends are on disk when append returns, chained and verifiable', async ()
   });
 });
 
+// req: events:ledger-no-content
 test('[INV-7] events are content-free: objects dropped, strings capped, reserved fields kept by the ledger', async () => {
   await withDir(async (dir) => {
     const l = new FileLedger({ dir });

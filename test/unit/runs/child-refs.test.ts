@@ -13,6 +13,7 @@ import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 
 const run = (path: string[]) => ({ id: path[path.length - 1]!, rootRunId: path[0]!, path });
 
+// req: slice:descendants-only
 test('[INV-5] isDescendant: children and grandchildren yes; itself, its parent, a sibling, another tree no', () => {
   assert.equal(isDescendant('r-p', 'r-root', run(['r-root', 'r-p', 'r-c'])), true);
   assert.equal(isDescendant('r-p', 'r-root', run(['r-root', 'r-p', 'r-c', 'r-g'])), true);
@@ -82,6 +83,7 @@ async function tree(t: { after: (fn: () => Promise<void>) => void }) {
   return { refs, refOf, ledger };
 }
 
+// req: slice:descendants-only
 test('[INV-5] ChildRefs: a descendant\'s ref reads; its own, a sibling\'s, another tree\'s are ref_not_found and ledgered without the ref id', async (t) => {
   const { refs, refOf, ledger } = await tree(t);
   const call = (runId: string, method: string, params: unknown) => refs.handle({ runId, leaseId: `l-${runId}`, method, params });

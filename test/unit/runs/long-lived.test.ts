@@ -55,6 +55,7 @@ test('a spooled child result crosses back as a pointer with its size, never inli
   assert.deepEqual(boundedResult({ small: 1 }, null), { result: { small: 1 } });
 });
 
+// req: results:atomic
 test('[INV-4] start-up sweep: collect temps and never-indexed dirs of ended runs go; live runs and indexed refs stay', async (t) => {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-ll-sweep-'));
   t.after(() => fs.rm(home, { recursive: true, force: true }));
@@ -141,6 +142,7 @@ async function diedBeforeRelease(announced: boolean) {
   return { first, runId: r.value.id, restart };
 }
 
+// req: end:released end:one-reason
 test('[INV-8] an end saved by a supervisor that died before releasing it is finished at the next start: socket dir gone, announced once', async () => {
   const { first, runId, restart } = await diedBeforeRelease(false);
   const brokerDir = path.join(first.home, 'brokers', runId);

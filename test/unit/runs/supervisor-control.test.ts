@@ -135,6 +135,7 @@ test('100 concurrent spawns see each other: exactly 5 admitted, 10 queued, 85 re
   await sup.close();
 });
 
+// req: end:released
 test('[INV-8] a kill while the jail is being created releases the jail, broker socket and lease anyway', async () => {
   const { sup, jail, leases } = await setupSup();
   let open!: () => void;
@@ -200,6 +201,7 @@ test('after a restart a resumable run is verified on disk; one that lost its che
   await second.sup.close();
 });
 
+// req: lease:posture-never-loosens lease:enforced
 test('[INV-1] a child cannot hand host paths or choose an image for its grandchild, nor spawn without the capability', async () => {
   const { sup, jail, leases } = await setupSup();
   const p = await sup.spawn({ task: 'p', script: SCRIPT, async: true });
@@ -285,6 +287,7 @@ test('a respawn-mode steer of a child is attributed to whoever steered: the pare
   await sup.close();
 });
 
+// req: envelope:history-opt-in
 test('[INV-3] a parent summary over parentSummaryMaxTokens is refused, not cut; within it, it reaches the packet only when asked for', async () => {
   const { sup, jail } = await setupSup({ settings: { parentSummaryMaxTokens: 10 } });
   const over = await sup.spawn({ task: 'too much history', script: SCRIPT, include_parent_history: 'summary', parent_summary: 'x'.repeat(41) });
@@ -329,6 +332,7 @@ test('a child whose first broker call beats the supervisor recording its start i
   await sup.close();
 });
 
+// req: envelope:no-transcript
 test('[INV-3] a child result over the summary bound stays on disk: the parent gets its size, not its content', async () => {
   const { boundedResult, MAX_SUMMARY_RESULT_CHARS } = await import('../../../src/runs/child-calls.js');
   assert.deepEqual(boundedResult({ n: 1 }), { result: { n: 1 } });

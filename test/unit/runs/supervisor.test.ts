@@ -37,6 +37,7 @@ async function until(cond: () => boolean | Promise<boolean>, what: string): Prom
 
 const running = (sup: SupervisorCore, id: string) => () => sup.peek(id)?.status === 'running';
 
+// req: events:ledger-no-content end:one-reason end:released
 test('[INV-8] [INV-7] a run goes queued → running → ended completed, releases everything, events are content-free', async () => {
   const { sup, jail, leases, ledger, broker } = await setup();
   const r = await sup.spawn({ task: 'SECRET-TASK-TEXT', script: SCRIPT, async: true, expected_outputs: ['report.txt', 'missing.txt'] });
@@ -85,6 +86,7 @@ test('the 6th child is queued and starts when a slot frees; a full queue is refu
   await sup.close();
 });
 
+// req: end:one-reason end:released
 test('[INV-8] kill mid-run: killed by operator, container gone; a racing exit does not add a second end', async () => {
   const { sup, jail, ledger } = await setup();
   const r = await sup.spawn({ task: 'k', script: SCRIPT, async: true });
@@ -169,7 +171,8 @@ test('a silent child is killed by health_monitor', async () => {
   await sup.close();
 });
 
-test('steer: inject reaches the child at its next step; respawn mode kills and starts a new run; ended run fails fast', async () => {
+// req: lease:steer-not-grant
+test('[INV-1] steer: inject reaches the child at its next step; respawn mode kills and starts a new run; ended run fails fast', async () => {
   const { sup, jail } = await setup();
   const r = await sup.spawn({ task: 'a', script: SCRIPT, async: true });
   assert.ok(r.ok);
@@ -324,6 +327,7 @@ test('progress events carry real step counts and stop at the end', async () => {
   await sup.close();
 });
 
+// req: lease:enforced
 test('[INV-1] the lease bounds the run: maxSteps 0 stays 0, and collection is capped by the lease resultBytes', async () => {
   const leases = new MemoryLeases();
   leases.rootLimits = { ...leases.rootLimits, maxSteps: 0, resultBytes: 1000 };
