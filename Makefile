@@ -6,14 +6,14 @@ BRIG := $(NODE) dist/cli/main.js
 # The test tiers, each timed against its budget (test/tiers/tiers.ts); one summary at the end.
 TIERS := $(NODE) --import tsx test/tiers/run.ts
 
-.PHONY: help deps build engine images test test-unit test-integration test-long demo bench soak typecheck clean
+.PHONY: help deps test-deps build engine images test test-unit test-integration test-long demo bench soak typecheck clean
 
 help:
 	@echo "make demo   - set up everything, then run the main job"
 	@echo "make test   - set up everything, then run all tests (real engine, real DuckDB): the three tiers below"
 	@echo "make test-unit        - unit + arch tests, no engine"
 	@echo "make test-integration - integration tests, two files at a time (AREA=jail for one area)"
-	@echo "make test-long        - the long ones: whole sessions, soak-like loads, a browser, the demo"
+	@echo "make test-long        - the long ones: soak-like loads, a browser, the demo"
 	@echo "make bench  - benchmarks against the raw floor"
 	@echo "make soak   - a daemon under load, kills, steers and SIGKILL restarts; checks nothing was lost"
 
@@ -33,10 +33,14 @@ typecheck: deps
 engine:
 	@bash scripts/engine-up.sh
 
+# What only the tests need (chromium for the console test), set up before the timed tiers.
+test-deps:
+	@bash scripts/test-deps.sh
+
 images: build engine
 	$(BRIG) image build
 
-test: build typecheck engine images
+test: build typecheck engine images test-deps
 	$(TIERS) unit integration long
 
 # Unit and architecture tests only: no engine and no build needed.
@@ -46,7 +50,7 @@ test-unit: deps
 test-integration: build engine images
 	$(TIERS) integration $(if $(AREA),--area $(AREA))
 
-test-long: build engine images
+test-long: build engine images test-deps
 	$(TIERS) long
 
 demo: build engine images

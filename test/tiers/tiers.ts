@@ -39,16 +39,15 @@ export interface Tier {
 }
 
 /**
- * The long ones: whole sessions, soak-like loads and real browsers, each over ~30 s of wall
- * on its own, or a whole product path (`make demo`'s job) — their own tier so that
- * `make test-integration` stays a quick loop, and still part of `make test` and CI.
+ * The long ones: soak-like loads, a real browser, the whole demo — each 40 s or more of wall
+ * on its own (measured), or a whole product path; their own tier so that
+ * `make test-integration` stays a quicker loop, and still part of `make test` and CI.
  */
 export const LONG: Readonly<Record<string, string>> = {
-  'test/integration/agents/longevity.test.ts': 'a coordinator delegating 50 children of 5 MB each (~65 s)',
+  'test/integration/agents/longevity.test.ts': 'a coordinator delegating 50 children of 5 MB each (60–80 s)',
   'test/integration/runs/long-lived.test.ts': 'children silent for 11 s twice, a watchdog timeout, admission at the default caps (~40 s)',
   'test/integration/console/console.test.ts': 'a real browser (chromium, installed with apt when missing) against a daemon',
   'test/integration/demo/main-job.test.ts': "`make demo`'s main job end to end: doctor, three jailed children, drill-in",
-  'test/integration/mcp/mcp.test.ts': 'two whole MCP sessions over stdio, one through a daemon (~30 s)',
 };
 
 /**
@@ -84,22 +83,32 @@ export const TIERS: readonly Tier[] = [
     name: 'integration',
     what: 'test/integration by area: the real engine, DuckDB helper, sockets, HTTP',
     concurrency: 2,
-    budgetS: 330,
+    budgetS: 365,
     shared: false,
     ownProcess: {},
     alone: INTEGRATION_ALONE,
-    startFirst: [],
+    // Longest first (2 cores, a real engine): the pool ends when its last long file does.
+    startFirst: [
+      'test/integration/daemon/warm-pool.test.ts',
+      'test/integration/slice/helper-caps.test.ts',
+      'test/integration/agents/agent-control.test.ts',
+      'test/integration/jail/collect.test.ts',
+      'test/integration/runs/supervisor.test.ts',
+      'test/integration/cli/live-spawn.test.ts',
+      'test/integration/mcp/mcp.test.ts',
+      'test/integration/daemon/restart.test.ts',
+    ],
     preload: ['src/index.ts'],
   },
   {
     name: 'long',
-    what: 'the long ones: whole sessions, soak-like loads, a browser, the demo',
+    what: 'the long ones: soak-like loads, a browser, the demo',
     concurrency: 2,
-    budgetS: 110,
+    budgetS: 85,
     shared: false,
     ownProcess: {},
     alone: {},
-    startFirst: [],
+    startFirst: ['test/integration/agents/longevity.test.ts', 'test/integration/runs/long-lived.test.ts'],
     preload: ['src/index.ts'],
   },
 ];
