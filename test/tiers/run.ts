@@ -162,8 +162,8 @@ async function drainOwn(queue: string[], tier: Tier, timeoutS: number, results: 
     spare = queue.length > 0 ? warm(tier.preload) : undefined;
     results.push(await runWarm(w, f, timeoutS));
   }
-  // Another slot took the file it was warmed for.
-  if (spare?.child.connected) spare.child.send({ end: true });
+  // Another slot took the file it was warmed for: it ran nothing.
+  if (spare) killGroup(spare.child);
 }
 
 /**

@@ -23,12 +23,13 @@ const url = (file: string) => pathToFileURL(path.join(ROOT, file)).href;
 
 const args = process.argv.slice(2);
 if (args[0] === '--single') {
+  const assigned = new Promise<Message>((resolve) => process.once('message', resolve));
   for (let i = 1; i < args.length; i++) if (args[i] === '--preload') await import(url(args[++i]!));
-  process.once('message', (m: Message) => {
-    // Let go of the runner first: from here on this is a plain test process that ends when its tests do.
-    process.disconnect();
-    if ('file' in m) void import(url(m.file));
-  });
+  process.send?.({ ready: true });
+  const m = await assigned;
+  // Let go of the runner first: from here on this is a plain test process that ends when its tests do.
+  process.disconnect();
+  if ('file' in m) await import(url(m.file));
 } else {
   process.on('message', (m: Message) => {
     if ('end' in m) return void process.disconnect();
@@ -38,5 +39,5 @@ if (args[0] === '--single') {
       await import(url(file));
     });
   });
+  process.send?.({ ready: true });
 }
-process.send?.({ ready: true });
