@@ -71,7 +71,7 @@ test('a file in a shared worker: its own section, counted the same', async () =>
 });
 
 test('a file in a process started ahead of it (--single): counted as if it ran alone', async () => {
-  const child = fork(path.join(ROOT, 'test/tiers/worker.ts'), ['--single', '--preload', 'test/tiers/tap.ts'], { cwd: ROOT, execArgv: ['--import', 'tsx', '--test-reporter=tap'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const child = fork(path.join(ROOT, 'test/tiers/worker.ts'), ['--single', '--preload', path.join(ROOT, 'test/tiers/tap.ts'), '--preload', 'fast-check'], { cwd: ROOT, execArgv: ['--import', 'tsx', '--test-reporter=tap'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   let tap = '';
   child.stdout!.on('data', (d: Buffer) => (tap += d.toString()));
   child.once('message', () => child.send({ file: SAMPLE }));

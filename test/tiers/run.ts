@@ -9,8 +9,10 @@
  * budget, no "this file runs alone", no per-file wall time, and Node 20 has no
  * --test-isolation=none to spare each unit file its start-up (tsx and the library's imports:
  * about a second of CPU a file, most of the unit tier). So:
- * - a file of its own runs as `node --import tsx --test-reporter=tap FILE` (what `node --test`
- *   runs in its child anyway, without a second node that loads tsx only to spawn it);
+ * - a file of its own runs in a process of its own, as `node --import tsx --test-reporter=tap`
+ *   would run it (what `node --test` runs in its child anyway, without a second node that
+ *   loads tsx only to spawn it); the process is started while other files run, with tsx and
+ *   the file's imports already loaded (test/tiers/worker.ts --single);
  * - a shared tier's files go one at a time to `concurrency` worker processes
  *   (test/tiers/worker.ts), each file a suite of its own in the worker's TAP.
  * Integration and long files keep a process each: they start daemons, send signals, change
@@ -128,42 +130,67 @@ async function runOwn(file: string, timeoutS: number): Promise<FileResult> {
   return ownResult(file, t0, output(), code, signal, timedOut, timeoutS);
 }
 
-/** A process for one file, started ahead (test/tiers/worker.ts --single): ready once it has loaded `preload`. */
-interface Warm {
+/**
+ * What `file` imports (static imports, in order; `import type` left out): relative ones as
+ * absolute paths (`.js` → the `.ts` beside it), packages by name. Its process loads these
+ * while another file runs, so that when its turn comes only its own body is left to load.
+ */
+export function importsOf(file: string): string[] {
+  const abs = path.join(ROOT, file);
+  const text = fs.readFileSync(abs, 'utf8');
+  const out: string[] = [];
+  for (const m of text.matchAll(/^import\s+(?!type\s)(?:[^'"]*?\sfrom\s+)?['"]([^'"]+)['"]/gm)) {
+    const spec = m[1]!;
+    if (spec.startsWith('node:')) continue;
+    if (!spec.startsWith('.')) {
+      out.push(spec);
+      continue;
+    }
+    const target = path.resolve(path.dirname(abs), spec);
+    const ts = target.replace(/\.js$/, '.ts');
+    out.push(fs.existsSync(ts) ? ts : target);
+  }
+  return out;
+}
+
+/** A process for one file (test/tiers/worker.ts --single), started ahead: ready once it has loaded the file's imports. */
+interface Prepared {
+  file: string;
   child: ChildProcess;
   output: () => string;
   ready: Promise<boolean>;
 }
 
-function warm(preload: readonly string[]): Warm {
-  const { child, output } = start([path.join(ROOT, 'test/tiers/worker.ts'), '--single', ...preload.flatMap((m) => ['--preload', m])], true);
+function prepare(file: string): Prepared {
+  const { child, output } = start([path.join(ROOT, 'test/tiers/worker.ts'), '--single', ...importsOf(file).flatMap((m) => ['--preload', m])], true);
   const ready = new Promise<boolean>((resolve) => {
     child.once('message', () => resolve(true));
     child.once('close', () => resolve(false));
   });
-  return { child, output, ready };
+  return { file, child, output, ready };
 }
 
-/** Runs `file` in a warm process (one that died warming is replaced by a cold one). */
-async function runWarm(w: Warm, file: string, timeoutS: number): Promise<FileResult> {
+/** Runs a prepared file (one whose process died preparing runs cold instead, and says why itself). */
+async function runPrepared(p: Prepared, timeoutS: number): Promise<FileResult> {
   const t0 = performance.now();
-  if (!(await w.ready)) return runOwn(file, timeoutS);
-  const settled = settle(w.child, timeoutS);
-  w.child.send({ file });
+  if (!(await p.ready)) return runOwn(p.file, timeoutS);
+  const settled = settle(p.child, timeoutS);
+  p.child.send({ file: p.file });
   const { code, signal, timedOut } = await settled;
-  return ownResult(file, t0, w.output(), code, signal, timedOut, timeoutS);
+  return ownResult(p.file, t0, p.output(), code, signal, timedOut, timeoutS);
 }
 
-/** Files a process each, the next one's process warming while this one runs. */
-async function drainOwn(queue: string[], tier: Tier, timeoutS: number, results: FileResult[]): Promise<void> {
-  let spare: Warm | undefined = queue.length > 0 ? warm(tier.preload) : undefined;
-  for (let f = queue.shift(); f !== undefined; f = queue.shift()) {
-    const w = spare!;
-    spare = queue.length > 0 ? warm(tier.preload) : undefined;
-    results.push(await runWarm(w, f, timeoutS));
+/**
+ * Files a process each. Up to `ahead` of them are prepared while others run; a free slot
+ * takes the next prepared one (or prepares one now), then tops the prepared ones up again.
+ */
+async function drainOwn(queue: string[], prepared: Prepared[], ahead: number, timeoutS: number, results: FileResult[]): Promise<void> {
+  for (;;) {
+    const next = prepared.shift() ?? (queue.length > 0 ? prepare(queue.shift()!) : undefined);
+    if (!next) return;
+    while (prepared.length < ahead && queue.length > 0) prepared.push(prepare(queue.shift()!));
+    results.push(await runPrepared(next, timeoutS));
   }
-  // Another slot took the file it was warmed for: it ran nothing.
-  if (spare) killGroup(spare.child);
 }
 
 /**
@@ -239,8 +266,9 @@ async function runTier(tier: Tier, files: string[], timeoutS: number): Promise<T
   const shared = tier.shared ? rest.filter((f) => !(f in tier.ownProcess)) : [];
   // Own-process files first (in a shared tier they are few), then the shared queue; a slot
   // that is free takes whichever is next.
+  const prepared: Prepared[] = [];
   const slot = async () => {
-    await drainOwn(own, tier, timeoutS, results);
+    await drainOwn(own, prepared, tier.concurrency, timeoutS, results);
     await drainShared(shared, timeoutS, results);
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(tier.concurrency, rest.length)) }, slot));

@@ -30,12 +30,6 @@ export interface Tier {
   alone: Readonly<Record<string, string>>;
   /** Files started first, longest first (measured): the pool ends when its longest file does. */
   startFirst: readonly string[];
-  /**
-   * Modules a file's process loads before it is handed its file (test/tiers/worker.ts
-   * --single): the process is started while the file before it runs, so this start-up
-   * overlaps that run instead of adding to the tier's wall time.
-   */
-  preload: readonly string[];
 }
 
 /**
@@ -77,7 +71,6 @@ export const TIERS: readonly Tier[] = [
     ownProcess: UNIT_OWN_PROCESS,
     alone: {},
     startFirst: ['test/unit/jail/collect.test.ts', 'test/unit/lease/attenuate.test.ts', 'test/unit/api/event-hub.test.ts'],
-    preload: [],
   },
   {
     name: 'integration',
@@ -98,7 +91,6 @@ export const TIERS: readonly Tier[] = [
       'test/integration/mcp/mcp.test.ts',
       'test/integration/daemon/restart.test.ts',
     ],
-    preload: ['src/index.ts'],
   },
   {
     name: 'long',
@@ -109,7 +101,6 @@ export const TIERS: readonly Tier[] = [
     ownProcess: {},
     alone: {},
     startFirst: ['test/integration/agents/longevity.test.ts', 'test/integration/runs/long-lived.test.ts'],
-    preload: ['src/index.ts'],
   },
 ];
 

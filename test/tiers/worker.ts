@@ -9,8 +9,9 @@
  *   (test/tiers/tiers.ts).
  * - single (`worker.ts --single [--preload MODULE]…`): exactly one file, as if run alone with
  *   `node --import tsx FILE`: its tests at the top level, the process ends with them. It is
- *   started while the file before it still runs, with tsx and the modules most files import
- *   already loaded, so a file's start-up overlaps another's run instead of adding to it.
+ *   started while other files still run and loads tsx and the file's own imports (MODULE: an
+ *   absolute path or a package) first, in the file's order, so a file's start-up overlaps
+ *   another's run instead of adding to the tier's wall time.
  */
 import { after, describe } from 'node:test';
 import path from 'node:path';
@@ -24,7 +25,7 @@ const url = (file: string) => pathToFileURL(path.join(ROOT, file)).href;
 const args = process.argv.slice(2);
 if (args[0] === '--single') {
   const assigned = new Promise<Message>((resolve) => process.once('message', resolve));
-  for (let i = 1; i < args.length; i++) if (args[i] === '--preload') await import(url(args[++i]!));
+  for (let i = 1; i < args.length; i++) if (args[i] === '--preload') await import(args[++i]!.startsWith('/') ? pathToFileURL(args[i]!).href : args[i]!);
   process.send?.({ ready: true });
   const m = await assigned;
   // Let go of the runner first: from here on this is a plain test process that ends when its tests do.
