@@ -41,6 +41,8 @@ interface TierResult {
   tier: Tier;
   files: FileResult[];
   wallS: number;
+  /** The machine's 1-minute load average over the tier (sampled): how much else it was doing. */
+  load: number;
 }
 
 interface Args {
@@ -254,6 +256,8 @@ async function runTier(tier: Tier, files: string[], timeoutS: number): Promise<T
   const how = tier.shared ? `${tier.concurrency} shared processes` : `${tier.concurrency} at a time, a process each`;
   process.stdout.write(`\n== ${tier.name}: ${files.length} files, ${how}, budget ${tier.budgetS} s — ${tier.what}\n`);
   const t0 = performance.now();
+  const loads = [os.loadavg()[0]!];
+  const sampler = setInterval(() => loads.push(os.loadavg()[0]!), 5000).unref();
   const results: FileResult[] = [];
   const alone = files.filter((f) => f in tier.alone);
   for (const f of alone) {
@@ -272,8 +276,9 @@ async function runTier(tier: Tier, files: string[], timeoutS: number): Promise<T
     await drainShared(shared, timeoutS, results);
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(tier.concurrency, rest.length)) }, slot));
+  clearInterval(sampler);
   results.sort((a, b) => a.file.localeCompare(b.file));
-  return { tier, files: results, wallS: (performance.now() - t0) / 1000 };
+  return { tier, files: results, wallS: (performance.now() - t0) / 1000, load: loads.reduce((a, b) => a + b, 0) / loads.length };
 }
 
 function sum(rs: FileResult[], k: keyof FileCounts): number {
@@ -303,7 +308,14 @@ function summary(results: TierResult[]): boolean {
     out.push('', `skipped (${skips.length}), each with the reason it gave:`);
     for (const s of skips) out.push(`  ${s.file}: ${s.name}`, `      # SKIP ${s.reason}`);
   }
-  for (const r of results) if (r.wallS > r.tier.budgetS) out.push('', `tier ${r.tier.name} took ${r.wallS.toFixed(1)} s, over its budget of ${r.tier.budgetS} s (test/tiers/tiers.ts)`);
+  const cores = os.availableParallelism();
+  out.push('', `load average while each tier ran (${cores} cores): ${results.map((r) => `${r.tier.name} ${r.load.toFixed(1)}`).join(', ')}`);
+  for (const r of results) {
+    if (r.wallS <= r.tier.budgetS) continue;
+    out.push('', `tier ${r.tier.name} took ${r.wallS.toFixed(1)} s, over its budget of ${r.tier.budgetS} s (test/tiers/tiers.ts)`);
+    // The suite itself keeps the load near 2× the cores (files, their jails, the engine); well past that, something else ran.
+    if (r.load > cores * 3) out.push(`  (load ${r.load.toFixed(1)} on ${cores} cores: the machine was busy with other work too — run it again on a quiet one to tell a slower suite from a busy machine)`);
+  }
   const failed = all.filter((f) => !f.ok);
   if (failed.length > 0) out.push('', 'failed files:', ...failed.flatMap((f) => [`  ${f.file}: ${f.why}`, ...f.failed.map((t) => `      not ok: ${t}`)]));
   process.stdout.write(`${out.join('\n')}\n`);
