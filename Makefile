@@ -3,13 +3,17 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NODE ?= node
 BRIG := $(NODE) dist/cli/main.js
-TEST_FILES = $(shell find test -name '*.test.ts' | sort)
+# The test tiers, each timed against its budget (test/tiers/tiers.ts); one summary at the end.
+TIERS := $(NODE) --import tsx test/tiers/run.ts
 
-.PHONY: help deps build engine images test test-unit demo bench soak typecheck clean
+.PHONY: help deps test-deps build engine images test test-unit test-integration test-long demo bench soak typecheck clean
 
 help:
 	@echo "make demo   - set up everything, then run the main job"
-	@echo "make test   - set up everything, then run all tests (real engine, real DuckDB)"
+	@echo "make test   - set up everything, then run all tests (real engine, real DuckDB): the three tiers below"
+	@echo "make test-unit        - unit + arch tests, no engine"
+	@echo "make test-integration - integration tests, two files at a time (AREA=jail for one area)"
+	@echo "make test-long        - the long ones: soak-like loads, a browser, the demo"
 	@echo "make bench  - benchmarks against the raw floor"
 	@echo "make soak   - a daemon under load, kills, steers and SIGKILL restarts; checks nothing was lost"
 
@@ -29,15 +33,25 @@ typecheck: deps
 engine:
 	@bash scripts/engine-up.sh
 
+# What only the tests need (chromium for the console test), set up before the timed tiers.
+test-deps:
+	@bash scripts/test-deps.sh
+
 images: build engine
 	$(BRIG) image build
 
-test: build typecheck engine images
-	$(NODE) --import tsx --test --test-concurrency=1 --test-timeout=600000 $(TEST_FILES)
+test: build typecheck engine images test-deps
+	$(TIERS) unit integration long
 
-# Unit and architecture tests only: no engine needed.
-test-unit: build
-	$(NODE) --import tsx --test $(shell find test/unit test/arch -name '*.test.ts' | sort)
+# Unit and architecture tests only: no engine and no build needed.
+test-unit: deps
+	$(TIERS) unit
+
+test-integration: build engine images
+	$(TIERS) integration $(if $(AREA),--area $(AREA))
+
+test-long: build engine images test-deps
+	$(TIERS) long
 
 demo: build engine images
 	bash scripts/demo.sh

@@ -23,11 +23,12 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { listenApi } from '../src/api/index.js';
-import { BrokerServer, BrokerTestClient } from '../src/broker/index.js';
+import { BrokerServer } from '../src/broker/index.js';
 import { brigPaths } from '../src/config/index.js';
 import { LeaseStore, loadPolicyFile, shippedPoliciesDir } from '../src/lease/index.js';
 import { FileLedger } from '../src/ledger/index.js';
 import type { Brig } from '../src/protocol/index.js';
+import { BrokerTestClient } from '../test/helpers/fakes/broker-test-client.js';
 
 const LINES = Number(process.argv[2] ?? 200_000);
 const QUIET_MS = 3000;

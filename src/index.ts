@@ -13,7 +13,7 @@ export { OpenAICompatibleProvider } from './models/index.js';
 export type { ModelProvider } from './models/index.js';
 export { LeaseStore, attenuate, grantAllows, loadPolicyFile, policyFileFor, profileOf, profileFor, explainPolicy, CAPABILITIES, LIMIT_KEYS } from './lease/index.js';
 export type { Capability, Grant, Limits, Posture, LeaseRequest, LeaseRecord, Refusal, Policy, ResolvedProfile } from './lease/index.js';
-export { FileLedger, MemoryLedger, verifyLedger } from './ledger/index.js';
+export { FileLedger, verifyLedger } from './ledger/index.js';
 export type { Ledger, LedgerEvent, LedgerReport } from './ledger/index.js';
 export { BrokerServer, METHODS as BROKER_METHODS } from './broker/index.js';
 export type { BrokerCall, Handler as BrokerHandler, Handlers as BrokerHandlers, Method as BrokerMethod, BrokerRunHandle } from './broker/index.js';

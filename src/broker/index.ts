@@ -28,4 +28,3 @@ export {
   type OpenRunArgs,
   type BrokerRunHandle,
 } from './server.js';
-export { BrokerTestClient } from './client.js';

@@ -10,6 +10,17 @@ import type { LeaseRecord } from './types.js';
  */
 export type RevokedListener = (revoked: LeaseRecord[], by: string) => void;
 
+/** The periodic scan's timer, injected so a test runs the scan by hand. */
+export interface ScanTimers {
+  setInterval(fn: () => void, ms: number): unknown;
+  clearInterval(handle: unknown): void;
+}
+
+const realScanTimers: ScanTimers = {
+  setInterval: (fn, ms) => setInterval(fn, ms).unref(),
+  clearInterval: (h) => clearInterval(h as NodeJS.Timeout),
+};
+
 export class Revocations {
   private readonly listeners = new Set<RevokedListener>();
   /** Revoked lease ids already announced to listeners (by this process or the watcher). */
@@ -35,7 +46,7 @@ export class Revocations {
    * to this store's onRevoked listeners: a change in the leases directory is read at once,
    * and a periodic scan catches anything the watch missed. Returns a stop function.
    */
-  watch(intervalMs = 5000): () => void {
+  watch(intervalMs = 5000, timers: ScanTimers = realScanTimers): () => void {
     for (const r of this.files.all()) if (r.revoked) this.announced.add(r.id);
     const check = (rec: LeaseRecord | undefined) => {
       if (rec?.revoked && !this.announced.has(rec.id)) this.announce([rec], rec.revoked.by);
@@ -69,10 +80,9 @@ export class Revocations {
     } catch {
       // No inotify: the periodic scan alone still announces every revoke.
     }
-    const timer = setInterval(scan, intervalMs);
-    timer.unref();
+    const timer = timers.setInterval(scan, intervalMs);
     return () => {
-      clearInterval(timer);
+      timers.clearInterval(timer);
       watcher?.close();
     };
   }

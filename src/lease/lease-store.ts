@@ -17,7 +17,7 @@ import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { attenuate, grantAllows, hasPostureDowngrade, type Attenuation } from './attenuate.js';
 import { LEASE_ID_RE, LeaseFiles, newLeaseId } from './lease-files.js';
 import { chainLive, descendantsOf, lineageOf } from './lease-lineage.js';
-import { Revocations, type RevokedListener } from './lease-revocations.js';
+import { Revocations, type RevokedListener, type ScanTimers } from './lease-revocations.js';
 import { hashToken } from './lease-state.js';
 
 export { hashToken, leaseLive, leaseState } from './lease-state.js';
@@ -280,8 +280,8 @@ export class LeaseStore {
    * Announces revokes written by another process (`brig lease revoke` while a daemon runs)
    * to this store's onRevoked listeners. Returns a stop function.
    */
-  watchRevocations(intervalMs = 5000): () => void {
-    return this.revocations.watch(intervalMs);
+  watchRevocations(intervalMs = 5000, timers?: ScanTimers): () => void {
+    return this.revocations.watch(intervalMs, timers);
   }
 
   /** Called after every revoke with the records it revoked (the supervisor ends those runs). */

@@ -1,6 +1,5 @@
 /** The audit ledger: content-free events, hash-chained JSONL segments, verification. */
 export type { Ledger, LedgerEvent, LedgerValue } from './types.js';
-export { MemoryLedger } from './types.js';
 export { FileLedger, type FileLedgerOptions } from './file-ledger.js';
 export { verifyLedger, ledgerFiles, scanLedger, type LedgerReport, type LedgerBreak, type AnchorReport } from './verify.js';
 export { anchorPath, ANCHOR_EVERY, ANCHOR_MS } from './anchor.js';

@@ -25,16 +25,3 @@ export interface Ledger {
   flush(): Promise<void>;
   close(): Promise<void>;
 }
-
-/** A ledger that keeps events in memory: for unit tests and dry runs. */
-export class MemoryLedger implements Ledger {
-  readonly events: LedgerEvent[] = [];
-  append(event: LedgerEvent): void {
-    this.events.push({ ...event });
-  }
-  hasRunEvent(type: string, runId: string): boolean {
-    return this.events.some((e) => e.type === type && e.runId === runId);
-  }
-  async flush(): Promise<void> {}
-  async close(): Promise<void> {}
-}

@@ -57,8 +57,8 @@ async function knownRuns(brig: Brig, ids: string[]): Promise<Result<string[]>> {
 function reportProgress(ctx: ToolContext, extra: CallExtra, ids: string[], timeoutMs: number): () => void {
   const token = extra._meta?.progressToken;
   if (token === undefined) return () => {};
-  const started = Date.now();
-  const tick = setInterval(() => {
+  const started = ctx.now().getTime();
+  const tick = ctx.timers.setInterval(() => {
     void (async () => {
       const recs = await Promise.all(ids.map((id) => ctx.brig.get(id)));
       const ended = recs.filter((r) => r?.status === 'ended').length;
@@ -66,11 +66,11 @@ function reportProgress(ctx: ToolContext, extra: CallExtra, ids: string[], timeo
       const where = going.map((r) => `${r.id} ${r.status}, step ${r.stepsExecuted}${r.progressLine ? `: ${r.progressLine.slice(0, 80)}` : ''}`).join('; ');
       await extra.sendNotification({
         method: 'notifications/progress',
-        params: { progressToken: token, progress: Date.now() - started, total: timeoutMs, message: `${ended}/${ids.length} ended${where ? `; ${where}` : ''}` },
+        params: { progressToken: token, progress: ctx.now().getTime() - started, total: timeoutMs, message: `${ended}/${ids.length} ended${where ? `; ${where}` : ''}` },
       });
     })().catch(() => {});
   }, ctx.progressEveryMs);
-  return () => clearInterval(tick);
+  return () => ctx.timers.clearInterval(tick);
 }
 
 const wait = tool({

@@ -10,7 +10,7 @@ import { RESOURCE_DEFAULTS, registerRefResources, type ResourceOptions } from '.
 import { REF_TOOLS } from './ref-tools.js';
 import { RESULT_TOOLS } from './result-tools.js';
 import { RUN_TOOLS } from './run-tools.js';
-import { registerTools, type ToolDef } from './tool-def.js';
+import { REAL_TIMERS, registerTools, type ToolContext, type ToolDef } from './tool-def.js';
 
 export interface McpServerOptions {
   /** brig's version, for the server's implementation info. */
@@ -21,6 +21,8 @@ export interface McpServerOptions {
   progressEveryMs?: number;
   resources?: Partial<ResourceOptions>;
   now?: () => Date;
+  /** The progress notifications' timer (a test fires it by hand). */
+  timers?: ToolContext['timers'];
 }
 
 /** Every tool, in the order a client lists them. */
@@ -43,6 +45,7 @@ export function createMcpServer(brig: Brig, o: McpServerOptions): McpServer {
     brig,
     now: o.now ?? (() => new Date()),
     progressEveryMs: o.progressEveryMs ?? 2000,
+    timers: o.timers ?? REAL_TIMERS,
   });
   registerRefResources(server, brig, { ...RESOURCE_DEFAULTS, ...o.resources });
   return server;

@@ -15,7 +15,14 @@ export interface ToolContext {
   now: () => Date;
   /** How often `wait` reports progress to a client that asked for it. */
   progressEveryMs: number;
+  /** The timer `wait`'s progress runs on, injected so a test moves it by hand. */
+  timers: { setInterval(fn: () => void, ms: number): unknown; clearInterval(handle: unknown): void };
 }
+
+export const REAL_TIMERS: ToolContext['timers'] = {
+  setInterval: (fn, ms) => setInterval(fn, ms),
+  clearInterval: (h) => clearInterval(h as NodeJS.Timeout),
+};
 
 /** The parts of the SDK's request context a tool uses. */
 export interface CallExtra {

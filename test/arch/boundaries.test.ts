@@ -229,3 +229,12 @@ test('the library entry exports named things only (no export *)', () => {
   const text = fs.readFileSync(path.join(SRC, 'index.ts'), 'utf8');
   assert.doesNotMatch(text, /export\s+\*/);
 });
+
+test('test twins live under test/helpers/: src/ imports nothing from test/ and declares no twin', () => {
+  const outside = files.flatMap((f) => importsOf(f).filter((i) => i.startsWith('.') && !path.resolve(path.dirname(f), i).startsWith(SRC)).map((i) => `${path.relative(SRC, f)} imports ${i}`));
+  assert.deepEqual(outside, [], 'src/ imports from outside src/');
+  const twins = walk(path.join(ROOT, 'test/helpers/fakes')).flatMap((f) => [...fs.readFileSync(f, 'utf8').matchAll(/^export class (\w+)/gm)].map((m) => m[1]!));
+  assert.ok(twins.includes('MemoryLedger') && twins.includes('BrokerTestClient'), `twins found: ${twins.join(', ')}`);
+  const declared = files.flatMap((f) => twins.filter((t) => new RegExp(`\\b(class|function|const) ${t}\\b`).test(fs.readFileSync(f, 'utf8'))).map((t) => `${path.relative(SRC, f)}: ${t}`));
+  assert.deepEqual(declared, [], 'a test twin declared under src/ (the library would ship it)');
+});

@@ -13,6 +13,8 @@ export class MemoryLeases implements LeasePort {
   readonly #subs = new Set<(id: string, by: string) => void>();
   rootCaps: Capability[] = ['spawn', 'exec', 'steer', 'kill'];
   rootLimits: Limits = ROOT_LIMITS;
+  /** The clock a grant's expiry is counted on (a test with a manual clock sets it too). */
+  now: () => number = Date.now;
 
   async issue(req: LeaseIssue): Promise<Result<LeaseGrant, BrigError>> {
     const parent = req.parentLeaseId ? this.leases.get(req.parentLeaseId) : undefined;
@@ -20,7 +22,7 @@ export class MemoryLeases implements LeasePort {
     const base = parent ? parent.caps : this.rootCaps;
     const caps = req.caps ? req.caps.filter((c) => base.includes(c)) : [...base];
     const limits = { ...(parent?.limits ?? this.rootLimits), ...(req.limits ?? {}) };
-    const g: LeaseGrant = { leaseId: `l-${randomBytes(6).toString('hex')}`, token: randomBytes(24).toString('hex'), caps, limits, expiresAt: new Date(Date.now() + 3600_000).toISOString() };
+    const g: LeaseGrant = { leaseId: `l-${randomBytes(6).toString('hex')}`, token: randomBytes(24).toString('hex'), caps, limits, expiresAt: new Date(this.now() + 3600_000).toISOString() };
     this.leases.set(g.leaseId, { ...g, parent: req.parentLeaseId, revoked: false });
     return ok(g);
   }

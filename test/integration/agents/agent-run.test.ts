@@ -50,6 +50,7 @@ const PROBE = [
   "printf 'a\\nb\\nc\\n' > /workspace/out/data.txt && wc -l < /workspace/out/data.txt",
 ].join('; echo ---; ');
 
+// req: jail:non-root jail:no-caps jail:no-new-privs jail:network-none jail:read-only-root secrets:keys-stay
 test('[INV-6] [INV-2] an agent child runs its tool loop in its jail: shell is non-root, capless, offline; the key is nowhere inside; tokens metered; transcript kept', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

@@ -17,6 +17,7 @@ const N = 50;
 type Msg = { role: string; content: unknown };
 const system = (r: RecordedRequest) => String(((r.body.messages ?? []) as Msg[])[0]?.content ?? '');
 
+// req: envelope:bounded envelope:no-transcript
 test('[INV-3] a coordinator lead delegating 50 tasks of 5 MB each grows its context by one bounded envelope per child', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

@@ -69,6 +69,7 @@ test('the API over a real unix socket (0600) with undici: spawn, list, get, wait
   assert.deepEqual(await leftovers(home), []);
 });
 
+// req: end:one-reason end:released
 test('[INV-8] the daemon SIGKILLed mid-run and restarted: every run ends with exactly one end reason, nothing orphaned', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

@@ -21,6 +21,7 @@ fs.writeFileSync('out/notes.txt', 'alpha\\nbeta needle\\ngamma\\nneedle again\\n
 console.log('done');
 `;
 
+// req: slice:select-only
 test('[INV-5] refs over the API: list, read, grep, jq, sql, jsonpath, result; a hostile query is refused', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

@@ -24,6 +24,7 @@ const FLOOD = `export default async function () {
   }
 }`;
 
+// req: end:one-reason
 test('[INV-8] sustained broker abuse from inside a real jail ends the run: killed, killedBy system; the supervisor carries on', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-abuse-'));

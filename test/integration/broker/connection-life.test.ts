@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BrokerTestClient } from '../../../src/broker/index.js';
+import { BrokerTestClient } from '../../helpers/fakes/broker-test-client.js';
 import { BrokerFixture } from './fixture.js';
 
 /**
@@ -66,6 +66,7 @@ test('a connection that never shows a bearer is still dropped at the auth deadli
   }
 });
 
+// req: limits:no-stall
 test('[INV-9] lines queued behind slow calls are bounded in bytes: past about 1 MiB the broker stops reading (backpressure), then catches up', async () => {
   let served = 0;
   const f = await BrokerFixture.create({

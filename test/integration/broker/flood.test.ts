@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { BrokerTestClient, DEFAULT_BROKER_LIMITS } from '../../../src/broker/index.js';
+import { DEFAULT_BROKER_LIMITS } from '../../../src/broker/index.js';
 import type { LedgerEvent } from '../../../src/ledger/index.js';
+import { BrokerTestClient } from '../../helpers/fakes/broker-test-client.js';
 import { BrokerFixture } from './fixture.js';
 
 /**
@@ -17,6 +18,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Refusals a `broker.denied` line stands for: the first of a kind is 1, an aggregate says how many. */
 const stands = (e: LedgerEvent) => (typeof e.count === 'number' ? e.count : 1);
 
+// req: limits:no-stall
 test('[INV-9] [INV-7] a 200,000-line flood is cut at once, ledgered in a handful of lines, and another run is served throughout', async () => {
   const f = await BrokerFixture.create();
   try {
@@ -76,6 +78,7 @@ test('[INV-9] [INV-7] a 200,000-line flood is cut at once, ledgered in a handful
   }
 });
 
+// req: limits:no-stall
 test('[INV-9] a flood of blank lines is charged like any other: rate-limited, then cut off as abuse (no free newlines)', async () => {
   const f = await BrokerFixture.create();
   try {

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { BrokerTestClient, type BrokerReply } from '../../../src/broker/index.js';
+import { type BrokerReply } from '../../../src/broker/index.js';
+import { BrokerTestClient } from '../../helpers/fakes/broker-test-client.js';
 import { BrokerFixture } from './fixture.js';
 
 const errCode = (r: BrokerReply) => (r.ok ? 'ok' : r.error.code);

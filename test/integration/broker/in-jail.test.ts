@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { DockerJailDriver, type Jail } from '../../../src/jail/index.js';
-import { BrokerTestClient, METHOD_NAMES, requiredCapability } from '../../../src/broker/index.js';
+import { METHOD_NAMES, requiredCapability } from '../../../src/broker/index.js';
+import { BrokerTestClient } from '../../helpers/fakes/broker-test-client.js';
 import { BrokerFixture } from './fixture.js';
 
 /** Every container/volume this file makes carries this root run id; the sweep is scoped to it. */
@@ -18,6 +19,7 @@ after(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ATTACK = fs.readFileSync(path.join(import.meta.dirname, 'in-jail-attack.mjs'));
 
+// req: lease:enforced
 test('[INV-1] from inside a real jail: no capability, bad/other-run/expired/revoked bearers and hostile input are refused and logged; another run keeps being served', async (t) => {
   if (!(await requireEngine(t))) return;
   const f = await BrokerFixture.create({ rate: { authTimeoutMs: 1000 } });

@@ -8,12 +8,13 @@ import { loadConfig } from '../../../src/config/index.js';
 import { compose } from '../../../src/daemon/compose.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
 import { LeaseStore } from '../../../src/lease/index.js';
-import { MemoryLedger } from '../../../src/ledger/index.js';
 import type { RunRecord } from '../../../src/runs/index.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 
 const CHILD = `export default async function (brig) { for (;;) { await brig.progress('tick'); await new Promise((r) => setTimeout(r, 100)); } }`;
 const PARENT = `export default async function (brig) { await brig.spawn({ task: 'loop', profile: 'worker', script: ${JSON.stringify(CHILD)} }); }`;
 
+// req: end:one-reason
 test('[INV-8] revoking a lease in the middle of a run ends that run and its descendants (killed)', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-rv-'));

@@ -2,8 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { BrigError } from '../../../src/util/errors.js';
-import { BrokerTestClient, METHOD_NAMES, requiredCapability, type BrokerCall, type BrokerReply } from '../../../src/broker/index.js';
+import { METHOD_NAMES, requiredCapability, type BrokerCall, type BrokerReply } from '../../../src/broker/index.js';
 import { verifyLedger } from '../../../src/ledger/index.js';
+import { BrokerTestClient } from '../../helpers/fakes/broker-test-client.js';
 import { BrokerFixture } from './fixture.js';
 
 const errCode = (r: BrokerReply) => (r.ok ? 'ok' : r.error.code);
@@ -32,6 +33,7 @@ test('hello returns the packet; the socket is 0600 in a 0700 dir, both the jail 
   }
 });
 
+// req: lease:enforced
 test('[INV-1] every method is refused without its capability, and each denial lands in the ledger', async () => {
   const f = await BrokerFixture.create();
   try {
@@ -137,6 +139,7 @@ test('handlers get the verified identity with child-set identity fields stripped
   }
 });
 
+// req: events:ledger-no-content
 test('[INV-7] broker ledger events carry no task text, params or log content', async () => {
   const f = await BrokerFixture.create();
   try {

@@ -27,6 +27,7 @@ async function home(t: { after: (fn: () => void) => void }): Promise<string> {
   return d;
 }
 
+// req: end:released
 test('[INV-8] brig spawn runs a command in a fresh jail, collects out/ as refs, and leaves no container or volume', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await home(t);

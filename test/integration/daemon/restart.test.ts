@@ -90,6 +90,7 @@ test('[INV-8] a script child survives a SIGKILLed daemon: its broker calls reach
   await assertNothingLeft(h);
 });
 
+// req: end:output-kept
 test('[INV-8] a command child that exits while no daemon runs is collected at the next start, not ghost-swept', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);
@@ -114,6 +115,7 @@ test('[INV-8] a command child that exits while no daemon runs is collected at th
   await assertNothingLeft(h);
 });
 
+// req: end:output-kept
 test('[INV-8] a daemon SIGKILLed mid-materialization: the next start removes the temp files and redoes the collection in full', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);

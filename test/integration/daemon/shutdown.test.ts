@@ -72,6 +72,7 @@ function assertKilledBySystem(r: RunRecord | undefined, serve: Serve): void {
   assert.match(r.stdoutTail, /slow child was here/, why);
 }
 
+// req: end:output-kept end:one-reason
 test('[INV-8] SIGTERM on brig serve drains: spawns refused shutting_down, a quick child finishes, a slow one is killed by system and collected as partial', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);

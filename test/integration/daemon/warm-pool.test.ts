@@ -122,6 +122,7 @@ test('a pooled run is the cold path\'s run: PID 1 its argv, the same env, worksp
   await assertNothingLeft(h);
 });
 
+// req: jail:non-root jail:no-caps jail:no-new-privs jail:seccomp jail:network-none jail:read-only-root jail:no-engine-socket
 test('[INV-2] a pooled jail is the hardened jail, from inside: the doctor\'s probe passes every check (no network, read-only root, no capabilities, seccomp, the lease\'s limits and disk cap)', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);

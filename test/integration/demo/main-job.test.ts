@@ -19,6 +19,7 @@ function findFiles(dir: string, name: string): string[] {
   return fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((p) => path.basename(p) === name).map((p) => path.join(dir, p));
 }
 
+// req: envelope:no-transcript
 test('[INV-3] the main job answers its question from slices alone, and the answer is right', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-demo-test-'));

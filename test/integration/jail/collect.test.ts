@@ -22,6 +22,7 @@ async function tmp(t: { after: (fn: () => void) => void }): Promise<string> {
   return d;
 }
 
+// req: results:no-symlink results:no-escape
 test('[INV-4] a hostile child output tree yields regular files only, inside the destination', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await tmp(t);
@@ -48,6 +49,7 @@ test('[INV-4] a hostile child output tree yields regular files only, inside the 
   assert.deepEqual(all, ['a.txt', 'sub', 'sub/b.txt']);
 });
 
+// req: results:caps-refuse
 test('[INV-4] a child output over the per-file cap is refused whole', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await tmp(t);
@@ -58,6 +60,7 @@ test('[INV-4] a child output over the per-file cap is refused whole', async (t) 
   assert.deepEqual(fs.readdirSync(base), []);
 });
 
+// req: results:caps-refuse
 test('[INV-4] a child that spends the run cap on directories instead of bytes is refused: 100 empty files at the end of 10-deep chains of their own', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await tmp(t);
@@ -82,6 +85,7 @@ test('a child that writes no output collects to an empty directory', async (t) =
   assert.deepEqual(fs.readdirSync(path.join(base, 'ref')), []);
 });
 
+// req: results:no-symlink
 test('[INV-4] an out/ replaced by a symlink to elsewhere collects nothing from elsewhere', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await tmp(t);
@@ -125,6 +129,7 @@ fs.writeFileSync('out/\x1b[31mred\x1b[0m', 'esc');
 console.log(JSON.stringify(r));
 `;
 
+// req: results:no-symlink
 test('[INV-4] materialization against a hostile child: links, fifo, odd names, 100 GB sparse file, 10,000 nested dirs skipped; the supervisor stays up with bounded memory', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await tmp(t);
@@ -219,6 +224,7 @@ test('[INV-4] a child whose output is hostile only in shape (a 2,040-deep nest, 
   assert.deepEqual(fs.readdirSync(dest).sort(), ['answer.json', 'flood'], 'the skipped nest left no directories behind');
 });
 
+// req: end:output-kept
 test('[INV-8] a refused out/ does not cost the run its result value or its stdio (collectOutputs, real result store)', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await tmp(t);

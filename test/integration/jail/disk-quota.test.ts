@@ -43,6 +43,7 @@ function loopsBacking(file: string): string[] {
   return out.split('\n').filter((l) => l.includes(file)).map((l) => l.trim().split(/\s+/)[0]!);
 }
 
+// req: limits:kernel-enforced
 test('[INV-9] /workspace is capped at diskMb, proven from inside: a write past it gets ENOSPC, statfs shows the cap, nosuid,nodev; the host gives at most the cap; nothing is left', async (t) => {
   if (!(await requireEngine(t))) return;
   t.after(sweepOwn);
@@ -127,6 +128,7 @@ test('disks outlive nothing: sweep releases a non-live run\'s image and a loop d
   assert.deepEqual(loopsBacking(live.image), []);
 });
 
+// req: lease:limits-min
 test('[INV-1] the lease\'s diskMb sizes the jail, and a child asking for more is bounded by its parent', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

@@ -38,6 +38,7 @@ async function loopbackServer(): Promise<{ port: number; close: () => void; hits
   return { port, close: () => servers.forEach((s) => s.close()), hits: () => hits };
 }
 
+// req: jail:non-root jail:no-caps jail:no-new-privs jail:seccomp jail:network-none jail:read-only-root jail:no-engine-socket jail:pids-limit jail:memory-limit jail:cpu-limit
 test('[INV-2] from inside a real jail: non-root, no caps, no-new-privs, seccomp, no network, read-only root', async (t) => {
   if (!(await requireEngine(t))) return;
   const srv = await loopbackServer();
@@ -64,6 +65,7 @@ test('[INV-2] from inside a real jail: non-root, no caps, no-new-privs, seccomp,
   }
 });
 
+// req: secrets:env-from-nothing
 test('[INV-6] the child environment is built from nothing: only the spec env (plus the engine HOSTNAME and passwd HOME)', async (t) => {
   if (!(await requireEngine(t))) return;
   process.env.BRIG_TEST_LEAK_CANARY = 'sk-canary';
@@ -73,6 +75,7 @@ test('[INV-6] the child environment is built from nothing: only the spec env (pl
   assert.deepEqual(parseProbe(tails.stdoutTail)?.envKeys, ['HOME', 'HOSTNAME', 'ONLY_THIS', 'PATH']);
 });
 
+// req: jail:verified
 test('[INV-2] verification reads real engine output: a weakened container is caught', async (t) => {
   if (!(await requireEngine(t))) return;
   const image = await driver.ensureImage();
@@ -92,6 +95,7 @@ test('[INV-2] verification reads real engine output: a weakened container is cau
   }
 });
 
+// req: jail:memory-limit
 test('[INV-2] the memory limit is enforced by the kernel (OOM kill seen)', async (t) => {
   if (!(await requireEngine(t))) return;
   const hog = 'const a=[]; for(;;) a.push(Buffer.alloc(4e6, 1));';
@@ -100,6 +104,7 @@ test('[INV-2] the memory limit is enforced by the kernel (OOM kill seen)', async
   assert.equal(exit.oomKilled, true);
 });
 
+// req: jail:pids-limit
 test('[INV-2] the pids limit is enforced by the kernel (forks beyond it fail)', async (t) => {
   if (!(await requireEngine(t))) return;
   const forks = `const { spawn } = require('child_process'); let ok = 0, bad = 0;
@@ -111,6 +116,7 @@ setTimeout(() => { console.log(JSON.stringify({ ok, bad })); process.exit(0); },
   assert.ok(r.bad > 0);
 });
 
+// req: jail:no-host-paths
 test('[INV-2] artifacts are mounted read-only and inputs land in the workspace owned by the jail user', async (t) => {
   if (!(await requireEngine(t))) return;
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-art-'));
@@ -129,6 +135,7 @@ console.log(JSON.stringify({ art: fs.readFileSync('/artifacts/data.txt','utf8'),
   assert.equal(fs.readFileSync(art, 'utf8'), 'artifact-bytes');
 });
 
+// req: end:released
 test('[INV-8] kill ends a running jail, and destroy leaves no container or volume (twice is fine)', async (t) => {
   if (!(await requireEngine(t))) return;
   const s = spec('kill', ['sleep', '60']);
@@ -180,6 +187,7 @@ test('sweep never crosses owners: another supervisor\'s jails are left alone', a
   }
 });
 
+// req: jail:fresh
 test('[INV-2] a workspace is always fresh: a leftover volume of the same run is refused, not reused', async (t) => {
   if (!(await requireEngine(t))) return;
   const s = spec('stale', ['true']);
@@ -201,6 +209,7 @@ async function engineEvents(since: number, until: number, filters: Record<string
   return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as never);
 }
 
+// req: jail:verified
 test('[INV-2] no weakened container is ever started: an image that adds a VOLUME and an ENV is refused, removed, and never ran', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await driver.ensureImage();

@@ -73,6 +73,7 @@ interface Inside {
   swapMax: string | null;
 }
 
+// req: jail:network-none jail:no-engine-socket jail:memory-limit
 test('[INV-2] from inside a real jail: no route out, host loopback unreachable, no engine socket, no /dev/shm, /tmp noexec and sized, memory limit in the cgroup', async (t) => {
   if (!(await requireEngine(t))) return;
   let hits = 0;
@@ -132,6 +133,7 @@ test('[INV-2] from inside a real jail: no route out, host loopback unreachable, 
   else assert.equal(r.swapMax, '0');
 });
 
+// req: jail:pids-limit
 test('[INV-2] a fork loop inside a real jail stops at the pids limit', async (t) => {
   if (!(await requireEngine(t))) return;
   const pids = 24;

@@ -13,6 +13,7 @@ import { driver, runToEnd, spec, sweepOwn } from './helpers.js';
 
 after(sweepOwn);
 
+// req: limits:kernel-enforced limits:within-parent
 test('[INV-9] from inside a real jail: the smallest allowed cpu is a positive CFS quota the kernel enforces', async (t) => {
   if (!(await requireEngine(t))) return;
   // A second of busy loop at 0.01 CPU: the cgroup's own cpu.stat shows the throttling.
@@ -32,6 +33,7 @@ test('[INV-9] from inside a real jail: the smallest allowed cpu is a positive CF
   assert.ok(Number(throttled) > 0, `the kernel throttled the busy loop: ${tails.stdoutTail}`);
 });
 
+// req: limits:within-parent
 test('[INV-9] a cpu request below the floor is refused with invalid_input naming it, before any engine object exists', async (t) => {
   if (!(await requireEngine(t))) return;
   for (const limits of [

@@ -50,6 +50,7 @@ async function plant(probe: Buffer, disk: { major: number; minor: number }): Pro
   return Buffer.concat(chunks);
 }
 
+// req: jail:no-host-paths jail:no-new-privs
 test('[INV-2] from inside a real jail: /workspace is nosuid,nodev: a set-uid-root binary in it gains nothing, a planted disk device cannot be opened, no device can be made, /dev/mqueue is read-only', async (t) => {
   if (!(await requireEngine(t))) return;
   const probe = await syscallProbe(t);

@@ -25,6 +25,7 @@ const REFUSED = ['EPERM', 'ENOSYS'];
 /** Calls brig's profile refuses (each also succeeds under the engine's default below). */
 const REMOVED = ['io_uring_setup', 'io_setup', 'mq_open', 'shmget', 'msgget', 'sync', 'personality_uname26', 'modify_ldt', 'socket_netlink_uevent', 'socket_vsock', 'ptrace_traceme'];
 
+// req: jail:seccomp
 test('[INV-2] from inside a real jail: io_uring_setup and the other removed syscalls fail; what children use still works', async (t) => {
   if (!(await requireEngine(t))) return;
   const probe = await syscallProbe(t);
@@ -52,6 +53,7 @@ test('[INV-2] from inside a real jail: io_uring_setup and the other removed sysc
   for (const k of ['socket_unix', 'socket_inet', 'socket_inet6', 'socket_netlink_route', 'personality_query']) assert.equal(r[k], 'ok', `${k} must keep working`);
 });
 
+// req: jail:verified
 test('[INV-2] the same probe under the engine\'s default seccomp profile: every removed call succeeds, and verify calls that container drift', async (t) => {
   if (!(await requireEngine(t))) return;
   const probe = await syscallProbe(t);

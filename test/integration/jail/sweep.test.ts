@@ -20,6 +20,7 @@ async function mine(): Promise<string[]> {
   return [...cs.map((c) => `container ${c.Names[0]} ${c.State}`), ...(vs.Volumes ?? []).map((v) => `volume ${v.Name}`)];
 }
 
+// req: end:released
 test('[INV-8] after runs that succeed, fail or time out, and after a killed supervisor, the sweep leaves no labelled container or volume', async (t) => {
   if (!(await requireEngine(t))) return;
 

@@ -16,6 +16,7 @@ async function home(t: { after: (fn: () => Promise<void>) => void }): Promise<st
   return d;
 }
 
+// req: lease:caps-intersect
 test('[INV-1] brig spawn --profile/--cap: the lease is the profile ∩ the asked caps; the rest is refused with reasons', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await home(t);

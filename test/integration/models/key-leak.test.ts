@@ -55,6 +55,7 @@ const CASES: { how: string; reason: string; turn: (f: WireFormat) => Turn; o?: R
 ];
 
 for (const format of FORMATS) {
+  // req: secrets:keys-stay
   test(`[INV-6] ${format}: the key never appears in an error, whatever the failure`, async (t) => {
     for (const c of CASES) {
       const m = await startModelServer({ script: [c.turn(format), c.turn(format), c.turn(format)] });
@@ -102,6 +103,7 @@ for (const format of FORMATS) {
   });
 }
 
+// req: secrets:keys-stay
 test('[INV-6] a loaded config and its catalog print no key (quick path and apiKeyEnv alike)', (t) => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-key-'));
   t.after(() => fs.rmSync(home, { recursive: true, force: true }));

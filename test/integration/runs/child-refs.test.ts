@@ -160,6 +160,7 @@ test('[INV-5] a parent with refs.read slices its child\'s ref through the broker
   assert.deepEqual(await leftovers(home), []);
 });
 
+// req: lease:enforced
 test('[INV-1] a parent without refs.read is refused from inside the jail (capability_denied), and the refusal is in the ledger', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
@@ -180,6 +181,7 @@ test('[INV-1] a parent without refs.read is refused from inside the jail (capabi
   assert.deepEqual(await leftovers(home), []);
 });
 
+// req: slice:descendants-only
 test('[INV-5] a run cannot slice refs outside its descendants (another tree, a sibling): answered like a missing ref, ledgered', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
@@ -217,6 +219,7 @@ test('[INV-5] a run cannot slice refs outside its descendants (another tree, a s
   assert.deepEqual(await leftovers(home), []);
 });
 
+// req: envelope:bounded
 test('[INV-3] a grandparent slices its grandchild\'s ref; every reply stays under the 48 KiB cap and says how much more there was', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
@@ -240,6 +243,7 @@ test('[INV-3] a grandparent slices its grandchild\'s ref; every reply stays unde
   assert.deepEqual(await leftovers(home), []);
 });
 
+// req: slice:select-only slice:tools-empty-env
 test('[INV-5] a child\'s hostile sql/jq through the broker meets the same lockdown: refused, no host file or env leaks', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

@@ -4,6 +4,7 @@ import { openBrig } from '../../../src/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { freshHome, leftovers } from './fixture.js';
 
+// req: events:bus-no-content
 test('[INV-7] openBrig hooks on a real jail: prepareSpawn before the child starts, onEnded after the envelope was cast, content-free', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

@@ -28,6 +28,7 @@ const PARENT = (child: string) => `export default async function (brig) {
   return { child: c.runId, killed: k.endReason, stranger: denied };
 }`;
 
+// req: secrets:env-from-nothing
 test('[INV-6] inside the jail: the env is built from nothing, the packet is read-only, the token is owner-only', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
@@ -94,6 +95,7 @@ test('brig lease revoke from another process ends the run of the daemon (killed 
   assert.deepEqual(await leftovers(home), []);
 });
 
+// req: events:bus-no-content
 test('[INV-7] progress events on a real child: real step counts, content-free, none after the end', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

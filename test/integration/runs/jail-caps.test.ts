@@ -24,6 +24,7 @@ async function ledgerLines(home: string): Promise<Record<string, unknown>[]> {
   return out;
 }
 
+// req: lease:enforced
 test('[INV-1] capabilities bind at the jail: no `exec`, no command or script child; no `artifacts.read`, no artifacts (each with a control)', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

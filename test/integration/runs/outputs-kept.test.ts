@@ -18,6 +18,7 @@ export default async function (brig) {
   await new Promise((r) => setTimeout(r, 120000));
 }`;
 
+// req: end:output-kept
 test('[INV-8] a killed run keeps its out/ files and stdout as a partial result', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

@@ -13,6 +13,7 @@ import { freshHome, leftovers, supervisorAt } from './fixture.js';
 
 const WRITE = (bytes: number) => ['node', '-e', `require('node:fs').writeFileSync('out/blob.bin', Buffer.alloc(${bytes}, 7))`];
 
+// req: results:caps-refuse
 test('[INV-4] [INV-1] a run over its lease resultBytes is refused with ref_too_large; under it the output arrives whole', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

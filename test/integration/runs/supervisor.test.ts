@@ -22,6 +22,7 @@ test('depth 4 is refused: a script spawning itself through the broker stops at d
   assert.deepEqual(await leftovers(home), []);
 });
 
+// req: end:released
 test('[INV-8] the 6th child is queued then run; a full queue is refused; kill mid-run leaves no container or volume', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { isCatalogName } from '../../../src/slice/sql-guard.js';
 
+// req: slice:select-only
 test('[INV-5] every name in a fresh DuckDB catalog is one the guard will not let a CTE take', async () => {
   const inst = await DuckDBInstance.create(':memory:');
   const c = await inst.connect();

@@ -6,9 +6,9 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { brigPaths } from '../../../src/config/index.js';
 import { LeaseStore, loadPolicyFile, shippedPoliciesDir } from '../../../src/lease/index.js';
-import { MemoryLedger } from '../../../src/ledger/index.js';
 import { FsResultStore } from '../../../src/results/index.js';
 import { recordOf } from '../../helpers/run-record.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { runCli } from '../../helpers/cli.js';
 
 const brig = (home: string, argv: string[]) => runCli(argv, { home });
@@ -53,6 +53,7 @@ test('brig ref list|read|grep|jq|sql|jsonpath over a real store; refusals map to
   assert.match(missing.err, /ref_not_found/);
 });
 
+// req: envelope:bounded
 test('[INV-3] brig result RUN prints the bounded envelope; brig explain RUN shows refs and savings', async (t) => {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-h3-cli-'));
   t.after(() => fs.rm(home, { recursive: true, force: true }));

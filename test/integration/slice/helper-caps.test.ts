@@ -31,6 +31,7 @@ async function status(pid: number, field: string): Promise<number> {
   return Number(m?.[1]) * 1024;
 }
 
+// req: limits:helper-os-caps
 test('[INV-9] a 4 GB string fails cleanly under the helper\'s own memory cap; the helper stays bounded and serves the next query', async (t) => {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-caps-'));
   const pool = new DuckdbHelperPool({ size: 1 });
@@ -70,6 +71,7 @@ test('[INV-9] a 4 GB string fails cleanly under the helper\'s own memory cap; th
   assert.deepEqual(pool.nodePids(), [pid], 'by the same helper: an over-memory query is an ordinary failure');
 });
 
+// req: limits:helper-os-caps
 test('[INV-9] a query that burns its helper\'s CPU time is stopped by the kernel (SIGXCPU) and answered as a timeout', async (t) => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-cpu-'));
   const pool = new DuckdbHelperPool({ size: 1, cpuSeconds: 2 });
@@ -95,6 +97,7 @@ test('[INV-9] a query that burns its helper\'s CPU time is stopped by the kernel
   assert.notDeepEqual(pool.nodePids(), [pid]);
 });
 
+// req: limits:helper-os-caps
 test('[INV-9] a helper whose CPU time could run out during a query is retired before it, so the cap never stops an ordinary query', async (t) => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-cpu-'));
   const CAP = 40;

@@ -16,6 +16,7 @@ import { isolationAvailable } from '../../../src/slice/helper-isolation.js';
 const SECRET = 'BRIG_A5_HELPER_ENV_CANARY';
 
 for (const isolate of ['off', 'auto'] as const) {
+  // req: slice:helper-locked
   test(`[INV-5] the DuckDB helper's environment is empty (isolate: ${isolate})`, async (t) => {
     if (isolate === 'auto' && !isolationAvailable()) {
       t.skip('helper isolation needs root and util-linux unshare; the unisolated case is the other test');

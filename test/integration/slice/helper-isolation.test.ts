@@ -16,6 +16,7 @@ async function nodeChildOf(pid: number): Promise<number> {
   return Number(kids[0]);
 }
 
+// req: slice:helper-locked
 test('[INV-5] isolated helper: own network namespace, read-only root, queries still run', async (t) => {
   if (!isolationAvailable()) {
     if (process.env.CI === 'true') throw new Error('CI requires helper isolation (root + unshare)');

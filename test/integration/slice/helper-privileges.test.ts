@@ -16,6 +16,7 @@ function statusField(status: string, name: string): string {
   return new RegExp(`^${name}:[ \\t]*(.*)$`, 'm').exec(status)?.[1]?.trim() ?? '';
 }
 
+// req: slice:helper-locked slice:one-ref
 test('[INV-5] [INV-9] the isolated helper is uid 65534 with CapEff 0 and no_new_privs, in its own PID/IPC namespaces, and sees only its query\'s files', async (t) => {
   if (!isolationAvailable()) {
     if (process.env.CI === 'true') throw new Error('CI requires helper isolation (root + util-linux)');

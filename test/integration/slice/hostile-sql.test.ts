@@ -26,6 +26,7 @@ async function setup() {
   return { home, canary, canaryDir, store, ref, other };
 }
 
+// req: slice:select-only slice:one-ref
 test('[INV-5] at least 30 hostile queries: refused or failed, canary never shown, ref unchanged', async (t) => {
   const s = await setup();
   const pool = new DuckdbHelperPool({ size: 2 });

@@ -14,6 +14,7 @@ import { isBrigError } from '../../../src/util/errors.js';
 
 const CANARY = 'CANARY_LOCK_51d0';
 
+// req: slice:helper-locked slice:one-ref
 test('[INV-5] lockdown without the guard: SET after the lock, other files, extensions all fail', async (t) => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-h3-lock-'));
   const tempDir = path.join(dir, 'spill');

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { DuckdbHelperPool, lockedQuery } from '../../../src/slice/index.js';
 import { isBrigError } from '../../../src/util/errors.js';
 
+// req: slice:select-only slice:one-ref
 test('[INV-5] lockedQuery: a SELECT over the view runs; other files and statements are refused', async (t) => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-lq-'));
   t.after(() => fs.rm(dir, { recursive: true, force: true }));
@@ -70,6 +71,7 @@ test('[INV-9] a reply is bounded in UTF-8 bytes, column names included; an overl
   assert.deepEqual((await lockedQuery({ files: [euro], viewName: 'ref', reader: 'read_ndjson', sql: 'SELECT count(*) FROM ref', pool })).rows, [[100]]);
 });
 
+// req: slice:one-ref
 test('[INV-5] a file whose name holds glob characters is read as itself, never as a pattern over its siblings', async (t) => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-lq-glob-'));
   t.after(() => fs.rm(dir, { recursive: true, force: true }));

@@ -71,6 +71,7 @@ test('sql reads csv, json, text and parquet refs with the right reader; jsonpath
   assert.equal(notJson.error.code, 'query_refused');
 });
 
+// req: slice:helper-bounded
 test('[INV-5] an over-time query is interrupted, its helper recycled, and the next query is served', async (t) => {
   const { pool, store } = await setup(t);
   const ref = await store.writeStream('run-t', 'root-t', 'x.jsonl', Readable.from([Buffer.from('{"a":1}\n')]));

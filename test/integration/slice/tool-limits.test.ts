@@ -22,6 +22,7 @@ function liveMarkers(marker: string): number {
   return n;
 }
 
+// req: limits:helper-os-caps
 test('[INV-9] slicing tools: at most TOOL_CONCURRENCY processes at once, TOOL_QUEUE waiting, the rest refused rate_limited', async () => {
   const marker = `0.2${String(process.pid).padStart(7, '0')}`; // ≈ 0.2 s, a length unique to this test run
   let peak = 0;

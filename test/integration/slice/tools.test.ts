@@ -23,6 +23,7 @@ async function setup(t: import('node:test').TestContext) {
   return { home, store, ref };
 }
 
+// req: slice:tools-empty-env
 test('[INV-5] jq: $ENV, env and input_filename leak nothing; -leading filter is not an option', async (t) => {
   const { home, store, ref } = await setup(t);
   const s = new Slicer(store);
@@ -43,6 +44,7 @@ test('[INV-5] jq: $ENV, env and input_filename leak nothing; -leading filter is 
   assert.ok(!bad.error.message.includes(home));
 });
 
+// req: slice:tools-empty-env
 test('[INV-5] jq: a runaway expression dies at the timeout', async (t) => {
   const { store, ref } = await setup(t);
   const s = new Slicer(store, { limits: { timeoutMs: 1500 } });
@@ -51,6 +53,7 @@ test('[INV-5] jq: a runaway expression dies at the timeout', async (t) => {
   assert.equal(r.error.code, 'timeout');
 });
 
+// req: slice:tools-empty-env
 test('[INV-5] jq: output past the cap is cut and says so', async (t) => {
   const { store, ref } = await setup(t);
   const s = new Slicer(store, { limits: { maxBytes: 1000 } });
@@ -61,6 +64,7 @@ test('[INV-5] jq: output past the cap is cut and says so', async (t) => {
   assert.match(r.value.note ?? '', /more/);
 });
 
+// req: slice:tools-empty-env
 test('[INV-5] grep: matches with line numbers, "N more", context, ignoreCase; env is empty', async (t) => {
   const { store, ref } = await setup(t);
   const s = new Slicer(store);
@@ -91,6 +95,7 @@ test('[INV-5] grep: matches with line numbers, "N more", context, ignoreCase; en
   assert.equal(ls.stdout.toString('utf8'), '', 'empty working directory');
 });
 
+// req: slice:tools-empty-env
 test('[INV-5] grep: a catastrophic pattern cannot hang anything', async (t) => {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-h3-redos-'));
   t.after(() => fs.rm(home, { recursive: true, force: true }));

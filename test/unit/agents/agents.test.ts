@@ -46,6 +46,7 @@ test('the catalog: the home\'s specs shadow the shipped ones; `general` ships; a
   assert.deepEqual(shipped.broken(), [], 'every shipped spec validates');
 });
 
+// req: lease:enforced
 test('[INV-1] the tool surface follows the lease: no cap, no tool; a coordinator keeps delegation and drill-in; finish always', () => {
   const all = toolSurface({ caps: ['exec', 'spawn', 'steer', 'kill', 'refs.read', 'llm'], role: 'worker' });
   assert.ok(all.includes('shell') && all.includes('spawn') && all.includes('ref_sql') && all.includes('finish'));

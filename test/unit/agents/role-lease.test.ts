@@ -5,18 +5,21 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { toolSurface, type AgentSpec } from '../../../src/agents/index.js';
-import { MemoryLedger } from '../../../src/ledger/types.js';
 import type { LeaseIssue } from '../../../src/runs/index.js';
 import { createSupervisor } from '../../../src/runs/supervisor.js';
 import { ok } from '../../../src/util/errors.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { FakeJailDriver } from '../../helpers/fakes/fake-jail.js';
 import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
 
-/** A lease port that records exactly what the supervisor asked for. */
+/** A lease port that records exactly what the supervisor asked for; `firstAsk` resolves at the first. */
 class RecordingLeases extends MemoryLeases {
   readonly asked: LeaseIssue[] = [];
+  #asked!: () => void;
+  readonly firstAsk = new Promise<void>((r) => (this.#asked = r));
   override async issue(req: LeaseIssue) {
     this.asked.push(req);
+    this.#asked();
     return super.issue(req);
   }
 }
@@ -45,7 +48,7 @@ test('[INV-1] property: the coordinator role never touches the lease — what is
           const r = await sup.spawn({ task: 'same task', kind: 'agent', agent: 'x', async: true });
           assert.ok(r.ok);
           await sup.idle();
-          for (let i = 0; i < 100 && leases.asked.length === 0; i++) await new Promise((res) => setTimeout(res, 5));
+          await leases.firstAsk;
           const { runId: _r, rootRunId: _root, ...req } = leases.asked[0]!;
           asked.push(JSON.stringify(req));
           await sup.close();

@@ -9,8 +9,13 @@ import { EventHub } from '../../../src/api/event-hub.js';
 import { listenApi } from '../../../src/api/server.js';
 import type { Brig, Supervisor, SupervisorEvent } from '../../../src/protocol/index.js';
 
-/** A supervisor that only has events, pushed by the test (the API layer is what is tested). */
-function eventSource(): { sup: Supervisor; push(runId: string, type?: string): void } {
+/**
+ * A supervisor that only has events, pushed by the test (the API layer is what is tested).
+ * `taken()` resolves once the hub has taken every event pushed so far and asks for the next:
+ * what it does with an event (number it, write it to each client, cut a slow one) is done by
+ * then, so the tests wait for that instead of for a guessed number of milliseconds.
+ */
+function eventSource(): { sup: Supervisor; push(runId: string, type?: string): void; taken(): Promise<void> } {
   const waiting: ((ev: SupervisorEvent) => void)[] = [];
   const queued: SupervisorEvent[] = [];
   const sup = {
@@ -27,17 +32,28 @@ function eventSource(): { sup: Supervisor; push(runId: string, type?: string): v
       if (w) w(ev);
       else queued.push(ev);
     },
+    async taken() {
+      while (queued.length > 0 || waiting.length === 0) await new Promise((r) => setImmediate(r));
+    },
   };
 }
 
-const tick = () => new Promise((r) => setTimeout(r, 20));
+/** Fails when `p` has not settled within `ms`; the guard's timer never outlives it. */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(what)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 test('the event hub numbers events and tells a resuming client what it missed, or that it cannot', async () => {
   const src = eventSource();
   const hub = new EventHub(src.sup, 5);
   try {
     for (const id of ['r-a', 'r-b', 'r-a']) src.push(id);
-    await tick();
+    await src.taken();
     const all = hub.resume(`${hub.boot}-0`);
     assert.equal(all.kind, 'replay');
     if (all.kind !== 'replay') return;
@@ -49,7 +65,7 @@ test('the event hub numbers events and tells a resuming client what it missed, o
     assert.deepEqual(hub.resume('deadbeef-2'), { kind: 'gap', reason: 'restarted' });
     assert.deepEqual(hub.resume('nonsense'), { kind: 'gap', reason: 'malformed' });
     for (let i = 0; i < 6; i++) src.push('r-c'); // the ring holds 5: seq 5..9
-    await tick();
+    await src.taken();
     assert.deepEqual(hub.resume(`${hub.boot}-2`), { kind: 'gap', reason: 'too_old' });
     const edge = hub.resume(`${hub.boot}-4`);
     assert.deepEqual(edge.kind === 'replay' && edge.events.map((n) => n.seq), [5, 6, 7, 8, 9], 'just inside the ring');
@@ -58,11 +74,20 @@ test('the event hub numbers events and tells a resuming client what it missed, o
   }
 });
 
-/** Reads an SSE stream until `want` events arrived; returns them and the request to end it. */
-function follow(socketPath: string, headers: Record<string, string>, want: number): Promise<{ id: string; type: string; runId: string }[]> {
-  return new Promise((resolve, reject) => {
+type Followed = Promise<{ id: string; type: string; runId: string }[]> & { connected: Promise<void> };
+
+/**
+ * Reads an SSE stream until `want` events arrived. `connected` resolves with the response's
+ * head: the server subscribes the client in the tick it writes that head, so what is pushed
+ * after it reaches this client.
+ */
+function follow(socketPath: string, headers: Record<string, string>, want: number): Followed {
+  let connected!: () => void;
+  const head = new Promise<void>((r) => (connected = r));
+  const events = new Promise<{ id: string; type: string; runId: string }[]>((resolve, reject) => {
     const got: { id: string; type: string; runId: string }[] = [];
     const req = http.request({ socketPath, path: '/v1/events', headers }, (res) => {
+      connected();
       let buf = '';
       res.on('data', (d: Buffer) => {
         buf += d.toString();
@@ -84,6 +109,7 @@ function follow(socketPath: string, headers: Record<string, string>, want: numbe
     req.on('error', (e) => (got.length === want ? undefined : reject(e)));
     req.end();
   });
+  return Object.assign(events, { connected: head });
 }
 
 /** The real API on a unix socket over a supervisor whose events the test pushes; gone after the test. */
@@ -102,7 +128,7 @@ async function served(t: { after(fn: () => Promise<void>): void }): Promise<{ so
 test('GET /v1/events: every event has an id; reconnecting with Last-Event-ID replays exactly what was missed; another boot gets a gap event', async (t) => {
   const { socketPath, src } = await served(t);
   const first = follow(socketPath, {}, 2);
-  await tick();
+  await first.connected;
   src.push('r-1');
   src.push('r-2');
   const seen = await first;
@@ -112,9 +138,9 @@ test('GET /v1/events: every event has an id; reconnecting with Last-Event-ID rep
   src.push('r-3');
   src.push('r-4');
   src.push('r-5');
-  await tick();
+  await src.taken();
   const back = follow(socketPath, { 'last-event-id': seen[1]!.id }, 4);
-  await tick();
+  await back.connected;
   src.push('r-6');
   assert.deepEqual((await back).map((e) => e.runId), ['r-3', 'r-4', 'r-5', 'r-6'], 'the missed ones in order, then live, none twice');
   const other = await follow(socketPath, { 'last-event-id': 'deadbeef-9' }, 1);
@@ -124,22 +150,23 @@ test('GET /v1/events: every event has an id; reconnecting with Last-Event-ID rep
 test('a client that stops reading is cut once it is 1 MiB behind; the others keep their stream', async (t) => {
   const { socketPath, src } = await served(t);
   const stuck = net.connect(socketPath);
-  stuck.pause(); // reads nothing while the events pile up
   let got = 0;
   const cut = new Promise<void>((resolve) => stuck.on('close', () => resolve()));
+  // Its response's head (the server subscribes it in that tick), then it reads nothing while the events pile up.
+  const subscribed = new Promise<void>((resolve) => stuck.once('data', (d: Buffer) => ((got += d.length), stuck.pause(), resolve())));
   stuck.write('GET /v1/events HTTP/1.1\r\nHost: brig\r\n\r\n');
-  await tick();
+  await subscribed;
   const N = 30_000;
   for (let i = 0; i < N; i++) src.push(`r-${'x'.repeat(100)}-${i}`);
-  await new Promise((r) => setTimeout(r, 1000));
+  await src.taken(); // every event written to it (or refused it) by now: the cut is decided
   // Now it reads: what was sent before the cut, then the end.
   stuck.on('data', (d: Buffer) => (got += d.length));
   stuck.resume();
-  await Promise.race([cut, new Promise((_, rej) => setTimeout(() => rej(new Error('the stuck client was never cut')), 10_000))]);
+  await within(cut, 10_000, 'the stuck client was never cut');
   assert.ok(got < N * 150, `it was cut short of the whole stream (${got} bytes of ~${N * 250})`);
   // The daemon is still there for everyone else.
   const next = follow(socketPath, {}, 1);
-  await tick();
+  await next.connected;
   src.push('r-after');
   assert.deepEqual((await next).map((e) => e.runId), ['r-after']);
 });

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { BrigError, err, ok } from '../../../src/util/errors.js';
 import { grantAllows, type LeaseRecord } from '../../../src/lease/index.js';
-import { MemoryLedger } from '../../../src/ledger/index.js';
 import { dispatchLine, type DispatchDeps, type RunState } from '../../../src/broker/dispatch.js';
 import { METHOD_NAMES, requiredCapability } from '../../../src/broker/protocol.js';
 import { StrikeCounter, TokenBucket } from '../../../src/broker/rate-limit.js';
 import { RefusalLog } from '../../../src/broker/refusal-log.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { capsArb } from '../lease/arbitraries.js';
 
 function lease(caps: LeaseRecord['caps']): LeaseRecord {
@@ -32,6 +32,7 @@ function deps(rec: LeaseRecord, ledger = new MemoryLedger()): DispatchDeps {
   };
 }
 
+// req: lease:enforced
 test('[INV-1] one predicate, two users: a call is served iff grantAllows(lease, METHODS[method].cap)', async () => {
   await fc.assert(
     fc.asyncProperty(capsArb, fc.constantFrom(...METHOD_NAMES), async (caps, method) => {

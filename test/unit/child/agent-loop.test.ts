@@ -246,12 +246,19 @@ test('SIGTERM mid-tool: the tool is stopped and answered, then one salvage and a
   t.after(r.cleanup);
   const stop = new AbortController();
   const b = new FakeBroker([
-    () => ({ content: 'sleeping first', toolCalls: [call('shell', { command: 'sleep 20' }), call('shell', { command: 'touch out/never' })] }),
+    () => ({ content: 'sleeping first', toolCalls: [call('shell', { command: 'touch .sleeping; sleep 20' }), call('shell', { command: 'touch out/never' })] }),
     () => ({ content: 'I slept; nothing to report.' }),
   ]);
-  setTimeout(() => stop.abort(), 300);
+  // SIGTERM once the tool runs (its shell says so), not after a guessed delay.
+  const sleeping = path.join(r.workspace, '.sleeping');
+  let over = false;
+  void (async () => {
+    while (!over && !fs.existsSync(sleeping)) await new Promise((res) => setTimeout(res, 10));
+    stop.abort();
+  })();
   const t0 = Date.now();
   const out = await runAgent({ ...loopOptions(b, packet(), r), stop: stop.signal });
+  over = true;
   assert.ok(Date.now() - t0 < 5000);
   assert.deepEqual(b.violations, []);
   assert.equal(out.endReason, 'terminated');
@@ -266,7 +273,7 @@ test('SIGTERM while the model call hangs: after a short grace the loop salvages 
   t.after(r.cleanup);
   const stop = new AbortController();
   const b = new FakeBroker([() => new Promise(() => {})]);
-  setTimeout(() => stop.abort(), 100);
+  b.before = (method) => void (method === 'llm.complete' && setImmediate(() => stop.abort())); // SIGTERM while the call hangs
   const out = await runAgent({ ...loopOptions(b, packet(), r), stop: stop.signal });
   assert.equal(out.endReason, 'terminated');
   assert.equal(b.of('llm.complete').length, 1, 'no salvage call on a conversation in an unknown state');

@@ -54,6 +54,7 @@ test('[INV-2] the hardened table is frozen and closed', () => {
   assert.equal(HARDENED.NetworkMode, 'none');
 });
 
+// req: secrets:env-from-nothing
 test('[INV-6] the jail env is exactly the spec env plus PATH, never inherited', () => {
   const b = body({ ...GOLDEN_SPEC, env: { A: '1' } });
   assert.deepEqual(b.Env, ['A=1', 'PATH=/bin:/usr/bin']);
@@ -82,11 +83,13 @@ test('unsafe specs are refused as values before any engine call', () => {
   }
 });
 
+// req: jail:verified
 test('[INV-2] a faithful engine report verifies clean', () => {
   const b = body();
   assert.deepEqual(verifyInspect(faithfulInspect(b), b, INTENT), []);
 });
 
+// req: jail:verified
 test('[INV-2] every weakening the engine could report is caught as drift', () => {
   const b = body();
   const cases: [string, (i: InspectView) => void][] = [
@@ -137,6 +140,7 @@ test('[INV-2] every weakening the engine could report is caught as drift', () =>
   }
 });
 
+// req: jail:verified
 test('[INV-2] a report missing its HostConfig fails closed', () => {
   const b = body();
   const i = faithfulInspect(b);
@@ -144,6 +148,7 @@ test('[INV-2] a report missing its HostConfig fails closed', () => {
   assert.ok(verifyInspect(i, b, INTENT).length > 5);
 });
 
+// req: limits:within-parent
 test('[INV-9] a limit below its floor is refused with invalid_input naming the floor, never raised', () => {
   const cases: [keyof typeof LIMIT_FLOORS, number][] = [
     ['cpu', 0.000001],
@@ -170,6 +175,7 @@ test('[INV-9] a limit below its floor is refused with invalid_input naming the f
   assert.equal((at.HostConfig.NanoCpus * CFS_PERIOD_US) / 1e9, 1000, 'cfs_quota_us 1000 of 100000');
 });
 
+// req: limits:within-parent
 test('[INV-9] [INV-1] NanoCpus is a whole quota microsecond, at least the floor, never above the lease', () => {
   assert.equal(nanoCpusFor(1.5), 1_500_000_000);
   assert.equal(nanoCpusFor(0.29), 290_000_000, 'binary fractions do not lose a microsecond');

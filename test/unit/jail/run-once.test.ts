@@ -51,6 +51,7 @@ test('endReasonOf: exactly one reason per observation', () => {
   assert.equal(endReasonOf({ timedOut: true, exitCode: 137, collectFailed: false }), 'watchdog_timeout');
 });
 
+// req: end:released
 test('[INV-8] the jail is destroyed on every path: success, timeout, collect refusal, start failure', async () => {
   const ok = fakeDriver({});
   assert.equal((await runJailOnce(ok.driver, SPEC, { timeoutMs: 1000, collectTo: '/x' })).endReason, 'completed');

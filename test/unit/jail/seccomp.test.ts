@@ -37,6 +37,7 @@ test('[INV-2] brig allows nothing the engine default does not allow to a capabil
   for (const n of allowedAnyhow()) assert.ok(ungated.has(n) || !capGated.has(n), `${n} is open only to a capability in the engine default`);
 });
 
+// req: jail:seccomp
 test('[INV-2] io_uring and every other removal is allowed by no rule, and each removal has a reason', () => {
   for (const n of ['io_uring_setup', 'io_uring_enter', 'io_uring_register']) assert.ok(!allowedAnyhow().includes(n), `${n} allowed`);
   for (const [name, why] of Object.entries(SECCOMP_REMOVED)) {

@@ -7,6 +7,7 @@ import { denylistArb, grantArb, postureArb, requestArb } from './arbitraries.js'
 
 const RUNS = { numRuns: 10_000 };
 
+// req: lease:caps-intersect
 test('[INV-1] child caps ⊆ parent ∩ requested ∩ policy, in requested order, minus the denylist', () => {
   fc.assert(
     fc.property(grantArb, requestArb, grantArb, denylistArb, (parent, req, policy, deny) => {
@@ -22,6 +23,7 @@ test('[INV-1] child caps ⊆ parent ∩ requested ∩ policy, in requested order
   );
 });
 
+// req: lease:limits-min
 test('[INV-1] every limit = min(parent, requested, policy): limits never grow', () => {
   fc.assert(
     fc.property(grantArb, requestArb, grantArb, (parent, req, policy) => {
@@ -36,6 +38,7 @@ test('[INV-1] every limit = min(parent, requested, policy): limits never grow', 
   );
 });
 
+// req: lease:posture-never-loosens
 test('[INV-1] posture never loosens; a looser request is refused with posture_downgrade', () => {
   fc.assert(
     fc.property(grantArb, requestArb, grantArb, (parent, req, policy) => {
@@ -53,6 +56,7 @@ test('[INV-1] posture never loosens; a looser request is refused with posture_do
   );
 });
 
+// req: lease:caps-intersect
 test('[INV-1] refused caps = requested − granted, each with a reason', () => {
   fc.assert(
     fc.property(grantArb, requestArb, grantArb, denylistArb, (parent, req, policy, deny) => {
@@ -66,6 +70,7 @@ test('[INV-1] refused caps = requested − granted, each with a reason', () => {
   );
 });
 
+// req: lease:caps-intersect lease:limits-min lease:posture-never-loosens
 test('[INV-1] a chain of attenuations never widens', () => {
   fc.assert(
     fc.property(grantArb, fc.array(fc.tuple(requestArb, grantArb), { minLength: 1, maxLength: 6 }), (root, steps) => {

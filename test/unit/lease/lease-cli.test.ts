@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { brigPaths } from '../../../src/config/index.js';
 import { LeaseStore, loadPolicyFile, shippedPoliciesDir } from '../../../src/lease/index.js';
-import { MemoryLedger, verifyLedger } from '../../../src/ledger/index.js';
+import { verifyLedger } from '../../../src/ledger/index.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { brig } from './cli-io.js';
 
 test('brig lease list / show / revoke over a small tree', async () => {

@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LeaseStore, loadPolicyFile, shippedPoliciesDir, grantWithin, type Policy } from '../../../src/lease/index.js';
-import { MemoryLedger } from '../../../src/ledger/index.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
+import { ManualTimers } from '../../helpers/fakes/manual-time.js';
 
 function policy(): Policy {
   const r = loadPolicyFile(path.join(shippedPoliciesDir(), 'default.yaml'));
@@ -46,6 +47,7 @@ test('a root lease is the profile inside root; token verifies for its run only',
     assert.equal(ledger.events.filter((e) => e.type === 'lease.issued').length, 1);
   }));
 
+// req: lease:caps-intersect lease:limits-min
 test('[INV-1] a child is parent ∩ request ∩ profile; refusals are recorded and logged', () =>
   withStore((s, { ledger }) => {
     const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
@@ -214,6 +216,7 @@ test('a child whose ancestor record is missing or unreadable is no lease (fail c
     assert.match(kid.error.message, /missing or unreadable ancestor/);
   }));
 
+// req: events:ledger-no-content
 test('[INV-7] a profile name a child made up never reaches the ledger', () =>
   withStore((s, { ledger }) => {
     const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
@@ -239,18 +242,20 @@ test('watchRevocations: a revoke written by another process reaches this store\'
     assert.ok(kid.ok);
     const heard: string[] = [];
     s.onRevoked((recs, by) => heard.push(...recs.map((r) => `${r.runId}:${by}`)));
-    const stop = s.watchRevocations(50);
+    const timers = new ManualTimers();
+    const stop = s.watchRevocations(50, timers);
     try {
       const cli = new LeaseStore({ dir, ledger, now: () => clock.t });
       assert.ok(cli.revoke(root.value.record.id, 'operator').ok);
-      for (let i = 0; i < 100 && heard.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
-      await new Promise((r) => setTimeout(r, 150));
+      // The periodic scan comes round three times (the directory watch may have told it first).
+      for (let i = 0; i < 3; i++) timers.fire();
       assert.deepEqual(heard.sort(), ['r0:operator', 'r1:operator']);
       assert.ok(s.revoke(root.value.record.id, 'operator').ok);
       assert.equal(heard.length, 2, 'already-announced revokes are not announced again');
     } finally {
       stop();
     }
+    assert.equal(timers.live, 0, 'stopping the watch clears its timer');
   }));
 
 test('watchRevocations: a leases directory removed under a running watcher is no crash, and revokes are heard again once it is back', () =>
@@ -259,16 +264,17 @@ test('watchRevocations: a leases directory removed under a running watcher is no
     assert.ok(root.ok);
     const heard: string[] = [];
     s.onRevoked((recs, by) => heard.push(...recs.map((r) => `${r.runId}:${by}`)));
-    const stop = s.watchRevocations(20);
+    const timers = new ManualTimers();
+    const stop = s.watchRevocations(20, timers);
     try {
       const saved = `${dir}.saved`;
       fs.renameSync(dir, saved);
-      // Several scans run with the directory gone: a throw from the timer would end this process.
-      await new Promise((r) => setTimeout(r, 120));
+      // Several scans run with the directory gone: a throw from the timer would end the process.
+      for (let i = 0; i < 6; i++) timers.fire();
       fs.renameSync(saved, dir);
       const cli = new LeaseStore({ dir, ledger, now: () => clock.t });
       assert.ok(cli.revoke(root.value.record.id, 'operator').ok);
-      for (let i = 0; i < 100 && heard.length < 1; i++) await new Promise((r) => setTimeout(r, 20));
+      timers.fire();
       assert.deepEqual(heard, ['r0:operator']);
     } finally {
       stop();

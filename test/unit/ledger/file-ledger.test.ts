@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FileLedger, verifyLedger, lineHash } from '../../../src/ledger/index.js';
+import { ManualClock } from '../../helpers/fakes/manual-time.js';
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-ledger-'));
@@ -14,8 +15,8 @@ async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
-async function writeSome(dir: string, n: number): Promise<string> {
-  const l = new FileLedger({ dir });
+async function writeSome(dir: string, n: number, now?: () => Date): Promise<string> {
+  const l = new FileLedger({ dir, ...(now ? { now } : {}) });
   for (let i = 0; i < n; i++) l.append({ type: 'lease.issued', leaseId: `ls_${i}`, runId: `run_${i}`, depth: i, caps: ['llm'] });
   await l.close();
   return l.segment;
@@ -45,6 +46,7 @@ test('appends are on disk when append returns, chained and verifiable', async ()
   });
 });
 
+// req: events:ledger-no-content
 test('[INV-7] events are content-free: objects dropped, strings capped, reserved fields kept by the ledger', async () => {
   await withDir(async (dir) => {
     const l = new FileLedger({ dir });
@@ -129,9 +131,11 @@ test('an append after close starts a new, verifiable segment instead of throwing
 
 test('deleting or cutting an earlier closed segment breaks the next segment\'s link', async () => {
   await withDir(async (dir) => {
-    const first = await writeSome(dir, 3);
-    await new Promise((r) => setTimeout(r, 5));
-    const second = await writeSome(dir, 2);
+    // Segments sort by their opening second: the second one opens a second later.
+    const clock = new ManualClock();
+    const first = await writeSome(dir, 3, clock.now);
+    clock.advance(1000);
+    const second = await writeSome(dir, 2, clock.now);
     assert.match(JSON.parse(lines(second)[0]!).link, new RegExp(`^${path.basename(first)} [0-9a-f]{64}$`));
     assert.ok(verifyLedger(dir).ok);
     const saved = fs.readFileSync(first);

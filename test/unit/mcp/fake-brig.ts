@@ -32,8 +32,13 @@ export interface FakeState {
   refs: (ResultRef & { text: string })[];
   /** What the next sql call answers. */
   sql?: Result<SliceOutput>;
-  /** How long wait takes before the run ends (ms), per run id. */
-  endsAfterMs?: Record<string, number>;
+  /**
+   * A wait returns when this settles — the test says when the time it waited is up — and the
+   * runs in `endsOnWait` have ended by then; the others come back as they stand. Without it, a
+   * wait returns at once.
+   */
+  waitGate?: Promise<void>;
+  endsOnWait?: string[];
   spawned: unknown[];
   killed: string[];
 }
@@ -106,13 +111,10 @@ export function fakeBrig(s: FakeState): Brig {
       s.runs.set(id, runRecord(id, { status: 'queued', kind, label: (req as { label?: string }).label ?? null }));
       return ok(s.runs.get(id)!);
     },
-    async wait(id: string, o: { timeoutMs?: number; signal?: AbortSignal } = {}) {
+    async wait(id: string, _o: { timeoutMs?: number; signal?: AbortSignal } = {}) {
       if (!s.runs.has(id)) return err(new BrigError('run_not_found', `no run ${id}`));
-      const after = s.endsAfterMs?.[id];
-      if (after !== undefined && after <= (o.timeoutMs ?? Infinity)) {
-        await new Promise((r) => setTimeout(r, after));
-        end(id);
-      } else if (s.runs.get(id)!.status !== 'ended') await new Promise((r) => setTimeout(r, Math.min(o.timeoutMs ?? 0, 50)));
+      await s.waitGate;
+      if (s.endsOnWait?.includes(id) && s.runs.get(id)!.status !== 'ended') end(id);
       return ok(s.runs.get(id)!);
     },
     async list() {

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { refusal } from '../../../src/mcp/tool-result.js';
 import { BrigError, err } from '../../../src/util/errors.js';
+import { ManualClock, ManualTimers } from '../../helpers/fakes/manual-time.js';
 import { connected, ref, runRecord, state } from './fake-brig.js';
 
 const text = (r: CallToolResult) => (r.content[0] as { text: string }).text;
@@ -99,14 +100,28 @@ test('spawn answers at once with the run id; status, list, kill and steer say wh
 });
 
 test('wait: the envelope and end reason of a run that ended, the status of one that did not, and progress notifications while waiting', async () => {
-  const s = state({ endsAfterMs: { 'r-a': 200 } });
+  // Time moves by hand: the progress timer fires when the test says, on a clock it advances,
+  // and the wait is over when the test opens the gate (r-a ended by then, r-b not).
+  let timeUp!: () => void;
+  const s = state({ waitGate: new Promise<void>((r) => (timeUp = r)), endsOnWait: ['r-a'] });
   s.runs.set('r-a', runRecord('r-a'));
   s.runs.set('r-b', runRecord('r-b'));
   s.refs.push(ref('r-a', 'ref_a', 'one\ntwo\n'));
-  const { client, close } = await connected(s);
+  const clock = new ManualClock();
+  const timers = new ManualTimers();
+  const { client, close } = await connected(s, { now: clock.now, timers });
   try {
     const progress: { progress: number; message?: string }[] = [];
-    const r = (await client.callTool({ name: 'wait', arguments: { runIds: ['r-a', 'r-b', 'r-a'], timeoutMs: 300 } }, undefined, { onprogress: (p) => void progress.push(p) })) as CallToolResult;
+    const call = client.callTool({ name: 'wait', arguments: { runIds: ['r-a', 'r-b', 'r-a'], timeoutMs: 300 } }, undefined, { onprogress: (p) => void progress.push(p) });
+    while (timers.live === 0) await new Promise((r) => setImmediate(r)); // the wait has begun
+    for (let i = 1; i <= 3; i++) {
+      clock.advance(40);
+      timers.fire();
+      while (progress.length < i) await new Promise((r) => setImmediate(r));
+    }
+    timeUp();
+    const r = (await call) as CallToolResult;
+    assert.equal(timers.live, 0, 'the progress timer ends with the wait');
     const w = structured<{ runs: { runId: string; ended: boolean; endReason: string | null; envelope?: string; refs?: { ref: string; uri: string }[] }[]; timedOut: boolean }>(r);
     assert.deepEqual(w.runs.map((x) => x.runId), ['r-a', 'r-b'], 'each id once');
     assert.equal(w.runs[0]!.ended, true);

@@ -41,6 +41,7 @@ test('the provider\'s error words come from either shape, one line, short', () =
   assert.equal(providerErrorText(JSON.stringify({ error: { message: 'x'.repeat(1000) } }))!.length, 300);
 });
 
+// req: secrets:keys-stay
 test('[INV-6] a failure scrubs every secret from its message and from the copied cause; the raw cause is not kept', () => {
   const key = 'sk-secret-ABCDEF123456';
   const raw = Object.assign(new Error(`connect failed with ${key}`), { code: 'ECONNRESET', socket: { key } });

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { MAX_ENVELOPE_REFS, type ResultRef, buildRunEnvelope, condense, headTail, renderEnvelope, rollUpSavings, savingsFor } from '../../../src/results/index.js';
 import type { ModelProvider } from '../../../src/models/index.js';
 
+// req: envelope:bounded
 test('[INV-3] Level 1 passthrough when it fits, Level 3 head+tail with a marker when it does not', async () => {
   const small = await condense('the answer is 42');
   assert.equal(small.level, 1);
@@ -73,6 +74,7 @@ test('[INV-3] the narrative cast: header, body, footer; empty sections left out'
   assert.equal(bare, '[Subagent Result: x]\nStatus: Completed\nCondensation: Level 1 (passthrough)\n\n---\nCondensation: Level 1 | Original: 0 tokens | Ratio: 1.00\n');
 });
 
+// req: envelope:bounded
 test('[INV-3] the footer is bounded too: at most MAX_ENVELOPE_REFS handle lines, the rest counted', () => {
   const refs = Array.from({ length: 5000 }, (_, i) => ({ ref: `ref_${String(i).padStart(26, 'a')}`, bytes: i, kind: 'text' as const }));
   const condensed = { level: 1 as const, levelName: 'passthrough', body: 'ok', originalTokens: 1, ratio: 1 };

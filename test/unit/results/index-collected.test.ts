@@ -132,6 +132,7 @@ test('[INV-4] indexCollected keeps indexDir\'s caps: over the store\'s cap is re
   await assert.rejects(store.list('r1'), (e: unknown) => isBrigError(e, 'run_not_found'));
 });
 
+// req: results:caps-refuse results:atomic
 test('[INV-4] the observer sees each regular file\'s bytes only after the caps passed them; a refused file never ends, nothing is left', async (t) => {
   const base = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-observe-'));
   t.after(() => fs.rm(base, { recursive: true, force: true }));

@@ -6,6 +6,7 @@ import { ContentScan } from '../../../src/results/content-scan.js';
 import { headTail, utf8Boundary } from '../../../src/results/index.js';
 import { parseJsonPath } from '../../../src/slice/index.js';
 
+// req: envelope:bounded
 test('[INV-3] head+tail never exceeds its budget; under it the text is untouched', () => {
   fc.assert(
     fc.property(fc.string({ unit: 'grapheme', maxLength: 5000 }), fc.integer({ min: 300, max: 4000 }), fc.boolean(), (text, budget, keep) => {
@@ -65,6 +66,7 @@ test('a UTF-8 cut never splits a character', () => {
   );
 });
 
+// req: slice:jsonpath-compiled
 test('[INV-5] jsonpath: any input either fails cleanly or compiles to a path of the closed shape', () => {
   fc.assert(
     fc.property(fc.oneof(fc.string({ maxLength: 40 }), fc.stringMatching(/^\$(\.[a-z_]{1,5}|\[[0-9]{1,3}\]|\[\*\]|\['[a-z ]{1,5}'\])*$/)), (expr) => {

@@ -67,6 +67,7 @@ test('a last line without a newline is a line; preview never splits a UTF-8 char
   assert.equal(r.value.text, 'last');
 });
 
+// req: results:caps-refuse results:atomic
 test('[INV-4] over the per-file cap is refused, not truncated, and leaves no half ref', async (t) => {
   const { home, store } = await tmpStore(t, { caps: { maxFileBytes: 1000 } });
   await assert.rejects(
@@ -80,6 +81,7 @@ test('[INV-4] over the per-file cap is refused, not truncated, and leaves no hal
   assert.ok(home);
 });
 
+// req: results:caps-refuse
 test('[INV-4] the per-run cap counts every ref of the run; a caller cap only narrows', async (t) => {
   const { store } = await tmpStore(t, { caps: { maxRunBytes: 3000 } });
   await store.writeStream('r1', 'root', 'a.txt', Readable.from([Buffer.alloc(2000, 97)]));
@@ -92,6 +94,7 @@ test('[INV-4] the per-run cap counts every ref of the run; a caller cap only nar
   assert.equal(wide.bytes, 2500);
 });
 
+// req: results:no-symlink
 test('[INV-4] indexDir: regular files become refs; symlinks and hardlinks are skipped; outside dirs refused', async (t) => {
   const { home, store } = await tmpStore(t);
   const out = path.join(store.runDir('root', 'r1'), 'out');
@@ -119,6 +122,7 @@ test('[INV-4] indexDir: regular files become refs; symlinks and hardlinks are sk
   await assert.rejects(store.indexDir('r1', 'root', store.runDir('root', 'r2')), (e: unknown) => isBrigError(e, 'invalid_input'));
 });
 
+// req: results:no-escape
 test('[INV-4] unsafe names and run ids are refused', async (t) => {
   const { store } = await tmpStore(t);
   for (const name of ['../x', '/etc/passwd', 'a/../../b', '.hidden', 'a//b', 'out/x', 'a\0b']) {
@@ -160,6 +164,7 @@ test('the supervisor port: outDir, index (count of new refs), remove', async (t)
   await assert.rejects(fs.access(store.runDir('root', 'r9')));
 });
 
+// req: results:atomic
 test('[INV-4] a stream that fails half-way leaves no file, no temp file and no ref', async (t) => {
   const { store } = await tmpStore(t);
   async function* broken() {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MemoryLedger } from '../../../src/ledger/types.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { BrigError, err, ok } from '../../../src/util/errors.js';
 import { createSupervisor } from '../../../src/runs/supervisor.js';
 import { FakeJailDriver } from '../../helpers/fakes/fake-jail.js';

@@ -5,15 +5,16 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { MemoryLedger } from '../../../src/ledger/index.js';
 import { FsResultStore } from '../../../src/results/index.js';
 import { CHILD_REPLY_BYTES, ChildRefs, fitReply, isDescendant } from '../../../src/refs/index.js';
 import type { RunRecord } from '../../../src/protocol/index.js';
 import type { SliceOutput } from '../../../src/slice/index.js';
 import type { BrigError } from '../../../src/util/errors.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 
 const run = (path: string[]) => ({ id: path[path.length - 1]!, rootRunId: path[0]!, path });
 
+// req: slice:descendants-only
 test('[INV-5] isDescendant: children and grandchildren yes; itself, its parent, a sibling, another tree no', () => {
   assert.equal(isDescendant('r-p', 'r-root', run(['r-root', 'r-p', 'r-c'])), true);
   assert.equal(isDescendant('r-p', 'r-root', run(['r-root', 'r-p', 'r-c', 'r-g'])), true);
@@ -83,6 +84,7 @@ async function tree(t: { after: (fn: () => Promise<void>) => void }) {
   return { refs, refOf, ledger };
 }
 
+// req: slice:descendants-only
 test('[INV-5] ChildRefs: a descendant\'s ref reads; its own, a sibling\'s, another tree\'s are ref_not_found and ledgered without the ref id', async (t) => {
   const { refs, refOf, ledger } = await tree(t);
   const call = (runId: string, method: string, params: unknown) => (refs.handlers[method as keyof typeof refs.handlers] as (c: object) => Promise<unknown>)({ runId, leaseId: `l-${runId}`, method, params });

@@ -55,6 +55,7 @@ test('a spooled child result crosses back as a pointer with its size, never inli
   assert.deepEqual(boundedResult({ small: 1 }, null), { result: { small: 1 } });
 });
 
+// req: results:atomic
 test('[INV-4] start-up sweep: collect temps and never-indexed dirs of ended runs go; live runs and indexed refs stay', async (t) => {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-ll-sweep-'));
   t.after(() => fs.rm(home, { recursive: true, force: true }));
@@ -101,7 +102,7 @@ test('[INV-4] a collection redone after a crash replaces what the first attempt 
   const { collectOutputs } = await import('../../../src/runs/launch.js');
   const { RunTable } = await import('../../../src/runs/run-table.js');
   const { RunStore } = await import('../../../src/runs/run-store.js');
-  const { MemoryLedger } = await import('../../../src/ledger/types.js');
+  const { MemoryLedger } = await import('../../helpers/fakes/memory-ledger.js');
   const { FakeJailDriver } = await import('../../helpers/fakes/fake-jail.js');
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-ll-redo-'));
   t.after(() => fs.rm(home, { recursive: true, force: true }));
@@ -128,11 +129,11 @@ test('[INV-4] a collection redone after a crash replaces what the first attempt 
  * unreleased). `announced`: the crash fell after its ledger lines, before the flag was cleared.
  */
 async function diedBeforeRelease(announced: boolean) {
-  const { setupSup } = await import('./setup.js');
+  const { setupSup, until } = await import('./setup.js');
   const first = await setupSup();
   const r = await first.sup.spawn({ task: 'ends', script: 'export default async () => 1', async: true });
   assert.ok(r.ok);
-  for (let i = 0; i < 200 && first.sup.peek(r.value.id)?.status !== 'running'; i++) await new Promise((res) => setTimeout(res, 5));
+  await until(() => first.sup.peek(r.value.id)?.status === 'running', 'running');
   await first.sup.close();
   const rec = (await first.store.load(r.value.id))!;
   await first.store.save({ ...rec, status: 'ended', endReason: 'completed', terminalStatus: null, endedAt: new Date().toISOString(), unreleased: true });
@@ -141,6 +142,7 @@ async function diedBeforeRelease(announced: boolean) {
   return { first, runId: r.value.id, restart };
 }
 
+// req: end:released end:one-reason
 test('[INV-8] an end saved by a supervisor that died before releasing it is finished at the next start: socket dir gone, announced once', async () => {
   const { first, runId, restart } = await diedBeforeRelease(false);
   const brokerDir = path.join(first.home, 'brokers', runId);

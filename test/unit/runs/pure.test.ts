@@ -71,6 +71,7 @@ test('nextToStart: oldest queued first, never over the per-parent cap', () => {
   assert.deepEqual(nextToStart(live, DEFAULT_SETTINGS), [live[5]!.id]);
 });
 
+// req: end:one-reason
 test('[INV-8] state machine: exactly one end reason; a second end is refused', () => {
   let r = run();
   for (const s of ['starting', 'running', 'materializing'] as const) {
@@ -172,6 +173,7 @@ test('SpawnRequest: one schema; kind needs its payload; unknown keys refused; de
   assert.equal(SpawnRequestSchema.safeParse({ task: 't', script: 'x', parent_summary: 's' }).success, false);
 });
 
+// req: events:ledger-no-content
 test('[INV-7] SpawnRequest: a run\'s name is a name, not text (it is ledgered and on every event)', () => {
   for (const good of ['default', 'general', 'shard-3', 'etl.v2', 'A_b']) assert.equal(SpawnRequestSchema.safeParse({ task: 't', script: 'x', agent: good }).success, true, good);
   for (const bad of ['x y', 'leak: the secret plan', 'a\nb', '-flag', '', 'é', 'a'.repeat(129), '<script>']) {
@@ -179,6 +181,7 @@ test('[INV-7] SpawnRequest: a run\'s name is a name, not text (it is ledgered an
   }
 });
 
+// req: lease:enforced
 test('[INV-1] admission: a parent lease of maxChildren 0 refuses children; maxChildren 2 queues the third', () => {
   const none = run({ status: 'running', childCap: 0 });
   const d = decideAdmission([none], req({ depth: 2, parentRunId: none.id, rootRunId: none.id }), DEFAULT_SETTINGS);

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MemoryLedger } from '../../../src/ledger/types.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { RunStore } from '../../../src/runs/run-store.js';
 import { createRunRecord } from '../../../src/runs/record.js';
 import { createSupervisor } from '../../../src/runs/supervisor.js';

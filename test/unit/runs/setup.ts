@@ -1,11 +1,11 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MemoryLedger } from '../../../src/ledger/types.js';
 import type { Clock, SupervisorHooks } from '../../../src/runs/ports.js';
 import { createSupervisor, type SupervisorCore } from '../../../src/runs/supervisor.js';
 import type { SupervisorSettings } from '../../../src/runs/types.js';
 import { RunStore } from '../../../src/runs/run-store.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { FakeJailDriver } from '../../helpers/fakes/fake-jail.js';
 import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
 

@@ -4,9 +4,11 @@ import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MemoryLedger } from '../../../src/ledger/types.js';
 import { RunStore } from '../../../src/runs/run-store.js';
 import { RunTable } from '../../../src/runs/run-table.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
+import { ManualClock } from '../../helpers/fakes/manual-time.js';
+import { MemoryLeases } from '../../helpers/fakes/memory-leases.js';
 import { SCRIPT, setupSup, until } from './setup.js';
 
 test('the step past max_steps is refused with `timeout` and the run ends failed; its jail is stopped before its out/ is read', async () => {
@@ -134,6 +136,7 @@ test('100 concurrent spawns see each other: exactly 5 admitted, 10 queued, 85 re
   await sup.close();
 });
 
+// req: end:released
 test('[INV-8] a kill while the jail is being created releases the jail, broker socket and lease anyway', async () => {
   const { sup, jail, leases } = await setupSup();
   let open!: () => void;
@@ -199,6 +202,7 @@ test('after a restart a resumable run is verified on disk; one that lost its che
   await second.sup.close();
 });
 
+// req: lease:posture-never-loosens lease:enforced
 test('[INV-1] a child cannot hand host paths or choose an image for its grandchild, nor spawn without the capability', async () => {
   const { sup, jail, leases } = await setupSup();
   const p = await sup.spawn({ task: 'p', script: SCRIPT, async: true });
@@ -241,16 +245,20 @@ test('[INV-8] a run reattached after a restart keeps its lease: it can still spa
 });
 
 test('a parent blocked on its stepping child is not killed by health_monitor; the silent one is', async () => {
-  const { sup } = await setupSup({ settings: { stuckKillThresholdMs: 150 } });
+  // The health monitor judges by the supervisor's clock: time moves when the test says.
+  const clock = new ManualClock();
+  const leases = new MemoryLeases();
+  leases.now = clock.ms; // the leases' expiry on the same clock: a run's deadline is what its lease has left
+  const { sup } = await setupSup({ settings: { stuckKillThresholdMs: 150 }, clock, leases });
   const p = await sup.spawn({ task: 'waits on a child', script: SCRIPT, async: true });
   const lone = await sup.spawn({ task: 'silent', script: SCRIPT, async: true });
   assert.ok(p.ok && lone.ok);
-  await until(() => sup.peek(p.value.id)?.status === 'running', 'parent running');
+  await until(() => sup.peek(p.value.id)?.status === 'running' && sup.peek(lone.value.id)?.status === 'running', 'parent and the silent one running');
   const child = (await childCall(sup, p.value.id, 'spawn', { request: { task: 'steps', script: SCRIPT, async: true } })) as { runId: string };
   await until(() => sup.peek(child.runId)?.status === 'running', 'child running');
   for (let i = 0; i < 8; i++) {
     await childCall(sup, child.runId, 'progress', {});
-    await new Promise((r) => setTimeout(r, 50));
+    clock.advance(50);
   }
   await until(() => sup.peek(lone.value.id)?.status === 'ended', 'the silent run ended');
   assert.equal(sup.peek(lone.value.id)!.killedBy, 'health_monitor');
@@ -280,6 +288,7 @@ test('a respawn-mode steer of a child is attributed to whoever steered: the pare
   await sup.close();
 });
 
+// req: envelope:history-opt-in
 test('[INV-3] a parent summary over parentSummaryMaxTokens is refused, not cut; within it, it reaches the packet only when asked for', async () => {
   const { sup, jail } = await setupSup({ settings: { parentSummaryMaxTokens: 10 } });
   const over = await sup.spawn({ task: 'too much history', script: SCRIPT, include_parent_history: 'summary', parent_summary: 'x'.repeat(41) });
@@ -324,6 +333,7 @@ test('a child whose first broker call beats the supervisor recording its start i
   await sup.close();
 });
 
+// req: envelope:no-transcript
 test('[INV-3] a child result over the summary bound stays on disk: the parent gets its size, not its content', async () => {
   const { boundedResult, MAX_SUMMARY_RESULT_CHARS } = await import('../../../src/runs/child-calls.js');
   assert.deepEqual(boundedResult({ n: 1 }), { result: { n: 1 } });

@@ -4,15 +4,17 @@ import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MemoryLedger } from '../../../src/ledger/types.js';
 import { createSupervisor, type SupervisorCore } from '../../../src/runs/supervisor.js';
 import type { SupervisorSettings } from '../../../src/runs/types.js';
+import type { Timers } from '../../../src/runs/progress-fork.js';
+import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { FakeJailDriver, type FakeJail } from '../../helpers/fakes/fake-jail.js';
+import { ManualTimers } from '../../helpers/fakes/manual-time.js';
 import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
 
 const SCRIPT = 'export default async function (brig) { return 1 }';
 
-async function setup(settings: Partial<SupervisorSettings> = {}, home?: string, jail = new FakeJailDriver(), leases = new MemoryLeases()) {
+async function setup(settings: Partial<SupervisorSettings> = {}, home?: string, jail = new FakeJailDriver(), leases = new MemoryLeases(), timers?: Timers) {
   home ??= await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-'));
   const ledger = new MemoryLedger();
   const broker = new NullBroker();
@@ -20,6 +22,7 @@ async function setup(settings: Partial<SupervisorSettings> = {}, home?: string, 
     jail, leases, broker, ledger, tickMs: 10,
     paths: { runs: path.join(home, 'runs'), brokers: path.join(home, 'brokers') },
     settings: { progressIntervalMs: 5, ...settings },
+    ...(timers ? { timers } : {}),
   });
   const report = await sup.start();
   return { sup, jail, leases, ledger, broker, home, report };
@@ -35,6 +38,7 @@ async function until(cond: () => boolean | Promise<boolean>, what: string): Prom
 
 const running = (sup: SupervisorCore, id: string) => () => sup.peek(id)?.status === 'running';
 
+// req: events:ledger-no-content end:one-reason end:released
 test('[INV-8] [INV-7] a run goes queued → running → ended completed, releases everything, events are content-free', async () => {
   const { sup, jail, leases, ledger, broker } = await setup();
   const r = await sup.spawn({ task: 'SECRET-TASK-TEXT', script: SCRIPT, async: true, expected_outputs: ['report.txt', 'missing.txt'] });
@@ -83,6 +87,7 @@ test('the 6th child is queued and starts when a slot frees; a full queue is refu
   await sup.close();
 });
 
+// req: end:one-reason end:released
 test('[INV-8] kill mid-run: killed by operator, container gone; a racing exit does not add a second end', async () => {
   const { sup, jail, ledger } = await setup();
   const r = await sup.spawn({ task: 'k', script: SCRIPT, async: true });
@@ -167,7 +172,8 @@ test('a silent child is killed by health_monitor', async () => {
   await sup.close();
 });
 
-test('steer: inject reaches the child at its next step; respawn mode kills and starts a new run; ended run fails fast', async () => {
+// req: lease:steer-not-grant
+test('[INV-1] steer: inject reaches the child at its next step; respawn mode kills and starts a new run; ended run fails fast', async () => {
   const { sup, jail } = await setup();
   const r = await sup.spawn({ task: 'a', script: SCRIPT, async: true });
   assert.ok(r.ok);
@@ -292,13 +298,15 @@ test('a start failure ends the run failed and releases its lease; lease revoke e
 });
 
 test('progress events carry real step counts and stop at the end', async () => {
-  const { sup, jail, ledger } = await setup();
+  const timers = new ManualTimers();
+  const { sup, jail, ledger } = await setup({}, undefined, undefined, undefined, timers);
   const r = await sup.spawn({ task: 'p', script: SCRIPT, async: true });
   assert.ok(r.ok);
   const it = sup.events({ runId: r.value.id });
   await until(running(sup, r.value.id), 'running');
   await childCall(sup, r.value.id, 'run.progress', {});
   await childCall(sup, r.value.id, 'run.progress', {});
+  timers.fire(); // the run's progress interval comes round
   let seen: { stepsExecuted: number; progressLine: string | null } | undefined;
   for (;;) {
     const { value } = await it.next();
@@ -311,7 +319,8 @@ test('progress events carry real step counts and stop at the end', async () => {
   jail.jails.get(r.value.id)!.exit(0);
   await sup.wait(r.value.id);
   await it.return!();
-  await new Promise((res) => setTimeout(res, 40)); // eight progress intervals
+  for (let i = 0; i < 8; i++) timers.fire(); // eight progress intervals after the end
+  assert.equal(timers.live, 0, 'the run\'s progress timer was cleared at its end');
   const mine = ledger.events.filter((e) => e.runId === r.value.id).map((e) => e.type);
   const endAt = mine.indexOf('run.lifecycle_ended');
   assert.ok(endAt > 0);
@@ -319,6 +328,7 @@ test('progress events carry real step counts and stop at the end', async () => {
   await sup.close();
 });
 
+// req: lease:enforced
 test('[INV-1] the lease bounds the run: maxSteps 0 stays 0, and collection is capped by the lease resultBytes', async () => {
   const leases = new MemoryLeases();
   leases.rootLimits = { ...leases.rootLimits, maxSteps: 0, resultBytes: 1000 };

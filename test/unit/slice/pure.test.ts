@@ -7,6 +7,7 @@ import { loaderArgs } from '../../../src/slice/duckdb-pool.js';
 import { capRefusal } from '../../../src/slice/helper-process.js';
 import { sniffKind, utf8Boundary } from '../../../src/results/index.js';
 
+// req: slice:jsonpath-compiled
 test('[INV-5] jsonpath: the strict grammar compiles to a DuckDB path and refuses everything else', () => {
   const good: [string, string][] = [
     ['$', '$'],
@@ -72,6 +73,7 @@ test('kind sniffing: the bytes decide, the name proposes', () => {
   assert.equal(utf8Boundary(Buffer.from('aé€'), 6), 6);
 });
 
+// req: limits:helper-os-caps
 test('[INV-9] a helper\'s address-space cap is checked against its peak size, which its size may fall below after it capped itself', () => {
   const MIB = 1024 ** 2;
   const budget = 4096 * MIB;

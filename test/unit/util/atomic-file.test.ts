@@ -24,6 +24,7 @@ const variants = [
 ] as const;
 
 for (const [name, write] of variants) {
+  // req: results:atomic
   test(`[INV-4] ${name}: a concurrent reader sees the old content or the new, whole, never a mix or a cut`, async (t) => {
     const d = await tmpdir(t);
     const file = path.join(d, 'record.json');
@@ -51,6 +52,7 @@ for (const [name, write] of variants) {
     assert.deepEqual(await fsp.readdir(d), ['record.json'], 'no temp left beside it');
   });
 
+  // req: results:atomic
   test(`[INV-4] ${name}: a failed write leaves the old target whole and no temp file`, async (t) => {
     const d = await tmpdir(t);
     const file = path.join(d, 'manifest.json');
@@ -90,6 +92,7 @@ for (const [name, write] of variants) {
     assert.equal(await fsp.readFile(file, 'utf8'), 'd');
   });
 
+  // req: results:no-symlink
   test(`[INV-4] ${name}: a symlink at the target is replaced, the file it points to is never written`, async (t) => {
     const d = await tmpdir(t);
     const victim = path.join(d, 'victim');

@@ -1,10 +1,11 @@
 import net from 'node:net';
-import type { BrokerReply } from './protocol.js';
+import type { BrokerReply } from '../../../src/broker/index.js';
 
 /**
- * A tiny host-side broker client for tests and tools: one connection, replies matched by id,
- * plus `raw()` to send arbitrary bytes. The in-jail runtime has its own (src/child), built on
- * Node built-ins only; both speak the wire format in docs/broker.md.
+ * A tiny host-side broker client for the tests and bench/ (not part of the library): one
+ * connection, replies matched by id, plus `raw()` to send arbitrary bytes. The in-jail runtime
+ * has its own (src/child), built on Node built-ins only; both speak the wire format in
+ * docs/broker.md.
  */
 export class BrokerTestClient {
   private buf = '';
