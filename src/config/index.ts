@@ -180,16 +180,18 @@ function envModel(env: NodeJS.ProcessEnv): { value: EnvModel | undefined; proble
 
 /**
  * Where a home's broker sockets live: a runtime directory, never under the home (a bind
- * source under /root is a sensitive host path, CIS Docker §5.5). One directory per home,
- * named from the home's resolved path (as the jails' owner label is), so two homes never
- * share one and a restarted supervisor finds the sockets of the children it reattaches.
- * Root: /run/brig/<hash>; another uid: /tmp/brig-<uid>/<hash> (fixed, not $XDG_RUNTIME_DIR,
+ * source under /root is a sensitive host path, CIS Docker §5.5) nor under /run (a checker of
+ * §5.5 treats /run as one too: every jail would be flagged). One directory per home, named
+ * from the home's resolved path (as the jails' owner label is), so two homes never share one
+ * and a restarted supervisor finds the sockets of the children it reattaches.
+ * Root: /var/lib/brig/run/<hash> (beside brig's disks and staged artifacts, root's alone);
+ * another uid: /tmp/brig-<uid>/<hash> (fixed, not $XDG_RUNTIME_DIR,
  * which goes away at logout under a daemon that outlives the session). Short enough that
  * <dir>/<runId>/broker.sock stays well within a unix socket path's 107 bytes.
  */
 export function brokersDirFor(home: string, uid: number = process.getuid?.() ?? -1): string {
   const h = crypto.createHash('sha256').update(path.resolve(home)).digest('hex').slice(0, 16);
-  return uid === 0 ? path.join('/run/brig', h) : path.join('/tmp', `brig-${uid}`, h);
+  return uid === 0 ? path.join('/var/lib/brig/run', h) : path.join('/tmp', `brig-${uid}`, h);
 }
 
 /** Fixed layout under the brig home (the broker sockets under a runtime directory: brokersDirFor). */

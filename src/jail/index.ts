@@ -33,3 +33,4 @@ export { judgeDoctor, gatherDoctorFacts, type DoctorCheck, type DoctorFacts } fr
 export { PROBE_SCRIPT, hostAddresses, judgeProbe, parseProbe, probeArgv, type ProbeReport, type ProbeCheck } from './probe.js';
 export { runJailOnce, endReasonOf, DEFAULT_COLLECT_CAPS, type RunOnceOptions, type RunOnceResult, type RunOnceTimings } from './run-once.js';
 export { artifactTreeProblem, identityOf, MAX_ARTIFACT_ENTRIES, type ArtifactIdentity } from './artifact-tree.js';
+export { cisSection5, SENSITIVE_DIRS, type CisInspect, type CisRow } from './docker/cis.js';

@@ -1,6 +1,6 @@
 /**
  * [INV-2] The only host path of brig's own mounted into a jail — the run's broker socket
- * directory — lives under a runtime directory (/run/brig/<hash> for root), never under the
+ * directory — lives under a runtime directory (/var/lib/brig/run/<hash> for root), never under the
  * home (a bind source under /root is a sensitive host path, CIS Docker §5.5). One per home,
  * derived from the home alone so a restarted supervisor finds its reattached children's
  * sockets; private (0700, ours) or refused.
@@ -16,7 +16,7 @@ import { ensurePrivateDirs } from '../../../src/broker/index.js';
 test('[INV-2] brokers: a runtime directory per home, outside it, deterministic, and short enough for a socket path', () => {
   const home = '/root/.brig';
   const root = brokersDirFor(home, 0);
-  assert.match(root, /^\/run\/brig\/[0-9a-f]{16}$/);
+  assert.match(root, /^\/var\/lib\/brig\/run\/[0-9a-f]{16}$/);
   assert.match(brokersDirFor(home, 1000), /^\/tmp\/brig-1000\/[0-9a-f]{16}$/);
   assert.equal(brokersDirFor(home, 0), root, 'the same home always gets the same directory (a restart reattaches)');
   assert.equal(brokersDirFor('/root/./.brig/', 0), root, 'as the home resolves');
