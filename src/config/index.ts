@@ -1,10 +1,10 @@
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BrigError } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import { keyEnvNames, MODEL_APIS } from './models-file.js';
 import { homeFrom, runsDirFor, socketPathFor } from './paths.js';
+import { homeTag, userBrokersDir } from './runtime-dir.js';
 
 export { homeFrom, runsDirFor, socketPathFor } from './paths.js';
 import { Secret } from './secret.js';
@@ -179,30 +179,34 @@ function envModel(env: NodeJS.ProcessEnv): { value: EnvModel | undefined; proble
 }
 
 /**
- * Where a home's broker sockets live: a runtime directory, never under the home (a bind
- * source under /root is a sensitive host path, CIS Docker §5.5) nor under /run (a checker of
- * §5.5 treats /run as one too: every jail would be flagged). One directory per home, named
- * from the home's resolved path (as the jails' owner label is), so two homes never share one
- * and a restarted supervisor finds the sockets of the children it reattaches.
- * Root: /var/lib/brig/run/<hash> (beside brig's disks and staged artifacts, root's alone);
- * another uid: /tmp/brig-<uid>/<hash> (fixed, not $XDG_RUNTIME_DIR,
- * which goes away at logout under a daemon that outlives the session). Short enough that
- * <dir>/<runId>/broker.sock stays well within a unix socket path's 107 bytes.
+ * Where a home's broker sockets live: a runtime directory, never under the home for root (a
+ * bind source under /root is a sensitive host path, CIS Docker §5.5). One directory per home,
+ * named from the home's resolved path (as the jails' owner label is), so two homes never
+ * share one and a restarted supervisor finds the sockets of the children it reattaches.
+ * Root: /var/lib/brig/run/<hash> (not under /run either: a §5.5 checker counts it as sensitive,
+ * and every jail would be flagged); another uid: runtime-dir.ts ($XDG_RUNTIME_DIR/brig/<hash> when it is
+ * the uid's own 0700 directory, else <home>/run/<hash>, else a recorded random /tmp directory:
+ * never a name another local user can take first). Short enough that <dir>/<runId>/broker.sock
+ * stays within a unix socket path's 107 bytes.
  */
-export function brokersDirFor(home: string, uid: number = process.getuid?.() ?? -1): string {
-  const h = crypto.createHash('sha256').update(path.resolve(home)).digest('hex').slice(0, 16);
-  return uid === 0 ? path.join('/var/lib/brig/run', h) : path.join('/tmp', `brig-${uid}`, h);
+export function brokersDirFor(home: string, uid: number = process.getuid?.() ?? -1, env: NodeJS.ProcessEnv = process.env): string {
+  const h = homeTag(home);
+  return uid === 0 ? path.join('/var/lib/brig/run', h) : userBrokersDir(path.resolve(home), h, uid, env);
 }
 
 /** Fixed layout under the brig home (the broker sockets under a runtime directory: brokersDirFor). */
 export function brigPaths(home: string) {
+  let brokers: string | undefined;
   return {
     home,
     leases: path.join(home, 'leases'),
     runs: runsDirFor(home),
     results: path.join(home, 'results'),
     ledger: path.join(home, 'ledger'),
-    brokers: brokersDirFor(home),
+    /** Computed when first asked for: a non-root choice may look at (or make) directories. */
+    get brokers(): string {
+      return (brokers ??= brokersDirFor(home));
+    },
     tmp: path.join(home, 'tmp'),
     socket: socketPathFor(home),
     /** The warm pool's limit shapes, most recently asked first: primed again at the next start. */

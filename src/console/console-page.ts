@@ -47,6 +47,9 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
 <script>
 "use strict";
 const token = new URLSearchParams(location.search).get('token') || '';
+// Out of the address bar and this history entry (screens, shared screenshots, synced history);
+// the page keeps it in memory for its own calls. A reload needs the printed address again.
+if (location.search) history.replaceState(null, '', location.pathname);
 const api = async (path, body) => {
   const r = await fetch('/api/v1' + path, body === undefined ? { headers: { authorization: 'Bearer ' + token } } : { method: 'POST', headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const j = await r.json().catch(() => ({}));

@@ -6,12 +6,19 @@
  * Guarantees: nothing is served without the token — not the page, not the API, not the event
  * stream (401 with an empty body); the token is compared in constant time, is never logged
  * (the log keeps route templates, never a query string) and never reaches the ledger; the
- * listener refuses any address that is not loopback. The API under /api is the daemon's
- * (`apiHandler`): the same routes, contract, validation and statuses as on the unix socket.
+ * listener refuses any address that is not loopback, and a request whose Host header does not
+ * name a loopback address gets an empty 421 (DNS rebinding: a site whose name now resolves to
+ * 127.0.0.1 is same-origin with itself, not with the console). The page drops the token from
+ * the address bar once loaded (history.replaceState) and keeps it in memory for its calls. The
+ * API under /api is the daemon's (`apiHandler`): the same routes, contract, validation and
+ * statuses as on the unix socket.
  * Threat: another local user or a web page in the operator's browser reaching the daemon
  * through the console (a loopback port is open to every local uid, and to any site's
- * JavaScript that guesses it): the token stops both; responses carry no CORS headers and the
- * page sets a restrictive Content-Security-Policy.
+ * JavaScript that guesses it): the token stops both, the Host check stops a rebound name before
+ * any token is tried; responses carry no CORS headers and the page sets a restrictive
+ * Content-Security-Policy. Trusts: the browser to send the name it resolved as Host. Fails
+ * closed: no or an unparsable Host is refused. Not covered: the token printed on stdout (the
+ * journal, under a service manager) is readable by whoever reads that.
  */
 import crypto from 'node:crypto';
 import http from 'node:http';
@@ -40,6 +47,23 @@ export function consoleAddress(addr: string | undefined): { host: string; port: 
   return { host, port };
 }
 
+/**
+ * The Host header names a loopback address (the listen address, `localhost`, 127.x, ::1), any
+ * port: a page whose DNS name was rebound to 127.0.0.1 sends its own name, and an SSH tunnel's
+ * local end may listen on another port.
+ */
+function loopbackHost(header: string | undefined): boolean {
+  if (!header) return false;
+  let u: URL;
+  try {
+    u = new URL(`http://${header}`);
+  } catch {
+    return false;
+  }
+  if (u.username || u.password || u.pathname !== '/' || u.search || u.hash) return false;
+  return loopback(u.hostname.replace(/^\[(.*)\]$/, '$1'));
+}
+
 function tokenOf(req: http.IncomingMessage, url: URL): string {
   const h = req.headers.authorization;
   if (typeof h === 'string' && h.startsWith('Bearer ')) return h.slice(7);
@@ -57,6 +81,11 @@ export async function listenConsole(api: http.RequestListener, addr?: string): P
   const { host, port } = consoleAddress(addr);
   const token = crypto.randomBytes(24).toString('base64url');
   const server = http.createServer((req, res) => {
+    // Before the token: a rebound name learns nothing, not even whether its guess was right.
+    if (!loopbackHost(req.headers.host)) {
+      res.writeHead(421, { 'content-type': 'text/plain', 'cache-control': 'no-store', 'content-length': 0 });
+      return void res.end();
+    }
     const url = new URL(req.url ?? '/', 'http://console');
     if (!sameToken(tokenOf(req, url), token)) {
       res.writeHead(401, { 'content-type': 'text/plain', 'cache-control': 'no-store', 'content-length': 0 });

@@ -84,6 +84,9 @@ export async function runJailOnce(driver: JailDriver, spec: JailSpec, opts: RunO
     if (opts.collectTo !== undefined) {
       try {
         collected = await jail.collect(opts.collectTo, opts.caps ?? DEFAULT_COLLECT_CAPS);
+        // A file over the per-file cap was left out (the others kept): still the run's error.
+        const big = collected.tooLarge?.[0];
+        if (big) error = { code: 'ref_too_large', message: `out/${big.path} is over the per-file cap and was not collected; the other outputs were` };
       } catch (e) {
         const be = toBrigError(e);
         error = { code: be.code, message: be.message };

@@ -64,9 +64,11 @@ export interface JailExit {
 }
 
 /**
- * Caps for collecting outputs. Over a byte cap is refused with `ref_too_large`, never
- * truncated. The entry cap is a shape cap: files past it are skipped and reported, like a
- * too-deep subtree or a too-long path, and the legitimate files before it are kept.
+ * Caps for collecting outputs. Over the per-run cap is refused with `ref_too_large`, never
+ * truncated; a file over the per-file cap is skipped whole, never read (`too_large`, listed in
+ * the report's `tooLarge`: the caller refuses it), and the other files are kept. The entry cap
+ * is a shape cap: files past it are skipped and reported, like a too-deep subtree or a
+ * too-long path, and the legitimate files before it are kept.
  */
 export interface CollectCaps {
   perFileBytes: number;
@@ -109,10 +111,15 @@ export interface CollectReport {
   totalBytes: number;
   /**
    * Entries not copied and why (symlink, link, fifo, device, unsafe_name, dotdot, conflict,
-   * too_deep, path_too_long, too_many_entries). Content-free; the first 1000, a skipped
-   * directory standing for its whole subtree.
+   * too_deep, path_too_long, too_many_entries, too_large). Content-free; the first 1000, a
+   * skipped directory standing for its whole subtree.
    */
   skipped: { path: string; reason: string }[];
+  /**
+   * Files skipped for being over the per-file cap (never read), with their declared size when
+   * this collection saw it: the caller's refusal to name, since the skip list is bounded.
+   */
+  tooLarge?: { path: string; bytes?: number }[];
   /** Every entry skipped, listed or not (a skipped subtree counts each entry in it). */
   skippedCount?: number;
 }

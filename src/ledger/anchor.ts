@@ -5,20 +5,26 @@
  * cannot vouch for (nothing comes after them).
  *
  * Guarantees: verify checks every entry, so deleting segments (all, the newest, an open one)
- * or cutting the newest segment's tail below what the anchor records is caught and named. The
- * anchor never runs ahead of the disk: a writer fsyncs its segment before it records a line
- * count, and the anchor is replaced whole (temp, fsync, rename, fsync of the directory). A
- * writer records its own segment when it opens (its first line), after `ANCHOR_EVERY` lines or
- * `ANCHOR_MS` after the first line not yet anchored, and when it closes; when its first line
- * links earlier segments it drops their entries (the chain protects them from then on), so the
- * file stays as small as the number of segments being written.
+ * or cutting the newest segment's tail below what the anchor records is caught and named; and
+ * every segment with a line in it is accounted for — recorded here, or linked from a segment
+ * that is — so a segment added from outside brig is named too. The anchor never runs ahead of
+ * the disk: a writer records its segment with 0 lines (the genesis as its hash) before its
+ * first line, fsyncs its segment before it records a line count, and the anchor is replaced
+ * whole (temp, fsync, rename, fsync of the directory). A writer records its own segment again
+ * after its first line, after `ANCHOR_EVERY` lines or `ANCHOR_MS` after the first line not yet
+ * anchored, and when it closes; when its first line links earlier segments it drops their
+ * entries (the chain protects them from then on), so the file stays as small as the number
+ * of segments being written.
  * The window a crash leaves: an open segment may have up to that many lines (appended in the
  * last ANCHOR_MS) past its entry; verify accepts those — and cannot tell a cut within them.
- * Concurrent writers (a daemon and a CLI) rewrite the file without a lock: a lost update
- * leaves another writer's entry behind (never ahead, never a false alarm) until its next write.
+ * Concurrent writers (a daemon and a CLI) take `ledger.anchor.lock` (created exclusively, held
+ * for one read-modify-write) so no update is lost; a lock whose holder died, or older than
+ * LOCK_STALE_MS, is broken.
  * Threat: someone with write access to the brig home hiding what happened by deleting or
- * cutting segments. Not covered: someone who rewrites the anchor too (anchor it off-host).
+ * cutting segments, or adding one. Not covered: someone who rewrites the anchor too, or puts
+ * back an older copy of it (anchor it off-host).
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -31,7 +37,8 @@ export const ANCHOR_EVERY = 64;
 export const ANCHOR_MS = 500;
 
 const EntrySchema = z.strictObject({
-  lines: z.number().int().positive(),
+  /** 0: the writer has opened the segment and is about to write its first line. */
+  lines: z.number().int().nonnegative(),
   hash: z.string().regex(/^[0-9a-f]{64}$/),
   closed: z.boolean(),
 });
@@ -71,11 +78,67 @@ export function readAnchor(file: string): Anchor | undefined | { unreadable: str
  */
 export function recordInAnchor(dir: string, name: string, entry: AnchorEntry, drop: readonly string[] = []): void {
   const file = anchorPath(dir);
-  const cur = readAnchor(file);
-  // An unreadable anchor is replaced: verify reports what it found before, the writer goes on.
-  const segments = cur && !('unreadable' in cur) ? { ...cur.segments } : {};
-  for (const d of drop) delete segments[d];
-  segments[name] = entry;
-  const anchor: Anchor = { v: ANCHOR_FORMAT, segments };
-  writeFileAtomicSync(file, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
+  const release = lockAnchor(file);
+  try {
+    const cur = readAnchor(file);
+    // An unreadable anchor is replaced: verify reports what it found before, the writer goes on.
+    const segments = cur && !('unreadable' in cur) ? { ...cur.segments } : {};
+    for (const d of drop) delete segments[d];
+    segments[name] = entry;
+    const anchor: Anchor = { v: ANCHOR_FORMAT, segments };
+    writeFileAtomicSync(file, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
+  } finally {
+    release();
+  }
+}
+
+/** A lock older than this is broken: a holder keeps it for one anchor write (≈ 1.3 ms here). */
+export const LOCK_STALE_MS = 2000;
+
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/** The holder's pid is gone (same pid namespace; elsewhere the lock ages out instead). */
+function holderGone(owner: string): boolean {
+  const pid = Number(owner.split(' ')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/**
+ * Takes `<anchor>.lock` (exclusive create, waiting in 1 ms steps) and returns its release. Without
+ * it, two writers' read-modify-writes interleave and one's entry is lost: its segment would then
+ * be unaccounted for. Two breakers of one stale lock can both go on: that loses at most the
+ * update the lock was for, as before there was a lock.
+ */
+function lockAnchor(file: string): () => void {
+  const lock = `${file}.lock`;
+  const me = `${process.pid} ${randomBytes(6).toString('hex')}`;
+  for (;;) {
+    try {
+      fs.writeFileSync(lock, me, { flag: 'wx', mode: 0o600 });
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    try {
+      const owner = fs.readFileSync(lock, 'utf8');
+      const age = Date.now() - fs.statSync(lock).mtimeMs;
+      if (age > LOCK_STALE_MS || (owner !== '' && age > 50 && holderGone(owner))) fs.rmSync(lock, { force: true });
+    } catch {
+      // released between the tries: take it on the next round
+    }
+    Atomics.wait(pause, 0, 0, 1);
+  }
+  return () => {
+    try {
+      if (fs.readFileSync(lock, 'utf8') === me) fs.rmSync(lock, { force: true });
+    } catch {
+      // broken as stale by another writer: not ours to remove any more
+    }
+  };
 }

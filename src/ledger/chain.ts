@@ -2,17 +2,19 @@
  * The audit ledger's hash chain: each line's hash covers its canonical JSON (keys sorted, its
  * own `hash` left out) including `prev`, the hash of the line before it; a segment's first
  * line starts from a genesis bound to the segment's file name and links the closed segments
- * written before it (`link`, `links`).
+ * the anchor records (`link`, `links`).
  *
  * Guarantees: a line edited, deleted, reordered or moved to another segment breaks the chain at
  * that line; a closed segment deleted whole or cut at its tail breaks a link a later segment
- * holds — verify.ts names the first bad line (`ledger_corrupt`). Threat: someone with write
- * access to $BRIG_HOME/ledger rewriting what happened after the fact. Trusts: SHA-256; the
- * newest segments of the directory (links look at the newest 50: a bound on the cost of
- * opening a segment). Not covered: the chain's heads (nothing comes after them: anchor.ts),
- * or a rewrite of the whole chain (anchor it off-host). Fails closed: a line or a link that
- * cannot be read or parsed does not verify; a segment's head or tail that cannot be read is
- * "no line", never a guessed one.
+ * holds — verify.ts names the first bad line (`ledger_corrupt`). A link is made only to a
+ * segment the anchor records as closed with that last line, so a segment brig did not write
+ * never becomes part of the chain by being linked. Threat: someone with write access to
+ * $BRIG_HOME/ledger rewriting what happened after the fact, or adding a segment of their own.
+ * Trusts: SHA-256; the anchor, for which segments a link may vouch for (a first line links at
+ * most 50: a bound on its size). Not covered: the chain's heads (nothing comes after them:
+ * anchor.ts), or a rewrite of the whole chain (anchor it off-host). Fails closed: a line or a
+ * link that cannot be read or parsed does not verify; a segment's tail that cannot be read is
+ * "no line", never a guessed one — and is not linked.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -69,73 +71,28 @@ function lastLine(file: string): Record<string, unknown> | undefined {
   }
 }
 
-/** The first line of a file, read from its head (a first line with links stays under 64 KiB). */
-function firstLine(file: string): Record<string, unknown> | undefined {
-  let fd: number | undefined;
-  try {
-    fd = fs.openSync(file, 'r');
-    const buf = Buffer.alloc(64 * 1024);
-    const n = fs.readSync(fd, buf, 0, buf.length, 0);
-    const text = buf.subarray(0, n).toString('utf8');
-    const nl = text.indexOf('\n');
-    const obj: unknown = JSON.parse(nl === -1 ? text : text.slice(0, nl));
-    return obj && typeof obj === 'object' && !Array.isArray(obj) ? (obj as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
-  }
-}
-
-/** How many of the newest segment files a new segment looks at for links (bounded cost). */
+/** How many segments a new segment links at most (its first line stays far below 64 KiB). */
 const LINK_WINDOW = 50;
 
 /**
- * Every closed segment (among the newest LINK_WINDOW) that no other segment links to yet, as
- * `"<name> <last hash>"`, newest first. A new segment records them on its first line
- * (`links`), so a segment that was still open when a later one started (a long-lived daemon's,
- * while CLI segments came and went) is linked by the next segment opened after it closed:
- * deleting it whole is then caught too, not only deleting the newest closed one.
+ * The segments a new segment's first line links, as `"<name> <last hash>"`, newest first: the
+ * ones the anchor records as closed (their writer closed them and said so) whose last line is
+ * still the one it recorded. Only those: a segment the anchor does not vouch for — one copied
+ * into the directory, or a crashed writer's open segment that someone else "closed" — is never
+ * pulled into the chain by a link; verify names it (or, for the crashed one, keeps it anchored).
+ * A segment that was still open when a later one started (a long-lived daemon's, while CLI
+ * segments came and went) is linked by the next segment opened after it closed.
  */
-export function unlinkedClosedSegments(dir: string, except: string): string[] {
-  const names = fs
-    .readdirSync(dir)
-    .filter((f) => f.endsWith('.jsonl') && f !== except)
-    .sort()
-    .reverse()
-    .slice(0, LINK_WINDOW);
-  const linked = new Set<string>();
-  const closed: string[] = [];
-  for (const name of names) {
-    const first = firstLine(path.join(dir, name));
-    const refs = [first?.link, ...(Array.isArray(first?.links) ? first.links : [])];
-    for (const l of refs) if (typeof l === 'string') linked.add(l.split(' ')[0]!);
-    const last = lastLine(path.join(dir, name));
-    if (last?.type === 'ledger.closed' && typeof last.hash === 'string') closed.push(`${name} ${last.hash}`);
-  }
-  return closed.filter((c) => !linked.has(c.split(' ')[0]!));
+export function linkableSegments(dir: string, anchor: { segments: Record<string, { hash: string; closed: boolean }> } | undefined, except: string): string[] {
+  return Object.entries(anchor?.segments ?? {})
+    .filter(([name, e]) => e.closed && name !== except)
+    .sort(([a], [b]) => b.localeCompare(a))
+    .slice(0, LINK_WINDOW)
+    .filter(([name, e]) => lastLine(path.join(dir, name))?.hash === e.hash)
+    .map(([name, e]) => `${name} ${e.hash}`);
 }
 
-/**
- * The newest closed segment in a ledger directory as `"<name> <last hash>"`: a new segment
- * records it on its first line, so deleting or cutting an earlier closed segment breaks a
- * link verifyLedger checks. Only the newest few files are looked at (bounded cost).
- */
-export function segmentLink(dir: string, except: string): string | undefined {
-  const names = fs
-    .readdirSync(dir)
-    .filter((f) => f.endsWith('.jsonl') && f !== except)
-    .sort()
-    .reverse()
-    .slice(0, 50);
-  for (const name of names) {
-    const last = lastLine(path.join(dir, name));
-    if (last?.type === 'ledger.closed' && typeof last.hash === 'string') return `${name} ${last.hash}`;
-  }
-  return undefined;
-}
-
-/** Checks a `link` written by segmentLink; undefined when it holds. */
+/** Checks a `link` written from linkableSegments; undefined when it holds. */
 export function checkLink(dir: string, link: unknown): string | undefined {
   if (typeof link !== 'string') return 'link is not a string';
   const [name, hash] = link.split(' ');

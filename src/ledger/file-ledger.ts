@@ -12,14 +12,15 @@
  *
  * Two processes (a daemon and a CLI) never share a file: each FileLedger writes its own
  * segment `<utc-stamp>-<pid>-<random>.jsonl`, chained from a genesis bound to its name and
- * ended by a `ledger.closed` line; a segment's first line links to the newest closed segment
- * (name + last hash) and to every other closed segment no segment links yet (`links`), so
- * deleting or cutting an earlier closed segment is detected too. The heads no later segment
- * vouches for — this writer's own segment, closed or not — are recorded in the anchor beside
- * the directory (anchor.ts): when the segment opens, every ANCHOR_EVERY lines or ANCHOR_MS
- * after the first unanchored one, and when it closes, each time after an fsync of the
- * segment; so deleting segments or cutting the newest one is detected too, except within the
- * lines a crash leaves unanchored. Segments are 0644 inside the 0700 directory: nobody but the
+ * ended by a `ledger.closed` line; a segment's first line links to every segment the anchor
+ * records as closed (name + last hash, the newest in `link`, the others in `links`), so
+ * deleting or cutting an earlier closed segment is detected too, and a segment brig did not
+ * write is never linked. The heads no later segment vouches for — this writer's own segment,
+ * closed or not — are recorded in the anchor beside the directory (anchor.ts): with 0 lines
+ * before its first line, after that line, every ANCHOR_EVERY lines or ANCHOR_MS after the
+ * first unanchored one, and when it closes, each time after an fsync of the segment; so
+ * deleting segments or cutting the newest one is detected too, except within the lines a
+ * crash leaves unanchored, and every segment with a line is accounted for. Segments are 0644 inside the 0700 directory: nobody but the
  * owner can reach them, and the DuckDB helper (uid 65534) reads one only through the bind
  * mount the pool makes for `brig audit query`.
  * verifyLedger checks every segment and the anchor.
@@ -29,9 +30,9 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import type { Ledger, LedgerEvent, LedgerValue } from './types.js';
-import { ANCHOR_EVERY, ANCHOR_MS, recordInAnchor } from './anchor.js';
+import { ANCHOR_EVERY, ANCHOR_MS, anchorPath, readAnchor, recordInAnchor } from './anchor.js';
 import { scanLedger } from './verify.js';
-import { LEDGER_FORMAT, genesisHash, lineHash, segmentLink, unlinkedClosedSegments } from './chain.js';
+import { LEDGER_FORMAT, genesisHash, lineHash, linkableSegments } from './chain.js';
 
 /** Fields the ledger owns; an event cannot set them. */
 const RESERVED = new Set(['v', 'seq', 'ts', 'prev', 'hash', 'link', 'links']);
@@ -143,12 +144,15 @@ export class FileLedger implements Ledger {
     }
     if (seg.seq === 0) {
       const own = path.basename(seg.file);
-      const link = segmentLink(this.dir, own);
+      // Only what the anchor records as closed is linked: a segment it does not vouch for
+      // (added from outside) stays outside the chain, and verify names it.
+      const anchor = readAnchor(anchorPath(this.dir));
+      const [link, ...more] = linkableSegments(this.dir, anchor && !('unreadable' in anchor) ? anchor : undefined, own);
       if (link) line.link = link;
-      // Closed segments nobody links yet (e.g. a daemon's, closed after a CLI segment opened).
-      const more = unlinkedClosedSegments(this.dir, own).filter((l) => l !== link);
       if (more.length > 0) line.links = more;
       seg.linked = [link, ...more].filter((l): l is string => typeof l === 'string').map((l) => l.split(' ')[0]!);
+      // Recorded before its first line, so a crash right after that line leaves it accounted for.
+      recordInAnchor(this.dir, own, { lines: 0, hash: seg.prev, closed: false });
     }
     line.prev = seg.prev;
     const hash = lineHash(line);

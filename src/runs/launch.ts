@@ -13,7 +13,8 @@
  * host state into the jail, or bringing back more than its cap. Trusts: the lease as the lease
  * store granted it; the jail's collect (regular files only, per-file and per-run caps, INV-4).
  * Fails closed: a missing capability refuses the run; over a cap is the run's error — what was
- * refused is not indexed, never truncated (the rest of what the run left is kept, INV-8).
+ * refused is not indexed, never truncated (the rest of what the run left is kept, INV-8: the
+ * files beside one over the per-file cap, or its value and stdio when out/ is over the run cap).
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -168,9 +169,21 @@ export function missingOutputs(expected: readonly string[], files: readonly { pa
 const RESULT_SPOOL_DIR = '.brig/result';
 const RESULT_SPOOL_FILE = 'value.json';
 
+/** The run's error for files skipped as over the per-file cap: the first one named, the others counted. */
+function tooLargeError(files: NonNullable<CollectReport['tooLarge']>, cap: number, under: string): BrigError {
+  const first = files[0]!;
+  const more = files.length > 1 ? ` (and ${files.length - 1} more)` : '';
+  const size = first.bytes !== undefined ? `${first.bytes} bytes, ` : '';
+  return new BrigError('ref_too_large', `${under}/${first.path} (${size}over the per-file cap of ${cap} bytes) was not collected${more}; the other outputs were`, {
+    data: { path: `${under}/${first.path}`, perFileBytes: cap, files: files.length },
+  });
+}
+
 /**
  * Collects /workspace/out, a spooled result value and the stream tails; over a cap is an
- * error on the run, never a truncation. The spooled value shares the run's byte budget.
+ * error on the run, never a truncation: a file over the per-file cap is left out (the others
+ * are kept), over the per-run cap refuses out/ whole. The spooled value shares the run's byte
+ * budget.
  */
 export async function collectOutputs(sup: CollectContext, runId: string, jail: Jail): Promise<Partial<RunRecord>> {
   const r = sup.table.get(runId)!;
@@ -208,6 +221,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     if (r.resultSpooled) {
       const left = Math.max(0, caps.perRunBytes - rep.totalBytes);
       const got = await jail.collect(spool, { perFileBytes: left, perRunBytes: left, maxEntries: 4 }, RESULT_SPOOL_DIR);
+      if (got.tooLarge) throw tooLargeError(got.tooLarge, left, RESULT_SPOOL_DIR);
       if (!got.files.some((f) => f.path === RESULT_SPOOL_FILE)) {
         throw new BrigError('invalid_input', 'the child spooled a result but left no regular /workspace/.brig/result/value.json');
       }
@@ -222,6 +236,9 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
       ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
       collected: rep.files,
     });
+    // A file over the per-file cap was skipped, never read: the rest is kept and indexed, and
+    // the refusal is still the run's error.
+    if (rep.tooLarge) patch.error = publicError(tooLargeError(rep.tooLarge, caps.perFileBytes, CHILD_PATHS.out));
   } catch (e) {
     patch.error = publicError(e);
     patch.missingOutputs = [...r.expectedOutputs];

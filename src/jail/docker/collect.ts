@@ -9,19 +9,25 @@
  * kept: an entry deeper than MAX_DEPTH or with a path over MAX_PATH_BYTES (a directory takes
  * its whole subtree with it, reported once), files past the entry cap (`too_many_entries`,
  * in archive order: the engine's walk is depth-first and lexical), and everything past
- * SCAN_SLACK further entries, which is left unread. Byte caps still refuse the whole
- * collection (`ref_too_large`): per-file and per-run, nothing is truncated. An entry's
- * declared size is checked before anything else, so a 100 GB sparse file is refused at its
- * header and never streamed, whatever its type, name or shape. Directories are made only as
- * the parents of collected files. The report lists at most MAX_SKIP_RECORDS skips and
- * counts all of them.
+ * SCAN_SLACK further entries, which is left unread. A file over the per-file cap is skipped
+ * too (`too_large`, listed in `tooLarge` for the caller's error), decided at its declared
+ * size before any of its bytes is read: an archive cannot skip bytes, so the source replaces
+ * it in the stopped jail by a link to PASSED_OVER and the archive is read again from the
+ * start, passing over the entries already taken (at most MAX_PASS_OVERS times, re-reading at
+ * most the per-run cap in all) — a 100 GB sparse file is never streamed. The per-run cap
+ * refuses the whole collection (`ref_too_large`), as does an over-cap file that cannot be
+ * passed over (a source without passOver, a hostile name, past those bounds): nothing is
+ * truncated. Directories are made only as the parents of collected files. The report lists
+ * at most MAX_SKIP_RECORDS skips and counts all of them.
  * The copy lands in a temp sibling and is renamed into place: a crash or a refusal leaves
  * no half directory at destDir. A caller's observer sees each written file's bytes as they
  * stream through (after the caps, before the disk), so nothing has to read them back.
  * Threat: a hostile child crafting its output tree (symlink to /etc/shadow, `../../x`,
  * a 100 GB sparse file, a million empty files, a 10,000-deep nest) to write or read outside
  * its ResultRef, to exhaust the supervisor, or to have its parent lose every output.
- * Trusts: nothing in the archive; the byte counts are counted, not taken from headers.
+ * Trusts: nothing in the archive; the byte counts are counted, not taken from headers; a
+ * pass again reads the same entries in the same order (the jail is stopped) — checked at the
+ * entry passed over, else refused.
  * Fails: closed — refuse and remove the temp copy.
  */
 import crypto from 'node:crypto';
@@ -36,6 +42,10 @@ import type { CollectCaps, CollectOptions, CollectReport, CollectedFile } from '
 /** Deepest directory level and longest path collected; a deeper or longer entry (and a directory's whole subtree) is skipped. */
 export const MAX_DEPTH = 64;
 export const MAX_PATH_BYTES = 1024;
+/** Files over the per-file cap passed over in one collection; one more refuses it whole. */
+export const MAX_PASS_OVERS = 16;
+/** Where the link that replaces a passed-over file points; such a link is reported `too_large` (a redo after a crash finds it). */
+export const PASSED_OVER = '/.brig-too-large';
 /** Skips listed one by one in a report; every one is counted in skippedCount. */
 export const MAX_SKIP_RECORDS = 1000;
 /** Archive entries read past the file cap before the rest of the archive is left unread. */
@@ -97,75 +107,136 @@ class Skips {
 /** What one directory made for the output costs of the per-run cap (an ext4 directory block). */
 export const DIR_BYTES = 4096;
 
-/** Extracts a tar stream (as the engine's archive API gives it) into destDir. */
+/** Where collect reads an archive from, again from the start after it passed over a file. */
+export interface ArchiveSource {
+  archive(): Promise<NodeJS.ReadableStream>;
+  /**
+   * Replaces the entry `name` (as the archive names it; a safe relative name) in the stopped
+   * jail by a link to PASSED_OVER, so the next archive carries the link instead of its bytes.
+   */
+  passOver?(name: string): Promise<void>;
+}
+
+/** What one collection has taken so far, across its passes over the archive. */
+interface Taken {
+  files: CollectedFile[];
+  skips: Skips;
+  total: number;
+  /** Directories made on the host for collected files: each costs DIR_BYTES of the run's cap. */
+  dirs: Set<string>;
+  /** Declared bytes of every entry read (collected or skipped), each counted once. */
+  read: number;
+  /** Entries of the archive consumed by earlier passes; the last one is the file passed over. */
+  consumed: number;
+  passedOver: string | undefined;
+  tooLarge: { path: string; bytes?: number }[];
+}
+
+/** Extracts a tar stream (as the engine's archive API gives it), or a source's archive, into destDir. */
 export async function collectArchive(
-  archive: NodeJS.ReadableStream,
+  from: NodeJS.ReadableStream | ArchiveSource,
   root: string,
   destDir: string,
   caps: CollectCaps,
   opts: CollectOptions = {},
 ): Promise<CollectReport> {
   if (fs.existsSync(destDir)) throw new BrigError('invalid_input', 'the collect destination already exists', { data: { destDir } });
+  const source: ArchiveSource = typeof (from as ArchiveSource).archive === 'function' ? (from as ArchiveSource) : { archive: async () => from as NodeJS.ReadableStream };
   const tmp = `${destDir}.tmp-${crypto.randomBytes(6).toString('hex')}`;
   await fs.promises.mkdir(tmp, { recursive: true, mode: 0o755 });
-  const files: CollectedFile[] = [];
-  const skips = new Skips();
-  const scanLimit = caps.maxEntries + SCAN_SLACK;
-  let total = 0;
-  let scanned = 0;
-  // Directories made on the host for collected files: each costs DIR_BYTES of the run's cap.
-  const dirs = new Set<string>();
-  let read = 0; // declared bytes of every entry, collected or skipped
-  const ex = tar.extract();
+  const st: Taken = { files: [], skips: new Skips(), total: 0, dirs: new Set(), read: 0, consumed: 0, passedOver: undefined, tooLarge: [] };
+  let reread = 0;
   try {
-    const feeding = pipeline(archive as NodeJS.ReadableStream & AsyncIterable<Buffer>, ex).catch((e: unknown) => {
-      ex.destroy(e as Error);
-    });
-    for await (const entry of ex) {
-      const h = entry.header;
-      // Sizes first, whatever the entry's shape: a skipped entry is still read through, so it
-      // counts against the run cap, and a byte cap refuses the whole collection.
-      const size = h.size ?? 0;
-      if (size > caps.perFileBytes) throw refuse(`${printableName(h.name)} is over the per-file cap of ${caps.perFileBytes} bytes`, { perFileBytes: caps.perFileBytes });
-      read += size;
-      if (read > caps.perRunBytes) throw refuse(`the output is over the per-run cap of ${caps.perRunBytes} bytes`, { perRunBytes: caps.perRunBytes });
-      if (++scanned > scanLimit) {
-        // Not read any further: the engine's archive of a million empty files is time, not data.
-        skips.add(printableName(h.name), 'too_many_entries');
-        entry.resume();
-        break;
-      }
-      const kept = await placeEntry(entry, h, root, tmp, caps, skips, files.length, total, dirs, opts);
-      if (kept) {
-        total += kept.bytes;
-        files.push(kept);
-      }
+    for (;;) {
+      const over = await readPass(await source.archive(), root, tmp, caps, st, opts);
+      if (!over) break;
+      const name = printableName(over.name);
+      // Passing over costs a pass that reads again what came before it: bounded, else refused.
+      const rel = safeRelative(over.name, root);
+      const stuck = !source.passOver || 'reason' in rel || rel.rel === '' ? 'it cannot be passed over'
+        : st.tooLarge.length >= MAX_PASS_OVERS ? `more than ${MAX_PASS_OVERS} files are`
+        : reread + st.read > caps.perRunBytes ? 'passing over it would read again more than the per-run cap'
+        : undefined;
+      if (stuck || 'reason' in rel) throw refuse(`${name} is over the per-file cap of ${caps.perFileBytes} bytes (${over.size}), and ${stuck}`, { perFileBytes: caps.perFileBytes, path: name });
+      await source.passOver!(over.name);
+      reread += st.read;
+      st.passedOver = over.name;
+      st.skips.add(rel.rel, 'too_large');
+      st.tooLarge.push({ path: rel.rel, bytes: over.size });
     }
-    await feeding;
     await fs.promises.rename(tmp, destDir);
   } catch (e) {
-    ex.destroy();
     await fs.promises.rm(tmp, { recursive: true, force: true });
     throw e;
   }
-  return { dir: destDir, files, totalBytes: total, skipped: skips.list, skippedCount: skips.count };
+  const { files, skips, total, tooLarge } = st;
+  return { dir: destDir, files, totalBytes: total, skipped: skips.list, skippedCount: skips.count, ...(tooLarge.length > 0 ? { tooLarge } : {}) };
+}
+
+/**
+ * One read of the archive: passes over the entries earlier passes consumed, collects the rest;
+ * stops at a file over the per-file cap (returned, none of its bytes read), or at the end.
+ */
+async function readPass(
+  archive: NodeJS.ReadableStream,
+  root: string,
+  tmp: string,
+  caps: CollectCaps,
+  st: Taken,
+  opts: CollectOptions,
+): Promise<{ name: string; size: number } | undefined> {
+  const scanLimit = caps.maxEntries + SCAN_SLACK;
+  const ex = tar.extract();
+  const feeding = pipeline(archive as NodeJS.ReadableStream & AsyncIterable<Buffer>, ex).catch((e: unknown) => {
+    ex.destroy(e as Error);
+  });
+  let index = 0;
+  try {
+    for await (const entry of ex) {
+      const h = entry.header;
+      if (++index <= st.consumed) {
+        // Taken by an earlier pass. The file passed over must now be brig's link, or the jail changed.
+        if (index === st.consumed && !(h.name === st.passedOver && h.type === 'symlink' && h.linkname === PASSED_OVER)) {
+          throw refuse(`the output changed while it was collected (${printableName(h.name)})`, {});
+        }
+        entry.resume();
+        continue;
+      }
+      // Sizes first, whatever the entry's shape: over the per-file cap stops the pass before any
+      // of its bytes is read; anything else skipped is still read through, so it counts
+      // against the run cap.
+      const size = h.size ?? 0;
+      if (size > caps.perFileBytes) {
+        st.consumed = index;
+        return { name: h.name, size };
+      }
+      st.read += size;
+      if (st.read > caps.perRunBytes) throw refuse(`the output is over the per-run cap of ${caps.perRunBytes} bytes`, { perRunBytes: caps.perRunBytes });
+      if (index > scanLimit) {
+        // Not read any further: the engine's archive of a million empty files is time, not data.
+        st.skips.add(printableName(h.name), 'too_many_entries');
+        entry.resume();
+        break;
+      }
+      const kept = await placeEntry(entry, h, root, tmp, caps, st, opts);
+      if (kept) {
+        st.total += kept.bytes;
+        st.files.push(kept);
+      }
+    }
+    await feeding;
+    return undefined;
+  } finally {
+    // A pass stopped early (a file passed over, a refusal, the scan limit) ends the engine's stream too.
+    ex.destroy();
+  }
 }
 
 type Entry = tar.Extract extends AsyncIterable<infer S> ? S : never;
 
 /** Writes one archive entry if it is a regular file of a safe shape; otherwise reports why not. */
-async function placeEntry(
-  entry: Entry,
-  h: tar.Header,
-  root: string,
-  tmp: string,
-  caps: CollectCaps,
-  skips: Skips,
-  collected: number,
-  total: number,
-  dirs: Set<string>,
-  opts: CollectOptions,
-): Promise<CollectedFile | undefined> {
+async function placeEntry(entry: Entry, h: tar.Header, root: string, tmp: string, caps: CollectCaps, st: Taken, opts: CollectOptions): Promise<CollectedFile | undefined> {
+  const { skips, dirs, total } = st;
   const skip = (path: string, reason: string) => {
     skips.add(path, reason);
     entry.resume();
@@ -183,8 +254,10 @@ async function placeEntry(
   if ('reason' in where) return skip(printableName(h.name), where.reason);
   // Directories are made as the parents of collected files: a skipped subtree leaves no husk.
   if (h.type === 'directory') return (entry.resume(), undefined);
+  // A file an earlier collection of this run passed over (a redo after a crash) is still too large.
+  if (h.type === 'symlink' && h.linkname === PASSED_OVER) return (st.tooLarge.push({ path: where.rel }), skip(where.rel, 'too_large'));
   if (h.type !== 'file' && h.type !== 'contiguous-file') return skip(where.rel, h.type ?? 'unknown');
-  if (collected >= caps.maxEntries) return skip(where.rel, 'too_many_entries');
+  if (st.files.length >= caps.maxEntries) return skip(where.rel, 'too_many_entries');
   const target = path.join(tmp, where.rel);
   // The directories this file needs count against the run's cap: 10,000 empty files at the end
   // of 63-deep chains of their own would cost the host a gigabyte of directory blocks.

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailInput, JailVerified, StreamTails } from '../types.js';
-import { collectArchive } from './collect.js';
+import { type ArchiveSource, PASSED_OVER, collectArchive } from './collect.js';
 import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { WORKSPACE_DIR } from './profile.js';
 import { TailBuffer } from './tail.js';
@@ -52,6 +52,16 @@ export async function inputsArchive(inputs: JailInput[]): Promise<Buffer> {
     pack.on('end', () => resolve(Buffer.concat(chunks)));
     pack.on('error', reject);
   });
+}
+
+/** A tar of one link, `name` → PASSED_OVER: what a file too large to collect is replaced by. */
+async function passedOverArchive(name: string): Promise<Buffer> {
+  const pack = tar.pack();
+  pack.entry({ name, type: 'symlink', linkname: PASSED_OVER, mode: 0o777 });
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const c of pack as unknown as AsyncIterable<Buffer>) chunks.push(Buffer.from(c));
+  return Buffer.concat(chunks);
 }
 
 export class DockerJail implements Jail {
@@ -189,14 +199,32 @@ export class DockerJail implements Jail {
       const now = await statPath(this.container, `${WORKSPACE_DIR}/out`).catch(() => undefined);
       if (now === this.outBefore) return emptyCollect(destDir);
     }
-    let archive: NodeJS.ReadableStream;
+    let first: NodeJS.ReadableStream | undefined;
     try {
-      archive = (await this.container.getArchive({ path: `${WORKSPACE_DIR}/${rel}` })) as NodeJS.ReadableStream;
+      first = (await this.container.getArchive({ path: `${WORKSPACE_DIR}/${rel}` })) as NodeJS.ReadableStream;
     } catch (e) {
       if ((e as { statusCode?: number }).statusCode === 404) return emptyCollect(destDir);
       throw engineError(e, 'jail_failed', 'reading the workspace failed');
     }
-    return collectArchive(archive, rel.split('/').pop()!, destDir, caps, opts);
+    const source: ArchiveSource = {
+      archive: async () => {
+        const a = first ?? ((await this.container.getArchive({ path: `${WORKSPACE_DIR}/${rel}` }).catch((e: unknown) => {
+          throw engineError(e, 'jail_failed', 'reading the workspace failed');
+        })) as NodeJS.ReadableStream);
+        first = undefined;
+        return a;
+      },
+      // The archive names entries from the archived directory's own name (`out/…`), so they
+      // sit under that directory's parent. The jail is stopped and about to be destroyed: its
+      // file goes for a link, through the engine's own (container-scoped) extraction.
+      passOver: async (name) => {
+        const at = path.posix.join(WORKSPACE_DIR, path.posix.dirname(rel), path.posix.dirname(name));
+        await this.container.putArchive(await passedOverArchive(path.posix.basename(name)), { path: at }).catch((e: unknown) => {
+          throw engineError(e, 'jail_failed', 'passing over a file too large to collect failed');
+        });
+      },
+    };
+    return collectArchive(source, rel.split('/').pop()!, destDir, caps, opts);
   }
 
   async destroy(): Promise<void> {

@@ -14,7 +14,7 @@ import { requireEngine } from '../../helpers/engine.js';
 import { daemonHome, warmReady } from '../daemon/serve-proc.js';
 import { until } from '../runs/fixture.js';
 
-test('the console: 401 without the token; with it, live runs, a run\'s detail, a grep slice, and a confirmed kill', async (t) => {
+test('the console: 401 without the token; with it (gone from the address bar after load), live runs, a run\'s detail, a grep slice, and a confirmed kill', async (t) => {
   if (!(await requireEngine(t))) return;
   if (!ensureChromium(t)) return;
   const h = await daemonHome(t);
@@ -48,6 +48,9 @@ test('the console: 401 without the token; with it, live runs, a run\'s detail, a
 
   await page.goto(url);
   await page.waitForSelector('#live:text("live")');
+  // Once loaded, the token leaves the address bar and the history entry; the page keeps it in memory.
+  assert.equal(page.url(), base, 'the address bar holds no token after load');
+  assert.equal(await page.evaluate<string>('location.search'), '');
   await until(async () => (await warmReady(serve.socket)) === 1, 'the warm jail ready');
   const spawned = await h.run(['spawn', '--json', '--task', 'numbers', '--', 'sh', '-c', 'seq 1 3000 > out/n.txt']);
   assert.equal(spawned.code, 0, spawned.stderr);

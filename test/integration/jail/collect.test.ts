@@ -50,14 +50,20 @@ test('[INV-4] a hostile child output tree yields regular files only, inside the 
 });
 
 // req: results:caps-refuse
-test('[INV-4] a child output over the per-file cap is refused whole', async (t) => {
+test('[INV-4] a child output file over the per-file cap is skipped whole (too_large), never cut; the file beside it is kept; over the per-run cap the collection is refused whole', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await tmp(t);
   const dest = path.join(base, 'ref');
-  await runToEnd(spec('big', ['sh', '-c', 'mkdir -p out && echo small > out/a && dd if=/dev/zero of=out/big bs=1024 count=2048 2>/dev/null']), async (jail) => {
-    await assert.rejects(jail.collect(dest, CAPS), (e) => isBrigError(e, 'ref_too_large'));
+  await runToEnd(spec('big', ['sh', '-c', 'mkdir -p out && echo small > out/a && dd if=/dev/zero of=out/big bs=1024 count=2048 2>/dev/null && dd if=/dev/zero of=out/c bs=1024 count=900 2>/dev/null']), async (jail) => {
+    const rep = await jail.collect(dest, CAPS);
+    assert.deepEqual(rep.files.map((f) => `${f.path} ${f.bytes}`), ['a 6', `c ${900 * 1024}`]);
+    assert.deepEqual(rep.skipped, [{ path: 'big', reason: 'too_large' }]);
+    assert.deepEqual(rep.tooLarge, [{ path: 'big', bytes: 2048 * 1024 }]);
+    // Each file under the per-file cap, together over the per-run cap: refused, nothing kept.
+    await assert.rejects(jail.collect(path.join(base, 'run-cap'), { ...CAPS, perRunBytes: 512 * 1024 }), (e) => isBrigError(e, 'ref_too_large') && /per-run cap/.test(e.message));
   });
-  assert.deepEqual(fs.readdirSync(base), []);
+  assert.deepEqual(fs.readdirSync(base), ['ref']);
+  assert.deepEqual(fs.readdirSync(dest).sort(), ['a', 'c']);
 });
 
 // req: results:caps-refuse
@@ -158,15 +164,17 @@ test('[INV-4] materialization against a hostile child: links, fifo, odd names, 1
     assert.deepEqual(fs.readdirSync(base), ['links'], 'nothing written beside the destination');
   });
 
-  await t.test('a 100 GB sparse file is refused with ref_too_large at its header', async () => {
+  await t.test('a 100 GB sparse file is skipped (too_large) at its header, never streamed; the file beside it arrives', async () => {
     const dest = path.join(base, 'sparse');
     const sh = "const fs=require('fs'); fs.writeFileSync('out/small','x'); fs.closeSync(fs.openSync('out/sparse','w')); fs.truncateSync('out/sparse', 100 * 2 ** 30); console.log(fs.statSync('out/sparse').size)";
     const { exit, tails } = await runToEnd(spec('sparse', ['node', '-e', sh]), async (jail) => {
-      await assert.rejects(jail.collect(dest, CAPS), (e) => isBrigError(e, 'ref_too_large'));
+      const rep = await jail.collect(dest, CAPS);
+      assert.deepEqual(rep.files.map((f) => f.path), ['small']);
+      assert.deepEqual(rep.tooLarge, [{ path: 'sparse', bytes: 100 * 2 ** 30 }]);
     });
     assert.equal(exit.exitCode, 0, tails.stderrTail);
     assert.equal(tails.stdoutTail.trim(), String(100 * 2 ** 30), 'the child really made a 100 GB file');
-    assert.equal(fs.existsSync(dest), false, 'a refused collection leaves no directory');
+    assert.deepEqual(fs.readdirSync(dest), ['small']);
   });
 
   await t.test('10,000 nested directories are skipped as one too_deep subtree; the file beside them arrives', async () => {
@@ -188,7 +196,7 @@ test('[INV-4] materialization against a hostile child: links, fifo, odd names, 1
   // A memory bound, not a timing one: none of the above was buffered whole.
   const grew = process.memoryUsage().rss - rssBefore;
   assert.ok(grew < 200 * 1024 * 1024, `the supervisor grew by ${Math.round(grew / 1048576)} MB`);
-  assert.deepEqual(fs.readdirSync(base).sort(), ['deep', 'links'], 'no temp directories left behind');
+  assert.deepEqual(fs.readdirSync(base).sort(), ['deep', 'links', 'sparse'], 'no temp directories left behind');
 });
 
 /** A child that is only hostile in shape, beside one real result. */
@@ -235,7 +243,8 @@ test('[INV-8] a refused out/ does not cost the run its result value or its stdio
     results: resultsPort(store),
     settings: { stdoutTailBytes: 16 * 1024, resultPerFileBytes: 64 * 1024, resultPerRunBytes: 64 * 1024, resultMaxEntries: 100 },
   };
-  const sh = 'echo visible-stdout; echo visible-stderr >&2; echo fine > out/small; dd if=/dev/zero of=out/big bs=1024 count=100 2>/dev/null';
+  // Each file under the per-file cap, together over the per-run cap: out/ is refused whole.
+  const sh = 'echo visible-stdout; echo visible-stderr >&2; echo fine > out/small; dd if=/dev/zero of=out/big1 bs=1024 count=40 2>/dev/null; dd if=/dev/zero of=out/big2 bs=1024 count=40 2>/dev/null';
   let patch: Record<string, unknown> = {};
   await runToEnd(spec('refused', ['sh', '-c', sh]), async (jail) => {
     patch = (await collectOutputs(sup as unknown as Parameters<typeof collectOutputs>[0], record.id, jail)) as Record<string, unknown>;
@@ -273,4 +282,34 @@ test('an empty out/ is known by the engine\'s stat (no archive); anything made i
       assert.deepEqual(fs.readdirSync(dest, { recursive: true }).map(String).filter((p) => want.includes(p)).sort(), want, `${tag}: on disk`);
     }
   }
+});
+
+test('[INV-4] a 100 GB sparse file is skipped (too_large) at its header, never streamed; the small files beside it, before and after it in the archive, are refs and the run\'s error names it (collectOutputs, real result store)', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const base = await tmp(t);
+  const store = new FsResultStore({ dir: path.join(base, 'results') });
+  const record = { id: 'r-sparse', rootRunId: 'r-root', resultCapBytes: 64 * 1024, expectedOutputs: [], result: null, resultSpooled: false };
+  const sup = {
+    table: { get: () => record, store: { dir: () => path.join(base, 'run') } },
+    results: resultsPort(store),
+    settings: { stdoutTailBytes: 16 * 1024, resultPerFileBytes: 32 * 1024, resultPerRunBytes: 64 * 1024, resultMaxEntries: 100 },
+  };
+  // The engine's archive walk is lexical: a.txt comes before m-sparse, sub/b.txt after it.
+  const js = "const fs=require('fs'); fs.writeFileSync('out/a.txt','alpha'); fs.mkdirSync('out/sub'); fs.writeFileSync('out/sub/b.txt','beta'); fs.closeSync(fs.openSync('out/m-sparse','w')); fs.truncateSync('out/m-sparse', 100 * 2 ** 30); console.log(fs.statSync('out/m-sparse').size)";
+  let patch: Record<string, unknown> = {};
+  const t0 = Date.now();
+  const { exit, tails } = await runToEnd(spec('sparse-keep', ['node', '-e', js]), async (jail) => {
+    patch = (await collectOutputs(sup as unknown as Parameters<typeof collectOutputs>[0], record.id, jail)) as Record<string, unknown>;
+  });
+  assert.equal(exit.exitCode, 0, tails.stderrTail);
+  assert.equal(tails.stdoutTail.trim(), String(100 * 2 ** 30), 'the child really made a 100 GB file');
+  assert.ok(Date.now() - t0 < 60_000, 'the 100 GB were not streamed');
+  const error = patch.error as { code: string; message: string };
+  assert.equal(error?.code, 'ref_too_large', 'the run still says what was refused');
+  assert.match(error.message, /m-sparse/);
+  assert.deepEqual(patch.skipped, [{ path: 'm-sparse', reason: 'too_large' }]);
+  assert.deepEqual((patch.outputs as { path: string }[]).map((o) => o.path).sort(), ['a.txt', 'sub/b.txt']);
+  const refs = await store.list(record.id);
+  assert.deepEqual(refs.filter((r) => r.source === 'out').map((r) => r.path).sort(), ['out/a.txt', 'out/sub/b.txt']);
+  assert.equal(fs.readFileSync(store.resolvePath(refs.find((r) => r.path === 'out/sub/b.txt')!), 'utf8'), 'beta');
 });

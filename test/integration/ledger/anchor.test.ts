@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { brigPaths } from '../../../src/config/index.js';
-import { FileLedger, verifyLedger } from '../../../src/ledger/index.js';
+import { FileLedger, genesisHash, lineHash, verifyLedger } from '../../../src/ledger/index.js';
 import { brig } from '../../unit/lease/cli-io.js';
 
 const ANCHOR = 'ledger.anchor';
@@ -224,6 +224,124 @@ test('[INV-7] a missing or garbled anchor is named, not ignored', async () => {
     } finally {
       await fresh.cleanup();
     }
+  } finally {
+    await h.cleanup();
+  }
+});
+
+/** A well-formed segment no brig writer made: valid chain, a closing line, a name newer than any. */
+function forge(dir: string, name = '20991231T235959Z-1-0badf00d.jsonl'): string {
+  const rows: Record<string, unknown>[] = [];
+  let prev = genesisHash(name);
+  for (const [i, ev] of [{ type: 'lease.revoked', leaseId: 'ls_forged', by: 'operator' }, { type: 'ledger.closed', lines: 2 }].entries()) {
+    const line: Record<string, unknown> = { v: 1, seq: i, ts: '2099-12-31T23:59:59.000Z', ...ev, prev };
+    line.hash = lineHash(line);
+    prev = line.hash as string;
+    rows.push(line);
+  }
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n', { mode: 0o644 });
+  return file;
+}
+
+test('[INV-7] a forged segment (neither anchored nor linked) is named by brig audit verify, and the next writer does not link it', async () => {
+  const h = await home();
+  try {
+    await write(h.dir, 3);
+    const forged = forge(h.dir);
+    const r = await brig(h.home, 'audit', 'verify');
+    assert.notEqual(r.code, 0, `a forged segment verified: ${r.out}`);
+    assert.match(r.err, /ledger_corrupt/);
+    assert.match(r.err, new RegExp(`${path.basename(forged)}:1: .*neither recorded in the anchor nor linked`));
+    // The next writer links only what the anchor vouches for: the forgery stays outside the chain.
+    await tick();
+    const next = await write(h.dir, 1);
+    const head = JSON.parse(lines(next.segment)[0]!);
+    assert.ok(![head.link, ...(head.links ?? [])].some((l) => String(l).startsWith(path.basename(forged))), `the next segment linked the forgery: ${JSON.stringify(head)}`);
+    const after = verifyLedger(h.dir);
+    assert.deepEqual([after.ok, after.bad?.file, after.bad?.line], [false, forged, 1]);
+    // Without it, the ledger verifies again.
+    fs.rmSync(forged);
+    assert.ok(verifyLedger(h.dir).ok);
+  } finally {
+    await h.cleanup();
+  }
+});
+
+test('[INV-7] a crashed writer\'s segment closed by someone else is not linked (its anchor entry is not closed), and it stays accounted by the anchor', async () => {
+  const h = await home();
+  try {
+    const seg = crashWriter(h.dir, 3);
+    // Within the window nobody can tell, so the appended close passes as that segment's own…
+    const last = JSON.parse(lines(seg).at(-1)!);
+    const close: Record<string, unknown> = { v: 1, seq: 3, ts: last.ts, type: 'ledger.closed', lines: 4, prev: last.hash };
+    close.hash = lineHash(close);
+    fs.appendFileSync(seg, `${JSON.stringify(close)}\n`);
+    assert.ok(verifyLedger(h.dir).ok);
+    // …but no writer vouches for it by a link: the anchor never recorded it closed.
+    await tick();
+    const next = await write(h.dir, 1);
+    const head = JSON.parse(lines(next.segment)[0]!);
+    assert.equal(head.link, undefined);
+    assert.equal(head.links, undefined);
+    assert.ok(path.basename(seg) in JSON.parse(fs.readFileSync(path.join(h.home, ANCHOR), 'utf8')).segments);
+    assert.ok(verifyLedger(h.dir).ok);
+  } finally {
+    await h.cleanup();
+  }
+});
+
+test('[INV-7] an empty segment file (a writer that never appended) is not tampering', async () => {
+  const h = await home();
+  try {
+    await write(h.dir, 2);
+    new FileLedger({ dir: h.dir }); // opened, never appended, never closed (a crash)
+    const r = verifyLedger(h.dir);
+    assert.equal(r.ok, true, JSON.stringify(r.bad));
+  } finally {
+    await h.cleanup();
+  }
+});
+
+test('[INV-7] concurrent writers (processes opening and closing segments at once) lose no anchor entry: every segment stays accounted for', async () => {
+  const h = await home();
+  try {
+    const src = new URL('../../../src/ledger/index.ts', import.meta.url).pathname;
+    const code = `import { FileLedger } from ${JSON.stringify(src)};
+      for (let i = 0; i < 25; i++) {
+        const l = new FileLedger({ dir: ${JSON.stringify(h.dir)}, anchorEvery: 1 });
+        l.append({ type: 'run.step', n: i });
+        l.append({ type: 'run.step', n: i + 1 });
+        await l.close();
+      }`;
+    const { spawn } = await import('node:child_process');
+    const runs = Array.from({ length: 4 }, () => new Promise<number | null>((resolve) => {
+      const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: ['ignore', 'ignore', 'inherit'] });
+      p.on('exit', resolve);
+    }));
+    assert.deepEqual(await Promise.all(runs), [0, 0, 0, 0]);
+    const r = verifyLedger(h.dir);
+    assert.equal(r.files, 100);
+    assert.equal(r.ok, true, JSON.stringify(r.bad));
+    assert.ok(!fs.existsSync(path.join(h.home, `${ANCHOR}.lock`)), 'the lock is released');
+  } finally {
+    await h.cleanup();
+  }
+});
+
+test('[INV-7] an older anchor put back is caught while a segment written since remains; with those deleted too it passes (the documented replay gap)', async () => {
+  const h = await home();
+  try {
+    await write(h.dir, 2);
+    const file = path.join(h.home, ANCHOR);
+    const old = fs.readFileSync(file);
+    await tick();
+    const since = await write(h.dir, 2);
+    fs.writeFileSync(file, old);
+    const r = verifyLedger(h.dir);
+    assert.deepEqual([r.ok, r.bad?.file, r.bad?.line], [false, since.segment, 1]);
+    fs.rmSync(since.segment);
+    assert.ok(verifyLedger(h.dir).ok, 'SECURITY.md: an anchor put back with what came after deleted is out of scope');
   } finally {
     await h.cleanup();
   }

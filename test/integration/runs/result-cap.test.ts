@@ -1,6 +1,6 @@
 /**
  * The lease's resultBytes bounds what a real jailed run may materialize (INV-1, INV-4):
- * over it the collection is refused whole with `ref_too_large`, nothing is truncated or
+ * a file over it is not collected and the run says `ref_too_large`, nothing is truncated or
  * half-kept; under it the files arrive intact.
  */
 import { test } from 'node:test';

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { consoleAddress, listenConsole } from '../../../src/console/console.js';
 import { isBrigError } from '../../../src/util/errors.js';
 
@@ -33,4 +34,47 @@ test('the console hands the API a request without its token, whether it came as 
   assert.equal(seen[1]!.headers.authorization, undefined);
   assert.equal(seen[1]!.headers['x-other'], 'kept');
   for (const s of seen) assert.ok(!JSON.stringify(s).includes(token), 'the API saw no trace of the token');
+});
+
+/** One request over the real socket with the Host header we choose (fetch cannot set it). */
+function get(url: string, host: string | undefined, token: string): Promise<{ status: number; body: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'GET', headers, setHost: host !== undefined }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    if (host !== undefined) req.setHeader('host', host);
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('the console refuses a request whose Host is not a loopback name (DNS rebinding) with an empty 421, token or not; the API never sees it', async (t) => {
+  const seen: string[] = [];
+  const ui = await listenConsole((req, res) => {
+    seen.push(req.url ?? '');
+    res.writeHead(200, { 'content-length': 0 });
+    res.end();
+  });
+  t.after(() => ui.close());
+  const token = new URL(ui.url).searchParams.get('token')!;
+  const { port } = new URL(ui.url);
+  const api = new URL('/api/v1/runs', ui.url).toString();
+  const page = new URL('/', ui.url).toString();
+  for (const host of [`rebound.example:${port}`, 'rebound.example', `127.0.0.1.nip.io:${port}`, `[::2]:${port}`, '']) {
+    for (const url of [api, page]) {
+      const r = await get(url, host, token);
+      assert.equal(r.status, 421, `Host ${JSON.stringify(host)} on ${url}`);
+      assert.equal(r.body, '');
+    }
+  }
+  assert.deepEqual(seen, [], 'nothing reached the API');
+  // The listen address itself, and the loopback names an SSH tunnel's local end may use.
+  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost:9000', '127.0.0.1:9000']) {
+    assert.equal((await get(api, host, token)).status, 200, host);
+  }
+  assert.equal((await get(page, `127.0.0.1:${port}`, token)).status, 200);
 });

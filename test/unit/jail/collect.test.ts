@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import tar from 'tar-stream';
-import { collectArchive, MAX_DEPTH, MAX_SKIP_RECORDS, printableName, safeRelative, SCAN_SLACK } from '../../../src/jail/docker/collect.js';
+import { type ArchiveSource, collectArchive, MAX_DEPTH, MAX_PASS_OVERS, MAX_SKIP_RECORDS, PASSED_OVER, printableName, safeRelative, SCAN_SLACK } from '../../../src/jail/docker/collect.js';
 import { isBrigError } from '../../../src/util/errors.js';
 import { emptyFilesArchive } from '../../helpers/tar-headers.js';
 
@@ -206,4 +206,98 @@ test('[INV-4] the directories an output needs count against the per-run cap: emp
   // The same tree fits a cap that pays for its directories.
   const rep = await collectArchive(Readable.from([chains]), 'out', path.join(base, 'b'), { ...CAPS, perRunBytes: 8 << 20, maxEntries: 1000 });
   assert.equal(rep.files.length, 100);
+});
+
+/** Everything of one entry but the archive's end marker. */
+async function entryBytes(e: Entry): Promise<Buffer> {
+  const b = await tarOf([e]);
+  return b.subarray(0, b.length - 1024);
+}
+
+/** The header of a file declaring `size` bytes, and nothing else. */
+async function headerOf(name: string, size: number): Promise<Buffer> {
+  const header = tar.pack();
+  header.entry({ name, size, type: 'file' }, () => undefined);
+  for await (const c of header as unknown as AsyncIterable<Buffer>) return Buffer.from(c);
+  throw new Error('no header');
+}
+
+type Fake = Entry | { name: string; huge: number };
+
+/**
+ * An archive source like the jail's: each archive() is the tree from the start; a huge file's
+ * body is zeros without end (a reader that streamed it would never finish); passOver replaces
+ * it by brig's link, unless `stuck` (a jail that changed under the collection).
+ */
+function fakeSource(entries: Fake[], o: { stuck?: boolean } = {}): ArchiveSource & { opened: number; passed: string[] } {
+  const passed: string[] = [];
+  const src = {
+    opened: 0,
+    passed,
+    archive: async () => {
+      src.opened++;
+      async function* gen(): AsyncGenerator<Buffer> {
+        for (const e of entries) {
+          if (!('huge' in e)) yield await entryBytes(e);
+          else if (passed.includes(e.name) && !o.stuck) yield await entryBytes({ name: e.name, type: 'symlink', linkname: PASSED_OVER });
+          else {
+            yield await headerOf(e.name, e.huge);
+            for (;;) yield Buffer.alloc(64 * 1024);
+          }
+        }
+        yield Buffer.alloc(1024);
+      }
+      return Readable.from(gen());
+    },
+    passOver: async (name: string) => {
+      passed.push(name);
+    },
+  };
+  return src;
+}
+
+test('[INV-4] a file over the per-file cap is skipped (too_large) before any of its bytes is read; the archive is read again past it and the files before and after it are kept', async (t) => {
+  const base = await tmpdir(t);
+  const dest = path.join(base, 'ref');
+  const src = fakeSource([{ name: 'out/a', data: 'alpha' }, { name: 'out/m-big', huge: 100 * 2 ** 30 }, { name: 'out/sub/', type: 'directory' }, { name: 'out/sub/c', data: 'gamma' }]);
+  const rep = await collectArchive(src, 'out', dest, CAPS);
+  assert.deepEqual(rep.files.map((f) => f.path), ['a', 'sub/c']);
+  assert.deepEqual(rep.skipped, [{ path: 'm-big', reason: 'too_large' }]);
+  assert.deepEqual(rep.tooLarge, [{ path: 'm-big', bytes: 100 * 2 ** 30 }]);
+  assert.equal(rep.totalBytes, 10);
+  assert.deepEqual([src.passed, src.opened], [['out/m-big'], 2]);
+  assert.equal(fs.readFileSync(path.join(dest, 'sub/c'), 'utf8'), 'gamma');
+  assert.deepEqual(fs.readdirSync(base), ['ref']);
+});
+
+test('[INV-4] over-cap files are passed over at most MAX_PASS_OVERS times, re-reading at most the per-run cap; past either the collection is refused whole', async (t) => {
+  const base = await tmpdir(t);
+  const many = fakeSource(Array.from({ length: MAX_PASS_OVERS + 1 }, (_, i) => ({ name: `out/big${String(i).padStart(2, '0')}`, huge: 2 ** 40 })));
+  await assert.rejects(collectArchive(many, 'out', path.join(base, 'a'), CAPS), (e) => isBrigError(e, 'ref_too_large') && /more than 16 files/.test(e.message));
+  assert.equal(many.passed.length, MAX_PASS_OVERS);
+  const ok = fakeSource(Array.from({ length: MAX_PASS_OVERS }, (_, i) => ({ name: `out/big${String(i).padStart(2, '0')}`, huge: 2 ** 40 })));
+  assert.equal((await collectArchive(ok, 'out', path.join(base, 'b'), CAPS)).tooLarge?.length, MAX_PASS_OVERS);
+  // 4,000 bytes before each of two big files: the second pass-over would read 8,000 again, over a 4 KiB run cap.
+  const heavy = fakeSource([...['a', 'b', 'c', 'd'].map((n) => ({ name: `out/${n}`, data: 'x'.repeat(1000) })), { name: 'out/e-big', huge: 2 ** 40 }, { name: 'out/f-big', huge: 2 ** 40 }]);
+  await assert.rejects(collectArchive(heavy, 'out', path.join(base, 'c'), { ...CAPS, perRunBytes: 4096 }), (e) => isBrigError(e, 'ref_too_large') && /read again more than the per-run cap/.test(e.message));
+  assert.deepEqual(fs.readdirSync(base), ['b']);
+});
+
+test('[INV-4] an over-cap file that cannot be passed over (a plain stream, a hostile name, a jail that changed) refuses the collection whole', async (t) => {
+  const base = await tmpdir(t);
+  const named = fakeSource([{ name: 'out/a', data: 'x' }, { name: 'out/bad\nname', huge: 2 ** 40 }]);
+  await assert.rejects(collectArchive(named, 'out', path.join(base, 'a'), CAPS), (e) => isBrigError(e, 'ref_too_large') && /cannot be passed over/.test(e.message));
+  assert.deepEqual(named.passed, []);
+  const changed = fakeSource([{ name: 'out/a', data: 'x' }, { name: 'out/big', huge: 2 ** 40 }], { stuck: true });
+  await assert.rejects(collectArchive(changed, 'out', path.join(base, 'b'), CAPS), (e) => isBrigError(e, 'ref_too_large') && /changed while it was collected/.test(e.message));
+  assert.deepEqual(fs.readdirSync(base), []);
+});
+
+test('[INV-4] a redo finds the link an earlier collection left for a passed-over file and reports it too_large again', async (t) => {
+  const base = await tmpdir(t);
+  const archive = await tarOf([{ name: 'out/a', data: 'x' }, { name: 'out/big', type: 'symlink', linkname: PASSED_OVER }, { name: 'out/other', type: 'symlink', linkname: '/etc/passwd' }]);
+  const rep = await collectArchive(Readable.from([archive]), 'out', path.join(base, 'ref'), CAPS);
+  assert.deepEqual(rep.files.map((f) => f.path), ['a']);
+  assert.deepEqual(rep.skipped, [{ path: 'big', reason: 'too_large' }, { path: 'other', reason: 'symlink' }]);
+  assert.deepEqual(rep.tooLarge, [{ path: 'big' }]);
 });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { endReasonOf, runJailOnce, type Jail, type JailDriver, type JailSpec } from '../../../src/jail/index.js';
 import { BrigError } from '../../../src/util/errors.js';
 
-function fakeDriver(behaviour: { waitForever?: boolean; exitCode?: number; collectFails?: boolean; startFails?: boolean }) {
+function fakeDriver(behaviour: { waitForever?: boolean; exitCode?: number; collectFails?: boolean; startFails?: boolean; tooLarge?: boolean }) {
   const calls: string[] = [];
   let release: (() => void) | undefined;
   const jail: Jail = {
@@ -31,6 +31,7 @@ function fakeDriver(behaviour: { waitForever?: boolean; exitCode?: number; colle
     async collect(dir) {
       calls.push('collect');
       if (behaviour.collectFails) throw new BrigError('ref_too_large', 'too big');
+      if (behaviour.tooLarge) return { dir, files: [{ path: 'small', bytes: 1 }], totalBytes: 1, skipped: [{ path: 'big', reason: 'too_large' }], tooLarge: [{ path: 'big', bytes: 2 ** 40 }] };
       return { dir, files: [], totalBytes: 0, skipped: [] };
     },
     async destroy() {
@@ -73,4 +74,13 @@ test('[INV-8] the jail is destroyed on every path: success, timeout, collect ref
   assert.equal(d.endReason, 'failed');
   assert.equal(d.error?.code, 'jail_failed');
   assert.deepEqual(dead.calls, ['start', 'destroy']);
+});
+
+test('[INV-4] a file left out for the per-file cap is still the run\'s error; what was collected is kept on the result', async () => {
+  const f = fakeDriver({ tooLarge: true });
+  const r = await runJailOnce(f.driver, SPEC, { timeoutMs: 1000, collectTo: '/x' });
+  assert.equal(r.endReason, 'failed');
+  assert.equal(r.error?.code, 'ref_too_large');
+  assert.match(r.error!.message, /out\/big/);
+  assert.deepEqual(r.collected?.files, [{ path: 'small', bytes: 1 }]);
 });

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -206,5 +207,28 @@ test('hasRunEvent: finds a run\'s event in any segment (another process\'s, a cl
     assert.equal(live.hasRunEvent('run.lifecycle_ended', 'r-cccc'), false, 'a torn line is not an event');
     assert.equal(live.hasRunEvent('run.started', 'r-dddd'), true, 'in the open segment');
     await live.close();
+  });
+});
+
+test('a lock on the anchor left by a writer that died mid-write is broken, not waited on; an old one too', async () => {
+  await withDir(async (dir) => {
+    fs.mkdirSync(dir, { recursive: true });
+    const lock = `${dir}.anchor.lock`;
+    const gone = spawnSync(process.execPath, ['-e', 'process.pid']).pid!;
+    fs.writeFileSync(lock, `${gone} 0123456789ab`);
+    const past = new Date(Date.now() - 1000);
+    fs.utimesSync(lock, past, past);
+    const t0 = Date.now();
+    const l = new FileLedger({ dir });
+    l.append({ type: 'a' });
+    assert.ok(Date.now() - t0 < 1000, 'a dead holder\'s lock is broken at once');
+    assert.ok(!fs.existsSync(lock));
+    // A holder that may be alive (our own pid) is waited for until the lock is stale.
+    fs.writeFileSync(lock, `${process.pid} 0123456789ab`);
+    const old = new Date(Date.now() - 3000);
+    fs.utimesSync(lock, old, old);
+    await l.close();
+    assert.ok(!fs.existsSync(lock));
+    assert.ok(verifyLedger(dir).ok);
   });
 });
