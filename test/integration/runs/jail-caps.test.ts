@@ -28,7 +28,8 @@ async function ledgerLines(home: string): Promise<Record<string, unknown>[]> {
 test('[INV-1] capabilities bind at the jail: no `exec`, no command or script child; no `artifacts.read`, no artifacts (each with a control)', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
-  const artifact = path.join(home, 'input.txt');
+  // The artifact lives outside brig's home: brig refuses its own state as an artifact.
+  const artifact = path.join(await freshHome(t), 'input.txt');
   await fs.promises.writeFile(artifact, 'artifact-bytes\n');
   const shipped = fs.readFileSync(path.join(shippedPoliciesDir(), 'default.yaml'), 'utf8');
   const sealed = `  sealed:
