@@ -290,13 +290,18 @@ function row(name: string, files: FileResult[], wallS: number, budgetS: number, 
 }
 
 function summary(results: TierResult[]): boolean {
+  const cores = os.availableParallelism();
+  // The suite itself keeps the load near 2× the cores (files, their jails, the engine); well
+  // past that, something else ran too: a tier over its budget then says so and does not fail.
+  const busy = (r: TierResult) => r.load > cores * 3;
   const status = (r: TierResult) => {
     const failedFiles = r.files.filter((f) => !f.ok).length;
     if (failedFiles > 0) return `FAIL (${failedFiles} file${failedFiles > 1 ? 's' : ''})`;
-    return r.wallS > r.tier.budgetS ? 'OVER BUDGET' : 'ok';
+    if (r.wallS <= r.tier.budgetS) return 'ok';
+    return busy(r) ? 'over budget (busy machine)' : 'OVER BUDGET';
   };
   const all = results.flatMap((r) => r.files);
-  const ok = results.every((r) => status(r) === 'ok');
+  const ok = results.every((r) => ['ok', 'over budget (busy machine)'].includes(status(r)));
   const total = row('total', all, results.reduce((n, r) => n + r.wallS, 0), results.reduce((n, r) => n + r.tier.budgetS, 0), ok ? 'ok' : 'FAIL');
   const table = [['tier', 'files', 'tests', 'pass', 'fail', 'skipped', 'wall s', 'budget s', ''], ...results.map((r) => row(r.tier.name, r.files, r.wallS, r.tier.budgetS, status(r))), total];
   const widths = table[0]!.map((_, i) => Math.max(...table.map((cells) => cells[i]!.length)));
@@ -308,13 +313,12 @@ function summary(results: TierResult[]): boolean {
     out.push('', `skipped (${skips.length}), each with the reason it gave:`);
     for (const s of skips) out.push(`  ${s.file}: ${s.name}`, `      # SKIP ${s.reason}`);
   }
-  const cores = os.availableParallelism();
   out.push('', `load average while each tier ran (${cores} cores): ${results.map((r) => `${r.tier.name} ${r.load.toFixed(1)}`).join(', ')}`);
   for (const r of results) {
     if (r.wallS <= r.tier.budgetS) continue;
     out.push('', `tier ${r.tier.name} took ${r.wallS.toFixed(1)} s, over its budget of ${r.tier.budgetS} s (test/tiers/tiers.ts)`);
-    // The suite itself keeps the load near 2× the cores (files, their jails, the engine); well past that, something else ran.
-    if (r.load > cores * 3) out.push(`  (load ${r.load.toFixed(1)} on ${cores} cores: the machine was busy with other work too — run it again on a quiet one to tell a slower suite from a busy machine)`);
+    if (busy(r)) out.push(`  (load ${r.load.toFixed(1)} on ${cores} cores: the machine was busy with other work too, so this does not fail the run — run it again on a quiet one to tell a slower suite from a busy machine)`);
+    else out.push(`  (load ${r.load.toFixed(1)} on ${cores} cores: the suite's own; a file grew slower, or the tier needs a new budget)`);
   }
   const failed = all.filter((f) => !f.ok);
   if (failed.length > 0) out.push('', 'failed files:', ...failed.flatMap((f) => [`  ${f.file}: ${f.why}`, ...f.failed.map((t) => `      not ok: ${t}`)]));
