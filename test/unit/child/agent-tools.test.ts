@@ -114,6 +114,7 @@ test('the broker tools send exactly the contract params and remember the childre
     return { ref: p.ref, verb: method.slice(5), text: 'hello', returned: 1, unit: 'lines', more: 0, moreExact: true };
   });
   await run('spawn', { task: 'sub', agent: 'worker', objective: 'goal', async: true });
+  await run('spawn', { task: 'cheap', tokens: 5000, cost_usd: 0.25, async: true });
   assert.match((await run('list_children', {})).content, /"runId":"r-00000000000000aa".*"status":"running"/);
   await run('wait_children', { runIds: ['r-00000000000000aa'], timeoutMs: 1000 });
   assert.equal(children.get('r-00000000000000aa')!.endReason, 'completed');
@@ -129,6 +130,7 @@ test('the broker tools send exactly the contract params and remember the childre
   assert.match((await run('wait_children', { runIds: ['a'], timeoutMs: 60_000 })).content, /timeoutMs must be ≤ 50000/);
   assert.deepEqual(calls, [
     { method: 'spawn', params: { request: { kind: 'agent', task: 'sub', agent: 'worker', objective: 'goal', async: true } } },
+    { method: 'spawn', params: { request: { kind: 'agent', task: 'cheap', async: true, limits: { tokens: 5000, costUsd: 0.25 } } } },
     { method: 'wait', params: { runs: ['r-00000000000000aa'], timeoutMs: 1000 } },
     { method: 'wait', params: { runs: ['r-00000000000000aa'], timeoutMs: 50_000 } },
     { method: 'child.steer', params: { child: 'r-00000000000000aa', message: 'faster' } },

@@ -98,12 +98,16 @@ const spawnTool: ToolDef = {
       agent: S.str('agent spec name (default: the default agent)', { minLength: 1, maxLength: 128 }),
       objective: S.str('the larger goal the task serves'),
       async: S.bool('return at once with the run id instead of waiting for the child'),
+      tokens: S.int("the child's token budget (at most what is left of yours; more is clamped)", 1, 1_000_000_000),
+      cost_usd: S.num("the child's cost budget in USD (at most what is left of yours; more is clamped)", 0, 1_000_000),
     },
     ['task'],
   ),
   timeoutMs: (a, ctx) => (a.async === true ? REF_TIMEOUT_MS : ctx.runTimeoutMs),
   async run(a, ctx) {
-    const request = { kind: 'agent', ...pick(a, ['task', 'agent', 'objective', 'async']) };
+    // A smaller budget for the child: attenuated by the supervisor like every limit.
+    const limits = pick({ tokens: a.tokens, costUsd: a.cost_usd }, ['tokens', 'costUsd']);
+    const request = { kind: 'agent', ...pick(a, ['task', 'agent', 'objective', 'async']), ...(Object.keys(limits).length > 0 ? { limits } : {}) };
     const s = await ctx.broker.call('spawn', { request });
     remember(ctx, s, { task: String(a.task).slice(0, 200), agent: typeof a.agent === 'string' ? a.agent : null, async: a.async === true });
     return json(s);

@@ -59,6 +59,7 @@ export const obj = (properties: Record<string, JsonSchema>, required: string[] =
 export const S = {
   str: (description: string, extra: Partial<JsonSchema> = {}): JsonSchema => ({ type: 'string', description, ...extra }),
   int: (description: string, minimum: number, maximum: number): JsonSchema => ({ type: 'integer', description, minimum, maximum }),
+  num: (description: string, minimum: number, maximum: number): JsonSchema => ({ type: 'number', description, minimum, maximum }),
   bool: (description: string): JsonSchema => ({ type: 'boolean', description }),
   strs: (description: string, maxItems: number): JsonSchema => ({ type: 'array', description, items: { type: 'string' }, maxItems }),
 };
