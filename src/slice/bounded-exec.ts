@@ -4,14 +4,15 @@
  * it refuses to run rather than run uncapped), a timeout that SIGKILLs,
  * and an output cap that SIGKILLs once reached. Threat: a hostile pattern or filter that
  * hangs, bloats, or reads our environment or files next to it. Fails closed: over time →
- * `timedOut`, over size → `cut`; the caller turns both into errors or "N more".
+ * `timedOut`, over size → `cut`; the caller turns both into errors or "N more". How many run
+ * at once is not decided here: the Slicer asks its SliceScheduler for a slot first.
  */
 import { spawn } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { BrigError } from '../util/errors.js';
-import { PRLIMIT } from './helper-isolation.js';
+import { PRLIMIT, niced } from './helper-isolation.js';
 
 export interface BoundedExecOptions {
   cmd: string;
@@ -22,6 +23,8 @@ export interface BoundedExecOptions {
   maxBytes: number;
   /** Address-space cap in bytes (via prlimit). */
   maxMemoryBytes?: number;
+  /** Niceness (0: the supervisor's). */
+  nice?: number;
 }
 
 export interface BoundedExecResult {
@@ -34,42 +37,13 @@ export interface BoundedExecResult {
 }
 
 
-/**
- * grep/jq processes this supervisor runs at once, and how many may wait for one: each may take
- * its address-space cap for its timeout, so many callers at once (children of a tree through
- * their brokers, the operator) must not multiply that without bound.
- */
-export const TOOL_CONCURRENCY = 4;
-export const TOOL_QUEUE = 64;
-let running = 0;
-const waiting: (() => void)[] = [];
-
-async function slot(): Promise<() => void> {
-  if (running >= TOOL_CONCURRENCY) {
-    if (waiting.length >= TOOL_QUEUE) throw new BrigError('rate_limited', `${TOOL_CONCURRENCY} grep/jq slices are running and ${TOOL_QUEUE} are waiting`, { hint: 'Retry once the running slices are done.' });
-    await new Promise<void>((resolve) => waiting.push(resolve));
-  } else running++;
-  let freed = false;
-  return () => {
-    if (freed) return;
-    freed = true;
-    const next = waiting.shift();
-    if (next) next();
-    else running--;
-  };
-}
-
+/** Runs one tool; how many run at once is the caller's SliceScheduler's to decide. */
 export async function boundedExec(o: BoundedExecOptions): Promise<BoundedExecResult> {
-  const release = await slot();
+  const cwd = await fsp.mkdtemp(path.join(os.tmpdir(), 'brig-slice-'));
   try {
-    const cwd = await fsp.mkdtemp(path.join(os.tmpdir(), 'brig-slice-'));
-    try {
-      return await run(o, cwd);
-    } finally {
-      await fsp.rm(cwd, { recursive: true, force: true });
-    }
+    return await run(o, cwd);
   } finally {
-    release();
+    await fsp.rm(cwd, { recursive: true, force: true });
   }
 }
 
@@ -77,7 +51,7 @@ async function run(o: BoundedExecOptions, cwd: string): Promise<BoundedExecResul
   if (o.maxMemoryBytes && !PRLIMIT) {
     throw new BrigError('internal', `${path.basename(o.cmd)} is run under an address-space cap, and prlimit (util-linux) is missing on this host`, { hint: 'Install util-linux (scripts/host-deps.sh does); brig does not run grep or jq uncapped.' });
   }
-  const [cmd, args] = PRLIMIT && o.maxMemoryBytes ? [PRLIMIT, [`--as=${o.maxMemoryBytes}`, '--', o.cmd, ...o.args]] : [o.cmd, o.args];
+  const [cmd, args] = niced(PRLIMIT && o.maxMemoryBytes ? [PRLIMIT, [`--as=${o.maxMemoryBytes}`, '--', o.cmd, ...o.args]] : [o.cmd, o.args], o.nice);
   // The file becomes the tool's stdin directly (no copy through us), read-only.
   const input = o.stdinFile ? await fsp.open(o.stdinFile, 'r') : undefined;
   try {

@@ -33,6 +33,17 @@ export const SETPRIV = which('/usr/bin/setpriv', '/bin/setpriv');
 export const PRLIMIT = which('/usr/bin/prlimit', '/bin/prlimit');
 export const MOUNT = which('/usr/bin/mount', '/bin/mount');
 export const UMOUNT = which('/usr/bin/umount', '/bin/umount');
+/** coreutils nice: a lane's processes run at a lower CPU priority than the operator's. */
+export const NICE = which('/usr/bin/nice', '/bin/nice');
+
+/**
+ * `[cmd, args]` run at niceness `n` (and so every thread and process it starts): `nice` first
+ * in the argv, so nothing runs before the priority is set. Without coreutils' nice, unchanged:
+ * niceness is a share of the CPU, not a security boundary.
+ */
+export function niced([cmd, args]: [string, string[]], n: number | undefined): [string, string[]] {
+  return n && n > 0 && NICE ? [NICE, ['-n', String(Math.min(19, Math.floor(n))), '--', cmd, ...args]] : [cmd, args];
+}
 
 /** The uid and gid an isolated helper runs as (nobody/nogroup). */
 export const HELPER_UID = 65534;

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { type HelperReply, type HelperRequest, type HelperSelf, HelperReadySchema, HelperReplySchema } from './helper-protocol.js';
-import { type HelperCaps, addressSpace, helperArgv, isolationLayout, privilegeLeft } from './helper-isolation.js';
+import { type HelperCaps, addressSpace, helperArgv, isolationLayout, niced, privilegeLeft } from './helper-isolation.js';
 import { HelperMounts } from './helper-mounts.js';
 
 /** An error a helper failure maps to, for the reply the pool makes of it. */
@@ -50,13 +50,20 @@ export class HelperProcess {
   /** The isolated helper's world on the host (helper-isolation.ts layout), removed on exit. */
   private readonly dir: string | undefined;
 
-  constructor(entry: string, startMs: number, isolate: boolean, private readonly caps: HelperCaps) {
+  constructor(
+    entry: string,
+    startMs: number,
+    isolate: boolean,
+    private readonly caps: HelperCaps,
+    /** Niceness of the helper and its threads (0: the supervisor's). */
+    nice = 0,
+  ) {
     const nodeArgs = [...loaderArgs(process.execArgv), entry];
     this.dir = isolate ? makeIsolationDir() : undefined;
     let cmd: string;
     let args: string[];
     try {
-      [cmd, args] = helperArgv(nodeArgs, caps, this.dir);
+      [cmd, args] = niced(helperArgv(nodeArgs, caps, this.dir), nice);
     } catch (e) {
       if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
       throw e;
