@@ -4,14 +4,14 @@ import { condensationModel } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
 import type { RunRecord } from '../protocol/index.js';
 import { ChildRefs, RefService } from '../refs/index.js';
-import { DuckdbHelperPool, SLICE_SCHEDULE, SliceScheduler, Slicer, type SliceLimits } from '../slice/index.js';
+import { DuckdbHelperPool, SLICE_SCHEDULE, SliceScheduler, Slicer, ToolRunner, type SliceLimits } from '../slice/index.js';
 
 /**
  * Builds the drill-in surface for one brig home: the result store, a slicer, and the model for
  * Level 2 condensation when one is configured. The caller says how to read run records (the
  * supervisor, the daemon's API, or the disk). A composed supervisor passes its own store and
  * scheduler (openDrillIn), so one process slices through one scheduler; otherwise this makes a
- * small helper pool of its own, which close() closes.
+ * small helper pool and a grep/jq runner of its own, which close() closes.
  */
 export function openRefService(
   cfg: BrigConfig,
@@ -19,17 +19,20 @@ export function openRefService(
   o: { store?: FsResultStore; scheduler?: SliceScheduler } = {},
 ): { refs: RefService; close(): Promise<void> } {
   const store = o.store ?? new FsResultStore({ dir: brigPaths(cfg.home).results });
+  // Without a supervisor's scheduler: one of our own, the operator's lane only in use.
   const pool = o.scheduler ? undefined : new DuckdbHelperPool({ size: 1 });
+  const tools = o.scheduler ? undefined : new ToolRunner();
+  const scheduler = o.scheduler ?? new SliceScheduler({ operator: { pool: pool! }, child: { pool: pool! }, tools: tools! });
   const l2 = condensationModel(cfg);
   const model = l2.ok ? l2.value : undefined;
   const refs = new RefService({
     store,
-    slicer: new Slicer(store, o.scheduler ? { scheduler: o.scheduler } : { pool: pool! }),
+    slicer: new Slicer(store, { scheduler }),
     getRun,
     // Level 2 condensation through the same catalog as the agents (either wire, config.yaml or env).
     ...(model ? { model } : {}),
   });
-  return { refs, close: async () => pool?.close() };
+  return { refs, close: async () => void (await Promise.all([pool?.close(), tools?.close()])) };
 }
 
 /** The daemon's drill-in: the operator's (RefService) and the children's (ChildRefs, through their brokers). */
@@ -54,7 +57,9 @@ export function openDrillIn(
 ): DrillIn {
   const operatorPool = new DuckdbHelperPool({ size: SLICE_SCHEDULE.operator.helpers });
   const childPool = new DuckdbHelperPool({ size: SLICE_SCHEDULE.child.helpers, nice: SLICE_SCHEDULE.child.nice });
-  const scheduler = new SliceScheduler({ operator: { pool: operatorPool }, child: { pool: childPool } });
+  // grep/jq of both lanes run isolated as the helpers are (tool-runner.ts).
+  const tools = new ToolRunner();
+  const scheduler = new SliceScheduler({ operator: { pool: operatorPool }, child: { pool: childPool }, tools });
   const childRefs = new ChildRefs({ store: o.store, scheduler, ledger: o.ledger, getRun: o.getRun, ...(o.childLimits ? { limits: o.childLimits } : {}) });
   const { refs } = openRefService(cfg, o.getRun, { store: o.store, scheduler });
   return {
@@ -63,7 +68,7 @@ export function openDrillIn(
     pools: [operatorPool, childPool],
     scheduler,
     close: async () => {
-      await Promise.all([operatorPool.close(), childPool.close()]);
+      await Promise.all([operatorPool.close(), childPool.close(), tools.close()]);
     },
   };
 }

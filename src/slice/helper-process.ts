@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { type HelperReply, type HelperRequest, type HelperSelf, HelperReadySchema, HelperReplySchema } from './helper-protocol.js';
-import { type HelperCaps, addressSpace, helperArgv, isolationLayout, niced, privilegeLeft } from './helper-isolation.js';
+import { type HelperCaps, addressSpace, childOf, helperArgv, isolationLayout, niced, privilegeLeft } from './helper-isolation.js';
 import { HelperMounts } from './helper-mounts.js';
 
 /** An error a helper failure maps to, for the reply the pool makes of it. */
@@ -222,16 +222,6 @@ function makeIsolationDir(): string {
   fs.mkdirSync(spill, { mode: 0o700 });
   fs.mkdirSync(inDir, { mode: 0o711 });
   return dir;
-}
-
-function childOf(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const kids = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-    return kids.length === 1 && Number.isInteger(kids[0]) && kids[0]! > 0 ? kids[0] : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Node flags a helper needs to load us the same way (e.g. `--import tsx`), nothing else. */

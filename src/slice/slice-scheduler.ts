@@ -31,6 +31,7 @@
  */
 import { BrigError } from '../util/errors.js';
 import type { DuckdbHelperPool } from './duckdb-pool.js';
+import { ToolRunner } from './tool-runner.js';
 
 /** Who is slicing: the operator, or a child run (verified by its broker) in its tree. */
 export type SliceCaller = { readonly lane: 'operator' } | { readonly lane: 'child'; readonly runId: string; readonly treeId: string };
@@ -71,6 +72,8 @@ export interface SliceLaneOptions {
 export interface SliceSchedulerOptions {
   operator?: SliceLaneOptions;
   child?: SliceLaneOptions;
+  /** Where both lanes' grep/jq run (default: a ToolRunner isolating when the host allows it). */
+  tools?: ToolRunner;
   perRun?: number;
   perTree?: number;
   /** Calls waiting in one lane. */
@@ -85,6 +88,8 @@ export interface SliceSlot {
   remainingMs: number;
   /** Niceness to start this lane's grep/jq at. */
   nice: number;
+  /** Runs grep/jq (isolated when it can). */
+  tools: ToolRunner;
 }
 
 interface Waiter {
@@ -109,6 +114,7 @@ export class SliceScheduler {
   readonly perRun: number;
   readonly perTree: number;
   readonly queue: number;
+  readonly tools: ToolRunner;
   private readonly lanes: Record<SliceLane, Lane>;
   private readonly inRun = new Map<string, number>();
   private readonly inTree = new Map<string, number>();
@@ -121,6 +127,7 @@ export class SliceScheduler {
     this.perRun = positive(o.perRun ?? SLICE_SCHEDULE.perRun, 'perRun');
     this.perTree = positive(o.perTree ?? SLICE_SCHEDULE.perTree, 'perTree');
     this.queue = positive(o.queue ?? SLICE_SCHEDULE.queue, 'queue');
+    this.tools = o.tools ?? new ToolRunner();
     this.lanes = { operator: lane(o.operator, SLICE_SCHEDULE.operator), child: lane(o.child, SLICE_SCHEDULE.child) };
   }
 
@@ -154,7 +161,7 @@ export class SliceScheduler {
     try {
       const remainingMs = Math.floor(deadline - Date.now());
       if (remainingMs <= 0) throw expired(resource);
-      return await fn({ pool: l.pool, remainingMs, nice: l.nice });
+      return await fn({ pool: l.pool, remainingMs, nice: l.nice, tools: this.tools });
     } finally {
       l.running[resource]--;
       this.leave(caller);

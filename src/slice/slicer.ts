@@ -4,26 +4,26 @@
  * Guarantees: each verb reads only the ref's own file; each returns a bounded slice (bytes,
  * lines, matches or rows) and says how much more there was; errors come from a closed set
  * (ref_not_found, query_refused, query_failed, timeout, output_too_large) and never show host
- * paths. grep/jq run as argv-only subprocesses with an empty environment; sql/jsonpath run in
- * the locked DuckDB helper. Every grep, jq, sql and jsonpath call goes through the
+ * paths. grep/jq run as argv-only subprocesses with an empty environment, isolated as the
+ * helper is where the host allows it (tool-runner.ts), the ref as their stdin; sql/jsonpath
+ * run in the locked DuckDB helper. Every grep, jq, sql and jsonpath call goes through the
  * SliceScheduler as its caller (the operator, or the child run a slicer was bound to with
  * `as`): admitted or refused `rate_limited`, queued in its lane, and run with what is left of
  * its time limit, which starts when the verb is called. Threat: hostile patterns, filters and
  * queries from a child or a relayed prompt, and floods of them. Trusts: the ResultStore's
  * manifest, the caller it is bound to. Fails closed.
  */
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import type { GrepOptions, ReadRange, ResultRef } from '../protocol/index.js';
 import { BrigError, type Result, err, ok, toBrigError } from '../util/errors.js';
-import { boundedExec } from './bounded-exec.js';
 import type { DuckdbHelperPool } from './duckdb-pool.js';
 import { type Reader, scrubPaths } from './helper-protocol.js';
 import { parseJsonPath } from './jsonpath.js';
 import { lockedQuery } from './locked-query.js';
 import { readBytes, readLines } from './read-slice.js';
 import { OPERATOR_CALLER, type SliceCaller, SliceScheduler } from './slice-scheduler.js';
+import { GREP, JQ } from './tool-runner.js';
 import { type SliceOutput, clamp, intArg, out } from './slice-output.js';
 
 export type { SliceOutput, SliceVerb } from './slice-output.js';
@@ -53,9 +53,6 @@ export const SLICE_DEFAULTS: SliceLimits = Object.freeze({
   timeoutMs: 30_000,
   toolMemoryBytes: 2 * 1024 ** 3,
 });
-
-const GREP = ['/usr/bin/grep', '/bin/grep'].find((p) => fs.existsSync(p)) ?? '/usr/bin/grep';
-const JQ = '/usr/bin/jq';
 
 export interface SlicerOptions {
   /**
@@ -102,11 +99,13 @@ export class Slicer {
       const ctx = clamp(intArg(o.context ?? 0, 'context', 0), 0, 20);
       const flags = ['-n', '-a', o.fixed ? '-F' : '-E', ...(o.ignoreCase ? ['-i'] : []), ...(ctx > 0 ? ['-C', String(ctx)] : [])];
       // One slot for both passes, within one deadline.
-      return this.scheduler.run(this.caller, 'tool', deadline, async ({ remainingMs, nice }) => {
-        const res = await boundedExec({
+      // The ref is grep's stdin (as jq's): an isolated tool has no path to it.
+      return this.scheduler.run(this.caller, 'tool', deadline, async ({ remainingMs, nice, tools }) => {
+        const res = await tools.run({
           nice,
           cmd: GREP,
-          args: [...flags, '-m', String(max), '--', pattern, file],
+          args: [...flags, '-m', String(max), '--', pattern],
+          stdinFile: file,
           timeoutMs: remainingMs,
           maxBytes: this.limits.maxBytes,
           maxMemoryBytes: this.limits.toolMemoryBytes,
@@ -121,10 +120,11 @@ export class Slicer {
         if ((matches >= max || res.cut) && left < 1) moreExact = false;
         else if (matches >= max || res.cut) {
           // Cut: count the rest in a second bounded pass (only paid when there is more).
-          const count = await boundedExec({
+          const count = await tools.run({
             nice,
             cmd: GREP,
-            args: ['-c', '-a', o.fixed ? '-F' : '-E', ...(o.ignoreCase ? ['-i'] : []), '--', pattern, file],
+            args: ['-c', '-a', o.fixed ? '-F' : '-E', ...(o.ignoreCase ? ['-i'] : []), '--', pattern],
+            stdinFile: file,
             timeoutMs: left,
             maxBytes: 64,
             maxMemoryBytes: this.limits.toolMemoryBytes,
@@ -146,8 +146,8 @@ export class Slicer {
       if (why) throw refused(why);
       // Debian's jq 1.6 rejects `--` before the filter; a leading space keeps a filter that
       // starts with '-' from being read as an option, with the same meaning to jq.
-      const res = await this.scheduler.run(this.caller, 'tool', deadline, ({ remainingMs, nice }) =>
-        boundedExec({
+      const res = await this.scheduler.run(this.caller, 'tool', deadline, ({ remainingMs, nice, tools }) =>
+        tools.run({
           nice,
           cmd: JQ,
           args: ['-c', expr.startsWith('-') ? ` ${expr}` : expr],
