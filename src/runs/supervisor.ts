@@ -229,7 +229,7 @@ class BrigSupervisor implements SupervisorCore {
     await untilDoneOrSilent(ends, this.#answers(), this.settings.agentStopGraceMs + KILL_WINDOW_MS);
     this.#stopping.abort();
     // Steps racing the stop let go at once; a call hung on a frozen engine is not waited for.
-    await Promise.race([ends, new Promise((r) => setTimeout(r, 1000))]);
+    await Promise.race([ends, new Promise((r) => setTimeout(r, 250))]);
     const report: ShutdownReport = { drained: [], killed: [], unfinished: [] };
     for (const [id, killed] of kills) {
       if (killed) report.killed.push(id);
