@@ -199,9 +199,8 @@ function envModel(env: NodeJS.ProcessEnv): { value: EnvModel | undefined; proble
   const problems: string[] = [];
   const base = env.BRIG_MODEL_BASE_URL;
   if (!set(base)) {
-    // The window and the output cap belong to BRIG_MODEL_GGUF too (envLocalModel checks them there).
-    const shared = set(env.BRIG_MODEL_GGUF) ? /^BRIG_MODEL_(MAX_OUTPUT|CONTEXT_WINDOW)$/ : /^$/;
-    const stray = Object.keys(env).filter((k) => /^BRIG_MODEL_(API|MAX_OUTPUT|CONTEXT_WINDOW|PRICE_(IN|OUT|CACHE_READ|CACHE_WRITE))$/.test(k) && !shared.test(k) && set(env[k]));
+    // With BRIG_MODEL_GGUF, envLocalModel says which of these apply to it.
+    const stray = set(env.BRIG_MODEL_GGUF) ? [] : Object.keys(env).filter((k) => /^BRIG_MODEL_(API|MAX_OUTPUT|CONTEXT_WINDOW|PRICE_(IN|OUT|CACHE_READ|CACHE_WRITE))$/.test(k) && set(env[k]));
     if (stray.length > 0) problems.push(`${stray.sort().join(', ')} set without BRIG_MODEL_BASE_URL`);
     return { value: undefined, problems };
   }

@@ -3,7 +3,8 @@
  * at once and the wall-clock budget it must stay under (test/tiers/run.ts fails a tier that
  * passes it). Budgets come from runs on the reference machine (2 cores, a real engine; other
  * work on it at the time) and add up to `make test`'s 8 minutes: unit 17–28 s measured,
- * integration 333–363 s, long 75–107 s (its wall is the longevity test's). Every *.test.ts
+ * integration 333–363 s, long 75–107 s (its wall is the longevity test's); the real local
+ * model's agent test (issue 31, 35–40 s of one file) added 20 s to the integration budget. Every *.test.ts
  * file under test/ is in exactly one tier (test/arch/tiers.test.ts).
  */
 import fs from 'node:fs';
@@ -77,13 +78,14 @@ export const TIERS: readonly Tier[] = [
     name: 'integration',
     what: 'test/integration by area: the real engine, DuckDB helper, sockets, HTTP',
     concurrency: 2,
-    budgetS: 365,
+    budgetS: 385,
     shared: false,
     ownProcess: {},
     alone: INTEGRATION_ALONE,
     // Longest first (2 cores, a real engine): the pool ends when its last long file does.
     startFirst: [
       'test/integration/daemon/warm-pool.test.ts',
+      'test/integration/models/local-model.test.ts',
       'test/integration/slice/helper-caps.test.ts',
       'test/integration/agents/agent-control.test.ts',
       'test/integration/jail/collect.test.ts',

@@ -1,10 +1,10 @@
 import path from 'node:path';
-import { DEFAULT_MODEL, DEFAULT_RUNTIME_DIR, loadConfig, localModelProblem, pullDefaultModel, registerGguf } from '../../index.js';
+import { DEFAULT_RUNTIME_DIR, loadConfig, localModelProblem, pullDefaultModel, registerGguf } from '../../index.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 
 const command: Command = {
   name: 'model pull',
-  summary: `Get the default local model (${DEFAULT_MODEL.name}, ~94 MB, sha256-checked) into $BRIG_HOME/models/ and register it, or register a GGUF you have.`,
+  summary: 'Get the default local model (SmolLM2-135M-Instruct, sha256-checked) into $BRIG_HOME/models/ and register it, or register a GGUF you have.',
   usage: 'brig model pull [--gguf FILE | --dir DIR] [--json]',
   flags: [
     { name: 'gguf', value: 'FILE', description: 'register this GGUF file as the local model instead (its header is checked; nothing is fetched)' },
