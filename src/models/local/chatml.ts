@@ -8,7 +8,7 @@
  *
  * Tools are listed in the system turn as one-line signatures (a 135M model reads
  * `write_file(path: string, content: string)` better, and in far fewer tokens, than JSON
- * schemas), with the reply format tool-grammar.ts forces. A tool call in the history is
+ * schemas), with the reply format tool-grammar.ts forces under the request's tool choice. A tool call in the history is
  * rendered exactly as that grammar makes the model write it, and a tool result as a user
  * turn naming its tool, so a conversation's prompt only ever grows at its end (the engine
  * reuses the evaluated prefix).
@@ -29,10 +29,17 @@ export interface WireTool {
   parameters: unknown;
 }
 
-/** The reply format the tool grammar forces, said to the model. */
-export const TOOL_INSTRUCTIONS =
-  'Reply with only one JSON object. To call a tool: {"name":"<tool name>","arguments":{<its arguments>}}. ' +
-  'When no tool is needed, reply with {"answer":"<your answer>"} instead.';
+/**
+ * The reply format the tool grammar forces, said to the model, per tool choice. No
+ * placeholder text: a 135M model copies `<your answer>` into its answer (seen).
+ */
+export const TOOL_INSTRUCTIONS = {
+  required: 'Reply with one JSON object that calls one of these tools: its "name" and its "arguments".',
+  auto: 'Reply with one JSON object that calls one of these tools (its "name" and its "arguments"), or with {"answer": …} when no tool is needed.',
+  none: 'These tools are off for this reply: answer in plain text.',
+} as const;
+
+export type ToolMode = keyof typeof TOOL_INSTRUCTIONS;
 
 /** Text of a message's content: a string, or the text parts of an array. */
 export function contentText(c: unknown): string {
@@ -86,10 +93,10 @@ function turn(role: string, content: string): Segment[] {
  * The prompt for a conversation in the OpenAI wire's message shapes. System messages come
  * first (joined), with the tool list appended when tools are offered.
  */
-export function chatmlPrompt(messages: readonly unknown[], tools: readonly WireTool[]): Segment[] {
+export function chatmlPrompt(messages: readonly unknown[], tools: readonly WireTool[], mode: ToolMode = 'auto'): Segment[] {
   const msgs = messages.filter(isObj);
   const system = msgs.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => contentText(m.content));
-  if (tools.length > 0) system.push(`# Tools\n${TOOL_INSTRUCTIONS}\n${tools.map((t) => `- ${toolSignature(t)}`).join('\n')}`);
+  if (tools.length > 0) system.push(`# Tools\n${TOOL_INSTRUCTIONS[mode]}\n${tools.map((t) => `- ${toolSignature(t)}`).join('\n')}`);
   const out: Segment[] = system.length > 0 ? turn('system', system.join('\n\n')) : [];
   const names = new Map<string, string>();
   for (const m of msgs) {

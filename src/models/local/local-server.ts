@@ -81,7 +81,9 @@ export function parseRequest(body: unknown, engine: LocalEngine): Parsed {
   if (!Array.isArray(body.messages) || body.messages.length === 0) throw new WireFault(400, "'messages' must be a non-empty array", 'invalid_request_error', null, 'messages');
   const tools = wireTools(body);
   const grammar = grammarOf(body, tools);
-  const tokens = engine.tokenize(chatmlPrompt(body.messages, tools));
+  const choice = body.tool_choice;
+  const mode = choice === 'none' ? 'none' : choice === 'required' || isObj(choice) ? 'required' : 'auto';
+  const tokens = engine.tokenize(chatmlPrompt(body.messages, tools, mode));
   const room = engine.contextSize - tokens.length;
   if (room < 1) {
     throw new WireFault(
