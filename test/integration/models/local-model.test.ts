@@ -75,7 +75,8 @@ test('[INV-6] a real local model drives an agent in its jail through the broker:
     const system = buildSystemPrompt(packet, offered, null);
     const before = events.slice(0, events.indexOf(first)).filter((e) => e.t === 'append').flatMap((e) => e.messages ?? []);
     const wireTools = toolSchemas(offered).map((x) => ({ name: x.name, description: x.description, parameters: x.parameters }));
-    const sent = promptText(chatmlPrompt(openaiMessages(system, before as never), wireTools));
+    // An agent step's tool choice reaches the local provider as `required` (its default).
+    const sent = promptText(chatmlPrompt(openaiMessages(system, before as never), wireTools, 'required'));
     const tok = await loadTokenizer();
     try {
       assert.equal(first.usage!.input, tok.count(sent), 'input tokens: the tokenizer\'s count of the prompt the provider was sent');
