@@ -115,6 +115,10 @@ export class LocalModelHost {
     ];
     const proc = spawn(process.execPath, args, { env: {}, stdio: ['pipe', 'pipe', 'pipe'] });
     this.#proc = proc;
+    // A helper that ends (crashed, killed) is started again by the next call.
+    proc.once('exit', () => {
+      if (this.#proc === proc) this.#proc = undefined;
+    });
     this.#stderr = '';
     proc.stderr!.on('data', (c: Buffer) => {
       this.#stderr = (this.#stderr + c.toString('utf8')).slice(-4000);
@@ -143,7 +147,11 @@ export class LocalModelHost {
       });
     });
     if (!ready.ready) {
-      proc.kill('SIGKILL');
+      if (proc.exitCode === null && proc.signalCode === null) {
+        const gone = new Promise((resolve) => proc.once('exit', resolve));
+        proc.kill('SIGKILL');
+        await gone;
+      }
       const tail = this.#stderr.trim().split('\n').slice(-3).join(' | ');
       throw new BrigError('model_unavailable', `the local model ${path.basename(this.o.gguf)} could not be started: ${ready.error ?? 'unknown'}${tail ? ` (${tail.slice(0, 300)})` : ''}`, {
         data: { reason: 'start' },
@@ -157,7 +165,8 @@ export class LocalModelHost {
 
   /** The helper's process id while it runs (tests, bench). */
   get pid(): number | undefined {
-    return this.#proc?.exitCode === null ? this.#proc.pid : undefined;
+    const p = this.#proc;
+    return p && p.exitCode === null && p.signalCode === null ? p.pid : undefined;
   }
 
   async close(): Promise<void> {

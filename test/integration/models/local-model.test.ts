@@ -1,16 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../../src/config/index.js';
 import { compose } from '../../../src/daemon/index.js';
-import { chatmlPrompt, promptText } from '../../../src/models/index.js';
+import { chatmlPrompt, LocalModelClient, LocalModelHost, promptText } from '../../../src/models/index.js';
 import { openaiMessages } from '../../../src/models/openai-chat-wire.js';
 import { buildSystemPrompt } from '../../../src/child/agent/prompt.js';
 import { parseAgentPacket } from '../../../src/child/agent/packet.js';
 import { offeredTools, toolSchemas } from '../../../src/child/agent/tools/registry.js';
 import { requireEngine } from '../../helpers/engine.js';
-import { LOCAL_GGUF, loadTokenizer, requireLocalModel } from '../../helpers/local-model.js';
+import { LOCAL_GGUF, LOCAL_RUNTIME, loadTokenizer, requireLocalModel } from '../../helpers/local-model.js';
 import { freshHome, leftovers } from '../runs/fixture.js';
 
 /**
@@ -125,3 +126,43 @@ function helpersOf(ppid: number): number[] {
     })
     .map(Number);
 }
+
+test('the local helper: a file the runtime cannot load fails the call model_unavailable with its words; a helper killed mid-life is started again on the next call; closing stops it', async (t) => {
+  if (!requireLocalModel(t)) return;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-lh-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // A GGUF header and nothing behind it: brig's header check passes it, the runtime does not.
+  const hollow = path.join(dir, 'hollow.gguf');
+  const head = Buffer.alloc(4096);
+  head.write('GGUF', 0, 'latin1');
+  head.writeUInt32LE(3, 4);
+  head.writeBigUInt64LE(1n, 8);
+  fs.writeFileSync(hollow, head);
+  const broken = new LocalModelHost({ gguf: hollow, runtimeDir: LOCAL_RUNTIME, threads: 1, contextSize: 512 });
+  try {
+    await assert.rejects(new LocalModelClient(broken, { model: 'hollow' }).complete({ system: '', messages: [{ role: 'user', content: 'hi' }] }), (e: Error & { code?: string; hint?: string }) => {
+      assert.equal(e.code, 'model_unavailable');
+      assert.match(e.message, /hollow\.gguf could not be started/);
+      assert.match(e.hint ?? '', /brig model pull --gguf FILE/);
+      return true;
+    });
+    assert.equal(broken.pid, undefined, 'no helper left running');
+  } finally {
+    await broken.close();
+  }
+  const host = new LocalModelHost({ gguf: LOCAL_GGUF, runtimeDir: LOCAL_RUNTIME, threads: 1, contextSize: 512 });
+  const client = new LocalModelClient(host, { model: 'smol', maxOutputTokens: 4 });
+  try {
+    const a = await client.complete({ system: '', messages: [{ role: 'user', content: 'Say hi.' }] });
+    assert.ok(a.usage.output >= 1 && a.usage.output <= 4);
+    const first = host.pid!;
+    process.kill(first, 'SIGKILL');
+    for (let i = 0; i < 100 && host.pid !== undefined; i++) await new Promise((r) => setTimeout(r, 50));
+    const b = await client.complete({ system: '', messages: [{ role: 'user', content: 'Say hi.' }] });
+    assert.equal(b.message.content, a.message.content, 'greedy: the same answer from the new helper');
+    assert.ok(host.pid !== undefined && host.pid !== first, 'a new helper');
+  } finally {
+    await host.close();
+  }
+  assert.deepEqual(helpersOf(process.pid), [], 'closed: no helper left');
+});
