@@ -1,0 +1,7 @@
+/**
+ * graphs/: execution graphs (issue 25) — the `graph: brig/v1` spec and its one schema, define
+ * time (order, checks), the pure scheduler, the graph record and its store, the service that
+ * runs every node attempt as an ordinary spawn through the Supervisor, and the end envelope.
+ */
+export { GraphSpecSchema, parseGraphSpec } from './spec.js';
+export { defineGraph, defineGraphText, leaves, taskOf, topoOrder, type DefineOptions } from './define.js';

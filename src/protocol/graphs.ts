@@ -1,0 +1,207 @@
+/**
+ * Execution graphs' vocabulary (issue 25): the `graph: brig/v1` spec as a caller writes it,
+ * what `define` answers, the graph record, and what the coordinator gets at the end. A graph
+ * is a set of nodes, each node attempt an ordinary brig run; docs/graphs.md says what exists.
+ */
+import type { RunKind, SpawnLimits } from './runs.js';
+import type { Capability } from './leases.js';
+
+export const GRAPH_VERSION = 'brig/v1';
+
+/** Hard bounds: over one is refused at define, never clamped. */
+export const GRAPH_BOUNDS = {
+  /** Nodes after expansion. */
+  nodes: 200,
+  /** Items of one map (not available yet; the bound is part of the spec). */
+  mapItems: 100,
+  /** Rounds of a refine/debate (not available yet). */
+  rounds: 5,
+  /** The graph's own max_parallel ceiling (the caller's children cap bounds it further). */
+  maxParallel: 32,
+  inputs: 16,
+  textInputBytes: 4096,
+  retries: 3,
+  labelChars: 128,
+  /** The end envelope's bytes. */
+  envelopeBytes: 4096,
+} as const;
+
+/** Node ids: lowercase, ≤ 48 characters; `.` is reserved for macro expansion. */
+export const GRAPH_NODE_ID = /^[a-z][a-z0-9_-]{0,47}$/;
+/** Names under /artifacts. */
+export const GRAPH_INPUT_NAME = /^[a-z][a-z0-9_-]{0,47}$/;
+/** Graph ids: `g-` and lowercase letters and digits. */
+export const GRAPH_ID = /^g-[a-z0-9]{8,40}$/;
+export function isGraphId(id: string): boolean {
+  return GRAPH_ID.test(id);
+}
+
+/** The kinds a node may have today. Macros (vote, map_reduce, refine, collaborate, debate), map, tally and gate are not available yet. */
+export const GRAPH_NODE_KINDS = ['agent', 'script', 'command'] as const satisfies readonly RunKind[];
+export type GraphNodeKind = (typeof GRAPH_NODE_KINDS)[number];
+/** Kinds the issue names that this version refuses with a clear error (never ignored). */
+export const GRAPH_PLANNED_KINDS = ['map', 'tally', 'gate', 'vote', 'map_reduce', 'refine', 'collaborate', 'debate'] as const;
+
+/** How one node ended. */
+export const NODE_RESULTS = ['succeeded', 'failed', 'timed_out', 'cancelled', 'skipped'] as const;
+export type NodeResult = (typeof NODE_RESULTS)[number];
+/** What a retry may be asked on (never cancelled or skipped). */
+export const RETRY_ON = ['failed', 'timed_out'] as const;
+export type RetryOn = (typeof RETRY_ON)[number];
+
+/** A node's state: `pending` (not started), `running`, or ended with a result. */
+export type NodeState = 'pending' | 'running' | NodeResult;
+export const GRAPH_STATES = ['running', 'completed', 'failed', 'cancelled'] as const;
+export type GraphState = (typeof GRAPH_STATES)[number];
+/** Why a node was skipped. */
+export const SKIP_REASONS = ['unsatisfiable', 'fail_fast', 'cancelled', 'supervisor_restart'] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
+
+/** The closed set of `when` predicates over the upstream results (nothing else is evaluated). */
+export type WhenPredicate =
+  | 'all_succeeded'
+  | 'all_done'
+  | 'any_succeeded'
+  | { quorum: number }
+  /** Per dependency: the result (or results) it must have ended with. */
+  | { results: Record<string, NodeResult | NodeResult[]> };
+
+/** The spawn fields a node may carry (a subset of the spawn request: no artifact_refs, no image). */
+export interface GraphSpawn {
+  task: string;
+  agent?: string;
+  model?: string;
+  script?: string;
+  argv?: string[];
+  caps?: Capability[];
+  limits?: SpawnLimits;
+  profile?: string;
+  objective?: string;
+  max_steps?: number;
+  timeout_ms?: number;
+  expected_outputs?: string[];
+}
+
+export interface GraphNodeSpec {
+  id: string;
+  kind: GraphNodeKind;
+  depends_on: string[];
+  when: WhenPredicate;
+  spawn: GraphSpawn;
+  /** Upstream committed out/ directories, mounted read-only at /artifacts/<as>. */
+  inputs: { from: string; as: string }[];
+  retry: { max: number; on: RetryOn[]; idempotent: boolean };
+}
+
+export interface GraphSpec {
+  graph: typeof GRAPH_VERSION;
+  label?: string;
+  /** Text inputs for `{{inputs.<name>}}` in a node's task (data only). */
+  inputs: Record<string, { text: string }>;
+  concurrency: { max_parallel: number };
+  on_failure: { policy: 'fail_fast' | 'continue' };
+  /** What a restart of the supervisor does to a running graph: only `fail` exists yet. */
+  on_restart: 'fail';
+  budget: { wall_ms?: number };
+  /** Nodes whose line leads the envelope (default: the nodes nothing depends on). */
+  sinks: string[];
+  nodes: GraphNodeSpec[];
+}
+
+/** What define answers: the checked spec, its topological order and the nodes as they will run. */
+export interface GraphDefinition {
+  spec: GraphSpec;
+  /** sha256 of the canonical spec. */
+  specHash: string;
+  order: string[];
+  nodes: { id: string; kind: GraphNodeKind; depends_on: string[]; depth: number }[];
+  sinks: string[];
+  /** The longest chain of node timeouts (ms): refused when over budget.wall_ms. */
+  criticalPathMs: number;
+}
+
+/** One attempt of a node: an ordinary run. Written before the spawn (state `starting`). */
+export interface GraphAttempt {
+  n: number;
+  /** The spawn's idempotency key: graph, node, attempt. */
+  key: string;
+  state: 'starting' | 'running' | 'ended';
+  runId: string | null;
+  result: NodeResult | null;
+  endReason: string | null;
+  errorCode: string | null;
+  startedAt: string;
+  endedAt: string | null;
+  tokens: number | null;
+  costUsd: number | null;
+}
+
+export interface GraphNodeRecord {
+  id: string;
+  kind: GraphNodeKind;
+  state: NodeState;
+  skipReason: SkipReason | null;
+  attempts: GraphAttempt[];
+  /** The run whose committed out/ dependents see (the last succeeded attempt's). */
+  committedRunId: string | null;
+}
+
+/** The graph record ($BRIG_HOME/graphs/<id>/graph.json), written ahead of every action. */
+export interface GraphRecord {
+  v: 1;
+  id: string;
+  label: string | null;
+  specHash: string;
+  state: GraphState;
+  endReason: string | null;
+  createdAt: string;
+  endedAt: string | null;
+  /** The caller: a run id, or null for the operator. */
+  callerRunId: string | null;
+  /** min(max_parallel, the caller's children cap), decided at start. */
+  parallel: number;
+  order: string[];
+  nodes: GraphNodeRecord[];
+  /** Set once the graph ended: the manifest ref and the envelope text. */
+  manifestRef: string | null;
+  envelope: string | null;
+}
+
+/** What run answers at once. */
+export interface GraphStarted {
+  graphId: string;
+  order: string[];
+  nodes: GraphDefinition['nodes'];
+  parallel: number;
+}
+
+/** The end: one bounded envelope and the manifest ref (one JSONL row per node attempt). */
+export interface GraphOutcome {
+  graphId: string;
+  state: GraphState;
+  endReason: string | null;
+  envelope: string;
+  manifestRef: string | null;
+}
+
+/** One row of the manifest (JSONL), one per node attempt. */
+export interface GraphManifestRow {
+  graph_id: string;
+  node: string;
+  kind: GraphNodeKind;
+  attempt: number;
+  state: NodeState;
+  end_reason: string | null;
+  run_id: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+  tokens: number | null;
+  cost_usd: number | null;
+  ref: string | null;
+}
+
+/** Content-free graph events: ids, states, counts. */
+export type GraphEvent =
+  | { type: 'graph.started'; graphId: string; nodes: number; parallel: number }
+  | { type: 'graph.node'; graphId: string; node: string; state: NodeState; attempt: number; runId: string | null }
+  | { type: 'graph.ended'; graphId: string; state: GraphState; endReason: string | null };
