@@ -5,3 +5,7 @@
  */
 export { GraphSpecSchema, parseGraphSpec } from './spec.js';
 export { defineGraph, defineGraphText, leaves, taskOf, topoOrder, type DefineOptions } from './define.js';
+export { evaluateWhen, graphEnd, isEnded, plan, tripped, type PlanInput, type PlanStep, type WhenVerdict } from './plan.js';
+export { GraphStore, GRAPH_FILES } from './store.js';
+export { GraphService, newGraphId, nodeResultOf, requestOf, type GraphPorts, type GraphWaitOptions, type RunGraphOptions } from './service.js';
+export { graphEnvelope, manifestRows } from './envelope.js';

@@ -1,0 +1,411 @@
+/**
+ * Running a graph: every node attempt is an ordinary spawn through the Supervisor (admission,
+ * lease, jail, ledger, ResultRefs — nothing about a child is new), scheduled by plan.ts.
+ *
+ * Guarantees: the record is on disk before each action it announces (an attempt is
+ * `starting` with its key before the spawn is asked; saves are serialized, so a later state
+ * never loses to an earlier one); a spawn carries its idempotency key (graph, node, attempt)
+ * as the caller id, so a repeated ask finds the run already made; running nodes ≤
+ * min(max_parallel, the caller's children cap); a dependent gets only its declared inputs'
+ * committed out/ (the run of the node's succeeded attempt) as read-only mounts at
+ * /artifacts/<as>, never a folder another node can write; each attempt ends once, the graph
+ * ends once (one envelope ≤ 4 KiB and one manifest ref).
+ * Crash safety today (`on_restart: fail`): at start a graph left `running` ends `failed`
+ * (`supervisor_restart`) exactly once, its attempts' runs are killed; nothing resumes yet.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  GRAPH_BOUNDS,
+  type GraphAttempt,
+  type GraphDefinition,
+  type GraphEvent,
+  type GraphNodeRecord,
+  type GraphNodeSpec,
+  type GraphOutcome,
+  type GraphRecord,
+  type GraphStarted,
+  type NodeResult,
+  type NodeState,
+  type RunRecord,
+  type SpawnContext,
+  type SpawnRequestInput,
+  type Supervisor,
+} from '../protocol/index.js';
+import { BrigError, err, ok, type Result } from '../util/errors.js';
+import { defineGraphText, taskOf } from './define.js';
+import { graphEnd, plan } from './plan.js';
+import type { GraphStore } from './store.js';
+import { graphEnvelope, manifestRows } from './envelope.js';
+
+export interface GraphPorts {
+  supervisor: Pick<Supervisor, 'spawn' | 'wait' | 'kill' | 'list'>;
+  store: GraphStore;
+  /** The operator's (the caller's) bounds: its children cap, maxSpawnDepth, the default run timeout. */
+  limits: { maxChildren: number; maxDepth: number; defaultTimeoutMs: number };
+  /** Writes the manifest (JSONL) as a ResultRef kept under the graph's id; answers the ref id. */
+  putManifest(graphId: string, jsonl: string): Promise<string>;
+  /** A run's main ResultRef (its result value, else its first out/ file), for the envelope line. */
+  refOf?(runId: string): Promise<string | null>;
+  now?: () => Date;
+  onEvent?(e: GraphEvent): void;
+}
+
+export interface RunGraphOptions {
+  source?: string;
+}
+
+export interface GraphWaitOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** A run's end as a node result. A kill is `cancelled` only when the graph was cancelled. */
+export function nodeResultOf(r: Pick<RunRecord, 'endReason'>, cancelled: boolean): NodeResult {
+  switch (r.endReason) {
+    case 'completed':
+      return 'succeeded';
+    case 'watchdog_timeout':
+      return 'timed_out';
+    case 'killed':
+      return cancelled ? 'cancelled' : 'failed';
+    default:
+      return 'failed';
+  }
+}
+
+export function newGraphId(): string {
+  return `g-${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
+}
+
+/** The spawn request of one node (its task's `{{inputs.<name>}}` filled). */
+export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: string): SpawnRequestInput {
+  const s = n.spawn;
+  return {
+    task: taskOf(def.spec, n),
+    kind: n.kind,
+    ...(s.agent !== undefined ? { agent: s.agent } : {}),
+    ...(s.model !== undefined ? { model: s.model } : {}),
+    ...(s.script !== undefined ? { script: s.script } : {}),
+    ...(s.argv !== undefined ? { argv: s.argv } : {}),
+    ...(s.caps !== undefined ? { caps: s.caps } : {}),
+    ...(s.limits !== undefined ? { limits: s.limits } : {}),
+    ...(s.profile !== undefined ? { profile: s.profile } : {}),
+    ...(s.objective !== undefined ? { objective: s.objective } : {}),
+    ...(s.max_steps !== undefined ? { max_steps: s.max_steps } : {}),
+    ...(s.timeout_ms !== undefined ? { timeout: s.timeout_ms } : {}),
+    ...(s.expected_outputs !== undefined ? { expected_outputs: s.expected_outputs } : {}),
+    label: `${graphId}/${n.id}`.slice(0, 128),
+    async: true,
+  };
+}
+
+class LiveGraph {
+  cancelled = false;
+  #wake: () => void = () => {};
+  #saving: Promise<void> = Promise.resolve();
+  readonly done: Promise<void>;
+  #resolveDone!: () => void;
+  readonly #nodes: Map<string, GraphNodeSpec>;
+
+  constructor(
+    readonly rec: GraphRecord,
+    readonly def: GraphDefinition,
+    readonly p: GraphPorts,
+  ) {
+    this.done = new Promise((r) => (this.#resolveDone = r));
+    this.#nodes = new Map(def.spec.nodes.map((n) => [n.id, n]));
+  }
+
+  #now = () => (this.p.now ?? (() => new Date()))().toISOString();
+  #node = (id: string) => this.rec.nodes.find((n) => n.id === id)!;
+  #states = () => new Map<string, NodeState>(this.rec.nodes.map((n) => [n.id, n.state]));
+
+  /** Serialized saves, each of the record as it is when its turn comes. */
+  save(): Promise<void> {
+    this.#saving = this.#saving.then(() => this.p.store.save(this.rec));
+    return this.#saving;
+  }
+
+  #emit(e: GraphEvent): void {
+    try {
+      this.p.onEvent?.(e);
+    } catch {
+      /* an observer never breaks a graph */
+    }
+  }
+
+  async drive(): Promise<void> {
+    try {
+      for (;;) {
+        const woke = new Promise<void>((r) => (this.#wake = r));
+        const states = this.#states();
+        const end = graphEnd({ def: this.def, states, cancelled: this.cancelled });
+        if (end) return await this.#finish(end.state, end.endReason);
+        const steps = plan({ def: this.def, states, parallel: this.rec.parallel, cancelled: this.cancelled });
+        const starts: [GraphNodeRecord, GraphAttempt][] = [];
+        for (const s of steps) {
+          const n = this.#node(s.node);
+          if (s.kind === 'skip') {
+            n.state = 'skipped';
+            n.skipReason = s.reason;
+          } else {
+            const a: GraphAttempt = {
+              n: n.attempts.length + 1,
+              key: `graph:${this.rec.id}:${n.id}:${n.attempts.length + 1}`,
+              state: 'starting',
+              runId: null,
+              result: null,
+              endReason: null,
+              errorCode: null,
+              startedAt: this.#now(),
+              endedAt: null,
+              tokens: null,
+              costUsd: null,
+            };
+            n.state = 'running';
+            n.attempts.push(a);
+            starts.push([n, a]);
+          }
+        }
+        // Write-ahead: skips and `starting` attempts are on disk before any spawn is asked.
+        if (steps.length > 0) await this.save();
+        for (const s of steps) this.#emit({ type: 'graph.node', graphId: this.rec.id, node: s.node, state: this.#node(s.node).state, attempt: this.#node(s.node).attempts.length, runId: null });
+        for (const [n, a] of starts) void this.#attempt(n, a);
+        if (steps.length > 0 && starts.length === 0) continue; // skips may free or end more at once
+        await woke;
+      }
+    } catch (e) {
+      // The record could not be written: the graph cannot be kept honest; end it as failed in memory.
+      this.rec.state = 'failed';
+      this.rec.endReason = 'internal';
+      this.rec.endedAt = this.#now();
+      this.#resolveDone();
+      throw e;
+    }
+  }
+
+  async #attempt(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
+    const spec = this.#nodes.get(n.id)!;
+    const inputs = spec.inputs.map((i) => ({ as: i.as, runId: this.#node(i.from).committedRunId ?? '' }));
+    const ctx: SpawnContext = { callerId: a.key, inputs, ...(this.rec.callerRunId ? { parentRunId: this.rec.callerRunId } : {}) };
+    let ended: RunRecord | null = null;
+    let errorCode: string | null = null;
+    try {
+      const r = await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id), ctx);
+      if (!r.ok) errorCode = r.error.code;
+      else {
+        a.runId = r.value.id;
+        a.state = 'running';
+        await this.save();
+        this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: 'running', attempt: a.n, runId: a.runId });
+        if (this.cancelled) await this.p.supervisor.kill(a.runId, { confirm: true, by: 'operator' });
+        for (;;) {
+          const w = await this.p.supervisor.wait(a.runId);
+          if (!w.ok) {
+            errorCode = w.error.code;
+            break;
+          }
+          if (w.value.status === 'ended') {
+            ended = w.value;
+            break;
+          }
+        }
+      }
+    } catch (e) {
+      errorCode = e instanceof BrigError ? e.code : 'internal';
+    }
+    const result: NodeResult = ended ? nodeResultOf(ended, this.cancelled) : this.cancelled ? 'cancelled' : 'failed';
+    a.state = 'ended';
+    a.result = result;
+    a.endReason = ended?.endReason ?? null;
+    a.errorCode = ended?.error?.code ?? errorCode;
+    a.endedAt = this.#now();
+    a.tokens = ended?.tokens ?? null;
+    a.costUsd = ended?.costUsd ?? null;
+    const retry = spec.retry;
+    const again = !this.cancelled && (retry.on as string[]).includes(result) && n.attempts.length < retry.max + 1;
+    n.state = again ? 'pending' : result;
+    if (result === 'succeeded') n.committedRunId = a.runId;
+    await this.save().catch(() => {});
+    this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: n.state, attempt: a.n, runId: a.runId });
+    this.#wake();
+  }
+
+  async #finish(state: GraphRecord['state'], endReason: string): Promise<void> {
+    if (this.rec.endedAt) return this.#resolveDone();
+    const rows = manifestRows(this.rec);
+    const refs = new Map<string, string | null>();
+    for (const n of this.rec.nodes) {
+      const last = n.attempts.at(-1);
+      if (last?.runId && this.p.refOf) refs.set(n.id, await this.p.refOf(last.runId).catch(() => null));
+    }
+    for (const r of rows) r.ref = r.run_id && refs.get(r.node) !== undefined && r.attempt === this.#node(r.node).attempts.length ? refs.get(r.node)! : null;
+    const manifestRef = await this.p.putManifest(this.rec.id, rows.map((r) => JSON.stringify(r)).join('\n') + '\n').catch(() => null);
+    this.rec.state = state;
+    this.rec.endReason = endReason;
+    this.rec.endedAt = this.#now();
+    this.rec.manifestRef = manifestRef;
+    this.rec.envelope = graphEnvelope(this.rec, { refs, sinks: this.def.sinks, label: this.def.spec.label ?? null, rows: rows.length });
+    await this.save();
+    this.#emit({ type: 'graph.ended', graphId: this.rec.id, state, endReason });
+    this.#resolveDone();
+  }
+
+  cancel(): void {
+    this.cancelled = true;
+    for (const n of this.rec.nodes) {
+      const a = n.attempts.at(-1);
+      if (n.state === 'running' && a?.runId) void this.p.supervisor.kill(a.runId, { confirm: true, by: 'operator' });
+    }
+    this.#wake();
+  }
+}
+
+/** The graphs of one supervisor: define, run, status, wait, cancel. */
+export class GraphService {
+  readonly #live = new Map<string, LiveGraph>();
+
+  constructor(readonly p: GraphPorts) {}
+
+  #defineOptions(source?: string) {
+    return { callerDepth: 0, maxDepth: this.p.limits.maxDepth, defaultTimeoutMs: this.p.limits.defaultTimeoutMs, ...(source ? { source } : {}) };
+  }
+
+  /** Define time alone: the topological order and the nodes, or every refusal with its line. Starts nothing. */
+  async define(text: string, o: RunGraphOptions = {}): Promise<Result<GraphDefinition, BrigError>> {
+    return defineGraphText(text, this.#defineOptions(o.source));
+  }
+
+  /** Checks and starts a graph; answers at once with its id, order and nodes. */
+  async run(text: string, o: RunGraphOptions = {}): Promise<Result<GraphStarted, BrigError>> {
+    const d = defineGraphText(text, this.#defineOptions(o.source));
+    if (!d.ok) return d;
+    const def = d.value;
+    const parallel = Math.min(def.spec.concurrency.max_parallel, this.p.limits.maxChildren);
+    if (parallel < 1) return err(new BrigError('children_exceeded', 'the caller may have no children (maxChildren 0)', { data: { limit: 0, current: 0 } }));
+    const now = (this.p.now ?? (() => new Date()))().toISOString();
+    const rec: GraphRecord = {
+      v: 1,
+      id: newGraphId(),
+      label: def.spec.label ?? null,
+      specHash: def.specHash,
+      state: 'running',
+      endReason: null,
+      createdAt: now,
+      endedAt: null,
+      callerRunId: null,
+      parallel,
+      order: def.order,
+      nodes: def.order.map((id) => ({ id, kind: def.nodes.find((n) => n.id === id)!.kind, state: 'pending', skipReason: null, attempts: [], committedRunId: null })),
+      manifestRef: null,
+      envelope: null,
+    };
+    await this.p.store.create(rec, def.spec);
+    const live = new LiveGraph(rec, def, this.p);
+    this.#live.set(rec.id, live);
+    this.p.onEvent?.({ type: 'graph.started', graphId: rec.id, nodes: rec.nodes.length, parallel });
+    void live.drive().catch(() => {}).finally(() => this.#live.delete(rec.id));
+    return ok({ graphId: rec.id, order: def.order, nodes: def.nodes, parallel });
+  }
+
+  async status(graphId: string): Promise<Result<GraphRecord, BrigError>> {
+    const live = this.#live.get(graphId);
+    if (live) return ok(structuredClone(live.rec));
+    const rec = await this.p.store.load(graphId).catch((e: unknown) => (e instanceof BrigError ? e : new BrigError('internal', 'could not read the graph record', { cause: e })));
+    if (rec instanceof BrigError) return err(rec);
+    if (!rec) return err(new BrigError('graph_not_found', `no graph ${graphId}`, { data: { graphId } }));
+    return ok(rec);
+  }
+
+  /** Until the graph ends (or the timeout): its record; once ended it carries the envelope and the manifest ref. */
+  async wait(graphId: string, o: GraphWaitOptions = {}): Promise<Result<GraphRecord, BrigError>> {
+    const live = this.#live.get(graphId);
+    if (live) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        live.done,
+        new Promise<void>((r) => {
+          if (o.timeoutMs !== undefined) timer = setTimeout(r, o.timeoutMs);
+          o.signal?.addEventListener('abort', () => r(), { once: true });
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    return this.status(graphId);
+  }
+
+  /** The end as the coordinator gets it; `not_running` while the graph runs. */
+  async outcome(graphId: string): Promise<Result<GraphOutcome, BrigError>> {
+    const s = await this.status(graphId);
+    if (!s.ok) return s;
+    const r = s.value;
+    if (r.state === 'running') return err(new BrigError('not_running', `graph ${graphId} is still running`, { data: { status: 'running' } }));
+    return ok({ graphId, state: r.state, endReason: r.endReason, envelope: r.envelope ?? '', manifestRef: r.manifestRef });
+  }
+
+  async cancel(graphId: string, o: { confirm: boolean }): Promise<Result<GraphRecord, BrigError>> {
+    if (o.confirm !== true) return err(new BrigError('invalid_input', 'cancelling a graph needs confirm: true', { hint: 'Pass --confirm.' }));
+    const live = this.#live.get(graphId);
+    if (!live) {
+      const s = await this.status(graphId);
+      if (!s.ok) return s;
+      return err(new BrigError('not_running', `graph ${graphId} is not running here (${s.value.state})`, { data: { status: s.value.state } }));
+    }
+    live.cancel();
+    return ok(structuredClone(live.rec));
+  }
+
+  async list(): Promise<GraphRecord[]> {
+    const out: GraphRecord[] = [];
+    for (const id of await this.p.store.ids()) {
+      const s = await this.status(id);
+      if (s.ok) out.push(s.value);
+    }
+    return out;
+  }
+
+  /**
+   * At the supervisor's start (`on_restart: fail`): a graph left running by a supervisor that
+   * died ends `failed` (`supervisor_restart`) once; its attempts' runs are killed, its pending
+   * nodes skipped. Answers the graphs it ended.
+   */
+  async recover(): Promise<string[]> {
+    const ended: string[] = [];
+    let runs: Map<string, string> | null = null;
+    // An attempt written `starting` may have been spawned before the crash: its key is its caller id.
+    const runOfKey = async (key: string) => {
+      runs ??= new Map((await this.p.supervisor.list({}).catch(() => [])).map((r) => [r.callerId, r.id]));
+      return runs.get(key) ?? null;
+    };
+    for (const id of await this.p.store.ids()) {
+      if (this.#live.has(id)) continue;
+      const rec = await this.p.store.load(id).catch(() => undefined);
+      if (!rec || rec.state !== 'running') continue;
+      for (const n of rec.nodes) {
+        for (const a of n.attempts) {
+          if (a.state === 'ended') continue;
+          a.runId ??= await runOfKey(a.key);
+          if (a.runId) await this.p.supervisor.kill(a.runId, { confirm: true, by: 'system' }).catch(() => {});
+          a.state = 'ended';
+          a.result = 'failed';
+          a.endReason = 'supervisor_restart';
+          a.endedAt = (this.p.now ?? (() => new Date()))().toISOString();
+        }
+        if (n.state === 'running') n.state = 'failed';
+        if (n.state === 'pending') {
+          n.state = 'skipped';
+          n.skipReason = 'supervisor_restart';
+        }
+      }
+      rec.state = 'failed';
+      rec.endReason = 'supervisor_restart';
+      rec.endedAt = (this.p.now ?? (() => new Date()))().toISOString();
+      rec.envelope = graphEnvelope(rec, { refs: new Map(), sinks: [], label: rec.label, rows: manifestRows(rec).length });
+      await this.p.store.save(rec);
+      ended.push(id);
+    }
+    return ended;
+  }
+}
+
+export const GRAPH_ENVELOPE_BYTES = GRAPH_BOUNDS.envelopeBytes;
