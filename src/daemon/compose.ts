@@ -28,6 +28,8 @@ import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
 import { Operator } from './operator.js';
 import { openDrillIn } from './refs.js';
+import { graphServiceFor } from './graphs.js';
+import type { GraphService } from '../graphs/index.js';
 
 export { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 
@@ -80,6 +82,8 @@ export interface Composed {
   operator: Operator;
   /** The one client surface over these parts (runs, refs, operator): what the API serves. */
   brig: Brig;
+  /** Execution graphs over this supervisor: recover() once the supervisor reconciled. */
+  graphs: GraphService;
   close(): Promise<void>;
 }
 
@@ -170,6 +174,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   Object.assign(handlers, supervisor.childCalls, childRefs.handlers);
   collectState(metrics, () => supervisor, drill.pools, warm);
   const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs });
+  const graphs = graphServiceFor({ dir: paths.graphs, supervisor, results, ledger });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
   const close = async () => {
@@ -198,7 +203,8 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     log,
     ...(warm ? { warm } : {}),
     operator,
-    brig: brigOf(supervisor, 'local', refs, operator, close),
+    brig: { ...brigOf(supervisor, 'local', refs, operator, close), graphs },
+    graphs,
     close,
   };
 }

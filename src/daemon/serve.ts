@@ -38,6 +38,7 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
   }
   const composed = await compose(cfg, { ...o, reconcile: true });
   const report = await composed.supervisor.start();
+  await composed.graphs.recover();
   // After reconcile: what a dead supervisor's pool left was swept before this one fills.
   await composed.warm?.start();
   const socketPath = brigPaths(cfg.home).socket;

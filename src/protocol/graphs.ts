@@ -3,6 +3,7 @@
  * what `define` answers, the graph record, and what the coordinator gets at the end. A graph
  * is a set of nodes, each node attempt an ordinary brig run; docs/graphs.md says what exists.
  */
+import type { BrigError, Result } from './errors.js';
 import type { RunKind, SpawnLimits } from './runs.js';
 import type { Capability } from './leases.js';
 
@@ -205,3 +206,17 @@ export type GraphEvent =
   | { type: 'graph.started'; graphId: string; nodes: number; parallel: number }
   | { type: 'graph.node'; graphId: string; node: string; state: NodeState; attempt: number; runId: string | null }
   | { type: 'graph.ended'; graphId: string; state: GraphState; endReason: string | null };
+
+/** The graphs of one supervisor, as the library and the faces see them. */
+export interface GraphSurface {
+  /** Define time alone: the order and the nodes, or every refusal with its line. Starts nothing. */
+  define(text: string, o?: { source?: string }): Promise<Result<GraphDefinition, BrigError>>;
+  /** Checks and starts a graph; answers at once with its id, order and nodes. */
+  run(text: string, o?: { source?: string }): Promise<Result<GraphStarted, BrigError>>;
+  status(graphId: string): Promise<Result<GraphRecord, BrigError>>;
+  /** Until the graph ends or the timeout: its record (ended: with the envelope and the manifest ref). */
+  wait(graphId: string, o?: { timeoutMs?: number; signal?: AbortSignal }): Promise<Result<GraphRecord, BrigError>>;
+  /** Kills the running nodes (their whole subtrees) and skips the rest; `confirm` must be true. */
+  cancel(graphId: string, o: { confirm: boolean }): Promise<Result<GraphRecord, BrigError>>;
+  list(): Promise<GraphRecord[]>;
+}

@@ -75,8 +75,11 @@ export class RunStarter {
     try {
       // Nothing is saved before the lease and the jail exist: a crash until then leaves the run
       // as intake (or the queue) saved it, and the next start launches it again.
-      const req = await this.d.actions.loadRequest(runId);
-      if (!req) throw new BrigError('internal', 'stored request missing');
+      const stored = await this.d.actions.loadRequest(runId);
+      if (!stored) throw new BrigError('internal', 'stored request missing');
+      // What the jail binds is what intake checked: graph inputs count as artifacts (artifacts.read, the packet's names).
+      const artifacts = await loadArtifacts(table, runId);
+      const req = artifacts.length > stored.artifact_refs.length ? { ...stored, artifact_refs: artifacts.map((a) => a.name) } : stored;
       const rec = table.get(runId)!;
       const parentLease = rec.parentRunId ? table.live.get(rec.parentRunId)?.lease?.leaseId ?? table.get(rec.parentRunId)?.leaseId ?? null : null;
       const lease = await deps.leases.issue({
@@ -110,7 +113,7 @@ export class RunStarter {
       const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
       await table.store.writeJson(runId, 'packet', packet);
-      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), await loadArtifacts(table, runId));
+      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), artifacts);
       // The driver may hand a warm-pool jail made before this run: its key and socket
       // directory are the slot's, kept on the record before the child starts.
       handle.jail = await deps.jail.create(spec);
