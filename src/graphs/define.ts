@@ -10,7 +10,7 @@
  * Nothing is clamped or raised silently.
  */
 import { createHash } from 'node:crypto';
-import { GRAPH_BOUNDS, type GraphDefinition, type GraphNodeSpec, type GraphSpec } from '../protocol/index.js';
+import { GRAPH_BOUNDS, GRAPH_RUN_KINDS, type GraphDefinition, type GraphNodeInput, type GraphNodeSpec, type GraphSpec, type TallySpec } from '../protocol/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import { parseGraphSpec, specError, type NodeLines } from './spec.js';
@@ -72,31 +72,101 @@ function findCycle(nodes: readonly Pick<GraphNodeSpec, 'id' | 'depends_on'>[]): 
   return (found ?? []).reverse();
 }
 
-/** The nodes nothing depends on, in spec order. */
-export function leaves(spec: Pick<GraphSpec, 'nodes'>): string[] {
-  const used = new Set(spec.nodes.flatMap((n) => n.depends_on));
-  return spec.nodes.filter((n) => !used.has(n.id)).map((n) => n.id);
+/** The nodes nothing depends on, in order. */
+export function leaves(nodes: readonly Pick<GraphNodeSpec, 'id' | 'depends_on'>[]): string[] {
+  const used = new Set(nodes.flatMap((n) => n.depends_on));
+  return nodes.filter((n) => !used.has(n.id)).map((n) => n.id);
+}
+
+/** A tally takes no spawn: this stands in its place (no run is ever made of it). */
+const NO_SPAWN = { task: '(tally: no run)' } as const;
+const isRunKind = (k: string): k is GraphNodeSpec['kind'] & (typeof GRAPH_RUN_KINDS)[number] => (GRAPH_RUN_KINDS as readonly string[]).includes(k);
+
+/**
+ * Macros → plain nodes, pure and deterministic: a `vote` node `p` becomes one run node per
+ * voter, `p.<voter>` (its template's `{{voter}}` filled), all in parallel and blind to each
+ * other, and the tally `p` over their ballots (when all_done: a voter that failed is counted
+ * absent). Each expanded node keeps the macro's line. Problems of shape are said here.
+ */
+export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { nodes: GraphNodeSpec[]; lines: NodeLines; problems: { at: number; text: string; hint?: string }[] } {
+  const out: GraphNodeSpec[] = [];
+  const outLines: NodeLines = [];
+  const problems: { at: number; text: string; hint?: string }[] = [];
+  nodes.forEach((n, i) => {
+    const push = (x: GraphNodeSpec) => {
+      out.push(x);
+      outLines.push(lines[i]);
+    };
+    const base = { depends_on: n.depends_on, when: n.when, inputs: n.inputs, retry: n.retry };
+    if (isRunKind(n.kind)) {
+      if (n.tally || n.vote) problems.push({ at: i, text: `a ${n.kind} node takes no tally or vote` });
+      if (!n.spawn) return problems.push({ at: i, text: `a ${n.kind} node needs spawn` });
+      return push({ id: n.id, kind: n.kind, ...base, spawn: n.spawn });
+    }
+    if (n.kind === 'tally') {
+      if (!n.tally) return problems.push({ at: i, text: 'a tally node needs tally: {field, choices, rule?, min_valid?, tie?, ballot?}' });
+      if (n.spawn || n.vote) problems.push({ at: i, text: 'a tally node runs nothing: it takes no spawn or vote' });
+      if (n.inputs.length > 0) problems.push({ at: i, text: "a tally node reads its dependencies' ballots: it takes no inputs" });
+      if (n.retry.max > 0) problems.push({ at: i, text: 'a tally is a pure count: it takes no retry' });
+      return push({ id: n.id, kind: 'tally', ...base, spawn: NO_SPAWN, tally: n.tally });
+    }
+    // vote
+    if (!n.vote || !n.spawn) return problems.push({ at: i, text: 'a vote node needs vote: {voters, choices, field, …} and spawn (each voter\'s template)' });
+    if (n.tally) problems.push({ at: i, text: 'a vote node takes no tally (its tally is made from vote)' });
+    const { voters, voter_kind, ...tally } = n.vote;
+    if (new Set(voters).size !== voters.length) problems.push({ at: i, text: 'two voters have one name' });
+    const ids: string[] = [];
+    for (const v of voters) {
+      const spawn = { ...n.spawn, task: n.spawn.task.replace(/\{\{\s*voter\s*\}\}/g, v) };
+      ids.push(`${n.id}.${v}`);
+      push({ id: `${n.id}.${v}`, kind: voter_kind, macro_of: n.id, ...base, spawn });
+    }
+    push({ id: n.id, kind: 'tally', macro_of: n.id, depends_on: ids, when: 'all_done', spawn: NO_SPAWN, inputs: [], retry: { max: 0, on: ['failed'], idempotent: true }, tally });
+  });
+  return { nodes: out, lines: outLines, problems };
+}
+
+function tallyProblems(t: TallySpec, deps: number): string[] {
+  const p: string[] = [];
+  if (new Set(t.choices).size !== t.choices.length) p.push('tally choices repeat');
+  if (t.min_valid > deps) p.push(`tally min_valid ${t.min_valid} can never be met: ${deps} voter(s)`);
+  if (typeof t.rule === 'object' && t.rule.quorum > deps) p.push(`tally quorum ${t.rule.quorum} can never be met: ${deps} voter(s)`);
+  if (deps === 0) p.push('a tally needs at least one voter in depends_on');
+  return p;
 }
 
 /** Node timeout (ms) as the supervisor will bound it: the spawn's, else the default. */
 const timeoutOf = (n: GraphNodeSpec, dflt: number) => n.spawn.timeout_ms ?? dflt;
 
-export function defineGraph(spec: GraphSpec, lines: NodeLines = [], o: DefineOptions = {}): Result<GraphDefinition, BrigError> {
+export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: DefineOptions = {}): Result<GraphDefinition, BrigError> {
   const source = o.source ?? 'graph';
   const problems: { text: string; hint?: string }[] = [];
+  const inputLine = (i: number) => `${source}${specLines[i] ? `:${specLines[i]}` : ''}`;
+  // Duplicates among the ids as written first (an expanded id holds a `.`, which no written id can).
+  const seen = new Map<string, number>();
+  spec.nodes.forEach((n, i) => {
+    if (seen.has(n.id)) problems.push({ text: `${inputLine(i)}: node ${n.id}: duplicate id (first at ${inputLine(seen.get(n.id)!)})`, hint: 'Give every node its own id.' });
+    else seen.set(n.id, i);
+  });
+  const ex = expand(spec.nodes, specLines);
+  for (const p of ex.problems) problems.push({ text: `${inputLine(p.at)}: node ${spec.nodes[p.at]!.id}: ${p.text}`, ...(p.hint ? { hint: p.hint } : {}) });
+  if (problems.length > 0) return err(specError(source, problems));
+  const nodes = ex.nodes;
+  const lines = ex.lines;
   const lineOfNode = (i: number) => `${source}${lines[i] ? `:${lines[i]}` : ''}`;
-  const add = (i: number, text: string, hint?: string) => problems.push({ text: `${lineOfNode(i)}: node ${spec.nodes[i]!.id}: ${text}`, ...(hint ? { hint } : {}) });
+  const add = (i: number, text: string, hint?: string) => problems.push({ text: `${lineOfNode(i)}: node ${nodes[i]!.id}: ${text}`, ...(hint ? { hint } : {}) });
 
-  if (spec.nodes.length > GRAPH_BOUNDS.nodes) {
-    return err(specError(source, [{ text: `${source}: ${spec.nodes.length} nodes; the bound is ${GRAPH_BOUNDS.nodes}`, hint: 'Split the work into several graphs.' }]));
+  if (nodes.length > GRAPH_BOUNDS.nodes) {
+    return err(specError(source, [{ text: `${source}: ${nodes.length} nodes${nodes.length !== spec.nodes.length ? ' after expansion' : ''}; the bound is ${GRAPH_BOUNDS.nodes}`, hint: 'Split the work into several graphs.' }]));
   }
   const first = new Map<string, number>();
-  spec.nodes.forEach((n, i) => {
+  nodes.forEach((n, i) => {
     if (first.has(n.id)) add(i, `duplicate id (first at ${lineOfNode(first.get(n.id)!)})`, 'Give every node its own id.');
     else first.set(n.id, i);
   });
   const ids = [...first.keys()];
-  spec.nodes.forEach((n, i) => {
+  const kindOf = new Map(nodes.map((n) => [n.id, n.kind]));
+  nodes.forEach((n, i) => {
     const deps = new Set<string>();
     for (const d of n.depends_on) {
       if (d === n.id) add(i, 'depends on itself');
@@ -115,8 +185,13 @@ export function defineGraph(spec: GraphSpec, lines: NodeLines = [], o: DefineOpt
     const as = new Set<string>();
     for (const inp of n.inputs) {
       if (!deps.has(inp.from)) add(i, `input ${inp.as} is from ${inp.from}, which is not in its depends_on`, 'Add it to depends_on: a node sees only the outputs of nodes it waits for.');
+      if (kindOf.get(inp.from) === 'tally') add(i, `input ${inp.as} is from ${inp.from}, a tally: it commits no out/`, 'Its count is in the envelope and the manifest; depend on it with when.');
       if (as.has(inp.as)) add(i, `two inputs are named ${inp.as}`);
       as.add(inp.as);
+    }
+    if (n.kind === 'tally') {
+      for (const p of tallyProblems(n.tally!, deps.size)) add(i, p);
+      return;
     }
     const s = n.spawn;
     if (n.kind === 'command' && (!s.argv || s.script !== undefined)) add(i, 'a command node needs spawn.argv and no spawn.script');
@@ -133,7 +208,7 @@ export function defineGraph(spec: GraphSpec, lines: NodeLines = [], o: DefineOpt
   for (const s of spec.sinks) if (!first.has(s)) problems.push({ text: `${source}: sinks names unknown node ${s}` });
   if (problems.length > 0) return err(specError(source, problems));
 
-  const { order, cycle } = topoOrder(spec.nodes);
+  const { order, cycle } = topoOrder(nodes);
   if (cycle) {
     const i = first.get(cycle[0]!)!;
     return err(specError(source, [{ text: `${lineOfNode(i)}: cycle ${cycle.join(' → ')}`, hint: 'A graph has no cycles: unroll repeated work into separate nodes.' }]));
@@ -145,14 +220,14 @@ export function defineGraph(spec: GraphSpec, lines: NodeLines = [], o: DefineOpt
   }
 
   // Levels and the critical path (longest chain of timeouts × attempts), in topological order.
-  const byId = new Map(spec.nodes.map((n) => [n.id, n]));
+  const byId = new Map(nodes.map((n) => [n.id, n]));
   const level = new Map<string, number>();
   const finish = new Map<string, number>();
   const dflt = o.defaultTimeoutMs ?? 600_000;
   for (const id of order) {
     const n = byId.get(id)!;
     level.set(id, Math.max(0, ...n.depends_on.map((d) => level.get(d)! + 1)));
-    finish.set(id, Math.max(0, ...n.depends_on.map((d) => finish.get(d)!)) + timeoutOf(n, dflt) * (n.retry.max + 1));
+    finish.set(id, Math.max(0, ...n.depends_on.map((d) => finish.get(d)!)) + (n.kind === 'tally' ? 0 : timeoutOf(n, dflt) * (n.retry.max + 1)));
   }
   const criticalPathMs = Math.max(...finish.values());
   if (spec.budget.wall_ms !== undefined && criticalPathMs > spec.budget.wall_ms) {
@@ -165,8 +240,12 @@ export function defineGraph(spec: GraphSpec, lines: NodeLines = [], o: DefineOpt
     spec,
     specHash: createHash('sha256').update(JSON.stringify(spec)).digest('hex'),
     order,
-    nodes: order.map((id) => ({ id, kind: byId.get(id)!.kind, depends_on: [...byId.get(id)!.depends_on], depth: level.get(id)! })),
-    sinks: spec.sinks.length > 0 ? [...spec.sinks] : leaves(spec),
+    nodes: order.map((id) => {
+      const n = byId.get(id)!;
+      return { id, kind: n.kind, ...(n.macro_of ? { macro_of: n.macro_of } : {}), depends_on: [...n.depends_on], depth: level.get(id)! };
+    }),
+    expanded: nodes,
+    sinks: spec.sinks.length > 0 ? [...spec.sinks] : leaves(nodes),
     criticalPathMs,
   });
 }

@@ -5,6 +5,7 @@
  * Content-free: ids, enums, counts, durations, ref ids; never a child's output.
  */
 import { GRAPH_BOUNDS, type GraphManifestRow, type GraphRecord } from '../protocol/index.js';
+import { tallyLine } from './tally.js';
 
 export function manifestRows(rec: GraphRecord): GraphManifestRow[] {
   const rows: GraphManifestRow[] = [];
@@ -28,6 +29,7 @@ export function manifestRows(rec: GraphRecord): GraphManifestRow[] {
         tokens: a.tokens,
         cost_usd: a.costUsd,
         ref: null,
+        ...(n.tally ? { tally: n.tally } : {}),
       });
     }
   }
@@ -64,7 +66,7 @@ export function graphEnvelope(rec: GraphRecord, f: EnvelopeFacts): string {
     const n = rec.nodes.find((x) => x.id === id)!;
     const a = n.attempts.at(-1);
     const t = a ? spanOf(a.startedAt, a.endedAt) : null;
-    const what = n.state === 'skipped' ? `(${n.skipReason ?? 'skipped'})` : (f.refs.get(id) ?? a?.runId ?? a?.errorCode ?? '');
+    const what = n.state === 'skipped' ? `(${n.skipReason ?? 'skipped'})` : n.tally ? tallyLine(n.tally) : (f.refs.get(id) ?? a?.runId ?? a?.errorCode ?? '');
     return [id.padEnd(width), n.kind.padEnd(7), n.state.padEnd(9), `a${n.attempts.length}`, t !== null ? duration(t).padStart(7) : '      -', a?.tokens ? `${a.tokens} tok` : '', what].filter((x) => x !== '').join('  ');
   };
   const foot = `Full results: manifest ${rec.manifestRef ?? '(not written)'} (${f.rows} rows, one per node attempt; drill in with \`brig ref jq\` / \`brig ref sql\`)`;

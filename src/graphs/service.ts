@@ -33,9 +33,10 @@ import {
 } from '../protocol/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { defineGraphText, taskOf } from './define.js';
-import { graphEnd, plan } from './plan.js';
+import { graphEnd, plan, type PlanInput } from './plan.js';
 import type { GraphStore } from './store.js';
 import { graphEnvelope, manifestRows } from './envelope.js';
+import { tally, type Ballot } from './tally.js';
 
 export interface GraphPorts {
   supervisor: Pick<Supervisor, 'spawn' | 'wait' | 'kill' | 'list'>;
@@ -46,6 +47,8 @@ export interface GraphPorts {
   putManifest(graphId: string, jsonl: string): Promise<string>;
   /** A run's main ResultRef (its result value, else its first out/ file), for the envelope line. */
   refOf?(runId: string): Promise<string | null>;
+  /** A voter's ballot: its result value (`result`) or a JSON file of its out/ (`out/<path>`), parsed; undefined when not JSON; throws when it is not there. Bounded by the port. */
+  readBallot?(runId: string, ballot: string): Promise<unknown>;
   now?: () => Date;
   onEvent?(e: GraphEvent): void;
 }
@@ -80,6 +83,7 @@ export function newGraphId(): string {
 /** The spawn request of one node (its task's `{{inputs.<name>}}` filled). */
 export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: string): SpawnRequestInput {
   const s = n.spawn;
+  if (n.kind === 'tally') throw new BrigError('internal', `node ${n.id} is a tally: it makes no run`);
   return {
     task: taskOf(def.spec, n),
     kind: n.kind,
@@ -106,6 +110,7 @@ class LiveGraph {
   readonly done: Promise<void>;
   #resolveDone!: () => void;
   readonly #nodes: Map<string, GraphNodeSpec>;
+  readonly #planDef: PlanInput['def'];
 
   constructor(
     readonly rec: GraphRecord,
@@ -113,7 +118,8 @@ class LiveGraph {
     readonly p: GraphPorts,
   ) {
     this.done = new Promise((r) => (this.#resolveDone = r));
-    this.#nodes = new Map(def.spec.nodes.map((n) => [n.id, n]));
+    this.#nodes = new Map(def.expanded.map((n) => [n.id, n]));
+    this.#planDef = { order: def.order, sinks: def.sinks, spec: { nodes: def.expanded, on_failure: def.spec.on_failure } };
   }
 
   #now = () => (this.p.now ?? (() => new Date()))().toISOString();
@@ -139,9 +145,9 @@ class LiveGraph {
       for (;;) {
         const woke = new Promise<void>((r) => (this.#wake = r));
         const states = this.#states();
-        const end = graphEnd({ def: this.def, states, cancelled: this.cancelled });
+        const end = graphEnd({ def: this.#planDef, states, cancelled: this.cancelled });
         if (end) return await this.#finish(end.state, end.endReason);
-        const steps = plan({ def: this.def, states, parallel: this.rec.parallel, cancelled: this.cancelled });
+        const steps = plan({ def: this.#planDef, states, parallel: this.rec.parallel, cancelled: this.cancelled });
         const starts: [GraphNodeRecord, GraphAttempt][] = [];
         for (const s of steps) {
           const n = this.#node(s.node);
@@ -170,7 +176,7 @@ class LiveGraph {
         // Write-ahead: skips and `starting` attempts are on disk before any spawn is asked.
         if (steps.length > 0) await this.save();
         for (const s of steps) this.#emit({ type: 'graph.node', graphId: this.rec.id, node: s.node, state: this.#node(s.node).state, attempt: this.#node(s.node).attempts.length, runId: null });
-        for (const [n, a] of starts) void this.#attempt(n, a);
+        for (const [n, a] of starts) void (n.kind === 'tally' ? this.#tally(n, a) : this.#attempt(n, a));
         if (steps.length > 0 && starts.length === 0) continue; // skips may free or end more at once
         await woke;
       }
@@ -228,6 +234,38 @@ class LiveGraph {
     if (result === 'succeeded') n.committedRunId = a.runId;
     await this.save().catch(() => {});
     this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: n.state, attempt: a.n, runId: a.runId });
+    this.#wake();
+  }
+
+  /** A tally: no run; its voters' ballots counted (a voter that did not succeed is absent). */
+  async #tally(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
+    const spec = this.#nodes.get(n.id)!;
+    const t = spec.tally!;
+    const ballots: Ballot[] = [];
+    for (const d of spec.depends_on) {
+      const voter = this.#node(d);
+      const runId = voter.committedRunId;
+      if (!runId || voter.state !== 'succeeded') {
+        ballots.push({ voter: d, value: undefined, state: 'absent' });
+        continue;
+      }
+      try {
+        if (!this.p.readBallot) throw new Error('no ballots here');
+        ballots.push({ voter: d, value: await this.p.readBallot(runId, t.ballot), state: 'read' });
+      } catch {
+        ballots.push({ voter: d, value: undefined, state: 'unreadable' });
+      }
+    }
+    const outcome = tally(t, ballots);
+    const result: NodeResult = this.cancelled ? 'cancelled' : outcome.outcome === 'decided' ? 'succeeded' : 'failed';
+    n.tally = outcome;
+    a.state = 'ended';
+    a.result = result;
+    a.endReason = outcome.outcome;
+    a.endedAt = this.#now();
+    n.state = result;
+    await this.save().catch(() => {});
+    this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: n.state, attempt: a.n, runId: null });
     this.#wake();
   }
 

@@ -14,6 +14,7 @@ import {
   GRAPH_NODE_ID,
   GRAPH_NODE_KINDS,
   GRAPH_PLANNED_KINDS,
+  GRAPH_RUN_KINDS,
   GRAPH_VERSION,
   NODE_RESULTS,
   RETRY_ON,
@@ -49,12 +50,30 @@ const WhenSchema = z.union([
   z.strictObject({ results: z.record(id, z.union([result, z.array(result).min(1)])) }),
 ]);
 
+const choice = z.string().min(1).max(64);
+const TallyFields = {
+  field: z.string().regex(/^\$(\.[A-Za-z_][A-Za-z0-9_]{0,63}){1,8}$/, 'a path like $.verdict or $.a.b (dotted keys only)'),
+  choices: z.array(choice).min(2).max(16),
+  rule: z.union([z.enum(['plurality', 'majority', 'unanimous']), z.strictObject({ quorum: positive.max(GRAPH_BOUNDS.nodes) })]).default('plurality'),
+  min_valid: positive.max(GRAPH_BOUNDS.nodes).default(1),
+  tie: z.enum(['fail', 'first_choice']).default('fail'),
+  ballot: z.string().regex(/^(result|out\/[A-Za-z0-9._/-]{1,200})$/, 'result, or out/<path> of a JSON file').default('result'),
+};
+const TallySchema = z.strictObject(TallyFields);
+const VoteSchema = z.strictObject({
+  ...TallyFields,
+  voters: z.array(z.string().regex(/^[a-z][a-z0-9_-]{0,23}$/, 'a voter name is lowercase letters, digits, _ and -')).min(2).max(16),
+  voter_kind: z.enum(GRAPH_RUN_KINDS).default('agent'),
+});
+
 const NodeSchema = z.strictObject({
   id,
   kind: z.enum(GRAPH_NODE_KINDS),
   depends_on: z.array(id).max(GRAPH_BOUNDS.nodes).default([]),
   when: WhenSchema.default('all_succeeded'),
-  spawn: SpawnSchema,
+  spawn: SpawnSchema.optional(),
+  tally: TallySchema.optional(),
+  vote: VoteSchema.optional(),
   inputs: z
     .array(z.strictObject({ from: id, as: z.string().regex(GRAPH_INPUT_NAME, 'an input name is lowercase letters, digits, _ and -, starting with a letter') }))
     .max(GRAPH_BOUNDS.inputs)

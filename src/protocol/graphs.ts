@@ -37,11 +37,47 @@ export function isGraphId(id: string): boolean {
   return GRAPH_ID.test(id);
 }
 
-/** The kinds a node may have today. Macros (vote, map_reduce, refine, collaborate, debate), map, tally and gate are not available yet. */
-export const GRAPH_NODE_KINDS = ['agent', 'script', 'command'] as const satisfies readonly RunKind[];
-export type GraphNodeKind = (typeof GRAPH_NODE_KINDS)[number];
+/** Kinds whose attempt is a run. */
+export const GRAPH_RUN_KINDS = ['agent', 'script', 'command'] as const satisfies readonly RunKind[];
+/** The kinds a node may have today: run kinds, `tally` (no jail: a pure count over ballots) and the `vote` macro (voters + a tally). */
+export const GRAPH_NODE_KINDS = [...GRAPH_RUN_KINDS, 'tally', 'vote'] as const;
+/** A node's kind once macros are expanded. */
+export type GraphNodeKind = (typeof GRAPH_RUN_KINDS)[number] | 'tally';
+export type GraphSpecKind = (typeof GRAPH_NODE_KINDS)[number];
 /** Kinds the issue names that this version refuses with a clear error (never ignored). */
-export const GRAPH_PLANNED_KINDS = ['map', 'tally', 'gate', 'vote', 'map_reduce', 'refine', 'collaborate', 'debate'] as const;
+export const GRAPH_PLANNED_KINDS = ['map', 'gate', 'map_reduce', 'refine', 'collaborate', 'debate'] as const;
+
+/** How a tally decides over the valid ballots. */
+export type TallyRule = 'plurality' | 'majority' | 'unanimous' | { quorum: number };
+
+/** A tally over structured ballots: each dependency's ballot, `field` read from it, checked against `choices`. */
+export interface TallySpec {
+  /** A path into the ballot: `$.verdict`, `$.a.b` (dotted keys only). */
+  field: string;
+  choices: string[];
+  rule: TallyRule;
+  /** Fewer valid ballots than this fails the tally. */
+  min_valid: number;
+  /** A tie for first: fail, or the tied choice listed first in `choices`. */
+  tie: 'fail' | 'first_choice';
+  /** Where each voter's ballot is: its result value, or a JSON file of its out/. */
+  ballot: string;
+}
+
+/** What a tally found: counts per choice, invalid and absent ballots counted (never guessed). */
+export interface TallyOutcome {
+  winner: string | null;
+  /** decided, or why not: tie, too_few_valid, no_majority, not_unanimous, no_quorum. */
+  outcome: 'decided' | 'tie' | 'too_few_valid' | 'no_majority' | 'not_unanimous' | 'no_quorum';
+  counts: Record<string, number>;
+  valid: number;
+  /** Ballots that were there but did not parse, lacked the field, or named no choice. */
+  invalid: number;
+  /** Voters that did not succeed, so cast no ballot. */
+  absent: number;
+  /** Per voter: the choice it cast, or why its ballot did not count. */
+  ballots: { voter: string; choice: string | null; why: 'ok' | 'absent' | 'unreadable' | 'not_json' | 'no_field' | 'not_a_choice' }[];
+}
 
 /** How one node ended. */
 export const NODE_RESULTS = ['succeeded', 'failed', 'timed_out', 'cancelled', 'skipped'] as const;
@@ -83,12 +119,31 @@ export interface GraphSpawn {
   expected_outputs?: string[];
 }
 
+/** A node as written: macros (`vote`) expand into plain nodes at define. */
+export interface GraphNodeInput {
+  id: string;
+  kind: GraphSpecKind;
+  depends_on: string[];
+  when: WhenPredicate;
+  /** Run kinds; for `vote`, each voter's template (`{{voter}}` is the voter's name). */
+  spawn?: GraphSpawn;
+  inputs: { from: string; as: string }[];
+  retry: { max: number; on: RetryOn[]; idempotent: boolean };
+  tally?: TallySpec;
+  /** `vote`: the voters (names, each one node `<id>.<name>`), their kind, and the tally `<id>`. */
+  vote?: Omit<TallySpec, never> & { voters: string[]; voter_kind: (typeof GRAPH_RUN_KINDS)[number] };
+}
+
+/** A node as it runs (after expansion). */
 export interface GraphNodeSpec {
   id: string;
   kind: GraphNodeKind;
+  /** The macro node it was expanded from. */
+  macro_of?: string;
   depends_on: string[];
   when: WhenPredicate;
   spawn: GraphSpawn;
+  tally?: TallySpec;
   /** Upstream committed out/ directories, mounted read-only at /artifacts/<as>. */
   inputs: { from: string; as: string }[];
   retry: { max: number; on: RetryOn[]; idempotent: boolean };
@@ -106,7 +161,7 @@ export interface GraphSpec {
   budget: { wall_ms?: number };
   /** Nodes whose line leads the envelope (default: the nodes nothing depends on). */
   sinks: string[];
-  nodes: GraphNodeSpec[];
+  nodes: GraphNodeInput[];
 }
 
 /** What define answers: the checked spec, its topological order and the nodes as they will run. */
@@ -115,7 +170,9 @@ export interface GraphDefinition {
   /** sha256 of the canonical spec. */
   specHash: string;
   order: string[];
-  nodes: { id: string; kind: GraphNodeKind; depends_on: string[]; depth: number }[];
+  nodes: { id: string; kind: GraphNodeKind; macro_of?: string; depends_on: string[]; depth: number }[];
+  /** The nodes as they run, macros expanded, in the spec's order. */
+  expanded: GraphNodeSpec[];
   sinks: string[];
   /** The longest chain of node timeouts (ms): refused when over budget.wall_ms. */
   criticalPathMs: number;
@@ -145,6 +202,8 @@ export interface GraphNodeRecord {
   attempts: GraphAttempt[];
   /** The run whose committed out/ dependents see (the last succeeded attempt's). */
   committedRunId: string | null;
+  /** Kind `tally`: what it counted. */
+  tally?: TallyOutcome;
 }
 
 /** The graph record ($BRIG_HOME/graphs/<id>/graph.json), written ahead of every action. */
@@ -199,6 +258,8 @@ export interface GraphManifestRow {
   tokens: number | null;
   cost_usd: number | null;
   ref: string | null;
+  /** Kind `tally`: the count. */
+  tally?: TallyOutcome;
 }
 
 /** Content-free graph events: ids, states, counts. */
