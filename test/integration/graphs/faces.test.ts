@@ -100,3 +100,37 @@ test('brig graph run without a daemon: the graph runs in that process to its end
   const cancel = await h.run(['graph', 'cancel', gid, '--confirm']);
   assert.notEqual(cancel.code, 0, 'nothing to cancel from another process');
 });
+
+test('a daemon SIGKILLed while a graph runs: the next daemon ends it failed (supervisor_restart) once and kills its node run; nothing of it runs on', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const first = await h.serve();
+  const slow = path.join(h.home, 'slow.json');
+  fs.writeFileSync(slow, JSON.stringify({ graph: 'brig/v1', nodes: [{ id: 'sleepy', kind: 'command', spawn: { task: 'sleep', argv: ['sleep', '120'] } }, { id: 'after', kind: 'command', depends_on: ['sleepy'], spawn: { task: 'never', argv: ['true'] } }] }));
+  const started = await h.run(['graph', 'run', slow, '--json']);
+  assert.equal(started.code, 0, started.stderr);
+  const gid = (JSON.parse(started.stdout) as { graph: { graphId: string } }).graph.graphId;
+  let runId = '';
+  await until(async () => {
+    const s = JSON.parse((await h.run(['graph', 'status', gid, '--json'])).stdout) as { graph: GraphRecord };
+    runId = s.graph.nodes[0]!.attempts[0]?.runId ?? '';
+    return runId !== '' && s.graph.nodes[0]!.attempts[0]!.state === 'running';
+  }, 'the sleepy node runs');
+  await first.signal('SIGKILL');
+  const second = await h.serve();
+  const st = await h.run(['graph', 'status', gid, '--json']);
+  assert.equal(st.code, 0, st.stderr);
+  const rec = (JSON.parse(st.stdout) as { graph: GraphRecord }).graph;
+  assert.deepEqual([rec.state, rec.endReason], ['failed', 'supervisor_restart']);
+  assert.deepEqual(rec.nodes.map((n) => [n.id, n.state, n.skipReason]), [['sleepy', 'failed', null], ['after', 'skipped', 'supervisor_restart']]);
+  assert.match(rec.envelope ?? '', /\[Graph Result: g-[a-z0-9]+\] failed \(supervisor_restart\)/);
+  const w = await h.run(['wait', runId, '--json']);
+  const run = JSON.parse(w.stdout) as { runs?: { endReason: string; killedBy: string }[]; endReason?: string; killedBy?: string };
+  const r = run.runs?.[0] ?? run;
+  assert.deepEqual([r.endReason, r.killedBy], ['killed', 'system'], w.stdout);
+  // A third start finds nothing more to end: the end came once.
+  await second.signal('SIGTERM');
+  await (await h.serve()).signal('SIGTERM');
+  const again = JSON.parse((await h.run(['graph', 'status', gid, '--json'])).stdout) as { graph: GraphRecord };
+  assert.equal(again.graph.endedAt, rec.endedAt);
+});
