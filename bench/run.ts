@@ -42,6 +42,7 @@ export const BENCHES: readonly BenchEntry[] = [
   { name: 'warm', args: ['20'], quick: ['10'], timeoutS: 180 },
   { name: 'spawn', args: ['20'], timeoutS: 240 },
   { name: 'fanout', args: ['50'], quick: ['20'], timeoutS: 180 },
+  { name: 'graphs', args: ['100'], quick: ['100'], timeoutS: 120 },
   { name: 'cli', args: ['20'], quick: ['5'], timeoutS: 180 },
   { name: 'slice', args: [], quick: ['--quick'], timeoutS: 300 },
   { name: 'slice-fairness', args: [], timeoutS: 180 },

@@ -107,6 +107,9 @@ class LiveGraph {
   cancelled = false;
   #wake: () => void = () => {};
   #saving: Promise<void> = Promise.resolve();
+  #queued: Promise<void> | null = null;
+  /** An attempt ended since the last save. */
+  #dirty = false;
   readonly done: Promise<void>;
   #resolveDone!: () => void;
   readonly #nodes: Map<string, GraphNodeSpec>;
@@ -126,10 +129,19 @@ class LiveGraph {
   #node = (id: string) => this.rec.nodes.find((n) => n.id === id)!;
   #states = () => new Map<string, NodeState>(this.rec.nodes.map((n) => [n.id, n.state]));
 
-  /** Serialized saves, each of the record as it is when its turn comes. */
+  /**
+   * Serialized saves, each of the record as it is when its turn comes; a save asked while one
+   * is still waiting for its turn joins it (that one will write the newer state anyway).
+   */
   save(): Promise<void> {
-    this.#saving = this.#saving.then(() => this.p.store.save(this.rec));
-    return this.#saving;
+    if (this.#queued) return this.#queued;
+    const next = this.#saving.then(() => {
+      this.#queued = null;
+      return this.p.store.save(this.rec);
+    });
+    this.#queued = next;
+    this.#saving = next.catch(() => {});
+    return next;
   }
 
   #emit(e: GraphEvent): void {
@@ -173,8 +185,11 @@ class LiveGraph {
             starts.push([n, a]);
           }
         }
-        // Write-ahead: skips and `starting` attempts are on disk before any spawn is asked.
-        if (steps.length > 0) await this.save();
+        // Write-ahead: ended attempts, skips and `starting` attempts are on disk before any spawn is asked.
+        if (steps.length > 0 || this.#dirty) {
+          this.#dirty = false;
+          await this.save();
+        }
         for (const s of steps) this.#emit({ type: 'graph.node', graphId: this.rec.id, node: s.node, state: this.#node(s.node).state, attempt: this.#node(s.node).attempts.length, runId: null });
         for (const [n, a] of starts) void (n.kind === 'tally' ? this.#tally(n, a) : this.#attempt(n, a));
         if (steps.length > 0 && starts.length === 0) continue; // skips may free or end more at once
@@ -232,7 +247,9 @@ class LiveGraph {
     const again = !this.cancelled && (retry.on as string[]).includes(result) && n.attempts.length < retry.max + 1;
     n.state = again ? 'pending' : result;
     if (result === 'succeeded') n.committedRunId = a.runId;
-    await this.save().catch(() => {});
+    // The scheduler saves the end in its next write (ahead of whatever it does next: one fsync
+    // per transition); a crash before that finds the attempt running and ends it (recover).
+    this.#dirty = true;
     this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: n.state, attempt: a.n, runId: a.runId });
     this.#wake();
   }
