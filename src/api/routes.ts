@@ -54,9 +54,9 @@ const Run = z.object({ run: RunView });
 const Slice = z.looseObject({ ref: z.string(), verb: z.string(), returned: z.number(), more: z.number() });
 const Lease = z.looseObject({ id: z.string(), state: z.string(), caps: z.array(z.enum(CAPABILITIES)) });
 
-const GraphBody = z.object({ spec: z.string().min(1).max(2 * 1024 * 1024), source: z.string().min(1).max(200).optional() });
+const GraphBody = z.object({ spec: z.string().min(1).max(2 * 1024 * 1024), source: z.string().min(1).max(200).optional(), by: z.string().min(1).max(128).optional() });
 const GraphView = z.looseObject({ id: z.string(), state: z.enum(GRAPH_STATES), order: z.array(z.string()), envelope: z.string().nullable(), manifestRef: z.string().nullable() });
-const sourceOf = (i: { source?: string | undefined }) => (i.source !== undefined ? { source: i.source } : {});
+const sourceOf = (i: { source?: string | undefined; by?: string | undefined }) => ({ ...(i.source !== undefined ? { source: i.source } : {}), ...(i.by !== undefined ? { by: i.by } : {}) });
 
 function graphsOf(brig: Brig): GraphSurface {
   if (!brig.graphs) throw new BrigError('daemon_unavailable', 'this API serves no graphs', { hint: 'Run graphs through a daemon (`brig serve`) or in this process (`brig graph run`).' });
@@ -379,5 +379,14 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
     body: z.object({ confirm: z.boolean() }),
     ok: { 200: z.object({ graph: GraphView }) },
     handle: async ({ brig, params, input }) => reply({ graph: value(await graphsOf(brig).cancel(params.graph!, { confirm: input.confirm })) }),
+  }),
+  graphDecide: route<'graphDecide'>()({
+    summary: "An operator's decision on a waiting gate (approve or reject, with a note kept only as its hash)",
+    body: z.object({ node: z.string().min(1).max(200), decision: z.enum(['approve', 'reject']), note: z.string().max(4096).optional(), by: z.string().min(1).max(128).optional() }),
+    ok: { 200: z.object({ graph: GraphView }) },
+    async handle({ brig, params, input }) {
+      const d = { decision: input.decision, by: input.by ?? 'operator', ...(input.note !== undefined ? { note: input.note } : {}) };
+      return reply({ graph: value(await graphsOf(brig).decide(params.graph!, input.node, d)) });
+    },
   }),
 };

@@ -6,7 +6,7 @@ export { SECTIONS, groupMembers, type Entry, type Section } from './command.js';
 export const GROUPS: Record<string, { summary: string; section: Section }> = {
   agents: { summary: 'The agent specs `brig spawn --agent` runs: list them, show one and the tools it would get.', section: 'runs' },
   ref: { summary: "Drill into a run's ResultRefs: list, read, grep, jq, sql, jsonpath.", section: 'results' },
-  graph: { summary: 'Execution graphs: define, run, status, wait, cancel (each node attempt an ordinary jailed run).', section: 'runs' },
+  graph: { summary: 'Execution graphs: define, run, status, wait, cancel, approve, reject (each node attempt an ordinary jailed run).', section: 'runs' },
   lease: { summary: 'Inspect and revoke leases: what each run may do.', section: 'host' },
   audit: { summary: 'Verify and query the hash-chained ledger.', section: 'host' },
   policy: { summary: 'Validate lease policy files and explain their profiles.', section: 'host' },
@@ -52,6 +52,8 @@ export const COMMANDS: Record<string, Entry> = {
     load: async () => (await import('./commands/graph-status.js')).default,
   },
   'graph wait': { section: 'runs', summary: 'Wait for a graph to end; print its envelope (≤ 4 KiB: a line per node, the manifest ref).', load: async () => (await import('./commands/graph-wait.js')).default },
+  'graph approve': { section: 'runs', summary: "Approve a waiting gate of a running graph (an operator decision, ledgered with who, when and the note's hash).", load: async () => (await import('./commands/graph-approve.js')).default },
+  'graph reject': { section: 'runs', summary: "Reject a waiting gate of a running graph (an operator decision, ledgered with who, when and the note's hash).", load: async () => (await import('./commands/graph-reject.js')).default },
   'graph cancel': { section: 'runs', summary: "Cancel a running graph: its running nodes are killed (by operator), the rest end skipped.", load: async () => (await import('./commands/graph-cancel.js')).default },
   'agents list': {
     section: 'runs',

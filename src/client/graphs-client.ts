@@ -3,7 +3,7 @@
  * spawns every node), so a face talking to a daemon loads nothing of the core. A wait is
  * asked in slices of at most 30 s (no exchange idles longer); refusals arrive as Results.
  */
-import { ok, type GraphSurface } from '../protocol/index.js';
+import { ok, type GateDecision, type GraphSurface } from '../protocol/index.js';
 import type { ApiClient } from './api-client.js';
 
 const SLICE_MS = 30_000;
@@ -15,7 +15,11 @@ export class ApiGraphs implements GraphSurface {
     const r = await this.api.route('graphDefine', { input: { spec: text, ...o } });
     return r.ok ? ok(r.value.definition) : r;
   }
-  async run(text: string, o: { source?: string } = {}): ReturnType<GraphSurface['run']> {
+  async decide(graphId: string, node: string, d: GateDecision): ReturnType<GraphSurface['decide']> {
+    const r = await this.api.route('graphDecide', { params: { graph: graphId }, input: { node, ...d } });
+    return r.ok ? ok(r.value.graph) : r;
+  }
+  async run(text: string, o: { source?: string; by?: string } = {}): ReturnType<GraphSurface['run']> {
     const r = await this.api.route('graphRun', { input: { spec: text, ...o } });
     return r.ok ? ok(r.value.graph) : r;
   }

@@ -79,7 +79,7 @@ export function leaves(nodes: readonly Pick<GraphNodeSpec, 'id' | 'depends_on'>[
 }
 
 /** A tally takes no spawn: this stands in its place (no run is ever made of it). */
-const NO_SPAWN = { task: '(tally: no run)' } as const;
+const NO_SPAWN = { task: '(no run)' } as const;
 const isRunKind = (k: string): k is GraphNodeSpec['kind'] & (typeof GRAPH_RUN_KINDS)[number] => (GRAPH_RUN_KINDS as readonly string[]).includes(k);
 
 /**
@@ -99,9 +99,16 @@ export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { no
     };
     const base = { depends_on: n.depends_on, when: n.when, inputs: n.inputs, retry: n.retry };
     if (isRunKind(n.kind)) {
-      if (n.tally || n.vote) problems.push({ at: i, text: `a ${n.kind} node takes no tally or vote` });
+      if (n.tally || n.vote || n.gate) problems.push({ at: i, text: `a ${n.kind} node takes no tally, vote or gate` });
       if (!n.spawn) return problems.push({ at: i, text: `a ${n.kind} node needs spawn` });
       return push({ id: n.id, kind: n.kind, ...base, spawn: n.spawn });
+    }
+    if (n.kind === 'gate') {
+      if (!n.gate) return problems.push({ at: i, text: 'a gate node needs gate: {prompt, timeout_ms, prevent_self?}' });
+      if (n.spawn || n.vote || n.tally) problems.push({ at: i, text: 'a gate runs nothing: it takes no spawn, tally or vote' });
+      if (n.inputs.length > 0) problems.push({ at: i, text: 'a gate takes no inputs' });
+      if (n.retry.max > 0) problems.push({ at: i, text: 'a gate takes no retry: an operator decides it once' });
+      return push({ id: n.id, kind: 'gate', ...base, spawn: NO_SPAWN, gate: n.gate });
     }
     if (n.kind === 'tally') {
       if (!n.tally) return problems.push({ at: i, text: 'a tally node needs tally: {field, choices, rule?, min_valid?, tie?, ballot?}' });
@@ -112,7 +119,7 @@ export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { no
     }
     // vote
     if (!n.vote || !n.spawn) return problems.push({ at: i, text: 'a vote node needs vote: {voters, choices, field, …} and spawn (each voter\'s template)' });
-    if (n.tally) problems.push({ at: i, text: 'a vote node takes no tally (its tally is made from vote)' });
+    if (n.tally || n.gate) problems.push({ at: i, text: 'a vote node takes no tally or gate (its tally is made from vote)' });
     const { voters, voter_kind, ...tally } = n.vote;
     if (new Set(voters).size !== voters.length) problems.push({ at: i, text: 'two voters have one name' });
     const ids: string[] = [];
@@ -185,6 +192,7 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
     const as = new Set<string>();
     for (const inp of n.inputs) {
       if (!deps.has(inp.from)) add(i, `input ${inp.as} is from ${inp.from}, which is not in its depends_on`, 'Add it to depends_on: a node sees only the outputs of nodes it waits for.');
+      if (kindOf.get(inp.from) === 'gate') add(i, `input ${inp.as} is from ${inp.from}, a gate: it commits no out/`, 'Depend on it with when.');
       if (kindOf.get(inp.from) === 'tally') add(i, `input ${inp.as} is from ${inp.from}, a tally: it commits no out/`, 'Its count is in the envelope and the manifest; depend on it with when.');
       if (as.has(inp.as)) add(i, `two inputs are named ${inp.as}`);
       as.add(inp.as);
@@ -193,6 +201,7 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
       for (const p of tallyProblems(n.tally!, deps.size)) add(i, p);
       return;
     }
+    if (n.kind === 'gate') return;
     const s = n.spawn;
     if (n.kind === 'command' && (!s.argv || s.script !== undefined)) add(i, 'a command node needs spawn.argv and no spawn.script');
     if (n.kind === 'script' && (!s.script || s.argv !== undefined)) add(i, 'a script node needs spawn.script and no spawn.argv');
@@ -227,7 +236,7 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
   for (const id of order) {
     const n = byId.get(id)!;
     level.set(id, Math.max(0, ...n.depends_on.map((d) => level.get(d)! + 1)));
-    finish.set(id, Math.max(0, ...n.depends_on.map((d) => finish.get(d)!)) + (n.kind === 'tally' ? 0 : timeoutOf(n, dflt) * (n.retry.max + 1)));
+    finish.set(id, Math.max(0, ...n.depends_on.map((d) => finish.get(d)!)) + (n.kind === 'tally' ? 0 : n.kind === 'gate' ? n.gate!.timeout_ms : timeoutOf(n, dflt) * (n.retry.max + 1)));
   }
   const criticalPathMs = Math.max(...finish.values());
   if (spec.budget.wall_ms !== undefined && criticalPathMs > spec.budget.wall_ms) {

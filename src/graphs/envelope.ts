@@ -66,7 +66,13 @@ export function graphEnvelope(rec: GraphRecord, f: EnvelopeFacts): string {
     const n = rec.nodes.find((x) => x.id === id)!;
     const a = n.attempts.at(-1);
     const t = a ? spanOf(a.startedAt, a.endedAt) : null;
-    const what = n.state === 'skipped' ? `(${n.skipReason ?? 'skipped'})` : n.tally ? tallyLine(n.tally) : (f.refs.get(id) ?? a?.runId ?? a?.errorCode ?? '');
+    const what = n.state === 'skipped'
+      ? `(${n.skipReason ?? 'skipped'})`
+      : n.tally
+        ? tallyLine(n.tally)
+        : n.gate
+          ? n.gate.decision ? `${n.gate.decision} by ${n.gate.by}` : `waiting until ${n.gate.deadline}`
+          : (f.refs.get(id) ?? a?.runId ?? a?.errorCode ?? '');
     return [id.padEnd(width), n.kind.padEnd(7), n.state.padEnd(9), `a${n.attempts.length}`, t !== null ? duration(t).padStart(7) : '      -', a?.tokens ? `${a.tokens} tok` : '', what].filter((x) => x !== '').join('  ');
   };
   const foot = `Full results: manifest ${rec.manifestRef ?? '(not written)'} (${f.rows} rows, one per node attempt; drill in with \`brig ref jq\` / \`brig ref sql\`)`;

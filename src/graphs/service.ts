@@ -13,11 +13,12 @@
  * Crash safety today (`on_restart: fail`): at start a graph left `running` ends `failed`
  * (`supervisor_restart`) exactly once, its attempts' runs are killed; nothing resumes yet.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   GRAPH_BOUNDS,
   type GraphAttempt,
   type GraphDefinition,
+  type GateDecision,
   type GraphEvent,
   type GraphNodeRecord,
   type GraphNodeSpec,
@@ -55,6 +56,8 @@ export interface GraphPorts {
 
 export interface RunGraphOptions {
   source?: string;
+  /** Who submits it (a gate's prevent_self compares the approver with it). */
+  by?: string;
 }
 
 export interface GraphWaitOptions {
@@ -83,7 +86,7 @@ export function newGraphId(): string {
 /** The spawn request of one node (its task's `{{inputs.<name>}}` filled). */
 export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: string): SpawnRequestInput {
   const s = n.spawn;
-  if (n.kind === 'tally') throw new BrigError('internal', `node ${n.id} is a tally: it makes no run`);
+  if (n.kind === 'tally' || n.kind === 'gate') throw new BrigError('internal', `node ${n.id} is a ${n.kind}: it makes no run`);
   return {
     task: taskOf(def.spec, n),
     kind: n.kind,
@@ -182,6 +185,9 @@ class LiveGraph {
             };
             n.state = 'running';
             n.attempts.push(a);
+            const g = this.#nodes.get(n.id)!.gate;
+            // A gate's deadline is on disk with its start: a restart keeps it, never extends it.
+            if (g) n.gate = { deadline: new Date(Date.parse(a.startedAt) + g.timeout_ms).toISOString(), decision: null, by: null, at: null, noteHash: null };
             starts.push([n, a]);
           }
         }
@@ -191,7 +197,7 @@ class LiveGraph {
           await this.save();
         }
         for (const s of steps) this.#emit({ type: 'graph.node', graphId: this.rec.id, node: s.node, state: this.#node(s.node).state, attempt: this.#node(s.node).attempts.length, runId: null });
-        for (const [n, a] of starts) void (n.kind === 'tally' ? this.#tally(n, a) : this.#attempt(n, a));
+        for (const [n, a] of starts) void (n.kind === 'tally' ? this.#tally(n, a) : n.kind === 'gate' ? this.#armGate(n, a) : this.#attempt(n, a));
         if (steps.length > 0 && starts.length === 0) continue; // skips may free or end more at once
         await woke;
       }
@@ -254,6 +260,46 @@ class LiveGraph {
     this.#wake();
   }
 
+  readonly #timers = new Set<NodeJS.Timeout>();
+
+  /** A gate waits for an operator; its timer rejects it at the deadline. */
+  async #armGate(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
+    a.state = 'running';
+    this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: 'running', attempt: a.n, runId: null });
+    const left = Math.max(0, Date.parse(n.gate!.deadline) - Date.now());
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      void this.decideGate(n.id, 'rejected', 'timeout', null).catch(() => {});
+    }, Math.min(left, 2 ** 31 - 1));
+    // Not unref'd: a graph waiting on a gate keeps its process (an in-process `brig graph run`) alive until it ends.
+    this.#timers.add(timer);
+  }
+
+  /** The one decision of a waiting gate: approved (succeeded) or rejected (failed); ledgered. */
+  async decideGate(node: string, decision: 'approved' | 'rejected', by: string, noteHash: string | null): Promise<Result<GraphRecord, BrigError>> {
+    const n = this.rec.nodes.find((x) => x.id === node);
+    if (!n || n.kind !== 'gate') return err(new BrigError('invalid_input', `graph ${this.rec.id} has no gate ${node.slice(0, 60)}`, { hint: `Its gates: ${this.rec.nodes.filter((x) => x.kind === 'gate').map((x) => x.id).join(', ') || 'none'}` }));
+    if (n.state !== 'running' || !n.gate || n.gate.decision !== null) {
+      return err(new BrigError('not_running', `gate ${node} is not waiting (${n.state}${n.gate?.decision ? `, ${n.gate.decision} by ${n.gate.by}` : ''})`, { data: { status: n.state } }));
+    }
+    const spec = this.#nodes.get(node)!.gate!;
+    if (decision === 'approved' && spec.prevent_self && this.rec.submittedBy && by === this.rec.submittedBy) {
+      return err(new BrigError('capability_denied', `gate ${node} may not be approved by the graph's submitter (${by})`, { data: { what: 'prevent_self' }, hint: 'Another operator approves it.' }));
+    }
+    const a = n.attempts.at(-1)!;
+    n.gate = { ...n.gate, decision, by, at: this.#now(), noteHash };
+    a.state = 'ended';
+    a.result = decision === 'approved' ? 'succeeded' : 'failed';
+    a.endReason = by === 'timeout' ? 'gate_timeout' : decision;
+    a.endedAt = n.gate.at;
+    n.state = a.result;
+    await this.save();
+    this.#emit({ type: 'graph.gate_decided', graphId: this.rec.id, node, decision, by, noteHash });
+    this.#emit({ type: 'graph.node', graphId: this.rec.id, node, state: n.state, attempt: a.n, runId: null });
+    this.#wake();
+    return ok(structuredClone(this.rec));
+  }
+
   /** A tally: no run; its voters' ballots counted (a voter that did not succeed is absent). */
   async #tally(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
     const spec = this.#nodes.get(n.id)!;
@@ -287,6 +333,7 @@ class LiveGraph {
   }
 
   async #finish(state: GraphRecord['state'], endReason: string): Promise<void> {
+    for (const t of this.#timers) clearTimeout(t);
     if (this.rec.endedAt) return this.#resolveDone();
     const rows = manifestRows(this.rec);
     const refs = new Map<string, string | null>();
@@ -308,8 +355,19 @@ class LiveGraph {
 
   cancel(): void {
     this.cancelled = true;
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
     for (const n of this.rec.nodes) {
       const a = n.attempts.at(-1);
+      if (n.kind === 'gate' && n.state === 'running' && a) {
+        a.state = 'ended';
+        a.result = 'cancelled';
+        a.endReason = 'cancelled';
+        a.endedAt = this.#now();
+        n.state = 'cancelled';
+        this.#dirty = true;
+        continue;
+      }
       if (n.state === 'running' && a?.runId) void this.p.supervisor.kill(a.runId, { confirm: true, by: 'operator' });
     }
     this.#wake();
@@ -349,6 +407,7 @@ export class GraphService {
       createdAt: now,
       endedAt: null,
       callerRunId: null,
+      submittedBy: o.by ?? null,
       parallel,
       order: def.order,
       nodes: def.order.map((id) => ({ id, kind: def.nodes.find((n) => n.id === id)!.kind, state: 'pending', skipReason: null, attempts: [], committedRunId: null })),
@@ -396,6 +455,21 @@ export class GraphService {
     const r = s.value;
     if (r.state === 'running') return err(new BrigError('not_running', `graph ${graphId} is still running`, { data: { status: 'running' } }));
     return ok({ graphId, state: r.state, endReason: r.endReason, envelope: r.envelope ?? '', manifestRef: r.manifestRef });
+  }
+
+  /** An operator's decision on a waiting gate. The broker has no such method: no child can reach it. */
+  async decide(graphId: string, node: string, d: GateDecision): Promise<Result<GraphRecord, BrigError>> {
+    if (d.decision !== 'approve' && d.decision !== 'reject') return err(new BrigError('invalid_input', 'a decision is approve or reject'));
+    if (!d.by || d.by.length > 128) return err(new BrigError('invalid_input', 'a decision names who decides (by, ≤ 128 characters)'));
+    if (d.note !== undefined && d.note.length > 4096) return err(new BrigError('invalid_input', 'a note is at most 4096 characters'));
+    const live = this.#live.get(graphId);
+    if (!live) {
+      const s = await this.status(graphId);
+      if (!s.ok) return s;
+      return err(new BrigError('not_running', `graph ${graphId} is not running here (${s.value.state})`, { data: { status: s.value.state } }));
+    }
+    const noteHash = d.note ? createHash('sha256').update(d.note).digest('hex') : null;
+    return live.decideGate(node, d.decision === 'approve' ? 'approved' : 'rejected', d.by, noteHash);
   }
 
   async cancel(graphId: string, o: { confirm: boolean }): Promise<Result<GraphRecord, BrigError>> {
@@ -447,6 +521,7 @@ export class GraphService {
           a.endedAt = (this.p.now ?? (() => new Date()))().toISOString();
         }
         if (n.state === 'running') n.state = 'failed';
+        if (n.gate && n.gate.decision === null && n.state === 'failed') n.gate = { ...n.gate, decision: 'rejected', by: 'supervisor_restart', at: rec.endedAt ?? (this.p.now ?? (() => new Date()))().toISOString() };
         if (n.state === 'pending') {
           n.state = 'skipped';
           n.skipReason = 'supervisor_restart';

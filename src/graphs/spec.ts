@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { describeIssue, parseYaml, type Problem } from '../config/yaml-issues.js';
 import {
   CAPABILITIES,
+  GATE_MAX_MS,
   GRAPH_BOUNDS,
   GRAPH_INPUT_NAME,
   GRAPH_NODE_ID,
@@ -66,6 +67,13 @@ const VoteSchema = z.strictObject({
   voter_kind: z.enum(GRAPH_RUN_KINDS).default('agent'),
 });
 
+const GateSchema = z.strictObject({
+  prompt: z.string().min(1).max(2048),
+  timeout_ms: positive.max(GATE_MAX_MS),
+  on_timeout: z.literal('reject').default('reject'),
+  prevent_self: z.boolean().default(false),
+});
+
 const NodeSchema = z.strictObject({
   id,
   kind: z.enum(GRAPH_NODE_KINDS),
@@ -74,6 +82,7 @@ const NodeSchema = z.strictObject({
   spawn: SpawnSchema.optional(),
   tally: TallySchema.optional(),
   vote: VoteSchema.optional(),
+  gate: GateSchema.optional(),
   inputs: z
     .array(z.strictObject({ from: id, as: z.string().regex(GRAPH_INPUT_NAME, 'an input name is lowercase letters, digits, _ and -, starting with a letter') }))
     .max(GRAPH_BOUNDS.inputs)

@@ -50,6 +50,7 @@ export const API_ROUTES = {
   getGraph: { method: 'GET', path: '/v1/graphs/{graph}' },
   graphWait: { method: 'POST', path: '/v1/graphs/{graph}/wait' },
   graphCancel: { method: 'POST', path: '/v1/graphs/{graph}/cancel' },
+  graphDecide: { method: 'POST', path: '/v1/graphs/{graph}/decide' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
 
 export type RouteName = keyof typeof API_ROUTES;
@@ -91,11 +92,12 @@ export interface RouteInputs {
   refSql: { query: string; maxRows?: number };
   refJsonpath: { expr: string; maxRows?: number };
   graphDefine: { spec: string; source?: string };
-  graphRun: { spec: string; source?: string };
+  graphRun: { spec: string; source?: string; by?: string };
   listGraphs: undefined;
   getGraph: undefined;
   graphWait: { timeoutMs?: number };
   graphCancel: { confirm: boolean };
+  graphDecide: { node: string; decision: 'approve' | 'reject'; note?: string; by?: string };
 }
 
 /** What each route answers on success (JSON routes; events and metrics stream text). */
@@ -136,6 +138,7 @@ export interface RouteReplies {
   getGraph: { graph: GraphRecord };
   graphWait: { graph: GraphRecord };
   graphCancel: { graph: GraphRecord };
+  graphDecide: { graph: GraphRecord };
 }
 
 export type RouteReply<N extends RouteName> = RouteReplies[N];

@@ -40,12 +40,36 @@ export function isGraphId(id: string): boolean {
 /** Kinds whose attempt is a run. */
 export const GRAPH_RUN_KINDS = ['agent', 'script', 'command'] as const satisfies readonly RunKind[];
 /** The kinds a node may have today: run kinds, `tally` (no jail: a pure count over ballots) and the `vote` macro (voters + a tally). */
-export const GRAPH_NODE_KINDS = [...GRAPH_RUN_KINDS, 'tally', 'vote'] as const;
+export const GRAPH_NODE_KINDS = [...GRAPH_RUN_KINDS, 'tally', 'gate', 'vote'] as const;
 /** A node's kind once macros are expanded. */
-export type GraphNodeKind = (typeof GRAPH_RUN_KINDS)[number] | 'tally';
+export type GraphNodeKind = (typeof GRAPH_RUN_KINDS)[number] | 'tally' | 'gate';
 export type GraphSpecKind = (typeof GRAPH_NODE_KINDS)[number];
 /** Kinds the issue names that this version refuses with a clear error (never ignored). */
-export const GRAPH_PLANNED_KINDS = ['map', 'gate', 'map_reduce', 'refine', 'collaborate', 'debate'] as const;
+export const GRAPH_PLANNED_KINDS = ['map', 'map_reduce', 'refine', 'collaborate', 'debate'] as const;
+
+/** Gates wait at most this long (30 days). */
+export const GATE_MAX_MS = 30 * 24 * 3600_000;
+
+/** An approval gate: only an operator decides it (CLI, HTTP) — never a child, never the broker. */
+export interface GateSpec {
+  /** Shown to the person deciding (≤ 2 KiB). */
+  prompt: string;
+  timeout_ms: number;
+  /** Past the timeout the gate is rejected. */
+  on_timeout: 'reject';
+  /** The graph's submitter may not approve it. */
+  prevent_self: boolean;
+}
+
+/** A gate's state on the record: its deadline (kept across saves) and the one decision. */
+export interface GateState {
+  deadline: string;
+  decision: 'approved' | 'rejected' | null;
+  by: string | null;
+  at: string | null;
+  /** sha256 of the note (the note itself is not kept in the record or the ledger). */
+  noteHash: string | null;
+}
 
 /** How a tally decides over the valid ballots. */
 export type TallyRule = 'plurality' | 'majority' | 'unanimous' | { quorum: number };
@@ -130,6 +154,7 @@ export interface GraphNodeInput {
   inputs: { from: string; as: string }[];
   retry: { max: number; on: RetryOn[]; idempotent: boolean };
   tally?: TallySpec;
+  gate?: GateSpec;
   /** `vote`: the voters (names, each one node `<id>.<name>`), their kind, and the tally `<id>`. */
   vote?: Omit<TallySpec, never> & { voters: string[]; voter_kind: (typeof GRAPH_RUN_KINDS)[number] };
 }
@@ -144,6 +169,7 @@ export interface GraphNodeSpec {
   when: WhenPredicate;
   spawn: GraphSpawn;
   tally?: TallySpec;
+  gate?: GateSpec;
   /** Upstream committed out/ directories, mounted read-only at /artifacts/<as>. */
   inputs: { from: string; as: string }[];
   retry: { max: number; on: RetryOn[]; idempotent: boolean };
@@ -204,6 +230,8 @@ export interface GraphNodeRecord {
   committedRunId: string | null;
   /** Kind `tally`: what it counted. */
   tally?: TallyOutcome;
+  /** Kind `gate`: its deadline and decision. */
+  gate?: GateState;
 }
 
 /** The graph record ($BRIG_HOME/graphs/<id>/graph.json), written ahead of every action. */
@@ -218,6 +246,8 @@ export interface GraphRecord {
   endedAt: string | null;
   /** The caller: a run id, or null for the operator. */
   callerRunId: string | null;
+  /** Who submitted it (the operator's name as the face said it), for a gate's prevent_self. */
+  submittedBy?: string | null;
   /** min(max_parallel, the caller's children cap), decided at start. */
   parallel: number;
   order: string[];
@@ -266,14 +296,25 @@ export interface GraphManifestRow {
 export type GraphEvent =
   | { type: 'graph.started'; graphId: string; nodes: number; parallel: number }
   | { type: 'graph.node'; graphId: string; node: string; state: NodeState; attempt: number; runId: string | null }
-  | { type: 'graph.ended'; graphId: string; state: GraphState; endReason: string | null };
+  | { type: 'graph.ended'; graphId: string; state: GraphState; endReason: string | null }
+  | { type: 'graph.gate_decided'; graphId: string; node: string; decision: 'approved' | 'rejected'; by: string; noteHash: string | null };
+
+/** An operator's decision on a gate. */
+export interface GateDecision {
+  decision: 'approve' | 'reject';
+  /** Who decides (the face says: the operator's user name). */
+  by: string;
+  note?: string;
+}
 
 /** The graphs of one supervisor, as the library and the faces see them. */
 export interface GraphSurface {
   /** Define time alone: the order and the nodes, or every refusal with its line. Starts nothing. */
   define(text: string, o?: { source?: string }): Promise<Result<GraphDefinition, BrigError>>;
   /** Checks and starts a graph; answers at once with its id, order and nodes. */
-  run(text: string, o?: { source?: string }): Promise<Result<GraphStarted, BrigError>>;
+  run(text: string, o?: { source?: string; by?: string }): Promise<Result<GraphStarted, BrigError>>;
+  /** An operator's decision on a waiting gate (never reachable from a child). */
+  decide(graphId: string, node: string, d: GateDecision): Promise<Result<GraphRecord, BrigError>>;
   status(graphId: string): Promise<Result<GraphRecord, BrigError>>;
   /** Until the graph ends or the timeout: its record (ended: with the envelope and the manifest ref). */
   wait(graphId: string, o?: { timeoutMs?: number; signal?: AbortSignal }): Promise<Result<GraphRecord, BrigError>>;

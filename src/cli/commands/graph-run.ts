@@ -1,7 +1,7 @@
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { openBrig } from '../connect.js';
 import { BrigError } from '../../util/errors.js';
-import { graphLines, readSpec } from './graph-shared.js';
+import { graphLines, operatorName, readSpec } from './graph-shared.js';
 
 const command: Command = {
   name: 'graph run',
@@ -15,7 +15,7 @@ const command: Command = {
     const brig = await openBrig(io, { needsJail: true });
     try {
       if (!brig.graphs) throw new BrigError('daemon_unavailable', 'this brig serves no graphs', { hint: 'Restart the daemon (`brig serve`) with this version.' });
-      const started = await brig.graphs.run(text, { source });
+      const started = await brig.graphs.run(text, { source, by: operatorName() });
       if (!started.ok) throw started.error;
       const s = started.value;
       const json = p.bools.has('json');

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import { BrigError } from '../../util/errors.js';
 import type { Brig, GraphRecord, GraphSurface } from '../../index.js';
 import type { CliIO } from '../command.js';
@@ -55,6 +56,7 @@ function readOnlyGraphs(store: InstanceType<typeof import('../../index.js').Grap
       }
     },
     cancel: async () => ({ ok: false, error: elsewhere() }),
+    decide: async () => ({ ok: false, error: elsewhere() }),
     async list() {
       const out: GraphRecord[] = [];
       for (const id of await store.ids()) {
@@ -75,4 +77,13 @@ export function graphLines(rec: GraphRecord): string {
     return [n.id.padEnd(w), n.kind.padEnd(7), n.state.padEnd(9), `a${n.attempts.length}`, a?.runId ?? (n.skipReason ? `(${n.skipReason})` : a?.errorCode ?? '')].join('  ').trimEnd();
   });
   return [head, ...lines].join('\n') + '\n';
+}
+
+/** The operator deciding or submitting, as this machine names them. */
+export function operatorName(): string {
+  try {
+    return os.userInfo().username || 'operator';
+  } catch {
+    return 'operator';
+  }
 }

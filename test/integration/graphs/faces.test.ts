@@ -134,3 +134,45 @@ test('a daemon SIGKILLed while a graph runs: the next daemon ends it failed (sup
   const again = JSON.parse((await h.run(['graph', 'status', gid, '--json'])).stdout) as { graph: GraphRecord };
   assert.equal(again.graph.endedAt, rec.endedAt);
 });
+
+test('a gate through the daemon: only an operator decides it (brig graph approve, ledgered with the note\'s hash, never the note); another times out and is rejected', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const serve = await h.serve();
+  const gated = (timeoutMs: number) => {
+    const f = path.join(h.home, `gated-${timeoutMs}.json`);
+    fs.writeFileSync(f, JSON.stringify({ graph: 'brig/v1', nodes: [
+      { id: 'plan', kind: 'command', spawn: { task: 'plan', argv: ['true'] } },
+      { id: 'go', kind: 'gate', depends_on: ['plan'], gate: { prompt: 'Ship it?', timeout_ms: timeoutMs } },
+      { id: 'ship', kind: 'command', depends_on: ['go'], spawn: { task: 'ship', argv: ['true'] } },
+    ] }));
+    return f;
+  };
+  const a = await h.run(['graph', 'run', gated(120_000), '--json']);
+  assert.equal(a.code, 0, a.stderr);
+  const gid = (JSON.parse(a.stdout) as { graph: { graphId: string } }).graph.graphId;
+  await until(async () => (JSON.parse((await h.run(['graph', 'status', gid, '--json'])).stdout) as { graph: GraphRecord }).graph.nodes[1]!.state === 'running', 'the gate waits');
+  const note = 'looked at the plan: fine';
+  const ap = await h.run(['graph', 'approve', gid, 'go', '--note', note]);
+  assert.equal(ap.code, 0, ap.stderr);
+  const again = await h.run(['graph', 'reject', gid, 'go']);
+  assert.equal(again.code, 5, `a second decision is a conflict: ${again.stderr}`);
+  const w = await h.run(['graph', 'wait', gid, '--json']);
+  assert.equal(w.code, 0, w.stderr);
+  const rec = (JSON.parse(w.stdout) as { graph: GraphRecord }).graph;
+  assert.equal(rec.state, 'completed');
+  assert.equal(rec.nodes[1]!.gate!.decision, 'approved');
+  const ledger = fs.readdirSync(path.join(h.home, 'ledger')).map((f) => fs.readFileSync(path.join(h.home, 'ledger', f), 'utf8')).join('');
+  const decided = ledger.split('\n').filter((l) => l.includes('"graph.gate_decided"'));
+  assert.equal(decided.length, 1, ledger.slice(-2000));
+  assert.match(decided[0]!, /"decision":"approved"/);
+  assert.match(decided[0]!, /"noteHash":"[0-9a-f]{64}"/);
+  assert.ok(!ledger.includes(note), 'the note itself is nowhere in the ledger');
+
+  const b = await h.run(['graph', 'run', gated(1500), '--wait', '--json']);
+  assert.equal(b.code, 1, b.stderr);
+  const timed = (JSON.parse(b.stdout) as { graph: GraphRecord }).graph;
+  assert.deepEqual(timed.nodes.map((n) => [n.id, n.state]), [['plan', 'succeeded'], ['go', 'failed'], ['ship', 'skipped']]);
+  assert.deepEqual([timed.nodes[1]!.gate!.decision, timed.nodes[1]!.gate!.by], ['rejected', 'timeout']);
+  await serve.signal('SIGTERM');
+});

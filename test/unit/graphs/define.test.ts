@@ -81,9 +81,9 @@ test('define refuses over 200 nodes, and depth over maxSpawnDepth (depth_exceede
 });
 
 test('a kind from the spec that this version does not run is refused with a hint naming it (never ignored)', () => {
-  const d = defineGraphText(doc('  - id: v\n    kind: gate\n    spawn: { task: t }\n'));
+  const d = defineGraphText(doc('  - id: v\n    kind: debate\n    spawn: { task: t }\n'));
   assert.ok(!d.ok);
-  assert.match(d.error.hint ?? '', /gate is part of the graph spec but not available/);
+  assert.match(d.error.hint ?? '', /debate is part of the graph spec but not available/);
 });
 
 // ── properties over random DAGs ──
