@@ -114,7 +114,10 @@ test('a daemon SIGKILLed while a graph runs: the next daemon ends it failed (sup
   await until(async () => {
     const s = JSON.parse((await h.run(['graph', 'status', gid, '--json'])).stdout) as { graph: GraphRecord };
     runId = s.graph.nodes[0]!.attempts[0]?.runId ?? '';
-    return runId !== '' && s.graph.nodes[0]!.attempts[0]!.state === 'running';
+    if (!runId) return false;
+    // Its container started (a run still starting has none: the restart would ghost-sweep it instead).
+    const list = JSON.parse((await h.run(['list', '--json'])).stdout) as { runs: { id: string; status: string }[] };
+    return list.runs.some((x) => x.id === runId && x.status === 'running');
   }, 'the sleepy node runs');
   await first.signal('SIGKILL');
   const second = await h.serve();

@@ -6,6 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { freshHome, leftovers, supervisorAt } from '../runs/fixture.js';
 
@@ -53,6 +55,38 @@ test('a vote on real jails: a malformed ballot is counted invalid and the majori
     // Every voter an ordinary run, ended once.
     for (const n of rec.nodes.filter((x) => x.kind === 'command')) assert.equal((await c.supervisor.get(n.attempts[0]!.runId!))?.endReason, 'completed');
     assert.deepEqual(await leftovers(home), []);
+  } finally {
+    await c.close();
+  }
+});
+
+test('the example examples/graphs/vote-gate.yaml runs as documented: fan-out, a vote over ballots, a gate an operator approves, the release note', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const c = await supervisorAt(home);
+  try {
+    const file = path.resolve(import.meta.dirname, '../../../examples/graphs/vote-gate.yaml');
+    const s = await c.graphs.run(fs.readFileSync(file, 'utf8'), { source: 'vote-gate.yaml', by: 'alice' });
+    assert.ok(s.ok, s.ok ? '' : s.error.message);
+    for (let i = 0; ; i++) {
+      const st = await c.graphs.status(s.value.graphId);
+      assert.ok(st.ok);
+      if (st.value.nodes.find((n) => n.id === 'go')!.state === 'running') break;
+      assert.ok(st.value.state === 'running' && i < 1200, `the gate never waited: ${JSON.stringify(st.value.nodes.map((n) => [n.id, n.state]))}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const d = await c.graphs.decide(s.value.graphId, 'go', { decision: 'approve', by: 'bob', note: 'count looks right' });
+    assert.ok(d.ok, d.ok ? '' : d.error.message);
+    const w = await c.graphs.wait(s.value.graphId, { timeoutMs: 180_000 });
+    assert.ok(w.ok);
+    const rec = w.value;
+    assert.equal(rec.state, 'completed', rec.envelope ?? '');
+    const panel = rec.nodes.find((n) => n.id === 'panel')!.tally!;
+    assert.deepEqual([panel.winner, panel.counts], ['SHIP', { SHIP: 2, HOLD: 1 }]);
+    const ship = rec.nodes.find((n) => n.id === 'ship')!.committedRunId!;
+    assert.equal(fs.readFileSync(path.join(home, 'results', ship, ship, 'out', 'release-note.txt'), 'utf8'), 'tests: 412 passed\nopen bugs: 2 minor\n');
+    assert.ok(Buffer.byteLength(rec.envelope!) <= 4096);
+    assert.match(rec.envelope!, /^go\s+gate\s+succeeded\s+a1\s+.*approved by bob$/m);
   } finally {
     await c.close();
   }
