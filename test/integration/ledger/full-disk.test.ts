@@ -30,7 +30,6 @@ function segmentLines(file: string): Line[] {
 
 const event = (i: number) => ({ type: 'run.progress', runId: `r-${String(i).padStart(16, '0')}`, stepsExecuted: i });
 
-// req: events:ledger-no-content
 test('[INV-7] a full disk never throws out of the ledger: lines are held in order, the disk keeps a valid chain, and all of it is written once space returns', async (t) => {
   const disk = await smallFs(t, 16);
   if (!disk) return;
