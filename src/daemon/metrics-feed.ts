@@ -58,7 +58,8 @@ export function meterEvents(m: Metrics): (ev: LedgerEvent) => void {
         if (typeof ev.outputBytes === 'number') m.inc('brig_materialized_bytes_total', {}, ev.outputBytes);
         return;
       case 'run.refused':
-        m.inc('brig_spawn_refusals_total', { code: str(ev.code) });
+        // Repeats are one line per window with their count (ledger/refusal-log.ts).
+        m.inc('brig_spawn_refusals_total', { code: str(ev.code) }, typeof ev.count === 'number' && ev.count > 0 ? ev.count : 1);
         return;
       case 'broker.abuse':
         m.inc('brig_broker_abuse_total');

@@ -102,7 +102,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   const live = table.all().filter((r) => r.status !== 'ended');
   const decision = decideAdmission(live, { depth, parentRunId: parent?.id ?? null, rootRunId: parent?.rootRunId ?? null, callerId, agent: req.agent, requestHash: hash }, settings, table.blockedSet());
   if (decision.kind === 'refuse') {
-    table.ledger.append({ type: 'run.refused', code: decision.error.code, parentRunId: parent?.id ?? null, depth });
+    table.refusals.note({ code: decision.error.code, parentRunId: parent?.id ?? null, depth });
     return err(decision.error);
   }
   if (decision.kind === 'duplicate') return ok({ kind: 'duplicate', runId: decision.runId, async: req.async });

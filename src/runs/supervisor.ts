@@ -165,6 +165,7 @@ class BrigSupervisor implements SupervisorCore {
     for (const l of this.#table.live.values()) await l.broker?.close().catch(() => {});
     this.#table.live.clear();
     this.#table.bus.close();
+    this.#table.refusals.flush();
     // Pending waits return the run as it stands; the run itself goes on (a restart reattaches).
     this.#table.releaseWaiters();
   }
