@@ -179,11 +179,19 @@ function tooLargeError(files: NonNullable<CollectReport['tooLarge']>, cap: numbe
   });
 }
 
+/** The run's error for files brig's home had no room for: the others were kept. */
+function noSpaceError(n: NonNullable<CollectReport['noSpace']>, under: string): BrigError {
+  return new BrigError('storage_full', `${n.files} file(s) of ${under} (${n.bytes} bytes) did not fit in brig's home and were not collected (listed as skipped: no_space); the other outputs were`, {
+    data: { files: n.files, bytes: n.bytes },
+  });
+}
+
 /**
  * Collects /workspace/out, a spooled result value and the stream tails; over a cap is an
  * error on the run, never a truncation: a file over the per-file cap is left out (the others
  * are kept), over the per-run cap refuses out/ whole. The spooled value shares the run's byte
- * budget.
+ * budget. What brig's home has no room for (its reserve, `minFreeBytes`, kept free) is left
+ * out too, `storage_full` on the run, and the rest kept.
  */
 export async function collectOutputs(sup: CollectContext, runId: string, jail: Jail): Promise<Partial<RunRecord>> {
   const r = sup.table.get(runId)!;
@@ -209,7 +217,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     await fs.rm(spool, { recursive: true, force: true });
     await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
     const caps = collectCapsFor(sup.settings, r.resultCapBytes);
-    const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe });
+    const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe, minFreeBytes: sup.settings.minFreeBytes });
     collected = rep;
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;
@@ -220,8 +228,9 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     let resultFile: string | undefined;
     if (r.resultSpooled) {
       const left = Math.max(0, caps.perRunBytes - rep.totalBytes);
-      const got = await jail.collect(spool, { perFileBytes: left, perRunBytes: left, maxEntries: 4 }, RESULT_SPOOL_DIR);
+      const got = await jail.collect(spool, { perFileBytes: left, perRunBytes: left, maxEntries: 4 }, RESULT_SPOOL_DIR, { minFreeBytes: sup.settings.minFreeBytes });
       if (got.tooLarge) throw tooLargeError(got.tooLarge, left, RESULT_SPOOL_DIR);
+      if (got.noSpace) throw noSpaceError(got.noSpace, RESULT_SPOOL_DIR);
       if (!got.files.some((f) => f.path === RESULT_SPOOL_FILE)) {
         throw new BrigError('invalid_input', 'the child spooled a result but left no regular /workspace/.brig/result/value.json');
       }
@@ -239,6 +248,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     // A file over the per-file cap was skipped, never read: the rest is kept and indexed, and
     // the refusal is still the run's error.
     if (rep.tooLarge) patch.error = publicError(tooLargeError(rep.tooLarge, caps.perFileBytes, CHILD_PATHS.out));
+    else if (rep.noSpace) patch.error = publicError(noSpaceError(rep.noSpace, CHILD_PATHS.out));
   } catch (e) {
     patch.error = publicError(e);
     patch.missingOutputs = [...r.expectedOutputs];
