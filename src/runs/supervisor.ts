@@ -19,7 +19,8 @@ import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { childCallHandlers, type ChildCallHandlers } from './child-calls.js';
 import { resumeRun, steerRun } from './control.js';
 import { RunEnder } from './ender.js';
-import { checkSpawn, intake, loadRequest } from './intake.js';
+import { checkSpawn, intake, loadRequest, storageState } from './intake.js';
+import type { StorageState } from './admission.js';
 import { systemClock, type SupervisorDeps } from './ports.js';
 import { ProgressFork, realTimers } from './progress-fork.js';
 import { ensureDirs, reconcile, retentionSweep } from './reconcile.js';
@@ -80,6 +81,8 @@ export interface SupervisorCore extends Supervisor {
   /** The in-memory record now (records are replaced on change, never mutated in place). */
   peek(runId: string): RunRecord | undefined;
   peekAll(): RunRecord[];
+  /** The home's storage as admission sees it: free space, and the writes held for want of it (metrics). */
+  storage(): StorageState;
 }
 
 export function createSupervisor(deps: SupervisorDeps): SupervisorCore {
@@ -206,6 +209,10 @@ class BrigSupervisor implements SupervisorCore {
 
   idle(): Promise<void> {
     return this.#table.idle();
+  }
+
+  storage(): StorageState {
+    return storageState(this.#parts());
   }
 
   retentionSweep(): Promise<{ removed: string[]; swept: string[] }> {
