@@ -21,6 +21,7 @@ import path from 'node:path';
 import type { CollectCaps, CollectReport, Jail, JailArtifact, JailExit, JailInput, JailSpec } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError } from '../util/errors.js';
+import { isNoSpace, mkdirAll } from '../util/disk-space.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
 import type { AgentPacket, EndReason, RunError, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
@@ -215,7 +216,10 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     await sup.results?.remove(r.rootRunId, runId);
     await fs.rm(dest, { recursive: true, force: true });
     await fs.rm(spool, { recursive: true, force: true });
-    await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
+    // A home with no room even for the run's directory: collect still reads the archive and names every file no_space.
+    await mkdirAll(path.dirname(dest), 0o700).catch((e: unknown) => {
+      if (!isNoSpace(e)) throw e;
+    });
     const caps = collectCapsFor(sup.settings, r.resultCapBytes);
     const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe, minFreeBytes: sup.settings.minFreeBytes });
     collected = rep;
@@ -225,6 +229,8 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     patch.outputs = rep.files.slice(0, 1000).map((f) => ({ path: f.path, bytes: f.bytes }));
     patch.skipped = rep.skipped.slice(0, 1000);
     patch.missingOutputs = missingOutputs(r.expectedOutputs, rep.files);
+    // No room even for out/'s directory: nothing to index there (the error names every file).
+    if (rep.noSpace && !(await fs.stat(dest).catch(() => null))) throw noSpaceError(rep.noSpace, CHILD_PATHS.out);
     let resultFile: string | undefined;
     if (r.resultSpooled) {
       const left = Math.max(0, caps.perRunBytes - rep.totalBytes);
@@ -250,7 +256,8 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     if (rep.tooLarge) patch.error = publicError(tooLargeError(rep.tooLarge, caps.perFileBytes, CHILD_PATHS.out));
     else if (rep.noSpace) patch.error = publicError(noSpaceError(rep.noSpace, CHILD_PATHS.out));
   } catch (e) {
-    patch.error = publicError(e);
+    // The index meeting the same full disk as the files: the run's error still names what was not kept.
+    patch.error = publicError(collected?.noSpace && publicError(e).code === 'storage_full' ? noSpaceError(collected.noSpace, CHILD_PATHS.out) : e);
     patch.missingOutputs = [...r.expectedOutputs];
     // A refusal (out/ or the spooled value over a byte cap) costs the run only what was
     // refused, never its inline value, transcript or stdio: those are indexed beside the out/

@@ -36,7 +36,7 @@
 import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../util/atomic-file.js';
-import { isNoSpace } from '../util/disk-space.js';
+import { isNoSpace, mkdirAll } from '../util/disk-space.js';
 import { BrigError } from '../util/errors.js';
 import { RUN_FILES, isRunId, runRecordProblem, type AgentPacket, type SpawnPacket } from '../protocol/index.js';
 import { AgentFrontmatterSchema, type AgentSpec } from '../agents/index.js';
@@ -211,7 +211,7 @@ export class RunStore {
 
   async ensureDir(runId: string): Promise<string> {
     const d = this.dir(runId);
-    await fs.mkdir(d, { recursive: true, mode: 0o700 });
+    await mkdirAll(d, 0o700);
     return d;
   }
 

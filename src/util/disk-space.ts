@@ -9,6 +9,7 @@
  * way to read the free space (statfs: the blocks an unprivileged writer may still use).
  */
 import fs from 'node:fs';
+import path from 'node:path';
 
 export interface DiskSpace {
   /** Bytes a writer without privilege may still use (statfs f_bavail × f_bsize). */
@@ -45,4 +46,22 @@ export async function diskSpaceAsync(dir: string): Promise<DiskSpace | undefined
 /** A byte count for a message: `3.2 MiB`. */
 export function mib(bytes: number): string {
   return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+}
+
+/**
+ * `mkdir -p` that names a full disk as such: Node's promise `mkdir({recursive: true})` reports
+ * ENOSPC on a parent as ENOENT (seen on ext4, Node 20), which read as "taken" or "gone" would
+ * hide the full disk. On ENOENT the levels are made one by one, so the real error is thrown.
+ */
+export async function mkdirAll(dir: string, mode: number): Promise<void> {
+  try {
+    await fs.promises.mkdir(dir, { recursive: true, mode });
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== 'ENOENT') throw e;
+    const parent = path.dirname(dir);
+    if (parent !== dir) await mkdirAll(parent, mode);
+    await fs.promises.mkdir(dir, { mode }).catch((e2: unknown) => {
+      if ((e2 as { code?: unknown }).code !== 'EEXIST') throw e2;
+    });
+  }
 }

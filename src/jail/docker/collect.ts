@@ -20,7 +20,8 @@
  * truncated. A file the destination's file system has no room for — below the caller's
  * reserve at its declared size, or refused by the disk midway (ENOSPC) — is skipped `no_space`
  * (its partial bytes removed) and counted in `noSpace`, and the collection goes on: what fits
- * is kept (collect-sink.ts). Directories are made only as the parents of collected files. The report lists
+ * is kept (collect-sink.ts); with no room even for the destination's directory every file is
+ * skipped `no_space` and destDir is not made. Directories are made only as the parents of collected files. The report lists
  * at most MAX_SKIP_RECORDS skips and counts all of them.
  * The copy lands in a temp sibling and is renamed into place: a crash or a refusal leaves
  * no half directory at destDir. A caller's observer sees each written file's bytes as they
@@ -40,7 +41,7 @@ import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import tar from 'tar-stream';
 import { BrigError } from '../../util/errors.js';
-import { isNoSpace } from '../../util/disk-space.js';
+import { isNoSpace, mkdirAll } from '../../util/disk-space.js';
 import type { CollectCaps, CollectOptions, CollectReport, CollectedFile } from '../types.js';
 import { SpaceBudget, fileSink } from './collect-sink.js';
 
@@ -137,6 +138,8 @@ interface Taken {
   tooLarge: { path: string; bytes?: number }[];
   /** The reserve to keep free on the destination, when the caller named one. */
   space: SpaceBudget | undefined;
+  /** The destination could not be made for want of space: every file is skipped no_space. */
+  noRoom: boolean;
   noSpace: { files: number; bytes: number };
 }
 
@@ -151,9 +154,16 @@ export async function collectArchive(
   if (fs.existsSync(destDir)) throw new BrigError('invalid_input', 'the collect destination already exists', { data: { destDir } });
   const source: ArchiveSource = typeof (from as ArchiveSource).archive === 'function' ? (from as ArchiveSource) : { archive: async () => from as NodeJS.ReadableStream };
   const tmp = `${destDir}.tmp-${crypto.randomBytes(6).toString('hex')}`;
-  await fs.promises.mkdir(tmp, { recursive: true, mode: 0o755 });
-  const space = opts.minFreeBytes ? new SpaceBudget(tmp, opts.minFreeBytes) : undefined;
-  const st: Taken = { files: [], skips: new Skips(), total: 0, dirs: new Set(), read: 0, consumed: 0, passedOver: undefined, tooLarge: [], space, noSpace: { files: 0, bytes: 0 } };
+  // No room even for the directory: the archive is still read, every file named no_space.
+  const noRoom = await mkdirAll(tmp, 0o755).then(
+    () => false,
+    (e: unknown) => {
+      if (isNoSpace(e)) return true;
+      throw e;
+    },
+  );
+  const space = opts.minFreeBytes ? new SpaceBudget(path.dirname(tmp), opts.minFreeBytes) : undefined;
+  const st: Taken = { files: [], skips: new Skips(), total: 0, dirs: new Set(), read: 0, consumed: 0, passedOver: undefined, tooLarge: [], space, noRoom, noSpace: { files: 0, bytes: 0 } };
   let reread = 0;
   try {
     for (;;) {
@@ -173,7 +183,7 @@ export async function collectArchive(
       st.skips.add(rel.rel, 'too_large');
       st.tooLarge.push({ path: rel.rel, bytes: over.size });
     }
-    await fs.promises.rename(tmp, destDir);
+    if (!noRoom) await fs.promises.rename(tmp, destDir);
   } catch (e) {
     await fs.promises.rm(tmp, { recursive: true, force: true });
     throw e;
@@ -279,9 +289,9 @@ async function placeEntry(entry: Entry, h: tar.Header, root: string, tmp: string
     return skip(where.rel, 'no_space');
   };
   // Decided at its declared size, before any byte: the reserve stays free for the ledger and the records.
-  if (st.space && !(await st.space.fits(h.size ?? 0))) return noSpace();
+  if (st.noRoom || (st.space && !(await st.space.fits(h.size ?? 0)))) return noSpace();
   // A repeated name, or a file where a directory is needed: skip, never overwrite.
-  const placed = await fs.promises.mkdir(path.dirname(target), { recursive: true, mode: 0o755 }).then(
+  const placed = await mkdirAll(path.dirname(target), 0o755).then(
     () => fs.promises.lstat(target).then(() => 'taken' as const, () => 'ok' as const),
     (e: unknown) => (isNoSpace(e) ? ('full' as const) : ('taken' as const)),
   );

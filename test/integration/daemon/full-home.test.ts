@@ -187,3 +187,39 @@ test('[INV-8] a collection the disk refuses midway (no reserve) keeps the files 
   const v = await call(s.socket, 'GET', '/v1/audit/verify');
   assert.equal(v.body.ledger?.ok ?? v.body.ok, true, JSON.stringify(v.body));
 });
+
+test('a run that ends while the home is full ends once, in memory: outputs it has no room for are named no_space, the end reaches the disk when space returns, its release is done, the daemon goes on', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const disk = await smallFs(t, 64);
+  if (!disk) return;
+  const h = await daemonHome(t, { home: disk.dir });
+  const s = await h.serve(['--min-free-mb', '4']);
+  const a = await call(s.socket, 'POST', '/v1/runs', { task: 'end on a full disk', script: STEPPER, max_steps: 900, async: true });
+  assert.equal(a.status, 202, JSON.stringify(a.body));
+  const id = (a.body.run as RunRecord).id;
+  await until(async () => (await getRun(s, id)).stepsExecuted >= 2, 'the child stepping');
+  disk.fill();
+  assert.equal((await call(s.socket, 'POST', `/v1/runs/${id}/steer`, { message: 'finish' })).status, 200);
+  const w = await call(s.socket, 'POST', `/v1/runs/${id}/wait`, { timeoutMs: 60_000 });
+  assert.equal(w.status, 200, JSON.stringify(w.body));
+  const ended = w.body.run as RunRecord;
+  assert.equal(ended.status, 'ended', JSON.stringify(ended));
+  assert.equal(ended.error?.code, 'storage_full', JSON.stringify(ended.error));
+  assert.deepEqual(ended.skipped.filter((x) => x.reason === 'no_space').map((x) => x.path), ['done.txt'], JSON.stringify(ended.skipped));
+  assert.notEqual(recordOnDisk(h.home, id)?.status, 'ended', 'the end is held in memory while the disk is full');
+  assert.equal((await call(s.socket, 'GET', '/v1/health')).status, 200);
+  disk.unfill();
+  await until(async () => recordOnDisk(h.home, id)?.status === 'ended', 'the end on disk once space returned');
+  await until(async () => recordOnDisk(h.home, id)?.unreleased !== true, 'the release done');
+  assert.equal(recordOnDisk(h.home, id)!.endReason, ended.endReason);
+  await until(async () => {
+    const m = (await call(s.socket, 'GET', '/v1/metrics')).body as string;
+    return metric(m, 'brig_storage_held', '{writer="runs"}') === 0 && metric(m, 'brig_storage_held', '{writer="ledger"}') === 0;
+  }, 'the held writes landed');
+  const after = await call(s.socket, 'POST', '/v1/runs', { task: 'room again', argv: ['true'], kind: 'command' });
+  assert.equal(after.body.run?.endReason, 'completed', JSON.stringify(after.body));
+  await s.signal('SIGTERM');
+  assert.equal((await s.exited).code, 0, s.stderr());
+  const v = await h.run(['audit', 'verify', '--json']);
+  assert.equal(v.code, 0, v.stdout + v.stderr);
+});
