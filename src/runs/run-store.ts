@@ -134,7 +134,46 @@ export class RunStore {
 
   /** Writes held for want of space (0 while the disk takes every write), and since when. */
   held(): { files: number; since: string | null } {
-    return { files: this.#held.size, since: this.#heldSince === undefined ? null : new Date(this.#heldSince).toISOString() };
+    return { files: this.#held.size + this.#tails.size, since: this.#heldSince === undefined ? null : new Date(this.#heldSince).toISOString() };
+  }
+
+  /** Lines an append-only file's disk refused, by file path, in order: appended before any later line. */
+  readonly #tails = new Map<string, { runId: string; data: string }>();
+
+  /**
+   * Appends to a run's append-only file (an agent's transcript). On a full disk what was
+   * written of it is cut back and the lines are held, in order, and appended when space
+   * returns (by the retry, or the next append of the file), never out of order.
+   */
+  async append(runId: string, name: 'transcript', text: string): Promise<void> {
+    const file = this.file(runId, name);
+    await this.#serial(file, async () => {
+      const data = (this.#tails.get(file)?.data ?? '') + text;
+      if (await this.#appendWhole(runId, file, data)) return void this.#dropTail(file);
+      this.#tails.set(file, { runId, data });
+      this.#heldSince ??= Date.now();
+      this.#retry ??= setTimeout(() => void this.#retryHeld(), this.retryMs).unref();
+    });
+  }
+
+  /** true: all of `data` appended; false: the disk had no room, and the file is as it was. */
+  async #appendWhole(runId: string, file: string, data: string): Promise<boolean> {
+    const size = (await fs.stat(file).catch(() => null))?.size ?? 0;
+    try {
+      await this.ensureDir(runId);
+      await fs.appendFile(file, data, { mode: 0o600 });
+      return true;
+    } catch (e) {
+      if (!isNoSpace(e)) throw e;
+      // A line cut midway would be a torn line inside the transcript: cut back (shrinking needs no space).
+      await fs.truncate(file, size).catch(() => {});
+      return false;
+    }
+  }
+
+  #dropTail(file: string): void {
+    if (!this.#tails.delete(file)) return;
+    this.#drop(file);
   }
 
   #serial(file: string, fn: () => Promise<void>): Promise<void> {
@@ -167,7 +206,8 @@ export class RunStore {
   }
 
   #drop(file: string): void {
-    if (!this.#held.delete(file) || this.#held.size > 0) return;
+    this.#held.delete(file);
+    if (this.#held.size > 0 || this.#tails.size > 0) return;
     this.#heldSince = undefined;
     clearTimeout(this.#retry);
     this.#retry = undefined;
@@ -192,7 +232,17 @@ export class RunStore {
         if (this.#held.get(file) === h) this.#drop(file);
       });
     }
-    if (this.#held.size > 0) this.#retry ??= setTimeout(() => void this.#retryHeld(), this.retryMs).unref();
+    for (const file of [...this.#tails.keys()]) {
+      if (full) break;
+      await this.#serial(file, async () => {
+        const h = this.#tails.get(file);
+        if (!h) return;
+        const landed = await this.#appendWhole(h.runId, file, h.data).catch(() => true);
+        if (!landed) return void (full = true);
+        if (this.#tails.get(file) === h) this.#dropTail(file);
+      });
+    }
+    if (this.#held.size > 0 || this.#tails.size > 0) this.#retry ??= setTimeout(() => void this.#retryHeld(), this.retryMs).unref();
   }
 
   /** A held write of this file, newest first: what the run's state is while the disk is full. */
@@ -350,6 +400,7 @@ export class RunStore {
   async remove(runId: string): Promise<void> {
     const dir = this.dir(runId);
     for (const [file, h] of [...this.#held]) if (h.runId === runId) this.#drop(file);
+    for (const [file, h] of [...this.#tails]) if (h.runId === runId) this.#dropTail(file);
     await fs.rm(dir, { recursive: true, force: true });
   }
 }
