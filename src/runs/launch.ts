@@ -24,6 +24,7 @@ import { BrigError, publicError } from '../util/errors.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
 import type { AgentPacket, EndReason, RunError, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
+import { mark } from '../util/timing.js';
 
 /** What collecting a run's outputs needs: the table (record and store), the results port, the caps. */
 export interface CollectContext {
@@ -210,6 +211,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
     const caps = collectCapsFor(sup.settings, r.resultCapBytes);
     const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe });
+    mark('run: outputs collected');
     collected = rep;
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;

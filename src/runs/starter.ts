@@ -24,6 +24,7 @@ import { elapsedMs, transition } from './state-machine.js';
 import type { AgentSpec } from '../agents/index.js';
 import { jailKeyOf } from './run-record.js';
 import type { AgentPacket, RunRecord, SpawnPacket, SupervisorSettings } from './types.js';
+import { mark } from '../util/timing.js';
 
 export interface StarterDeps {
   table: RunTable;
@@ -113,6 +114,7 @@ export class RunStarter {
       const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), await loadArtifacts(table, runId));
       // The driver may hand a warm-pool jail made before this run: its key and socket
       // directory are the slot's, kept on the record before the child starts.
+      mark('run: leased, packet written');
       handle.jail = await deps.jail.create(spec);
       if (gone()) return await abandon();
       const jail = handle.jail;
@@ -124,6 +126,7 @@ export class RunStarter {
       handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet });
       if (gone()) return await abandon();
       await handle.jail.start();
+      mark('run: child started');
       if (gone()) return await abandon();
       const running = transition(table.get(runId)!, 'running', table.clock.now());
       if (!running.ok) return await abandon();
@@ -186,6 +189,7 @@ export class RunStarter {
     // not wait on it; its end is (each end is background work).
     void jail.wait().then(
       (exit) => {
+        mark('run: child exited');
         const { reason, ...o } = exitEnd(exit);
         table.background(this.d.actions.endRun(runId, reason, o));
       },

@@ -56,6 +56,7 @@ import type {
   SupervisorSettings,
   WaitOptions,
 } from './types.js';
+import { mark } from '../util/timing.js';
 
 export interface ShutdownOptions {
   /** How long running children may go on finishing (default: the drainMs setting). */
@@ -164,6 +165,7 @@ class BrigSupervisor implements SupervisorCore {
     const none: ReconcileReport = { reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } };
     // An in-process (no-daemon) supervisor holds only the runs it spawns itself.
     const report = this.#deps.reconcile === false ? none : await reconcile({ ...this.#parts(), starter: this.#starter, finishEnd: (id) => this.#ender.finishEnd(id) });
+    mark('supervisor: reconciled');
     this.#unsubscribe = this.#deps.leases.onRevoked((leaseId, by) => endRevoked(this.#table, this.#actions, leaseId, by));
     this.#tick = setInterval(() => healthTick(this.#table, this.settings, this.#actions), this.#deps.tickMs ?? 1000);
     this.#tick.unref();

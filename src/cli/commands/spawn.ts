@@ -7,6 +7,7 @@ import { openBrig } from '../connect.js';
 import { exitForRuns } from '../exit-codes.js';
 import { spawnLive } from '../live-spawn.js';
 import { runBlock, runJsonOf } from '../run-view.js';
+import { mark } from '../../util/timing.js';
 
 /**
  * `brig spawn`: one child through the supervisor (admission, lease, broker, jail, collect).
@@ -120,6 +121,7 @@ const command: Command = {
       // terminal the run id shows at once and a live line while it runs; else one print at the end.
       const live = io.isTTY && !req.async && !p.bools.has('json');
       const res = live ? await spawnLive(io, brig, req, stop.signal) : await brig.spawn(req, { signal: stop.signal });
+      mark('spawn: envelope back');
       if (!res.ok) throw res.error;
       const r = res.value;
       if (p.bools.has('json')) writeJson(io, await runJsonOf(brig, r));
@@ -130,7 +132,9 @@ const command: Command = {
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      mark('spawn: printed');
       await brig.close();
+      mark('spawn: closed');
     }
   },
 };

@@ -29,6 +29,7 @@ import { containerName, JAIL_USER, renderCreateBody, workspaceVolumeName, type C
 import { verifyInspect, type InspectView } from './verify.js';
 import { disksDirFor, WorkspaceDisks, type WorkspaceDisk, type WorkspaceQuota } from './workspace-disk.js';
 import { ArtifactStages, stageDirFor } from './artifact-stage.js';
+import { mark } from '../../util/timing.js';
 
 export interface DockerJailDriverOptions {
   /** DOCKER_HOST as config gives it; undefined → /var/run/docker.sock. */
@@ -256,6 +257,7 @@ export class DockerJailDriver implements JailDriver {
     );
     if (existing) throw new BrigError('jail_failed', `a workspace volume for run ${spec.runId} already exists`, { data: { runId: spec.runId } });
     const disk = await this.#makeDisk(spec);
+    mark('jail: workspace disk made');
     let container: Docker.Container | undefined;
     try {
       await this.docker.createVolume({ Name: volumeName, Labels: body.Labels, ...(disk ? { Driver: 'local', DriverOpts: { ...disk.volumeOptions } } : {}) }).catch((e: unknown) => {
@@ -266,9 +268,11 @@ export class DockerJailDriver implements JailDriver {
         if (statusOf(e) === 404) throw new BrigError('image_missing', `the image ${image} is not in the engine`, { cause: e });
         throw engineError(e, 'jail_failed', 'creating the jail failed');
       });
+      mark('jail: container created');
       const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes, this.disks, this.stages, this.closing.signal);
       const inspect = await this.verify(container, body, spec.limits);
       jail.verified = verifiedSummary(inspect, disk ? { driver: 'local', type: disk.volumeOptions.type, options: disk.volumeOptions.o, diskMb: spec.limits.diskMb } : null);
+      mark('jail: verified');
       await jail.putInputs(spec.inputs ?? []);
       return jail;
     } catch (e) {
