@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { ModelProvider } from '../models/index.js';
 import type { CondenseStrategy, CondensationLevel, Condensed, CondensedSummary } from '../protocol/index.js';
-import { ERROR_RE, isWhole, viewOf, type TextView } from './result-view.js';
+import { isErrorLine, isWhole, viewOf, type TextView } from './result-view.js';
 
 export const CONDENSE_DEFAULTS = Object.freeze({ maxResultTokens: 4000, strategy: 'auto' as const, errorPreservation: true });
 
@@ -132,7 +132,7 @@ function safeCut(s: string, i: number): number {
 export function errorLines(text: string, max: number, maxLen: number): string[] {
   const out: string[] = [];
   for (const line of text.split('\n')) {
-    if (ERROR_RE.test(line)) {
+    if (isErrorLine(line)) {
       out.push(line.trim().slice(0, maxLen));
       if (out.length >= max) break;
     }

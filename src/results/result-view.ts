@@ -32,7 +32,17 @@ export interface TextView {
   errors: ViewErrorLine[];
 }
 
-export const ERROR_RE = /\b(error|exception|fatal|failed|failure|traceback|panic|denied|refused)\b/i;
+/**
+ * Whether a line reads as an error report, not prose that names one ("error correction",
+ * "error rates" are not errors): an upper-case log level, a line that starts with an error
+ * word, a `…Error:` / `…Exception:` or `error:` / `failed:` label, or a system's error phrase.
+ */
+const ERROR_LEVEL = /\b(ERROR|FATAL|PANIC|CRITICAL)\b/;
+const ERROR_SHAPE =
+  /^\s*(error|fatal|panic|exception|traceback|failed|failure)\b|\b\w*(Error|Exception)\s*:|\b(error|failed|failure|refused|denied)\s*:|\b(permission denied|connection refused|no such file or directory|segmentation fault|out of memory)\b|\bexit(ed)? (with )?(code|status) [1-9]/i;
+export function isErrorLine(line: string): boolean {
+  return ERROR_LEVEL.test(line) || ERROR_SHAPE.test(line);
+}
 /** Error lines kept per view, and the chars of each. */
 export const VIEW_MAX_ERRORS = 200;
 export const VIEW_ERROR_LINE_CHARS = 300;
@@ -44,7 +54,7 @@ export function viewOf(text: string): TextView {
   const errors: ViewErrorLine[] = [];
   let at = 0;
   for (const line of text.split('\n')) {
-    if (errors.length < VIEW_MAX_ERRORS && ERROR_RE.test(line.slice(0, LINE_WINDOW))) errors.push({ at, line: line.trim().slice(0, VIEW_ERROR_LINE_CHARS) });
+    if (errors.length < VIEW_MAX_ERRORS && isErrorLine(line.slice(0, LINE_WINDOW))) errors.push({ at, line: line.trim().slice(0, VIEW_ERROR_LINE_CHARS) });
     at += line.length + 1;
   }
   return { chars: text.length, head: text, tail: text, errors };
@@ -94,7 +104,7 @@ class ViewSink {
   }
 
   #endLine(): void {
-    if (this.errors.length < VIEW_MAX_ERRORS && ERROR_RE.test(this.#line)) this.errors.push({ at: this.#lineAt, line: this.#line.trim().slice(0, VIEW_ERROR_LINE_CHARS) });
+    if (this.errors.length < VIEW_MAX_ERRORS && isErrorLine(this.#line)) this.errors.push({ at: this.#lineAt, line: this.#line.trim().slice(0, VIEW_ERROR_LINE_CHARS) });
     this.#line = '';
     this.#lineFull = false;
   }
@@ -202,4 +212,30 @@ export async function viewFile(file: string, o: { headChars: number; tailChars: 
     answerRest = undefined;
   }
   return { view, ...(answerRest ? { answerRest } : {}) };
+}
+
+/**
+ * An agent's answer as text, streamed out of its stored `{"answer": …}` value (decoded, in
+ * bounded memory); nothing when the file is not an agent's value. What `answer.txt` is made of:
+ * its lines are the answer's, so grep and read by line drill into it as into any text.
+ */
+export async function* answerText(file: string): AsyncGenerator<Buffer> {
+  const decoder = new StringDecoder('utf8');
+  const out: string[] = [];
+  const answer = new JsonStringDecoder((s) => out.push(s));
+  let pending = '';
+  let started = false;
+  for await (const chunk of fs.createReadStream(file, { highWaterMark: 256 * 1024 })) {
+    let s = decoder.write(chunk as Buffer);
+    if (!started) {
+      pending += s;
+      if (pending.length < ANSWER_PREFIX.length && ANSWER_PREFIX.startsWith(pending)) continue;
+      if (!pending.startsWith(ANSWER_PREFIX)) return;
+      started = true;
+      s = pending.slice(ANSWER_PREFIX.length);
+    }
+    answer.feed(s);
+    if (out.length > 0) yield Buffer.from(out.splice(0).join(''), 'utf8');
+    if (answer.done) return;
+  }
 }

@@ -93,7 +93,9 @@ export async function resultInput(run: EnvelopeRun, refs: readonly ResultRef[], 
   const valueRef = refs.find((r) => r.source === 'value');
   const spooled = !!run.resultSpooled && (run.result === undefined || run.result === null);
   if (!spooled || !valueRef || !o.fileOf) return { input: resultText(run, o.withError) };
-  const wholeAt = `ResultRef ${valueRef.ref} (${valueRef.path})`;
+  // An agent's answer is also its own text ref (answer.txt): the one to grep and read by line.
+  const textRef = refs.find((r) => r.source === 'value' && r.path === 'answer.txt') ?? valueRef;
+  const wholeAt = `ResultRef ${textRef.ref} (${textRef.path})`;
   const file = o.fileOf(valueRef);
   const errorTail = o.withError && run.error ? `\n${errorLine(run.error)}` : '';
   try {

@@ -235,6 +235,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
       ...(transcript ? { transcriptFile: transcript } : {}),
       ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
       ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
+      ...(r.kind === 'agent' ? { agent: true } : {}),
       collected: rep.files,
     });
     // A file over the per-file cap was skipped, never read: the rest is kept and indexed, and
@@ -256,6 +257,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
             ...(transcript ? { transcriptFile: transcript } : {}),
             ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
             ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
+            ...(r.kind === 'agent' ? { agent: true } : {}),
             collected: files,
           }),
         )

@@ -65,6 +65,8 @@ export interface RunExtras {
   transcriptFile?: string;
   stdout?: string;
   stderr?: string;
+  /** An agent's run: its answer is kept as `answer.txt` beside its value. */
+  agent?: boolean;
   /** The out/ files as the jail's collect reported them, each with what `observe` returned: index reuses those scans instead of re-reading. */
   collected?: readonly CollectedFile[];
 }

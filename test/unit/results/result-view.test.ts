@@ -76,3 +76,11 @@ test('a view never passes through (Level 1) unless it is the whole text, and its
   assert.equal(whole.level, 1);
   assert.equal(whole.body, 'short');
 });
+
+test('error lines are error reports, not prose that names an error', async () => {
+  const { isErrorLine } = await import('../../../src/results/result-view.js');
+  for (const l of ['ERROR: disk quota exceeded', 'FATAL: out of memory in worker 3', 'Traceback (most recent call last):', 'TypeError: x is not a function', 'error: cannot open input.csv', 'sh: /etc/x: Permission denied', 'the job exited with code 3', '2024-01-01 12:00 ERROR upstream E503'])
+    assert.ok(isErrorLine(l), l);
+  for (const l of ['- Google demonstrated below-threshold error correction on Willow', 'note 7: qubit coherence, error rates and yield', 'errors are rare in this dataset', 'the exception proves the rule'])
+    assert.ok(!isErrorLine(l), l);
+});
