@@ -47,10 +47,12 @@ demo_main_job() {
   node --import tsx examples/demo/coordinator.ts
 }
 
-# Step 4: one LLM agent child. With BRIG_MODEL_* set, that model drives it; otherwise a
-# scripted stand-in on loopback does, and the screen says so.
+# Step 4: reference 000's worked example, Atlas: a coordinator agent delegating to two agents
+# (a collector, a researcher handed the collector's file as a ResultRef), each tool loop in
+# its own jail. With BRIG_MODEL_* set, that model drives them; otherwise a scripted stand-in on
+# loopback does, and the screen says so.
 demo_agent() {
-  step "an agent child — its tool loop in its own jail, model calls through the broker (examples/demo/agent.ts)"
+  step "Atlas — a coordinator agent delegates to two agents, each in its own jail; model calls through the broker (examples/demo/agent.ts)"
   node --import tsx examples/demo/agent.ts
 }
 
