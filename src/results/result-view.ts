@@ -40,8 +40,10 @@ export interface TextView {
 const ERROR_LEVEL = /\b(ERROR|FATAL|PANIC|CRITICAL)\b/;
 const ERROR_SHAPE =
   /^\s*(error|fatal|panic|exception|traceback|failed|failure)\b|\b\w*(Error|Exception)\s*:|\b(error|failed|failure|refused|denied)\s*:|\b(permission denied|connection refused|no such file or directory|segmentation fault|out of memory)\b|\bexit(ed)? (with )?(code|status) [1-9]/i;
+/** A word every error line holds: lines without one (most of a large result) skip the two tests above. */
+const ERROR_WORD = /error|fatal|panic|critical|exception|traceback|fail|refused|denied|no such file|segmentation|out of memory|exit/i;
 export function isErrorLine(line: string): boolean {
-  return ERROR_LEVEL.test(line) || ERROR_SHAPE.test(line);
+  return ERROR_WORD.test(line) && (ERROR_LEVEL.test(line) || ERROR_SHAPE.test(line));
 }
 /** Error lines kept per view, and the chars of each. */
 export const VIEW_MAX_ERRORS = 200;
@@ -137,36 +139,42 @@ class JsonStringDecoder {
       if (this.after.length < 65_536) this.after += raw.slice(0, 65_536 - this.after.length);
       return;
     }
-    let plain = '';
-    for (let i = 0; i < raw.length; i++) {
-      const c = raw[i]!;
+    // Plain runs are sliced whole (the next `\\` or `"` found by one regex scan from where it stands); only escapes go char by char.
+    const parts: string[] = [];
+    let i = 0;
+    while (i < raw.length) {
       if (this.#esc) {
-        this.#esc += c;
+        this.#esc += raw[i++]!;
         const e = this.#esc;
         if (e[1] === 'u') {
           if (e.length < 6) continue;
-          plain += String.fromCharCode(parseInt(e.slice(2), 16) || 0xfffd);
+          parts.push(String.fromCharCode(parseInt(e.slice(2), 16) || 0xfffd));
         } else {
-          plain += ({ n: '\n', t: '\t', r: '\r', b: '\b', f: '\f' } as Record<string, string>)[e[1]!] ?? e[1]!;
+          parts.push(({ n: '\n', t: '\t', r: '\r', b: '\b', f: '\f' } as Record<string, string>)[e[1]!] ?? e[1]!);
         }
         this.#esc = '';
         continue;
       }
-      if (c === '\\') {
-        this.#esc = c;
-        continue;
-      }
-      if (c === '"') {
-        this.out(plain);
+      SPECIAL.lastIndex = i;
+      const m = SPECIAL.exec(raw);
+      const at = m ? m.index : raw.length;
+      if (at > i) parts.push(raw.slice(i, at));
+      if (!m) break;
+      if (m[0] === '"') {
+        this.out(parts.join(''));
         this.done = true;
-        this.after = raw.slice(i + 1, i + 1 + 65_536);
+        this.after = raw.slice(at + 1, at + 1 + 65_536);
         return;
       }
-      plain += c;
+      this.#esc = '\\';
+      i = at + 1;
     }
-    this.out(plain);
+    this.out(parts.join(''));
   }
 }
+
+/** Where a JSON string's plain run ends: an escape or its closing quote. */
+const SPECIAL = /["\\]/g;
 
 const ANSWER_PREFIX = '{"answer":"';
 
