@@ -17,7 +17,7 @@
 import { AGENT_TOOL_NAMES } from '../agents/index.js';
 import { grantAllows } from '../lease/index.js';
 import type { BrokerMethod, ChildRefHandle, ChildSummary, ChildSummaryWithRefs, ParamsOf, ReplyOf } from '../protocol/index.js';
-import { BrigError } from '../util/errors.js';
+import { BrigError, publicError } from '../util/errors.js';
 import type { RunPorts } from './run-table.js';
 import type { RunRecord } from './types.js';
 
@@ -118,10 +118,28 @@ function ok<T>(r: { ok: true; value: T } | { ok: false; error: BrigError }): T {
   return r.value;
 }
 
-/** The summary with the child's ref handles (bounded), as a spawn or a wait answers it. */
-async function withRefs(sup: RunPorts, c: RunRecord): Promise<ChildSummaryWithRefs> {
+/** The most envelope text one wait reply carries (its line is at most MAX_REPLY_BYTES, 1 MiB). */
+export const MAX_REPLY_ENVELOPE_CHARS = 600_000;
+
+/**
+ * The summary with the child's ref handles (bounded) and, once it ended, its envelope — the
+ * one every face shows (INV-3: condensed, never the child's transcript) — as a spawn or a
+ * wait answers it. The result value stays beside it (a script reads it as data; an agent's
+ * tool shows the envelope instead).
+ * `room` is the envelope text this reply may still carry.
+ */
+async function withRefs(sup: RunPorts, c: RunRecord, room: { chars: number } = { chars: MAX_REPLY_ENVELOPE_CHARS }): Promise<ChildSummaryWithRefs> {
   const h: { refs: ChildRefHandle[]; more: number } = sup.handlesOf ? await sup.handlesOf(c.id) : { refs: [], more: 0 };
-  return { ...childSummary(c), refs: h.refs, ...(h.more > 0 ? { refsMore: h.more } : {}) };
+  const base: ChildSummaryWithRefs = { ...childSummary(c), refs: h.refs, ...(h.more > 0 ? { refsMore: h.more } : {}) };
+  if (c.status !== 'ended' || !sup.envelopeOf) return base;
+  try {
+    const envelope = await sup.envelopeOf(c.id);
+    if (envelope.length > room.chars) return { ...base, envelopeError: 'not sent: this reply is full; wait for this run alone to get its envelope' };
+    room.chars -= envelope.length;
+    return { ...base, envelope };
+  } catch (e) {
+    return { ...base, envelopeError: `the envelope could not be cast: ${publicError(e).message.slice(0, 200)}` };
+  }
 }
 
 export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
@@ -187,7 +205,12 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       const r = running(sup, runId);
       const live = table.live.get(runId);
       if (!live || !grantAllows({ caps: live.caps }, 'spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
-      const req = p.request;
+      // `include_parent_history: summary` without a text: brig writes it from the conversation
+      // it holds for this run (the model's summary, else a marked head/tail; never the transcript).
+      const asked = p.request;
+      const req = asked.include_parent_history === 'summary' && asked.parent_summary === undefined && sup.llm
+        ? { ...asked, parent_summary: await sup.llm.summarize(r, sup.settings.parentSummaryMaxTokens) }
+        : asked;
       // A parent blocked on its child must not hold the slot the child needs (no deadlock).
       // Attribution (reference 001): the child carries the step of its parent that spawned it.
       // The request is parsed by the supervisor's intake with the one spawn schema.
@@ -201,7 +224,10 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       const timeoutMs = Math.min(p.timeoutMs ?? MAX_CHILD_WAIT_MS, MAX_CHILD_WAIT_MS);
       const deadline = Date.now() + timeoutMs;
       await actions.whileBlocked(runId, () => Promise.all(p.runs.map((id) => actions.wait(id, { timeoutMs: Math.max(0, deadline - Date.now()) }))));
-      return { runs: await Promise.all(p.runs.map((id) => withRefs(sup, table.get(id)!))) };
+      const room = { chars: MAX_REPLY_ENVELOPE_CHARS };
+      const runs: ChildSummaryWithRefs[] = [];
+      for (const id of p.runs) runs.push(await withRefs(sup, table.get(id)!, room));
+      return { runs };
     },
     async 'llm.append'({ runId, params: p }) {
       running(sup, runId);

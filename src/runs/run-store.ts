@@ -176,6 +176,8 @@ export class RunStore {
   async readRequest(runId: string): Promise<SpawnRequest | null> {
     const v = await this.#json(runId, 'request');
     if (v === null) return null;
+    // A request admitted before domain_knowledge was a list held one string: it is that list of one.
+    if (isObj(v) && typeof v.domain_knowledge === 'string') v.domain_knowledge = [v.domain_knowledge];
     const parsed = SpawnRequestSchema.safeParse(v);
     if (!parsed.success) throw corrupt(runId, RUN_FILES.request, `${parsed.error.issues[0]?.path.join('.') || '(root)'}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     return parsed.data;

@@ -23,7 +23,7 @@ import type { Live, RunActions, RunTable } from './run-table.js';
 import { elapsedMs, transition } from './state-machine.js';
 import type { AgentSpec } from '../agents/index.js';
 import { jailKeyOf } from './run-record.js';
-import type { AgentPacket, RunRecord, SpawnPacket, SupervisorSettings } from './types.js';
+import type { AgentPacket, RunRecord, SpawnPacket, SupervisorSettings, ToolGroup } from './types.js';
 import { mark } from '../util/timing.js';
 
 export interface StarterDeps {
@@ -107,11 +107,12 @@ export class RunStarter {
       const childCap = lease.value.limits.maxChildren;
       const budget = { tokens: lease.value.limits.tokens, costUsd: lease.value.limits.costUsd };
       table.patch(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes, childCap, budget }));
-      const agent = rec.kind === 'agent' ? await this.#agentPacket(runId, lease.value.caps, maxSteps) : undefined;
-      const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent);
+      const agent = rec.kind === 'agent' ? await this.#agentPacket(runId, lease.value.caps, maxSteps, req.tool_groups) : undefined;
+      const artifacts = await loadArtifacts(table, runId);
+      const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent, artifacts);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
       await table.store.writeJson(runId, 'packet', packet);
-      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), await loadArtifacts(table, runId));
+      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), artifacts);
       // The driver may hand a warm-pool jail made before this run: its key and socket
       // directory are the slot's, kept on the record before the child starts.
       mark('run: leased, packet written');
@@ -142,7 +143,7 @@ export class RunStarter {
   }
 
   /** Kind `agent`: its pinned spec, the tools its lease allows, its model's window. */
-  async #agentPacket(runId: string, caps: readonly string[], maxSteps: number): Promise<AgentPacket> {
+  async #agentPacket(runId: string, caps: readonly string[], maxSteps: number, groups?: readonly ToolGroup[]): Promise<AgentPacket> {
     const { deps, table } = this.d;
     if (!grantAllows({ caps }, 'llm')) {
       throw new BrigError('capability_denied', 'an agent child needs `llm` in its lease (its model calls go through the broker)', { data: { what: 'llm' } });
@@ -155,7 +156,7 @@ export class RunStarter {
     return {
       name: spec.name,
       instructions: spec.instructions,
-      tools: deps.agents.tools(spec, caps),
+      tools: deps.agents.tools(spec, caps, groups),
       maxSteps,
       workspaceAware: spec.workspaceAware,
       role: spec.role,

@@ -380,7 +380,14 @@ class BrigSupervisor implements SupervisorCore {
   }
 
   #ports(): RunPorts {
-    return { table: this.#table, actions: this.#actions, settings: this.settings, llm: this.#llm, ...(this.#deps.handlesOf ? { handlesOf: this.#deps.handlesOf } : {}) };
+    return {
+      table: this.#table,
+      actions: this.#actions,
+      settings: this.settings,
+      llm: this.#llm,
+      ...(this.#deps.handlesOf ? { handlesOf: this.#deps.handlesOf } : {}),
+      ...(this.#deps.envelopeOf ? { envelopeOf: this.#deps.envelopeOf } : {}),
+    };
   }
 
   async #surfaceOf(runId: string): Promise<readonly string[] | undefined> {
