@@ -2,11 +2,12 @@
  * Where a command's time goes: `BRIG_TIMING=1 brig spawn -- true` prints, to stderr when the
  * process exits, each phase mark since the process started (module load, config, home, reconcile,
  * admission, lease, disk, create, verify, start, exit, collect, end, printed, closed) and the time
- * since the mark before. Off, a mark is one branch; nothing is recorded or printed.
+ * since the mark before; cli/main.ts turns it on (only config/ and the CLI entry read the
+ * environment). Off, a mark is one branch; nothing is recorded or printed.
  */
 import { performance } from 'node:perf_hooks';
 
-const on = process.env.BRIG_TIMING === '1';
+let on = false;
 const marks: { name: string; at: number }[] = [];
 
 /** Records that `name` happened now (ms since the process started). The first of a name counts. */
@@ -30,8 +31,11 @@ export function timingReport(): string {
   return `${lines.join('\n')}\n`;
 }
 
-if (on) {
-  mark('modules: timing loaded');
+/** Turns the marks on (cli/main.ts, when BRIG_TIMING=1) and prints them when the process exits. */
+export function enableTiming(): void {
+  if (on) return;
+  on = true;
+  mark('cli: main started');
   process.once('exit', () => {
     mark('exit');
     process.stderr.write(timingReport());
