@@ -96,6 +96,18 @@ function running(sup: RunPorts, runId: string): RunRecord {
   return r;
 }
 
+/**
+ * The calling run when it is running, or when it is an agent being stopped: a kill, a timeout or
+ * a spent budget saves the end first (`materializing` with its `pendingEnd`) and then gives the
+ * agent SIGTERM and a grace, in which it may still make its one salvage call and send its partial
+ * result — only those (llm.append, llm.complete with purpose salvage, result).
+ */
+function runningOrSalvaging(sup: RunPorts, runId: string): RunRecord {
+  const r = sup.table.get(runId);
+  if (r?.status === 'materializing' && r.kind === 'agent' && r.pendingEnd !== undefined && sup.table.live.get(runId)?.jail !== undefined) return r;
+  return running(sup, runId);
+}
+
 /** One of the caller's own direct children: a run cannot reach into another subtree. */
 function ownChild(sup: RunPorts, runId: string, childId: string): RunRecord {
   const child = sup.table.get(childId);
@@ -178,7 +190,7 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       return { checkpoint: buf ? (JSON.parse(buf.toString('utf8')) as unknown) : null, untrusted: true };
     },
     async result({ runId, params: p }) {
-      const r = running(sup, runId);
+      const r = runningOrSalvaging(sup, runId);
       if ('spooled' in p) {
         // The value is in the workspace (too big for a line); the collect fetches it, capped.
         const bytes = p.spooled.bytes;
@@ -230,7 +242,7 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       return { runs };
     },
     async 'llm.append'({ runId, params: p }) {
-      running(sup, runId);
+      runningOrSalvaging(sup, runId);
       return { messages: await model(sup).append(runId, p.messages) };
     },
     async 'llm.reset'({ runId, params: p }) {
@@ -238,7 +250,8 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       return { messages: await model(sup).reset(runId, p.messages) };
     },
     async 'llm.complete'({ runId, params: p }) {
-      const r = running(sup, runId);
+      const r = runningOrSalvaging(sup, runId);
+      if (r.status !== 'running' && r.status !== 'starting' && p.purpose !== 'salvage') throw new BrigError('not_running', `run ${runId} is being stopped: only its salvage call is answered`, { data: { status: r.status } });
       const llm = model(sup);
       if (p.purpose === 'salvage') {
         if (r.salvaged) throw new BrigError('budget_exceeded', 'the one salvage call of this run was made');
