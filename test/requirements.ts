@@ -53,7 +53,7 @@ export const REQUIREMENTS: Readonly<Record<string, { inv: Inv; text: string }>> 
   'slice:helper-bounded': { inv: 'INV-5', text: 'a query is bounded in time: an over-time query is interrupted and its helper recycled' },
   'slice:select-only': { inv: 'INV-5', text: 'untrusted SQL runs only as one SELECT over the allowed table functions; anything else is refused' },
   'slice:jsonpath-compiled': { inv: 'INV-5', text: 'jsonpath goes through a closed grammar and compiles to json_extract' },
-  'slice:tools-empty-env': { inv: 'INV-5', text: 'jq and grep run with an empty environment, a timeout and an output cap' },
+  'slice:tools-empty-env': { inv: 'INV-5', text: 'jq and grep run with an empty environment, a timeout and an output cap, isolated like the DuckDB helper where the host allows it' },
 
   // INV-6 — no secret enters a jail.
   'secrets:keys-stay': { inv: 'INV-6', text: 'model keys stay in the supervisor: never inside a jail, in an error, a log or a printed config; model calls go through the broker' },

@@ -21,14 +21,13 @@ import { loadModelCatalog } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
 import { brigOf } from '../client/index.js';
 import type { Brig } from '../protocol/index.js';
-import { ChildRefs, type RefService } from '../refs/index.js';
+import type { RefService } from '../refs/index.js';
 import { createSupervisor, jailLimitsFor, type SupervisorCore, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
-import { DuckdbHelperPool } from '../slice/index.js';
 import { BrigError, type Result } from '../util/errors.js';
 import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
 import { Operator } from './operator.js';
-import { openRefService } from './refs.js';
+import { openDrillIn } from './refs.js';
 
 export { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 
@@ -135,9 +134,10 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   // (none has started), and the broker reads the table per call.
   let sup: SupervisorCore | undefined;
   const handlers: Handlers = {};
-  // A child with `refs.read` slices its descendants' refs (refs/child-refs.ts decides who).
-  const pool = new DuckdbHelperPool({ size: 1 });
-  const childRefs = new ChildRefs({ store: results, pool, ledger, getRun: async (id) => sup?.get(id) });
+  // The operator's drill-in and a child's with `refs.read` (its descendants' refs only,
+  // refs/child-refs.ts decides who), over one slicing of this supervisor.
+  const drill = openDrillIn(cfg, { store: results, ledger, getRun: async (id) => sup?.get(id) });
+  const { refs, childRefs } = drill;
   const broker = new BrokerServer({
     leases,
     ledger,
@@ -168,20 +168,23 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   // One typed handler per method, called directly by the broker: the run's (runs/child-calls.ts)
   // and the drill-in's (refs/child-refs.ts).
   Object.assign(handlers, supervisor.childCalls, childRefs.handlers);
-  collectState(metrics, () => supervisor, pool, warm);
-  const { refs } = openRefService(cfg, (id) => supervisor.get(id), { store: results, pool });
+  collectState(metrics, () => supervisor, drill.pools, warm);
   const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
   const close = async () => {
       unwatch();
-      // Idle slots first: nothing is handed out while the supervisor closes.
+      // Idle slots first: nothing is handed out while the supervisor closes. An engine that
+      // does not answer holds neither: the driver's close ends what waits on it (the slots go
+      // with the next start's sweep, the children it runs are reattached).
+      if (warm && !(await docker.engineAnswers(1500))) await docker.close();
       await warm?.close();
       await supervisor.close();
+      await docker.close();
       await broker.close();
       // This home's runtime directory goes once no run's socket directory is left in it.
       await fs.rmdir(paths.brokers).catch(() => {});
-      await pool.close();
+      await drill.close();
       await catalog.value.close();
       await ledger.close();
       await unlock();

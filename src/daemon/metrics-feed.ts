@@ -84,7 +84,7 @@ export function countBrokerCall(m: Metrics): (method: string, outcome: string) =
 }
 
 /** Gauges read at scrape time: the supervisor's runs by status, its queue, the helper pool. */
-export function collectState(m: Metrics, sup: () => Supervisor | undefined, pool: DuckdbHelperPool, warm?: { stats(): { ready: number; filling: number }[] }): void {
+export function collectState(m: Metrics, sup: () => Supervisor | undefined, pools: readonly DuckdbHelperPool[], warm?: { stats(): { ready: number; filling: number }[] }): void {
   m.collect(async () => {
     const s = sup();
     const runs: RunRecord[] = s ? await s.list() : [];
@@ -93,8 +93,8 @@ export function collectState(m: Metrics, sup: () => Supervisor | undefined, pool
     for (const r of runs) by.set(r.status, (by.get(r.status) ?? 0) + 1);
     for (const status of ['queued', 'starting', 'running', 'materializing', 'ended']) m.set('brig_runs', { status }, by.get(status) ?? 0);
     m.set('brig_queue_depth', {}, by.get('queued') ?? 0);
-    m.set('brig_slice_helpers_started_total', {}, pool.started);
-    m.set('brig_slice_helpers_live', {}, pool.pids().length);
+    m.set('brig_slice_helpers_started_total', {}, pools.reduce((n, p) => n + p.started, 0));
+    m.set('brig_slice_helpers_live', {}, pools.reduce((n, p) => n + p.pids().length, 0));
     const w = warm?.stats() ?? [];
     m.set('brig_warm_jails', { state: 'ready' }, w.reduce((n, s) => n + s.ready, 0));
     m.set('brig_warm_jails', { state: 'filling' }, w.reduce((n, s) => n + s.filling, 0));

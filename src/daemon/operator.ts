@@ -14,7 +14,7 @@ import { DockerJailDriver, gatherDoctorFacts, judgeDoctor, ownerForHome } from '
 import { explainPolicy, leaseState, LeaseStore, loadPolicyFile, policyFilesIn, shippedPoliciesDir, type LeaseRecord, type Policy } from '../lease/index.js';
 import { FileLedger, ledgerFiles, verifyLedger, type Ledger } from '../ledger/index.js';
 import type { DoctorCheck, FleetOptions, FleetReport, LeaseView, LedgerReport, ListFilter, OperatorSurface, QueryResult, RefSurface, RunRecord } from '../protocol/index.js';
-import { lockedQuery, reportHelper } from '../slice/index.js';
+import { lockedQuery, reportHelper, reportTools } from '../slice/index.js';
 import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js';
 import { fleetReport } from './fleet.js';
 
@@ -99,11 +99,12 @@ export class Operator implements OperatorSurface {
   async doctor(d: { build?: boolean } = {}): Promise<DoctorCheck[]> {
     const cfg = this.#p.cfg;
     const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
-    const [facts, helper] = await Promise.all([
+    const [facts, helper, tools] = await Promise.all([
       gatherDoctorFacts(driver, { build: d.build === true }),
       reportHelper().catch((e: unknown) => ({ error: `no helper started: ${(e as Error).message}` })),
+      reportTools().catch((e: unknown) => ({ error: `grep could not be run: ${(e as Error).message}` })),
     ]);
-    return judgeDoctor({ ...facts, helper });
+    return judgeDoctor({ ...facts, helper, tools });
   }
 
   fleet(o: FleetOptions): Promise<FleetReport> {

@@ -31,6 +31,20 @@ export interface DoctorFacts {
   quota?: { mode: 'loop' | 'none'; unavailable: string | null };
   /** One DuckDB helper as the kernel shows it (filled by the composition root), or why not. */
   helper?: HelperFacts | { error: string };
+  /** grep as the slicer runs it, reading its own /proc/self (slice/helper-report.ts), or why not. */
+  tools?: ToolFacts | { error: string };
+}
+
+/** What grep, run through the slicer's own wrapper, read of itself. */
+export interface ToolFacts {
+  isolated: boolean;
+  privilegeLeft: string | null;
+  uid: number;
+  capEff: string;
+  interfaces: string[];
+  addressSpaceBytes: number | null;
+  /** Why isolating failed (grep/jq then run unisolated), or null. */
+  fallback: string | null;
 }
 
 /** A started DuckDB helper read back from /proc (slice/helper-report.ts gathers it). */
@@ -77,6 +91,13 @@ export function judgeDoctor(f: DoctorFacts): DoctorCheck[] {
     out.push(check('DuckDB helper isolated', h.privilegeLeft === null, h.privilegeLeft ?? `uid ${h.uid}, CapEff ${h.capEff}, own namespaces`, 'Helpers run as root with capabilities here: run brig as root with util-linux (unshare, setpriv).'));
     out.push(check('DuckDB helper address-space cap', h.addressSpaceBytes !== null, h.addressSpaceBytes === null ? 'unlimited' : `RLIMIT_AS ${(h.addressSpaceBytes / GIB).toFixed(1)} GiB`, 'The helper has no memory cap: install prlimit (util-linux).'));
     out.push(check('DuckDB helper CPU cap', h.cpuSeconds !== null, h.cpuSeconds === null ? 'unlimited' : `RLIMIT_CPU ${h.cpuSeconds} s`, 'The helper has no CPU cap: install prlimit (util-linux).'));
+  }
+  if (f.tools && 'error' in f.tools) out.push(check('grep/jq', false, f.tools.error, 'Install grep and jq (`make deps`).'));
+  else if (f.tools) {
+    const t = f.tools;
+    const detail = t.privilegeLeft === null ? `uid ${t.uid}, CapEff ${t.capEff}, only ${t.interfaces.join(', ') || 'no interface'}, read-only /, own namespaces` : `${t.privilegeLeft}${t.fallback ? ` (${t.fallback})` : ''}`;
+    out.push(check('grep/jq isolated', t.privilegeLeft === null, detail, 'grep and jq run as the supervisor\'s user here: run brig as root with util-linux (unshare, setpriv, nsenter, mount).'));
+    out.push(check('grep/jq address-space cap', t.addressSpaceBytes !== null, t.addressSpaceBytes === null ? 'unlimited' : `RLIMIT_AS ${(t.addressSpaceBytes / GIB).toFixed(1)} GiB`, 'grep and jq have no memory cap: install prlimit (util-linux).'));
   }
   if (f.image === undefined) out.push(check('child image', false, 'not checked'));
   else if ('error' in f.image) out.push(check('child image', false, f.image.error, 'Build it: `brig image build`.'));

@@ -9,37 +9,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { AnchorReport, LedgerBreak, LedgerReport } from '../protocol/index.js';
 import { type Anchor, anchorPath, readAnchor } from './anchor.js';
 import { LEDGER_FORMAT, checkLink, genesisHash, lineHash } from './chain.js';
 
-export interface LedgerBreak {
-  file: string;
-  /** 1-based line number in that file. */
-  line: number;
-  why: string;
-}
-
-export interface AnchorReport {
-  /** The anchor file ($BRIG_HOME/ledger.anchor). */
-  file: string;
-  /** Segments it records (the chain's heads); 0 when there is no ledger yet. */
-  segments: number;
-  /** Open segments with lines past their entry: a live writer, or the window a crash leaves. */
-  behind: { file: string; lines: number }[];
-}
-
-export interface LedgerReport {
-  ok: boolean;
-  files: number;
-  lines: number;
-  /** The first bad line, when not ok. */
-  bad?: LedgerBreak;
-  /** Segments with no `ledger.closed` line: still being written, or a crash. */
-  open: string[];
-  /** Open segments whose last line is cut mid-write (a machine crash); that line is not counted. */
-  torn: string[];
-  anchor: AnchorReport;
-}
+export type { AnchorReport, LedgerBreak, LedgerReport };
 
 interface SegmentResult {
   lines: number;

@@ -9,8 +9,11 @@
  * exist (`ref_not_found` / `run_not_found`), so a child cannot probe for the existence of
  * another run's refs; the real reason (`not_descendant`) goes to the ledger only. Every
  * reply is bounded well under the broker's 64 KiB line (CHILD_REPLY_BYTES).
+ * Every slice runs as the calling run, in its tree (SliceScheduler's children's lane): a
+ * run's and a tree's calls in flight are capped and never take the operator's capacity.
  * Threat: a hostile child naming a ref it was told about (by a task, a sibling's result) to
- * read outside its subtree, or asking for a reply big enough to flood its parent.
+ * read outside its subtree, asking for a reply big enough to flood its parent, or flooding
+ * slow slices to stall the others.
  * Trusts: the broker's verified run id, the supervisor's run records (path), the result
  * store's manifest (a ref's runId). Fails closed: an unknown caller or run record → refused.
  */
@@ -19,7 +22,7 @@ import type { Ledger } from '../ledger/index.js';
 import type { ResultRef } from '../results/index.js';
 import type { FsResultStore } from '../results/index.js';
 import { Slicer, type SliceLimits, type SliceOutput } from '../slice/index.js';
-import type { DuckdbHelperPool } from '../slice/index.js';
+import type { DuckdbHelperPool, SliceScheduler } from '../slice/index.js';
 import { BrigError, type Result } from '../util/errors.js';
 import { RefService } from './ref-service.js';
 import type { ChildRefHandle, ParamsOf, ReplyOf, RunRecord } from '../protocol/index.js';
@@ -43,6 +46,9 @@ export const CHILD_SLICE_LIMITS: Partial<SliceLimits> = Object.freeze({
 
 export interface ChildRefsDeps {
   store: FsResultStore;
+  /** The supervisor's one slicing scheduler; a child's calls go to its children's lane. */
+  scheduler?: SliceScheduler;
+  /** Only without a scheduler: the pool the slicer's own scheduler uses. */
   pool?: DuckdbHelperPool;
   getRun: (runId: string) => Promise<RunRecord | undefined>;
   ledger: Ledger;
@@ -94,14 +100,13 @@ export function fitReply(o: SliceOutput, max: number = CHILD_REPLY_BYTES): Slice
 }
 
 export class ChildRefs {
-  readonly service: RefService;
+  private readonly service: RefService;
+  /** Unbound: every slice goes through `slicerFor(caller)`, in the children's lane. */
+  private readonly slicer: Slicer;
 
   constructor(private readonly d: ChildRefsDeps) {
-    this.service = new RefService({
-      store: d.store,
-      slicer: new Slicer(d.store, { ...(d.pool ? { pool: d.pool } : {}), limits: { ...CHILD_SLICE_LIMITS, ...d.limits } }),
-      getRun: d.getRun,
-    });
+    this.slicer = new Slicer(d.store, { ...(d.scheduler ? { scheduler: d.scheduler } : {}), ...(d.pool ? { pool: d.pool } : {}), limits: { ...CHILD_SLICE_LIMITS, ...d.limits } });
+    this.service = new RefService({ store: d.store, slicer: this.slicer, getRun: d.getRun });
   }
 
   /** The handles of a run's refs (bounded), for a spawn summary: the caller already owns the run. */
@@ -127,29 +132,39 @@ export class ChildRefs {
     },
     'refs.read': async (call) => {
       const { ref, line, lines, offset, length } = call.params;
-      await this.authorizeRef(call, await this.caller(call), ref);
+      const caller = await this.caller(call);
+      await this.authorizeRef(call, caller, ref);
       const range = line !== undefined ? { line, ...(lines !== undefined ? { lines } : {}) } : { offset: offset ?? 0, ...(length !== undefined ? { length } : {}) };
-      return fitReply(unwrap(await this.service.read(ref, range)));
+      return fitReply(unwrap(await this.slicerFor(caller).read(ref, range)));
     },
     'refs.grep': async (call) => {
       const { ref, pattern, ...opts } = call.params;
-      await this.authorizeRef(call, await this.caller(call), ref);
-      return fitReply(unwrap(await this.service.grep(ref, pattern, opts)));
+      const caller = await this.caller(call);
+      await this.authorizeRef(call, caller, ref);
+      return fitReply(unwrap(await this.slicerFor(caller).grep(ref, pattern, opts)));
     },
     'refs.jq': async (call) => {
-      await this.authorizeRef(call, await this.caller(call), call.params.ref);
-      return fitReply(unwrap(await this.service.jq(call.params.ref, call.params.filter)));
+      const caller = await this.caller(call);
+      await this.authorizeRef(call, caller, call.params.ref);
+      return fitReply(unwrap(await this.slicerFor(caller).jq(call.params.ref, call.params.filter)));
     },
     'refs.sql': async (call) => {
       const { ref, sql, maxRows } = call.params;
-      await this.authorizeRef(call, await this.caller(call), ref);
-      return fitReply(unwrap(await this.service.sql(ref, sql, maxRows !== undefined ? { maxRows } : {})));
+      const caller = await this.caller(call);
+      await this.authorizeRef(call, caller, ref);
+      return fitReply(unwrap(await this.slicerFor(caller).sql(ref, sql, maxRows !== undefined ? { maxRows } : {})));
     },
     'refs.jsonpath': async (call) => {
-      await this.authorizeRef(call, await this.caller(call), call.params.ref);
-      return fitReply(unwrap(await this.service.jsonpath(call.params.ref, call.params.path)));
+      const caller = await this.caller(call);
+      await this.authorizeRef(call, caller, call.params.ref);
+      return fitReply(unwrap(await this.slicerFor(caller).jsonpath(call.params.ref, call.params.path)));
     },
   };
+
+  /** The slicer as this run, in its tree: the scheduler's per-run and per-tree caps apply. */
+  private slicerFor(caller: RunRecord): Slicer {
+    return this.slicer.as({ lane: 'child', runId: caller.id, treeId: caller.rootRunId });
+  }
 
   private async caller(call: ChildRefCall): Promise<RunRecord> {
     const caller = await this.d.getRun(call.runId);

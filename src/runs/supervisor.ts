@@ -11,6 +11,11 @@
  * profile, the LeasePort to attenuate, the broker to authenticate the caller's run id.
  * Fails closed: any error while starting ends the run `failed` and releases what it got.
  *
+ * An engine outage bounds what waits on it: a kill is answered once it is recorded and the
+ * engine is found silent (its end follows when the engine is back), and a drain ends within
+ * its bound plus a window for the kills, cut short when the engine is silent — what is left
+ * then is saved as pending for the next start (engine-silence.ts, ender.ts).
+ *
  * This file is the facade: it wires the parts (run table, intake, starter, ender, reconcile,
  * upkeep, views) and speaks the Supervisor role. The parts get the table and a RunActions
  * port, never this class.
@@ -19,6 +24,7 @@ import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { childCallHandlers, type ChildCallHandlers } from './child-calls.js';
 import { resumeRun, steerRun } from './control.js';
 import { RunEnder } from './ender.js';
+import { untilDoneOrSilent } from './engine-silence.js';
 import { checkSpawn, intake, loadRequest } from './intake.js';
 import { systemClock, type SupervisorDeps } from './ports.js';
 import { ProgressFork, realTimers } from './progress-fork.js';
@@ -72,7 +78,19 @@ export interface ShutdownReport {
   killed: string[];
   /** Queued runs left queued on disk for the next start (`queue: 'keep'`). */
   kept: string[];
+  /**
+   * Runs killed whose end the engine kept waiting past the kill window (it did not answer):
+   * recorded as pending (`materializing`), collected and released by the next start.
+   */
+  unfinished: string[];
 }
+
+/**
+ * After the drain, how long the kills may take on top of an agent's salvage grace before the
+ * supervisor stops anyway (sooner when the engine does not answer): a stop is bounded
+ * whatever the engine does, and what is left is finished by the next start.
+ */
+export const KILL_WINDOW_MS = 10_000;
 
 /** The supervisor as the composition root holds it: the role plus its operations. */
 export interface SupervisorCore extends Supervisor {
@@ -123,6 +141,8 @@ class BrigSupervisor implements SupervisorCore {
   #tidying: Promise<unknown> | undefined;
   /** Run directories without a record found too young to remove at start: the retention sweep looks again. */
   #halfMade = new Set<string>();
+  /** Aborted when the supervisor stops: ends waiting on the engine are left to the next start. */
+  readonly #stopping = new AbortController();
 
   constructor(deps: SupervisorDeps) {
     this.#deps = deps;
@@ -144,7 +164,7 @@ class BrigSupervisor implements SupervisorCore {
     this.#llm = llmService(this.#table, { models: deps.models, lastTools: new Map(), microCompactKeep: this.settings.microCompactKeep, surfaceOf: (id) => this.#surfaceOf(id), onReply: (id, r) => this.#replies.publish(id, r) });
     this.childCalls = childCallHandlers(this.#ports());
     const parts = { table: this.#table, deps, settings: this.settings, fork: this.#fork };
-    this.#ender = new RunEnder({ ...parts, pump: () => this.#starter.pump() });
+    this.#ender = new RunEnder({ ...parts, pump: () => this.#starter.pump(), stopping: this.#stopping.signal });
     this.#starter = new RunStarter({
       ...parts,
       actions: this.#actions,
@@ -186,8 +206,15 @@ class BrigSupervisor implements SupervisorCore {
     // Start-up's phase two stops between its steps once closed; bounded, so a stuck engine call cannot hold the close.
     if (this.#tidying) await Promise.race([this.#tidying, new Promise((r) => setTimeout(r, 10_000).unref())]);
     // Ends already through the door's claim finish (release, announce) before the ledger
-    // can close under them; bounded, so a stuck engine call cannot hold the close.
-    for (let i = 0; i < 200 && this.#table.ending.size > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    // can close under them; bounded, and cut short when the engine does not answer: an end
+    // waiting on it is left as saved (pending) for the next start.
+    if (this.#table.ending.size > 0) {
+      const ended = (async () => {
+        for (let i = 0; i < 200 && this.#table.ending.size > 0; i++) await new Promise((r) => setTimeout(r, 50));
+      })();
+      await untilDoneOrSilent(ended, this.#answers());
+    }
+    this.#stopping.abort();
     clearInterval(this.#tick);
     clearInterval(this.#retention);
     this.#unsubscribe?.();
@@ -200,19 +227,21 @@ class BrigSupervisor implements SupervisorCore {
   }
 
   /**
-   * Orderly stop: admit nothing new; end queued runs; let running children finish for up
-   * to drainMs; then kill the rest (killedBy system). Every run that ended is collected
+   * Orderly stop: admit nothing new; keep the operator's queued runs queued on disk for the
+   * next start (`queue: 'kill'`: end them); let running children finish for up to drainMs;
+   * then kill the rest (killedBy system). Every run that ended is collected
    * like any other (its outputs are kept), its container, volume and socket released.
    */
   async shutdown(o: ShutdownOptions = {}): Promise<ShutdownReport> {
     this.#draining = true;
-    const report: ShutdownReport = { drained: [], killed: [], kept: [] };
     const stop = { code: 'shutting_down' as const, message: 'the supervisor shut down before the run could start or finish' };
-    const killAll = async (runs: RunRecord[]) => {
+    /** Each run this shutdown killed: whether its end went through (undefined: still under way). */
+    const kills = new Map<string, boolean | undefined>();
+    const killAll = (runs: RunRecord[]) => {
       // All claimed in one tick (the end door claims synchronously), so each reads killedBy
       // system, not `parent` through its parent's cascade.
-      const ends = runs.map((r) => this.#ender.endRun(r.id, 'killed', { killedBy: 'system', error: stop }));
-      (await Promise.all(ends)).forEach((killed, i) => killed && report.killed.push(runs[i]!.id));
+      for (const r of runs) kills.set(r.id, undefined);
+      return Promise.all(runs.map(async (r) => kills.set(r.id, await this.#ender.endRun(r.id, 'killed', { killedBy: 'system', error: stop }))));
     };
     // The operator's queued runs are on disk (their admission was durable): kept, they wait
     // for the next start as they would after a crash; a run's queued children go with their
@@ -230,11 +259,21 @@ class BrigSupervisor implements SupervisorCore {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    await killAll(live().filter((r) => !this.#table.ending.has(r.id)));
-    await this.idle();
-    for (const id of before) if (!report.killed.includes(id) && this.#table.get(id)?.status === 'ended') report.drained.push(id);
+    // The kills (and ends already under way) get a window, cut short when the engine does not
+    // answer; then ends still waiting on it give up, saved as pending for the next start.
+    const ends = Promise.all([killAll(live().filter((r) => !this.#table.ending.has(r.id))), this.idle()]);
+    await untilDoneOrSilent(ends, this.#answers(), this.settings.agentStopGraceMs + KILL_WINDOW_MS);
+    this.#stopping.abort();
+    // Steps racing the stop let go at once; a call hung on a frozen engine is not waited for.
+    await Promise.race([ends, new Promise((r) => setTimeout(r, 250))]);
+    const report: ShutdownReport = { drained: [], killed: [], unfinished: [], kept: [] };
+    for (const [id, killed] of kills) {
+      if (killed) report.killed.push(id);
+      else if (this.#table.get(id)?.status !== 'ended') report.unfinished.push(id);
+    }
+    for (const id of before) if (!kills.get(id) && this.#table.get(id)?.status === 'ended') report.drained.push(id);
     report.kept = this.#table.all().filter(kept).map((r) => r.id);
-    this.#table.ledger.append({ type: 'supervisor.shutdown', drained: report.drained.length, killed: report.killed.length, kept: report.kept.length });
+    this.#table.ledger.append({ type: 'supervisor.shutdown', drained: report.drained.length, killed: report.killed.length, unfinished: report.unfinished.length, kept: report.kept.length });
     await this.close();
     return report;
   }
@@ -315,7 +354,14 @@ class BrigSupervisor implements SupervisorCore {
     const r = await this.#acting(runId);
     if (!r.ok) return r;
     if (r.value.status === 'ended' || this.#table.ending.has(runId)) return err(this.#notRunning(r.value, 'kill'));
-    await this.#ender.endRun(runId, 'killed', { killedBy: opts.by ?? 'operator' });
+    // Answered once the end is through — or, when the engine does not answer, as soon as the
+    // kill is recorded (saved pending: `materializing` with pendingEnd killed); the end then
+    // finishes in the background once the engine is back.
+    let recorded!: () => void;
+    const saved = new Promise<void>((resolve) => (recorded = resolve));
+    const ending = this.#ender.endRun(runId, 'killed', { killedBy: opts.by ?? 'operator', onRecorded: () => recorded() });
+    this.#table.background(ending);
+    await Promise.race([ending, saved.then(() => untilDoneOrSilent(ending, this.#answers()))]);
     return ok(this.#table.get(runId)!);
   }
 
@@ -357,6 +403,12 @@ class BrigSupervisor implements SupervisorCore {
 
 
   // ── private ──────────────────────────────────────────────────────────────────────────
+
+  /** The driver's ping, when it has an engine to lose. */
+  #answers(): ((timeoutMs: number) => Promise<boolean>) | undefined {
+    const jail = this.#deps.jail;
+    return jail.engineAnswers ? (ms) => jail.engineAnswers!(ms) : undefined;
+  }
 
   #parts() {
     return { table: this.#table, deps: this.#deps, settings: this.settings, actions: this.#actions };

@@ -5,6 +5,7 @@
  * are read from disk, read-only — it may wait on them (polling their record) and adopt an
  * ended one (to resume it), but a live one belongs to another process.
  */
+import { filterRuns } from '../protocol/index.js';
 import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js';
 import type { RunTable } from './run-table.js';
 import type { ListFilter, RunRecord, WaitOptions } from './types.js';
@@ -18,24 +19,11 @@ export interface RunViews {
   waitElsewhere(runId: string, opts: WaitOptions): Promise<Result<RunRecord, BrigError>> | null;
 }
 
-/** One list filter for every view (a daemon's, an in-process one, the read-only records). */
-export function filtered(runs: Iterable<RunRecord>, f: ListFilter): RunRecord[] {
-  const all = [...runs]
-    .filter((r) => !f.status || f.status.includes(r.status))
-    .filter((r) => !f.rootRunId || r.rootRunId === f.rootRunId)
-    .filter((r) => !f.parentRunId || r.parentRunId === f.parentRunId)
-    .filter((r) => !f.label || r.label === f.label)
-    .filter((r) => !f.kind || f.kind.includes(r.kind))
-    .filter((r) => f.sinceMinutes === undefined || Date.parse(r.createdAt) >= Date.now() - f.sinceMinutes * 60_000)
-    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-  return f.limit !== undefined ? all.slice(Math.max(0, all.length - f.limit)) : all;
-}
-
 /** The daemon's view: everything is in the table. */
 export class OwnedViews implements RunViews {
   constructor(private readonly table: RunTable) {}
   async list(f: ListFilter): Promise<RunRecord[]> {
-    return filtered(this.table.all(), f);
+    return filterRuns(this.table.all(), f);
   }
   async get(runId: string): Promise<RunRecord | undefined> {
     return this.table.get(runId);
@@ -56,7 +44,7 @@ export class LocalViews implements RunViews {
     const all = new Map<string, RunRecord>();
     for (const r of (await this.table.store.loadAll()).records) all.set(r.id, r);
     for (const r of this.table.all()) all.set(r.id, r);
-    return filtered(all.values(), f);
+    return filterRuns(all.values(), f);
   }
 
   async get(runId: string): Promise<RunRecord | undefined> {

@@ -37,6 +37,8 @@ export interface HelperPoolOptions {
   memoryBytes?: number;
   /** RLIMIT_CPU of each helper process over its life (default HELPER_CAPS.cpuSeconds). */
   cpuSeconds?: number;
+  /** Niceness of every helper (default 0): the children's lane runs its helpers below the operator's. */
+  nice?: number;
 }
 
 /**
@@ -63,12 +65,14 @@ export class DuckdbHelperPool {
   private readonly waiters: ((h: HelperProcess) => void)[] = [];
   private nextId = 1;
   private closed = false;
-  private readonly size: number;
+  /** Helpers it keeps (and requests it serves at once). */
+  readonly size: number;
   private readonly graceMs: number;
   private readonly startMs: number;
   private readonly caps: HelperCaps;
   private readonly entry = helperEntry();
   private readonly isolateMode: 'auto' | 'require' | 'off';
+  private readonly nice: number;
   /** Whether new helpers are started isolated; `auto` turns it off after an isolated start fails. */
   private isolateNext: boolean;
 
@@ -78,6 +82,7 @@ export class DuckdbHelperPool {
     this.startMs = opts.startMs ?? 15_000;
     this.caps = { memoryBytes: opts.memoryBytes ?? HELPER_CAPS.memoryBytes, cpuSeconds: opts.cpuSeconds ?? HELPER_CAPS.cpuSeconds };
     this.isolateMode = opts.isolate ?? 'auto';
+    this.nice = opts.nice ?? 0;
     this.isolateNext = this.isolateMode !== 'off' && isolationAvailable();
   }
 
@@ -190,7 +195,7 @@ export class DuckdbHelperPool {
 
   private spawnHelper(): HelperProcess {
     if (this.isolateMode === 'require' && !this.isolateNext) throw new Error('isolated DuckDB helpers are required but this host cannot start them');
-    const h = new HelperProcess(this.entry, this.startMs, this.isolateNext, this.caps);
+    const h = new HelperProcess(this.entry, this.startMs, this.isolateNext, this.caps, this.nice);
     h.ready.catch((e: unknown) => {
       this.lastStartError = e instanceof Error ? e.message : String(e);
       if (h.isolating && this.isolateMode === 'auto') this.isolateNext = false;

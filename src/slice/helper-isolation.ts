@@ -21,6 +21,13 @@
  * refuses a helper that kept a privilege.
  * Fails closed: a failed mount or drop ends the helper; the pool decides (auto → unisolated
  * helpers, said in SECURITY.md and by `pool.isolated`; require → no helper at all).
+ * grep and jq (tool-runner.ts) get the same world from the same pieces here — the mount plan
+ * (READ_ONLY_PLAN), the drop (DROP_TO_NOBODY), the check (privilegeLeft) — applied from
+ * outside instead of in-process, since they are not ours to modify; and the same fallback.
+ * The tools get a /proc of their own PID namespace (`--mount-proc`): the host's /proc would
+ * show them every process, and let them read the /proc/<pid>/environ, fd and root of any other
+ * uid-65534 process (another tool's, a jailed child's). The helper keeps the host's (see
+ * helperArgv), and with it that exposure (SECURITY.md).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -28,15 +35,28 @@ import path from 'node:path';
 import type { HelperSelf } from './helper-protocol.js';
 
 const which = (...paths: string[]) => paths.find((p) => fs.existsSync(p));
+
+/** The uid and gid an isolated helper (and grep, jq) runs as (nobody/nogroup). */
+export const HELPER_UID = 65534;
+export const HELPER_GID = 65534;
 export const UNSHARE = which('/usr/bin/unshare', '/bin/unshare');
 export const SETPRIV = which('/usr/bin/setpriv', '/bin/setpriv');
 export const PRLIMIT = which('/usr/bin/prlimit', '/bin/prlimit');
 export const MOUNT = which('/usr/bin/mount', '/bin/mount');
 export const UMOUNT = which('/usr/bin/umount', '/bin/umount');
+export const NSENTER = which('/usr/bin/nsenter', '/bin/nsenter');
+/** coreutils nice: a lane's processes run at a lower CPU priority than the operator's. */
+export const NICE = which('/usr/bin/nice', '/bin/nice');
+const CAT = which('/usr/bin/cat', '/bin/cat') ?? '/bin/cat';
 
-/** The uid and gid an isolated helper runs as (nobody/nogroup). */
-export const HELPER_UID = 65534;
-export const HELPER_GID = 65534;
+/**
+ * `[cmd, args]` run at niceness `n` (and so every thread and process it starts): `nice` first
+ * in the argv, so nothing runs before the priority is set. Without coreutils' nice, unchanged:
+ * niceness is a share of the CPU, not a security boundary.
+ */
+export function niced([cmd, args]: [string, string[]], n: number | undefined): [string, string[]] {
+  return n && n > 0 && NICE ? [NICE, ['-n', String(Math.min(19, Math.floor(n))), '--', cmd, ...args]] : [cmd, args];
+}
 
 /** The kernel's caps on one helper process. */
 export interface HelperCaps {
@@ -52,9 +72,81 @@ export interface HelperCaps {
 /** The address space a helper may take while it loads, before the pool sets its real cap. */
 const START_BYTES = 8 * 1024 ** 3;
 
-/** Can this process start isolated helpers at all? */
-export function isolationAvailable(): boolean {
-  return Boolean(UNSHARE && SETPRIV && MOUNT && UMOUNT && PRLIMIT && process.getuid?.() === 0);
+/** Can this process start isolated helpers (and grep/jq, which also need nsenter) at all? */
+export function isolationAvailable(tools = false): boolean {
+  return Boolean(UNSHARE && SETPRIV && MOUNT && UMOUNT && PRLIMIT && (!tools || NSENTER) && process.getuid?.() === 0);
+}
+
+/**
+ * What makes a fresh mount namespace's view of the host read-only, in order; run in-process
+ * by the helper (enterIsolation) and from outside into the tools' namespace (`mount -N`).
+ * A target that does not exist on this host is skipped.
+ */
+export const READ_ONLY_PLAN: readonly { target: string; args: readonly string[]; why: string }[] = Object.freeze([
+  // A new mount namespace holds copies of every mount: flagging our copy of `/` read-only
+  // (MS_REMOUNT|MS_BIND|MS_RDONLY) leaves the host's untouched.
+  { target: '/', args: ['-o', 'remount,bind,ro', '/'], why: 'nothing on the root filesystem is writable (world-writable /tmp included)' },
+  // /dev/shm is the usual world-writable tmpfs shared with the host: cover it with an empty,
+  // read-only one (nothing in node, DuckDB, grep or jq uses POSIX shared memory).
+  { target: '/dev/shm', args: ['-t', 'tmpfs', '-o', 'ro,size=4k,mode=0755,nosuid,nodev,noexec', 'tmpfs', '/dev/shm'], why: 'no shared memory with the host' },
+]);
+
+/** The mount points of READ_ONLY_PLAN a mountinfo text shows writable (the last mount on each counts), or missing. */
+export function writableLeft(mountinfo: string): string[] {
+  const last = new Map<string, string>();
+  for (const l of mountinfo.split('\n')) {
+    const f = l.split(' ');
+    if (f.length > 5) last.set(f[4]!, f[5]!);
+  }
+  return READ_ONLY_PLAN.filter((p) => fs.existsSync(p.target)).map((p) => p.target).filter((t) => !/(^|,)ro(,|$)/.test(last.get(t) ?? ''));
+}
+
+/**
+ * setpriv's argv for the drop a tool gets before it runs: uid/gid 65534, no supplementary
+ * groups, no capability in any set (the bounding set too), no_new_privs.
+ */
+export const DROP_TO_NOBODY: readonly string[] = Object.freeze([
+  `--reuid=${HELPER_UID}`,
+  `--regid=${HELPER_GID}`,
+  '--clear-groups',
+  '--no-new-privs',
+  '--inh-caps=-all',
+  '--bounding-set=-all',
+]);
+
+/**
+ * The argv of the process that holds the tools' namespaces: a network namespace with only a
+ * down loopback and a mount namespace (made read-only from outside, READ_ONLY_PLAN). It is
+ * `cat` on a pipe of ours, dropped to nobody: it lives as long as we keep the pipe open and
+ * ends with us.
+ */
+export function toolHolderArgv(): [string, string[]] {
+  if (!UNSHARE || !SETPRIV) throw new Error('unshare and setpriv (util-linux) are needed to isolate grep and jq');
+  return [UNSHARE, ['--net', '--mount', '--propagation', 'private', '--', SETPRIV, ...DROP_TO_NOBODY, '--', CAT]];
+}
+
+/**
+ * `[cmd, args]` run inside the holder's network and mount namespaces, in fresh PID, IPC and
+ * mount namespaces of its own with its own /proc (it is PID 1 there and alone), as nobody
+ * (DROP_TO_NOBODY). Killing PID 1 (the tool: the child of `unshare`) ends its namespace.
+ */
+export function toolArgv(holderPid: number, [cmd, args]: [string, string[]]): [string, string[]] {
+  if (!NSENTER || !UNSHARE || !SETPRIV) throw new Error('nsenter, unshare and setpriv (util-linux) are needed to isolate grep and jq');
+  return [
+    NSENTER,
+    ['--target', String(holderPid), '--mount', '--net', '--', UNSHARE, '--pid', '--ipc', '--fork', '--kill-child', '--mount-proc', '--', SETPRIV, ...DROP_TO_NOBODY, '--', cmd, ...args],
+  ];
+}
+
+/** The one child of `pid` (unshare --fork's), from /proc; undefined while there is none. */
+export function childOf(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const kids = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    return kids.length === 1 && Number.isInteger(kids[0]) && kids[0]! > 0 ? kids[0] : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Where an isolated helper's world lives: `spill` gets its tmpfs, `in` the pool's bind mounts. */
@@ -65,7 +157,9 @@ export function isolationLayout(dir: string): { spill: string; in: string } {
 /**
  * argv that starts `node … entry`: under prlimit always; isolated (dir given) inside setpriv
  * (no_new_privs, a bounding set of three caps, no inheritable ones) and unshare (net, mount,
- * pid, ipc). `--disable-wasm-trap-handler` keeps V8 from reserving 10 GiB of address space per
+ * pid, ipc). Not `--mount-proc`: the pool's `umount -N` (helper-mounts.ts) reads
+ * /proc/self/mountinfo inside the helper's mount namespace, and a /proc of the helper's PID
+ * namespace has no `self` for it. `--disable-wasm-trap-handler` keeps V8 from reserving 10 GiB of address space per
  * WebAssembly memory (loaders such as tsx use one), which RLIMIT_AS would refuse.
  */
 export function helperArgv(nodeArgs: string[], caps: HelperCaps, isolateDir?: string): [string, string[]] {
@@ -143,7 +237,11 @@ export function capOwnAddressSpace(bytes: number): number {
 
 /** The credentials of this process as /proc/self/status shows them. */
 export function readSelf(): HelperSelf {
-  const status = fs.readFileSync('/proc/self/status', 'utf8');
+  return parseStatus(fs.readFileSync('/proc/self/status', 'utf8'));
+}
+
+/** The credentials a /proc/<pid>/status text shows. */
+export function parseStatus(status: string): HelperSelf {
   const field = (name: string) => new RegExp(`^${name}:[ \\t]*(.*)$`, 'm').exec(status)?.[1]?.trim() ?? '';
   const ids = (name: string) => field(name).split(/\s+/).filter(Boolean).map(Number);
   return {
@@ -192,13 +290,8 @@ function mustBeReadOnly(dir: string): void {
 export function enterIsolation(dir: string, spillBytes: number): HelperSelf {
   if (!MOUNT) throw new Error('mount is not available');
   const { spill } = isolationLayout(dir);
-  const mount = (args: string[]) => execFileSync(MOUNT, args, { env: {}, stdio: 'ignore' });
-  // A new mount namespace holds copies of every mount: flagging our copy of `/` read-only
-  // (MS_REMOUNT|MS_BIND|MS_RDONLY) leaves the host's untouched.
-  mount(['-o', 'remount,bind,ro', '/']);
-  // /dev/shm is the usual world-writable tmpfs shared with the host: cover it with an empty,
-  // read-only one (nothing in node or DuckDB uses POSIX shared memory).
-  if (fs.existsSync('/dev/shm')) mount(['-t', 'tmpfs', '-o', 'ro,size=4k,mode=0755,nosuid,nodev,noexec', 'tmpfs', '/dev/shm']);
+  const mount = (args: readonly string[]) => execFileSync(MOUNT, args, { env: {}, stdio: 'ignore' });
+  for (const p of READ_ONLY_PLAN) if (fs.existsSync(p.target)) mount(p.args);
   mount(['-t', 'tmpfs', '-o', `size=${spillBytes},mode=0700,uid=${HELPER_UID},gid=${HELPER_GID},nosuid,nodev,noexec`, 'tmpfs', spill]);
   mustBeReadOnly(dir);
   if (fs.existsSync('/dev/shm')) mustBeReadOnly('/dev/shm');

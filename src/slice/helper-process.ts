@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { type HelperReply, type HelperRequest, type HelperSelf, HelperReadySchema, HelperReplySchema } from './helper-protocol.js';
-import { type HelperCaps, addressSpace, helperArgv, isolationLayout, privilegeLeft } from './helper-isolation.js';
+import { type HelperCaps, addressSpace, childOf, helperArgv, isolationLayout, niced, privilegeLeft } from './helper-isolation.js';
 import { HelperMounts } from './helper-mounts.js';
 
 /** An error a helper failure maps to, for the reply the pool makes of it. */
@@ -50,13 +50,20 @@ export class HelperProcess {
   /** The isolated helper's world on the host (helper-isolation.ts layout), removed on exit. */
   private readonly dir: string | undefined;
 
-  constructor(entry: string, startMs: number, isolate: boolean, private readonly caps: HelperCaps) {
+  constructor(
+    entry: string,
+    startMs: number,
+    isolate: boolean,
+    private readonly caps: HelperCaps,
+    /** Niceness of the helper and its threads (0: the supervisor's). */
+    nice = 0,
+  ) {
     const nodeArgs = [...loaderArgs(process.execArgv), entry];
     this.dir = isolate ? makeIsolationDir() : undefined;
     let cmd: string;
     let args: string[];
     try {
-      [cmd, args] = helperArgv(nodeArgs, caps, this.dir);
+      [cmd, args] = niced(helperArgv(nodeArgs, caps, this.dir), nice);
     } catch (e) {
       if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
       throw e;
@@ -215,16 +222,6 @@ function makeIsolationDir(): string {
   fs.mkdirSync(spill, { mode: 0o700 });
   fs.mkdirSync(inDir, { mode: 0o711 });
   return dir;
-}
-
-function childOf(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const kids = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-    return kids.length === 1 && Number.isInteger(kids[0]) && kids[0]! > 0 ? kids[0] : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Node flags a helper needs to load us the same way (e.g. `--import tsx`), nothing else. */

@@ -1,11 +1,13 @@
 /**
- * What a DuckDB helper actually runs with, for `brig doctor`: one helper is started the way
- * the pool starts them and read back from the kernel (/proc/<pid>/status and limits), not
- * from the pool's settings.
+ * What a DuckDB helper and grep/jq actually run with, for `brig doctor`: one helper is started
+ * the way the pool starts them and read back from the kernel (/proc/<pid>/status and limits),
+ * and grep is run through the tools' own wrapper reading its /proc/self — not the settings.
  */
 import fs from 'node:fs';
 import { DuckdbHelperPool } from './duckdb-pool.js';
 import { privilegeLeft } from './helper-isolation.js';
+import { SLICE_DEFAULTS } from './slicer.js';
+import { ToolRunner } from './tool-runner.js';
 
 export interface HelperReport {
   isolated: boolean;
@@ -41,5 +43,39 @@ export async function reportHelper(): Promise<HelperReport> {
     };
   } finally {
     await pool.close();
+  }
+}
+
+export interface ToolsReport {
+  isolated: boolean;
+  /** Why a tool's credentials, network or mounts are not an isolated one's, or null. */
+  privilegeLeft: string | null;
+  uid: number;
+  capEff: string;
+  interfaces: string[];
+  /** RLIMIT_AS as grep read it, run with the slicer's default cap; null when unlimited. */
+  addressSpaceBytes: number | null;
+  /** Why isolating failed, when it did and grep/jq run unisolated. */
+  fallback: string | null;
+}
+
+export async function reportTools(): Promise<ToolsReport> {
+  const runner = new ToolRunner();
+  try {
+    const p = await runner.probe(SLICE_DEFAULTS.toolMemoryBytes);
+    const left = !p.isolated
+      ? 'not isolated'
+      : (privilegeLeft(p.self) ?? (/^0+$/.test(p.self.capBnd) ? undefined : `CapBnd ${p.self.capBnd}`) ?? (p.interfaces.some((i) => i !== 'lo') ? `network ${p.interfaces.join(' ')}` : undefined) ?? (p.writable.length ? `${p.writable.join(' ')} writable` : undefined));
+    return {
+      isolated: p.isolated,
+      privilegeLeft: left ?? null,
+      uid: p.self.uid[1] ?? p.self.uid[0] ?? -1,
+      capEff: p.self.capEff,
+      interfaces: p.interfaces,
+      addressSpaceBytes: p.addressSpaceBytes,
+      fallback: runner.lastStartError ?? null,
+    };
+  } finally {
+    await runner.close();
   }
 }

@@ -4,21 +4,26 @@
  * Guarantees: each verb reads only the ref's own file; each returns a bounded slice (bytes,
  * lines, matches or rows) and says how much more there was; errors come from a closed set
  * (ref_not_found, query_refused, query_failed, timeout, output_too_large) and never show host
- * paths. grep/jq run as argv-only subprocesses with an empty environment; sql/jsonpath run in
- * the locked DuckDB helper. Threat: hostile patterns, filters and queries from a child or a
- * relayed prompt. Trusts: the ResultStore's manifest. Fails closed.
+ * paths. grep/jq run as argv-only subprocesses with an empty environment, isolated as the
+ * helper is where the host allows it (tool-runner.ts), the ref as their stdin; sql/jsonpath
+ * run in the locked DuckDB helper. Every grep, jq, sql and jsonpath call goes through the
+ * SliceScheduler as its caller (the operator, or the child run a slicer was bound to with
+ * `as`): admitted or refused `rate_limited`, queued in its lane, and run with what is left of
+ * its time limit, which starts when the verb is called. Threat: hostile patterns, filters and
+ * queries from a child or a relayed prompt, and floods of them. Trusts: the ResultStore's
+ * manifest, the caller it is bound to. Fails closed.
  */
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import type { GrepOptions, ReadRange, ResultRef } from '../protocol/index.js';
 import { BrigError, type Result, err, ok, toBrigError } from '../util/errors.js';
-import { boundedExec } from './bounded-exec.js';
 import type { DuckdbHelperPool } from './duckdb-pool.js';
 import { type Reader, scrubPaths } from './helper-protocol.js';
 import { parseJsonPath } from './jsonpath.js';
 import { lockedQuery } from './locked-query.js';
 import { readBytes, readLines } from './read-slice.js';
+import { OPERATOR_CALLER, type SliceCaller, SliceScheduler } from './slice-scheduler.js';
+import { GREP, JQ } from './tool-runner.js';
 import { type SliceOutput, clamp, intArg, out } from './slice-output.js';
 
 export type { SliceOutput, SliceVerb } from './slice-output.js';
@@ -49,17 +54,34 @@ export const SLICE_DEFAULTS: SliceLimits = Object.freeze({
   toolMemoryBytes: 2 * 1024 ** 3,
 });
 
-const GREP = ['/usr/bin/grep', '/bin/grep'].find((p) => fs.existsSync(p)) ?? '/usr/bin/grep';
-const JQ = '/usr/bin/jq';
+export interface SlicerOptions {
+  /**
+   * The supervisor's one scheduler (its lanes hold the DuckDB pools). Without one the slicer
+   * makes its own, with both lanes on `pool`: for a process with one slicer and no children.
+   */
+  scheduler?: SliceScheduler;
+  /** Used only to make that scheduler. */
+  pool?: DuckdbHelperPool;
+  limits?: Partial<SliceLimits>;
+}
 
 export class Slicer {
   private readonly limits: SliceLimits;
+  private readonly scheduler: SliceScheduler;
 
   constructor(
     private readonly refs: RefReader,
-    private readonly opts: { pool?: DuckdbHelperPool; limits?: Partial<SliceLimits> } = {},
+    opts: SlicerOptions = {},
+    /** Whose calls these are (the operator unless bound with `as`). */
+    private readonly caller: SliceCaller = OPERATOR_CALLER,
   ) {
     this.limits = { ...SLICE_DEFAULTS, ...opts.limits };
+    this.scheduler = opts.scheduler ?? new SliceScheduler({ operator: opts.pool ? { pool: opts.pool } : {}, child: opts.pool ? { pool: opts.pool } : {} });
+  }
+
+  /** The same slicer (store, limits, scheduler) calling as `caller`. */
+  as(caller: SliceCaller): Slicer {
+    return new Slicer(this.refs, { scheduler: this.scheduler, limits: this.limits }, caller);
   }
 
   read(ref: string, range: ReadRange): Promise<Result<SliceOutput>> {
@@ -69,57 +91,72 @@ export class Slicer {
   }
 
   grep(ref: string, pattern: string, o: GrepOptions = {}): Promise<Result<SliceOutput>> {
+    const deadline = Date.now() + this.limits.timeoutMs;
     return this.guard(ref, async (r, file) => {
       if (pattern.length === 0 || pattern.length > 2000) throw refused('the pattern must be 1–2000 characters');
       // Bad numbers are the caller's mistake, said as such (not a grep error about `-C NaN`).
       const max = clamp(intArg(o.maxMatches ?? 50, 'maxMatches', 1), 1, this.limits.maxMatches);
       const ctx = clamp(intArg(o.context ?? 0, 'context', 0), 0, 20);
       const flags = ['-n', '-a', o.fixed ? '-F' : '-E', ...(o.ignoreCase ? ['-i'] : []), ...(ctx > 0 ? ['-C', String(ctx)] : [])];
-      const res = await boundedExec({
-        cmd: GREP,
-        args: [...flags, '-m', String(max), '--', pattern, file],
-        timeoutMs: this.limits.timeoutMs,
-        maxBytes: this.limits.maxBytes,
-        maxMemoryBytes: this.limits.toolMemoryBytes,
-      });
-      if (res.timedOut) throw timeoutError('grep', this.limits.timeoutMs);
-      if (res.code === 2 && !res.cut) throw new BrigError('query_failed', `grep: ${scrub(res.stderr, file)}`);
-      const text = res.stdout.toString('utf8');
-      const matches = text.split('\n').filter((l) => /^\d+:/.test(l)).length;
-      let more = 0;
-      let moreExact = true;
-      if (matches >= max || res.cut) {
-        // Cut: count the rest in a second bounded pass (only paid when there is more).
-        const count = await boundedExec({
+      // One slot for both passes, within one deadline.
+      // The ref is grep's stdin (as jq's): an isolated tool has no path to it.
+      return this.scheduler.run(this.caller, 'tool', deadline, async ({ remainingMs, nice, tools }) => {
+        const res = await tools.run({
+          nice,
           cmd: GREP,
-          args: ['-c', '-a', o.fixed ? '-F' : '-E', ...(o.ignoreCase ? ['-i'] : []), '--', pattern, file],
-          timeoutMs: this.limits.timeoutMs,
-          maxBytes: 64,
+          args: [...flags, '-m', String(max), '--', pattern],
+          stdinFile: file,
+          timeoutMs: remainingMs,
+          maxBytes: this.limits.maxBytes,
           maxMemoryBytes: this.limits.toolMemoryBytes,
         });
-        const total = Number(count.stdout.toString().trim());
-        if (count.timedOut || !Number.isFinite(total)) moreExact = false;
-        else more = Math.max(0, total - matches);
-      }
-      return out(r.ref, 'grep', { text: cutUtf8(text, res.cut), encoding: 'utf8', returned: matches, unit: 'matches', more, moreExact });
+        if (res.timedOut) throw timeoutError('grep', this.limits.timeoutMs);
+        if (res.code === 2 && !res.cut) throw new BrigError('query_failed', `grep: ${scrub(res.stderr, file)}`);
+        const text = res.stdout.toString('utf8');
+        const matches = text.split('\n').filter((l) => /^\d+:/.test(l)).length;
+        let more = 0;
+        let moreExact = true;
+        const left = deadline - Date.now();
+        if ((matches >= max || res.cut) && left < 1) moreExact = false;
+        else if (matches >= max || res.cut) {
+          // Cut: count the rest in a second bounded pass (only paid when there is more).
+          const count = await tools.run({
+            nice,
+            cmd: GREP,
+            args: ['-c', '-a', o.fixed ? '-F' : '-E', ...(o.ignoreCase ? ['-i'] : []), '--', pattern],
+            stdinFile: file,
+            timeoutMs: left,
+            maxBytes: 64,
+            maxMemoryBytes: this.limits.toolMemoryBytes,
+          });
+          const total = Number(count.stdout.toString().trim());
+          if (count.timedOut || !Number.isFinite(total)) moreExact = false;
+          else more = Math.max(0, total - matches);
+        }
+        return out(r.ref, 'grep', { text: cutUtf8(text, res.cut), encoding: 'utf8', returned: matches, unit: 'matches', more, moreExact });
+      });
     });
   }
 
   jq(ref: string, expr: string): Promise<Result<SliceOutput>> {
+    const deadline = Date.now() + this.limits.timeoutMs;
     return this.guard(ref, async (r, file) => {
       if (r.kind !== 'json' && r.kind !== 'jsonl') throw refused(`jq needs a json or jsonl ref; this one is ${r.kind}`);
       const why = jqRefusal(expr);
       if (why) throw refused(why);
       // Debian's jq 1.6 rejects `--` before the filter; a leading space keeps a filter that
       // starts with '-' from being read as an option, with the same meaning to jq.
-      const res = await boundedExec({
-        cmd: JQ,
-        args: ['-c', expr.startsWith('-') ? ` ${expr}` : expr],
-        stdinFile: file,
-        timeoutMs: this.limits.timeoutMs,
-        maxBytes: this.limits.maxBytes,
-        maxMemoryBytes: this.limits.toolMemoryBytes,
-      });
+      const res = await this.scheduler.run(this.caller, 'tool', deadline, ({ remainingMs, nice, tools }) =>
+        tools.run({
+          nice,
+          cmd: JQ,
+          args: ['-c', expr.startsWith('-') ? ` ${expr}` : expr],
+          stdinFile: file,
+          timeoutMs: remainingMs,
+          maxBytes: this.limits.maxBytes,
+          maxMemoryBytes: this.limits.toolMemoryBytes,
+        }),
+      );
       if (res.timedOut) throw timeoutError('jq', this.limits.timeoutMs);
       if (res.code !== 0 && !res.cut) throw new BrigError('query_failed', `jq: ${scrub(res.stderr, file).trim().split('\n')[0]}`);
       const text = cutUtf8(res.stdout.toString('utf8'), res.cut);
@@ -129,41 +166,49 @@ export class Slicer {
   }
 
   sql(ref: string, query: string, o: { maxRows?: number } = {}): Promise<Result<SliceOutput>> {
+    const deadline = Date.now() + this.limits.timeoutMs;
     return this.guard(ref, async (r, file) => {
       const reader = await readerFor(r, file);
-      const res = await lockedQuery({
-        files: [file],
-        viewName: 'ref',
-        reader,
-        sql: query,
-        maxRows: clamp(intArg(o.maxRows ?? 100, 'maxRows', 1), 1, this.limits.maxRows),
-        maxBytes: this.limits.maxBytes,
-        timeoutMs: this.limits.timeoutMs,
-        threads: Math.min(4, os.availableParallelism()),
-        fileArgs: { [r.ref]: file, [r.path]: file, ref: file },
-        ...(this.opts.pool ? { pool: this.opts.pool } : {}),
-      });
+      const maxRows = clamp(intArg(o.maxRows ?? 100, 'maxRows', 1), 1, this.limits.maxRows);
+      const res = await this.scheduler.run(this.caller, 'helper', deadline, ({ pool, remainingMs }) =>
+        lockedQuery({
+          files: [file],
+          viewName: 'ref',
+          reader,
+          sql: query,
+          maxRows,
+          maxBytes: this.limits.maxBytes,
+          timeoutMs: remainingMs,
+          threads: Math.min(4, os.availableParallelism()),
+          fileArgs: { [r.ref]: file, [r.path]: file, ref: file },
+          ...(pool ? { pool } : {}),
+        }),
+      );
       return out(r.ref, 'sql', { columns: res.columns, rows: res.rows, returned: res.rows.length, unit: 'rows', more: res.more, moreExact: res.moreExact });
     });
   }
 
   jsonpath(ref: string, expr: string, o: { maxRows?: number } = {}): Promise<Result<SliceOutput>> {
+    const deadline = Date.now() + this.limits.timeoutMs;
     return this.guard(ref, async (r, file) => {
       if (r.kind !== 'json' && r.kind !== 'jsonl') throw refused(`jsonpath needs a json or jsonl ref; this one is ${r.kind}`);
       const p = parseJsonPath(expr);
       if (!p.ok) throw refused(`jsonpath: ${p.error}`);
       const lit = `'${p.value.duckPath.replaceAll("'", "''")}'`;
-      const res = await lockedQuery({
-        files: [file],
-        viewName: 'ref',
-        reader: r.kind === 'jsonl' ? 'read_ndjson_objects' : 'read_json_objects',
-        sql: `SELECT v FROM (SELECT json_extract(json, ${lit}) AS v FROM ref) WHERE v IS NOT NULL`,
-        maxRows: clamp(intArg(o.maxRows ?? 100, 'maxRows', 1), 1, this.limits.maxRows),
-        maxBytes: this.limits.maxBytes,
-        timeoutMs: this.limits.timeoutMs,
-        threads: Math.min(4, os.availableParallelism()),
-        ...(this.opts.pool ? { pool: this.opts.pool } : {}),
-      });
+      const maxRows = clamp(intArg(o.maxRows ?? 100, 'maxRows', 1), 1, this.limits.maxRows);
+      const res = await this.scheduler.run(this.caller, 'helper', deadline, ({ pool, remainingMs }) =>
+        lockedQuery({
+          files: [file],
+          viewName: 'ref',
+          reader: r.kind === 'jsonl' ? 'read_ndjson_objects' : 'read_json_objects',
+          sql: `SELECT v FROM (SELECT json_extract(json, ${lit}) AS v FROM ref) WHERE v IS NOT NULL`,
+          maxRows,
+          maxBytes: this.limits.maxBytes,
+          timeoutMs: remainingMs,
+          threads: Math.min(4, os.availableParallelism()),
+          ...(pool ? { pool } : {}),
+        }),
+      );
       const rows = res.rows.map((row) => [parseJsonCell(row[0])]);
       return out(r.ref, 'jsonpath', { columns: ['value'], rows, returned: rows.length, unit: 'values', more: res.more, moreExact: res.moreExact });
     });
@@ -178,11 +223,16 @@ export class Slicer {
       return ok(await fn(r, file));
     } catch (e) {
       const be = toBrigError(e);
-      const code = ['ref_not_found', 'query_refused', 'query_failed', 'timeout', 'output_too_large', 'invalid_input'].includes(be.code) ? be.code : 'query_failed';
-      return err(new BrigError(code, scrub(be.message, file), Object.keys(be.data).length ? { data: { ...be.data } } : {}));
+      const code = SLICE_ERRORS.includes(be.code) ? be.code : 'query_failed';
+      // The scheduler's refusals keep their own hint (what to wait for).
+      const hint = code === 'rate_limited' || (code === 'timeout' && be.data.queued) ? { hint: be.hint } : {};
+      return err(new BrigError(code, scrub(be.message, file), { ...(Object.keys(be.data).length ? { data: { ...be.data } } : {}), ...hint }));
     }
   }
 }
+
+/** The codes a verb answers with; anything else becomes query_failed. */
+const SLICE_ERRORS: readonly string[] = ['ref_not_found', 'query_refused', 'query_failed', 'timeout', 'output_too_large', 'invalid_input', 'rate_limited'];
 
 /** The reader a view needs for this ref's kind. */
 async function readerFor(r: ResultRef, file: string): Promise<Reader> {

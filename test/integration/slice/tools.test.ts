@@ -85,7 +85,7 @@ test('[INV-5] grep: matches with line numbers, "N more", context, ignoreCase; en
   const dash = await s.grep(ref.ref, '-e');
   assert.ok(dash.ok, 'a pattern starting with - is a pattern, not an option');
   assert.equal(dash.value.returned, 0);
-  // grep and jq are started by boundedExec: what it starts sees no environment at all (the
+  // grep and jq are started by boundedExec (ToolRunner runs every tool through it): what it starts sees no environment at all (the
   // secret set in setup is in ours), and its working directory is a fresh empty one.
   const env = await boundedExec({ cmd: '/usr/bin/env', args: [], timeoutMs: 5000, maxBytes: 4096 });
   assert.equal(env.code, 0);

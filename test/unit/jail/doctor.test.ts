@@ -34,7 +34,8 @@ test('doctor names what is missing and how to fix it', () => {
 
 test('doctor shows the seccomp profile, the disk quota and the helper caps in force, and fails each weakness', () => {
   const HELPER = { isolated: true, privilegeLeft: null, uid: 65534, capEff: '0000000000000000', addressSpaceBytes: 4.2 * 1024 ** 3, cpuSeconds: 900 };
-  const full: DoctorFacts = { ...GOOD, quota: { mode: 'loop', unavailable: null }, helper: HELPER };
+  const TOOLS = { isolated: true, privilegeLeft: null, uid: 65534, capEff: '0000000000000000', interfaces: ['lo'], addressSpaceBytes: 2 * 1024 ** 3, fallback: null };
+  const full: DoctorFacts = { ...GOOD, quota: { mode: 'loop', unavailable: null }, helper: HELPER, tools: TOOLS };
   const all = judgeDoctor(full);
   assert.deepEqual(all.filter((c) => !c.ok), []);
   const by = (name: string) => all.find((c) => c.name === name)!;
@@ -43,6 +44,8 @@ test('doctor shows the seccomp profile, the disk quota and the helper caps in fo
   assert.match(by('DuckDB helper isolated').detail, /uid 65534/);
   assert.match(by('DuckDB helper address-space cap').detail, /RLIMIT_AS 4\.2 GiB/);
   assert.match(by('DuckDB helper CPU cap').detail, /RLIMIT_CPU 900 s/);
+  assert.match(by('grep/jq isolated').detail, /uid 65534, CapEff 0+, only lo, read-only \//);
+  assert.match(by('grep/jq address-space cap').detail, /RLIMIT_AS 2\.0 GiB/);
   // The explicit opt-out is shown, not failed.
   assert.match(judgeDoctor({ ...full, quota: { mode: 'none', unavailable: null } }).find((c) => c.name === 'workspace disk quota')!.detail, /BRIG_WORKSPACE_QUOTA=none/);
   const cases: [DoctorFacts, string, RegExp][] = [
@@ -51,6 +54,9 @@ test('doctor shows the seccomp profile, the disk quota and the helper caps in fo
     [{ ...full, helper: { ...HELPER, addressSpaceBytes: null } }, 'DuckDB helper address-space cap', /prlimit/],
     [{ ...full, helper: { ...HELPER, cpuSeconds: null } }, 'DuckDB helper CPU cap', /prlimit/],
     [{ ...full, helper: { error: 'no helper started: spawn ENOENT' } }, 'DuckDB helper', /make deps/],
+    [{ ...full, tools: { ...TOOLS, isolated: false, privilegeLeft: 'not isolated', fallback: 'isolating grep and jq needs root' } }, 'grep/jq isolated', /nsenter/],
+    [{ ...full, tools: { ...TOOLS, addressSpaceBytes: null } }, 'grep/jq address-space cap', /prlimit/],
+    [{ ...full, tools: { error: 'grep could not be run: spawn ENOENT' } }, 'grep/jq', /make deps/],
   ];
   for (const [facts, name, hint] of cases) {
     const bad = failing(facts);
