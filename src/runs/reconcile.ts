@@ -168,10 +168,24 @@ async function requeueRun(d: ReconcileDeps, id: string): Promise<boolean> {
   if (!r || r.status !== 'starting' || table.ending.has(id)) return false;
   const q = requeue(r, table.clock.now());
   if (!q.ok) return false;
-  // Durable: it waits in the queue again, and a crash now must not make it `starting` again.
-  await table.update(id, () => q.value);
-  await bestEffort(table, id, 'socket_dir', () => fs.rm(path.join(deps.paths.brokers, id), { recursive: true, force: true }));
-  if (r.leaseId) await bestEffort(table, id, 'lease', () => deps.leases.revoke(r.leaseId!, 'system', 'run_requeued'));
+  // The dead launch's lease is revoked before the run can launch again (a run holds one live
+  // lease; its relaunch gets a fresh one), once the record in memory no longer names it (its
+  // revoke must not end the run); `preparing` keeps the starter and the health tick off it
+  // until it is queued on disk. A crash in between finds it `starting` again, its lease
+  // revoked: the next start queues it again the same way.
+  table.preparing.add(id);
+  try {
+    table.patch(id, () => q.value);
+    // The record names it only if the launch saved it; the store knows it by the run either way.
+    if (r.leaseId) await bestEffort(table, id, 'lease', () => deps.leases.revoke(r.leaseId!, 'system', 'run_requeued'));
+    await bestEffort(table, id, 'lease', () => deps.leases.revokeRun(id, 'system', 'run_requeued'));
+    await bestEffort(table, id, 'socket_dir', () => fs.rm(path.join(deps.paths.brokers, id), { recursive: true, force: true }));
+    // Durable: it waits in the queue again, and a crash now must not make it `starting` again
+    // (as it stands: a kill that came meanwhile is not undone).
+    await table.update(id, (x) => x);
+  } finally {
+    table.preparing.delete(id);
+  }
   table.ledger.append({ type: 'run.requeued', runId: id, rootRunId: r.rootRunId });
   return true;
 }

@@ -387,11 +387,12 @@ test('[INV-8] restart: a run caught `starting` with no started container is queu
   await until(running(first.sup, a.value.id), 'running');
   const oldLease = first.sup.peek(a.value.id)!.leaseId!;
   await first.sup.close();
-  // What the disk holds when the SIGKILL lands after the jail's create, before its start.
+  // What the disk holds when the SIGKILL lands while the jail is made: intake's `starting`
+  // save; the lease was issued, but the launch had not saved it on the record yet.
   const { RunStore } = await import('../../../src/runs/run-store.js');
   const store = new RunStore(path.join(first.home, 'runs'));
   const rec = (await store.loadAll()).records.find((r) => r.id === a.value.id)!;
-  await store.save({ ...rec, status: 'starting', startedAt: null });
+  await store.save({ ...rec, status: 'starting', startedAt: null, leaseId: null });
   const made = jail.jails.get(a.value.id)!;
   made.started = false;
   const second = await setup({}, first.home, jail, leases);
