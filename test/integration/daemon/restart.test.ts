@@ -12,7 +12,7 @@ import path from 'node:path';
 import { ApiClient } from '../../../src/client/index.js';
 import type { ReconcileReport, RunRecord, SpawnRequestInput } from '../../../src/runs/index.js';
 import { requireEngine } from '../../helpers/engine.js';
-import { engineGate } from '../../helpers/engine-gate.js';
+import { startEngineProxy } from '../../helpers/engine-proxy.js';
 import { leftovers, until } from '../runs/fixture.js';
 import { brokerSockets, daemonHome, recordOnDisk, resultTemps, warmReady, type DaemonHome, type Serve } from './serve-proc.js';
 
@@ -211,9 +211,9 @@ test('[INV-8] a restarted daemon serves its API and its children\'s brokers whil
   const stepsAtKill = recordOnDisk(h.home, run.id)!.stepsExecuted;
 
   // Every container remove of the next daemon waits at the gate: its sweep cannot finish.
-  const gate = await engineGate(t);
+  const gate = await startEngineProxy(t);
   gate.hold(/^DELETE \S*\/containers\//);
-  const second = h.start(['serve', '--json'], { DOCKER_HOST: gate.host });
+  const second = h.start(['serve', '--json'], { DOCKER_HOST: gate.dockerHost });
   await until(() => gate.held().length > 0, 'the start-up sweep\'s first remove reached the engine gate', 600);
   await until(() => ApiClient.probe(h.paths.socket), 'the daemon answers /v1/health while its sweep waits on the engine', 600);
   // The reattached child is served too: its steps go on through the new daemon's broker.
@@ -241,9 +241,9 @@ test('[INV-8] a restarted daemon serves its API and its children\'s brokers whil
 test('[INV-8] a run caught `starting` (its container being created) by a SIGKILL is queued again at the next start and completes, not ghost-swept', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);
-  const gate = await engineGate(t);
+  const gate = await startEngineProxy(t);
   gate.hold(/^POST \S*\/containers\/create/);
-  const first = await h.serve([], { DOCKER_HOST: gate.host });
+  const first = await h.serve([], { DOCKER_HOST: gate.dockerHost });
   const run = await spawnAsync(first.socket, { task: 'start me again', script: TWO_STEPS });
   await until(() => gate.held().length > 0, 'the container create reached the engine gate', 300);
   await first.signal('SIGKILL');
