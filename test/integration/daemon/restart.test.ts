@@ -207,6 +207,8 @@ test('[INV-8] a restarted daemon serves its API and its children\'s brokers whil
   await until(async () => (await warmReady(first.socket)) >= 1, 'a warm slot ready', 600);
   const run = await spawnAsync(first.socket, { task: 'keep stepping', script: STEPPING });
   await until(() => (recordOnDisk(h.home, run.id)?.stepsExecuted ?? 0) >= 1, 'first step', 300);
+  // The run may have taken the slot: the refilled one is what the next start must sweep.
+  await until(async () => (await warmReady(first.socket)) >= 1, 'a warm slot ready again', 600);
   await first.signal('SIGKILL');
   const stepsAtKill = recordOnDisk(h.home, run.id)!.stepsExecuted;
 
