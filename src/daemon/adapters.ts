@@ -33,6 +33,11 @@ export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
       if (!l || l.revoked) return;
       store.revoke(leaseId, by, reason);
     },
+    async revokeRun(runId, by, reason) {
+      const l = store.byRunId(runId);
+      if (!l || l.revoked) return;
+      store.revoke(l.id, by, reason);
+    },
     onRevoked(cb) {
       return store.onRevoked((revoked: LeaseRecord[], by: string) => {
         for (const r of revoked) cb(r.id, by);

@@ -88,6 +88,12 @@ export interface RunRecord {
    */
   requestHash?: string;
   createdAt: string;
+  /**
+   * When the run last began waiting for a slot, if not at `createdAt`: the start of the
+   * supervisor that took it over from a drained or dead one (a wait while no supervisor ran
+   * is not the queue's, so `queueTimeoutMs` counts from here).
+   */
+  queuedAt?: string;
   startedAt: string | null;
   endedAt: string | null;
   timeoutMs: number;
@@ -158,6 +164,16 @@ export interface RunRecord {
   jailKey?: string;
   /** Attribution: the parent's step count when it spawned this run (reference 001). */
   parentStep?: number | null;
+  /**
+   * The id of the parent's broker call that spawned this run: a `spawn` the parent's client
+   * re-sends after a reconnect (`resent`) with this id is this run, never a second one.
+   */
+  spawnCallId?: string | number;
+  /**
+   * The id of the last `progress` call counted: the same call re-sent after a reconnect
+   * (`resent`) is answered without counting the step again. Saved with the count it made.
+   */
+  progressCallId?: string | number;
   /** Kind `agent`: its one salvage call was made. */
   salvaged?: boolean;
   /**
@@ -261,6 +277,8 @@ export interface SpawnContext {
   resumeOf?: string;
   /** Set by the broker: the parent's step count when it spawned this child (attribution). */
   parentStep?: number;
+  /** Set by the broker: the id of the parent's spawn call, kept on the child (`spawnCallId`) so a re-sent call finds it. */
+  callId?: string | number;
   /** Aborting it kills the run (killedBy operator); its outputs are still collected. */
   signal?: AbortSignal;
 }

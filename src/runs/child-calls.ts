@@ -42,11 +42,21 @@ export const RUN_METHODS = [
 ] as const satisfies readonly BrokerMethod[];
 export type RunMethod = (typeof RUN_METHODS)[number];
 
-/** What a handler is handed: the calling run (verified by the broker) and the method's typed params. */
+/**
+ * What a handler is handed: the calling run (verified by the broker), the method's typed
+ * params, and the call's id with whether the child's client re-sends it after a reconnect
+ * (`resent`): a call whose effect would double — a step counted, a child spawned, a kill
+ * answered `not_running` — is answered again by its id instead of applied twice.
+ */
 export interface ChildCall<M extends RunMethod> {
   runId: string;
   params: ParamsOf<M>;
+  callId?: string | number | null;
+  resent?: boolean;
 }
+
+/** The id of a re-sent call, when there is one to match. */
+const resentId = (c: { callId?: string | number | null; resent?: boolean }): string | number | undefined => (c.resent === true && c.callId !== null ? c.callId : undefined);
 
 /** One handler per run method, in the broker's own call shape: the broker calls them directly. */
 export type ChildCallHandlers = { [M in RunMethod]: (call: ChildCall<M>) => Promise<ReplyOf<M>> };
@@ -157,8 +167,13 @@ async function withRefs(sup: RunPorts, c: RunRecord, room: { chars: number } = {
 export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
   const { table, actions } = sup;
   return {
-    async progress({ runId, params: p }) {
+    async progress(call) {
+      const { runId, params: p } = call;
       const r = running(sup, runId);
+      // The call counted last, sent again after a reconnect (its reply was lost with the
+      // connection, perhaps with the supervisor): answered again, not counted again.
+      const again = resentId(call);
+      if (again !== undefined && r.progressCallId === again) return { steers: takeSteers(sup, runId), stepsExecuted: r.stepsExecuted };
       // An agent's step is its model call (llm-calls.ts counts and bounds it); its progress
       // call only says where it is.
       const agent = r.kind === 'agent';
@@ -171,7 +186,9 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       // Only a name of the closed tool set is kept: events and the ledger stay content-free (INV-7).
       const tool = typeof p.tool === 'string' && (AGENT_TOOL_NAMES as readonly string[]).includes(p.tool) ? p.tool : null;
       // Not durable (run-store.ts): a machine crash may lose the last progress line and count.
-      await table.update(runId, (x) => ({ ...x, stepsExecuted: agent ? x.stepsExecuted : x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: table.clock.now().toISOString() }), { durable: false });
+      // The call's id goes with the count it made, in one save: a restart reads both or neither.
+      const counted = call.callId !== undefined && call.callId !== null ? { progressCallId: call.callId } : {};
+      await table.update(runId, (x) => ({ ...x, stepsExecuted: agent ? x.stepsExecuted : x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: table.clock.now().toISOString(), ...counted }), { durable: false });
       return { steers: takeSteers(sup, runId), stepsExecuted: agent ? r.stepsExecuted : r.stepsExecuted + 1 };
     },
     async checkpoint({ runId, params: p }) {
@@ -213,10 +230,19 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       running(sup, runId);
       return { steers: takeSteers(sup, runId) };
     },
-    async spawn({ runId, params: p }) {
+    async spawn(call) {
+      const { runId, params: p } = call;
       const r = running(sup, runId);
       const live = table.live.get(runId);
       if (!live || !grantAllows({ caps: live.caps }, 'spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
+      // The same call sent again after a reconnect: the child it made is the answer (waited
+      // for, like the first, when synchronous), even one that ended since; never a second one.
+      const again = resentId(call);
+      const made = again === undefined ? undefined : table.all().find((c) => c.parentRunId === runId && c.spawnCallId === again);
+      if (made) {
+        const res = p.request.async === true ? ok({ ok: true as const, value: made }) : ok(await actions.whileBlocked(runId, () => actions.wait(made.id)));
+        return withRefs(sup, res);
+      }
       // `include_parent_history: summary` without a text: brig writes it from the conversation
       // it holds for this run (the model's summary, else a marked head/tail; never the transcript).
       const asked = p.request;
@@ -226,7 +252,8 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       // A parent blocked on its child must not hold the slot the child needs (no deadlock).
       // Attribution (reference 001): the child carries the step of its parent that spawned it.
       // The request is parsed by the supervisor's intake with the one spawn schema.
-      const spawn = () => actions.spawn(req as never, { parentRunId: runId, parentStep: r.stepsExecuted });
+      const callId = call.callId ?? undefined;
+      const spawn = () => actions.spawn(req as never, { parentRunId: runId, parentStep: r.stepsExecuted, ...(callId !== undefined ? { callId } : {}) });
       const res = req.async === true ? await spawn() : await actions.whileBlocked(runId, spawn);
       return withRefs(sup, ok(res));
     },
@@ -259,9 +286,12 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       }
       return llm.complete(table.get(runId)!, p);
     },
-    async 'child.kill'({ runId, params: p }) {
+    async 'child.kill'(call) {
+      const { runId, params: p } = call;
       running(sup, runId);
-      ownChild(sup, runId, p.child);
+      const child = ownChild(sup, runId, p.child);
+      // Sent again after a reconnect, once the first one killed it: the first one's answer.
+      if (resentId(call) !== undefined && child.status === 'ended' && child.killedBy === 'parent') return { runId: p.child, endReason: child.endReason };
       const k = ok(await actions.kill(p.child, { confirm: true, by: 'parent' }));
       return { runId: p.child, endReason: k.endReason };
     },

@@ -168,6 +168,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     rec.costUsd = 0;
   }
   if (ctx.parentStep !== undefined) rec.parentStep = ctx.parentStep;
+  // Saved with the admitted record: a re-sent spawn call finds this run, before or after a restart.
+  if (ctx.callId !== undefined) rec.spawnCallId = ctx.callId;
   // Decided and recorded in the same tick. An admitted run is `starting` at once;
   // `preparing` keeps the pump and the health tick off it until it is on disk.
   if (decision.kind === 'admit') rec.status = 'starting';

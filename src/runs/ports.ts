@@ -42,6 +42,11 @@ export interface LeasePort {
   /** Whether the policy in force has this profile (the nearest name in the refusal); absent: not checked before launch. */
   checkProfile?(name: string): Result<void, BrigError>;
   revoke(leaseId: string, by: string, reason: string): Promise<void>;
+  /**
+   * Revokes the live lease this run holds, if any — also one a launch issued that no record
+   * names (a crash before its save): a run caught `starting` launches again with a fresh one.
+   */
+  revokeRun(runId: string, by: string, reason: string): Promise<void>;
   /** Called for every lease revoked by anyone (cascades included) with who revoked it. */
   onRevoked(cb: (leaseId: string, by: string) => void): () => void;
 }

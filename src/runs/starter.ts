@@ -32,8 +32,10 @@ export interface StarterDeps {
   settings: SupervisorSettings;
   fork: ProgressFork;
   actions: Pick<RunActions, 'endRun' | 'loadRequest'>;
-  /** False once the supervisor closed or drains: nothing new starts. */
+  /** False once the supervisor closed: nothing new starts. */
   accepting: () => boolean;
+  /** True while draining: the operator's queued runs stay queued (kept for the next start). */
+  holdRootQueue?: () => boolean;
   /** Told how many runs are live after each pump (the health tick keeps the process up while > 0). */
   onLive: (n: number) => void;
 }
@@ -48,7 +50,8 @@ export class RunStarter {
     const live = table.all().filter((r) => r.status !== 'ended' && !table.ending.has(r.id));
     // Preparing admitted runs count as active (they are `starting`); preparing queued ones
     // are not candidates yet.
-    const startable = live.filter((r) => !(table.preparing.has(r.id) && r.status === 'queued'));
+    const hold = this.d.holdRootQueue?.() === true;
+    const startable = live.filter((r) => !(r.status === 'queued' && (table.preparing.has(r.id) || (hold && r.parentRunId === null))));
     this.d.onLive(live.length);
     for (const id of nextToStart(startable, this.d.settings, table.blockedSet())) {
       const t = transition(table.get(id)!, 'starting', table.clock.now());

@@ -55,7 +55,7 @@ test('a parent kills and steers only its own children over the broker; identity 
 });
 
 test('a queued run past the queue timeout ends failed with queue_timeout', async () => {
-  const { sup, jail } = await setupSup({ settings: { maxChildrenPerAgent: 1, queueTimeoutMs: 30 } });
+  const { sup, jail } = await setupSup({ settings: { maxConcurrent: 1, queueTimeoutMs: 30 } });
   const a = await sup.spawn({ task: 'a', script: SCRIPT, async: true });
   const b = await sup.spawn({ task: 'b', script: SCRIPT, async: true });
   assert.ok(a.ok && b.ok);
