@@ -6,7 +6,7 @@ BRIG := $(NODE) dist/cli/main.js
 # The test tiers, each timed against its budget (test/tiers/tiers.ts); one summary at the end.
 TIERS := $(NODE) --import tsx test/tiers/run.ts
 
-.PHONY: help deps test-deps build engine images model test test-unit test-integration test-long demo bench soak typecheck clean
+.PHONY: help deps test-deps build engine images model test test-unit test-integration test-long demo bench bench-quick bench-doc soak typecheck clean
 
 help:
 	@echo "make demo   - set up everything, then run the main job"
@@ -15,7 +15,7 @@ help:
 	@echo "make test-integration - integration tests, two files at a time (AREA=jail for one area)"
 	@echo "make test-long        - the long ones: soak-like loads, a browser, the demo"
 	@echo "make model  - the local model tier: its runtime (local-model/) and SmolLM2-135M (sha256-checked) in $(MODEL_DIR)"
-	@echo "make bench  - benchmarks against the raw floor"
+	@echo "make bench  - benchmarks against the raw floor: one report, one table of ratios (bench-quick: headlines, ≤ 3 min)"
 	@echo "make soak   - a daemon under load, kills, steers and SIGKILL restarts; checks nothing was lost"
 
 node_modules/.package-lock.json: package-lock.json
@@ -72,9 +72,19 @@ test-long: build engine images test-deps model
 demo: build engine images model
 	BRIG_DEMO_GGUF=$(MODEL_GGUF) bash scripts/demo.sh
 
-# Each bench/*.bench.ts measures brig against its raw floor in the same run and prints ratios.
+# Each bench/*.bench.ts measures brig against its raw floor in the same run; bench/run.ts runs
+# them all (a failing one does not stop the others), writes one report (bench/reports/) and ends
+# with one table of every ratio beside its goal. Compare two: node --import tsx bench/compare.ts A B
 bench: build engine images model
-	@set -e; for f in $(sort $(wildcard bench/*.bench.ts)); do echo "== $$f"; $(NODE) --import tsx $$f; done
+	$(NODE) --import tsx bench/run.ts
+
+# The headline ratios only (pooled round trip, first instruction, fan-out, CLI, slicing): ≤ 3 min.
+bench-quick: build engine images
+	$(NODE) --import tsx bench/run.ts --quick
+
+# docs/performance.md's table, from the kept quiet run (bench/run.ts --keep REPORT keeps one).
+bench-doc: deps
+	$(NODE) --import tsx bench/run.ts --doc
 
 # Not part of `test`: 200 mixed children against a real daemon killed 3 times (bench/soak.ts).
 soak: build engine images

@@ -154,7 +154,10 @@ function ledgerLines(home: string): { total: number; flood: number; byType: Reco
   return { total, flood, byType };
 }
 
+import { BenchReport } from './report.js';
+
 async function bench(): Promise<void> {
+  const report = new BenchReport('broker-flood'); // here: the --serve process of this file reports nothing
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-flood-'));
   const self = fileURLToPath(import.meta.url);
   const server = spawn(process.execPath, ['--import', 'tsx', self, '--serve', home], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -197,12 +200,13 @@ async function bench(): Promise<void> {
     await new Promise((r) => server.once('exit', r));
     const f = JSON.parse(floodOut) as { written: number; replies: number; connections: number; ms: number };
     const row = (name: string, m: Map<string, number[]>) => {
-      const q = m.get('quiet') ?? [];
-      const fl = m.get('flood') ?? [];
-      const r = (x: number) => x.toFixed(2).padStart(9);
-      console.log(
-        `${name.padEnd(8)} quiet p50 ${r(pct(q, 0.5))} p99 ${r(pct(q, 0.99))} ms | flood p50 ${r(pct(fl, 0.5))} p99 ${r(pct(fl, 0.99))} max ${r(pct(fl, 1))} ms (n=${fl.length}) | p99 ×${(pct(fl, 0.99) / pct(q, 0.99)).toFixed(1)}`,
-      );
+      const q = report.samples(`${name}, quiet`, m.get('quiet') ?? []);
+      const fl = report.samples(`${name}, flood`, m.get('flood') ?? [], { floor: `${name}, quiet` });
+      report.value(`${name} p99, quiet`, q.p99);
+      report.value(`${name} p99, flood`, fl.p99, { floor: `${name} p99, quiet` });
+      const r = (x: number | null) => (x === null ? '—' : x.toFixed(2)).padStart(9);
+      const x99 = q.p99 && fl.p99 !== null ? (fl.p99 / q.p99).toFixed(1) : '—';
+      console.log(`${name.padEnd(8)} quiet p50 ${r(q.median)} p99 ${r(q.p99)} ms | flood p50 ${r(fl.median)} p99 ${r(fl.p99)} max ${r(fl.max)} ms (n=${fl.n}) | p99 ×${x99}`);
     };
     console.log(`flood: ${LINES} bad lines offered; ${f.written} handed to write() over ${f.connections} connection(s) in ${f.ms} ms; ${f.replies} replies; flood phase = that + ${SETTLE_MS} ms`);
     row('hello', hello);

@@ -19,6 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { BenchReport, type Goal } from './report.js';
 
 const run = promisify(execFile);
 const N = Math.max(5, Number(process.argv[2] ?? 20));
@@ -43,9 +44,15 @@ async function rounds(variants: [string, () => Promise<unknown>][]): Promise<Map
   return out;
 }
 
-function print(title: string, res: Map<string, number[]>, floorKey: string): void {
+const report = new BenchReport('cli');
+/** Goals on ratios to `node -e 0` (issue 34: the thin CLI through the daemon ≤ 1.3× node). */
+const GOALS: Record<string, Goal> = { 'brig --version': { ratioMax: 1.3 }, 'brig list': { ratioMax: 1.3 }, 'brig ref read': { ratioMax: 1.3 } };
+
+function print(title: string, res: Map<string, number[]>, floorKey: string, group: string): void {
   const floor = stats(res.get(floorKey)!).p50;
   console.log(title);
+  const name = (k: string) => (group ? `${k} [${group}]` : k);
+  for (const [k, xs] of res) report.samples(name(k), xs, k === floorKey ? {} : { floor: name(floorKey), ...(group === '' && GOALS[k] ? { goal: GOALS[k] } : {}), ...(k.startsWith('brig spawn') ? { headline: true } : {}) });
   for (const [k, xs] of res) {
     const { p50, p95 } = stats(xs);
     console.log(`  ${k.padEnd(30)} p50 ${p50.toFixed(1).padStart(7)} ms  p95 ${p95.toFixed(1).padStart(7)} ms  ×${(p50 / floor).toFixed(2)} of ${floorKey}`);
@@ -91,7 +98,7 @@ async function main(): Promise<void> {
       ['brig ref read', () => brig('ref', 'read', ref, '--length', '100')],
       ['brig wait (ended run)', () => brig('wait', spawned.runId)],
     ]);
-    print(`thin commands through a daemon (${N} runs each, round-robin)`, thin, 'node -e 0');
+    print(`thin commands through a daemon (${N} runs each, round-robin)`, thin, 'node -e 0', '');
 
     // `brig spawn -- true` end to end (the CLI, the daemon, the jail, the envelope printed),
     // through this daemon (each jail made at spawn) and one with a warm pool.
@@ -107,7 +114,7 @@ async function main(): Promise<void> {
         // One slot is taken per round; the cold row's ~0.4 s in between lets it refill.
         ['brig spawn -- true (--warm 2)', () => run(NODE, [MAIN, 'spawn', '--', 'true'], { env: warmEnv })],
       ]);
-      print(`brig spawn -- true through a daemon (${N} runs each, round-robin)`, spawns, 'node -e 0');
+      print(`brig spawn -- true through a daemon (${N} runs each, round-robin)`, spawns, 'node -e 0', 'spawn');
     } finally {
       await stop(dw);
       await fs.promises.rm(warmHome, { recursive: true, force: true });
@@ -138,8 +145,8 @@ async function main(): Promise<void> {
       ['node -e 0', () => run(NODE, ['-e', '0'])],
       ['brig list, no daemon (3,000)', () => brig('list')],
     ]);
-    print('3,000 run records', many, 'node -e 0');
-    print('3,000 run records, no daemon (read from disk)', noDaemon, 'node -e 0');
+    print('3,000 run records', many, 'node -e 0', '3,000');
+    print('3,000 run records, no daemon (read from disk)', noDaemon, 'node -e 0', '3,000 no daemon');
   } finally {
     if (d.exitCode === null) await stop(d).catch(() => {});
     await fs.promises.rm(home, { recursive: true, force: true });

@@ -21,6 +21,9 @@ import type { RunRecord } from '../src/runs/index.js';
 import { startEngineProxy, type EngineProxy } from '../test/helpers/engine-proxy.js';
 import { daemonHome, exitWithin, type DaemonHome, type Serve } from '../test/integration/daemon/serve-proc.js';
 
+import { BenchReport } from './report.js';
+
+const report = new BenchReport('engine-outage');
 const ROUNDS = Math.max(1, Number(process.argv[2] ?? 3));
 const OUTAGE_MS = Math.max(3, Number(process.argv[3] ?? 5)) * 1000;
 const EXIT_AFTER_S = 2;
@@ -96,6 +99,9 @@ async function learnedPhase(): Promise<void> {
     frozen.learned.push(lc.learnedAt - proxy.backAt!);
     frozen.ended.push(lc.endedAt - proxy.backAt!);
   }
+  report.samples('end learned, no outage', floor);
+  report.samples('end learned after the engine refused', refused.learned, { floor: 'end learned, no outage' });
+  report.samples('end learned after the engine froze', frozen.learned, { floor: 'end learned, no outage' });
   console.log(`learned   no outage: from the child's exit to its end learned: ${fmt(floor)}`);
   console.log(`          refused ${OUTAGE_MS / 1000} s: engine back → end learned ${fmt(refused.learned)}; → ended ${fmt(refused.ended)} (${(median(refused.learned) / median(floor)).toFixed(1)}× the floor)`);
   console.log(`          frozen ${OUTAGE_MS / 1000} s:  engine back → end learned ${fmt(frozen.learned)}; → ended ${fmt(frozen.ended)}`);
@@ -122,6 +128,8 @@ async function killPhase(): Promise<void> {
     proxy.thaw();
     await api.wait(b.id, { timeoutMs: 60_000 });
   }
+  report.samples('kill answered, engine up', up);
+  report.samples('kill answered, engine frozen', frozen, { floor: 'kill answered, engine up' });
   console.log(`kill      engine up: ${fmt(up)}; engine frozen: answered in ${fmt(frozen)}`);
   await serve.signal('SIGTERM');
 }
@@ -144,13 +152,16 @@ async function drainPhase(): Promise<void> {
       proxy.thaw();
     }
   }
+  report.samples('drain 2 s, SIGTERM → exit, engine up', up);
+  report.samples('drain 2 s, SIGTERM → exit, engine frozen', frozen, { floor: 'drain 2 s, SIGTERM → exit, engine up' });
   console.log(`drain     --drain 2, one live child: SIGTERM → exit, engine up ${fmt(up)}; engine frozen ${fmt(frozen)} (${(median(frozen) / median(up)).toFixed(2)}× the engine-up stop)`);
 }
 
 try {
-  await learnedPhase();
-  await killPhase();
-  await drainPhase();
+  await report.phase('learned', learnedPhase);
+  await report.phase('kill', killPhase);
+  await report.phase('drain', drainPhase);
+  if (report.failures.length > 0) process.exitCode = 1;
 } finally {
   for (const fn of cleanups.reverse()) await fn().catch(() => {});
 }

@@ -18,6 +18,9 @@ import { loadConfig } from '../src/config/index.js';
 import { compose } from '../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 
+import { BenchReport } from './report.js';
+
+const report = new BenchReport('fanout');
 const run = promisify(execFile);
 const N = Number(process.argv[2] ?? 50);
 const P = 5;
@@ -58,6 +61,11 @@ async function main(): Promise<void> {
     for (const b of busy) if (b.ok) await sup.wait(b.value.id);
 
     const rawMs = (raw1 + raw2) / 2;
+    report.samples('raw xargs docker run, per child', [raw1 / N, raw2 / N]);
+    report.value('brig supervisor, per child', brig / N, { floor: 'raw xargs docker run, per child', goal: { ratioMax: 1.2 }, headline: true });
+    report.value('children completed', completed, { unit: 'of N', goal: { min: N } });
+    report.value('supervisor RSS idle', idleRss / 2 ** 20, { unit: 'MiB' });
+    report.value(`supervisor RSS, ${P} children running`, busyRss / 2 ** 20, { unit: 'MiB' });
     console.log(`fan-out of ${N} trivial children at concurrency ${P} (image ${image})`);
     console.log(`  raw xargs -P${P} docker run --rm --network none : ${Math.round(raw1)} ms, ${Math.round(raw2)} ms (mean ${Math.round(rawMs)} ms, ${Math.round(rawMs / N)} ms/child)`);
     console.log(`  brig supervisor                               : ${Math.round(brig)} ms (${Math.round(brig / N)} ms/child), ${completed}/${N} completed`);

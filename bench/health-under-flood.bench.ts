@@ -19,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { exchange } from '../src/client/wire.js';
+import { BenchReport } from './report.js';
 
 const run = promisify(execFile);
 const MAIN = path.resolve(import.meta.dirname, '../dist/cli/main.js');
@@ -50,10 +51,7 @@ export default async function () {
   return { sent, cut };
 }`;
 
-const q = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(s.length * p))]!;
-};
+const report = new BenchReport('health-under-flood');
 
 /** Latencies back to back for ms, each with the wall-clock time it was sent at. */
 async function timed(socketPath: string, ms: number): Promise<{ at: number; ms: number }[]> {
@@ -94,10 +92,19 @@ async function main(): Promise<void> {
     // The broker ends a flooding run within about a second: sample from its spawn on, then keep
     // the samples sent while it was running (its startedAt to its endedAt).
     const spawning = brig('spawn', '--async', '--json', '--task', 'flood', '--timeout', '600', '--script', path.join(home, 'flood.mjs'));
-    const during = await timed(sock, 3000);
+    // Sampled until the flooder has ended, however long its start takes on a loaded machine
+    // (a fixed 3-s window once ended before the flooder started: no samples).
+    const during: { at: number; ms: number }[] = [];
+    let flooderEnded = false;
+    const sampling = (async () => {
+      const bound = Date.now() + 120_000;
+      while (!flooderEnded && Date.now() < bound) during.push(...(await timed(sock, 250)));
+    })();
     const flooder = (JSON.parse((await spawning).stdout) as { runId: string }).runId;
     ids.push(flooder);
-    await brig('wait', flooder, '--timeout', '30').catch(() => {});
+    await brig('wait', flooder, '--timeout', '60').catch(() => {});
+    flooderEnded = true;
+    await sampling;
     const listed = JSON.parse((await brig('list', '--json')).stdout) as { runs: { id: string; status: string; endReason: string | null; killedBy: string | null; startedAt: string | null; endedAt: string | null; error: { code: string } | null }[] };
     const running = listed.runs.filter((r) => r.status === 'running').length;
     const f = listed.runs.find((r) => r.id === flooder)!;
@@ -105,10 +112,12 @@ async function main(): Promise<void> {
     const to = f.endedAt ? Date.parse(f.endedAt) : Infinity;
     phases.push(['flooding (4 + 1 flooder)', during.filter((x) => x.at >= from && x.at <= to).map((x) => x.ms)]);
     const floodInfo = f.status === 'ended' ? `the flooder ran ${((to - from) / 1000).toFixed(2)} s and ended ${f.endReason}${f.killedBy ? ` by ${f.killedBy}` : ''}${f.error ? ` (${f.error.code})` : ''}` : 'the flooder was still flooding';
-    const floor = q(phases[0]![1], 0.5);
     console.log(`GET /v1/health on a real daemon, back to back for ${PHASE_MS} ms per phase (${running} children running at the end; ${floodInfo})`);
-    for (const [name, xs] of phases) {
-      console.log(`  ${name.padEnd(26)} n ${String(xs.length).padStart(5)}  p50 ${q(xs, 0.5).toFixed(2).padStart(6)} ms  p99 ${q(xs, 0.99).toFixed(2).padStart(6)} ms  max ${Math.max(...xs).toFixed(1).padStart(6)} ms  p50 ×${(q(xs, 0.5) / floor).toFixed(2)} of quiet`);
+    for (const [i, [name, xs]] of phases.entries()) {
+      const f = report.samples(name, xs, i === 0 ? {} : { floor: 'quiet', goal: { ratioMax: 2 }, ...(xs.length === 0 ? { note: `no samples: ${floodInfo}` } : {}) });
+      const ratio = f.median !== null && report.median('quiet') ? ` p50 ×${(f.median / report.median('quiet')!).toFixed(2)} of quiet` : '';
+      const ms = (v: number | null) => (v === null ? '—' : v.toFixed(2)).padStart(6);
+      console.log(`  ${name.padEnd(26)} n ${String(f.n).padStart(5)}  p50 ${ms(f.median)} ms  p99 ${ms(f.p99)} ms  max ${ms(f.max)} ms ${ratio}${f.n === 0 ? ` (${f.note})` : ''}`);
     }
     for (const id of ids) await brig('kill', id, '--yes').catch(() => brig('kill', id).catch(() => {}));
     const led = await brig('audit', 'query', "SELECT count(*) AS n FROM ledger WHERE type LIKE 'broker.%'", '--json').then((r) => r.stdout.trim(), () => 'n/a');

@@ -19,6 +19,9 @@ import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 import { DEFAULT_RUNTIME_DIR, LocalModelClient, LocalModelHost } from '../src/models/index.js';
 import { LOCAL_GGUF } from '../test/helpers/local-model.js';
 
+import { BenchReport } from './report.js';
+
+const report = new BenchReport('local-model');
 const N = Math.max(3, Number(process.argv[2] ?? 5));
 const THREADS = Math.max(1, Number(process.argv[3] ?? 1));
 const MAX_TOKENS = 32;
@@ -118,6 +121,12 @@ async function main(): Promise<void> {
   const full = [...before.full, ...after.full];
   const ttft = [...before.ttft, ...after.ttft];
   const genRate = [...before.genRate, ...after.genRate];
+  report.value('load (helper start → ready)', loadWall);
+  report.value('prompt evaluation from scratch', (coldPrompt.tokens * 1000) / Math.max(1, coldPrompt.ms), { unit: 'tokens/s' });
+  report.samples('first token (host → helper)', ttft);
+  report.samples('generation', genRate, { unit: 'tokens/s' });
+  report.samples('host → helper, full reply', full);
+  report.samples('jail → broker → helper, full reply', jail, { floor: 'host → helper, full reply' });
   const row = (k: string, v: string) => console.log(`${k.padEnd(44)} ${v}`);
   row('load (helper start → ready, wall)', `${loadWall.toFixed(0)} ms (model + context: ${loadMs} ms)`);
   row('prompt evaluation, from scratch', `${coldPrompt.tokens} tokens in ${coldPrompt.ms} ms = ${((coldPrompt.tokens * 1000) / Math.max(1, coldPrompt.ms)).toFixed(0)} tokens/s`);

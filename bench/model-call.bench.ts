@@ -21,6 +21,9 @@ import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 import { OpenAIChatClient } from '../src/models/index.js';
 import { startModelServer, textTurn } from '../test/helpers/model-server.js';
 
+import { BenchReport } from './report.js';
+
+const report = new BenchReport('model-call');
 const N = Math.max(10, Number(process.argv[2] ?? 30));
 const DELAY = Number(process.argv[3] ?? 15);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -77,6 +80,9 @@ async function main(): Promise<void> {
       await c.close();
       await new DockerJailDriver({ owner: ownerForHome(home) }).sweep(() => false).catch(() => {});
     }
+    report.samples('host → server, first token', ttft);
+    report.samples('host → server, full reply', full);
+    report.samples('jail → broker → server, full reply', jail, { floor: 'host → server, full reply' });
     const row = (k: string, v: number, floor: number) => console.log(`${k.padEnd(34)} ${v.toFixed(1).padStart(8)} ms   ×${(v / floor).toFixed(2)}`);
     console.log(`model call, ${N} calls each, reply streamed in 8 pieces ${DELAY} ms apart (scripted stand-in on loopback)`);
     row('host → server, first token', median(ttft), median(full));

@@ -24,6 +24,10 @@ import { loadConfig } from '../src/config/index.js';
 import { compose } from '../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 import { FsResultStore } from '../src/results/index.js';
+import { BenchReport } from './report.js';
+
+/** Made in the measuring process only: the --rss-records probe reports through its stdout. */
+let report: BenchReport;
 
 const run = promisify(execFile);
 const mb = (b: number) => `${Math.round(b / 2 ** 20)} MiB`;
@@ -74,6 +78,8 @@ async function spawnCurve(): Promise<void> {
           }),
         );
       }
+      report.samples(`docker run, concurrency ${conc}`, raw);
+      report.samples(`spawn → envelope, concurrency ${conc}`, brig, { floor: `docker run, concurrency ${conc}` });
       console.log(`  concurrency ${String(conc).padStart(2)}: brig ${pct(brig)}   docker run ${pct(raw)}   p50 ×${(q(brig, 0.5) / q(raw, 0.5)).toFixed(2)}   (${brig.length} each)`);
     }
   } finally {
@@ -124,6 +130,8 @@ async function collectCurve(): Promise<void> {
         }
         const m = q(ours, 0.5);
         const d = q(dcp, 0.5);
+        report.samples(`docker cp ${sizeMb} MB`, dcp);
+        report.samples(`collect + index ${sizeMb} MB`, ours, { floor: `docker cp ${sizeMb} MB` });
         console.log(`  ${String(sizeMb).padStart(5)} MB: brig ${m.toFixed(0).padStart(6)} ms (${((sizeMb / m) * 1000).toFixed(0).padStart(4)} MB/s)   docker cp ${d.toFixed(0).padStart(6)} ms (${((sizeMb / d) * 1000).toFixed(0).padStart(4)} MB/s)   speed ×${(d / m).toFixed(2)} of docker cp`);
       } finally {
         await jail.destroy();
@@ -162,6 +170,7 @@ async function rssCurve(): Promise<void> {
       }
       for (let i = 0; i < 600 && (await c.supervisor.list({ status: ['running'] })).length < target; i++) await new Promise((r) => setTimeout(r, 100));
       global.gc?.();
+      report.value(`supervisor RSS, ${target} live runs`, process.memoryUsage().rss / 2 ** 20, { unit: 'MiB' });
       console.log(`  ${String(target).padStart(3)} live runs: RSS ${mb(process.memoryUsage().rss)}`);
     }
     for (const id of ids) await c.supervisor.kill(id, { confirm: true });
@@ -192,6 +201,7 @@ async function rssCurve(): Promise<void> {
       const r = spawnSync(process.execPath, [...process.execArgv, '--expose-gc', import.meta.filename, '--rss-records', rhome], { encoding: 'utf8' });
       if (r.status !== 0) throw new Error(r.stderr);
       const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { rss: number; runs: number };
+      report.value(`supervisor RSS after reconciling ${target} records`, got.rss / 2 ** 20, { unit: 'MiB' });
       console.log(`  ${String(target).padStart(6)} records: RSS ${mb(got.rss)} (${got.runs} listed)`);
     }
   } finally {
@@ -202,6 +212,7 @@ async function rssCurve(): Promise<void> {
 const [, , first, ...rest] = process.argv;
 if (first === '--rss-records') await rssProbe(rest[0]!);
 else {
+  report = new BenchReport('scaling');
   const which = first ? [first, ...rest] : ['spawn', 'collect', 'rss'];
   if (which.includes('spawn')) await spawnCurve();
   if (which.includes('collect')) await collectCurve();

@@ -23,6 +23,9 @@ import { MemoryLedger } from '../test/helpers/fakes/memory-ledger.js';
 import type { RunRecord } from '../src/protocol/index.js';
 import { FsResultStore } from '../src/results/index.js';
 
+import { BenchReport } from './report.js';
+
+const report = new BenchReport('slice-fairness');
 const SAMPLES = Number(process.env.SAMPLES ?? 100);
 const FLOOD = 16;
 const SLOW_SQL = 'SELECT count(*) FROM ref, range(25000000) t(i) WHERE hash(i + x) % 7 = 0';
@@ -88,6 +91,11 @@ async function main(): Promise<void> {
 
     const row = (name: string, q: number[], h: number[]) => {
       const [q50, q99, h50, h99] = [pct(q, 50), pct(q, 99), pct(h, 50), pct(h, 99)];
+      report.samples(`${name}, quiet`, q);
+      report.samples(`${name}, hostile child`, h, { floor: `${name}, quiet` });
+      report.value(`${name} p99, quiet`, q99);
+      // issue 28: the operator's SELECT 1 p99 with a hostile child ≤ 2× quiet
+      report.value(`${name} p99, hostile child`, h99, { floor: `${name} p99, quiet`, goal: { ratioMax: 2 } });
       console.log(
         `${name.padEnd(14)} quiet p50 ${q50.toFixed(0).padStart(5)} ms  p99 ${q99.toFixed(0).padStart(5)} ms   hostile p50 ${h50.toFixed(0).padStart(5)} ms  p99 ${h99.toFixed(0).padStart(5)} ms   ratio p50 ${(h50 / q50).toFixed(2)}×  p99 ${(h99 / q99).toFixed(2)}×`,
       );

@@ -25,6 +25,12 @@ import { performance } from 'node:perf_hooks';
 import { DockerJailDriver, type Jail } from '../src/jail/index.js';
 import { FsResultStore } from '../src/results/index.js';
 import { DuckdbHelperPool, Slicer } from '../src/slice/index.js';
+import { BenchReport } from './report.js';
+
+/** Made in the measuring process only (the --probe processes of this file report through stdout). */
+let report: BenchReport;
+/** `make bench-quick`: the slicing ratios only, no 1 GB materialization. */
+const QUICK = process.argv.includes('--quick') || process.env.BRIG_BENCH_QUICK === '1';
 
 const OUT = path.resolve(import.meta.dirname, 'out');
 const DATA = path.join(OUT, 'events-3m.jsonl');
@@ -129,8 +135,10 @@ async function main(): Promise<void> {
   const rows: string[][] = [];
 
   // 1. Materialization: the supervisor's real path and, for the stores' other writer, writeStream.
-  const mat = await materialization(home);
-  rows.push(...mat.rows);
+  if (!QUICK) {
+    const mat = await materialization(home);
+    rows.push(...mat.rows);
+  }
 
   // 2. The 300 MB ref.
   const ref = await store.writeStream('bench-run', 'bench', 'events.jsonl', fs.createReadStream(DATA, { highWaterMark: 1 << 20 }));
@@ -143,6 +151,7 @@ async function main(): Promise<void> {
   const line = await best(5, () => slicer.read(ref.ref, { line: 2_500_000, lines: 1 }));
   if (!line.value.ok || !line.value.value.text?.includes('"id":2499999,')) throw new Error('read returned the wrong line');
   rows.push(['read line 2,500,000', fmt(line.ms), '', 'target ≤ 20 ms']);
+  report.value('read line 2,500,000', line.ms, { goal: { max: 20 }, headline: true });
 
   // sql
   const sql = "SELECT kind, count(*) AS n, avg(value) AS v FROM ref WHERE value > 500 GROUP BY 1 ORDER BY 1";
@@ -162,6 +171,8 @@ async function main(): Promise<void> {
   }
   conn.closeSync();
   inst.closeSync();
+  report.value('sql, DuckDB in-process', duck);
+  report.value('sql filter+aggregate', oursMs, { floor: 'sql, DuckDB in-process', goal: { ratioMax: 1.3 }, headline: true });
   rows.push(['sql filter+aggregate', fmt(oursMs), `DuckDB in-process ${fmt(duck)}`, `${ratio(oursMs, duck)} (target ≤ 1.3×)`]);
   const helperHwm = Math.max(...pool.nodePids().map((p) => vmHwmKb(p)));
   await pool.close();
@@ -171,18 +182,22 @@ async function main(): Promise<void> {
   const g1 = await best(3, () => slicer.grep(ref.ref, rare, { maxMatches: 200, fixed: true }));
   if (!g1.value.ok) throw new Error('grep failed');
   const gFloor = cmdMs('/usr/bin/grep', ['-n', '-a', '-F', '--', rare, file]);
+  report.value('grep, GNU grep', gFloor);
+  report.value('grep selective', g1.ms, { floor: 'grep, GNU grep', goal: { ratioMax: 1.5 }, headline: true });
   rows.push([`grep (${g1.value.value.returned} matches)`, fmt(g1.ms), `GNU grep ${fmt(gFloor)}`, `${ratio(g1.ms, gFloor)} (target ≤ 1.5×)`]);
   const common = '"kind":"error"';
   const g2 = await best(3, () => slicer.grep(ref.ref, common, { maxMatches: 50, fixed: true }));
   if (!g2.value.ok) throw new Error('grep failed');
   const g2Floor = cmdMs('/usr/bin/grep', ['-c', '-a', '-F', '--', common, file]);
+  report.value('grep -c', g2Floor);
+  report.value('grep cut at 50 (+ counted)', g2.ms, { floor: 'grep -c' });
   rows.push([`grep cut at 50 (+${g2.value.value.more} counted)`, fmt(g2.ms), `grep -c ${fmt(g2Floor)}`, `${ratio(g2.ms, g2Floor)}`]);
 
-  // jq: alternate ours and the floor twice and keep the best of each (Debian jq takes seconds here).
+  // jq: alternate ours and the floor twice (once when quick) and keep the best of each (Debian jq takes seconds here).
   const jqExpr = 'select(.kind == "purchase" and .value > 999) | .id';
   let jMs = Infinity;
   let jFloor = Infinity;
-  for (let i = 0; i < 2; i++) {
+  for (let i = 0; i < (QUICK ? 1 : 2); i++) {
     const j = await time(() => slicer.jq(ref.ref, jqExpr));
     if (!j.value.ok) throw new Error(`jq failed: ${j.value.error.message}`);
     jMs = Math.min(jMs, j.ms);
@@ -191,6 +206,8 @@ async function main(): Promise<void> {
     jFloor = Math.min(jFloor, performance.now() - t0);
   }
   const j = { ms: jMs };
+  report.value('jq, Debian jq', jFloor);
+  report.value('jq select', j.ms, { floor: 'jq, Debian jq', goal: { ratioMax: 1.1 }, headline: true });
   rows.push(['jq select', fmt(j.ms), `jq ${fmt(jFloor)}`, `${ratio(j.ms, jFloor)} (target ≤ 1.1×)`]);
   rows.push(['DuckDB helper peak RSS', Number.isFinite(helperHwm) ? `${(helperHwm / 1024).toFixed(0)} MB` : 'n/a', pool.isolated ? 'isolated (own netns, read-only /)' : 'not isolated', '']);
 
@@ -298,6 +315,12 @@ async function materialization(home: string): Promise<{ rows: string[][] }> {
     const rows: string[][] = [];
     const speed = (k: string) => `speed ${(cp / med(k)).toFixed(2)}× cp, ${(dcp / med(k)).toFixed(2)}× docker cp`;
     rows.push([`materialize 1 GB (cp, docker cp: medians of ${MAT_ROUNDS})`, '', `cp ${fmt(cp)}`, `docker cp ${fmt(dcp)}`]);
+    report.samples('materialize 1 GB, cp', xs.get('cp')!.ms);
+    report.samples('materialize 1 GB, docker cp', xs.get('docker cp')!.ms);
+    for (const v of [...MAT_VARIANTS, 'stream' as const]) {
+      report.samples(`materialize 1 GB, ${v}`, xs.get(v)!.ms, { floor: 'materialize 1 GB, docker cp', ...(v === 'stream' ? {} : { goal: { ratioMax: 2 } }) });
+      report.value(`supervisor peak RSS, ${v}`, Math.max(...xs.get(v)!.reports.map((r) => r.peak)), { unit: 'MB', goal: { max: 150 } });
+    }
     for (const v of MAT_VARIANTS) {
       const reps = xs.get(v)!.reports;
       rows.push([`materialize 1 GB: collect+index, ${v}`, fmt(med(v)), `collect ${fmt(median(reps.map((r) => r.collectMs ?? NaN)))}`, `${speed(v)} (target ≥ 0.5× docker cp)`]);
@@ -354,6 +377,7 @@ async function probeCollect(variant: MatVariant, owner: string, runId: string, h
 }
 
 const [, , mode, ...args] = process.argv;
+if (mode !== '--probe' && mode !== '--probe-collect') report = new BenchReport('slice');
 (mode === '--probe' ? probe(args[0]!, args[1]!) : mode === '--probe-collect' ? probeCollect(args[0] as MatVariant, args[1]!, args[2]!, args[3]!) : main()).catch((e) => {
   console.error(e);
   process.exit(1);

@@ -21,6 +21,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { DockerJailDriver, runJailOnce, type JailSpec, type RunOnceTimings } from '../src/jail/index.js';
+import { BenchReport } from './report.js';
+
+const report = new BenchReport('spawn');
 
 const run = promisify(execFile);
 const N = Math.max(20, Number(process.argv[2] ?? 20));
@@ -108,6 +111,7 @@ async function main(): Promise<void> {
     const nonet = median(results.find(([k]) => k === 'floor-nonet')![1]);
     console.log(`spawn overhead: \`true\` in ${childImage}, ${N} runs each, round-robin, median ms`);
     for (const [k, xs] of results) {
+      report.samples(k, xs, k === 'floor-api' ? {} : { floor: 'floor-api', ...(k === 'brig-jail' ? { goal: { ratioMax: 1.15 } } : {}) });
       const m = median(xs);
       console.log(`${k.padEnd(13)} ${m.toFixed(0).padStart(6)} ms   ×${(m / floor).toFixed(2)} of floor-api   ×${(m / nonet).toFixed(2)} of floor-nonet   (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`);
     }

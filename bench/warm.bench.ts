@@ -33,6 +33,9 @@ const docker = new DockerJailDriver({ owner: `bench-warm-${process.pid}` }).dock
 
 const run = promisify(execFile);
 const N = Math.max(10, Number(process.argv[2] ?? 20));
+import { BenchReport, type Goal } from './report.js';
+
+const report = new BenchReport('warm');
 const BATCH = 50;
 const CONC = 5;
 const WARM = 5;
@@ -58,6 +61,8 @@ async function daemon(tag: string, warm: number): Promise<{ d: Daemon; home: str
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), `brig-warm-${tag}-`));
   await fs.promises.chmod(home, 0o700);
   const d = await startDaemon(loadConfig({ BRIG_HOME: home }), { ...(warm > 0 ? { warm } : {}), settings: { maxRunsPerTree: 10_000, maxQueued: 500 } });
+  // The pool starts filling once the start-up sweep is done (the daemon serves before).
+  await d.reconciled;
   await d.composed.warm?.filled(120_000);
   return { d, home, api: new ApiClient(d.socketPath) };
 }
@@ -164,6 +169,17 @@ async function main(): Promise<void> {
       xs.rr.push(await rawTrue(image));
       xs.ar.push((await apiRun(image, ['true'])).ms);
     }
+    // Floors first, then each figure against its floor (issue 26's goals on the pooled round trip).
+    report.samples('first instruction, docker run', xs.rf);
+    report.samples('round trip, docker run --rm', xs.rr);
+    const fig = (name: string, v: number[], floor: string, goal?: Goal) => report.samples(name, v, { floor, headline: true, ...(goal ? { goal } : {}) });
+    fig('first instruction, pooled', xs.pf, 'first instruction, docker run');
+    fig('first instruction, cold', xs.cf, 'first instruction, docker run');
+    fig('first instruction, engine API', xs.af, 'first instruction, docker run');
+    fig('round trip, pooled', xs.pr, 'round trip, docker run --rm', { max: 30, ratioMax: 0.15 });
+    fig('round trip, cold', xs.cr, 'round trip, docker run --rm');
+    fig('round trip, engine API', xs.ar, 'round trip, docker run --rm');
+    report.value('pooled round trips that went cold', missed, { unit: 'runs' });
     const row = (name: string, v: number[], floor: number[]) => console.log(`${name.padEnd(28)}${fmt(pct(v, 0.5))}${fmt(pct(v, 0.95))}   ×${(pct(v, 0.5) / pct(floor, 0.5)).toFixed(2)}`);
     console.log(`machine: ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.release()}; ${N} rounds; pool ${WARM} per shape`);
     console.log(`${'first instruction (ms)'.padEnd(28)}     p50     p95   vs docker run`);
@@ -182,6 +198,9 @@ async function main(): Promise<void> {
     await pooled.d.composed.warm!.filled();
     const pb = await batch(pooled.api);
     const cb = await batch(cold.api);
+    report.value(`${BATCH} children at ${CONC}, xargs docker run`, raw);
+    report.value(`${BATCH} children at ${CONC}, pooled`, pb.ms, { floor: `${BATCH} children at ${CONC}, xargs docker run`, headline: true });
+    report.value(`${BATCH} children at ${CONC}, cold`, cb.ms, { floor: `${BATCH} children at ${CONC}, xargs docker run` });
     console.log(`${BATCH} children at concurrency ${CONC} (ms)       total   vs xargs -P${CONC} docker run`);
     console.log(`${'pooled'.padEnd(28)}${fmt(pb.ms)}   ×${(pb.ms / raw).toFixed(2)}   (${pb.pooled} of ${BATCH} served warm)`);
     console.log(`${'cold'.padEnd(28)}${fmt(cb.ms)}   ×${(cb.ms / raw).toFixed(2)}`);
