@@ -53,14 +53,14 @@ function metric(text: string, name: string, labels = ''): number {
 /** Until told `finish` (a steer): a step, a checkpoint of the step, a pause. */
 const STEPPER = `import { writeFileSync } from 'node:fs';
 export default async function (brig) {
-  for (let i = 1; i <= 900; i++) {
+  for (let i = 1; i <= 50; i++) {
     const steers = await brig.progress('step ' + i);
     await brig.checkpoint({ i });
     if (steers.includes('finish')) {
       writeFileSync('/workspace/out/done.txt', String(i));
       return { steps: i };
     }
-    await new Promise((r) => setTimeout(r, 150));
+    await new Promise((r) => setTimeout(r, 400));
   }
   return { steps: 'never told' };
 }`;
@@ -72,7 +72,7 @@ test('a full home: the daemon stays up, refuses spawns 507 storage_full, serves 
   const h = await daemonHome(t, { home: disk.dir });
   // A progress event every 100 ms: the ledger keeps writing while the home is full.
   const s = await h.serve(['--min-free-mb', '4', '--progress-interval', '0.1']);
-  const a = await call(s.socket, 'POST', '/v1/runs', { task: 'step through a full disk', script: STEPPER, max_steps: 900, async: true });
+  const a = await call(s.socket, 'POST', '/v1/runs', { task: 'step through a full disk', script: STEPPER, max_steps: 50, async: true });
   assert.equal(a.status, 202, JSON.stringify(a.body));
   const id = (a.body.run as RunRecord).id;
   await until(async () => (await getRun(s, id)).stepsExecuted >= 2, 'the child stepping');
@@ -194,7 +194,7 @@ test('a run that ends while the home is full ends once, in memory: outputs it ha
   if (!disk) return;
   const h = await daemonHome(t, { home: disk.dir });
   const s = await h.serve(['--min-free-mb', '4']);
-  const a = await call(s.socket, 'POST', '/v1/runs', { task: 'end on a full disk', script: STEPPER, max_steps: 900, async: true });
+  const a = await call(s.socket, 'POST', '/v1/runs', { task: 'end on a full disk', script: STEPPER, max_steps: 50, async: true });
   assert.equal(a.status, 202, JSON.stringify(a.body));
   const id = (a.body.run as RunRecord).id;
   await until(async () => (await getRun(s, id)).stepsExecuted >= 2, 'the child stepping');
