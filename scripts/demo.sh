@@ -47,8 +47,9 @@ demo_main_job() {
   node --import tsx examples/demo/coordinator.ts
 }
 
-# Step 4: one LLM agent child. With BRIG_MODEL_* set, that model drives it; otherwise a
-# scripted stand-in on loopback does, and the screen says so.
+# Step 4: one LLM agent child. By default a real 135M model brig serves itself drives it
+# (`make model` pulled it); with BRIG_MODEL_BASE_URL set, that model; with
+# BRIG_DEMO_MODEL=scripted, a scripted stand-in on loopback. The screen says which.
 demo_agent() {
   step "an agent child — its tool loop in its own jail, model calls through the broker (examples/demo/agent.ts)"
   node --import tsx examples/demo/agent.ts

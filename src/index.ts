@@ -9,7 +9,8 @@ export { EXPLAIN_REFS, FsResultStore, MAX_ENVELOPE_REFS, condense, renderEnvelop
 export type { ResultRef, ResultKind, RunManifest, Condensed, CondenseOptions, CondenseStrategy, EnvelopeInput, ExplainInput, Savings } from './results/index.js';
 export { Slicer, DuckdbHelperPool, lockedQuery } from './slice/index.js';
 export type { SliceOutput, ReadRange, GrepOptions, LockedQueryOptions, LockedQueryResult } from './slice/index.js';
-export { OpenAICompatibleProvider } from './models/index.js';
+export { OpenAICompatibleProvider, DEFAULT_MODEL, pullDefaultModel, registerGguf, DEFAULT_RUNTIME_DIR, localModelProblem } from './models/index.js';
+export type { PullResult } from './models/index.js';
 export type { ModelProvider } from './models/index.js';
 export { LeaseStore, attenuate, grantAllows, loadPolicyFile, policyFileFor, profileOf, profileFor, explainPolicy, CAPABILITIES, LIMIT_KEYS } from './lease/index.js';
 export type { Capability, Grant, Limits, Posture, LeaseRequest, LeaseRecord, Refusal, Policy, ResolvedProfile } from './lease/index.js';

@@ -10,6 +10,7 @@ export const GROUPS: Record<string, { summary: string; section: Section }> = {
   audit: { summary: 'Verify and query the hash-chained ledger.', section: 'host' },
   policy: { summary: 'Validate lease policy files and explain their profiles.', section: 'host' },
   image: { summary: 'Build the child image.', section: 'host' },
+  model: { summary: 'The local model brig serves itself: pull (or register) a GGUF.', section: 'host' },
 };
 
 /**
@@ -75,6 +76,11 @@ export const COMMANDS: Record<string, Entry> = {
     section: 'host',
     summary: 'Build the child image FROM scratch (node + its libraries, busybox-static, the child runtime); a present tag is kept.',
     load: async () => (await import('./commands/image-build.js')).default,
+  },
+  'model pull': {
+    section: 'host',
+    summary: 'Get the default local model (SmolLM2-135M-Instruct, sha256-checked) into $BRIG_HOME/models/ and register it, or register a GGUF you have.',
+    load: async () => (await import('./commands/model-pull.js')).default,
   },
   'lease list': { section: 'host', summary: 'List lease records: id, run, parent, depth, profile, caps, state.', load: async () => (await import('./commands/lease-list.js')).default },
   'lease show': { section: 'host', summary: 'Show one lease: caps, limits, requested vs granted vs refused, lineage up to the root.', load: async () => (await import('./commands/lease-show.js')).default },

@@ -10,7 +10,7 @@ export { homeFrom, runsDirFor, socketPathFor } from './paths.js';
 import { Secret } from './secret.js';
 
 export { Secret } from './secret.js';
-export { parseModelsConfig, validConfigKeysAt, MODEL_APIS, ConfigFileSchema, ModelsSectionSchema, ProviderSchema, AliasSchema, PriceConfigSchema } from './models-file.js';
+export { parseModelsConfig, validConfigKeysAt, MODEL_APIS, PROVIDER_APIS, LOCAL_TOOL_CHOICES, ConfigFileSchema, ModelsSectionSchema, ProviderSchema, AliasSchema, PriceConfigSchema } from './models-file.js';
 export type { ModelsSection, ProviderConfig, AliasConfig, PriceConfig } from './models-file.js';
 
 /** The BRIG_MODEL_* quick path: one endpoint, one model, the alias `default`. */
@@ -27,6 +27,24 @@ export interface EnvModel {
   price: { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number } | undefined;
 }
 
+/** The BRIG_MODEL_GGUF quick path: a GGUF brig serves itself, the alias `default`. */
+export interface EnvLocalModel {
+  /** The file, resolved. */
+  gguf: string;
+  /** BRIG_MODEL, else the file's name without `.gguf`. */
+  model: string;
+  contextWindow: number;
+  maxOutputTokens: number | undefined;
+  /** BRIG_MODEL_THREADS, default 1. */
+  threads: number;
+}
+
+/** `brig model pull`'s record of the home's model ($BRIG_HOME/models/local.json). */
+export interface RegisteredModel {
+  gguf: string;
+  bytes: number;
+}
+
 /** What models/ needs to build its catalog; read here because only config/ reads the environment. */
 export interface ModelsConfig {
   /** $BRIG_HOME/config.yaml */
@@ -37,6 +55,12 @@ export interface ModelsConfig {
   fileError: string | undefined;
   /** The quick path, when BRIG_MODEL_BASE_URL is set and its companions are valid. */
   env: EnvModel | undefined;
+  /** The local quick path, when BRIG_MODEL_GGUF is set and its companions are valid. */
+  envLocal: EnvLocalModel | undefined;
+  /** The model `brig model pull` registered in this home; the default only when nothing else is configured. */
+  registered: RegisteredModel | undefined;
+  /** Where the local model runtime (node-llama-cpp) is installed: BRIG_LOCAL_RUNTIME, else brig's own `local-model/`. */
+  localRuntimeDir: string | undefined;
   /** Problems with the BRIG_MODEL_* values; the catalog refuses to load while there are any. */
   envProblems: string[];
   /** The values of the variables config.yaml names as apiKeyEnv — those only, never the whole environment. */
@@ -114,7 +138,59 @@ function loadModelsConfig(home: string, env: NodeJS.ProcessEnv): ModelsConfig {
     if (set(v)) keys[name] = new Secret(v.trim());
   }
   const { value, problems } = envModel(env);
-  return { file, fileText, fileError, env: value, envProblems: problems, keys: Object.freeze(keys) };
+  const local = envLocalModel(env, home);
+  return {
+    file,
+    fileText,
+    fileError,
+    env: value,
+    envLocal: local.value,
+    envProblems: [...problems, ...local.problems],
+    keys: Object.freeze(keys),
+    registered: registeredModel(home),
+    localRuntimeDir: set(env.BRIG_LOCAL_RUNTIME) ? path.resolve(env.BRIG_LOCAL_RUNTIME.trim()) : undefined,
+  };
+}
+
+/** The home's registered model, when its record is readable and names a file; else none. */
+function registeredModel(home: string): RegisteredModel | undefined {
+  try {
+    const r = JSON.parse(fs.readFileSync(path.join(home, 'models', 'local.json'), 'utf8')) as { gguf?: unknown; bytes?: unknown };
+    return typeof r.gguf === 'string' && path.isAbsolute(r.gguf) ? { gguf: r.gguf, bytes: typeof r.bytes === 'number' ? r.bytes : 0 } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Context window of the local quick path when BRIG_MODEL_CONTEXT_WINDOW is unset. */
+export const ENV_LOCAL_DEFAULTS = Object.freeze({ contextWindow: 8192, threads: 1 });
+
+function envLocalModel(env: NodeJS.ProcessEnv, home: string): { value: EnvLocalModel | undefined; problems: string[] } {
+  const problems: string[] = [];
+  const gguf = env.BRIG_MODEL_GGUF;
+  if (!set(gguf)) {
+    if (set(env.BRIG_MODEL_THREADS)) problems.push('BRIG_MODEL_THREADS set without BRIG_MODEL_GGUF');
+    return { value: undefined, problems };
+  }
+  if (set(env.BRIG_MODEL_BASE_URL)) problems.push('BRIG_MODEL_GGUF and BRIG_MODEL_BASE_URL are both set: one quick-path model at a time');
+  const stray = Object.keys(env).filter((k) => /^BRIG_MODEL_(API|API_KEY|PRICE_(IN|OUT|CACHE_READ|CACHE_WRITE))$/.test(k) && set(env[k]));
+  if (stray.length > 0) problems.push(`${stray.sort().join(', ')} do not apply to BRIG_MODEL_GGUF (a local model: no endpoint, no key, priced 0)`);
+  const int = (name: string, max: number): number | undefined => {
+    const v = env[name];
+    if (!set(v)) return undefined;
+    const n = Number(v);
+    if (Number.isInteger(n) && n > 0 && n <= max) return n;
+    problems.push(`${name} must be a whole number from 1 to ${max}`);
+    return undefined;
+  };
+  const contextWindow = int('BRIG_MODEL_CONTEXT_WINDOW', 1_048_576) ?? ENV_LOCAL_DEFAULTS.contextWindow;
+  const maxOutputTokens = int('BRIG_MODEL_MAX_OUTPUT', 1_048_576);
+  if (maxOutputTokens !== undefined && maxOutputTokens > contextWindow) problems.push('BRIG_MODEL_MAX_OUTPUT is over BRIG_MODEL_CONTEXT_WINDOW');
+  const threads = int('BRIG_MODEL_THREADS', 256) ?? ENV_LOCAL_DEFAULTS.threads;
+  const file = path.resolve(home, gguf.trim());
+  const model = set(env.BRIG_MODEL) ? env.BRIG_MODEL.trim() : path.basename(file).replace(/\.gguf$/i, '');
+  if (problems.length > 0) return { value: undefined, problems };
+  return { value: { gguf: file, model, contextWindow, maxOutputTokens, threads }, problems };
 }
 
 export const ENV_MODEL_DEFAULTS = Object.freeze({ api: 'openai-chat' as const, model: 'gpt-4o-mini', contextWindow: 128_000 });
@@ -123,7 +199,8 @@ function envModel(env: NodeJS.ProcessEnv): { value: EnvModel | undefined; proble
   const problems: string[] = [];
   const base = env.BRIG_MODEL_BASE_URL;
   if (!set(base)) {
-    const stray = Object.keys(env).filter((k) => /^BRIG_MODEL_(API|MAX_OUTPUT|CONTEXT_WINDOW|PRICE_(IN|OUT|CACHE_READ|CACHE_WRITE))$/.test(k) && set(env[k]));
+    // With BRIG_MODEL_GGUF, envLocalModel says which of these apply to it.
+    const stray = set(env.BRIG_MODEL_GGUF) ? [] : Object.keys(env).filter((k) => /^BRIG_MODEL_(API|MAX_OUTPUT|CONTEXT_WINDOW|PRICE_(IN|OUT|CACHE_READ|CACHE_WRITE))$/.test(k) && set(env[k]));
     if (stray.length > 0) problems.push(`${stray.sort().join(', ')} set without BRIG_MODEL_BASE_URL`);
     return { value: undefined, problems };
   }

@@ -16,6 +16,10 @@ import { at, describeIssue, lineOf, parseYaml, type Problem } from './yaml-issue
 
 export const MODEL_APIS = ['openai-chat', 'anthropic-messages'] as const;
 export const ModelApiSchema = z.enum(MODEL_APIS);
+/** `local`: a GGUF file brig serves itself (models/local/), outside every jail. */
+export const PROVIDER_APIS = [...MODEL_APIS, 'local'] as const;
+/** The local provider's answer to a tools call the caller left on `auto`: `required` forces a call. */
+export const LOCAL_TOOL_CHOICES = ['required', 'auto'] as const;
 
 const NameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a name: letters, digits, ., _ and - (at most 64)');
 export const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'the NAME of an environment variable (the key itself never goes in this file)');
@@ -33,9 +37,16 @@ const HttpUrlSchema = z
 const Ms = z.number().int().positive().max(3_600_000);
 
 export const ProviderSchema = z.strictObject({
-  api: ModelApiSchema,
-  baseUrl: HttpUrlSchema,
+  api: z.enum(PROVIDER_APIS),
+  /** openai-chat and anthropic-messages only (checked after parsing, with its line). */
+  baseUrl: HttpUrlSchema.optional(),
   apiKeyEnv: EnvNameSchema.optional(),
+  /** api local only: the GGUF file, absolute or relative to $BRIG_HOME. */
+  gguf: z.string().min(1).max(4096).optional(),
+  /** api local only: the threads generation uses (default 1: measured, docs/models.md). */
+  threads: z.number().int().min(1).max(256).optional(),
+  /** api local only: what a tools call left on `auto` gets (default `required`). */
+  toolChoice: z.enum(LOCAL_TOOL_CHOICES).optional(),
   timeoutMs: Ms.optional(),
   idleTimeoutMs: Ms.optional(),
   maxRetries: z.number().int().min(0).max(10).optional(),
@@ -109,7 +120,11 @@ export function parseModelsConfig(text: string, source: string): Result<ModelsSe
   }
   const models = parsed.data.models ?? { providers: {}, aliases: {} };
   const refs: Problem[] = [];
+  for (const [name, p] of Object.entries(models.providers)) refs.push(...providerShape(name, p, (key) => at(source, lineOf(doc, lc, ['models', 'providers', name, key]))));
   for (const [name, a] of Object.entries(models.aliases)) {
+    if (a.price !== undefined && models.providers[a.provider]?.api === 'local') {
+      refs.push({ text: `${at(source, lineOf(doc, lc, ['models', 'aliases', name, 'price']))}: alias "${name}" is a local model, priced 0`, hint: 'Remove its price: brig serves a local model itself.' });
+    }
     if (!Object.hasOwn(models.providers, a.provider)) {
       const near = nearest(a.provider, Object.keys(models.providers));
       refs.push({
@@ -129,6 +144,21 @@ export function parseModelsConfig(text: string, source: string): Result<ModelsSe
     });
   }
   return refs.length > 0 ? err(configError(source, refs)) : ok(models);
+}
+
+const LOCAL_ONLY = ['gguf', 'threads', 'toolChoice'] as const;
+const HTTP_ONLY = ['baseUrl', 'apiKeyEnv'] as const;
+
+/** What a provider's api needs and refuses: `local` a gguf and no URL or key; the others a URL and no local settings. */
+function providerShape(name: string, p: ProviderConfig, line: (key: string) => string): Problem[] {
+  const out: Problem[] = [];
+  const local = p.api === 'local';
+  const need = local ? 'gguf' : 'baseUrl';
+  if (p[need] === undefined) out.push({ text: `${line('api')}: provider "${name}" (api ${p.api}) needs "${need}"`, hint: local ? 'Name the GGUF file (`brig model pull` prints one).' : 'Give the endpoint (docs/models.md).' });
+  for (const k of local ? HTTP_ONLY : LOCAL_ONLY) {
+    if (p[k] !== undefined) out.push({ text: `${line(k)}: provider "${name}": "${k}" is for ${local ? 'openai-chat and anthropic-messages' : 'api local'} only` });
+  }
+  return out;
 }
 
 /**

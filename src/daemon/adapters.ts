@@ -54,7 +54,7 @@ export function modelsPort(catalog: ModelCatalog): ModelPort {
       const r = catalog.resolve(alias);
       if (!r.ok) throw r.error;
       const c = await r.value.client.complete(req);
-      return { ...c, costUsd: costOf(c.usage, r.value.price) };
+      return { ...c, costUsd: costOf(c.usage, r.value.price), ...(r.value.local ? { local: true } : {}) };
     },
   };
 }

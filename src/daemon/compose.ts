@@ -174,9 +174,13 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
   const close = async () => {
       unwatch();
-      // Idle slots first: nothing is handed out while the supervisor closes.
+      // Idle slots first: nothing is handed out while the supervisor closes. An engine that
+      // does not answer holds neither: the driver's close ends what waits on it (the slots go
+      // with the next start's sweep, the children it runs are reattached).
+      if (warm && !(await docker.engineAnswers(1500))) await docker.close();
       await warm?.close();
       await supervisor.close();
+      await docker.close();
       await broker.close();
       // This home's runtime directory goes once no run's socket directory is left in it.
       await fs.rmdir(paths.brokers).catch(() => {});

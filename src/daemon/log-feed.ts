@@ -33,7 +33,7 @@ export function logEvents(log: Logger): (ev: LedgerEvent) => void {
       case 'lease.revoked':
         return log.info(pick(ev, ['leaseId', 'runId', 'by']), 'lease revoked');
       case 'supervisor.shutdown':
-        return log.info(pick(ev, ['drained', 'killed']), 'supervisor shut down');
+        return log.info(pick(ev, ['drained', 'killed', 'unfinished']), 'supervisor shut down');
     }
   };
 }

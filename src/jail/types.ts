@@ -188,4 +188,6 @@ export interface JailDriver {
   listLabelled(): Promise<LabelledResource[]>;
   /** Remove labelled containers and volumes, and the workspace disks, whose run is not live. */
   sweep(isLive: (runId: string) => boolean): Promise<{ containers: number; volumes: number; disks?: number }>;
+  /** Whether the engine answers within timeoutMs (absent: a driver with no engine to lose). */
+  engineAnswers?(timeoutMs: number): Promise<boolean>;
 }

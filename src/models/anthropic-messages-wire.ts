@@ -90,6 +90,7 @@ export function anthropicBody(req: CompletionRequest & CompletionTuning, model: 
     messages,
     ...(tools.length > 0 ? { tools } : {}),
     ...(tools.length > 0 && req.toolChoice === 'none' ? { tool_choice: { type: 'none' } } : {}),
+    ...(tools.length > 0 && req.toolChoice === 'required' ? { tool_choice: { type: 'any' } } : {}),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
   };
 }

@@ -8,7 +8,9 @@
  * (`model_unavailable`, naming the variable, never a value); one connection pool per
  * provider. Keys come only from the config object (Secret values) and go only into clients.
  */
-import { parseModelsConfig, type BrigConfig, type EnvModel, type ModelsSection, type PriceConfig, type Secret } from '../config/index.js';
+import os from 'node:os';
+import path from 'node:path';
+import { parseModelsConfig, type BrigConfig, type EnvLocalModel, type EnvModel, type ModelsSection, type PriceConfig, type Secret } from '../config/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import type { Agent } from 'undici';
@@ -16,12 +18,28 @@ import { AnthropicMessagesClient } from './anthropic-messages.js';
 import { ClientChatProvider } from './chat-provider.js';
 import { endpointAgent, type ClientOptions } from './client-options.js';
 import { OpenAIChatClient } from './openai-chat.js';
+import { LocalModelClient } from './local/local-client.js';
+import { DEFAULT_RUNTIME_DIR, LocalModelHost, localModelProblem } from './local/local-host.js';
 import type { ModelApi, ModelCatalog, ModelClient, ModelProvider, Price, ResolvedModel } from './types.js';
 
 /** The env quick path's alias. */
 export const ENV_ALIAS = 'default';
 /** maxOutputTokens reported for the quick path when BRIG_MODEL_MAX_OUTPUT is unset (not sent to an openai-chat server). */
 export const ENV_MAX_OUTPUT_FALLBACK = 4096;
+/** The alias of the model `brig model pull` registered, offered when nothing else is configured. */
+export const REGISTERED_ALIAS = 'local';
+/** maxOutputTokens of a local model when none is configured: a small model's runaway reply stays short. */
+export const LOCAL_MAX_OUTPUT_FALLBACK = 1024;
+/** A local model costs nothing per token. */
+const FREE: Price = Object.freeze({ inputPerToken: 0, outputPerToken: 0 });
+
+/** How a `local` entry is served. */
+interface LocalSpec {
+  gguf: string;
+  threads: number;
+  toolChoice: 'required' | 'auto';
+  runtimeDir: string;
+}
 
 interface Entry {
   alias: string;
@@ -35,6 +53,8 @@ interface Entry {
   contextWindow: number;
   maxOutputTokens: number;
   price: Price | null;
+  /** api local: the file and how to serve it. */
+  local?: LocalSpec;
 }
 
 export function priceFromConfig(p: PriceConfig | undefined): Price | null {
@@ -51,6 +71,8 @@ export class ConfiguredModelCatalog implements ModelCatalog {
   readonly defaultAlias: string | null;
   private readonly agents = new Map<string, Agent>();
   private readonly clients = new Map<string, ModelClient>();
+  /** One helper process per local provider, started on its first call. */
+  private readonly hosts = new Map<string, LocalModelHost>();
 
   constructor(private readonly entries: ReadonlyMap<string, Entry>, defaultAlias: string | null) {
     this.defaultAlias = defaultAlias;
@@ -90,12 +112,27 @@ export class ConfiguredModelCatalog implements ModelCatalog {
         }),
       );
     }
-    return ok({ alias: name, client: this.clientOf(e), contextWindow: e.contextWindow, maxOutputTokens: e.maxOutputTokens, price: e.price });
+    if (e.local) {
+      // A local model without its runtime or its file says how to get them, before any run starts.
+      const problem = localModelProblem(e.local.gguf, e.local.runtimeDir);
+      if (problem) return err(new BrigError(problem.code, `model alias "${name}": ${problem.message}`, { data: { alias: name, ...(problem.data as object) }, hint: problem.hint }));
+    }
+    return ok({ alias: name, client: this.clientOf(e), contextWindow: e.contextWindow, maxOutputTokens: e.maxOutputTokens, price: e.price, ...(e.local ? { local: true } : {}) });
   }
 
   private clientOf(e: Entry): ModelClient {
     const known = this.clients.get(e.alias);
     if (known) return known;
+    if (e.local) {
+      let host = this.hosts.get(e.provider);
+      if (!host) {
+        host = new LocalModelHost({ gguf: e.local.gguf, runtimeDir: e.local.runtimeDir, threads: e.local.threads, contextSize: e.contextWindow, ...(e.options.idleTimeoutMs !== undefined ? { idleTimeoutMs: e.options.idleTimeoutMs } : {}) });
+        this.hosts.set(e.provider, host);
+      }
+      const local = new LocalModelClient(host, { ...e.options, toolChoice: e.local.toolChoice });
+      this.clients.set(e.alias, local);
+      return local;
+    }
     let agent = this.agents.get(e.provider);
     if (!agent) {
       agent = endpointAgent(e.options.idleTimeoutMs);
@@ -107,16 +144,24 @@ export class ConfiguredModelCatalog implements ModelCatalog {
     return client;
   }
 
-  /** Closes every provider's connection pool. */
+  /** Closes every provider's connection pool and stops every local model's helper. */
   async close(): Promise<void> {
     const all = [...this.agents.values()];
+    const hosts = [...this.hosts.values()];
     this.agents.clear();
+    this.hosts.clear();
     this.clients.clear();
-    await Promise.all(all.map((a) => a.close()));
+    await Promise.all([...all.map((a) => a.close()), ...hosts.map((h) => h.close())]);
   }
 }
 
-function fileEntries(models: ModelsSection, keys: BrigConfig['models']['keys']): Map<string, Entry> {
+/** A configured GGUF path: absolute, `~/…`, or relative to the brig home. */
+function ggufPath(file: string, home: string): string {
+  if (file === '~' || file.startsWith('~/')) return path.join(os.homedir(), file.slice(1));
+  return path.resolve(home, file);
+}
+
+function fileEntries(models: ModelsSection, keys: BrigConfig['models']['keys'], home: string, runtimeDir: string): Map<string, Entry> {
   const out = new Map<string, Entry>();
   for (const [alias, a] of Object.entries(models.aliases)) {
     const p = models.providers[a.provider]!;
@@ -124,8 +169,9 @@ function fileEntries(models: ModelsSection, keys: BrigConfig['models']['keys']):
       alias,
       provider: a.provider,
       api: p.api,
+      ...(p.api === 'local' ? { local: { gguf: ggufPath(p.gguf!, home), threads: p.threads ?? 1, toolChoice: p.toolChoice ?? 'required', runtimeDir } } : {}),
       options: {
-        baseUrl: p.baseUrl,
+        baseUrl: p.baseUrl ?? '',
         model: a.model,
         maxOutputTokens: a.maxOutputTokens,
         ...(p.timeoutMs !== undefined ? { timeoutMs: p.timeoutMs } : {}),
@@ -137,10 +183,27 @@ function fileEntries(models: ModelsSection, keys: BrigConfig['models']['keys']):
       apiKey: p.apiKeyEnv !== undefined ? keys[p.apiKeyEnv] : undefined,
       contextWindow: a.contextWindow,
       maxOutputTokens: a.maxOutputTokens,
-      price: priceFromConfig(a.price),
+      price: p.api === 'local' ? FREE : priceFromConfig(a.price),
     });
   }
   return out;
+}
+
+/** A local model from BRIG_MODEL_GGUF (alias `default`) or the home's registered one (alias `local`). */
+function localEntry(alias: string, m: Pick<EnvLocalModel, 'gguf' | 'model' | 'contextWindow' | 'maxOutputTokens' | 'threads'>, runtimeDir: string): Entry {
+  const maxOutputTokens = m.maxOutputTokens ?? Math.min(LOCAL_MAX_OUTPUT_FALLBACK, m.contextWindow);
+  return {
+    alias,
+    provider: `local:${alias}`,
+    api: 'local',
+    local: { gguf: m.gguf, threads: m.threads, toolChoice: 'required', runtimeDir },
+    options: { baseUrl: '', model: m.model, maxOutputTokens },
+    keyEnv: undefined,
+    apiKey: undefined,
+    contextWindow: m.contextWindow,
+    maxOutputTokens,
+    price: FREE,
+  };
 }
 
 function envEntry(e: EnvModel): Entry {
@@ -179,21 +242,28 @@ export function loadModelCatalog(cfg: BrigConfig): Result<ConfiguredModelCatalog
   }
   let entries = new Map<string, Entry>();
   let fileDefault: string | undefined;
+  const runtimeDir = m.localRuntimeDir ?? DEFAULT_RUNTIME_DIR;
   if (m.fileText !== null) {
     const parsed = parseModelsConfig(m.fileText, m.file);
     if (!parsed.ok) return parsed;
-    entries = fileEntries(parsed.value, m.keys);
+    entries = fileEntries(parsed.value, m.keys, cfg.home, runtimeDir);
     fileDefault = parsed.value.default;
   }
-  if (m.env) {
+  const quick = m.env ? { name: 'BRIG_MODEL_BASE_URL', entry: envEntry(m.env) } : m.envLocal ? { name: 'BRIG_MODEL_GGUF', entry: localEntry(ENV_ALIAS, m.envLocal, runtimeDir) } : undefined;
+  if (quick) {
     if (entries.has(ENV_ALIAS)) {
       return err(
-        new BrigError('invalid_input', `model alias "${ENV_ALIAS}" is defined both by BRIG_MODEL_BASE_URL and by ${m.file}`, {
-          hint: `Rename the alias in ${m.file}, or unset BRIG_MODEL_BASE_URL.`,
+        new BrigError('invalid_input', `model alias "${ENV_ALIAS}" is defined both by ${quick.name} and by ${m.file}`, {
+          hint: `Rename the alias in ${m.file}, or unset ${quick.name}.`,
         }),
       );
     }
-    entries.set(ENV_ALIAS, envEntry(m.env));
+    entries.set(ENV_ALIAS, quick.entry);
+  }
+  // The model `brig model pull` registered: the out-of-the-box default, never beside another configuration.
+  if (entries.size === 0 && m.registered) {
+    const r = m.registered;
+    entries.set(REGISTERED_ALIAS, localEntry(REGISTERED_ALIAS, { gguf: r.gguf, model: path.basename(r.gguf).replace(/\.gguf$/i, ''), contextWindow: 8192, maxOutputTokens: undefined, threads: 1 }, runtimeDir));
   }
   const only = entries.size === 1 ? [...entries.keys()][0]! : null;
   const def = fileDefault ?? (entries.has(ENV_ALIAS) ? ENV_ALIAS : only);

@@ -33,3 +33,16 @@ export { loadModelCatalog, condensationModel, ConfiguredModelCatalog, ENV_ALIAS 
 export { ClientChatProvider } from './chat-provider.js';
 export { OpenAICompatibleProvider } from './openai-compatible.js';
 export type { OpenAICompatibleOptions } from './openai-compatible.js';
+export { REGISTERED_ALIAS } from './catalog.js';
+// The local provider: a GGUF brig serves itself (models/local/).
+export { DEFAULT_MODEL, pullDefaultModel, registerGguf, sha256Of } from './local/pull.js';
+export type { PullResult, PullOptions } from './local/pull.js';
+export { readGgufHeader } from './local/gguf-header.js';
+export type { GgufHeader } from './local/gguf-header.js';
+export { LocalModelHost, localModelProblem, DEFAULT_RUNTIME_DIR } from './local/local-host.js';
+export { LocalModelClient } from './local/local-client.js';
+export { createLocalServer } from './local/local-server.js';
+export type { LocalEngine } from './local/llama-engine.js';
+export { chatmlPrompt, promptText } from './local/chatml.js';
+export type { Segment } from './local/chatml.js';
+export { toolCallGrammar, readToolReply } from './local/tool-grammar.js';

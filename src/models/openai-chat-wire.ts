@@ -42,7 +42,7 @@ export function openaiChatBody(req: CompletionRequest & CompletionTuning, model:
     messages: openaiMessages(req.system, req.messages),
     stream: true,
     stream_options: { include_usage: true },
-    ...(req.tools && req.tools.length > 0 && req.toolChoice === 'none' ? { tool_choice: 'none' } : {}),
+    ...(req.tools && req.tools.length > 0 && (req.toolChoice === 'none' || req.toolChoice === 'required') ? { tool_choice: req.toolChoice } : {}),
     ...(req.tools && req.tools.length > 0
       ? { tools: req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) }
       : {}),

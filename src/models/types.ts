@@ -20,8 +20,9 @@ export interface CompletionRequest {
   /**
    * `none`: the tools are listed (Anthropic refuses a history with tool blocks and no tools;
    * the cached prefix stays the same) but the model may not call one — a summary, a salvage.
+   * `required`: the model must call one (brig's local provider asks for it on an agent step).
    */
-  toolChoice?: 'auto' | 'none';
+  toolChoice?: 'auto' | 'none' | 'required';
 }
 
 /**
@@ -44,7 +45,8 @@ export interface Completion {
 }
 
 export interface ModelClient {
-  readonly api: 'openai-chat' | 'anthropic-messages';
+  /** `local`: a GGUF brig serves itself (models/local/), spoken to over the openai-chat wire. */
+  readonly api: 'openai-chat' | 'anthropic-messages' | 'local';
   readonly model: string;
   complete(req: CompletionRequest): Promise<Completion>;
 }
@@ -64,6 +66,8 @@ export interface ResolvedModel {
   contextWindow: number;
   maxOutputTokens: number;
   price: Price | null;
+  /** Served by brig itself (api local): priced 0, and the envelope's cost line says so. */
+  local?: boolean;
 }
 
 export interface ModelCatalog {

@@ -49,6 +49,8 @@ export const ERROR_CODES = {
   daemon_running: { kind: 'conflict', hint: 'A daemon already serves this BRIG_HOME: use it (`brig list`), or stop it first.' },
   daemon_unavailable: { kind: 'unavailable', hint: 'Start it with `brig serve`, or run without a daemon.' },
   model_unavailable: { kind: 'unavailable', hint: 'Configure a model endpoint, or use condensation strategy `never`.' },
+  model_pull_failed: { kind: 'unavailable', hint: 'The model could not be fetched (the message says why: no pip, the registry, the disk); `brig model pull --gguf FILE` registers a GGUF you have instead.' },
+  model_corrupt: { kind: 'corrupt', hint: 'A fetched model file did not match its pinned sha256 and was deleted; pull again, or register a GGUF you trust with `brig model pull --gguf FILE`.' },
   ledger_corrupt: { kind: 'corrupt', hint: 'The audit chain is broken; `brig audit verify` names the first bad line.' },
   state_corrupt: { kind: 'corrupt', hint: "A file under $BRIG_HOME/runs is not what brig wrote (the message names the run, the file and the field); move the run's directory aside to go on." },
   shutting_down: { kind: 'unavailable', hint: 'The supervisor is shutting down and admits nothing new; retry once `brig serve` is back.' },

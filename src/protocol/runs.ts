@@ -143,6 +143,8 @@ export interface RunRecord {
   tokens?: number;
   /** Cost in USD of those calls; null once any call's price was unknown (cost unknown, never 0). */
   costUsd?: number | null;
+  /** Its model calls were served by brig's own local provider (priced 0): the envelope's cost line says `local`. */
+  modelLocal?: boolean;
   /** The lease's token and cost budgets for this run (0 = none; set at launch). */
   budget?: { tokens: number; costUsd: number };
   /** The tool the child reported last (content-free: a tool name). */

@@ -8,7 +8,7 @@
  *   <body>
  *
  *   ---
- *   Runtime: 12.3s | Steps: 5 | Tokens: 4500 | Cost: $0.0135
+ *   Runtime: 12.3s | Steps: 5 | Tokens: 4500 | Cost: $0.0135   (a local model's: Cost: local ($0))
  *   Condensation: Level 2 | Original: 15000 tokens | Ratio: 0.30
  *   Full result (drill in with read/grep/jq/sql/jsonpath): ref_… (1234B, jsonl)
  *   Session: <session>
@@ -36,6 +36,8 @@ export interface EnvelopeInput {
   tokens?: number;
   /** null: the model had no price — shown as unknown, never as 0. */
   costUsd?: number | null;
+  /** The model was brig's own local one: the cost line says `local ($0)`, not a price. */
+  costLocal?: boolean;
   refs?: readonly Pick<ResultRef, 'ref' | 'bytes' | 'kind'>[];
   session?: string;
 }
@@ -65,7 +67,7 @@ export function renderEnvelope(e: EnvelopeInput): string {
     e.runtimeMs !== undefined ? `Runtime: ${(e.runtimeMs / 1000).toFixed(1)}s` : '',
     e.steps !== undefined ? `Steps: ${e.steps}` : '',
     e.tokens !== undefined ? `Tokens: ${e.tokens}` : '',
-    e.costUsd === null ? 'Cost: unknown' : e.costUsd !== undefined ? `Cost: $${e.costUsd.toFixed(4)}` : '',
+    e.costLocal && e.costUsd === 0 ? 'Cost: local ($0)' : e.costUsd === null ? 'Cost: unknown' : e.costUsd !== undefined ? `Cost: $${e.costUsd.toFixed(4)}` : '',
   ].filter(Boolean);
   const foot = [
     metrics.join(' | '),

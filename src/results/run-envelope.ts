@@ -27,6 +27,8 @@ export interface EnvelopeRun {
   error?: { code?: string; message?: string } | null;
   tokens?: number;
   costUsd?: number | null;
+  /** Its model was brig's own local provider. */
+  modelLocal?: boolean;
 }
 
 export type { RunEnvelope } from '../protocol/index.js';
@@ -71,6 +73,7 @@ export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRe
     ...(run.stepsExecuted !== undefined ? { steps: run.stepsExecuted } : {}),
     ...(run.tokens !== undefined ? { tokens: run.tokens } : {}),
     ...(run.costUsd !== undefined ? { costUsd: run.costUsd } : {}),
+    ...(run.modelLocal ? { costLocal: true } : {}),
     // The result value first, then /workspace/out, then stdio: what the footer keeps when cut.
     refs: [...refs].sort((a, b) => SOURCE_RANK[a.source] - SOURCE_RANK[b.source]),
     session: `${run.rootRunId}/${run.id}`,

@@ -4,15 +4,23 @@
  * Guarantees: the claim is synchronous (`table.ending`), so two enders (an exit racing a
  * kill, the watchdog racing the health monitor) cannot both pass it; what the run wrote is
  * collected however it ended — a run cut short is stopped first and marked partial — and the
- * end being collected is saved before the copy starts, so a crash mid-way is redone at the
- * next start; live children end first (`killedBy: parent`); then container, volume, broker
- * socket and lease are released and waiters told. Fails: a failing hook or ledger never
- * changes how the run ended.
+ * end being collected is saved before anything waits on the engine (a kill is recorded at
+ * once, `onRecorded`), so a crash mid-way is redone at the next start; live children end
+ * first (`killedBy: parent`); then container, volume, broker socket and lease are released
+ * and waiters told. Fails: a failing hook or ledger never changes how the run ended.
+ *
+ * Through an engine outage: stopping and collecting wait for the engine (tried again until it
+ * answers, while the supervisor lives), so a kill during an outage still collects what the
+ * child wrote once the engine is back; when the supervisor stops first, the end is left as
+ * saved (`materializing` + `pendingEnd`) for the next start to finish. A release step that
+ * failed is retried in the background while the supervisor lives, and the record keeps
+ * `unreleased` until it succeeds (best-effort.ts ledgers each failure and the retry).
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Jail } from '../jail/index.js';
-import { bestEffort } from './best-effort.js';
+import { BrigError, toBrigError } from '../util/errors.js';
+import { bestEffort, engineDown, type Persist } from './best-effort.js';
 import { collectOutputs } from './launch.js';
 import type { RunEndMeta, SupervisorDeps } from './ports.js';
 import type { ProgressFork } from './progress-fork.js';
@@ -55,7 +63,12 @@ export interface EnderDeps {
   fork: ProgressFork;
   /** Starts whatever queued runs now fit (a slot was freed). */
   pump: () => void;
+  /** Aborted when the supervisor stops: ends waiting on the engine are left to the next start. */
+  stopping: AbortSignal;
 }
+
+/** A release step to do (again). */
+type Step = { what: string; run: () => Promise<unknown> };
 
 export class RunEnder {
   constructor(private readonly d: EnderDeps) {}
@@ -69,13 +82,15 @@ export class RunEnder {
       this.d.fork.stop(runId);
       const handle = table.live.get(runId);
       if (handle?.jail && o.collect !== false) {
-        await this.#materialize(runId, handle.jail, {
+        const done = await this.#materialize(runId, handle.jail, {
           reason,
           ...(o.killedBy ? { killedBy: o.killedBy } : {}),
           ...(o.error ? { error: o.error } : {}),
           ...(o.exitCode !== undefined ? { exitCode: o.exitCode } : {}),
           ...(o.oomKilled ? { oomKilled: true } : {}),
-        });
+        }, o.onRecorded);
+        // The supervisor stopped while the engine kept the end waiting: the next start finishes it.
+        if (!done) return false;
       }
       const cur = table.get(runId)!;
       if (reason === 'completed' && cur.error) reason = 'failed';
@@ -93,16 +108,17 @@ export class RunEnder {
       table.runs.set(runId, rec);
       // The durable end (INV-8): a crash from here on finishes the release at the next start.
       await bestEffort(table, runId, 'save_end', () => table.store.save(rec));
+      o.onRecorded?.();
       // Children go first, attributed to their parent, before the parent's lease revoke
       // cascades to theirs (which would read as a `system` kill).
       const children = table.all().filter((c) => c.parentRunId === runId && c.status !== 'ended');
       await Promise.all(children.map((c) => this.endRun(c.id, 'killed', { killedBy: 'parent' })));
-      await this.#release(rec, handle);
+      const failed = await this.#release(rec, handle);
       table.live.delete(runId);
       this.#announce(rec);
-      const { unreleased: _u, ...done } = table.get(runId)!;
-      // Not durable: losing it only repeats the (idempotent) release at the next start.
-      await bestEffort(table, runId, 'save_released', () => table.update(runId, () => done, { durable: false }));
+      // Released: `unreleased` goes. Not: the record keeps it while the failed steps are tried again.
+      if (failed.length === 0) await this.#released(runId);
+      else this.#retryLater(runId, failed);
       table.notifyEnded(runId);
       try {
         await this.d.deps.hooks?.onEnded?.(endMeta(rec, table.clock.now()));
@@ -117,26 +133,39 @@ export class RunEnder {
   }
 
   /**
-   * Collects what the run wrote, however it ends. A run cut short is stopped first (so its
-   * files hold still) and its result marked partial. The pending end is saved before the
-   * copy starts: a crash mid-way is redone by the next start, never left half done.
+   * Collects what the run wrote, however it ends. The pending end is saved first: the end is
+   * recorded before anything waits on the engine, and a crash mid-way is redone by the next
+   * start. A run cut short is then stopped (so its files hold still) and its result marked
+   * partial. Stopping and collecting wait for the engine; false when the supervisor stopped
+   * before the engine came back (the end stays saved as pending, for the next start).
    */
-  async #materialize(runId: string, jail: Jail, pending: PendingEnd): Promise<void> {
+  async #materialize(runId: string, jail: Jail, pending: PendingEnd, onRecorded?: () => void): Promise<boolean> {
     const { table } = this.d;
     const cutShort = CUT_SHORT.has(pending.reason);
-    // An agent gets SIGTERM and a grace for its one salvage call and its partial result;
-    // anything else is stopped at once so its files hold still.
-    const agent = table.get(runId)!.kind === 'agent';
-    if (cutShort) await bestEffort(table, runId, 'stop', () => (agent ? jail.stop(this.d.settings.agentStopGraceMs) : jail.kill()));
-    // Ended by the supervisor while the child still runs (its step budget spent): stopped
-    // before its out/ is read, so nothing changes under the collection.
-    else if (pending.exitCode === undefined) await bestEffort(table, runId, 'stop', () => jail.kill());
     const t = transition(table.get(runId)!, 'materializing', table.clock.now());
-    // The durable point before the collection: a crash mid-way is redone from pendingEnd.
+    // The durable point: a kill or an exit is on disk before the engine is asked anything.
     await bestEffort(table, runId, 'save_pending_end', () => table.update(runId, (x) => ({ ...(t.ok ? t.value : x), pendingEnd: pending, ...(cutShort ? { partial: true } : {}) })));
-    const patch = await collectOutputs({ table, results: this.d.deps.results, settings: this.d.settings }, runId, jail);
+    onRecorded?.();
+    const persist: Persist = { signal: this.d.stopping, retryable: engineDown };
+    // An agent gets SIGTERM and a grace for its one salvage call and its partial result;
+    // anything else is stopped at once so its files hold still. Ended by the supervisor while
+    // the child still runs (its step budget spent): stopped too, before its out/ is read.
+    const agent = table.get(runId)!.kind === 'agent';
+    const stop = cutShort ? () => (agent ? jail.stop(this.d.settings.agentStopGraceMs) : jail.kill()) : pending.exitCode === undefined ? () => jail.kill() : undefined;
+    if (stop) {
+      await bestEffort(table, runId, 'stop', stop, persist);
+      if (this.d.stopping.aborted) return false;
+    }
+    let patch: Partial<RunRecord> = {};
+    const collect = async () => {
+      patch = await collectOutputs({ table, results: this.d.deps.results, settings: this.d.settings }, runId, jail);
+      // The engine went away under the collection: it is redone from nothing once it is back.
+      if (patch.error?.code === 'engine_unavailable') throw new BrigError('engine_unavailable', patch.error.message);
+    };
+    if (!(await bestEffort(table, runId, 'collect', collect, persist)) && this.d.stopping.aborted) return false;
     // Not durable: the end's save carries it; a crash before is redone from pendingEnd.
     table.patch(runId, (x) => ({ ...x, ...patch }));
+    return true;
   }
 
   /**
@@ -146,37 +175,72 @@ export class RunEnder {
   async finishEnd(runId: string): Promise<void> {
     const r = this.d.table.get(runId);
     if (!r || r.status !== 'ended' || !r.unreleased) return;
-    await this.#release(r, undefined);
+    const failed = await this.#release(r, undefined);
     // The dead supervisor may have announced before it could clear the flag (its ledger lines
     // are on disk as soon as appended): exactly one announcement, whichever side the crash fell.
     if (!this.d.table.ledger.hasRunEvent?.('run.lifecycle_ended', runId)) this.#announce(r);
-    const { unreleased: _u, ...done } = r;
-    await this.d.table.update(runId, () => done);
+    if (failed.length === 0) await this.#released(runId);
+    else this.#retryLater(runId, failed);
   }
 
-  async #release(r: RunRecord, handle: Live | undefined): Promise<void> {
+  /** The release is done: the flag goes. Not durable: losing it only repeats the (idempotent) release at the next start. */
+  async #released(runId: string): Promise<void> {
+    const { table } = this.d;
+    await bestEffort(table, runId, 'save_released', () => table.update(runId, (x) => {
+      const { unreleased: _u, ...done } = x;
+      return done;
+    }, { durable: false }));
+  }
+
+  /**
+   * Not background work an idle() or a drain waits for: it lasts as long as the failure, and
+   * the supervisor's stop ends it (the next start's release and sweep take over).
+   */
+  #retryLater(runId: string, failed: Step[]): void {
+    this.#retryRelease(runId, failed).catch((e: unknown) => this.d.table.ledger.append({ type: 'run.internal_error', runId, code: toBrigError(e).code }));
+  }
+
+  /** The release steps that failed, tried again while the supervisor lives; then the flag goes. */
+  async #retryRelease(runId: string, failed: Step[]): Promise<void> {
+    const { table } = this.d;
+    // The first failure of each is already ledgered: these tries start from their second.
+    const persist: Persist = { signal: this.d.stopping, failedBefore: 1 };
+    const done = await Promise.all(failed.map((s) => bestEffort(table, runId, s.what, s.run, persist)));
+    if (done.every(Boolean)) await this.#released(runId);
+  }
+
+  /** Releases what the run held; returns the steps that failed (ledgered), to be tried again. */
+  async #release(r: RunRecord, handle: Live | undefined): Promise<Step[]> {
     const { deps, table } = this.d;
-    // The jail and the broker socket go side by side (neither needs the other); the lease last.
     const id = r.id;
+    const failed: Step[] = [];
+    const step = async (what: string, run: () => Promise<unknown>) => {
+      if (!(await bestEffort(table, id, what, run))) failed.push({ what, run });
+    };
+    // The jail and the broker socket go side by side (neither needs the other); the lease last.
     const jail = async () => {
       // A kill of a jail that already exited is no failure: only its destroy must succeed.
       await handle?.jail?.kill().catch(() => {});
-      if (handle?.jail) await bestEffort(table, id, 'jail', () => handle.jail!.destroy());
+      const j = handle?.jail;
+      if (j) await step('jail', () => j.destroy());
       else if (r.startedAt !== null) {
-        const j = await deps.jail.attach(jailKeyOf(r)).catch(() => null);
-        if (j) await bestEffort(table, id, 'jail', () => j.destroy());
+        // No handle (a restart): found again through the engine, on each try.
+        await step('jail', async () => (await deps.jail.attach(jailKeyOf(r)))?.destroy());
       }
     };
     const socket = async () => {
-      if (handle?.broker) await bestEffort(table, id, 'broker', () => handle.broker!.close());
-      for (const dir of new Set([r.id, jailKeyOf(r)])) await bestEffort(table, id, 'socket_dir', () => fs.rm(path.join(deps.paths.brokers, dir), { recursive: true, force: true }));
+      const broker = handle?.broker;
+      if (broker) await step('broker', () => broker.close());
+      for (const dir of new Set([r.id, jailKeyOf(r)])) await step('socket_dir', () => fs.rm(path.join(deps.paths.brokers, dir), { recursive: true, force: true }));
     };
     await Promise.all([jail(), socket()]);
     if (!r.resumable) {
-      await bestEffort(table, id, 'checkpoint', () => table.store.removeFile(r.id, 'checkpoint'));
-      await bestEffort(table, id, 'script', () => table.store.removeFile(r.id, 'script'));
+      await step('checkpoint', () => table.store.removeFile(r.id, 'checkpoint'));
+      await step('script', () => table.store.removeFile(r.id, 'script'));
     }
-    if (r.leaseId) await bestEffort(table, id, 'lease', () => deps.leases.revoke(r.leaseId!, 'system', `run_${r.endReason}`));
+    const leaseId = r.leaseId;
+    if (leaseId) await step('lease', () => deps.leases.revoke(leaseId, 'system', `run_${r.endReason}`));
+    return failed;
   }
 
   #announce(r: RunRecord): void {

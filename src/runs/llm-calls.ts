@@ -274,6 +274,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     // An agent's step: one model call (and the tool calls it makes).
     stepsExecuted: purpose === 'step' ? x.stepsExecuted + 1 : x.stepsExecuted,
     costUsd: x.costUsd === null || turn.costUsd === null ? null : (x.costUsd ?? 0) + turn.costUsd,
+    ...(turn.local ? { modelLocal: true } : {}),
     lastProgressAt: p.table.clock.now().toISOString(),
   }));
   p.table.ledger.append({

@@ -22,6 +22,8 @@ export interface ModelTurn {
   /** null when the model has no price: cost unknown, never 0. */
   costUsd: number | null;
   firstTokenMs: number | null;
+  /** Served by brig's own local provider (priced 0). */
+  local?: boolean;
 }
 
 export interface ModelInfo {

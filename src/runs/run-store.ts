@@ -17,7 +17,8 @@
  *   admitted (intake)      the run exists: a restart must find it queued or starting, not lose it
  *   before start (launch)  leaseId (revoke it), jailKey (find and sweep a pooled jail), limits
  *                          and budget as granted: a restart reattaches the child it started
- *   before collect (end)   pendingEnd: a crash mid-collection is redone, never left half done
+ *   before stop + collect  pendingEnd: a kill is recorded before the engine is asked anything;
+ *   (end)                  a crash mid-collection is redone, never left half done
  *   ended (end)            the one end reason (INV-8) and `unreleased` until the release is done
  * Everything else — `running` (reconcile reattaches a `starting` run whose container started),
  * progress lines and step counts, the collect's patch (redone from pendingEnd), `unreleased`

@@ -174,6 +174,8 @@ export interface EndOptions {
   exitCode?: number;
   /** The engine's word that the child was OOM-killed (JailExit.oomKilled): kept on the record. */
   oomKilled?: boolean;
+  /** Called once the end is saved durably (its pending end, or the end itself): a kill is recorded. */
+  onRecorded?: () => void;
 }
 
 /** What child calls and steer/resume get: the table, the actions, the settings. */

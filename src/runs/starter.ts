@@ -182,14 +182,19 @@ export class RunStarter {
       };
       table.emit(r, { type: 'progress', progress });
     });
-    table.background(
-      jail.wait().then(
-        (exit) => {
-          const { reason, ...o } = exitEnd(exit);
-          return this.d.actions.endRun(runId, reason, o);
-        },
-        (e) => this.d.actions.endRun(runId, 'failed', { error: { code: toBrigError(e).code, message: 'lost the container' } }),
-      ),
+    // Not background work: the wait lasts as long as the child, and an idle() or a drain must
+    // not wait on it; its end is (each end is background work).
+    void jail.wait().then(
+      (exit) => {
+        const { reason, ...o } = exitEnd(exit);
+        table.background(this.d.actions.endRun(runId, reason, o));
+      },
+      (e) => {
+        const code = toBrigError(e).code;
+        // The driver closed (the supervisor stops): the child runs on, for the next start to reattach.
+        if (code === 'shutting_down') return;
+        table.background(this.d.actions.endRun(runId, 'failed', { error: { code, message: 'lost the container' } }));
+      },
     );
   }
 

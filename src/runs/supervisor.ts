@@ -11,6 +11,11 @@
  * profile, the LeasePort to attenuate, the broker to authenticate the caller's run id.
  * Fails closed: any error while starting ends the run `failed` and releases what it got.
  *
+ * An engine outage bounds what waits on it: a kill is answered once it is recorded and the
+ * engine is found silent (its end follows when the engine is back), and a drain ends within
+ * its bound plus a window for the kills, cut short when the engine is silent — what is left
+ * then is saved as pending for the next start (engine-silence.ts, ender.ts).
+ *
  * This file is the facade: it wires the parts (run table, intake, starter, ender, reconcile,
  * upkeep, views) and speaks the Supervisor role. The parts get the table and a RunActions
  * port, never this class.
@@ -19,6 +24,7 @@ import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { childCallHandlers, type ChildCallHandlers } from './child-calls.js';
 import { resumeRun, steerRun } from './control.js';
 import { RunEnder } from './ender.js';
+import { untilDoneOrSilent } from './engine-silence.js';
 import { checkSpawn, intake, loadRequest } from './intake.js';
 import { systemClock, type SupervisorDeps } from './ports.js';
 import { ProgressFork, realTimers } from './progress-fork.js';
@@ -65,7 +71,19 @@ export interface ShutdownReport {
   drained: string[];
   /** Runs killed (killedBy system) when the drain bound passed, or queued ones never started. */
   killed: string[];
+  /**
+   * Runs killed whose end the engine kept waiting past the kill window (it did not answer):
+   * recorded as pending (`materializing`), collected and released by the next start.
+   */
+  unfinished: string[];
 }
+
+/**
+ * After the drain, how long the kills may take on top of an agent's salvage grace before the
+ * supervisor stops anyway (sooner when the engine does not answer): a stop is bounded
+ * whatever the engine does, and what is left is finished by the next start.
+ */
+export const KILL_WINDOW_MS = 10_000;
 
 /** The supervisor as the composition root holds it: the role plus its operations. */
 export interface SupervisorCore extends Supervisor {
@@ -105,6 +123,8 @@ class BrigSupervisor implements SupervisorCore {
   #unsubscribe: (() => void) | undefined;
   #closed = false;
   #draining = false;
+  /** Aborted when the supervisor stops: ends waiting on the engine are left to the next start. */
+  readonly #stopping = new AbortController();
 
   constructor(deps: SupervisorDeps) {
     this.#deps = deps;
@@ -126,7 +146,7 @@ class BrigSupervisor implements SupervisorCore {
     this.#llm = llmService(this.#table, { models: deps.models, lastTools: new Map(), microCompactKeep: this.settings.microCompactKeep, surfaceOf: (id) => this.#surfaceOf(id), onReply: (id, r) => this.#replies.publish(id, r) });
     this.childCalls = childCallHandlers(this.#ports());
     const parts = { table: this.#table, deps, settings: this.settings, fork: this.#fork };
-    this.#ender = new RunEnder({ ...parts, pump: () => this.#starter.pump() });
+    this.#ender = new RunEnder({ ...parts, pump: () => this.#starter.pump(), stopping: this.#stopping.signal });
     this.#starter = new RunStarter({
       ...parts,
       actions: this.#actions,
@@ -156,8 +176,15 @@ class BrigSupervisor implements SupervisorCore {
   async close(): Promise<void> {
     this.#closed = true;
     // Ends already through the door's claim finish (release, announce) before the ledger
-    // can close under them; bounded, so a stuck engine call cannot hold the close.
-    for (let i = 0; i < 200 && this.#table.ending.size > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    // can close under them; bounded, and cut short when the engine does not answer: an end
+    // waiting on it is left as saved (pending) for the next start.
+    if (this.#table.ending.size > 0) {
+      const ended = (async () => {
+        for (let i = 0; i < 200 && this.#table.ending.size > 0; i++) await new Promise((r) => setTimeout(r, 50));
+      })();
+      await untilDoneOrSilent(ended, this.#answers());
+    }
+    this.#stopping.abort();
     clearInterval(this.#tick);
     clearInterval(this.#retention);
     this.#unsubscribe?.();
@@ -176,13 +203,14 @@ class BrigSupervisor implements SupervisorCore {
    */
   async shutdown(o: ShutdownOptions = {}): Promise<ShutdownReport> {
     this.#draining = true;
-    const report: ShutdownReport = { drained: [], killed: [] };
     const stop = { code: 'shutting_down' as const, message: 'the supervisor shut down before the run could start or finish' };
-    const killAll = async (runs: RunRecord[]) => {
+    /** Each run this shutdown killed: whether its end went through (undefined: still under way). */
+    const kills = new Map<string, boolean | undefined>();
+    const killAll = (runs: RunRecord[]) => {
       // All claimed in one tick (the end door claims synchronously), so each reads killedBy
       // system, not `parent` through its parent's cascade.
-      const ends = runs.map((r) => this.#ender.endRun(r.id, 'killed', { killedBy: 'system', error: stop }));
-      (await Promise.all(ends)).forEach((killed, i) => killed && report.killed.push(runs[i]!.id));
+      for (const r of runs) kills.set(r.id, undefined);
+      return Promise.all(runs.map(async (r) => kills.set(r.id, await this.#ender.endRun(r.id, 'killed', { killedBy: 'system', error: stop }))));
     };
     await killAll(this.#table.all().filter((r) => r.status === 'queued'));
     const live = () => this.#table.all().filter((r) => r.status !== 'ended');
@@ -195,10 +223,20 @@ class BrigSupervisor implements SupervisorCore {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    await killAll(live().filter((r) => !this.#table.ending.has(r.id)));
-    await this.idle();
-    for (const id of before) if (!report.killed.includes(id) && this.#table.get(id)?.status === 'ended') report.drained.push(id);
-    this.#table.ledger.append({ type: 'supervisor.shutdown', drained: report.drained.length, killed: report.killed.length });
+    // The kills (and ends already under way) get a window, cut short when the engine does not
+    // answer; then ends still waiting on it give up, saved as pending for the next start.
+    const ends = Promise.all([killAll(live().filter((r) => !this.#table.ending.has(r.id))), this.idle()]);
+    await untilDoneOrSilent(ends, this.#answers(), this.settings.agentStopGraceMs + KILL_WINDOW_MS);
+    this.#stopping.abort();
+    // Steps racing the stop let go at once; a call hung on a frozen engine is not waited for.
+    await Promise.race([ends, new Promise((r) => setTimeout(r, 250))]);
+    const report: ShutdownReport = { drained: [], killed: [], unfinished: [] };
+    for (const [id, killed] of kills) {
+      if (killed) report.killed.push(id);
+      else if (this.#table.get(id)?.status !== 'ended') report.unfinished.push(id);
+    }
+    for (const id of before) if (!kills.get(id) && this.#table.get(id)?.status === 'ended') report.drained.push(id);
+    this.#table.ledger.append({ type: 'supervisor.shutdown', drained: report.drained.length, killed: report.killed.length, unfinished: report.unfinished.length });
     await this.close();
     return report;
   }
@@ -279,7 +317,14 @@ class BrigSupervisor implements SupervisorCore {
     const r = await this.#acting(runId);
     if (!r.ok) return r;
     if (r.value.status === 'ended' || this.#table.ending.has(runId)) return err(this.#notRunning(r.value, 'kill'));
-    await this.#ender.endRun(runId, 'killed', { killedBy: opts.by ?? 'operator' });
+    // Answered once the end is through — or, when the engine does not answer, as soon as the
+    // kill is recorded (saved pending: `materializing` with pendingEnd killed); the end then
+    // finishes in the background once the engine is back.
+    let recorded!: () => void;
+    const saved = new Promise<void>((resolve) => (recorded = resolve));
+    const ending = this.#ender.endRun(runId, 'killed', { killedBy: opts.by ?? 'operator', onRecorded: () => recorded() });
+    this.#table.background(ending);
+    await Promise.race([ending, saved.then(() => untilDoneOrSilent(ending, this.#answers()))]);
     return ok(this.#table.get(runId)!);
   }
 
@@ -321,6 +366,12 @@ class BrigSupervisor implements SupervisorCore {
 
 
   // ── private ──────────────────────────────────────────────────────────────────────────
+
+  /** The driver's ping, when it has an engine to lose. */
+  #answers(): ((timeoutMs: number) => Promise<boolean>) | undefined {
+    const jail = this.#deps.jail;
+    return jail.engineAnswers ? (ms) => jail.engineAnswers!(ms) : undefined;
+  }
 
   #parts() {
     return { table: this.#table, deps: this.#deps, settings: this.settings, actions: this.#actions };

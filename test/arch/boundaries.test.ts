@@ -40,6 +40,7 @@ test('dangerous imports are quarantined', () => {
   const rules: { pkg: RegExp; allowed: (rel: string) => boolean; why: string }[] = [
     { pkg: /^(dockerode|tar-fs|tar-stream)$/, allowed: (r) => r.startsWith('jail/docker/'), why: 'only jail/docker/ talks to the engine' },
     { pkg: /^@duckdb\//, allowed: (r) => r.startsWith('slice/'), why: 'only the DuckDB helper in slice/ loads DuckDB' },
+    { pkg: /^(node-llama-cpp|@node-llama-cpp\/)/, allowed: (r) => r === 'models/local/llama-engine.ts', why: 'only the local model helper loads node-llama-cpp' },
   ];
   const bad: string[] = [];
   for (const f of files) {
@@ -49,6 +50,9 @@ test('dangerous imports are quarantined', () => {
     }
   }
   assert.deepEqual(bad, []);
+  // node-llama-cpp is not one of brig's packages: it is resolved by path from its own folder.
+  const loaders = files.filter((f) => /\.resolve\(\s*['"]node-llama-cpp['"]/.test(fs.readFileSync(f, 'utf8'))).map((f) => path.relative(SRC, f));
+  assert.deepEqual(loaders, ['models/local/llama-engine.ts']);
 });
 
 test('protocol/ (the vocabulary leaf) imports nothing: no package, no built-in, no other part', () => {

@@ -18,7 +18,11 @@ const command: Command = {
       const r = await brig.kill(p.positionals[0]!, { confirm: true, by: 'operator' });
       if (!r.ok) throw r.error;
       if (p.bools.has('json')) writeJson(io, { run: r.value });
-      else io.stdout.write(runLine(r.value) + '\n');
+      else {
+        io.stdout.write(runLine(r.value) + '\n');
+        // Answered before the end: the engine did not answer, the kill is recorded and finishes once it is back.
+        if (r.value.status !== 'ended') io.stderr.write(`brig: the engine does not answer: the kill is recorded; ${r.value.id} is stopped, collected and released once it is back (\`brig wait ${r.value.id}\`)\n`);
+      }
       return 0;
     } finally {
       await brig.close();

@@ -108,6 +108,7 @@ const command: Command = {
       },
     });
     io.stderr.write(`brig: stopped: ${rep.drained.length} run(s) finished while draining, ${rep.killed.length} killed (killedBy system)\n`);
+    if (rep.unfinished.length > 0) io.stderr.write(`brig: the engine did not answer: ${rep.unfinished.length} killed run(s) are recorded and will be collected and released at the next start: ${rep.unfinished.slice(0, 8).join(' ')}\n`);
     return 0;
   },
 };

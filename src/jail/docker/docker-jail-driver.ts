@@ -8,9 +8,13 @@
  * Threat: a weaker jail than the profile says, and engine objects leaking past their run.
  * Trusts: the engine socket given by config (the supervisor's own).
  * Fails: closed. Whatever create() acquired is released on its error path.
+ * Engine outages: every call goes through this driver's own connection agent, so close()
+ * ends whatever still waits on a frozen engine (the process can exit; a restart reattaches);
+ * engineAnswers() is the bounded ping the supervisor asks before it waits on the engine.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
@@ -91,11 +95,13 @@ export function verifiedSummary(inspect: InspectView & { Id?: string }, disk: { 
   };
 }
 
-export function dockerFromHost(dockerHost: string | undefined): Docker {
-  if (dockerHost === undefined) return new Docker({ socketPath: '/var/run/docker.sock' });
-  if (dockerHost.startsWith('unix://')) return new Docker({ socketPath: dockerHost.slice('unix://'.length) });
+/** An engine client for DOCKER_HOST; `agent` (default Node's global one) carries its connections. */
+export function dockerFromHost(dockerHost: string | undefined, agent?: http.Agent): Docker {
+  const a = agent ? { agent } : {};
+  if (dockerHost === undefined) return new Docker({ socketPath: '/var/run/docker.sock', ...a });
+  if (dockerHost.startsWith('unix://')) return new Docker({ socketPath: dockerHost.slice('unix://'.length), ...a });
   const u = new URL(dockerHost.replace(/^tcp:/, 'http:'));
-  return new Docker({ host: u.hostname, port: Number(u.port || 2375), protocol: 'http' });
+  return new Docker({ host: u.hostname, port: Number(u.port || 2375), protocol: 'http', ...a });
 }
 
 const hasRuntime = (plan: ImagePlan) => plan.entries.some((e) => e.dest.startsWith('opt/brig/child/'));
@@ -109,9 +115,13 @@ export class DockerJailDriver implements JailDriver {
   readonly stages: ArtifactStages;
   private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes' | 'workspaceQuota' | 'disksDir' | 'stageDir'>> & { childRuntimeDir: string };
   private image: Promise<string> | undefined;
+  /** This driver's connections to the engine (as Node's global agent keeps them): close() ends them all. */
+  private readonly agent = new http.Agent({ keepAlive: true, scheduling: 'lifo', timeout: 5000 });
+  /** Aborted by close(): every jail's exit watch stops. */
+  private readonly closing = new AbortController();
 
   constructor(opts: DockerJailDriverOptions = {}) {
-    this.docker = dockerFromHost(opts.dockerHost);
+    this.docker = dockerFromHost(opts.dockerHost, this.agent);
     this.owner = opts.owner ?? 'default';
     this.tailBytes = opts.tailBytes;
     this.workspaceQuota = opts.workspaceQuota ?? 'loop';
@@ -131,6 +141,26 @@ export class DockerJailDriver implements JailDriver {
     } catch (e) {
       throw engineError(e, 'engine_unavailable', 'the Docker engine did not answer');
     }
+  }
+
+  /** Whether the engine answers a ping within timeoutMs (false: refused, cut, or frozen). */
+  async engineAnswers(timeoutMs: number): Promise<boolean> {
+    // dockerode's ping takes an abortSignal; its types do not say so.
+    const ping = this.docker.ping.bind(this.docker) as unknown as (o: { abortSignal: AbortSignal }) => Promise<unknown>;
+    return ping({ abortSignal: AbortSignal.timeout(timeoutMs) }).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /**
+   * Stops every exit watch and ends every connection still open to the engine (a call waiting
+   * on a frozen engine fails `engine_unavailable`): what a stopping supervisor leaves running
+   * is reattached by the next start.
+   */
+  async close(): Promise<void> {
+    this.closing.abort();
+    this.agent.destroy();
   }
 
   /** The engine's raw info (security options, cgroup version), for `brig doctor`. */
@@ -236,7 +266,7 @@ export class DockerJailDriver implements JailDriver {
         if (statusOf(e) === 404) throw new BrigError('image_missing', `the image ${image} is not in the engine`, { cause: e });
         throw engineError(e, 'jail_failed', 'creating the jail failed');
       });
-      const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes, this.disks, this.stages);
+      const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes, this.disks, this.stages, this.closing.signal);
       const inspect = await this.verify(container, body, spec.limits);
       jail.verified = verifiedSummary(inspect, disk ? { driver: 'local', type: disk.volumeOptions.type, options: disk.volumeOptions.o, diskMb: spec.limits.diskMb } : null);
       await jail.putInputs(spec.inputs ?? []);
@@ -300,7 +330,7 @@ export class DockerJailDriver implements JailDriver {
     // still holds what the child wrote, and wait() answers at once with its exit code.
     const c = found.find((x) => x.State === 'running') ?? found.find((x) => x.State === 'exited');
     if (!c) return null;
-    const jail = new DockerJail(this.docker, this.docker.getContainer(c.Id), runId, workspaceVolumeName(runId), this.tailBytes, this.disks, this.stages);
+    const jail = new DockerJail(this.docker, this.docker.getContainer(c.Id), runId, workspaceVolumeName(runId), this.tailBytes, this.disks, this.stages, this.closing.signal);
     if (c.State === 'running') await jail.attachStreams();
     return jail;
   }

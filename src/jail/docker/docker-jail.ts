@@ -2,6 +2,11 @@
  * One child's container and workspace volume, behind brig's `Jail` interface.
  * A DockerJail is handed out created and verified, not started. destroy() removes both the
  * container and the volume and is safe to call any number of times.
+ * Through an engine outage: wait() learns the child's real exit once the engine is back
+ * (exit-watch.ts), and the attach stream a cut connection ended is attached again while the
+ * child still runs (only what it wrote during the outage is missing from the tails); the
+ * other calls fail `engine_unavailable` (a refused connection) or wait (a frozen engine) —
+ * the supervisor decides what waits for the engine (runs/ender.ts).
  */
 import { PassThrough, Writable } from 'node:stream';
 import type Docker from 'dockerode';
@@ -11,7 +16,8 @@ import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailInput, JailVerified, StreamTails } from '../types.js';
 import { type ArchiveSource, PASSED_OVER, collectArchive } from './collect.js';
-import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
+import { engineError, ignoreStatus, isUnreachable, statusOf } from './engine-errors.js';
+import { EXIT_WATCH_TIMING, watchExit, type ExitState, type ExitWatchTiming } from './exit-watch.js';
 import { WORKSPACE_DIR } from './profile.js';
 import { TailBuffer } from './tail.js';
 import type { ArtifactStages } from './artifact-stage.js';
@@ -68,7 +74,11 @@ export class DockerJail implements Jail {
   private readonly out: TailBuffer;
   private readonly err: TailBuffer;
   private streamDone: Promise<void> = Promise.resolve();
+  /** The attach stream ended (with the container, or with its connection). */
+  private streamEnded = true;
   private destroyed = false;
+  /** The one watch of this container's exit (wait() and stop() share it). */
+  private exitWatch: Promise<ExitState> | undefined;
   /** PID 1 exited (wait answered): the container is stopped and every process in it gone. */
   private exited = false;
   private sawOutput!: () => void;
@@ -86,6 +96,9 @@ export class DockerJail implements Jail {
     tailBytes = DEFAULT_TAIL_BYTES,
     private readonly disks?: WorkspaceDisks,
     private readonly stages?: ArtifactStages,
+    /** Aborted when the driver closes: the exit watch stops (a restart reattaches the child). */
+    private readonly closing: AbortSignal = new AbortController().signal,
+    private readonly timing: ExitWatchTiming = EXIT_WATCH_TIMING,
   ) {
     this.out = new TailBuffer(tailBytes);
     this.err = new TailBuffer(tailBytes);
@@ -104,11 +117,24 @@ export class DockerJail implements Jail {
     outS.pipe(sink(this.out));
     errS.pipe(sink(this.err));
     this.docker.modem.demuxStream(stream, outS, errS);
+    this.streamEnded = false;
     this.streamDone = new Promise((resolve) => {
-      stream.on('end', resolve);
-      stream.on('close', resolve);
-      stream.on('error', () => resolve());
+      const ended = () => ((this.streamEnded = true), resolve());
+      stream.on('end', ended);
+      stream.on('close', ended);
+      stream.on('error', ended);
     });
+  }
+
+  /** The engine is back and the child still runs: a stream its connection took is attached again. */
+  private reattachStreams(): void {
+    if (!this.streamEnded || this.exited) return;
+    this.attachStreams().catch(() => {}); // the tails are best effort; the exit is not
+  }
+
+  private exit(): Promise<ExitState> {
+    this.exitWatch ??= watchExit(this.container, this.closing, this.timing, { onBack: () => this.reattachStreams() });
+    return this.exitWatch;
   }
 
   /** The engine's name for this jail: the run id, or a pool slot's key. */
@@ -154,15 +180,14 @@ export class DockerJail implements Jail {
   }
 
   async wait(): Promise<JailExit> {
-    const res = (await this.container.wait().catch((e: unknown) => {
-      throw engineError(e, 'not_running', 'the jail is gone');
-    })) as { StatusCode: number };
+    const res = await this.exit();
     this.exited = true;
     // The attach stream ends with the container; the bound keeps a stuck stream from holding wait().
     await Promise.race([this.streamDone, new Promise((r) => setTimeout(r, STREAM_DRAIN_MS).unref())]);
     // Out of memory matters only to a run that did not exit 0 (a clean exit is a completed run).
-    const info = res.StatusCode === 0 ? undefined : await this.container.inspect().catch(() => undefined);
-    return { exitCode: res.StatusCode, oomKilled: Boolean(info?.State?.OOMKilled) };
+    if (res.exitCode === 0 || res.oomKilled !== undefined) return { exitCode: res.exitCode, oomKilled: res.oomKilled === true };
+    const info = await this.container.inspect().catch(() => undefined);
+    return { exitCode: res.exitCode, oomKilled: Boolean(info?.State?.OOMKilled) };
   }
 
   async kill(): Promise<void> {
@@ -176,7 +201,7 @@ export class DockerJail implements Jail {
     await this.container.kill({ signal: 'SIGTERM' }).catch(ignoreStatus(404, 409));
     let timer: NodeJS.Timeout | undefined;
     const exited = await Promise.race([
-      this.container.wait().then(() => true, () => true),
+      this.exit().then(() => true, () => true),
       new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs))),
     ]);
     clearTimeout(timer);
@@ -224,7 +249,10 @@ export class DockerJail implements Jail {
         });
       },
     };
-    return collectArchive(source, rel.split('/').pop()!, destDir, caps, opts);
+    // A connection cut mid-archive is the engine gone, not a bad archive: the caller may retry.
+    return collectArchive(source, rel.split('/').pop()!, destDir, caps, opts).catch((e: unknown) => {
+      throw isUnreachable(e) ? engineError(e, 'engine_unavailable', 'reading the workspace failed') : e;
+    });
   }
 
   async destroy(): Promise<void> {

@@ -125,6 +125,10 @@ export class WarmPool implements JailDriver {
     return this.o.driver.info();
   }
 
+  engineAnswers(timeoutMs: number): Promise<boolean> {
+    return this.o.driver.engineAnswers(timeoutMs);
+  }
+
   ensureImage(onProgress?: (line: string) => void): Promise<string> {
     return this.o.driver.ensureImage(onProgress);
   }

@@ -42,10 +42,10 @@ export interface Serve extends BrigProc {
 export interface DaemonHome {
   home: string;
   paths: ReturnType<typeof brigPaths>;
-  /** Starts `brig serve --json …`; resolves once it answers on the socket. */
-  serve(args?: string[]): Promise<Serve>;
+  /** Starts `brig serve --json …`; resolves once it answers on the socket. `env` is added to its environment (DOCKER_HOST). */
+  serve(args?: string[], env?: Record<string, string>): Promise<Serve>;
   /** Starts any brig command; does not wait for it. */
-  start(args: string[]): BrigProc;
+  start(args: string[], env?: Record<string, string>): BrigProc;
   /** Runs a brig command to its end. */
   run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
@@ -56,8 +56,8 @@ function childEnv(home: string): NodeJS.ProcessEnv {
   return { ...env, BRIG_HOME: home };
 }
 
-function startProc(home: string, args: string[], all: Set<ChildProcess>): BrigProc {
-  const proc = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: childEnv(home), stdio: ['ignore', 'pipe', 'pipe'] });
+function startProc(home: string, args: string[], all: Set<ChildProcess>, extra: Record<string, string> = {}): BrigProc {
+  const proc = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: { ...childEnv(home), ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
   all.add(proc);
   let out = '';
   let err = '';
@@ -104,14 +104,14 @@ export async function daemonHome(t: { after: (fn: () => Promise<void>) => void }
   return {
     home,
     paths,
-    start: (args) => startProc(home, args, all),
+    start: (args, env) => startProc(home, args, all, env),
     async run(args) {
       const p = startProc(home, args, all);
       const e = await p.exited;
       return { code: e.code, stdout: p.stdout(), stderr: p.stderr() };
     },
-    async serve(args = []) {
-      const p = startProc(home, ['serve', '--json', ...args], all);
+    async serve(args = [], env) {
+      const p = startProc(home, ['serve', '--json', ...args], all, env);
       let gone = false;
       void p.exited.then(() => (gone = true));
       await until(async () => {

@@ -78,7 +78,7 @@ test('config.yaml: a key pasted into the file is refused and never echoed', () =
 
 test('config.yaml: a bad api is refused with the nearest one; a bad URL and a bad number name their lines', () => {
   const e = problemsOf(GOOD.replace('api: openai-chat', 'api: openai-chats'));
-  assert.equal(e.message, '/h/config.yaml:10: "models.providers.local.api" is "openai-chats", not one of openai-chat, anthropic-messages');
+  assert.equal(e.message, '/h/config.yaml:10: "models.providers.local.api" is "openai-chats", not one of openai-chat, anthropic-messages, local');
   assert.match(e.hint, /Did you mean "openai-chat"/);
   assert.match(problemsOf(GOOD.replace('https://api.anthropic.com', 'ftp://x')).message, /:6: "models\.providers\.anthropic\.baseUrl": an http\(s\) URL/);
   assert.match(problemsOf(GOOD.replace('https://api.anthropic.com', 'https://u:p@x.example')).message, /:6: .*without credentials/);
