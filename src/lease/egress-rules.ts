@@ -111,7 +111,8 @@ export function ruleWithin(child: EgressRule, parent: EgressRule): boolean {
   const seesRequests = (r: EgressRule) => r.scheme === 'http' || (r.scheme === 'https' && r.tls === 'inspect');
   // A parent that sees no requests (tcp, an https tunnel) admits the same, or an inspected copy.
   if (!seesRequests(parent)) return true;
-  if (!seesRequests(child)) return true;
+  // A parent that sees requests admits only a child that sees them too (never a blind tunnel).
+  if (!seesRequests(child)) return false;
   return methodsOf(child).every((m) => methodsOf(parent).includes(m)) && pathsWithin(child.paths, parent.paths);
 }
 

@@ -217,7 +217,7 @@ test('[INV-1] egress attenuation: every granted rule fits inside one parent rule
       }
       for (const x of refused) assert.ok(x.reason.length > 0);
     }),
-    { numRuns: 5_000 },
+    { numRuns: 2_000 },
   );
 });
 
@@ -281,10 +281,10 @@ test('[INV-1] a chain of egress attenuations never widens, and every connection 
         }
       }
     }),
-    { numRuns: 3_000 },
+    { numRuns: 1_000 },
   );
   // The property is only as good as the allowed connections it saw.
-  assert.ok(allowedSeen > 3_000, `only ${allowedSeen} child-allowed connections were checked`);
+  assert.ok(allowedSeen > 1_000, `only ${allowedSeen} child-allowed connections were checked`);
 });
 
 // req: lease:egress-never-inherited
@@ -322,4 +322,11 @@ test('address ranges', () => {
   assert.ok(cidrContains(parseCidr('fd00::/8')!, 'fd12::1'));
   assert.equal(parseCidr('10.0.0.0/33'), null);
   assert.equal(parseCidr('10.0.0/8'), null);
+});
+
+test('ruleWithin: a parent that sees requests never admits a blind tunnel (found by the chain property)', () => {
+  const parent = rule({ id: 'r1', hosts: ['a.test'], tls: 'inspect', methods: ['HEAD'], paths: ['/a/b'] });
+  assert.equal(ruleWithin(rule({ id: 'r1', hosts: ['a.test'], tls: 'tunnel' }), parent), false);
+  assert.equal(ruleWithin(rule({ id: 'r1', hosts: ['a.test'], tls: 'inspect', methods: ['HEAD'], paths: ['/a/b/c'] }), parent), true);
+  assert.equal(ruleWithin(rule({ id: 'r1', hosts: ['a.test'], tls: 'inspect' }), rule({ id: 'r1', hosts: ['a.test'], tls: 'tunnel' })), true);
 });
