@@ -89,6 +89,31 @@ export interface BrigConfig {
   model: { baseUrl: string; apiKey: string; model: string } | undefined;
   /** Model configuration: config.yaml's `models` and the BRIG_MODEL_* quick path. */
   models: ModelsConfig;
+  /**
+   * The egress gate's operator-only settings: its DNS servers (BRIG_EGRESS_RESOLVERS, `host[:port]`
+   * comma-separated; empty: the system's) and, for tests on loopback only, addresses inside
+   * 127.0.0.0/8 treated as public (BRIG_EGRESS_TEST_PUBLIC_CIDRS; anything outside is refused).
+   */
+  egress: { resolvers: string[]; testPublicCidrs: string[] };
+}
+
+/** BRIG_EGRESS_* (see BrigConfig.egress); a test-public range outside 127.0.0.0/8 is refused. */
+export function egressConfigFrom(env: NodeJS.ProcessEnv): BrigConfig['egress'] {
+  const list = (v: string | undefined) => (v ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const resolvers = list(env.BRIG_EGRESS_RESOLVERS);
+  for (const r of resolvers) {
+    if (!/^(\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?|\[[0-9a-fA-F:]+\](:\d{1,5})?|[0-9a-fA-F:]+)$/.test(r)) {
+      throw new BrigError('invalid_input', `BRIG_EGRESS_RESOLVERS: "${r.slice(0, 60)}" is not an address[:port]`, { hint: 'List DNS servers by address, e.g. 127.0.0.53:5300,10.0.0.2.' });
+    }
+  }
+  const testPublicCidrs = list(env.BRIG_EGRESS_TEST_PUBLIC_CIDRS);
+  for (const c of testPublicCidrs) {
+    const m = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(\/(\d{1,2}))?$/.exec(c);
+    if (!m || [m[1], m[2], m[3]].some((x) => Number(x) > 255) || (m[5] !== undefined && (Number(m[5]) < 8 || Number(m[5]) > 32))) {
+      throw new BrigError('invalid_input', `BRIG_EGRESS_TEST_PUBLIC_CIDRS: "${c.slice(0, 60)}" is not a range inside 127.0.0.0/8`, { hint: 'This test-only setting treats loopback addresses as public (e.g. 127.0.0.2/31); it never opens anything else.' });
+    }
+  }
+  return { resolvers, testPublicCidrs };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
@@ -98,6 +123,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
     home,
     dockerHost: env.DOCKER_HOST && env.DOCKER_HOST.length > 0 ? env.DOCKER_HOST : undefined,
     workspaceQuota: workspaceQuotaFrom(env.BRIG_WORKSPACE_QUOTA),
+    egress: egressConfigFrom(env),
     ci: env.CI === 'true' || env.CI === '1',
     model: legacyModel(models.env),
     models,

@@ -189,7 +189,10 @@ class BrigSupervisor implements SupervisorCore {
     clearInterval(this.#retention);
     this.#unsubscribe?.();
     this.#fork.stopAll();
-    for (const l of this.#table.live.values()) await l.broker?.close().catch(() => {});
+    for (const l of this.#table.live.values()) {
+      await l.broker?.close().catch(() => {});
+      await l.egress?.close().catch(() => {});
+    }
     this.#table.live.clear();
     this.#table.bus.close();
     // Pending waits return the run as it stands; the run itself goes on (a restart reattaches).
