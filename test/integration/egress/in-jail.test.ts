@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { requireEngine } from '../../helpers/engine.js';
+import { runCli } from '../../helpers/cli.js';
 import { loadConfig } from '../../../src/config/index.js';
 import { compose } from '../../../src/daemon/compose.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
@@ -179,6 +180,32 @@ test('a command child gets the relay too; without an egress ask the same lease h
     assert.equal(negative.value.endReason, 'failed', 'the control: the same wget without egress fails');
   } finally {
     await c.close().catch(() => {});
+    await new DockerJailDriver({ owner: ownerForHome(home) }).sweep(() => false).catch(() => {});
+    await fs.promises.rm(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  }
+});
+
+test('brig spawn --egress RULE: a policy rule id or a narrowed host:port reaches its host from a jail; a host outside every rule gets no egress', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-egress-'));
+  fs.writeFileSync(path.join(home, 'policy.yaml'), policy());
+  const env = { BRIG_EGRESS_RESOLVERS: dns.server, BRIG_EGRESS_TEST_PUBLIC_CIDRS: '127.0.0.2/32' };
+  const get = (host: string) => ['--', '/bin/sh', '-c', `wget -q -O - http://${host}:${httpPort}/cli`];
+  try {
+    const byId = await runCli(['spawn', '--json', '--egress', 'plain', ...get('allowed.test')], { home, env });
+    assert.equal(byId.code, 0, byId.err);
+    const narrowed = await runCli(['spawn', '--json', '--egress', `other.test:${httpPort},scheme=http,methods=GET`, ...get('other.test')], { home, env });
+    assert.equal(narrowed.code, 0, narrowed.err);
+    const run = JSON.parse(narrowed.out).run as { leaseId: string };
+    const show = await runCli(['lease', 'show', run.leaseId, '--json'], { home, env });
+    const lease = JSON.parse(show.out).lease as { egress?: { rules: { id: string; hosts: string[]; methods?: string[] }[] } };
+    assert.deepEqual(lease.egress?.rules.map((r) => [r.id, r.hosts, r.methods]), [['plain', ['other.test'], ['GET']]], 'the narrowed copy takes the policy rule id');
+    // The narrowed rule names other.test only: allowed.test is refused by the gate.
+    const outside = await runCli(['spawn', '--json', '--egress', `other.test:${httpPort},scheme=http`, ...get('allowed.test')], { home, env });
+    assert.notEqual(outside.code, 0, 'a host outside the narrowed rule is refused');
+    const wider = await runCli(['spawn', '--json', '--egress', `*.test:${httpPort},scheme=http`, ...get('allowed.test')], { home, env });
+    assert.notEqual(wider.code, 0, 'a rule wider than the policy is refused: no egress');
+  } finally {
     await new DockerJailDriver({ owner: ownerForHome(home) }).sweep(() => false).catch(() => {});
     await fs.promises.rm(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
