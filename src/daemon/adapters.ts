@@ -10,6 +10,7 @@ import { costOf, type ModelCatalog } from '../models/index.js';
 import { materializeRun, type FsResultStore } from '../results/index.js';
 import type { AgentPort, LeasePort, ModelPort, ResultsPort } from '../runs/index.js';
 import { err, ok } from '../util/errors.js';
+import type { EgressBudgets } from '../protocol/index.js';
 
 export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
   return {
@@ -25,7 +26,11 @@ export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
         : store.issueRoot({ profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0, ...(request ? { request } : {}) });
       if (!issued.ok) return err(issued.error);
       const r = issued.value.record;
-      return ok({ leaseId: r.id, token: issued.value.token, caps: r.caps, limits: r.limits, expiresAt: r.expiresAt, ...(r.egress ? { egress: r.egress } : {}) });
+      const ancestors: { leaseId: string; budgets: EgressBudgets }[] = [];
+      for (let p = r.parentLeaseId ? store.get(r.parentLeaseId) : undefined; p; p = p.parentLeaseId ? store.get(p.parentLeaseId) : undefined) {
+        if (p.egress) ancestors.push({ leaseId: p.id, budgets: p.egress.budgets });
+      }
+      return ok({ leaseId: r.id, token: issued.value.token, caps: r.caps, limits: r.limits, expiresAt: r.expiresAt, ...(r.egress ? { egress: r.egress, egressAncestors: ancestors } : {}) });
     },
     async revoke(leaseId, by, reason) {
       const l = store.get(leaseId);

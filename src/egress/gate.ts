@@ -27,7 +27,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import type { EgressAddressClass, EgressDenyReason, EgressGrant, EgressRule } from '../protocol/index.js';
+import type { EgressAddressClass, EgressBudgets, EgressDenyReason, EgressGrant, EgressRule } from '../protocol/index.js';
 import { decideEgress, hostText, parseAbsoluteTarget, type CanonHost, type EgressDecision, type EgressPolicyView, type EgressQuery } from '../lease/index.js';
 import type { LedgerEvent } from '../ledger/index.js';
 import { readFirstBytes } from './client-hello.js';
@@ -56,6 +56,17 @@ export interface EgressRunArgs {
   leaseId: string;
   dir: string;
   grant: EgressGrant;
+  /** Each ancestor lease's budgets, nearest first: this run's connections and bytes count against them too. */
+  ancestors?: { leaseId: string; budgets: EgressBudgets }[];
+}
+
+/** What one lease (with all its descendants) has used: budgets bind across the tree. */
+interface Usage {
+  budgets: EgressBudgets;
+  connections: number;
+  open: number;
+  bytesUp: number;
+  bytesDown: number;
 }
 
 export interface EgressRunHandle {
@@ -73,6 +84,8 @@ interface RunUse {
   bytesDown: number;
   names: Set<string>;
   closed: boolean;
+  /** This lease's usage, then each ancestor's (shared with the runs under it). */
+  chain: Usage[];
 }
 
 const SOCKET = 'egress.sock';
@@ -97,6 +110,7 @@ const statusOf = (r: EgressDenyReason): number => (r === 'host_mismatch' ? 421 :
 export class EgressGate {
   readonly #d: Required<Omit<EgressGateDeps, 'grantSocket'>> & Pick<EgressGateDeps, 'grantSocket'>;
   readonly #runs = new Map<string, RunUse>();
+  readonly #usage = new Map<string, Usage>();
 
   constructor(deps: EgressGateDeps) {
     this.#d = {
@@ -112,7 +126,13 @@ export class EgressGate {
     const socketPath = path.join(a.dir, SOCKET);
     await fs.promises.rm(socketPath, { force: true });
     const server = http.createServer({ maxHeaderSize: MAX_HEADER, requestTimeout: 60_000 });
-    const use: RunUse = { args: a, server, sockets: new Set(), connections: 0, open: 0, bytesUp: 0, bytesDown: 0, names: new Set(), closed: false };
+    const usage = (leaseId: string, budgets: EgressBudgets): Usage => {
+      let u = this.#usage.get(leaseId);
+      if (!u) this.#usage.set(leaseId, (u = { budgets, connections: 0, open: 0, bytesUp: 0, bytesDown: 0 }));
+      return u;
+    };
+    const chain = [usage(a.leaseId, a.grant.budgets), ...(a.ancestors ?? []).map((x) => usage(x.leaseId, x.budgets))];
+    const use: RunUse = { args: a, server, sockets: new Set(), connections: 0, open: 0, bytesUp: 0, bytesDown: 0, names: new Set(), closed: false, chain };
     server.on('connection', (s: net.Socket) => {
       use.sockets.add(s);
       s.once('close', () => use.sockets.delete(s));
@@ -170,8 +190,19 @@ export class EgressGate {
 
   /** Budget check for a new connection (its name counted once resolved). */
   #budget(use: RunUse): boolean {
-    const b = use.args.grant.budgets;
-    return use.connections < b.connections && use.open < b.concurrent && use.bytesUp < b.bytesUp && use.bytesDown < b.bytesDown;
+    return use.chain.every((u) => u.connections < u.budgets.connections && u.open < u.budgets.concurrent && u.bytesUp < u.budgets.bytesUp && u.bytesDown < u.budgets.bytesDown);
+  }
+
+  /** Counts against this lease and every ancestor; false when any budget is now spent. */
+  #count(use: RunUse, k: 'connections' | 'open' | 'bytesUp' | 'bytesDown', n: number): boolean {
+    use[k] += n;
+    let within = true;
+    for (const u of use.chain) {
+      u[k] += n;
+      const cap = k === 'open' ? u.budgets.concurrent : u.budgets[k];
+      if (u[k] > cap) within = false;
+    }
+    return within;
   }
 
   /** Resolve once, classify every answer; the address to dial, or why not. */
@@ -228,8 +259,7 @@ export class EgressGate {
     };
     const countUp = (n: number) => {
       bytesUp += n;
-      use.bytesUp += n;
-      if (use.bytesUp > b.bytesUp) end('budget_exhausted');
+      if (!this.#count(use, 'bytesUp', n)) end('budget_exhausted');
     };
     if (first.length > 0) {
       countUp(first.length);
@@ -238,8 +268,7 @@ export class EgressGate {
     down.on('data', (c: Buffer) => countUp(c.length));
     up.on('data', (c: Buffer) => {
       bytesDown += c.length;
-      use.bytesDown += c.length;
-      if (use.bytesDown > b.bytesDown) end('budget_exhausted');
+      if (!this.#count(use, 'bytesDown', c.length)) end('budget_exhausted');
     });
     down.pipe(up);
     up.pipe(down);
@@ -251,7 +280,7 @@ export class EgressGate {
       if (done) return;
       done = true;
       clearTimeout(life);
-      use.open--;
+      this.#count(use, 'open', -1);
       down.destroy();
       up.destroy();
       this.#d.ledger.append({
@@ -290,11 +319,11 @@ export class EgressGate {
       this.#deny(use, authority, 'budget_exhausted', { ...d0, allow: false, reason: 'budget_exhausted' } as EgressDecision);
       return refuseRaw(s, 'budget_exhausted');
     }
-    use.connections++;
-    use.open++;
+    this.#count(use, 'connections', 1);
+    this.#count(use, 'open', 1);
     let counted = true;
     const release = () => {
-      if (counted) use.open--;
+      if (counted) this.#count(use, 'open', -1);
       counted = false;
     };
     let decision: EgressDecision = d0;
@@ -383,11 +412,11 @@ export class EgressGate {
     if (!this.#budget(use)) return refuse('budget_exhausted', target.authority, { allow: false, reason: 'budget_exhausted', host: d.host, port: d.port, rule: d.rule });
     const len = Number(req.headers['content-length'] ?? 0);
     if (req.headers['transfer-encoding'] !== undefined || !(len <= use.args.grant.budgets.requestBodyMax)) return refuse('body_too_large', target.authority, { allow: false, reason: 'body_too_large', host: d.host, port: d.port, rule: d.rule });
-    use.connections++;
-    use.open++;
+    this.#count(use, 'connections', 1);
+    this.#count(use, 'open', 1);
     const vet = await this.#vet(use, d.host);
     if (!('addr' in vet)) {
-      use.open--;
+      this.#count(use, 'open', -1);
       this.#deny(use, target.authority, vet.reason, d, vet.cls ? { addrClass: vet.cls } : {});
       res.writeHead(statusOf(vet.reason), { 'X-Brig-Egress': vet.reason, Connection: 'close' });
       return void res.end(`brig egress: ${vet.reason}\n`);
@@ -400,10 +429,12 @@ export class EgressGate {
     let bytesUp = 0;
     let bytesDown = 0;
     let status = 0;
+    let finished = false;
     const finish = (closedBy: string) => {
-      use.open--;
-      use.bytesUp += bytesUp;
-      use.bytesDown += bytesDown;
+      if (finished) return;
+      finished = true;
+      this.#count(use, 'open', -1);
+      this.#count(use, 'bytesUp', bytesUp);
       this.#d.ledger.append({
         type: 'egress.conn', runId: use.args.runId, leaseId: use.args.leaseId, ruleId: d.rule.id, host: hostText(d.host), port: d.port, scheme: d.rule.scheme, mode: 'plain',
         addrClass: vet.cls, decision: 'allow', closedBy, bytesUp, bytesDown, durationMs: this.#d.now() - t0, requests: 1, methods: [request.method], statusClass: status ? `${Math.floor(status / 100)}xx` : 'none',
@@ -417,7 +448,7 @@ export class EgressGate {
       res.writeHead(status, out);
       ur.on('data', (c: Buffer) => {
         bytesDown += c.length;
-        if (use.bytesDown + bytesDown > use.args.grant.budgets.bytesDown) {
+        if (!this.#count(use, 'bytesDown', c.length)) {
           ur.destroy();
           res.destroy();
         }

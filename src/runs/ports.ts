@@ -1,4 +1,4 @@
-import type { EgressAsk, EgressGrant } from '../protocol/index.js';
+import type { EgressAsk, EgressBudgets, EgressGrant } from '../protocol/index.js';
 import type { Capability, Limits } from '../lease/index.js';
 import type { CollectObserver, CollectedFile, JailDriver } from '../jail/index.js';
 import type { Ledger } from '../ledger/index.js';
@@ -23,6 +23,8 @@ export interface LeaseGrant {
   expiresAt: string;
   /** The egress the lease holds; absent: none (no egress socket, no proxy variables). */
   egress?: EgressGrant | undefined;
+  /** Each ancestor lease's egress budgets, nearest first: a child's connections and bytes count against them too. */
+  egressAncestors?: { leaseId: string; budgets: EgressBudgets }[] | undefined;
 }
 
 export interface LeaseIssue {
@@ -43,7 +45,7 @@ export interface LeaseIssue {
 
 /** The egress gate, per run: its socket beside broker.sock; close() destroys open connections. */
 export interface EgressPort {
-  openRun(o: { runId: string; leaseId: string; dir: string; grant: EgressGrant }): Promise<{ socketPath: string; close(reason?: 'ended' | 'lease_revoked'): Promise<void> }>;
+  openRun(o: { runId: string; leaseId: string; dir: string; grant: EgressGrant; ancestors?: { leaseId: string; budgets: EgressBudgets }[] }): Promise<{ socketPath: string; close(reason?: 'ended' | 'lease_revoked'): Promise<void> }>;
 }
 
 export interface LeasePort {

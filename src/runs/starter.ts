@@ -128,7 +128,7 @@ export class RunStarter {
       // Egress: the gate's socket beside broker.sock (the jail still has no network, INV-2).
       if (lease.value.egress) {
         if (!deps.egress) throw new BrigError('capability_denied', 'the lease holds egress rules but this supervisor runs no egress gate', { hint: 'Start the child through the daemon (brig serve) or a supervisor composed with the egress gate.' });
-        handle.egress = await deps.egress.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, grant: lease.value.egress });
+        handle.egress = await deps.egress.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, grant: lease.value.egress, ancestors: lease.value.egressAncestors ?? [] });
         if (gone()) return await abandon();
       }
       await handle.jail.start();

@@ -249,3 +249,33 @@ test('closing the run (a revoked lease) closes its open connections and refuses 
   assert.ok(ledger.some((e) => e.type === 'egress.closed' && e.reason === 'lease_revoked'));
   await assert.rejects(connect(`allowed.test:${httpsPort}`));
 });
+
+test('budgets bind across the tree: two children under one ancestor share its connections budget; the (k+1)th is 403 budget_exhausted', async () => {
+  await setup();
+  const g = new EgressGate({ ledger: { append: (e) => void ledger.push(e) }, resolver: makeResolver([dns.server]), classify: systemClassifier({ testPublicCidrs: ['127.0.0.2/32'] }), policy: { denyHosts: [] } });
+  const rule = { id: 'web', hosts: ['allowed.test'], ports: [httpsPort], scheme: 'https' as const, tls: 'tunnel' as const, websocket: false };
+  const ancestor = { leaseId: 'l-anc', budgets: { ...DEFAULT_EGRESS_BUDGETS, connections: 3 } };
+  const dirs = [fs.mkdtempSync(path.join(os.tmpdir(), 'brig-eg-')), fs.mkdtempSync(path.join(os.tmpdir(), 'brig-eg-'))];
+  try {
+    const a = await g.openRun({ runId: 'r-a', leaseId: 'l-a', dir: dirs[0]!, grant: { rules: [rule], budgets: { ...DEFAULT_EGRESS_BUDGETS, connections: 2 } }, ancestors: [ancestor] });
+    const b = await g.openRun({ runId: 'r-b', leaseId: 'l-b', dir: dirs[1]!, grant: { rules: [rule], budgets: { ...DEFAULT_EGRESS_BUDGETS } }, ancestors: [ancestor] });
+    const via = (sock: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = http.request({ socketPath: sock, method: 'CONNECT', path: `allowed.test:${httpsPort}` });
+        req.on('connect', (res, s) => {
+          resolve(res.statusCode ?? 0);
+          if (res.statusCode === 200) void tlsGet(s, 'allowed.test', 'allowed.test');
+          else s.destroy();
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    assert.deepEqual([await via(a.socketPath), await via(a.socketPath), await via(a.socketPath)], [200, 200, 403], "a's own budget: 2");
+    assert.equal(await via(b.socketPath), 200, 'the ancestor has one left');
+    assert.equal(await via(b.socketPath), 403, "b's own budget is wide, the ancestor's (3) is spent");
+    assert.equal(denies().at(-1)!.reason, 'budget_exhausted');
+  } finally {
+    await g.close();
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  }
+});
