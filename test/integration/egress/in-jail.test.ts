@@ -194,6 +194,11 @@ test('brig spawn --egress RULE: a policy rule id or a narrowed host:port reaches
   try {
     const byId = await runCli(['spawn', '--json', '--egress', 'plain', ...get('allowed.test')], { home, env });
     assert.equal(byId.code, 0, byId.err);
+    // brig explain shows the lease's egress rules and what the run did with them, from the ledger.
+    const ex = await runCli(['explain', JSON.parse(byId.out).runId as string], { home, env });
+    assert.equal(ex.code, 0, ex.err);
+    assert.match(ex.out, /egress rule plain: allowed\.test, other\.test, private\.test, meta\.test port \d+ http GET\|HEAD/);
+    assert.match(ex.out, /egress: 1 connection\(s\) \(plain 1; \d+ B up, \d+ B down\), 0 refused/);
     const narrowed = await runCli(['spawn', '--json', '--egress', `other.test:${httpPort},scheme=http,methods=GET`, ...get('other.test')], { home, env });
     assert.equal(narrowed.code, 0, narrowed.err);
     const run = JSON.parse(narrowed.out).run as { leaseId: string };
