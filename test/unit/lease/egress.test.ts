@@ -8,6 +8,7 @@ import { canonicalHost, cidrContains, parseAuthority, parseCidr } from '../../..
 import { MULTI_TENANT_SUFFIXES, patternProblem, ruleWithin } from '../../../src/lease/egress-rules.js';
 import { EGRESS_METHODS, type EgressAsk, type EgressGrant, type EgressRule, type EgressRuleAsk } from '../../../src/protocol/index.js';
 import { STRICTEST_POSTURE, type Grant } from '../../../src/lease/types.js';
+import { explainPolicy, parsePolicy } from '../../../src/lease/index.js';
 
 const NOPOL = { denyHosts: [] };
 const rule = (r: Partial<EgressRule> & { hosts: string[] }): EgressRule => {
@@ -329,4 +330,33 @@ test('ruleWithin: a parent that sees requests never admits a blind tunnel (found
   assert.equal(ruleWithin(rule({ id: 'r1', hosts: ['a.test'], tls: 'tunnel' }), parent), false);
   assert.equal(ruleWithin(rule({ id: 'r1', hosts: ['a.test'], tls: 'inspect', methods: ['HEAD'], paths: ['/a/b/c'] }), parent), true);
   assert.equal(ruleWithin(rule({ id: 'r1', hosts: ['a.test'], tls: 'inspect' }), rule({ id: 'r1', hosts: ['a.test'], tls: 'tunnel' })), true);
+});
+
+const POLICY = (rules: string) => `version: 1
+groups:
+  workspace: { caps: [exec] }
+  web: { caps: [net.egress] }
+egress:
+  rules:
+${rules}
+  denyHosts: [metadata.google.internal]
+profiles:
+  root:
+    groups: [workspace, web]
+    limits: { cpu: 1, memoryMb: 512, pids: 64, diskMb: 256, timeoutMs: 60000, maxSteps: 10, tokens: 100, costUsd: 1, resultBytes: 1000, maxChildren: 1, maxDepth: 2 }
+    posture: { network: egress, runtime: docker-hardened, user: nonroot }
+`;
+
+test('brig policy check explains each egress rule; a wildcard over a multi-tenant suffix or one label does not load', () => {
+  const ok = parsePolicy(POLICY('    pypi: { hosts: [pypi.org, files.pythonhosted.org], scheme: https }\n    api: { hosts: ["*.api.example"], ports: [80], scheme: http, methods: [GET] }'), 'p.yaml');
+  assert.ok(ok.ok, ok.ok ? '' : ok.error.message);
+  const lines = explainPolicy(ok.value).join('\n');
+  assert.match(lines, /egress rule pypi: pypi\.org, files\.pythonhosted\.org on port 443 — TLS tunnel, its ClientHello must name the host \(SNI\), no ECH/);
+  assert.match(lines, /egress rule api: \*\.api\.example on port 80 — plain HTTP, each request decided \(methods GET\)/);
+  assert.match(lines, /profile root.*\n(.*\n)*\s+egress: rules pypi, api/);
+  assert.match(lines, /egress denyHosts: metadata\.google\.internal/);
+  for (const bad of ['    x: { hosts: ["*.github.io"] }', '    x: { hosts: ["*.com"] }', '    x: { hosts: ["a*.example.com"] }', '    x: { hosts: [pypi.org], tls: tunnel, methods: [GET] }']) {
+    const r = parsePolicy(POLICY(bad), 'p.yaml');
+    assert.equal(r.ok, false, bad);
+  }
 });
