@@ -153,6 +153,10 @@ test('[INV-2] egress from inside a real jail: the allowed host is reached throug
     for (const want of ['host_not_allowed', 'sni_mismatch', 'address_not_allowed']) assert.ok(reasons.includes(want), `${want} in ${reasons.join(',')}`);
     assert.ok(!mine.some((e) => JSON.stringify(e).includes('/redirect')), 'no path in the ledger');
     assert.ok(mine.some((e) => e.type === 'egress.closed'), 'the socket closed with the run');
+    // Metrics count connections and bytes by rule, refusals by reason.
+    assert.ok((c.metrics.value('brig_egress_connections_total', { rule: 'web' }) ?? 0) >= 1);
+    assert.ok((c.metrics.value('brig_egress_bytes_total', { rule: 'web', direction: 'down' }) ?? 0) > 0);
+    assert.ok((c.metrics.value('brig_egress_refusals_total', { reason: 'host_not_allowed' }) ?? 0) >= 4);
   } finally {
     await c.close().catch(() => {});
     await new DockerJailDriver({ owner: ownerForHome(home) }).sweep(() => false).catch(() => {});
