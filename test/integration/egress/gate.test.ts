@@ -279,3 +279,36 @@ test('budgets bind across the tree: two children under one ancestor share its co
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   }
 });
+
+test('plain http: h2c and an unasked websocket upgrade are refused at once (403), a POST on a GET-only rule too', async () => {
+  const g = new EgressGate({ ledger: { append: (e) => void ledger.push(e) }, resolver: makeResolver([dns.server]), classify: systemClassifier({ testPublicCidrs: ['127.0.0.2/32'] }), policy: { denyHosts: [] } });
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-eg-'));
+  try {
+    if (!httpPort) await setup();
+    const h = await g.openRun({ runId: 'r-up', leaseId: 'l-up', dir: d, grant: { rules: [{ id: 'plain', hosts: ['allowed.test'], ports: [httpPort], scheme: 'http', tls: 'tunnel', methods: ['GET', 'HEAD'], websocket: false }], budgets: { ...DEFAULT_EGRESS_BUDGETS } } });
+    const send = (method: string, headers: Record<string, string>) =>
+      new Promise<{ status: number; reason: string | undefined }>((resolve) => {
+        const req = http.request({ socketPath: h.socketPath, method, path: `http://allowed.test:${httpPort}/`, headers: { host: `allowed.test:${httpPort}`, ...headers } });
+        req.on('response', (res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, reason: res.headers['x-brig-egress'] as string | undefined });
+        });
+        req.on('upgrade', (res, s) => {
+          s.destroy();
+          resolve({ status: res.statusCode ?? 0, reason: 'upgraded' });
+        });
+        req.on('error', () => resolve({ status: 0, reason: 'error' }));
+        req.end();
+      });
+    assert.equal((await send('GET', {})).status, 200, 'the control: a plain GET passes');
+    const h2c = await send('GET', { connection: 'Upgrade, HTTP2-Settings', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAARAAAAAAAIAAAAA' });
+    assert.equal(h2c.status, 403);
+    const ws = await send('GET', { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' });
+    assert.equal(ws.status, 403);
+    const post = await send('POST', { 'content-length': '0' });
+    assert.deepEqual([post.status, post.reason], [403, 'method_not_allowed']);
+  } finally {
+    await g.close();
+    fs.rmSync(d, { recursive: true, force: true });
+  }
+});
