@@ -454,7 +454,11 @@ export class EgressGate {
         }
       });
       ur.pipe(res);
-      res.once('close', () => finish('closed'));
+      res.once('close', () => {
+        // The client (or the run's close) went: the upstream request goes with it.
+        up.destroy();
+        finish('closed');
+      });
     });
     up.on('timeout', () => up.destroy());
     up.on('error', () => {

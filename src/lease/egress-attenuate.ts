@@ -2,7 +2,7 @@
  * Egress attenuation: the rules and budgets a child gets, given its parent's, its profile's
  * and what it asked for.
  *
- * Guarantees (INV-1, INV-10): egress is never inherited — a child holds only rules it named;
+ * Guarantees (INV-1): egress is never inherited — a child holds only rules it named;
  * each granted rule fits inside one rule of the parent and one of the profile (ruleWithin),
  * and takes the id of the parent's rule (ids are the operator's, never a child's text); every
  * budget is min(parent, profile, asked); a rule that fits nowhere is refused

@@ -5,7 +5,7 @@
  * (`decideEgress`), egress/ the gate that applies it.
  *
  * A jail never has a network (INV-2); a lease with egress rules reaches exactly the hosts they
- * name, through the per-run egress socket, where the supervisor decides (INV-10).
+ * name, through the per-run egress socket, where the supervisor decides (docs/egress.md).
  */
 
 /**
