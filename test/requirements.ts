@@ -24,6 +24,7 @@ export const REQUIREMENTS: Readonly<Record<string, { inv: Inv; text: string }>> 
 
   // INV-2 — one fresh hardened container per child.
   'jail:network-none': { inv: 'INV-2', text: 'no network: loopback only, no route out, the host (its loopback and its own addresses) unreachable' },
+  'jail:egress-gated': { inv: 'INV-2', text: "a lease with egress rules keeps NetworkMode none: its only way out is the run's egress socket, where the gate reaches the hosts its rules name before any DNS and refuses everything else (other names, IP literals, private/metadata answers, another SNI, a redirect's private target)" },
   'jail:read-only-root': { inv: 'INV-2', text: 'the root filesystem is read-only (a write to / fails EROFS)' },
   'jail:no-caps': { inv: 'INV-2', text: 'no capabilities: CapEff and CapBnd are zero' },
   'jail:no-new-privs': { inv: 'INV-2', text: 'no-new-privileges is set (NoNewPrivs 1): a set-uid binary gains nothing' },

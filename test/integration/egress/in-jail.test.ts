@@ -117,7 +117,7 @@ const PROBE = (P: number, H: number) => `export default async function () {
   return out;
 }`;
 
-// req: jail:network-none
+// req: jail:network-none jail:egress-gated
 test('[INV-2] egress from inside a real jail: the allowed host is reached through the gate; other hosts, IP literals, private answers and a redirect to a private name are refused; no resolver, no route', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-egress-'));
