@@ -312,3 +312,45 @@ test('plain http: h2c and an unasked websocket upgrade are refused at once (403)
     fs.rmSync(d, { recursive: true, force: true });
   }
 });
+
+test('a tcp rule opens an opaque stream to its exact host and port only after the dial; a bytesDown budget closes a tunnel that passes it', async () => {
+  if (!httpPort) await setup();
+  const echo = net.createServer((c) => c.pipe(c));
+  const echoPort = await freePort('127.0.0.2');
+  await new Promise<void>((r) => echo.listen(echoPort, '127.0.0.2', () => r()));
+  const g = new EgressGate({ ledger: { append: (e) => void ledger.push(e) }, resolver: makeResolver([dns.server]), classify: systemClassifier({ testPublicCidrs: ['127.0.0.2/32'] }), policy: { denyHosts: [] } });
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-eg-'));
+  try {
+    const h = await g.openRun({
+      runId: 'r-tcp', leaseId: 'l-tcp', dir: d,
+      grant: { rules: [{ id: 'git', hosts: ['allowed.test'], ports: [echoPort], scheme: 'tcp', tls: 'tunnel', websocket: false }, { id: 'web', hosts: ['allowed.test'], ports: [httpsPort], scheme: 'https', tls: 'tunnel', websocket: false }], budgets: { ...DEFAULT_EGRESS_BUDGETS, bytesDown: 4096 } },
+    });
+    const open = (authority: string) =>
+      new Promise<{ status: number; socket: net.Socket }>((resolve, reject) => {
+        const req = http.request({ socketPath: h.socketPath, method: 'CONNECT', path: authority });
+        req.on('connect', (res, socket) => resolve({ status: res.statusCode ?? 0, socket }));
+        req.on('error', reject);
+        req.end();
+      });
+    const t = await open(`allowed.test:${echoPort}`);
+    assert.equal(t.status, 200);
+    t.socket.write('ping');
+    assert.equal(String(await new Promise<Buffer>((r) => t.socket.once('data', r))), 'ping');
+    t.socket.destroy();
+    const wrongPort = await open(`other.test:${echoPort}`);
+    assert.equal(wrongPort.status, 403, 'another host on the tcp rule’s port');
+    // 4 KiB down for the whole lease: an echo of 8 KiB is cut.
+    const big = await open(`allowed.test:${echoPort}`);
+    let got = 0;
+    big.socket.on('data', (c: Buffer) => (got += c.length));
+    big.socket.write(Buffer.alloc(8192, 1));
+    await new Promise((r) => big.socket.once('close', r));
+    assert.ok(got < 8192, `the budget cut the stream (${got} bytes)`);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.ok(ledger.some((e) => e.type === 'egress.conn' && e.runId === 'r-tcp' && e.closedBy === 'budget_exhausted'));
+  } finally {
+    await g.close();
+    echo.close();
+    fs.rmSync(d, { recursive: true, force: true });
+  }
+});
