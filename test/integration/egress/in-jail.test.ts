@@ -12,6 +12,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { requireEngine } from '../../helpers/engine.js';
 import { runCli } from '../../helpers/cli.js';
+import { startModelServer, toolCallTurn } from '../../helpers/model-server.js';
 import { loadConfig } from '../../../src/config/index.js';
 import { compose } from '../../../src/daemon/compose.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
@@ -215,6 +216,35 @@ test('brig spawn --egress RULE: a policy rule id or a narrowed host:port reaches
     const wider = await runCli(['spawn', '--json', '--egress', `*.test:${httpPort},scheme=http`, ...get('allowed.test')], { home, env });
     assert.notEqual(wider.code, 0, 'a rule wider than the policy is refused: no egress');
   } finally {
+    await new DockerJailDriver({ owner: ownerForHome(home) }).sweep(() => false).catch(() => {});
+    await fs.promises.rm(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  }
+});
+
+test('an agent child with egress: its shell tool reaches the allowed host through the relay and a denied one gets 403', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-egress-'));
+  const withAgents = policy()
+    .replace('  workspace: { caps: [exec] }', '  workspace: { caps: [exec], tools: [shell, read_file, write_file] }\n  models: { caps: [llm], tools: [llm_complete] }')
+    .replace('groups: [workspace, web]', 'groups: [workspace, web, models]')
+    .replace('tokens: 1000,', 'tokens: 200000,');
+  fs.writeFileSync(path.join(home, 'policy.yaml'), withAgents);
+  const cmd = `wget -q -O - http://allowed.test:${httpPort}/agent; echo; wget -q -O - http://denied.test:${httpPort}/ 2>&1 || echo DENIED`;
+  const m = await startModelServer({ script: [() => toolCallTurn('shell', { command: cmd }), () => toolCallTurn('finish', { answer: 'fetched' })] });
+  const c = await compose(loadConfig({ BRIG_HOME: home, BRIG_EGRESS_RESOLVERS: dns.server, BRIG_EGRESS_TEST_PUBLIC_CIDRS: '127.0.0.2/32', BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_API: 'openai-chat', BRIG_MODEL_CONTEXT_WINDOW: '32000' }), { reconcile: false });
+  try {
+    await c.supervisor.start();
+    const r = await c.supervisor.spawn({ task: 'fetch the page', kind: 'agent', agent: 'general', egress: { rules: ['plain'] }, timeout: 90_000 });
+    assert.ok(r.ok, r.ok ? '' : r.error.message);
+    assert.equal(r.value.endReason, 'completed', `${r.value.error?.message} ${r.value.stderrTail}`);
+    const last = m.requests.at(-1)!.body as { messages: { role: string; content: unknown }[] };
+    const tool = last.messages.filter((x) => x.role === 'tool').map((x) => String(x.content)).join('\n');
+    assert.match(tool, /hello from allowed\.test/);
+    assert.match(tool, /DENIED|403/);
+    assert.equal(dns.queries.get('denied.test') ?? 0, 0);
+  } finally {
+    await c.close().catch(() => {});
+    await m.close();
     await new DockerJailDriver({ owner: ownerForHome(home) }).sweep(() => false).catch(() => {});
     await fs.promises.rm(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
