@@ -26,6 +26,7 @@ import { MAX_LINE_BYTES } from './protocol.js';
 import { StrikeCounter, TokenBucket } from './rate-limit.js';
 import { RefusalLog } from '../ledger/index.js';
 import { grantRunSocket, prepareRunDir, type SocketOwner } from './socket-access.js';
+import { listenOn } from '../util/listen.js';
 
 export interface BrokerLimits {
   /** Token bucket per run: burst size and refill rate. */
@@ -178,15 +179,8 @@ export class BrokerServer {
     const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: false }, (s) => this.accept(run, s));
     const run: OpenRun = { state, server, sockets, socketPath, closing: undefined };
     server.maxConnections = this.limits.maxConnections;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(socketPath, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    // Errors after listen (EMFILE on accept, …) must not become an uncaught exception.
-    server.on('error', () => {});
+    // Errors after listen (EMFILE on accept, …) must not become an uncaught exception (listenOn).
+    await listenOn(server, socketPath);
     try {
       await grantRunSocket(a.dir, socketPath, this.socketOwner);
     } catch (e) {

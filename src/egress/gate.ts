@@ -32,6 +32,7 @@ import { decideEgress, hostText, parseAbsoluteTarget, type CanonHost, type Egres
 import type { LedgerEvent } from '../ledger/index.js';
 import { readFirstBytes } from './client-hello.js';
 import { DIALLABLE } from './classify.js';
+import { listenOn } from '../util/listen.js';
 
 export interface EgressResolver {
   resolve4(name: string): Promise<string[]>;
@@ -144,14 +145,7 @@ export class EgressGate {
       refuseRaw(s, 'upgrade_refused');
     });
     server.on('clientError', (_e, s: net.Socket) => refuseRaw(s, 'bad_request', 400));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(socketPath, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    server.on('error', () => {});
+    await listenOn(server, socketPath);
     if (this.#d.grantSocket) await this.#d.grantSocket(a.dir, socketPath);
     else await fs.promises.chmod(socketPath, 0o600);
     this.#runs.set(a.runId, use);

@@ -16,7 +16,7 @@ import { promises as fs } from 'node:fs';
 import { BrigError, publicError } from '../util/errors.js';
 import { microCompact } from './micro-compact.js';
 import { parentSummary } from './parent-summary.js';
-import type { ConversationMessage, ModelPort, ToolSchema } from './model-port.js';
+import { modelCallLine, type ConversationMessage, type ModelPort, type ToolSchema } from './model-port.js';
 import type { LlmService, RunTable } from './run-table.js';
 import type { RunStore } from './run-store.js';
 import type { LlmReply, ParamsOf, RunRecord } from './types.js';
@@ -279,22 +279,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     ...(turn.local ? { modelLocal: true } : {}),
     lastProgressAt: p.table.clock.now().toISOString(),
   }));
-  p.table.ledger.append({
-    type: 'run.model_call',
-    runId: r.id,
-    rootRunId: r.rootRunId,
-    step,
-    purpose,
-    model: info.value.alias,
-    ok: true,
-    input: turn.usage.input,
-    output: turn.usage.output,
-    cacheRead: turn.usage.cacheRead,
-    costUsd: turn.costUsd,
-    finishReason: turn.finishReason,
-    toolCalls: turn.message.toolCalls.length,
-    ms: Date.now() - started,
-  });
+  p.table.ledger.append(modelCallLine(r, { purpose, step, alias: info.value.alias, turn, startedMs: started }));
   const after = (() => {
     try {
       return budgetCheck(p, next);

@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { BrigError, publicError } from '../util/errors.js';
-import type { ConversationMessage, ModelPort } from './model-port.js';
+import { modelCallLine, type ConversationMessage, type ModelPort } from './model-port.js';
 import type { RunTable } from './run-table.js';
 import type { RunRecord } from './types.js';
 
@@ -105,21 +105,7 @@ export async function parentSummary(d: SummaryDeps, parent: RunRecord, messages:
       tokens: (x.tokens ?? 0) + turn.usage.total,
       costUsd: x.costUsd === null || turn.costUsd === null ? null : (x.costUsd ?? 0) + turn.costUsd,
     }));
-    d.table.ledger.append({
-      type: 'run.model_call',
-      runId: parent.id,
-      rootRunId: parent.rootRunId,
-      purpose: 'parent_summary',
-      model: info.value.alias,
-      ok: true,
-      input: turn.usage.input,
-      output: turn.usage.output,
-      cacheRead: turn.usage.cacheRead,
-      costUsd: turn.costUsd,
-      finishReason: turn.finishReason,
-      toolCalls: turn.message.toolCalls.length,
-      ms: Date.now() - started,
-    });
+    d.table.ledger.append(modelCallLine(parent, { purpose: 'parent_summary', alias: info.value.alias, turn, startedMs: started }));
     const text = turn.message.content.trim();
     if (!text) return headTailOfTurns(messages, maxChars, 'the model wrote nothing');
     const head = `[Summary of the parent's conversation, written by brig with its model (${info.value.alias})]\n`;
