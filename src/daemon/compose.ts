@@ -7,13 +7,14 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { agentCatalogFor } from '../agents/index.js';
-import { BrokerServer, ensurePrivateDirs, type Handlers, type SocketOwner } from '../broker/index.js';
+import { BrokerServer, ensurePrivateDirs, grantRunSocket, type Handlers, type SocketOwner } from '../broker/index.js';
+import { EgressGate, makeResolver, systemClassifier } from '../egress/index.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import { DockerJailDriver, JAIL_USER, ownerForHome, WarmPool } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { Metrics } from '../util/metrics.js';
-import { collectState, countBrokerCall, meterEvents } from './metrics-feed.js';
+import { collectState, collectStorage, countBrokerCall, meterEvents } from './metrics-feed.js';
 import { teeLedger } from './ledger-tee.js';
 import { silentLog, type Logger } from '../util/log.js';
 import { logEvents } from './log-feed.js';
@@ -22,8 +23,9 @@ import { FsResultStore } from '../results/index.js';
 import { brigOf } from '../client/index.js';
 import type { Brig } from '../protocol/index.js';
 import type { RefService } from '../refs/index.js';
-import { createSupervisor, jailLimitsFor, type SupervisorCore, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
-import { BrigError, type Result } from '../util/errors.js';
+import { createSupervisor, jailLimitsFor, type StoragePort, type SupervisorCore, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
+import { diskSpace } from '../util/disk-space.js';
+import { BrigError, toBrigError, type Result } from '../util/errors.js';
 import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
 import { Operator } from './operator.js';
@@ -122,7 +124,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const ledger = teeLedger(fileLedger, [meterEvents(metrics), logEvents(log)]);
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results });
-  const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
+  const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
   const rootShape = leases.previewRootLimits();
   const warm = (o.warm ?? 0) > 0
     ? new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime: rootShape ? [jailLimitsFor(rootShape)] : [], shapesFile: paths.warmShapes, onEvent: (e) => ledger.append({ ...e }) })
@@ -150,15 +152,33 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     onCall: countBrokerCall(metrics),
     socketOwner: jailUser(),
   });
+  // A full home refuses new runs while the ledger holds lines the disk refused (and below the reserve).
+  const storage: StoragePort = {
+    space: () => diskSpace(paths.home),
+    held: () => {
+      const b = fileLedger.backlog();
+      return [{ what: 'ledger line(s)', count: b.lines + b.unrecorded }];
+    },
+  };
+  // The egress gate: one socket per run with egress, beside broker.sock (the jail keeps NetworkMode none).
+  if (cfg.egress.testPublicCidrs.length > 0) log.warn?.({ testPublicCidrs: cfg.egress.testPublicCidrs }, 'egress: BRIG_EGRESS_TEST_PUBLIC_CIDRS treats these loopback addresses as public (tests only)');
+  const egress = new EgressGate({
+    ledger,
+    resolver: makeResolver(cfg.egress.resolvers),
+    classify: systemClassifier({ denyCidrs: pol.value.egress.denyCidrs, allowPrivateCidrs: pol.value.egress.allowPrivateCidrs, testPublicCidrs: cfg.egress.testPublicCidrs }),
+    policy: { denyHosts: pol.value.egress.denyHosts },
+    grantSocket: (dir, p) => grantRunSocket(dir, p, jailUser()),
+  });
   // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts).
   const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};
   sup = createSupervisor({
     jail,
     leases: leasePort(leases, pol.value),
     broker,
+    egress,
     ledger,
     results: resultsPort(results),
-    agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools),
+    agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools, pol.value.groups),
     ...(models ? { models } : {}),
     paths: { runs: paths.runs, brokers: paths.brokers },
     ...(o.settings ? { settings: o.settings } : {}),
@@ -167,13 +187,21 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     ...(o.hooks ? { hooks: castThenTell(o.hooks, (id) => refs.result(id)) } : {}),
     // The summary a parent gets carries its child's ref handles (sdk.ts turns them into objects).
     handlesOf: (id) => childRefs.handlesOf(id),
+    storage,
+    // …and, once it ended, the envelope every face shows (cast once and kept, by the same RefService).
+    envelopeOf: async (id) => {
+      const r = await refs.result(id);
+      if (!r.ok) throw r.error;
+      return r.value.envelope;
+    },
   });
   const supervisor = sup;
   // One typed handler per method, called directly by the broker: the run's (runs/child-calls.ts)
   // and the drill-in's (refs/child-refs.ts).
   Object.assign(handlers, supervisor.childCalls, childRefs.handlers);
   collectState(metrics, () => supervisor, drill.pools, warm);
-  const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs });
+  collectStorage(metrics, () => supervisor.storage(), supervisor.settings.minFreeBytes);
+  const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs, reserveBytes: supervisor.settings.minFreeBytes });
   const graphs = graphServiceFor({ dir: paths.graphs, supervisor, results, ledger });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
@@ -187,11 +215,13 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
       await supervisor.close();
       await docker.close();
       await broker.close();
+      await egress.close();
       // This home's runtime directory goes once no run's socket directory is left in it.
       await fs.rmdir(paths.brokers).catch(() => {});
       await drill.close();
       await catalog.value.close();
-      await ledger.close();
+      // Lines a full home would not take are lost with the process: said, not thrown (the rest must close).
+      await ledger.close().catch((e: unknown) => log.error({ code: toBrigError(e).code, message: toBrigError(e).message }, 'ledger lines lost at close'));
       await unlock();
   };
   return {

@@ -6,7 +6,7 @@
  * broker methods, model aliases of the configuration): never a run id or any text (INV-7).
  */
 import type { LedgerEvent } from '../ledger/index.js';
-import type { RunRecord, Supervisor } from '../runs/index.js';
+import type { RunRecord, StorageState, Supervisor } from '../runs/index.js';
 import type { DuckdbHelperPool } from '../slice/index.js';
 import { Metrics } from '../util/metrics.js';
 
@@ -31,6 +31,9 @@ function declare(m: Metrics): void {
   m.declare('brig_slice_helpers_started_total', 'DuckDB helper processes started (beyond the pool size: restarts).', 'counter');
   m.declare('brig_slice_helpers_live', 'DuckDB helper processes alive.', 'gauge');
   m.declare('brig_warm_jails', 'Warm-pool jails by state (ready: started, verified, waiting for a run; filling: being made).', 'gauge');
+  m.declare('brig_egress_connections_total', 'Egress connections (and plain-HTTP requests) the gate allowed, by rule id.', 'counter');
+  m.declare('brig_egress_bytes_total', 'Egress bytes through the gate, by rule id and direction (up, down).', 'counter');
+  m.declare('brig_egress_refusals_total', 'Egress connections or requests the gate refused, by reason.', 'counter');
   m.declare('brig_warm_assigned_total', 'Runs handed a warm-pool jail (the others were made a jail at start).', 'counter');
 }
 
@@ -58,13 +61,24 @@ export function meterEvents(m: Metrics): (ev: LedgerEvent) => void {
         if (typeof ev.outputBytes === 'number') m.inc('brig_materialized_bytes_total', {}, ev.outputBytes);
         return;
       case 'run.refused':
-        m.inc('brig_spawn_refusals_total', { code: str(ev.code) });
+        // Repeats are one line per window with their count (ledger/refusal-log.ts).
+        m.inc('brig_spawn_refusals_total', { code: str(ev.code) }, typeof ev.count === 'number' && ev.count > 0 ? ev.count : 1);
         return;
       case 'broker.abuse':
         m.inc('brig_broker_abuse_total');
         return;
       case 'jail.pool_assigned':
         m.inc('brig_warm_assigned_total');
+        return;
+      case 'egress.conn': {
+        const rule = str(ev.ruleId);
+        m.inc('brig_egress_connections_total', { rule });
+        if (typeof ev.bytesUp === 'number') m.inc('brig_egress_bytes_total', { rule, direction: 'up' }, ev.bytesUp);
+        if (typeof ev.bytesDown === 'number') m.inc('brig_egress_bytes_total', { rule, direction: 'down' }, ev.bytesDown);
+        return;
+      }
+      case 'egress.deny':
+        m.inc('brig_egress_refusals_total', { reason: str(ev.reason) });
         return;
       case 'run.model_call': {
         const model = str(ev.model);
@@ -98,5 +112,23 @@ export function collectState(m: Metrics, sup: () => Supervisor | undefined, pool
     const w = warm?.stats() ?? [];
     m.set('brig_warm_jails', { state: 'ready' }, w.reduce((n, s) => n + s.ready, 0));
     m.set('brig_warm_jails', { state: 'filling' }, w.reduce((n, s) => n + s.filling, 0));
+  });
+}
+
+/**
+ * The home's storage at scrape time: its free space (against the reserve below which spawns
+ * are refused `storage_full`) and the writes a full home made brig hold in memory, by writer.
+ */
+export function collectStorage(m: Metrics, state: () => StorageState, reserveBytes: number): void {
+  m.declare('brig_home_free_bytes', "Free bytes on the file system of brig's home (what an unprivileged writer may still use).", 'gauge');
+  m.declare('brig_home_reserve_bytes', "Bytes brig keeps free in its home (--min-free-mb): below it spawns are refused storage_full.", 'gauge');
+  m.declare('brig_storage_held', 'Writes the full home refused, held in memory until space returns (ledger lines, run files).', 'gauge');
+  m.collect(() => {
+    const s = state();
+    m.set('brig_home_reserve_bytes', {}, reserveBytes);
+    if (s.freeBytes !== undefined) m.set('brig_home_free_bytes', {}, s.freeBytes);
+    m.reset('brig_storage_held');
+    const writer = (what: string) => (what.startsWith('ledger') ? 'ledger' : 'runs');
+    for (const w of ['ledger', 'runs']) m.set('brig_storage_held', { writer: w }, s.held.filter((h) => writer(h.what) === w).reduce((n, h) => n + h.count, 0));
   });
 }

@@ -6,6 +6,8 @@ export {
   TERMINAL_STATUSES,
   RUN_KINDS,
   SPAWN_BOUNDS,
+  SPAWN_FIELDS,
+  REF_ID_RE,
   DEFAULT_SETTINGS,
   SpawnRequestSchema,
   RunStatusSchema,
@@ -41,7 +43,8 @@ export { createSupervisor } from './supervisor.js';
 export { jailLimitsFor } from './launch.js';
 export type { ShutdownOptions, ShutdownReport, SupervisorCore } from './supervisor.js';
 export { SupervisorSettingsSchema, resolveSettings } from './settings.js';
-export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, ResultsPort, Clock, SupervisorDeps, SupervisorHooks, RunEndMeta, AgentPort } from './ports.js';
+export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, ResultsPort, Clock, SupervisorDeps, SupervisorHooks, RunEndMeta, AgentPort, StoragePort } from './ports.js';
+export type { StorageState } from './admission.js';
 export type { ModelPort, ModelInfo, ModelTurn, ModelUsage, ConversationMessage, ToolSchema, ToolCall } from './model-port.js';
 export { decideAdmission, nextToStart } from './admission.js';
 export { RunStore, isRunId } from './run-store.js';

@@ -20,10 +20,13 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CollectCaps, CollectReport, Jail, JailArtifact, JailExit, JailInput, JailSpec } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
+import { EGRESS_JAIL } from '../protocol/index.js';
 import { BrigError, publicError } from '../util/errors.js';
+import { isNoSpace, mkdirAll } from '../util/disk-space.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
 import type { AgentPacket, EndReason, RunError, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
+import { mark } from '../util/timing.js';
 
 /** What collecting a run's outputs needs: the table (record and store), the results port, the caps. */
 export interface CollectContext {
@@ -32,7 +35,27 @@ export interface CollectContext {
   settings: SupervisorSettings;
 }
 
+/**
+ * A child with egress: the proxy variables every common client reads (both cases), loopback
+ * kept direct. No ALL_PROXY/SOCKS (a socks5:// client resolves names itself). The jail has no
+ * resolver and no route, so a tool that ignores them fails closed.
+ */
+export function egressEnv(): Record<string, string> {
+  const url = `http://${EGRESS_JAIL.proxyHost}:${EGRESS_JAIL.proxyPort}`;
+  return {
+    HTTP_PROXY: url,
+    HTTPS_PROXY: url,
+    http_proxy: url,
+    https_proxy: url,
+    NO_PROXY: 'localhost,127.0.0.1,::1',
+    no_proxy: 'localhost,127.0.0.1,::1',
+    NODE_USE_ENV_PROXY: '1',
+    JAVA_TOOL_OPTIONS: `-Dhttp.proxyHost=${EGRESS_JAIL.proxyHost} -Dhttp.proxyPort=${EGRESS_JAIL.proxyPort} -Dhttps.proxyHost=${EGRESS_JAIL.proxyHost} -Dhttps.proxyPort=${EGRESS_JAIL.proxyPort}`,
+  };
+}
+
 export const CHILD_PATHS = {
+  netrelay: '/opt/brig/child/netrelay.js',
   runtime: '/opt/brig/child/runtime.js',
   agentRuntime: '/opt/brig/child/agent-runtime.js',
   node: '/usr/bin/node',
@@ -49,16 +72,17 @@ export function collectCapsFor(s: Pick<SupervisorSettings, 'resultPerFileBytes' 
   return { perFileBytes: Math.min(s.resultPerFileBytes, perRunBytes), perRunBytes, maxEntries: s.resultMaxEntries };
 }
 
-export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGrant, 'leaseId' | 'caps' | 'expiresAt'>, s: SupervisorSettings, agent?: AgentPacket): SpawnPacket {
+/** `artifacts`: the names under /artifacts intake gave them (a ref's is its file's name); default: the requested paths' basenames. */
+export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGrant, 'leaseId' | 'caps' | 'expiresAt'>, s: SupervisorSettings, agent?: AgentPacket, artifacts?: readonly Pick<JailArtifact, 'name'>[]): SpawnPacket {
   const maxSummaryChars = s.parentSummaryMaxTokens * 4;
   return {
     v: 1,
     runId: r.id,
     task: req.task,
     objective: req.objective ?? null,
-    artifactRefs: req.artifact_refs.map((a) => path.basename(a)),
-    domainKnowledge: req.domain_knowledge ?? null,
-    toolGroups: [...lease.caps],
+    artifactRefs: artifacts ? artifacts.map((a) => a.name) : req.artifact_refs.map((a) => path.basename(a)),
+    domainKnowledge: [...(req.domain_knowledge ?? [])],
+    toolGroups: [...(req.tool_groups ?? [])],
     parentSummary: req.include_parent_history === 'summary' && req.parent_summary ? req.parent_summary.slice(0, maxSummaryChars) : null,
     workspaceDir: CHILD_PATHS.workspace,
     depth: r.depth,
@@ -122,13 +146,15 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
     { path: CHILD_PATHS.token, data: lease.token, mode: 0o400 },
   ];
   if (r.kind === 'script' && script) inputs.push({ path: CHILD_PATHS.script, data: script, mode: 0o444 });
-  const argv = r.kind === 'script' ? [CHILD_PATHS.node, CHILD_PATHS.runtime] : r.kind === 'agent' ? [CHILD_PATHS.node, CHILD_PATHS.agentRuntime] : [...(req.argv ?? [])];
+  const base = r.kind === 'script' ? [CHILD_PATHS.node, CHILD_PATHS.runtime] : r.kind === 'agent' ? [CHILD_PATHS.node, CHILD_PATHS.agentRuntime] : [...(req.argv ?? [])];
+  // Egress: the relay (on the jail's own loopback, to egress.sock) starts first, then the child's argv.
+  const argv = lease.egress ? [CHILD_PATHS.node, CHILD_PATHS.netrelay, '--', ...base] : base;
   return {
     runId: r.id,
     leaseId: lease.leaseId,
     rootRunId: r.rootRunId,
     argv,
-    env: { BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace },
+    env: { BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace, ...(lease.egress ? egressEnv() : {}) },
     limits: jailLimitsFor(lease.limits),
     artifacts,
     brokerDir,
@@ -179,11 +205,19 @@ function tooLargeError(files: NonNullable<CollectReport['tooLarge']>, cap: numbe
   });
 }
 
+/** The run's error for files brig's home had no room for: the others were kept. */
+function noSpaceError(n: NonNullable<CollectReport['noSpace']>, under: string): BrigError {
+  return new BrigError('storage_full', `${n.files} file(s) of ${under} (${n.bytes} bytes) did not fit in brig's home and were not collected (listed as skipped: no_space); the other outputs were`, {
+    data: { files: n.files, bytes: n.bytes },
+  });
+}
+
 /**
  * Collects /workspace/out, a spooled result value and the stream tails; over a cap is an
  * error on the run, never a truncation: a file over the per-file cap is left out (the others
  * are kept), over the per-run cap refuses out/ whole. The spooled value shares the run's byte
- * budget.
+ * budget. What brig's home has no room for (its reserve, `minFreeBytes`, kept free) is left
+ * out too, `storage_full` on the run, and the rest kept.
  */
 export async function collectOutputs(sup: CollectContext, runId: string, jail: Jail): Promise<Partial<RunRecord>> {
   const r = sup.table.get(runId)!;
@@ -207,9 +241,13 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     await sup.results?.remove(r.rootRunId, runId);
     await fs.rm(dest, { recursive: true, force: true });
     await fs.rm(spool, { recursive: true, force: true });
-    await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
+    // A home with no room even for the run's directory: collect still reads the archive and names every file no_space.
+    await mkdirAll(path.dirname(dest), 0o700).catch((e: unknown) => {
+      if (!isNoSpace(e)) throw e;
+    });
     const caps = collectCapsFor(sup.settings, r.resultCapBytes);
-    const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe });
+    const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe, minFreeBytes: sup.settings.minFreeBytes });
+    mark('run: outputs collected');
     collected = rep;
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;
@@ -217,11 +255,14 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     patch.outputs = rep.files.slice(0, 1000).map((f) => ({ path: f.path, bytes: f.bytes }));
     patch.skipped = rep.skipped.slice(0, 1000);
     patch.missingOutputs = missingOutputs(r.expectedOutputs, rep.files);
+    // No room even for out/'s directory: nothing to index there (the error names every file).
+    if (rep.noSpace && !(await fs.stat(dest).catch(() => null))) throw noSpaceError(rep.noSpace, CHILD_PATHS.out);
     let resultFile: string | undefined;
     if (r.resultSpooled) {
       const left = Math.max(0, caps.perRunBytes - rep.totalBytes);
-      const got = await jail.collect(spool, { perFileBytes: left, perRunBytes: left, maxEntries: 4 }, RESULT_SPOOL_DIR);
+      const got = await jail.collect(spool, { perFileBytes: left, perRunBytes: left, maxEntries: 4 }, RESULT_SPOOL_DIR, { minFreeBytes: sup.settings.minFreeBytes });
       if (got.tooLarge) throw tooLargeError(got.tooLarge, left, RESULT_SPOOL_DIR);
+      if (got.noSpace) throw noSpaceError(got.noSpace, RESULT_SPOOL_DIR);
       if (!got.files.some((f) => f.path === RESULT_SPOOL_FILE)) {
         throw new BrigError('invalid_input', 'the child spooled a result but left no regular /workspace/.brig/result/value.json');
       }
@@ -234,13 +275,16 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
       ...(transcript ? { transcriptFile: transcript } : {}),
       ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
       ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
+      ...(r.kind === 'agent' ? { agent: true } : {}),
       collected: rep.files,
     });
     // A file over the per-file cap was skipped, never read: the rest is kept and indexed, and
     // the refusal is still the run's error.
     if (rep.tooLarge) patch.error = publicError(tooLargeError(rep.tooLarge, caps.perFileBytes, CHILD_PATHS.out));
+    else if (rep.noSpace) patch.error = publicError(noSpaceError(rep.noSpace, CHILD_PATHS.out));
   } catch (e) {
-    patch.error = publicError(e);
+    // The index meeting the same full disk as the files: the run's error still names what was not kept.
+    patch.error = publicError(collected?.noSpace && publicError(e).code === 'storage_full' ? noSpaceError(collected.noSpace, CHILD_PATHS.out) : e);
     patch.missingOutputs = [...r.expectedOutputs];
     // A refusal (out/ or the spooled value over a byte cap) costs the run only what was
     // refused, never its inline value, transcript or stdio: those are indexed beside the out/
@@ -255,6 +299,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
             ...(transcript ? { transcriptFile: transcript } : {}),
             ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
             ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
+            ...(r.kind === 'agent' ? { agent: true } : {}),
             collected: files,
           }),
         )

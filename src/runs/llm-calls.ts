@@ -13,11 +13,12 @@
  * Fails closed: a run with no model configured gets `model_unavailable`.
  */
 import { promises as fs } from 'node:fs';
-import path from 'node:path';
 import { BrigError, publicError } from '../util/errors.js';
 import { microCompact } from './micro-compact.js';
-import type { ConversationMessage, ModelPort, ToolSchema } from './model-port.js';
+import { parentSummary } from './parent-summary.js';
+import { modelCallLine, type ConversationMessage, type ModelPort, type ToolSchema } from './model-port.js';
 import type { LlmService, RunTable } from './run-table.js';
+import type { RunStore } from './run-store.js';
 import type { LlmReply, ParamsOf, RunRecord } from './types.js';
 
 /** The most a conversation may hold (the child compacts well before). */
@@ -81,10 +82,10 @@ const size = (m: unknown) => Buffer.byteLength(JSON.stringify(m));
 export class Conversations {
   readonly #byRun = new Map<string, Conversation>();
 
-  constructor(private readonly dirOf: (runId: string) => string) {}
+  constructor(private readonly store: Pick<RunStore, 'file' | 'append'>) {}
 
   transcriptFile(runId: string): string {
-    return path.join(this.dirOf(runId), 'transcript.jsonl');
+    return this.store.file(runId, 'transcript');
   }
 
   async #get(runId: string): Promise<Conversation> {
@@ -114,7 +115,8 @@ export class Conversations {
     if (c.transcriptBytes + n > MAX_TRANSCRIPT_BYTES) {
       throw new BrigError('ref_too_large', `the transcript would pass ${MAX_TRANSCRIPT_BYTES} bytes`, { hint: 'Compact (llm.reset) and keep tool results small.' });
     }
-    await fs.appendFile(this.transcriptFile(runId), line, { mode: 0o600 });
+    // On a full home the line is held in order and appended when space returns (run-store.ts): the call goes on.
+    await this.store.append(runId, 'transcript', line);
     c.transcriptBytes += n;
   }
 
@@ -277,22 +279,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     ...(turn.local ? { modelLocal: true } : {}),
     lastProgressAt: p.table.clock.now().toISOString(),
   }));
-  p.table.ledger.append({
-    type: 'run.model_call',
-    runId: r.id,
-    rootRunId: r.rootRunId,
-    step,
-    purpose,
-    model: info.value.alias,
-    ok: true,
-    input: turn.usage.input,
-    output: turn.usage.output,
-    cacheRead: turn.usage.cacheRead,
-    costUsd: turn.costUsd,
-    finishReason: turn.finishReason,
-    toolCalls: turn.message.toolCalls.length,
-    ms: Date.now() - started,
-  });
+  p.table.ledger.append(modelCallLine(r, { purpose, step, alias: info.value.alias, turn, startedMs: started }));
   const after = (() => {
     try {
       return budgetCheck(p, next);
@@ -314,7 +301,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
 
 /** The service child calls reach: the conversation store and the metered completion. */
 export function llmService(table: RunTable, deps: LlmDeps): LlmService {
-  const conv = new Conversations((id) => table.store.dir(id));
+  const conv = new Conversations(table.store);
   // What is held per run in memory goes with its end (the transcript stays on disk).
   const seen = new Map<string, RunCalls>();
   const track = (runId: string) => {
@@ -344,6 +331,15 @@ export function llmService(table: RunTable, deps: LlmDeps): LlmService {
           if (s.stop.signal.aborted) throw new BrigError('not_running', `run ${run.id} has ended`);
           return llmComplete({ table }, deps, conv, table.get(run.id) ?? run, params, s);
         });
+      s.last = mine;
+      return mine;
+    },
+    // The parent's summary for a child it spawns (parent-summary.ts): in line with its own calls.
+    summarize: (run, maxTokens) => {
+      const s = track(run.id);
+      const mine = s.last
+        .catch(() => undefined)
+        .then(async () => parentSummary({ table, models: deps.models, budgetLeft: (r) => budgetCheck({ table }, r) }, table.get(run.id) ?? run, await conv.messages(run.id), maxTokens));
       s.last = mine;
       return mine;
     },

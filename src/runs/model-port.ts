@@ -37,3 +37,26 @@ export interface ModelPort {
   resolve(alias?: string): Result<ModelInfo, BrigError>;
   complete(alias: string, req: { system: string; messages: ConversationMessage[]; tools?: ToolSchema[]; toolChoice?: 'auto' | 'none'; maxTokens?: number; cacheKey?: string; signal?: AbortSignal }): Promise<ModelTurn>;
 }
+
+/**
+ * The one ledger line of a model call that answered (INV-7: counts, the alias, the cost and the
+ * finish reason — never a message): the same fields for a step, a salvage and a parent summary.
+ */
+export function modelCallLine(r: { id: string; rootRunId: string }, o: { purpose: string; step?: number; alias: string; turn: ModelTurn; startedMs: number }): { type: 'run.model_call'; [k: string]: string | number | boolean | null } {
+  return {
+    type: 'run.model_call',
+    runId: r.id,
+    rootRunId: r.rootRunId,
+    ...(o.step !== undefined ? { step: o.step } : {}),
+    purpose: o.purpose,
+    model: o.alias,
+    ok: true,
+    input: o.turn.usage.input,
+    output: o.turn.usage.output,
+    cacheRead: o.turn.usage.cacheRead,
+    costUsd: o.turn.costUsd,
+    finishReason: o.turn.finishReason,
+    toolCalls: o.turn.message.toolCalls.length,
+    ms: Date.now() - o.startedMs,
+  };
+}

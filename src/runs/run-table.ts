@@ -1,8 +1,8 @@
 import type { Jail, JailArtifact } from '../jail/index.js';
-import type { Ledger } from '../ledger/index.js';
+import { RefusalLog, type Ledger } from '../ledger/index.js';
 import { toBrigError, type BrigError, type Result } from '../util/errors.js';
 import { EventBus } from './event-bus.js';
-import type { BrokerHandle, Clock, HandlesOf, LeaseGrant } from './ports.js';
+import type { BrokerHandle, Clock, EnvelopeOf, HandlesOf, LeaseGrant } from './ports.js';
 import type { RunStore, SaveOptions } from './run-store.js';
 import type { SupervisorEvent } from './types.js';
 import type { EndReason, KilledBy, RunError, RunRecord } from './types.js';
@@ -23,11 +23,16 @@ import type { SupervisorSettings } from './settings.js';
 export interface Live {
   jail?: Jail;
   broker?: BrokerHandle;
+  /** The run's egress socket, when its lease holds egress. */
+  egress?: { close(reason?: 'ended' | 'lease_revoked'): Promise<void> };
   lease?: LeaseGrant;
   /** The lease's capabilities; after a reattach only these are known (from the packet). */
   caps: readonly Capability[];
   steers: string[];
 }
+
+/** Repeated spawn refusals of one caller and code are one counted ledger line per this window. */
+export const REFUSAL_WINDOW_MS = 10_000;
 
 export type EmitInput = Record<string, unknown> & { type: SupervisorEvent['type'] };
 
@@ -47,6 +52,11 @@ export class RunTable {
   /** Runs blocked on their own children (sync spawn, wait): calls in flight per run. */
   readonly blocked = new Map<string, number>();
   readonly bus = new EventBus();
+  /**
+   * Spawn refusals (`run.refused`) into the ledger: the first of a caller and code at once,
+   * repeats counted per window (a client retrying a 429 costs a line per window, not per retry).
+   */
+  readonly refusals: RefusalLog;
   readonly #waiters = new Map<string, (() => void)[]>();
   readonly #bg = new Set<Promise<unknown>>();
 
@@ -54,7 +64,9 @@ export class RunTable {
     readonly store: RunStore,
     readonly ledger: Ledger,
     readonly clock: Clock,
-  ) {}
+  ) {
+    this.refusals = new RefusalLog({ type: 'run.refused', write: (ev) => this.ledger.append(ev), windowMs: REFUSAL_WINDOW_MS, now: () => this.clock.now().getTime() });
+  }
 
   get(runId: string): RunRecord | undefined {
     return this.runs.get(runId);
@@ -187,6 +199,8 @@ export interface RunPorts {
   llm?: LlmService;
   /** A run's ResultRef handles (bounded), for the summary a spawn or a wait returns to its parent. */
   handlesOf?: HandlesOf;
+  /** An ended run's envelope, for the summary a spawn or a wait returns to its parent. */
+  envelopeOf?: EnvelopeOf;
 }
 
 /** The supervisor's model-call service (llm-calls.ts), as child calls reach it. */
@@ -194,4 +208,6 @@ export interface LlmService {
   append(runId: string, messages: LlmMessage[]): Promise<number>;
   reset(runId: string, messages: LlmMessage[]): Promise<number>;
   complete(run: RunRecord, params: ParamsOf<'llm.complete'>): Promise<LlmReply>;
+  /** The run's conversation condensed for a child's packet (parent-summary.ts), at most maxTokens × 4 chars. */
+  summarize(run: RunRecord, maxTokens: number): Promise<string>;
 }

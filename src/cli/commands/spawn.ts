@@ -1,12 +1,14 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { CAPABILITIES, type Capability, type SpawnRequestInput } from '../../light.js';
+import { CAPABILITIES, REF_ID_RE, type Capability, type SpawnRequestInput } from '../../light.js';
+import type { EgressRuleAsk } from '../../protocol/index.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
 import { openBrig } from '../connect.js';
 import { exitForRuns } from '../exit-codes.js';
 import { spawnLive } from '../live-spawn.js';
 import { runBlock, runJsonOf } from '../run-view.js';
+import { mark } from '../../util/timing.js';
 
 /**
  * `brig spawn`: one child through the supervisor (admission, lease, broker, jail, collect).
@@ -28,6 +30,7 @@ const command: Command = {
     { name: 'label', value: 'LABEL', description: 'a label to find the run by (`brig list --label`)' },
     { name: 'profile', value: 'NAME', description: "the lease profile from this home's policy (`brig policy check` lists them)" },
     { name: 'cap', value: 'CAP', repeatable: true, choices: CAPABILITIES, description: `ask for a capability (${CAPABILITIES.join(', ')})` },
+    { name: 'egress', value: 'RULE', repeatable: true, description: 'reach a host through the egress gate: a rule id of the policy, or host[:port][,tls=inspect][,methods=GET|HEAD] inside one (never inherited; `brig policy check` lists the rules)' },
     { name: 'expect', value: 'PATH', repeatable: true, description: 'a file that must be in out/ when the run ends (relative; exit 9 when missing)' },
     { name: 'max-steps', value: 'N', description: 'the step budget of a script or agent child' },
     { name: 'timeout', value: 'SECONDS', description: 'end the run as watchdog_timeout after this long' },
@@ -37,7 +40,10 @@ const command: Command = {
     { name: 'disk', value: 'MB', description: 'size of the jail\'s /workspace (writes past it fail with ENOSPC)' },
     { name: 'tokens', value: 'N', description: "the child's token budget (at most the profile's)" },
     { name: 'cost', value: 'USD', description: "the child's cost budget in USD (at most the profile's)" },
-    { name: 'artifact', value: 'PATH', repeatable: true, description: 'mount a host file or directory read-only at /artifacts/<basename>' },
+    { name: 'artifact', value: 'PATH|REF', repeatable: true, description: 'mount read-only at /artifacts/<name>: a host file or directory, or a ResultRef id (ref_…) from the result store' },
+    { name: 'knowledge', value: 'TEXT', repeatable: true, description: "a fact the child should know (its packet's domain knowledge; one per flag)" },
+    { name: 'tool-group', value: 'GROUP', repeatable: true, description: "with --agent: offer only the tools of these policy groups (workspace, delegation, slicing, …: `brig policy check`) and finish" },
+    { name: 'parent-summary', value: 'TEXT', description: "what the child should know of the work so far (include_parent_history summary; at most parentSummaryMaxTokens × 4 chars)" },
     { name: 'image', value: 'TAG', description: 'the child image (default: the one `brig image build` made)' },
     { name: 'async', description: 'return once the run is admitted (needs `brig serve`); `brig wait RUN` later' },
     JSON_FLAG,
@@ -61,6 +67,7 @@ const command: Command = {
     // The caps, the profile and the agent spec are checked by the supervisor's one pre-check
     // (runs/intake.ts checkSpawn) before any run exists, through a daemon or in this process.
     const caps = p.flags.get('cap') ?? [];
+    const egress = (p.flags.get('egress') ?? []).map(parseEgressFlag);
     let script: string | undefined;
     if (scriptFile) {
       try {
@@ -69,41 +76,7 @@ const command: Command = {
         throw new BrigError('invalid_input', `cannot read the script ${scriptFile}`);
       }
     }
-    const timeout = numberFlag(p, 'timeout');
-    const maxSteps = numberFlag(p, 'max-steps');
-    const memory = numberFlag(p, 'memory');
-    const cpus = numberFlag(p, 'cpus');
-    const pids = numberFlag(p, 'pids');
-    const disk = numberFlag(p, 'disk');
-    const tokens = numberFlag(p, 'tokens');
-    const cost = numberFlag(p, 'cost');
-    const limits = {
-      ...(memory ? { memoryMb: Math.round(memory) } : {}),
-      ...(cpus ? { cpu: cpus } : {}),
-      ...(pids ? { pids: Math.round(pids) } : {}),
-      ...(disk ? { diskMb: Math.round(disk) } : {}),
-      ...(tokens !== undefined ? { tokens: Math.round(tokens) } : {}),
-      ...(cost !== undefined ? { costUsd: cost } : {}),
-    };
-    const req: SpawnRequestInput = {
-      task: flag(p, 'task') ?? (scriptFile ? `script ${path.basename(scriptFile)}` : argv.join(' ').slice(0, 1000)),
-      ...(agent
-        ? { kind: 'agent' as const, agent: agent.name, ...(agent.model !== undefined ? { model: agent.model } : {}) }
-        : script !== undefined
-          ? { kind: 'script' as const, script }
-          : { kind: 'command' as const, argv }),
-      ...(flag(p, 'objective') ? { objective: flag(p, 'objective')! } : {}),
-      ...(flag(p, 'label') ? { label: flag(p, 'label')! } : {}),
-      ...(flag(p, 'profile') ? { profile: flag(p, 'profile')! } : {}),
-      ...(caps.length ? { caps: caps as Capability[] } : {}),
-      ...(flag(p, 'image') ? { image: flag(p, 'image')! } : {}),
-      ...(Object.keys(limits).length ? { limits } : {}),
-      ...(timeout ? { timeout: Math.max(1, Math.round(timeout * 1000)) } : {}),
-      ...(maxSteps ? { max_steps: Math.round(maxSteps) } : {}),
-      artifact_refs: (p.flags.get('artifact') ?? []).map((a) => path.resolve(a)),
-      expected_outputs: p.flags.get('expect') ?? [],
-      async: p.bools.has('async'),
-    };
+    const req = spawnRequestFromFlags(p, { argv, script, scriptFile, agent, caps, egress });
     for (const e of req.expected_outputs ?? []) checkExpect(e);
     const brig = await openBrig(io, { needsJail: true });
     // Ctrl-C (or SIGTERM) while waiting kills the child (killedBy operator) and collects it;
@@ -120,6 +93,7 @@ const command: Command = {
       // terminal the run id shows at once and a live line while it runs; else one print at the end.
       const live = io.isTTY && !req.async && !p.bools.has('json');
       const res = live ? await spawnLive(io, brig, req, stop.signal) : await brig.spawn(req, { signal: stop.signal });
+      mark('spawn: envelope back');
       if (!res.ok) throw res.error;
       const r = res.value;
       if (p.bools.has('json')) writeJson(io, await runJsonOf(brig, r));
@@ -130,10 +104,68 @@ const command: Command = {
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      mark('spawn: printed');
       await brig.close();
+      mark('spawn: closed');
     }
   },
 };
+
+/**
+ * The spawn request these flags say (pure; protocol SPAWN_FIELDS names each flag's field,
+ * test/unit/runs/spawn-faces.test.ts pins it). An `--artifact` that is a ResultRef id stays
+ * one; any other is a host path, made absolute here.
+ */
+export function spawnRequestFromFlags(
+  p: ParsedArgs,
+  o: { argv: string[]; script?: string | undefined; scriptFile?: string | undefined; agent?: { name: string; model?: string } | undefined; caps?: string[]; egress?: EgressRuleAsk[] },
+): SpawnRequestInput {
+  const { argv, script, scriptFile, agent } = o;
+  const caps = o.caps ?? p.flags.get('cap') ?? [];
+  const egress = o.egress ?? (p.flags.get('egress') ?? []).map(parseEgressFlag);
+  const timeout = numberFlag(p, 'timeout');
+  const maxSteps = numberFlag(p, 'max-steps');
+  const memory = numberFlag(p, 'memory');
+  const cpus = numberFlag(p, 'cpus');
+  const pids = numberFlag(p, 'pids');
+  const disk = numberFlag(p, 'disk');
+  const tokens = numberFlag(p, 'tokens');
+  const cost = numberFlag(p, 'cost');
+  const limits = {
+    ...(memory ? { memoryMb: Math.round(memory) } : {}),
+    ...(cpus ? { cpu: cpus } : {}),
+    ...(pids ? { pids: Math.round(pids) } : {}),
+    ...(disk ? { diskMb: Math.round(disk) } : {}),
+    ...(tokens !== undefined ? { tokens: Math.round(tokens) } : {}),
+    ...(cost !== undefined ? { costUsd: cost } : {}),
+  };
+  const knowledge = p.flags.get('knowledge') ?? [];
+  const groups = p.flags.get('tool-group') ?? [];
+  const summary = flag(p, 'parent-summary');
+  return {
+    task: flag(p, 'task') ?? (scriptFile ? `script ${path.basename(scriptFile)}` : argv.join(' ').slice(0, 1000)),
+    ...(agent
+      ? { kind: 'agent' as const, agent: agent.name, ...(agent.model !== undefined ? { model: agent.model } : {}) }
+      : script !== undefined
+        ? { kind: 'script' as const, script }
+        : { kind: 'command' as const, argv }),
+    ...(flag(p, 'objective') ? { objective: flag(p, 'objective')! } : {}),
+    ...(flag(p, 'label') ? { label: flag(p, 'label')! } : {}),
+    ...(flag(p, 'profile') ? { profile: flag(p, 'profile')! } : {}),
+    ...(caps.length ? { caps: caps as Capability[] } : {}),
+    ...(egress.length ? { egress: { rules: egress } } : {}),
+    ...(flag(p, 'image') ? { image: flag(p, 'image')! } : {}),
+    ...(Object.keys(limits).length ? { limits } : {}),
+    ...(timeout ? { timeout: Math.max(1, Math.round(timeout * 1000)) } : {}),
+    ...(maxSteps ? { max_steps: Math.round(maxSteps) } : {}),
+    ...(knowledge.length ? { domain_knowledge: knowledge } : {}),
+    ...(groups.length ? { tool_groups: groups } : {}),
+    ...(summary !== undefined ? { include_parent_history: 'summary' as const, parent_summary: summary } : {}),
+    artifact_refs: (p.flags.get('artifact') ?? []).map((a) => (REF_ID_RE.test(a) ? a : path.resolve(a))),
+    expected_outputs: p.flags.get('expect') ?? [],
+    async: p.bools.has('async'),
+  };
+}
 
 /**
  * `--agent NAME [--model ALIAS]`: the spec to run and the model; it takes no script and no
@@ -163,3 +195,23 @@ function checkExpect(e: string): void {
 }
 
 export default command;
+
+/**
+ * One `--egress` value: a policy rule id (`pypi`), or `host[:port][,tls=inspect][,methods=GET|HEAD]`
+ * (an https rule the supervisor grants only inside one the lease's parent holds).
+ */
+export function parseEgressFlag(v: string): EgressRuleAsk {
+  if (/^[a-z0-9][a-z0-9_-]{0,31}$/.test(v) && !v.includes('.')) return v;
+  const [target, ...opts] = v.split(',');
+  const m = /^(\*\.)?([^:\s,]+?)(?::(\d{1,5}))?$/.exec(target ?? '');
+  if (!m) throw new BrigError('invalid_input', `--egress ${JSON.stringify(v.slice(0, 80))} is not a rule id or host[:port]`, { hint: 'e.g. --egress pypi, --egress api.example.com:443,tls=inspect,methods=GET|HEAD' });
+  const rule: Exclude<EgressRuleAsk, string> = { hosts: [`${m[1] ?? ''}${m[2]}`], ...(m[3] ? { ports: [Number(m[3])] } : {}) };
+  for (const o of opts) {
+    const [k, val] = o.split('=');
+    if (k === 'tls' && (val === 'inspect' || val === 'tunnel')) rule.tls = val;
+    else if (k === 'methods' && val) rule.methods = val.split('|').map((x) => x.toUpperCase()) as NonNullable<typeof rule.methods>;
+    else if (k === 'scheme' && (val === 'https' || val === 'http' || val === 'tcp')) rule.scheme = val;
+    else throw new BrigError('invalid_input', `--egress: unknown option ${JSON.stringify(o.slice(0, 40))}`, { hint: 'Options: tls=tunnel|inspect, methods=GET|HEAD|…, scheme=https|http|tcp.' });
+  }
+  return rule;
+}

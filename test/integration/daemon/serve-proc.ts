@@ -42,22 +42,22 @@ export interface Serve extends BrigProc {
 export interface DaemonHome {
   home: string;
   paths: ReturnType<typeof brigPaths>;
-  /** Starts `brig serve --json …`; resolves once it answers on the socket. `env` is added to its environment (DOCKER_HOST). */
-  serve(args?: string[], env?: Record<string, string>): Promise<Serve>;
-  /** Starts any brig command; does not wait for it. */
-  start(args: string[], env?: Record<string, string>): BrigProc;
+  /** Starts `brig serve --json …`; resolves once it answers on the socket and printed what it reconciled. */
+  serve(args?: string[], env?: NodeJS.ProcessEnv): Promise<Serve>;
+  /** Starts any brig command (env: set on top of the test's, e.g. DOCKER_HOST); does not wait for it. */
+  start(args: string[], env?: NodeJS.ProcessEnv): BrigProc;
   /** Runs a brig command to its end. */
   run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
 
-function childEnv(home: string): NodeJS.ProcessEnv {
+function childEnv(home: string, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('BRIG_')) env[k] = v;
-  return { ...env, BRIG_HOME: home };
+  return { ...env, ...extra, BRIG_HOME: home };
 }
 
-function startProc(home: string, args: string[], all: Set<ChildProcess>, extra: Record<string, string> = {}): BrigProc {
-  const proc = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: { ...childEnv(home), ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+function startProc(home: string, args: string[], all: Set<ChildProcess>, extra: NodeJS.ProcessEnv = {}): BrigProc {
+  const proc = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: childEnv(home, extra), stdio: ['ignore', 'pipe', 'pipe'] });
   all.add(proc);
   let out = '';
   let err = '';
@@ -91,14 +91,17 @@ export async function exitWithin(p: BrigProc, ms: number): Promise<Exit | null> 
   }
 }
 
-/** A fresh, short BRIG_HOME (its socket path must stay under 107 bytes). */
-export async function daemonHome(t: { after: (fn: () => Promise<void>) => void }): Promise<DaemonHome> {
-  const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-d-'));
+/**
+ * A fresh, short BRIG_HOME (its socket path must stay under 107 bytes), or `o.home`, a directory
+ * the test made (a small file system's mount point): emptied at the end, not removed.
+ */
+export async function daemonHome(t: { after: (fn: () => Promise<void>) => void }, o: { home?: string } = {}): Promise<DaemonHome> {
+  const home = o.home ?? (await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-d-')));
   const all = new Set<ChildProcess>();
   t.after(async () => {
     await Promise.all([...all].map((p) => new Promise((r) => (p.once('exit', r), p.kill('SIGKILL')))));
     await sweepOwner(home);
-    await fs.promises.rm(home, { recursive: true, force: true });
+    if (!o.home) await fs.promises.rm(home, { recursive: true, force: true });
   });
   const paths = brigPaths(home);
   return {
@@ -110,7 +113,7 @@ export async function daemonHome(t: { after: (fn: () => Promise<void>) => void }
       const e = await p.exited;
       return { code: e.code, stdout: p.stdout(), stderr: p.stderr() };
     },
-    async serve(args = [], env) {
+    async serve(args = [], env = {}) {
       const p = startProc(home, ['serve', '--json', ...args], all, env);
       let gone = false;
       void p.exited.then(() => (gone = true));

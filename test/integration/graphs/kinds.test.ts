@@ -34,7 +34,7 @@ test('a script node feeds an agent node: the agent reads the committed output re
       graph: 'brig/v1',
       nodes: [
         { id: 'gen', kind: 'script', spawn: { task: 'make a file', script: "import { writeFileSync } from 'node:fs';\nexport default async function () { writeFileSync('/workspace/out/x.txt', 'hello from gen'); return { made: 1 }; }" } },
-        { id: 'reader', kind: 'agent', depends_on: ['gen'], inputs: [{ from: 'gen', as: 'src' }], spawn: { task: 'Read /artifacts/src/x.txt.', agent: 'general', max_steps: 4 } },
+        { id: 'reader', kind: 'agent', depends_on: ['gen'], inputs: [{ from: 'gen', as: 'src' }], spawn: { task: 'Read /artifacts/src/x.txt.', agent: 'general' } },
       ],
     });
     const s = await c.graphs.run(spec);

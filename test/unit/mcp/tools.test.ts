@@ -76,6 +76,8 @@ test('spawn arguments become a SpawnRequest the library accepts, always async', 
     task: 't', kind: 'command', argv: ['sh', '-c', 'echo hi'], caps: ['exec'], limits: { memoryMb: 128 }, timeout: 5000, max_steps: 3, label: 'L',
     artifact_refs: ['/data/x'], expected_outputs: [], async: true,
   });
+  const web = toSpawnRequest({ task: 't', argv: ['true'], egress: ['pypi'] });
+  assert.ok(web.ok && JSON.stringify(web.value.egress) === JSON.stringify({ rules: ['pypi'] }), 'egress rule ids become the request\'s egress ask');
   const script = toSpawnRequest({ task: 't', script: 'export default async () => 1', objective: 'o', expectedOutputs: ['report.json'] });
   assert.ok(script.ok && script.value.kind === 'script' && script.value.async === true);
   const agent = toSpawnRequest({ task: 't', agent: 'general', model: 'fast', profile: 'worker' });
@@ -89,7 +91,7 @@ test('spawn arguments that cannot be a request are refused invalid_input with a 
     [{ task: 't', argv: ['true'], script: 'x' }, /exactly one of argv, script or agent, got argv and script/],
     [{ task: 't', argv: ['true'], agent: 'general' }, /exactly one/],
     [{ task: 't', argv: ['true'], model: 'fast' }, /model is only for an agent/],
-    [{ task: 't', argv: ['true'], artifacts: ['./src'] }, /not an absolute host path/],
+    [{ task: 't', argv: ['true'], artifacts: ['./src'] }, /neither a ResultRef id nor an absolute host path/],
     [{ task: 't', argv: ['true'], expectedOutputs: ['../x'] }, /relative to out\/ without/],
     [{ task: 't', argv: ['true'], expectedOutputs: ['/etc/x'] }, /relative to out\/ without/],
   ];
