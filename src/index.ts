@@ -23,6 +23,8 @@ export { openBrig, type OpenBrigOptions } from './open-brig.js';
 export { brigPaths } from './config/index.js';
 export type { Daemon, PolicyCheck } from './daemon/index.js';
 export { agentCatalogFor, toolSurface } from './agents/index.js';
+export { defineGraphText, GraphStore, graphEnvelope } from './graphs/index.js';
+export type { GraphDefinition, GraphRecord, GraphStarted, GraphSurface, GraphSpec } from './protocol/index.js';
 export type { AgentSpec, AgentFrontmatter, AgentCatalog, AgentTool } from './agents/index.js';
 export { ApiClient } from './client/index.js';
 export {

@@ -17,7 +17,9 @@ import {
   MAX_HISTORY_PAGE,
   MAX_SEND_WAIT_MS,
   SEND_MODES,
+  GRAPH_STATES,
   type Brig,
+  type GraphSurface,
   type SpawnRequestInput,
   type RouteName,
   type RouteReplies,
@@ -51,6 +53,15 @@ export const RunView = z.looseObject({
 const Run = z.object({ run: RunView });
 const Slice = z.looseObject({ ref: z.string(), verb: z.string(), returned: z.number(), more: z.number() });
 const Lease = z.looseObject({ id: z.string(), state: z.string(), caps: z.array(z.enum(CAPABILITIES)) });
+
+const GraphBody = z.object({ spec: z.string().min(1).max(2 * 1024 * 1024), source: z.string().min(1).max(200).optional(), by: z.string().min(1).max(128).optional() });
+const GraphView = z.looseObject({ id: z.string(), state: z.enum(GRAPH_STATES), order: z.array(z.string()), envelope: z.string().nullable(), manifestRef: z.string().nullable() });
+const sourceOf = (i: { source?: string | undefined; by?: string | undefined }) => ({ ...(i.source !== undefined ? { source: i.source } : {}), ...(i.by !== undefined ? { by: i.by } : {}) });
+
+function graphsOf(brig: Brig): GraphSurface {
+  if (!brig.graphs) throw new BrigError('daemon_unavailable', 'this API serves no graphs', { hint: 'Run graphs through a daemon (`brig serve`) or in this process (`brig graph run`).' });
+  return brig.graphs;
+}
 
 /** What a handler is handed: the path's parameters, the validated input, the Brig, the exchange. */
 export interface RouteContext<I> {
@@ -328,6 +339,54 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
     ok: { 200: Slice },
     async handle({ brig, params, input }) {
       return reply(value(await brig.refs.jsonpath(params.ref!, input.expr, input.maxRows !== undefined ? { maxRows: input.maxRows } : {})));
+    },
+  }),
+  graphDefine: route<'graphDefine'>()({
+    summary: 'Check a graph spec (YAML or JSON text): its order and nodes, or every refusal with its line; starts nothing',
+    body: GraphBody,
+    ok: { 200: z.object({ definition: z.looseObject({ order: z.array(z.string()) }) }) },
+    handle: async ({ brig, input }) => reply({ definition: value(await graphsOf(brig).define(input.spec, sourceOf(input))) }),
+  }),
+  graphRun: route<'graphRun'>()({
+    summary: 'Check and start a graph: its id, order and nodes at once',
+    body: GraphBody,
+    ok: { 202: z.object({ graph: z.looseObject({ graphId: z.string(), order: z.array(z.string()) }) }) },
+    handle: async ({ brig, input }) => reply({ graph: value(await graphsOf(brig).run(input.spec, sourceOf(input))) }, 202),
+  }),
+  listGraphs: route<'listGraphs'>()({
+    summary: 'The graphs on record, oldest first',
+    ok: { 200: z.object({ graphs: z.array(GraphView) }) },
+    handle: async ({ brig }) => reply({ graphs: await graphsOf(brig).list() }),
+  }),
+  getGraph: route<'getGraph'>()({
+    summary: 'A graph record: every node, its attempts (each a run), and once ended the envelope and the manifest ref',
+    ok: { 200: z.object({ graph: GraphView }) },
+    handle: async ({ brig, params }) => reply({ graph: value(await graphsOf(brig).status(params.graph!)) }),
+  }),
+  graphWait: route<'graphWait'>()({
+    summary: 'Wait for a graph to end (or the timeout)',
+    body: z.object({ timeoutMs: z.number().positive().optional() }),
+    ok: { 200: z.object({ graph: GraphView }) },
+    async handle({ brig, params, input, req }) {
+      const ac = new AbortController();
+      req.on('close', () => ac.abort());
+      const t = input.timeoutMs;
+      return reply({ graph: value(await graphsOf(brig).wait(params.graph!, { signal: ac.signal, ...(t !== undefined ? { timeoutMs: t } : {}) })) });
+    },
+  }),
+  graphCancel: route<'graphCancel'>()({
+    summary: 'Cancel a running graph: its running nodes killed, the rest skipped',
+    body: z.object({ confirm: z.boolean() }),
+    ok: { 200: z.object({ graph: GraphView }) },
+    handle: async ({ brig, params, input }) => reply({ graph: value(await graphsOf(brig).cancel(params.graph!, { confirm: input.confirm })) }),
+  }),
+  graphDecide: route<'graphDecide'>()({
+    summary: "An operator's decision on a waiting gate (approve or reject, with a note kept only as its hash)",
+    body: z.object({ node: z.string().min(1).max(200), decision: z.enum(['approve', 'reject']), note: z.string().max(4096).optional(), by: z.string().min(1).max(128).optional() }),
+    ok: { 200: z.object({ graph: GraphView }) },
+    async handle({ brig, params, input }) {
+      const d = { decision: input.decision, by: input.by ?? 'operator', ...(input.note !== undefined ? { note: input.note } : {}) };
+      return reply({ graph: value(await graphsOf(brig).decide(params.graph!, input.node, d)) });
     },
   }),
 };

@@ -11,7 +11,7 @@
  */
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
-import { API_ROUTES, API_VERSION, REF_ID_RE, isRunId, routeList, type Brig, type RouteName } from '../protocol/index.js';
+import { API_ROUTES, API_VERSION, REF_ID_RE, isGraphId, isRunId, routeList, type Brig, type RouteName } from '../protocol/index.js';
 import { openapiDocument, invalidRequest, queryObject } from './contract.js';
 import { EventHub, matches, type Numbered } from './event-hub.js';
 import { ROUTE_TABLE, type RouteDef } from './routes.js';
@@ -63,6 +63,7 @@ function checkParams(params: Record<string, string>): void {
   if (params.run !== undefined && !isRunId(params.run)) throw new BrigError('run_not_found', `no run ${shown(params.run)}`, { hint: 'A run id looks like r-…; `brig list` shows the run ids.' });
   if (params.ref !== undefined && !REF_ID_RE.test(params.ref)) throw new BrigError('ref_not_found', `no ref ${shown(params.ref)}`, { hint: 'A ref id looks like ref_…; `brig ref list RUN` shows the refs of a run.' });
   if (params.lease !== undefined && !LEASE_ID.test(params.lease)) throw new BrigError('lease_not_found', `no lease ${shown(params.lease)}`, { hint: '`brig lease list` shows the lease ids.' });
+  if (params.graph !== undefined && !isGraphId(params.graph)) throw new BrigError('graph_not_found', `no graph ${shown(params.graph)}`, { hint: 'A graph id looks like g-…; `brig graph status` lists them.' });
 }
 
 /** A path under /v1/runs/RUN/… that no route takes: run_not_found when RUN is no run this API knows. */

@@ -6,6 +6,7 @@ export { SECTIONS, groupMembers, type Entry, type Section } from './command.js';
 export const GROUPS: Record<string, { summary: string; section: Section }> = {
   agents: { summary: 'The agent specs `brig spawn --agent` runs: list them, show one and the tools it would get.', section: 'runs' },
   ref: { summary: "Drill into a run's ResultRefs: list, read, grep, jq, sql, jsonpath.", section: 'results' },
+  graph: { summary: 'Execution graphs: define, run, status, wait, cancel, approve, reject (each node attempt an ordinary jailed run).', section: 'runs' },
   lease: { summary: 'Inspect and revoke leases: what each run may do.', section: 'host' },
   audit: { summary: 'Verify and query the hash-chained ledger.', section: 'host' },
   policy: { summary: 'Validate lease policy files and explain their profiles.', section: 'host' },
@@ -35,6 +36,25 @@ export const COMMANDS: Record<string, Entry> = {
     summary: "Follow the daemon's content-free event stream (spawned, progress, completed, failed, lifecycle_ended).",
     load: async () => (await import('./commands/events.js')).default,
   },
+  'graph define': {
+    section: 'runs',
+    summary: 'Check a graph spec (YAML or JSON) without running it: its topological order and nodes, or every refusal with its line.',
+    load: async () => (await import('./commands/graph-define.js')).default,
+  },
+  'graph run': {
+    section: 'runs',
+    summary: 'Run a graph: each node attempt an ordinary jailed run; prints its id and order at once, then (with --wait, or without a daemon) its end envelope.',
+    load: async () => (await import('./commands/graph-run.js')).default,
+  },
+  'graph status': {
+    section: 'runs',
+    summary: 'A graph: each node, its state, attempts and run; once ended its envelope. Without GRAPH: every graph on record.',
+    load: async () => (await import('./commands/graph-status.js')).default,
+  },
+  'graph wait': { section: 'runs', summary: 'Wait for a graph to end; print its envelope (≤ 4 KiB: a line per node, the manifest ref).', load: async () => (await import('./commands/graph-wait.js')).default },
+  'graph approve': { section: 'runs', summary: "Approve a waiting gate of a running graph (an operator decision, ledgered with who, when and the note's hash).", load: async () => (await import('./commands/graph-approve.js')).default },
+  'graph reject': { section: 'runs', summary: "Reject a waiting gate of a running graph (an operator decision, ledgered with who, when and the note's hash).", load: async () => (await import('./commands/graph-reject.js')).default },
+  'graph cancel': { section: 'runs', summary: "Cancel a running graph: its running nodes are killed (by operator), the rest end skipped.", load: async () => (await import('./commands/graph-cancel.js')).default },
   'agents list': {
     section: 'runs',
     summary: "List the agent specs `brig spawn --agent` can run: name, role, source (this home's or shipped), description.",

@@ -8,8 +8,9 @@ import { ApiClient } from './api-client.js';
 import { brigOf } from './brig-of.js';
 import { apiOperator } from './operator-client.js';
 import { ApiRefs } from './refs-client.js';
+import { ApiGraphs } from './graphs-client.js';
 
 export function daemonBrig(at: string | ApiClient): Brig {
   const api = typeof at === 'string' ? new ApiClient(at) : at;
-  return brigOf(api, 'daemon', new ApiRefs(api), apiOperator(api));
+  return { ...brigOf(api, 'daemon', new ApiRefs(api), apiOperator(api)), graphs: new ApiGraphs(api) };
 }

@@ -322,6 +322,8 @@ export function brigPaths(home: string) {
     leases: path.join(home, 'leases'),
     runs: runsDirFor(home),
     results: path.join(home, 'results'),
+    /** Execution graphs' records (graphs/store.ts). */
+    graphs: path.join(home, 'graphs'),
     ledger: path.join(home, 'ledger'),
     /** Computed when first asked for: a non-root choice may look at (or make) directories. */
     get brokers(): string {

@@ -30,6 +30,8 @@ import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
 import { Operator } from './operator.js';
 import { openDrillIn } from './refs.js';
+import { graphServiceFor } from './graphs.js';
+import type { GraphService } from '../graphs/index.js';
 
 export { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 
@@ -82,6 +84,8 @@ export interface Composed {
   operator: Operator;
   /** The one client surface over these parts (runs, refs, operator): what the API serves. */
   brig: Brig;
+  /** Execution graphs over this supervisor: recover() once the supervisor reconciled. */
+  graphs: GraphService;
   close(): Promise<void>;
 }
 
@@ -198,6 +202,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   collectState(metrics, () => supervisor, drill.pools, warm);
   collectStorage(metrics, () => supervisor.storage(), supervisor.settings.minFreeBytes);
   const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs, reserveBytes: supervisor.settings.minFreeBytes });
+  const graphs = graphServiceFor({ dir: paths.graphs, supervisor, results, ledger });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
   const close = async () => {
@@ -228,7 +233,8 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     log,
     ...(warm ? { warm } : {}),
     operator,
-    brig: brigOf(supervisor, 'local', refs, operator, close),
+    brig: { ...brigOf(supervisor, 'local', refs, operator, close), graphs },
+    graphs,
     close,
   };
 }

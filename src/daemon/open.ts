@@ -48,6 +48,8 @@ export async function openLocal(o: LocalOptions = {}): Promise<Brig> {
   });
   mark('local: composed');
   await composed.supervisor.start();
+  // The owner of the home's runs also ends the graphs a dead supervisor left running (on_restart: fail).
+  if (o.reconcile !== false) await composed.graphs.recover();
   return composed.brig;
 }
 

@@ -9,6 +9,7 @@ import type { FleetReport, LeaseView, LedgerReport, DoctorCheck, QueryResult } f
 import type { ResultRef, RunManifest, RunResult, SliceOutput, CondenseStrategy, GrepOptions } from './refs.js';
 import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnRequest, SpawnRequestInput } from './runs.js';
 import type { HistoryPage, SendMode, SendOutcome, SteerOutcome } from './supervisor.js';
+import type { GraphDefinition, GraphRecord, GraphStarted } from './graphs.js';
 
 export const API_VERSION = 'v1';
 
@@ -43,6 +44,13 @@ export const API_ROUTES = {
   refJq: { method: 'POST', path: '/v1/refs/{ref}/jq' },
   refSql: { method: 'POST', path: '/v1/refs/{ref}/sql' },
   refJsonpath: { method: 'POST', path: '/v1/refs/{ref}/jsonpath' },
+  graphDefine: { method: 'POST', path: '/v1/graphs/define' },
+  graphRun: { method: 'POST', path: '/v1/graphs' },
+  listGraphs: { method: 'GET', path: '/v1/graphs' },
+  getGraph: { method: 'GET', path: '/v1/graphs/{graph}' },
+  graphWait: { method: 'POST', path: '/v1/graphs/{graph}/wait' },
+  graphCancel: { method: 'POST', path: '/v1/graphs/{graph}/cancel' },
+  graphDecide: { method: 'POST', path: '/v1/graphs/{graph}/decide' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
 
 export type RouteName = keyof typeof API_ROUTES;
@@ -83,6 +91,13 @@ export interface RouteInputs {
   refJq: { expr: string };
   refSql: { query: string; maxRows?: number };
   refJsonpath: { expr: string; maxRows?: number };
+  graphDefine: { spec: string; source?: string };
+  graphRun: { spec: string; source?: string; by?: string };
+  listGraphs: undefined;
+  getGraph: undefined;
+  graphWait: { timeoutMs?: number };
+  graphCancel: { confirm: boolean };
+  graphDecide: { node: string; decision: 'approve' | 'reject'; note?: string; by?: string };
 }
 
 /** What each route answers on success (JSON routes; events and metrics stream text). */
@@ -117,6 +132,13 @@ export interface RouteReplies {
   refJq: SliceOutput;
   refSql: SliceOutput;
   refJsonpath: SliceOutput;
+  graphDefine: { definition: GraphDefinition };
+  graphRun: { graph: GraphStarted };
+  listGraphs: { graphs: GraphRecord[] };
+  getGraph: { graph: GraphRecord };
+  graphWait: { graph: GraphRecord };
+  graphCancel: { graph: GraphRecord };
+  graphDecide: { graph: GraphRecord };
 }
 
 export type RouteReply<N extends RouteName> = RouteReplies[N];

@@ -16,3 +16,4 @@ export * from './refs.js';
 export * from './broker.js';
 export * from './operator.js';
 export * from './api.js';
+export * from './graphs.js';

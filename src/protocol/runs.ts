@@ -284,6 +284,11 @@ export interface SpawnContext {
   callId?: string | number;
   /** Aborting it kills the run (killedBy operator); its outputs are still collected. */
   signal?: AbortSignal;
+  /**
+   * In-process only (graphs/, never from a wire): the committed out/ of each named run — ended
+   * `completed` — bound read-only at /artifacts/<as>, checked as an artifact is.
+   */
+  inputs?: { as: string; runId: string }[];
 }
 
 /** Read-only to the child: written into /workspace/.brig/packet.json, 0444. */

@@ -5,6 +5,7 @@
 import type { BrigError, Result } from './errors.js';
 import type { SupervisorEvent } from './events.js';
 import type { OperatorSurface } from './operator.js';
+import type { GraphSurface } from './graphs.js';
 import type { RefSurface } from './refs.js';
 import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnContext, SpawnRequest, SpawnRequestInput } from './runs.js';
 
@@ -147,6 +148,8 @@ export type Brig = Omit<Supervisor, 'start'> & {
   readonly refs: RefSurface;
   /** The operator's view of the home: leases, the audit ledger, the doctor, the fleet. */
   readonly operator: OperatorSurface;
+  /** Execution graphs (docs/graphs.md): where a supervisor runs in this process, or a daemon serves them. */
+  readonly graphs?: GraphSurface;
 };
 
 /** One list filter for every view (a daemon's, an in-process one, the read-only records): oldest first. */

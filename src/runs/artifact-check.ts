@@ -42,3 +42,20 @@ export async function checkArtifact(a: string, own: readonly string[] = []): Pro
   if (!id) return refuse(a, 'it is not a regular file or a directory');
   return ok(id);
 }
+
+/**
+ * A graph input: a run's committed out/ in the result store, judged as an artifact is — its
+ * real path must be the store's own path (no link on the way), the tree regular files only.
+ * What the jail binds is that directory's identity, read-only.
+ */
+export async function checkCommittedOutput(outDir: string, name: string): Promise<Result<ArtifactIdentity, BrigError>> {
+  const abs = path.resolve(outDir);
+  const real = await fs.realpath(abs).catch(() => null);
+  if (!real) return refuse(name, 'the upstream run committed no out/ directory', 'Its node ended without a collected out/; depend on a node that writes out/.');
+  if (real !== abs) return refuse(name, 'the committed output is not where the result store put it');
+  const problem = await artifactTreeProblem(real);
+  if (problem) return refuse(name, problem);
+  const id = await identityOf(real);
+  if (!id || id.kind !== 'dir') return refuse(name, 'the committed output is not a directory');
+  return ok(id);
+}

@@ -15,7 +15,7 @@ import { nearest } from '../util/nearest.js';
 import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import type { JailArtifact } from '../jail/index.js';
 import { decideAdmission, storageRefusal, type StorageState } from './admission.js';
-import { checkArtifact } from './artifact-check.js';
+import { checkArtifact, checkCommittedOutput } from './artifact-check.js';
 import { checkRefArtifact, isRefArtifact, uniqueNames } from './ref-artifact.js';
 import type { SupervisorDeps } from './ports.js';
 import { createRunRecord, newRunId, requestHash } from './record.js';
@@ -133,6 +133,10 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     artifacts.push({ name: path.basename(a), hostPath: checked.value.realPath, identity: checked.value });
   }
   const named = uniqueNames(artifacts).map(({ runId: _r, ...a }) => a);
+  // Graph inputs (in-process only): completed runs' committed out/, named `as`.
+  const inputs = await committedInputs(d, ctx.inputs ?? [], named.map((a) => a.name));
+  if (!inputs.ok) return inputs;
+  named.push(...inputs.value);
   const callerId = ctx.callerId ?? ctx.parentRunId ?? 'operator';
   const depth = parent ? parent.depth + 1 : 1;
   const hash = requestHash(req);
@@ -290,4 +294,25 @@ function hostFree(e: unknown): BrigError {
   if (e instanceof BrigError) return e;
   const pe = publicError(e);
   return new BrigError(pe.code, pe.message);
+}
+
+/** Graph inputs (SpawnContext.inputs): each an ended, completed run's committed out/, named `as`. */
+async function committedInputs(d: IntakeDeps, inputs: readonly { as: string; runId: string }[], taken: string[]): Promise<Result<JailArtifact[], BrigError>> {
+  const out: JailArtifact[] = [];
+  const names = new Set(taken);
+  for (const i of inputs) {
+    if (!/^[a-z][a-z0-9_-]{0,47}$/.test(i.as) || names.has(i.as)) {
+      return err(new BrigError('invalid_input', `input name ${i.as.slice(0, 60)} is not a free name under /artifacts`, { data: { field: 'inputs' } }));
+    }
+    names.add(i.as);
+    const run = d.table.get(i.runId);
+    if (!run || run.status !== 'ended' || run.endReason !== 'completed') {
+      return err(new BrigError('artifact_missing', `input ${i.as}: run ${i.runId} has not completed, so it committed nothing`, { data: { artifact: i.as, runId: i.runId } }));
+    }
+    if (!d.deps.results) return err(new BrigError('artifact_missing', `input ${i.as}: this supervisor keeps no results`, { data: { artifact: i.as } }));
+    const checked = await checkCommittedOutput(d.deps.results.outDir(run.rootRunId, run.id), i.as);
+    if (!checked.ok) return checked;
+    out.push({ name: i.as, hostPath: checked.value.realPath, identity: checked.value });
+  }
+  return ok(out);
 }

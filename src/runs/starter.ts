@@ -80,8 +80,11 @@ export class RunStarter {
     try {
       // Nothing is saved before the lease and the jail exist: a crash until then leaves the run
       // as intake (or the queue) saved it, and the next start launches it again.
-      const req = await this.d.actions.loadRequest(runId);
-      if (!req) throw new BrigError('internal', 'stored request missing');
+      const stored = await this.d.actions.loadRequest(runId);
+      if (!stored) throw new BrigError('internal', 'stored request missing');
+      // What the jail binds is what intake checked: graph inputs count as artifacts (artifacts.read, the packet's names).
+      const artifacts = await loadArtifacts(table, runId);
+      const req = artifacts.length > stored.artifact_refs.length ? { ...stored, artifact_refs: artifacts.map((a) => a.name) } : stored;
       const rec = table.get(runId)!;
       const parentLease = rec.parentRunId ? table.live.get(rec.parentRunId)?.lease?.leaseId ?? table.get(rec.parentRunId)?.leaseId ?? null : null;
       const lease = await deps.leases.issue({
@@ -113,7 +116,6 @@ export class RunStarter {
       const budget = { tokens: lease.value.limits.tokens, costUsd: lease.value.limits.costUsd };
       table.patch(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes, childCap, budget }));
       const agent = rec.kind === 'agent' ? await this.#agentPacket(runId, lease.value.caps, maxSteps, req.tool_groups) : undefined;
-      const artifacts = await loadArtifacts(table, runId);
       const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent, artifacts);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
       await table.store.writeJson(runId, 'packet', packet);

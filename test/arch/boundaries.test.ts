@@ -114,10 +114,12 @@ const MAY_IMPORT: Record<string, string[]> = {
   broker: ['lease', 'slice', 'ledger', 'results'],
   refs: ['results', 'slice', 'ledger', 'broker', 'models'],
   runs: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'agents', 'egress'],
+  // graphs/ reaches the supervisor only through protocol's Supervisor role (ports), never runs/.
+  graphs: [],
   api: ['runs'],
-  daemon: ['lease', 'ledger', 'egress', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api', 'agents', 'refs', 'client', 'console'],
+  daemon: ['lease', 'ledger', 'egress', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api', 'agents', 'refs', 'client', 'console', 'graphs'],
   // The library entries (src/index.ts, light.ts, open-brig.ts): curated exports of the parts.
-  '.': ['runs', 'egress', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker', 'agents', 'client', 'refs'],
+  '.': ['runs', 'egress', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker', 'agents', 'client', 'refs', 'graphs'],
   // The faces: the library entries only. `brig mcp` is a CLI command hosting the MCP face.
   cli: ['.', 'mcp'],
   mcp: ['.'],

@@ -41,13 +41,13 @@ test('the OpenAPI 3.1 document matches the live routes, and the server validates
 
   // Every documented operation is served; every other method on its path is 405 with Allow.
   const leaseId = (JSON.parse((await h.run(['list', '--json'])).stdout) as { runs: { id: string; leaseId: string }[] }).runs.find((r) => r.id === runId)!.leaseId;
-  const MINIMAL: Record<string, unknown> = { query: { sql: 'SELECT count(*) FROM ledger' }, revoke: { confirm: true }, steer: { message: 'x' }, send: { text: 'x' }, grep: { pattern: 'a' }, jq: { expr: '.' }, sql: { query: 'SELECT 1 FROM ref' }, jsonpath: { expr: '$.a' }, kill: { confirm: true } };
+  const MINIMAL: Record<string, unknown> = { query: { sql: 'SELECT count(*) FROM ledger' }, revoke: { confirm: true }, steer: { message: 'x' }, send: { text: 'x' }, grep: { pattern: 'a' }, jq: { expr: '.' }, sql: { query: 'SELECT 1 FROM ref' }, jsonpath: { expr: '$.a' }, kill: { confirm: true }, define: { spec: 'graph: brig/v1' }, cancel: { confirm: true }, decide: { node: 'go', decision: 'approve' } };
   for (const [p, ops] of Object.entries(doc.paths)) {
     if (p === '/v1/events') continue; // a stream: its 200 is checked by the event tests
-    const live = p.replace('{run}', runId).replace('{ref}', ref).replace('{lease}', leaseId);
+    const live = p.replace('{run}', runId).replace('{ref}', ref).replace('{lease}', leaseId).replace('{graph}', 'g-0000000000');
     for (const m of Object.keys(ops)) {
       const verb = p.split('/').pop()!;
-      const body = m === 'post' ? (p === '/v1/runs' ? { task: 'contract', kind: 'command', argv: ['true'] } : p === '/v1/audit/query' ? MINIMAL.query : (MINIMAL[verb] ?? {})) : undefined;
+      const body = m === 'post' ? (p === '/v1/runs' ? { task: 'contract', kind: 'command', argv: ['true'] } : p === '/v1/graphs' ? { spec: 'graph: brig/v1' } : p === '/v1/audit/query' ? MINIMAL.query : (MINIMAL[verb] ?? {})) : undefined;
       const r = await call(m.toUpperCase() as 'GET' | 'POST', live, body);
       const e = r.status >= 400 ? (JSON.parse(r.body) as { error: { code: string; message: string } }).error : { code: 'ok', message: '' };
       // Served: not an unknown route, not a wrong method, and the minimal request passes the schemas

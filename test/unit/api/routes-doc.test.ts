@@ -12,7 +12,7 @@ test("docs/api.md's route table lists every route of the contract (operationId, 
     .split('\n')
     .map((l) => /^\| `([A-Za-z]+)` \| `(GET|POST) (\/v1\/[^`]*)` \|/.exec(l))
     .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => `${m[1]} ${m[2]} ${m[3]!.replace('/RUN', '/{run}').replace('/REF/', '/{ref}/').replace('/LEASE', '/{lease}')}`);
+    .map((m) => `${m[1]} ${m[2]} ${m[3]!.replace('/RUN', '/{run}').replace('/REF/', '/{ref}/').replace('/LEASE', '/{lease}').replace('/GRAPH', '/{graph}')}`);
   const contract = Object.entries(API_ROUTES).map(([name, r]) => `${name} ${r.method} ${r.path}`);
   assert.deepEqual([...rows].sort(), [...contract].sort());
 });

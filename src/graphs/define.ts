@@ -1,0 +1,272 @@
+/**
+ * Define time (pure): a parsed spec becomes a definition — the topological order and the
+ * nodes as they will run — or every refusal, each with the node's line.
+ *
+ * Refused: unknown and duplicate ids, self and repeated dependencies, cycles (the path in the
+ * message), `inputs`/`when` naming a node outside `depends_on`, a `when` that can never hold,
+ * a placeholder other than `{{inputs.<name>}}` or naming an unknown input, spawn fields that
+ * do not fit the kind, bounds (nodes ≤ 200), depth (caller depth + 1 ≤ maxDepth), and a
+ * critical path (the longest chain of node timeouts × attempts) over `budget.wall_ms`.
+ * Nothing is clamped or raised silently.
+ */
+import { createHash } from 'node:crypto';
+import { GRAPH_BOUNDS, GRAPH_RUN_KINDS, type GraphDefinition, type GraphNodeInput, type GraphNodeSpec, type GraphSpec, type TallySpec } from '../protocol/index.js';
+import { BrigError, err, ok, type Result } from '../util/errors.js';
+import { nearest } from '../util/nearest.js';
+import { parseGraphSpec, specError, type NodeLines } from './spec.js';
+
+export interface DefineOptions {
+  /** The caller's depth (0 for the operator): nodes sit at callerDepth + 1. */
+  callerDepth?: number;
+  /** The supervisor's maxSpawnDepth (default 3). */
+  maxDepth?: number;
+  /** A node's timeout when its spawn names none (the supervisor's default run timeout). */
+  defaultTimeoutMs?: number;
+  /** Names the spec in errors (a file name). */
+  source?: string;
+}
+
+const PLACEHOLDER = /\{\{\s*([^}]*?)\s*\}\}/g;
+
+/** The deterministic topological order: Kahn's algorithm, ties broken by the spec's order. */
+export function topoOrder(nodes: readonly Pick<GraphNodeSpec, 'id' | 'depends_on'>[]): { order: string[]; cycle: string[] | null } {
+  const index = new Map(nodes.map((n, i) => [n.id, i]));
+  const indeg = nodes.map((n) => new Set(n.depends_on).size);
+  const out = nodes.map(() => [] as number[]);
+  nodes.forEach((n, i) => new Set(n.depends_on).forEach((d) => out[index.get(d)!]!.push(i)));
+  const ready = indeg.flatMap((d, i) => (d === 0 ? [i] : []));
+  const order: string[] = [];
+  while (ready.length > 0) {
+    ready.sort((a, b) => a - b);
+    const i = ready.shift()!;
+    order.push(nodes[i]!.id);
+    for (const j of out[i]!) if (--indeg[j]! === 0) ready.push(j);
+  }
+  return { order, cycle: order.length === nodes.length ? null : findCycle(nodes) };
+}
+
+/** One cycle's path (`a → b → a`), by depth-first search. */
+function findCycle(nodes: readonly Pick<GraphNodeSpec, 'id' | 'depends_on'>[]): string[] {
+  const deps = new Map(nodes.map((n) => [n.id, n.depends_on]));
+  const color = new Map<string, 0 | 1 | 2>();
+  const stack: string[] = [];
+  let found: string[] | null = null;
+  const visit = (id: string): void => {
+    if (found) return;
+    color.set(id, 1);
+    stack.push(id);
+    for (const d of deps.get(id) ?? []) {
+      if (found) return;
+      const c = color.get(d) ?? 0;
+      if (c === 1) {
+        found = [...stack.slice(stack.indexOf(d)), d];
+        return;
+      }
+      if (c === 0) visit(d);
+    }
+    stack.pop();
+    color.set(id, 2);
+  };
+  for (const n of nodes) if ((color.get(n.id) ?? 0) === 0) visit(n.id);
+  // Edges point to dependencies: read it the way work flows.
+  return (found ?? []).reverse();
+}
+
+/** The nodes nothing depends on, in order. */
+export function leaves(nodes: readonly Pick<GraphNodeSpec, 'id' | 'depends_on'>[]): string[] {
+  const used = new Set(nodes.flatMap((n) => n.depends_on));
+  return nodes.filter((n) => !used.has(n.id)).map((n) => n.id);
+}
+
+/** A tally takes no spawn: this stands in its place (no run is ever made of it). */
+const NO_SPAWN = { task: '(no run)' } as const;
+const isRunKind = (k: string): k is GraphNodeSpec['kind'] & (typeof GRAPH_RUN_KINDS)[number] => (GRAPH_RUN_KINDS as readonly string[]).includes(k);
+
+/**
+ * Macros → plain nodes, pure and deterministic: a `vote` node `p` becomes one run node per
+ * voter, `p.<voter>` (its template's `{{voter}}` filled), all in parallel and blind to each
+ * other, and the tally `p` over their ballots (when all_done: a voter that failed is counted
+ * absent). Each expanded node keeps the macro's line. Problems of shape are said here.
+ */
+export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { nodes: GraphNodeSpec[]; lines: NodeLines; problems: { at: number; text: string; hint?: string }[] } {
+  const out: GraphNodeSpec[] = [];
+  const outLines: NodeLines = [];
+  const problems: { at: number; text: string; hint?: string }[] = [];
+  nodes.forEach((n, i) => {
+    const push = (x: GraphNodeSpec) => {
+      out.push(x);
+      outLines.push(lines[i]);
+    };
+    const base = { depends_on: n.depends_on, when: n.when, inputs: n.inputs, retry: n.retry };
+    if (isRunKind(n.kind)) {
+      if (n.tally || n.vote || n.gate) problems.push({ at: i, text: `a ${n.kind} node takes no tally, vote or gate` });
+      if (!n.spawn) return problems.push({ at: i, text: `a ${n.kind} node needs spawn` });
+      return push({ id: n.id, kind: n.kind, ...base, spawn: n.spawn });
+    }
+    if (n.kind === 'gate') {
+      if (!n.gate) return problems.push({ at: i, text: 'a gate node needs gate: {prompt, timeout_ms, prevent_self?}' });
+      if (n.spawn || n.vote || n.tally) problems.push({ at: i, text: 'a gate runs nothing: it takes no spawn, tally or vote' });
+      if (n.inputs.length > 0) problems.push({ at: i, text: 'a gate takes no inputs' });
+      if (n.retry.max > 0) problems.push({ at: i, text: 'a gate takes no retry: an operator decides it once' });
+      return push({ id: n.id, kind: 'gate', ...base, spawn: NO_SPAWN, gate: n.gate });
+    }
+    if (n.kind === 'tally') {
+      if (!n.tally) return problems.push({ at: i, text: 'a tally node needs tally: {field, choices, rule?, min_valid?, tie?, ballot?}' });
+      if (n.spawn || n.vote) problems.push({ at: i, text: 'a tally node runs nothing: it takes no spawn or vote' });
+      if (n.inputs.length > 0) problems.push({ at: i, text: "a tally node reads its dependencies' ballots: it takes no inputs" });
+      if (n.retry.max > 0) problems.push({ at: i, text: 'a tally is a pure count: it takes no retry' });
+      return push({ id: n.id, kind: 'tally', ...base, spawn: NO_SPAWN, tally: n.tally });
+    }
+    // vote
+    if (!n.vote || !n.spawn) return problems.push({ at: i, text: 'a vote node needs vote: {voters, choices, field, …} and spawn (each voter\'s template)' });
+    if (n.tally || n.gate) problems.push({ at: i, text: 'a vote node takes no tally or gate (its tally is made from vote)' });
+    const { voters, voter_kind, ...tally } = n.vote;
+    if (new Set(voters).size !== voters.length) problems.push({ at: i, text: 'two voters have one name' });
+    const ids: string[] = [];
+    for (const v of voters) {
+      const spawn = { ...n.spawn, task: n.spawn.task.replace(/\{\{\s*voter\s*\}\}/g, v) };
+      ids.push(`${n.id}.${v}`);
+      push({ id: `${n.id}.${v}`, kind: voter_kind, macro_of: n.id, ...base, spawn });
+    }
+    push({ id: n.id, kind: 'tally', macro_of: n.id, depends_on: ids, when: 'all_done', spawn: NO_SPAWN, inputs: [], retry: { max: 0, on: ['failed'], idempotent: true }, tally });
+  });
+  return { nodes: out, lines: outLines, problems };
+}
+
+function tallyProblems(t: TallySpec, deps: number): string[] {
+  const p: string[] = [];
+  if (new Set(t.choices).size !== t.choices.length) p.push('tally choices repeat');
+  if (t.min_valid > deps) p.push(`tally min_valid ${t.min_valid} can never be met: ${deps} voter(s)`);
+  if (typeof t.rule === 'object' && t.rule.quorum > deps) p.push(`tally quorum ${t.rule.quorum} can never be met: ${deps} voter(s)`);
+  if (deps === 0) p.push('a tally needs at least one voter in depends_on');
+  return p;
+}
+
+/** Node timeout (ms) as the supervisor will bound it: the spawn's, else the default. */
+const timeoutOf = (n: GraphNodeSpec, dflt: number) => n.spawn.timeout_ms ?? dflt;
+
+export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: DefineOptions = {}): Result<GraphDefinition, BrigError> {
+  const source = o.source ?? 'graph';
+  const problems: { text: string; hint?: string }[] = [];
+  const inputLine = (i: number) => `${source}${specLines[i] ? `:${specLines[i]}` : ''}`;
+  // Duplicates among the ids as written first (an expanded id holds a `.`, which no written id can).
+  const seen = new Map<string, number>();
+  spec.nodes.forEach((n, i) => {
+    if (seen.has(n.id)) problems.push({ text: `${inputLine(i)}: node ${n.id}: duplicate id (first at ${inputLine(seen.get(n.id)!)})`, hint: 'Give every node its own id.' });
+    else seen.set(n.id, i);
+  });
+  const ex = expand(spec.nodes, specLines);
+  for (const p of ex.problems) problems.push({ text: `${inputLine(p.at)}: node ${spec.nodes[p.at]!.id}: ${p.text}`, ...(p.hint ? { hint: p.hint } : {}) });
+  if (problems.length > 0) return err(specError(source, problems));
+  const nodes = ex.nodes;
+  const lines = ex.lines;
+  const lineOfNode = (i: number) => `${source}${lines[i] ? `:${lines[i]}` : ''}`;
+  const add = (i: number, text: string, hint?: string) => problems.push({ text: `${lineOfNode(i)}: node ${nodes[i]!.id}: ${text}`, ...(hint ? { hint } : {}) });
+
+  if (nodes.length > GRAPH_BOUNDS.nodes) {
+    return err(specError(source, [{ text: `${source}: ${nodes.length} nodes${nodes.length !== spec.nodes.length ? ' after expansion' : ''}; the bound is ${GRAPH_BOUNDS.nodes}`, hint: 'Split the work into several graphs.' }]));
+  }
+  const first = new Map<string, number>();
+  nodes.forEach((n, i) => {
+    if (first.has(n.id)) add(i, `duplicate id (first at ${lineOfNode(first.get(n.id)!)})`, 'Give every node its own id.');
+    else first.set(n.id, i);
+  });
+  const ids = [...first.keys()];
+  const kindOf = new Map(nodes.map((n) => [n.id, n.kind]));
+  nodes.forEach((n, i) => {
+    const deps = new Set<string>();
+    for (const d of n.depends_on) {
+      if (d === n.id) add(i, 'depends on itself');
+      else if (!first.has(d)) {
+        const near = nearest(d, ids);
+        add(i, `depends_on names unknown node ${d}`, near ? `Did you mean "${near}"?` : `Known nodes: ${ids.slice(0, 20).join(', ')}`);
+      } else if (deps.has(d)) add(i, `depends_on names ${d} twice`);
+      deps.add(d);
+    }
+    const w = n.when;
+    if (typeof w === 'object' && 'results' in w) {
+      for (const k of Object.keys(w.results)) if (!deps.has(k)) add(i, `when names ${k}, which is not in its depends_on`, 'A predicate may only look at the node\'s own dependencies.');
+    }
+    if (typeof w === 'object' && 'quorum' in w && w.quorum > deps.size) add(i, `when quorum ${w.quorum} can never hold: it depends on ${deps.size} node(s)`);
+    if (w === 'any_succeeded' && deps.size === 0) add(i, 'when any_succeeded can never hold: it depends on nothing');
+    const as = new Set<string>();
+    for (const inp of n.inputs) {
+      if (!deps.has(inp.from)) add(i, `input ${inp.as} is from ${inp.from}, which is not in its depends_on`, 'Add it to depends_on: a node sees only the outputs of nodes it waits for.');
+      if (kindOf.get(inp.from) === 'gate') add(i, `input ${inp.as} is from ${inp.from}, a gate: it commits no out/`, 'Depend on it with when.');
+      if (kindOf.get(inp.from) === 'tally') add(i, `input ${inp.as} is from ${inp.from}, a tally: it commits no out/`, 'Its count is in the envelope and the manifest; depend on it with when.');
+      if (as.has(inp.as)) add(i, `two inputs are named ${inp.as}`);
+      as.add(inp.as);
+    }
+    if (n.kind === 'tally') {
+      for (const p of tallyProblems(n.tally!, deps.size)) add(i, p);
+      return;
+    }
+    if (n.kind === 'gate') return;
+    const s = n.spawn;
+    if (n.kind === 'command' && (!s.argv || s.script !== undefined)) add(i, 'a command node needs spawn.argv and no spawn.script');
+    if (n.kind === 'script' && (!s.script || s.argv !== undefined)) add(i, 'a script node needs spawn.script and no spawn.argv');
+    if (n.kind === 'agent' && (s.script !== undefined || s.argv !== undefined)) add(i, 'an agent node takes no spawn.script or spawn.argv');
+    if (n.kind !== 'agent' && (s.model !== undefined || s.max_steps !== undefined)) add(i, `a ${n.kind} node takes no spawn.model or spawn.max_steps`);
+    for (const m of s.task.matchAll(PLACEHOLDER)) {
+      const inner = m[1]!;
+      const name = /^inputs\.([a-z][a-z0-9_-]{0,47})$/.exec(inner)?.[1];
+      if (!name) add(i, `task placeholder {{${inner.slice(0, 40)}}} is not {{inputs.<name>}}`, 'Only graph text inputs are interpolated; upstream outputs are files under /artifacts.');
+      else if (!spec.inputs[name]) add(i, `task placeholder {{inputs.${name}}} names no graph input`, `Known inputs: ${Object.keys(spec.inputs).join(', ') || 'none'}`);
+    }
+  });
+  for (const s of spec.sinks) if (!first.has(s)) problems.push({ text: `${source}: sinks names unknown node ${s}` });
+  if (problems.length > 0) return err(specError(source, problems));
+
+  const { order, cycle } = topoOrder(nodes);
+  if (cycle) {
+    const i = first.get(cycle[0]!)!;
+    return err(specError(source, [{ text: `${lineOfNode(i)}: cycle ${cycle.join(' → ')}`, hint: 'A graph has no cycles: unroll repeated work into separate nodes.' }]));
+  }
+  const callerDepth = o.callerDepth ?? 0;
+  const maxDepth = o.maxDepth ?? 3;
+  if (callerDepth + 1 > maxDepth) {
+    return err(new BrigError('depth_exceeded', `graph nodes would sit at depth ${callerDepth + 1}, over maxSpawnDepth ${maxDepth}`, { data: { limit: maxDepth, current: callerDepth + 1 } }));
+  }
+
+  // Levels and the critical path (longest chain of timeouts × attempts), in topological order.
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const level = new Map<string, number>();
+  const finish = new Map<string, number>();
+  const dflt = o.defaultTimeoutMs ?? 600_000;
+  for (const id of order) {
+    const n = byId.get(id)!;
+    level.set(id, Math.max(0, ...n.depends_on.map((d) => level.get(d)! + 1)));
+    finish.set(id, Math.max(0, ...n.depends_on.map((d) => finish.get(d)!)) + (n.kind === 'tally' ? 0 : n.kind === 'gate' ? n.gate!.timeout_ms : timeoutOf(n, dflt) * (n.retry.max + 1)));
+  }
+  const criticalPathMs = Math.max(...finish.values());
+  if (spec.budget.wall_ms !== undefined && criticalPathMs > spec.budget.wall_ms) {
+    return err(specError(source, [{
+      text: `${source}: the critical path needs up to ${criticalPathMs} ms (node timeouts × attempts along the longest chain); budget.wall_ms is ${spec.budget.wall_ms}`,
+      hint: `Raise budget.wall_ms to at least ${criticalPathMs}, or give the nodes on the chain shorter timeout_ms.`,
+    }]));
+  }
+  return ok({
+    spec,
+    specHash: createHash('sha256').update(JSON.stringify(spec)).digest('hex'),
+    order,
+    nodes: order.map((id) => {
+      const n = byId.get(id)!;
+      return { id, kind: n.kind, ...(n.macro_of ? { macro_of: n.macro_of } : {}), depends_on: [...n.depends_on], depth: level.get(id)! };
+    }),
+    expanded: nodes,
+    sinks: spec.sinks.length > 0 ? [...spec.sinks] : leaves(nodes),
+    criticalPathMs,
+  });
+}
+
+/** Text (YAML or JSON) → a definition: the schema, then the graph's own checks. */
+export function defineGraphText(text: string, o: DefineOptions = {}): Result<GraphDefinition, BrigError> {
+  const parsed = parseGraphSpec(text, o.source);
+  if (!parsed.ok) return parsed;
+  return defineGraph(parsed.value.spec, parsed.value.lines, o);
+}
+
+/** A node's task with its `{{inputs.<name>}}` placeholders filled (define checked every one). */
+export function taskOf(spec: Pick<GraphSpec, 'inputs'>, n: Pick<GraphNodeSpec, 'spawn'>): string {
+  return n.spawn.task.replace(PLACEHOLDER, (_m, inner: string) => spec.inputs[inner.slice('inputs.'.length)]?.text ?? '');
+}

@@ -1,0 +1,541 @@
+/**
+ * Running a graph: every node attempt is an ordinary spawn through the Supervisor (admission,
+ * lease, jail, ledger, ResultRefs — nothing about a child is new), scheduled by plan.ts.
+ *
+ * Guarantees: the record is on disk before each action it announces (an attempt is
+ * `starting` with its key before the spawn is asked; saves are serialized, so a later state
+ * never loses to an earlier one); a spawn carries its idempotency key (graph, node, attempt)
+ * as the caller id, so a repeated ask finds the run already made; running nodes ≤
+ * min(max_parallel, the caller's children cap); a dependent gets only its declared inputs'
+ * committed out/ (the run of the node's succeeded attempt) as read-only mounts at
+ * /artifacts/<as>, never a folder another node can write; each attempt ends once, the graph
+ * ends once (one envelope ≤ 4 KiB and one manifest ref).
+ * Crash safety today (`on_restart: fail`): at start a graph left `running` ends `failed`
+ * (`supervisor_restart`) exactly once, its attempts' runs are killed; nothing resumes yet.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  GRAPH_BOUNDS,
+  type GraphAttempt,
+  type GraphDefinition,
+  type GateDecision,
+  type GraphEvent,
+  type GraphNodeRecord,
+  type GraphNodeSpec,
+  type GraphOutcome,
+  type GraphRecord,
+  type GraphStarted,
+  type NodeResult,
+  type NodeState,
+  type RunRecord,
+  type SpawnContext,
+  type SpawnRequestInput,
+  type Supervisor,
+} from '../protocol/index.js';
+import { BrigError, err, ok, type Result } from '../util/errors.js';
+import { defineGraphText, taskOf } from './define.js';
+import { graphEnd, plan, type PlanInput } from './plan.js';
+import type { GraphStore } from './store.js';
+import { graphEnvelope, manifestRows } from './envelope.js';
+import { tally, type Ballot } from './tally.js';
+
+export interface GraphPorts {
+  supervisor: Pick<Supervisor, 'spawn' | 'wait' | 'kill' | 'list'>;
+  store: GraphStore;
+  /** The operator's (the caller's) bounds: its children cap, maxSpawnDepth, the default run timeout. */
+  limits: { maxChildren: number; maxDepth: number; defaultTimeoutMs: number };
+  /** Writes the manifest (JSONL) as a ResultRef kept under the graph's id; answers the ref id. */
+  putManifest(graphId: string, jsonl: string): Promise<string>;
+  /** A run's main ResultRef (its result value, else its first out/ file), for the envelope line. */
+  refOf?(runId: string): Promise<string | null>;
+  /** A voter's ballot: its result value (`result`) or a JSON file of its out/ (`out/<path>`), parsed; undefined when not JSON; throws when it is not there. Bounded by the port. */
+  readBallot?(runId: string, ballot: string): Promise<unknown>;
+  now?: () => Date;
+  onEvent?(e: GraphEvent): void;
+}
+
+export interface RunGraphOptions {
+  source?: string;
+  /** Who submits it (a gate's prevent_self compares the approver with it). */
+  by?: string;
+}
+
+export interface GraphWaitOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** A run's end as a node result. A kill is `cancelled` only when the graph was cancelled. */
+export function nodeResultOf(r: Pick<RunRecord, 'endReason'>, cancelled: boolean): NodeResult {
+  switch (r.endReason) {
+    case 'completed':
+      return 'succeeded';
+    case 'watchdog_timeout':
+      return 'timed_out';
+    case 'killed':
+      return cancelled ? 'cancelled' : 'failed';
+    default:
+      return 'failed';
+  }
+}
+
+export function newGraphId(): string {
+  return `g-${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
+}
+
+/** The spawn request of one node (its task's `{{inputs.<name>}}` filled). */
+export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: string): SpawnRequestInput {
+  const s = n.spawn;
+  if (n.kind === 'tally' || n.kind === 'gate') throw new BrigError('internal', `node ${n.id} is a ${n.kind}: it makes no run`);
+  return {
+    task: taskOf(def.spec, n),
+    kind: n.kind,
+    ...(s.agent !== undefined ? { agent: s.agent } : {}),
+    ...(s.model !== undefined ? { model: s.model } : {}),
+    ...(s.script !== undefined ? { script: s.script } : {}),
+    ...(s.argv !== undefined ? { argv: s.argv } : {}),
+    ...(s.caps !== undefined ? { caps: s.caps } : {}),
+    ...(s.limits !== undefined ? { limits: s.limits } : {}),
+    ...(s.profile !== undefined ? { profile: s.profile } : {}),
+    ...(s.objective !== undefined ? { objective: s.objective } : {}),
+    ...(s.max_steps !== undefined ? { max_steps: s.max_steps } : {}),
+    ...(s.timeout_ms !== undefined ? { timeout: s.timeout_ms } : {}),
+    ...(s.expected_outputs !== undefined ? { expected_outputs: s.expected_outputs } : {}),
+    label: `${graphId}/${n.id}`.slice(0, 128),
+    async: true,
+  };
+}
+
+class LiveGraph {
+  cancelled = false;
+  #wake: () => void = () => {};
+  #saving: Promise<void> = Promise.resolve();
+  #queued: Promise<void> | null = null;
+  /** An attempt ended since the last save. */
+  #dirty = false;
+  readonly done: Promise<void>;
+  #resolveDone!: () => void;
+  readonly #nodes: Map<string, GraphNodeSpec>;
+  readonly #planDef: PlanInput['def'];
+
+  constructor(
+    readonly rec: GraphRecord,
+    readonly def: GraphDefinition,
+    readonly p: GraphPorts,
+  ) {
+    this.done = new Promise((r) => (this.#resolveDone = r));
+    this.#nodes = new Map(def.expanded.map((n) => [n.id, n]));
+    this.#planDef = { order: def.order, sinks: def.sinks, spec: { nodes: def.expanded, on_failure: def.spec.on_failure } };
+  }
+
+  #now = () => (this.p.now ?? (() => new Date()))().toISOString();
+  #node = (id: string) => this.rec.nodes.find((n) => n.id === id)!;
+  #states = () => new Map<string, NodeState>(this.rec.nodes.map((n) => [n.id, n.state]));
+
+  /**
+   * Serialized saves, each of the record as it is when its turn comes; a save asked while one
+   * is still waiting for its turn joins it (that one will write the newer state anyway).
+   */
+  save(): Promise<void> {
+    if (this.#queued) return this.#queued;
+    const next = this.#saving.then(() => {
+      this.#queued = null;
+      return this.p.store.save(this.rec);
+    });
+    this.#queued = next;
+    this.#saving = next.catch(() => {});
+    return next;
+  }
+
+  #emit(e: GraphEvent): void {
+    try {
+      this.p.onEvent?.(e);
+    } catch {
+      /* an observer never breaks a graph */
+    }
+  }
+
+  async drive(): Promise<void> {
+    try {
+      for (;;) {
+        const woke = new Promise<void>((r) => (this.#wake = r));
+        const states = this.#states();
+        const end = graphEnd({ def: this.#planDef, states, cancelled: this.cancelled });
+        if (end) return await this.#finish(end.state, end.endReason);
+        const steps = plan({ def: this.#planDef, states, parallel: this.rec.parallel, cancelled: this.cancelled });
+        const starts: [GraphNodeRecord, GraphAttempt][] = [];
+        for (const s of steps) {
+          const n = this.#node(s.node);
+          if (s.kind === 'skip') {
+            n.state = 'skipped';
+            n.skipReason = s.reason;
+          } else {
+            const a: GraphAttempt = {
+              n: n.attempts.length + 1,
+              key: `graph:${this.rec.id}:${n.id}:${n.attempts.length + 1}`,
+              state: 'starting',
+              runId: null,
+              result: null,
+              endReason: null,
+              errorCode: null,
+              startedAt: this.#now(),
+              endedAt: null,
+              tokens: null,
+              costUsd: null,
+            };
+            n.state = 'running';
+            n.attempts.push(a);
+            const g = this.#nodes.get(n.id)!.gate;
+            // A gate's deadline is on disk with its start: a restart keeps it, never extends it.
+            if (g) n.gate = { deadline: new Date(Date.parse(a.startedAt) + g.timeout_ms).toISOString(), decision: null, by: null, at: null, noteHash: null };
+            starts.push([n, a]);
+          }
+        }
+        // Write-ahead: ended attempts, skips and `starting` attempts are on disk before any spawn is asked.
+        if (steps.length > 0 || this.#dirty) {
+          this.#dirty = false;
+          await this.save();
+        }
+        for (const s of steps) this.#emit({ type: 'graph.node', graphId: this.rec.id, node: s.node, state: this.#node(s.node).state, attempt: this.#node(s.node).attempts.length, runId: null });
+        for (const [n, a] of starts) void (n.kind === 'tally' ? this.#tally(n, a) : n.kind === 'gate' ? this.#armGate(n, a) : this.#attempt(n, a));
+        if (steps.length > 0 && starts.length === 0) continue; // skips may free or end more at once
+        await woke;
+      }
+    } catch (e) {
+      // The record could not be written: the graph cannot be kept honest; end it as failed in memory.
+      this.rec.state = 'failed';
+      this.rec.endReason = 'internal';
+      this.rec.endedAt = this.#now();
+      this.#resolveDone();
+      throw e;
+    }
+  }
+
+  async #attempt(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
+    const spec = this.#nodes.get(n.id)!;
+    const inputs = spec.inputs.map((i) => ({ as: i.as, runId: this.#node(i.from).committedRunId ?? '' }));
+    const ctx: SpawnContext = { callerId: a.key, inputs, ...(this.rec.callerRunId ? { parentRunId: this.rec.callerRunId } : {}) };
+    let ended: RunRecord | null = null;
+    let errorCode: string | null = null;
+    try {
+      const r = await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id), ctx);
+      if (!r.ok) errorCode = r.error.code;
+      else {
+        a.runId = r.value.id;
+        a.state = 'running';
+        await this.save();
+        this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: 'running', attempt: a.n, runId: a.runId });
+        if (this.cancelled) await this.p.supervisor.kill(a.runId, { confirm: true, by: 'operator' });
+        for (;;) {
+          const w = await this.p.supervisor.wait(a.runId);
+          if (!w.ok) {
+            errorCode = w.error.code;
+            break;
+          }
+          if (w.value.status === 'ended') {
+            ended = w.value;
+            break;
+          }
+        }
+      }
+    } catch (e) {
+      errorCode = e instanceof BrigError ? e.code : 'internal';
+    }
+    const result: NodeResult = ended ? nodeResultOf(ended, this.cancelled) : this.cancelled ? 'cancelled' : 'failed';
+    a.state = 'ended';
+    a.result = result;
+    a.endReason = ended?.endReason ?? null;
+    a.errorCode = ended?.error?.code ?? errorCode;
+    a.endedAt = this.#now();
+    a.tokens = ended?.tokens ?? null;
+    a.costUsd = ended?.costUsd ?? null;
+    const retry = spec.retry;
+    const again = !this.cancelled && (retry.on as string[]).includes(result) && n.attempts.length < retry.max + 1;
+    n.state = again ? 'pending' : result;
+    if (result === 'succeeded') n.committedRunId = a.runId;
+    // The scheduler saves the end in its next write (ahead of whatever it does next: one fsync
+    // per transition); a crash before that finds the attempt running and ends it (recover).
+    this.#dirty = true;
+    this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: n.state, attempt: a.n, runId: a.runId });
+    this.#wake();
+  }
+
+  readonly #timers = new Set<NodeJS.Timeout>();
+
+  /** A gate waits for an operator; its timer rejects it at the deadline. */
+  async #armGate(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
+    a.state = 'running';
+    this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: 'running', attempt: a.n, runId: null });
+    const left = Math.max(0, Date.parse(n.gate!.deadline) - Date.now());
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      void this.decideGate(n.id, 'rejected', 'timeout', null).catch(() => {});
+    }, Math.min(left, 2 ** 31 - 1));
+    // Not unref'd: a graph waiting on a gate keeps its process (an in-process `brig graph run`) alive until it ends.
+    this.#timers.add(timer);
+  }
+
+  /** The one decision of a waiting gate: approved (succeeded) or rejected (failed); ledgered. */
+  async decideGate(node: string, decision: 'approved' | 'rejected', by: string, noteHash: string | null): Promise<Result<GraphRecord, BrigError>> {
+    const n = this.rec.nodes.find((x) => x.id === node);
+    if (!n || n.kind !== 'gate') return err(new BrigError('invalid_input', `graph ${this.rec.id} has no gate ${node.slice(0, 60)}`, { hint: `Its gates: ${this.rec.nodes.filter((x) => x.kind === 'gate').map((x) => x.id).join(', ') || 'none'}` }));
+    if (n.state !== 'running' || !n.gate || n.gate.decision !== null) {
+      return err(new BrigError('not_running', `gate ${node} is not waiting (${n.state}${n.gate?.decision ? `, ${n.gate.decision} by ${n.gate.by}` : ''})`, { data: { status: n.state } }));
+    }
+    const spec = this.#nodes.get(node)!.gate!;
+    if (decision === 'approved' && spec.prevent_self && this.rec.submittedBy && by === this.rec.submittedBy) {
+      return err(new BrigError('capability_denied', `gate ${node} may not be approved by the graph's submitter (${by})`, { data: { what: 'prevent_self' }, hint: 'Another operator approves it.' }));
+    }
+    const a = n.attempts.at(-1)!;
+    n.gate = { ...n.gate, decision, by, at: this.#now(), noteHash };
+    a.state = 'ended';
+    a.result = decision === 'approved' ? 'succeeded' : 'failed';
+    a.endReason = by === 'timeout' ? 'gate_timeout' : decision;
+    a.endedAt = n.gate.at;
+    n.state = a.result;
+    await this.save();
+    this.#emit({ type: 'graph.gate_decided', graphId: this.rec.id, node, decision, by, noteHash });
+    this.#emit({ type: 'graph.node', graphId: this.rec.id, node, state: n.state, attempt: a.n, runId: null });
+    this.#wake();
+    return ok(structuredClone(this.rec));
+  }
+
+  /** A tally: no run; its voters' ballots counted (a voter that did not succeed is absent). */
+  async #tally(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
+    const spec = this.#nodes.get(n.id)!;
+    const t = spec.tally!;
+    const ballots: Ballot[] = [];
+    for (const d of spec.depends_on) {
+      const voter = this.#node(d);
+      const runId = voter.committedRunId;
+      if (!runId || voter.state !== 'succeeded') {
+        ballots.push({ voter: d, value: undefined, state: 'absent' });
+        continue;
+      }
+      try {
+        if (!this.p.readBallot) throw new Error('no ballots here');
+        ballots.push({ voter: d, value: await this.p.readBallot(runId, t.ballot), state: 'read' });
+      } catch {
+        ballots.push({ voter: d, value: undefined, state: 'unreadable' });
+      }
+    }
+    const outcome = tally(t, ballots);
+    const result: NodeResult = this.cancelled ? 'cancelled' : outcome.outcome === 'decided' ? 'succeeded' : 'failed';
+    n.tally = outcome;
+    a.state = 'ended';
+    a.result = result;
+    a.endReason = outcome.outcome;
+    a.endedAt = this.#now();
+    n.state = result;
+    await this.save().catch(() => {});
+    this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: n.state, attempt: a.n, runId: null });
+    this.#wake();
+  }
+
+  async #finish(state: GraphRecord['state'], endReason: string): Promise<void> {
+    for (const t of this.#timers) clearTimeout(t);
+    if (this.rec.endedAt) return this.#resolveDone();
+    const rows = manifestRows(this.rec);
+    const refs = new Map<string, string | null>();
+    for (const n of this.rec.nodes) {
+      const last = n.attempts.at(-1);
+      if (last?.runId && this.p.refOf) refs.set(n.id, await this.p.refOf(last.runId).catch(() => null));
+    }
+    for (const r of rows) r.ref = r.run_id && refs.get(r.node) !== undefined && r.attempt === this.#node(r.node).attempts.length ? refs.get(r.node)! : null;
+    const manifestRef = await this.p.putManifest(this.rec.id, rows.map((r) => JSON.stringify(r)).join('\n') + '\n').catch(() => null);
+    this.rec.state = state;
+    this.rec.endReason = endReason;
+    this.rec.endedAt = this.#now();
+    this.rec.manifestRef = manifestRef;
+    this.rec.envelope = graphEnvelope(this.rec, { refs, sinks: this.def.sinks, label: this.def.spec.label ?? null, rows: rows.length });
+    await this.save();
+    this.#emit({ type: 'graph.ended', graphId: this.rec.id, state, endReason });
+    this.#resolveDone();
+  }
+
+  cancel(): void {
+    this.cancelled = true;
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+    for (const n of this.rec.nodes) {
+      const a = n.attempts.at(-1);
+      if (n.kind === 'gate' && n.state === 'running' && a) {
+        a.state = 'ended';
+        a.result = 'cancelled';
+        a.endReason = 'cancelled';
+        a.endedAt = this.#now();
+        n.state = 'cancelled';
+        this.#dirty = true;
+        continue;
+      }
+      if (n.state === 'running' && a?.runId) void this.p.supervisor.kill(a.runId, { confirm: true, by: 'operator' });
+    }
+    this.#wake();
+  }
+}
+
+/** The graphs of one supervisor: define, run, status, wait, cancel. */
+export class GraphService {
+  readonly #live = new Map<string, LiveGraph>();
+
+  constructor(readonly p: GraphPorts) {}
+
+  #defineOptions(source?: string) {
+    return { callerDepth: 0, maxDepth: this.p.limits.maxDepth, defaultTimeoutMs: this.p.limits.defaultTimeoutMs, ...(source ? { source } : {}) };
+  }
+
+  /** Define time alone: the topological order and the nodes, or every refusal with its line. Starts nothing. */
+  async define(text: string, o: RunGraphOptions = {}): Promise<Result<GraphDefinition, BrigError>> {
+    return defineGraphText(text, this.#defineOptions(o.source));
+  }
+
+  /** Checks and starts a graph; answers at once with its id, order and nodes. */
+  async run(text: string, o: RunGraphOptions = {}): Promise<Result<GraphStarted, BrigError>> {
+    const d = defineGraphText(text, this.#defineOptions(o.source));
+    if (!d.ok) return d;
+    const def = d.value;
+    const parallel = Math.min(def.spec.concurrency.max_parallel, this.p.limits.maxChildren);
+    if (parallel < 1) return err(new BrigError('children_exceeded', 'the caller may have no children (maxChildren 0)', { data: { limit: 0, current: 0 } }));
+    const now = (this.p.now ?? (() => new Date()))().toISOString();
+    const rec: GraphRecord = {
+      v: 1,
+      id: newGraphId(),
+      label: def.spec.label ?? null,
+      specHash: def.specHash,
+      state: 'running',
+      endReason: null,
+      createdAt: now,
+      endedAt: null,
+      callerRunId: null,
+      submittedBy: o.by ?? null,
+      parallel,
+      order: def.order,
+      nodes: def.order.map((id) => ({ id, kind: def.nodes.find((n) => n.id === id)!.kind, state: 'pending', skipReason: null, attempts: [], committedRunId: null })),
+      manifestRef: null,
+      envelope: null,
+    };
+    await this.p.store.create(rec, def.spec);
+    const live = new LiveGraph(rec, def, this.p);
+    this.#live.set(rec.id, live);
+    this.p.onEvent?.({ type: 'graph.started', graphId: rec.id, nodes: rec.nodes.length, parallel });
+    void live.drive().catch(() => {}).finally(() => this.#live.delete(rec.id));
+    return ok({ graphId: rec.id, order: def.order, nodes: def.nodes, parallel });
+  }
+
+  async status(graphId: string): Promise<Result<GraphRecord, BrigError>> {
+    const live = this.#live.get(graphId);
+    if (live) return ok(structuredClone(live.rec));
+    const rec = await this.p.store.load(graphId).catch((e: unknown) => (e instanceof BrigError ? e : new BrigError('internal', 'could not read the graph record', { cause: e })));
+    if (rec instanceof BrigError) return err(rec);
+    if (!rec) return err(new BrigError('graph_not_found', `no graph ${graphId}`, { data: { graphId } }));
+    return ok(rec);
+  }
+
+  /** Until the graph ends (or the timeout): its record; once ended it carries the envelope and the manifest ref. */
+  async wait(graphId: string, o: GraphWaitOptions = {}): Promise<Result<GraphRecord, BrigError>> {
+    const live = this.#live.get(graphId);
+    if (live) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        live.done,
+        new Promise<void>((r) => {
+          if (o.timeoutMs !== undefined) timer = setTimeout(r, o.timeoutMs);
+          o.signal?.addEventListener('abort', () => r(), { once: true });
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    return this.status(graphId);
+  }
+
+  /** The end as the coordinator gets it; `not_running` while the graph runs. */
+  async outcome(graphId: string): Promise<Result<GraphOutcome, BrigError>> {
+    const s = await this.status(graphId);
+    if (!s.ok) return s;
+    const r = s.value;
+    if (r.state === 'running') return err(new BrigError('not_running', `graph ${graphId} is still running`, { data: { status: 'running' } }));
+    return ok({ graphId, state: r.state, endReason: r.endReason, envelope: r.envelope ?? '', manifestRef: r.manifestRef });
+  }
+
+  /** An operator's decision on a waiting gate. The broker has no such method: no child can reach it. */
+  async decide(graphId: string, node: string, d: GateDecision): Promise<Result<GraphRecord, BrigError>> {
+    if (d.decision !== 'approve' && d.decision !== 'reject') return err(new BrigError('invalid_input', 'a decision is approve or reject'));
+    if (!d.by || d.by.length > 128) return err(new BrigError('invalid_input', 'a decision names who decides (by, ≤ 128 characters)'));
+    if (d.note !== undefined && d.note.length > 4096) return err(new BrigError('invalid_input', 'a note is at most 4096 characters'));
+    const live = this.#live.get(graphId);
+    if (!live) {
+      const s = await this.status(graphId);
+      if (!s.ok) return s;
+      return err(new BrigError('not_running', `graph ${graphId} is not running here (${s.value.state})`, { data: { status: s.value.state } }));
+    }
+    const noteHash = d.note ? createHash('sha256').update(d.note).digest('hex') : null;
+    return live.decideGate(node, d.decision === 'approve' ? 'approved' : 'rejected', d.by, noteHash);
+  }
+
+  async cancel(graphId: string, o: { confirm: boolean }): Promise<Result<GraphRecord, BrigError>> {
+    if (o.confirm !== true) return err(new BrigError('invalid_input', 'cancelling a graph needs confirm: true', { hint: 'Pass --confirm.' }));
+    const live = this.#live.get(graphId);
+    if (!live) {
+      const s = await this.status(graphId);
+      if (!s.ok) return s;
+      return err(new BrigError('not_running', `graph ${graphId} is not running here (${s.value.state})`, { data: { status: s.value.state } }));
+    }
+    live.cancel();
+    return ok(structuredClone(live.rec));
+  }
+
+  async list(): Promise<GraphRecord[]> {
+    const out: GraphRecord[] = [];
+    for (const id of await this.p.store.ids()) {
+      const s = await this.status(id);
+      if (s.ok) out.push(s.value);
+    }
+    return out;
+  }
+
+  /**
+   * At the supervisor's start (`on_restart: fail`): a graph left running by a supervisor that
+   * died ends `failed` (`supervisor_restart`) once; its attempts' runs are killed, its pending
+   * nodes skipped. Answers the graphs it ended.
+   */
+  async recover(): Promise<string[]> {
+    const ended: string[] = [];
+    let runs: Map<string, string> | null = null;
+    // An attempt written `starting` may have been spawned before the crash: its key is its caller id.
+    const runOfKey = async (key: string) => {
+      runs ??= new Map((await this.p.supervisor.list({}).catch(() => [])).map((r) => [r.callerId, r.id]));
+      return runs.get(key) ?? null;
+    };
+    for (const id of await this.p.store.ids()) {
+      if (this.#live.has(id)) continue;
+      const rec = await this.p.store.load(id).catch(() => undefined);
+      if (!rec || rec.state !== 'running') continue;
+      for (const n of rec.nodes) {
+        for (const a of n.attempts) {
+          if (a.state === 'ended') continue;
+          a.runId ??= await runOfKey(a.key);
+          if (a.runId) await this.p.supervisor.kill(a.runId, { confirm: true, by: 'system' }).catch(() => {});
+          a.state = 'ended';
+          a.result = 'failed';
+          a.endReason = 'supervisor_restart';
+          a.endedAt = (this.p.now ?? (() => new Date()))().toISOString();
+        }
+        if (n.state === 'running') n.state = 'failed';
+        if (n.gate && n.gate.decision === null && n.state === 'failed') n.gate = { ...n.gate, decision: 'rejected', by: 'supervisor_restart', at: rec.endedAt ?? (this.p.now ?? (() => new Date()))().toISOString() };
+        if (n.state === 'pending') {
+          n.state = 'skipped';
+          n.skipReason = 'supervisor_restart';
+        }
+      }
+      rec.state = 'failed';
+      rec.endReason = 'supervisor_restart';
+      rec.endedAt = (this.p.now ?? (() => new Date()))().toISOString();
+      rec.envelope = graphEnvelope(rec, { refs: new Map(), sinks: [], label: rec.label, rows: manifestRows(rec).length });
+      await this.p.store.save(rec);
+      ended.push(id);
+    }
+    return ended;
+  }
+}
+
+export const GRAPH_ENVELOPE_BYTES = GRAPH_BOUNDS.envelopeBytes;

@@ -1,0 +1,166 @@
+/**
+ * The `graph: brig/v1` spec: one strict schema, read from YAML or JSON (JSON is YAML 1.2, so
+ * one parser gives both their line numbers), every problem said as `source:line: what`.
+ *
+ * Guarantees: an unknown key, a wrong type, a value over a bound or a kind this version does
+ * not run is refused with its line — never ignored, defaulted or clamped. Pure: no I/O.
+ */
+import { z } from 'zod';
+import { describeIssue, parseYaml, type Problem } from '../config/yaml-issues.js';
+import {
+  CAPABILITIES,
+  GATE_MAX_MS,
+  GRAPH_BOUNDS,
+  GRAPH_INPUT_NAME,
+  GRAPH_NODE_ID,
+  GRAPH_NODE_KINDS,
+  GRAPH_PLANNED_KINDS,
+  GRAPH_RUN_KINDS,
+  GRAPH_VERSION,
+  NODE_RESULTS,
+  RETRY_ON,
+  SPAWN_BOUNDS,
+  type GraphSpec,
+} from '../protocol/index.js';
+import { BrigError, err, ok, type Result } from '../util/errors.js';
+
+const id = z.string().regex(GRAPH_NODE_ID, 'a node id is lowercase letters, digits, _ and -, starting with a letter, at most 48 characters');
+const positive = z.number().int().positive();
+
+const SpawnSchema = z.strictObject({
+  task: z.string().min(1).max(SPAWN_BOUNDS.taskChars),
+  agent: z.string().min(1).max(64).optional(),
+  model: z.string().min(1).max(128).optional(),
+  script: z.string().min(1).max(SPAWN_BOUNDS.scriptBytes).optional(),
+  argv: z.array(z.string().max(4096)).min(1).max(SPAWN_BOUNDS.argvItems).optional(),
+  caps: z.array(z.enum(CAPABILITIES)).optional(),
+  limits: z
+    .strictObject({ cpu: z.number().positive().optional(), memoryMb: positive.optional(), pids: positive.optional(), diskMb: positive.optional(), tokens: positive.optional(), costUsd: z.number().positive().optional() })
+    .optional(),
+  profile: z.string().min(1).max(64).optional(),
+  objective: z.string().min(1).max(SPAWN_BOUNDS.taskChars).optional(),
+  max_steps: positive.max(10_000).optional(),
+  timeout_ms: positive.max(24 * 3600_000).optional(),
+  expected_outputs: z.array(z.string().min(1).max(1024)).max(64).optional(),
+});
+
+const result = z.enum(NODE_RESULTS);
+const WhenSchema = z.union([
+  z.enum(['all_succeeded', 'all_done', 'any_succeeded']),
+  z.strictObject({ quorum: positive.max(GRAPH_BOUNDS.nodes) }),
+  z.strictObject({ results: z.record(id, z.union([result, z.array(result).min(1)])) }),
+]);
+
+const choice = z.string().min(1).max(64);
+const TallyFields = {
+  field: z.string().regex(/^\$(\.[A-Za-z_][A-Za-z0-9_]{0,63}){1,8}$/, 'a path like $.verdict or $.a.b (dotted keys only)'),
+  choices: z.array(choice).min(2).max(16),
+  rule: z.union([z.enum(['plurality', 'majority', 'unanimous']), z.strictObject({ quorum: positive.max(GRAPH_BOUNDS.nodes) })]).default('plurality'),
+  min_valid: positive.max(GRAPH_BOUNDS.nodes).default(1),
+  tie: z.enum(['fail', 'first_choice']).default('fail'),
+  ballot: z.string().regex(/^(result|out\/[A-Za-z0-9._/-]{1,200})$/, 'result, or out/<path> of a JSON file').default('result'),
+};
+const TallySchema = z.strictObject(TallyFields);
+const VoteSchema = z.strictObject({
+  ...TallyFields,
+  voters: z.array(z.string().regex(/^[a-z][a-z0-9_-]{0,23}$/, 'a voter name is lowercase letters, digits, _ and -')).min(2).max(16),
+  voter_kind: z.enum(GRAPH_RUN_KINDS).default('agent'),
+});
+
+const GateSchema = z.strictObject({
+  prompt: z.string().min(1).max(2048),
+  timeout_ms: positive.max(GATE_MAX_MS),
+  on_timeout: z.literal('reject').default('reject'),
+  prevent_self: z.boolean().default(false),
+});
+
+const NodeSchema = z.strictObject({
+  id,
+  kind: z.enum(GRAPH_NODE_KINDS),
+  depends_on: z.array(id).max(GRAPH_BOUNDS.nodes).default([]),
+  when: WhenSchema.default('all_succeeded'),
+  spawn: SpawnSchema.optional(),
+  tally: TallySchema.optional(),
+  vote: VoteSchema.optional(),
+  gate: GateSchema.optional(),
+  inputs: z
+    .array(z.strictObject({ from: id, as: z.string().regex(GRAPH_INPUT_NAME, 'an input name is lowercase letters, digits, _ and -, starting with a letter') }))
+    .max(GRAPH_BOUNDS.inputs)
+    .default([]),
+  retry: z
+    .strictObject({ max: z.number().int().min(0).max(GRAPH_BOUNDS.retries), on: z.array(z.enum(RETRY_ON)).min(1).default(['failed']), idempotent: z.boolean().default(false) })
+    .default({ max: 0, on: ['failed'], idempotent: false }),
+});
+
+export const GraphSpecSchema = z.strictObject({
+  graph: z.literal(GRAPH_VERSION),
+  label: z.string().min(1).max(GRAPH_BOUNDS.labelChars).optional(),
+  inputs: z.record(z.string().regex(GRAPH_INPUT_NAME), z.strictObject({ text: z.string().max(GRAPH_BOUNDS.textInputBytes) })).default({}),
+  concurrency: z.strictObject({ max_parallel: positive.max(GRAPH_BOUNDS.maxParallel) }).default({ max_parallel: 4 }),
+  on_failure: z.strictObject({ policy: z.enum(['fail_fast', 'continue']) }).default({ policy: 'fail_fast' }),
+  on_restart: z.literal('fail').default('fail'),
+  budget: z.strictObject({ wall_ms: positive.optional() }).default({}),
+  sinks: z.array(id).default([]),
+  nodes: z.array(NodeSchema).min(1),
+}) satisfies z.ZodType<GraphSpec, unknown>;
+
+/** The keys a map at this path may hold (for the "did you mean" hint). */
+export function validKeysAt(p: readonly PropertyKey[]): readonly string[] {
+  let s: z.core.$ZodType = GraphSpecSchema;
+  for (const k of [...p, null]) {
+    for (;;) {
+      const def = s._zod.def as { type: string; innerType?: z.core.$ZodType; element?: z.core.$ZodType; options?: z.core.$ZodType[] };
+      if ((def.type === 'default' || def.type === 'optional') && def.innerType) s = def.innerType;
+      else if (def.type === 'union' && def.options) s = def.options.find((o) => (o._zod.def as { type: string }).type === 'object') ?? def.options[0]!;
+      else break;
+    }
+    const def = s._zod.def as { type: string; shape?: Record<string, z.core.$ZodType>; element?: z.core.$ZodType; valueType?: z.core.$ZodType };
+    if (k === null) return def.type === 'object' && def.shape ? Object.keys(def.shape) : [];
+    if (def.type === 'object' && def.shape && typeof k === 'string' && def.shape[k]) s = def.shape[k]!;
+    else if (def.type === 'array' && def.element) s = def.element;
+    else if (def.type === 'record' && def.valueType) s = def.valueType;
+    else return [];
+  }
+  return [];
+}
+
+function kindHint(kind: string): string | undefined {
+  return (GRAPH_PLANNED_KINDS as readonly string[]).includes(kind)
+    ? `Kind ${kind} is part of the graph spec but not available in this version (docs/graphs.md, "Not yet"). Kinds today: ${GRAPH_NODE_KINDS.join(', ')}.`
+    : undefined;
+}
+
+export function specError(source: string, problems: Problem[]): BrigError {
+  const first = problems[0]!;
+  const more = problems.length > 1 ? ` (and ${problems.length - 1} more: ${problems.slice(1, 4).map((p) => p.text).join('; ')})` : '';
+  return new BrigError('invalid_input', `graph spec ${first.text}${more}`, {
+    data: { problems: problems.slice(0, 20).map((p) => p.text) },
+    hint: first.hint ?? 'Fix the spec; docs/graphs.md has its fields. `brig graph define FILE` checks it without running anything.',
+  });
+}
+
+/** Where each node sits in the text (1-based line, by its index in `nodes`), for the checks after the schema. */
+export type NodeLines = (number | undefined)[];
+
+/** Parses and checks a spec's text against the one schema. `source` names it in errors. */
+export function parseGraphSpec(text: string, source = 'graph'): Result<{ spec: GraphSpec; lines: NodeLines }, BrigError> {
+  if (text.length > 2 * 1024 * 1024) return err(specError(source, [{ text: `${source}: the spec is ${text.length} characters; the bound is 2 MiB` }]));
+  const { doc, lc, problems } = parseYaml(text, source);
+  if (problems.length > 0) return err(specError(source, problems));
+  const raw = doc.toJS({ maxAliasCount: 0 }) as unknown;
+  const parsed = GraphSpecSchema.safeParse(raw);
+  if (!parsed.success) {
+    const ps = parsed.error.issues.map((i) => {
+      const p = describeIssue(i, source, doc, lc, validKeysAt);
+      const got = doc.getIn(i.path as unknown[]);
+      const k = i.path.length === 3 && i.path[0] === 'nodes' && i.path[2] === 'kind' && typeof got === 'string' ? kindHint(got) : undefined;
+      return k ? { text: p.text, hint: k } : p;
+    });
+    return err(specError(source, ps));
+  }
+  const lines: NodeLines = parsed.data.nodes.map((_, i) => {
+    const node = doc.getIn(['nodes', i], true) as { range?: [number, number, number] } | undefined;
+    return node?.range ? lc.linePos(node.range[0]).line : undefined;
+  });
+  return ok({ spec: parsed.data as GraphSpec, lines });
+}

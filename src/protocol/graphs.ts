@@ -1,0 +1,324 @@
+/**
+ * Execution graphs' vocabulary (issue 25): the `graph: brig/v1` spec as a caller writes it,
+ * what `define` answers, the graph record, and what the coordinator gets at the end. A graph
+ * is a set of nodes, each node attempt an ordinary brig run; docs/graphs.md says what exists.
+ */
+import type { BrigError, Result } from './errors.js';
+import type { RunKind, SpawnLimits } from './runs.js';
+import type { Capability } from './leases.js';
+
+export const GRAPH_VERSION = 'brig/v1';
+
+/** Hard bounds: over one is refused at define, never clamped. */
+export const GRAPH_BOUNDS = {
+  /** Nodes after expansion. */
+  nodes: 200,
+  /** Items of one map (not available yet; the bound is part of the spec). */
+  mapItems: 100,
+  /** Rounds of a refine/debate (not available yet). */
+  rounds: 5,
+  /** The graph's own max_parallel ceiling (the caller's children cap bounds it further). */
+  maxParallel: 32,
+  inputs: 16,
+  textInputBytes: 4096,
+  retries: 3,
+  labelChars: 128,
+  /** The end envelope's bytes. */
+  envelopeBytes: 4096,
+} as const;
+
+/** Node ids: lowercase, ≤ 48 characters; `.` is reserved for macro expansion. */
+export const GRAPH_NODE_ID = /^[a-z][a-z0-9_-]{0,47}$/;
+/** Names under /artifacts. */
+export const GRAPH_INPUT_NAME = /^[a-z][a-z0-9_-]{0,47}$/;
+/** Graph ids: `g-` and lowercase letters and digits. */
+export const GRAPH_ID = /^g-[a-z0-9]{8,40}$/;
+export function isGraphId(id: string): boolean {
+  return GRAPH_ID.test(id);
+}
+
+/** Kinds whose attempt is a run. */
+export const GRAPH_RUN_KINDS = ['agent', 'script', 'command'] as const satisfies readonly RunKind[];
+/** The kinds a node may have today: run kinds, `tally` (no jail: a pure count over ballots) and the `vote` macro (voters + a tally). */
+export const GRAPH_NODE_KINDS = [...GRAPH_RUN_KINDS, 'tally', 'gate', 'vote'] as const;
+/** A node's kind once macros are expanded. */
+export type GraphNodeKind = (typeof GRAPH_RUN_KINDS)[number] | 'tally' | 'gate';
+export type GraphSpecKind = (typeof GRAPH_NODE_KINDS)[number];
+/** Kinds the issue names that this version refuses with a clear error (never ignored). */
+export const GRAPH_PLANNED_KINDS = ['map', 'map_reduce', 'refine', 'collaborate', 'debate'] as const;
+
+/** Gates wait at most this long (30 days). */
+export const GATE_MAX_MS = 30 * 24 * 3600_000;
+
+/** An approval gate: only an operator decides it (CLI, HTTP) — never a child, never the broker. */
+export interface GateSpec {
+  /** Shown to the person deciding (≤ 2 KiB). */
+  prompt: string;
+  timeout_ms: number;
+  /** Past the timeout the gate is rejected. */
+  on_timeout: 'reject';
+  /** The graph's submitter may not approve it. */
+  prevent_self: boolean;
+}
+
+/** A gate's state on the record: its deadline (kept across saves) and the one decision. */
+export interface GateState {
+  deadline: string;
+  decision: 'approved' | 'rejected' | null;
+  by: string | null;
+  at: string | null;
+  /** sha256 of the note (the note itself is not kept in the record or the ledger). */
+  noteHash: string | null;
+}
+
+/** How a tally decides over the valid ballots. */
+export type TallyRule = 'plurality' | 'majority' | 'unanimous' | { quorum: number };
+
+/** A tally over structured ballots: each dependency's ballot, `field` read from it, checked against `choices`. */
+export interface TallySpec {
+  /** A path into the ballot: `$.verdict`, `$.a.b` (dotted keys only). */
+  field: string;
+  choices: string[];
+  rule: TallyRule;
+  /** Fewer valid ballots than this fails the tally. */
+  min_valid: number;
+  /** A tie for first: fail, or the tied choice listed first in `choices`. */
+  tie: 'fail' | 'first_choice';
+  /** Where each voter's ballot is: its result value, or a JSON file of its out/. */
+  ballot: string;
+}
+
+/** What a tally found: counts per choice, invalid and absent ballots counted (never guessed). */
+export interface TallyOutcome {
+  winner: string | null;
+  /** decided, or why not: tie, too_few_valid, no_majority, not_unanimous, no_quorum. */
+  outcome: 'decided' | 'tie' | 'too_few_valid' | 'no_majority' | 'not_unanimous' | 'no_quorum';
+  counts: Record<string, number>;
+  valid: number;
+  /** Ballots that were there but did not parse, lacked the field, or named no choice. */
+  invalid: number;
+  /** Voters that did not succeed, so cast no ballot. */
+  absent: number;
+  /** Per voter: the choice it cast, or why its ballot did not count. */
+  ballots: { voter: string; choice: string | null; why: 'ok' | 'absent' | 'unreadable' | 'not_json' | 'no_field' | 'not_a_choice' }[];
+}
+
+/** How one node ended. */
+export const NODE_RESULTS = ['succeeded', 'failed', 'timed_out', 'cancelled', 'skipped'] as const;
+export type NodeResult = (typeof NODE_RESULTS)[number];
+/** What a retry may be asked on (never cancelled or skipped). */
+export const RETRY_ON = ['failed', 'timed_out'] as const;
+export type RetryOn = (typeof RETRY_ON)[number];
+
+/** A node's state: `pending` (not started), `running`, or ended with a result. */
+export type NodeState = 'pending' | 'running' | NodeResult;
+export const GRAPH_STATES = ['running', 'completed', 'failed', 'cancelled'] as const;
+export type GraphState = (typeof GRAPH_STATES)[number];
+/** Why a node was skipped. */
+export const SKIP_REASONS = ['unsatisfiable', 'fail_fast', 'cancelled', 'supervisor_restart'] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
+
+/** The closed set of `when` predicates over the upstream results (nothing else is evaluated). */
+export type WhenPredicate =
+  | 'all_succeeded'
+  | 'all_done'
+  | 'any_succeeded'
+  | { quorum: number }
+  /** Per dependency: the result (or results) it must have ended with. */
+  | { results: Record<string, NodeResult | NodeResult[]> };
+
+/** The spawn fields a node may carry (a subset of the spawn request: no artifact_refs, no image). */
+export interface GraphSpawn {
+  task: string;
+  agent?: string;
+  model?: string;
+  script?: string;
+  argv?: string[];
+  caps?: Capability[];
+  limits?: SpawnLimits;
+  profile?: string;
+  objective?: string;
+  max_steps?: number;
+  timeout_ms?: number;
+  expected_outputs?: string[];
+}
+
+/** A node as written: macros (`vote`) expand into plain nodes at define. */
+export interface GraphNodeInput {
+  id: string;
+  kind: GraphSpecKind;
+  depends_on: string[];
+  when: WhenPredicate;
+  /** Run kinds; for `vote`, each voter's template (`{{voter}}` is the voter's name). */
+  spawn?: GraphSpawn;
+  inputs: { from: string; as: string }[];
+  retry: { max: number; on: RetryOn[]; idempotent: boolean };
+  tally?: TallySpec;
+  gate?: GateSpec;
+  /** `vote`: the voters (names, each one node `<id>.<name>`), their kind, and the tally `<id>`. */
+  vote?: Omit<TallySpec, never> & { voters: string[]; voter_kind: (typeof GRAPH_RUN_KINDS)[number] };
+}
+
+/** A node as it runs (after expansion). */
+export interface GraphNodeSpec {
+  id: string;
+  kind: GraphNodeKind;
+  /** The macro node it was expanded from. */
+  macro_of?: string;
+  depends_on: string[];
+  when: WhenPredicate;
+  spawn: GraphSpawn;
+  tally?: TallySpec;
+  gate?: GateSpec;
+  /** Upstream committed out/ directories, mounted read-only at /artifacts/<as>. */
+  inputs: { from: string; as: string }[];
+  retry: { max: number; on: RetryOn[]; idempotent: boolean };
+}
+
+export interface GraphSpec {
+  graph: typeof GRAPH_VERSION;
+  label?: string;
+  /** Text inputs for `{{inputs.<name>}}` in a node's task (data only). */
+  inputs: Record<string, { text: string }>;
+  concurrency: { max_parallel: number };
+  on_failure: { policy: 'fail_fast' | 'continue' };
+  /** What a restart of the supervisor does to a running graph: only `fail` exists yet. */
+  on_restart: 'fail';
+  budget: { wall_ms?: number };
+  /** Nodes whose line leads the envelope (default: the nodes nothing depends on). */
+  sinks: string[];
+  nodes: GraphNodeInput[];
+}
+
+/** What define answers: the checked spec, its topological order and the nodes as they will run. */
+export interface GraphDefinition {
+  spec: GraphSpec;
+  /** sha256 of the canonical spec. */
+  specHash: string;
+  order: string[];
+  nodes: { id: string; kind: GraphNodeKind; macro_of?: string; depends_on: string[]; depth: number }[];
+  /** The nodes as they run, macros expanded, in the spec's order. */
+  expanded: GraphNodeSpec[];
+  sinks: string[];
+  /** The longest chain of node timeouts (ms): refused when over budget.wall_ms. */
+  criticalPathMs: number;
+}
+
+/** One attempt of a node: an ordinary run. Written before the spawn (state `starting`). */
+export interface GraphAttempt {
+  n: number;
+  /** The spawn's idempotency key: graph, node, attempt. */
+  key: string;
+  state: 'starting' | 'running' | 'ended';
+  runId: string | null;
+  result: NodeResult | null;
+  endReason: string | null;
+  errorCode: string | null;
+  startedAt: string;
+  endedAt: string | null;
+  tokens: number | null;
+  costUsd: number | null;
+}
+
+export interface GraphNodeRecord {
+  id: string;
+  kind: GraphNodeKind;
+  state: NodeState;
+  skipReason: SkipReason | null;
+  attempts: GraphAttempt[];
+  /** The run whose committed out/ dependents see (the last succeeded attempt's). */
+  committedRunId: string | null;
+  /** Kind `tally`: what it counted. */
+  tally?: TallyOutcome;
+  /** Kind `gate`: its deadline and decision. */
+  gate?: GateState;
+}
+
+/** The graph record ($BRIG_HOME/graphs/<id>/graph.json), written ahead of every action. */
+export interface GraphRecord {
+  v: 1;
+  id: string;
+  label: string | null;
+  specHash: string;
+  state: GraphState;
+  endReason: string | null;
+  createdAt: string;
+  endedAt: string | null;
+  /** The caller: a run id, or null for the operator. */
+  callerRunId: string | null;
+  /** Who submitted it (the operator's name as the face said it), for a gate's prevent_self. */
+  submittedBy?: string | null;
+  /** min(max_parallel, the caller's children cap), decided at start. */
+  parallel: number;
+  order: string[];
+  nodes: GraphNodeRecord[];
+  /** Set once the graph ended: the manifest ref and the envelope text. */
+  manifestRef: string | null;
+  envelope: string | null;
+}
+
+/** What run answers at once. */
+export interface GraphStarted {
+  graphId: string;
+  order: string[];
+  nodes: GraphDefinition['nodes'];
+  parallel: number;
+}
+
+/** The end: one bounded envelope and the manifest ref (one JSONL row per node attempt). */
+export interface GraphOutcome {
+  graphId: string;
+  state: GraphState;
+  endReason: string | null;
+  envelope: string;
+  manifestRef: string | null;
+}
+
+/** One row of the manifest (JSONL), one per node attempt. */
+export interface GraphManifestRow {
+  graph_id: string;
+  node: string;
+  kind: GraphNodeKind;
+  attempt: number;
+  state: NodeState;
+  end_reason: string | null;
+  run_id: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+  tokens: number | null;
+  cost_usd: number | null;
+  ref: string | null;
+  /** Kind `tally`: the count. */
+  tally?: TallyOutcome;
+}
+
+/** Content-free graph events: ids, states, counts. */
+export type GraphEvent =
+  | { type: 'graph.started'; graphId: string; nodes: number; parallel: number }
+  | { type: 'graph.node'; graphId: string; node: string; state: NodeState; attempt: number; runId: string | null }
+  | { type: 'graph.ended'; graphId: string; state: GraphState; endReason: string | null }
+  | { type: 'graph.gate_decided'; graphId: string; node: string; decision: 'approved' | 'rejected'; by: string; noteHash: string | null };
+
+/** An operator's decision on a gate. */
+export interface GateDecision {
+  decision: 'approve' | 'reject';
+  /** Who decides (the face says: the operator's user name). */
+  by: string;
+  note?: string;
+}
+
+/** The graphs of one supervisor, as the library and the faces see them. */
+export interface GraphSurface {
+  /** Define time alone: the order and the nodes, or every refusal with its line. Starts nothing. */
+  define(text: string, o?: { source?: string }): Promise<Result<GraphDefinition, BrigError>>;
+  /** Checks and starts a graph; answers at once with its id, order and nodes. */
+  run(text: string, o?: { source?: string; by?: string }): Promise<Result<GraphStarted, BrigError>>;
+  /** An operator's decision on a waiting gate (never reachable from a child). */
+  decide(graphId: string, node: string, d: GateDecision): Promise<Result<GraphRecord, BrigError>>;
+  status(graphId: string): Promise<Result<GraphRecord, BrigError>>;
+  /** Until the graph ends or the timeout: its record (ended: with the envelope and the manifest ref). */
+  wait(graphId: string, o?: { timeoutMs?: number; signal?: AbortSignal }): Promise<Result<GraphRecord, BrigError>>;
+  /** Kills the running nodes (their whole subtrees) and skips the rest; `confirm` must be true. */
+  cancel(graphId: string, o: { confirm: boolean }): Promise<Result<GraphRecord, BrigError>>;
+  list(): Promise<GraphRecord[]>;
+}

@@ -1,0 +1,148 @@
+/**
+ * Approval gates over the supervisor twin: only the service's decide (an operator face) ends
+ * a gate — approved lets its dependents run, rejected fails it (fail_fast skips the rest), the
+ * deadline rejects it (`timeout`), prevent_self refuses the submitter, a second decision is
+ * refused, a cancel ends a waiting gate; each decision is an event with who and the note's
+ * hash, never the note.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { defineGraphText, GraphService, GraphStore } from '../../../src/graphs/index.js';
+import type { GraphEvent, GraphRecord, RunRecord, SpawnRequestInput } from '../../../src/protocol/index.js';
+import { ok } from '../../../src/util/errors.js';
+
+function service() {
+  let n = 0;
+  const spawned: string[] = [];
+  const events: GraphEvent[] = [];
+  const g = new GraphService({
+    supervisor: {
+      async spawn(req: SpawnRequestInput) {
+        spawned.push(req.label!.split('/')[1]!);
+        return ok({ id: `r-twin${String(++n).padStart(6, '0')}`, status: 'running' } as unknown as RunRecord);
+      },
+      wait: async (id: string) => ok({ id, status: 'ended', endReason: 'completed' } as unknown as RunRecord),
+      kill: async () => ok({} as RunRecord),
+      list: async () => [],
+    },
+    store: new GraphStore(fs.mkdtempSync(path.join(os.tmpdir(), 'brig-gate-'))),
+    limits: { maxChildren: 5, maxDepth: 3, defaultTimeoutMs: 1000 },
+    putManifest: async () => 'ref_m',
+    onEvent: (e) => events.push(e),
+  });
+  return { g, spawned, events };
+}
+
+const spec = (gate: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    graph: 'brig/v1',
+    nodes: [
+      { id: 'plan', kind: 'command', spawn: { task: 'plan', argv: ['true'] } },
+      { id: 'go', kind: 'gate', depends_on: ['plan'], gate: { prompt: 'Ship it?', timeout_ms: 60_000, ...gate } },
+      { id: 'ship', kind: 'command', depends_on: ['go'], spawn: { task: 'ship', argv: ['true'] } },
+    ],
+  });
+
+async function waiting(g: GraphService, id: string): Promise<GraphRecord> {
+  for (;;) {
+    const s = await g.status(id);
+    assert.ok(s.ok);
+    if (s.value.nodes.find((n) => n.id === 'go')!.state === 'running') return s.value;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+test('a gate waits for an operator; approve lets its dependent run; the decision is ledgered with who and the note\'s hash only', async () => {
+  const { g, spawned, events } = service();
+  const s = await g.run(spec(), { by: 'alice' });
+  assert.ok(s.ok);
+  const rec = await waiting(g, s.value.graphId);
+  const go = rec.nodes.find((n) => n.id === 'go')!;
+  assert.ok(go.gate && go.gate.decision === null && Date.parse(go.gate.deadline) > Date.now());
+  assert.deepEqual(spawned, ['plan'], 'nothing after the gate starts before the decision');
+  const other = await g.decide(s.value.graphId, 'plan', { decision: 'approve', by: 'bob' });
+  assert.ok(!other.ok && other.error.code === 'invalid_input', 'only a gate is decided');
+  const d = await g.decide(s.value.graphId, 'go', { decision: 'approve', by: 'bob', note: 'the panel looked right' });
+  assert.ok(d.ok, d.ok ? '' : d.error.message);
+  const twice = await g.decide(s.value.graphId, 'go', { decision: 'reject', by: 'carol' });
+  assert.ok(!twice.ok && twice.error.code === 'not_running', 'one decision');
+  const w = await g.wait(s.value.graphId);
+  assert.ok(w.ok);
+  assert.equal(w.value.state, 'completed');
+  assert.deepEqual(spawned, ['plan', 'ship']);
+  const decided = events.find((e) => e.type === 'graph.gate_decided')!;
+  assert.ok(decided.type === 'graph.gate_decided');
+  assert.deepEqual({ ...decided, noteHash: null }, { type: 'graph.gate_decided', graphId: s.value.graphId, node: 'go', decision: 'approved', by: 'bob', noteHash: null });
+  assert.equal(decided.noteHash, createHash('sha256').update('the panel looked right').digest('hex'));
+  assert.ok(!JSON.stringify(events).includes('panel looked right'), 'the note is not in any event');
+  assert.ok(!JSON.stringify(w.value).includes('panel looked right'), 'nor on the record');
+  assert.match(w.value.envelope!, /^go\s+gate\s+succeeded\s+a1\s+.*approved by bob$/m);
+});
+
+test('reject fails the gate; under fail_fast what follows is skipped', async () => {
+  const { g, spawned } = service();
+  const s = await g.run(spec());
+  assert.ok(s.ok);
+  await waiting(g, s.value.graphId);
+  assert.ok((await g.decide(s.value.graphId, 'go', { decision: 'reject', by: 'bob' })).ok);
+  const w = await g.wait(s.value.graphId);
+  assert.ok(w.ok);
+  assert.deepEqual(w.value.nodes.map((n) => [n.id, n.state, n.skipReason]), [['plan', 'succeeded', null], ['go', 'failed', null], ['ship', 'skipped', 'fail_fast']]);
+  assert.deepEqual(spawned, ['plan']);
+});
+
+test('past its deadline a gate is rejected by timeout', async () => {
+  const { g } = service();
+  const s = await g.run(spec({ timeout_ms: 30 }));
+  assert.ok(s.ok);
+  const w = await g.wait(s.value.graphId);
+  assert.ok(w.ok);
+  const go = w.value.nodes.find((n) => n.id === 'go')!;
+  assert.deepEqual([go.state, go.gate!.decision, go.gate!.by, go.attempts[0]!.endReason], ['failed', 'rejected', 'timeout', 'gate_timeout']);
+});
+
+test('prevent_self: the submitter may not approve (another operator may); anyone may reject', async () => {
+  const { g } = service();
+  const s = await g.run(spec({ prevent_self: true }), { by: 'alice' });
+  assert.ok(s.ok);
+  await waiting(g, s.value.graphId);
+  const self = await g.decide(s.value.graphId, 'go', { decision: 'approve', by: 'alice' });
+  assert.ok(!self.ok && self.error.code === 'capability_denied');
+  assert.ok((await g.decide(s.value.graphId, 'go', { decision: 'approve', by: 'bob' })).ok);
+  const w = await g.wait(s.value.graphId);
+  assert.ok(w.ok);
+  assert.equal(w.value.state, 'completed');
+});
+
+test('a cancel ends a waiting gate cancelled and the graph cancelled', async () => {
+  const { g } = service();
+  const s = await g.run(spec());
+  assert.ok(s.ok);
+  await waiting(g, s.value.graphId);
+  assert.ok((await g.cancel(s.value.graphId, { confirm: true })).ok);
+  const w = await g.wait(s.value.graphId);
+  assert.ok(w.ok);
+  assert.equal(w.value.state, 'cancelled');
+  assert.deepEqual(w.value.nodes.map((n) => n.state), ['succeeded', 'cancelled', 'skipped']);
+});
+
+test('define refuses gates that cannot be: a spawn on a gate, an input from a gate, a timeout over 30 days, a retry', () => {
+  const bad = (nodes: unknown[]) => defineGraphText(JSON.stringify({ graph: 'brig/v1', nodes }));
+  const a = { id: 'a', kind: 'command', spawn: { task: 't', argv: ['x'] } };
+  const cases: [unknown[], RegExp][] = [
+    [[a, { id: 'go', kind: 'gate', depends_on: ['a'], spawn: { task: 't' }, gate: { prompt: 'p', timeout_ms: 10 } }], /a gate runs nothing/],
+    [[a, { id: 'go', kind: 'gate', depends_on: ['a'], gate: { prompt: 'p', timeout_ms: 10 } }, { id: 'b', kind: 'command', depends_on: ['go'], inputs: [{ from: 'go', as: 'g' }], spawn: { task: 't', argv: ['x'] } }], /a gate: it commits no out\//],
+    [[{ id: 'go', kind: 'gate', gate: { prompt: 'p', timeout_ms: 31 * 24 * 3600_000 } }], /timeout_ms/],
+    [[{ id: 'go', kind: 'gate', retry: { max: 1 }, gate: { prompt: 'p', timeout_ms: 10 } }], /a gate takes no retry/],
+    [[{ id: 'go', kind: 'gate' }], /a gate node needs gate/],
+  ];
+  for (const [nodes, re] of cases) {
+    const d = bad(nodes);
+    assert.ok(!d.ok, JSON.stringify(nodes));
+    assert.match(d.error.message, re);
+  }
+});
