@@ -47,6 +47,7 @@ export const BENCHES: readonly BenchEntry[] = [
   { name: 'slice-fairness', args: [], timeoutS: 180 },
   { name: 'broker-flood', args: [], timeoutS: 120 },
   { name: 'health-under-flood', args: ['5000'], timeoutS: 120 },
+  { name: 'api-stall', args: ['2'], timeoutS: 240 },
   { name: 'model-call', args: ['30'], timeoutS: 120 },
   { name: 'local-model', args: ['5'], timeoutS: 180 },
   { name: 'engine-outage', args: ['2'], timeoutS: 180 },
