@@ -16,7 +16,9 @@
  * with an Error carrying `code`, `signal`, `stdout` and `stderr` otherwise — and the commands of
  * concurrent calls run concurrently. The helper inherits the caller's environment at its start
  * (a call's `env` replaces it for that command, as execFile's does) and exits when its stdin
- * closes, so it never outlives its parent by more than its running commands. It holds no event
+ * closes — not on SIGINT, SIGTERM or SIGHUP, which a terminal or a service manager sends the
+ * whole group while its parent drains and may still need it — so it lives as long as its
+ * parent, never longer than its running commands. It holds no event
  * loop open while no call is pending.
  * Fails: a call in flight when the helper dies rejects (`spawner exited`); the next call starts a
  * new one. A helper that cannot start rejects the call with why.
@@ -64,6 +66,9 @@ rl.on('line', (line) => {
   }
 });
 rl.on('close', () => process.exit(0));
+// It lives as long as its parent's pipe: a Ctrl-C or a SIGTERM to the whole process group (a
+// terminal, a service manager) leaves it to the parent, which may still need it to drain.
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => {});
 `;
 
 interface Answer {

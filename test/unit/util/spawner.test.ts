@@ -46,6 +46,18 @@ test('spawner: a helper that dies fails the calls in flight, and the next call s
   }
 });
 
+test('spawner: a signal to the process group (Ctrl-C, SIGTERM) leaves the helper to its parent: it still answers', async () => {
+  const s = new Spawner();
+  try {
+    const pid = Number((await s.execFile('/bin/sh', ['-c', 'echo $PPID'])).stdout.trim());
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.kill(pid, sig);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(Number((await s.execFile('/bin/sh', ['-c', 'echo $PPID'])).stdout.trim()), pid, 'the same helper answered');
+  } finally {
+    s.close();
+  }
+});
+
 test('spawner: an idle helper does not keep its caller alive', () => {
   const src = new URL('../../../src/util/spawner.ts', import.meta.url).pathname;
   const code = `import { spawner } from ${JSON.stringify(src)};
