@@ -49,6 +49,7 @@ export const BENCHES: readonly BenchEntry[] = [
   { name: 'slice-fairness', args: [], timeoutS: 240 },
   { name: 'broker-flood', args: [], timeoutS: 180 },
   { name: 'health-under-flood', args: ['5000'], timeoutS: 180 },
+  { name: 'api-stall', args: ['2'], timeoutS: 360 },
   { name: 'model-call', args: ['30'], timeoutS: 180 },
   { name: 'local-model', args: ['5'], timeoutS: 240 },
   { name: 'engine-outage', args: ['2'], timeoutS: 300 },

@@ -10,7 +10,8 @@
  * that is — so a segment added from outside brig is named too. The anchor never runs ahead of
  * the disk: a writer records its segment with 0 lines (the genesis as its hash) before its
  * first line, fsyncs its segment before it records a line count, and the anchor is replaced
- * whole (temp, fsync, rename, fsync of the directory). A writer records its own segment again
+ * whole (temp, fsync, rename, fsync of the directory) — inline (recordInAnchor) or on fs's
+ * thread pool (recordInAnchorAsync, the writer's batches: file-ledger.ts). A writer records its own segment again
  * after its first line, after `ANCHOR_EVERY` lines or `ANCHOR_MS` after the first line not yet
  * anchored, and when it closes; when its first line links earlier segments it drops their
  * entries (the chain protects them from then on), so the file stays as small as the number
@@ -28,7 +29,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { writeFileAtomicSync } from '../util/atomic-file.js';
+import { writeFileAtomic, writeFileAtomicSync } from '../util/atomic-file.js';
 
 export const ANCHOR_FORMAT = 1;
 /** Lines a writer appends at most before it records them in the anchor. */
@@ -92,6 +93,42 @@ export function recordInAnchor(dir: string, name: string, entry: AnchorEntry, dr
   }
 }
 
+/**
+ * recordInAnchor off the event loop: the same lock, read-modify-write and atomic replace, with
+ * the reads, writes and fsyncs on fs's thread pool and the lock's waits as timers. A writer
+ * never runs this and the synchronous one at once (it would wait on its own lock).
+ */
+export async function recordInAnchorAsync(dir: string, name: string, entry: AnchorEntry, drop: readonly string[] = []): Promise<void> {
+  const file = anchorPath(dir);
+  const release = await lockAnchorAsync(file);
+  try {
+    const cur = await readAnchorAsync(file);
+    const segments = cur && !('unreadable' in cur) ? { ...cur.segments } : {};
+    for (const d of drop) delete segments[d];
+    segments[name] = entry;
+    const anchor: Anchor = { v: ANCHOR_FORMAT, segments };
+    await writeFileAtomic(file, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
+  } finally {
+    await release();
+  }
+}
+
+async function readAnchorAsync(file: string): Promise<Anchor | undefined | { unreadable: string }> {
+  let text: string;
+  try {
+    text = await fs.promises.readFile(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    return { unreadable: (e as Error).message };
+  }
+  try {
+    const r = AnchorSchema.safeParse(JSON.parse(text));
+    return r.success ? r.data : { unreadable: 'not a ledger anchor' };
+  } catch {
+    return { unreadable: 'not valid JSON' };
+  }
+}
+
 /** A lock older than this is broken: a holder keeps it for one anchor write (≈ 1.3 ms here). */
 export const LOCK_STALE_MS = 2000;
 
@@ -119,27 +156,7 @@ function lockAnchor(file: string): () => void {
   const lock = `${file}.lock`;
   const me = `${process.pid} ${randomBytes(6).toString('hex')}`;
   for (;;) {
-    let fd: number | undefined;
-    try {
-      fd = fs.openSync(lock, 'wx', 0o600);
-      fs.writeFileSync(fd, me);
-      fs.closeSync(fd);
-      break;
-    } catch (e) {
-      if (fd !== undefined) {
-        // Ours, made but not written (a full disk): an empty lock would stall every writer for LOCK_STALE_MS.
-        fs.closeSync(fd);
-        fs.rmSync(lock, { force: true });
-      }
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    }
-    try {
-      const owner = fs.readFileSync(lock, 'utf8');
-      const age = Date.now() - fs.statSync(lock).mtimeMs;
-      if (age > LOCK_STALE_MS || (owner !== '' && age > 50 && holderGone(owner))) fs.rmSync(lock, { force: true });
-    } catch {
-      // released between the tries: take it on the next round
-    }
+    if (tryLock(lock, me)) break;
     Atomics.wait(pause, 0, 0, 1);
   }
   return () => {
@@ -149,4 +166,44 @@ function lockAnchor(file: string): () => void {
       // broken as stale by another writer: not ours to remove any more
     }
   };
+}
+
+/** lockAnchor with its waits as timers (the lock's own files are tiny: no fsync, microseconds). */
+async function lockAnchorAsync(file: string): Promise<() => Promise<void>> {
+  const lock = `${file}.lock`;
+  const me = `${process.pid} ${randomBytes(6).toString('hex')}`;
+  while (!tryLock(lock, me)) await new Promise((r) => setTimeout(r, 1));
+  return async () => {
+    try {
+      if ((await fs.promises.readFile(lock, 'utf8')) === me) await fs.promises.rm(lock, { force: true });
+    } catch {
+      // broken as stale by another writer: not ours to remove any more
+    }
+  };
+}
+
+/** One try at the lock: true when taken; a stale one is broken for the next try. */
+function tryLock(lock: string, me: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(lock, 'wx', 0o600);
+    fs.writeFileSync(fd, me);
+    fs.closeSync(fd);
+    return true;
+  } catch (e) {
+    if (fd !== undefined) {
+      // Ours, made but not written (a full disk): an empty lock would stall every writer for LOCK_STALE_MS.
+      fs.closeSync(fd);
+      fs.rmSync(lock, { force: true });
+    }
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+  try {
+    const owner = fs.readFileSync(lock, 'utf8');
+    const age = Date.now() - fs.statSync(lock).mtimeMs;
+    if (age > LOCK_STALE_MS || (owner !== '' && age > 50 && holderGone(owner))) fs.rmSync(lock, { force: true });
+  } catch {
+    // released between the tries: take it on the next round
+  }
+  return false;
 }

@@ -34,7 +34,8 @@
  * write is never linked. The heads no later segment vouches for — this writer's own segment,
  * closed or not — are recorded in the anchor beside the directory (anchor.ts): with 0 lines
  * before its first line, after that line, every ANCHOR_EVERY lines or ANCHOR_MS after the
- * first unanchored one, and when it closes, each time after an fsync of the segment; so
+ * first unanchored one, and when it closes, each time after an fsync of the segment (the
+ * batches in between off the event loop, one at a time: anchorSoon); so
  * deleting segments or cutting the newest one is detected too, except within the lines a
  * crash leaves unanchored, and every segment with a line is accounted for. Segments are 0644
  * inside the 0700 directory: nobody but the owner can reach them, and the DuckDB helper (uid
@@ -47,7 +48,7 @@ import { randomBytes } from 'node:crypto';
 import { BrigError } from '../util/errors.js';
 import { isNoSpace } from '../util/disk-space.js';
 import type { Ledger, LedgerBacklog, LedgerEvent, LedgerValue } from './types.js';
-import { ANCHOR_EVERY, ANCHOR_MS, anchorPath, readAnchor, recordInAnchor } from './anchor.js';
+import { ANCHOR_EVERY, ANCHOR_MS, anchorPath, readAnchor, recordInAnchor, recordInAnchorAsync } from './anchor.js';
 import { scanLedger } from './verify.js';
 import { LEDGER_FORMAT, genesisHash, lineHash, linkableSegments } from './chain.js';
 import { SegmentFile, realIo, type SegmentIo } from './segment-file.js';
@@ -129,6 +130,14 @@ export class FileLedger implements Ledger {
   private heldSince = 0;
   /** Events past the held bound, by type: written as `ledger.unrecorded` once space returns. */
   private readonly unrecorded = new Map<string, number>();
+  /** The anchoring running off the event loop, while one does. */
+  private anchoring: Promise<void> | undefined;
+  /** Another anchoring came due while one ran: it runs next. */
+  private anchorAgain = false;
+  /** The line count the anchoring under way records. */
+  private anchoringLines = 0;
+  /** Why the last anchoring off the event loop failed (not for space): the next one runs inline and throws. */
+  private anchorFailed: unknown;
 
   constructor(opts: FileLedgerOptions) {
     this.dir = opts.dir;
@@ -232,11 +241,18 @@ export class FileLedger implements Ledger {
   private pump(seg: Segment): boolean {
     if (!this.write(seg)) return this.block();
     // The first line at once (the anchor then knows this segment exists), then in batches:
-    // an anchor write is two fsyncs and a rename (≈ 1.3 ms here), an append ≈ 20 µs.
+    // an anchor write is three fsyncs and a rename (≈ 1.3 ms on a quiet disk, far more on a busy
+    // one), an append ≈ 20 µs. The batches run off the event loop (anchorSoon) unless the disk
+    // has refused or the last one failed: then inline, as the first line's, so a failure reaches
+    // the appender.
     if (seg.file.written > seg.anchored) {
-      if (seg.anchored === 0 || seg.file.written - seg.anchored >= this.anchorEvery) {
+      // Lines an anchoring under way will record count as anchored here: the cadence stays ANCHOR_EVERY.
+      const due = seg.anchored === 0 || seg.file.written - Math.max(seg.anchored, this.anchoringLines) >= this.anchorEvery;
+      const inline = seg.anchored === 0 || this.blockedSince !== undefined || this.anchorFailed !== undefined;
+      if (due && inline && !this.anchoring) {
         if (!this.anchor(seg, false)) return this.block();
-      } else this.anchorTimer ??= setTimeout(() => this.anchorLater(seg), this.anchorMs).unref();
+      } else if (due) this.anchorSoon(seg);
+      else this.anchorTimer ??= setTimeout(() => this.anchorLater(seg), this.anchorMs).unref();
     }
     if (this.blockedSince !== undefined) this.resumed(seg);
     return true;
@@ -305,12 +321,60 @@ export class FileLedger implements Ledger {
     const entry = { lines: seg.file.written, hash: seg.file.writtenHash, closed };
     if (!noSpaceIsFalse(() => recordInAnchor(this.dir, path.basename(seg.file.file), entry, seg.linked))) return false;
     seg.anchored = seg.file.written;
+    this.anchorFailed = undefined;
     return true;
+  }
+
+  /**
+   * anchor() off the event loop (issue 29 item 7: its fsyncs held the daemon's main thread
+   * 0.2–1.5 s under 20 jails): the fsyncs and the anchor's replacement run on fs's thread pool
+   * while appends go on. The same order holds — the lines counted are read before the
+   * segment's fsync starts, so the anchor never records a line the fsync may not have covered —
+   * and one anchoring runs at a time (a next one due runs after it). No space: the ledger holds
+   * lines as for a refused write (block), and from then on anchors inline until it resumes.
+   * Another failure: kept, and the next anchoring runs inline and throws to the appender.
+   */
+  private anchorSoon(seg: Segment): void {
+    clearTimeout(this.anchorTimer);
+    this.anchorTimer = undefined;
+    if (this.anchoring) {
+      this.anchorAgain = true;
+      return;
+    }
+    const entry = { lines: seg.file.written, hash: seg.file.writtenHash, closed: false };
+    const name = path.basename(seg.file.file);
+    this.anchoringLines = entry.lines;
+    this.anchoring = (async () => {
+      try {
+        const room = (await seg.file.fsyncAsync()) && (await noSpaceIsFalseAsync(() => recordInAnchorAsync(this.dir, name, entry, seg.linked)));
+        if (!room) {
+          this.block();
+          return;
+        }
+        seg.anchored = Math.max(seg.anchored, entry.lines);
+        this.anchorFailed = undefined;
+      } catch (e) {
+        this.anchorFailed = e;
+      }
+    })().finally(() => {
+      this.anchoring = undefined;
+      this.anchoringLines = 0;
+      const again = this.anchorAgain;
+      this.anchorAgain = false;
+      if (seg !== this.current || seg.anchored === seg.file.written || this.blockedSince !== undefined) return;
+      if (again && this.anchorFailed === undefined) this.anchorSoon(seg);
+      else this.anchorTimer ??= setTimeout(() => this.anchorLater(seg), this.anchorMs).unref();
+    });
   }
 
   private anchorLater(seg: Segment): void {
     this.anchorTimer = undefined;
     if (seg !== this.current || seg.anchored === seg.file.written) return;
+    if (this.blockedSince === undefined && this.anchorFailed === undefined) {
+      this.anchorSoon(seg);
+      return;
+    }
+    if (this.anchoring) return; // it arms this timer again when it ends
     try {
       if (!this.anchor(seg, false)) this.block();
     } catch {
@@ -319,10 +383,14 @@ export class FileLedger implements Ledger {
     }
   }
 
-  /** Resolves when everything appended so far is written; `storage_full` while the disk holds lines back. */
+  /**
+   * Resolves when everything appended so far is written and any anchoring under way has ended;
+   * `storage_full` while the disk holds lines back.
+   */
   async flush(): Promise<void> {
     const seg = this.current;
     if (seg && !this.pump(seg)) throw heldError(seg.file.heldLines);
+    while (this.anchoring) await this.anchoring;
   }
 
   /**
@@ -331,6 +399,8 @@ export class FileLedger implements Ledger {
    * stays open, as after a crash) and throws `storage_full` naming how many were lost.
    */
   async close(): Promise<void> {
+    // The closing anchor is inline: an anchoring under way ends first (one writer of the anchor at a time).
+    while (this.anchoring) await this.anchoring;
     const seg = this.current;
     if (!seg) return;
     this.takeUnrecorded(seg);
@@ -354,6 +424,16 @@ export class FileLedger implements Ledger {
 function noSpaceIsFalse(fn: () => void): boolean {
   try {
     fn();
+    return true;
+  } catch (e) {
+    if (isNoSpace(e)) return false;
+    throw e;
+  }
+}
+
+async function noSpaceIsFalseAsync(fn: () => Promise<void>): Promise<boolean> {
+  try {
+    await fn();
     return true;
   } catch (e) {
     if (isNoSpace(e)) return false;

@@ -16,11 +16,14 @@ import { isNoSpace } from '../util/disk-space.js';
 export interface SegmentIo {
   write(fd: number, buf: Buffer, offset: number, length: number): number;
   fsync(fd: number): void;
+  /** fsync on fs's thread pool (absent: `fsync`, on the caller's thread). */
+  fsyncAsync?(fd: number): Promise<void>;
 }
 
 export const realIo: SegmentIo = {
   write: (fd, buf, offset, length) => fs.writeSync(fd, buf, offset, length),
   fsync: (fd) => fs.fsyncSync(fd),
+  fsyncAsync: (fd) => new Promise<void>((resolve, reject) => fs.fsync(fd, (e) => (e ? reject(e) : resolve()))),
 };
 
 interface Held {
@@ -105,6 +108,23 @@ export class SegmentFile {
     if (this.#fd === undefined) return this.written === 0;
     try {
       this.io.fsync(this.#fd);
+      return true;
+    } catch (e) {
+      if (isNoSpace(e)) return false;
+      throw e;
+    }
+  }
+
+  /**
+   * `fsync` off the event loop. What it makes durable is at least every line written before
+   * the call: the caller reads `written`/`writtenHash` first and records no more than those.
+   */
+  async fsyncAsync(): Promise<boolean> {
+    if (this.#fd === undefined) return this.written === 0;
+    const fd = this.#fd;
+    try {
+      if (this.io.fsyncAsync) await this.io.fsyncAsync(fd);
+      else this.io.fsync(fd);
       return true;
     } catch (e) {
       if (isNoSpace(e)) return false;

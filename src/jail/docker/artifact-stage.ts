@@ -18,15 +18,15 @@
  * Fails closed: any doubt refuses the run before a container exists; what was staged is
  * unmounted and removed on every error path, and at release, and by the sweep.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { BrigError } from '../../util/errors.js';
+import { execInHelper } from '../../util/spawner.js';
 import { artifactTreeProblem } from '../artifact-tree.js';
 import type { JailArtifact } from '../types.js';
 
-const run = promisify(execFile);
+/** Through the command helper (util/spawner.ts): a fork from the daemon blocks its event loop. */
+const run = execInHelper;
 const MOUNT = ['/usr/bin/mount', '/bin/mount'].find((p) => fs.existsSync(p));
 const UMOUNT = ['/usr/bin/umount', '/bin/umount'].find((p) => fs.existsSync(p));
 

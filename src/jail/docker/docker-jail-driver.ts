@@ -13,9 +13,11 @@
  * engineAnswers() is the bounded ping the supervisor asks before it waits on the engine.
  */
 import crypto from 'node:crypto';
+import events from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import util from 'node:util';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { BrigError } from '../../util/errors.js';
@@ -111,6 +113,19 @@ export function dockerFromHost(dockerHost: string | undefined, agent?: http.Agen
   return new Docker({ host: u.hostname, port: Number(u.port || 2375), protocol: 'http', ...a });
 }
 
+/**
+ * The engine's connection agent. docker-modem formats every request's options — this agent
+ * among them — with `util.inspect(…, { showHidden: true, depth: null })` before it asks
+ * whether debug output is on, so each call walked every socket the agent keeps, their handles
+ * and parsers: at 20 live jails that was 21 s of the main thread's 34 s in one 28-s round
+ * (bench/api-stall.bench.ts, issue 29 item 7). It prints as its name instead.
+ */
+export class EngineAgent extends http.Agent {
+  [util.inspect.custom](): string {
+    return 'EngineAgent';
+  }
+}
+
 const hasRuntime = (plan: ImagePlan) => plan.entries.some((e) => e.dest.startsWith('opt/brig/child/'));
 
 export class DockerJailDriver implements JailDriver {
@@ -124,11 +139,13 @@ export class DockerJailDriver implements JailDriver {
   private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes' | 'workspaceQuota' | 'disksDir' | 'stageDir' | 'imageCacheFile'>> & { childRuntimeDir: string };
   private image: Promise<string> | undefined;
   /** This driver's connections to the engine (as Node's global agent keeps them): close() ends them all. */
-  private readonly agent = new http.Agent({ keepAlive: true, scheduling: 'lifo', timeout: 5000 });
+  private readonly agent = new EngineAgent({ keepAlive: true, scheduling: 'lifo', timeout: 5000 });
   /** Aborted by close(): every jail's exit watch stops. */
   private readonly closing = new AbortController();
 
   constructor(opts: DockerJailDriverOptions = {}) {
+    // Every live jail's exit watch listens on it: 20 jails are not a leak.
+    events.setMaxListeners(0, this.closing.signal);
     this.docker = dockerFromHost(opts.dockerHost, this.agent);
     this.owner = opts.owner ?? 'default';
     this.tailBytes = opts.tailBytes;

@@ -15,19 +15,19 @@
  * kernel's permission checks. Fails closed: anything that fails while making a slot destroys
  * what was made and throws; destroying never throws; `intact()` says no on any doubt.
  */
-import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { BrigError } from '../../util/errors.js';
+import { execInHelper } from '../../util/spawner.js';
 import { POOL_KEY_PREFIX, type JailLimits, type JailSpec } from '../types.js';
 import type { DockerJail } from './docker-jail.js';
 import type { DockerJailDriver } from './docker-jail-driver.js';
 import { FIFO, SLOT_ENV, waiterReady, waiterScript } from './pool-waiter.js';
 import { JAIL_USER, renderCreateBody, type CreateBody } from './profile.js';
 
-const run = promisify(execFile);
+/** Through the command helper (util/spawner.ts): a fork from the daemon blocks its event loop. */
+const run = execInHelper;
 /** coreutils' mkfifo, by absolute path (Node has no mkfifo); found once. */
 const MKFIFO = ['/usr/bin/mkfifo', '/bin/mkfifo'].find((p) => fs.existsSync(p));
 const JAIL_IDS = JAIL_USER.split(':').map(Number) as [number, number];

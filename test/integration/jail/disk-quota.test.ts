@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { ChildProcess, execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -126,6 +126,44 @@ test('disks outlive nothing: sweep releases a non-live run\'s image and a loop d
   assert.equal(await disks.release('r-live'), true);
   assert.equal(await disks.release('r-live'), false, 'release is safe to call twice');
   assert.deepEqual(loopsBacking(live.image), []);
+});
+
+test('a workspace disk\'s commands (mkfs, debugfs, losetup) are started by the command helper, never by the caller\'s thread — and the disk is still made, sized and released (issue 29 item 7)', async (t) => {
+  const why = WorkspaceDisks.unavailable();
+  if (why !== null) {
+    if (process.env.CI === 'true' || process.env.CI === '1') assert.fail(`the workspace quota is unavailable in CI: ${why}`);
+    return t.skip(`no quota here: ${why}`);
+  }
+  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-disks-'));
+  const disks = new WorkspaceDisks(path.join(dir, 'owner'));
+  // Every process this (the caller's) thread starts goes through ChildProcess.prototype.spawn.
+  const started: string[] = [];
+  const proto = ChildProcess.prototype as unknown as { spawn: (this: ChildProcess, o: { file: string }) => unknown };
+  const real = proto.spawn;
+  proto.spawn = function (o) {
+    started.push(o.file);
+    return real.call(this, o);
+  };
+  t.after(async () => {
+    proto.spawn = real;
+    await disks.sweep(() => false).catch(() => {});
+    await fs.promises.rm(dir, { recursive: true, force: true });
+  });
+  // The control: a command this thread starts is seen.
+  await new Promise((r) => execFile('/bin/true', r));
+  assert.deepEqual(started, ['/bin/true'], 'the watch sees what this thread starts');
+  started.length = 0;
+  const disk = await disks.create('r-helper', 16, { uid: 65534, gid: 65534 });
+  assert.match(disk.device, /^\/dev\/loop\d+$/);
+  assert.deepEqual(loopsBacking(disk.image), [disk.device], 'the loop device backs the image');
+  assert.equal(fs.statSync(disk.image).size, 16 * MIB, 'the image is exactly the cap');
+  const fsType = execFileSync('/usr/sbin/blkid', ['-o', 'value', '-s', 'TYPE', disk.image], { encoding: 'utf8' }).trim();
+  assert.equal(fsType, 'ext4');
+  assert.equal(await disks.release('r-helper'), true);
+  assert.deepEqual(loopsBacking(disk.image), []);
+  const tools = started.filter((f) => /mkfs|debugfs|losetup/.test(f));
+  assert.deepEqual(tools, [], `the caller's thread started ${tools.join(', ')}`);
+  assert.ok(started.every((f) => f === process.execPath), `only the helper itself, if anything: ${started.join(', ')}`);
 });
 
 // req: lease:limits-min

@@ -25,7 +25,9 @@ async function home(): Promise<{ home: string; dir: string; cleanup: () => Promi
 async function write(dir: string, n: number, opts: { close?: boolean } = {}): Promise<FileLedger> {
   const l = new FileLedger({ dir });
   for (let i = 0; i < n; i++) l.append({ type: 'broker.call', runId: `run_${i}`, method: 'progress', n: i });
+  // Anchoring past the first line runs off the event loop: flush() waits for it.
   if (opts.close !== false) await l.close();
+  else await l.flush();
   return l;
 }
 
@@ -343,6 +345,35 @@ test('[INV-7] an older anchor put back is caught while a segment written since r
     fs.rmSync(since.segment);
     assert.ok(verifyLedger(h.dir).ok, 'SECURITY.md: an anchor put back with what came after deleted is out of scope');
   } finally {
+    await h.cleanup();
+  }
+});
+
+test('[INV-7] appends past the first line make no fsync on the appending thread (issue 29 item 7); the anchor still records only lines made durable, and the ledger verifies', async () => {
+  const h = await home();
+  const realFsync = fs.fsyncSync;
+  let inline = 0;
+  fs.fsyncSync = ((fd: number) => {
+    inline++;
+    realFsync(fd);
+  }) as typeof fs.fsyncSync;
+  try {
+    const l = new FileLedger({ dir: h.dir });
+    l.append({ type: 'run.step', runId: 'r0', n: 0 });
+    assert.ok(inline > 0, 'the first line is anchored inline (the watch sees fsyncs)');
+    inline = 0;
+    for (let i = 1; i < 200; i++) l.append({ type: 'run.step', runId: `r${i}`, n: i });
+    assert.equal(lines(l.segment).length, 200, 'every line is on disk when append returns');
+    await l.flush();
+    assert.equal(inline, 0, 'no fsync ran on the appending thread for the later anchors');
+    const anchor = JSON.parse(fs.readFileSync(path.join(h.home, ANCHOR), 'utf8')) as { segments: Record<string, { lines: number; closed: boolean }> };
+    assert.deepEqual(anchor.segments[path.basename(l.segment)], { lines: 200, hash: JSON.parse(lines(l.segment)[199]!).hash, closed: false });
+    assert.equal(verifyLedger(h.dir).ok, true);
+    await l.close();
+    const r = verifyLedger(h.dir);
+    assert.deepEqual({ ok: r.ok, lines: r.lines, open: r.open }, { ok: true, lines: 201, open: [] });
+  } finally {
+    fs.fsyncSync = realFsync;
     await h.cleanup();
   }
 });

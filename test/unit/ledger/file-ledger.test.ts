@@ -232,3 +232,34 @@ test('a lock on the anchor left by a writer that died mid-write is broken, not w
     assert.ok(verifyLedger(dir).ok);
   });
 });
+
+test('an anchoring off the event loop that fails (not for space) reaches the appender: the next one due runs inline and throws; it recovers once the disk does', async () => {
+  await withDir(async (dir) => {
+    let failing = false;
+    const eio = () => Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
+    const io = {
+      write: (fd: number, buf: Buffer, off: number, len: number) => fs.writeSync(fd, buf, off, len),
+      fsync: (fd: number) => {
+        if (failing) throw eio();
+        fs.fsyncSync(fd);
+      },
+      fsyncAsync: async (fd: number) => {
+        if (failing) throw eio();
+        fs.fsyncSync(fd);
+      },
+    };
+    const l = new FileLedger({ dir, anchorEvery: 2, io });
+    l.append({ type: 'a', n: 0 }); // anchored inline
+    failing = true;
+    l.append({ type: 'a', n: 1 });
+    l.append({ type: 'a', n: 2 }); // due: off the loop, fails
+    await l.flush();
+    assert.throws(() => l.append({ type: 'a', n: 3 }), /EIO/, 'the next anchoring due runs inline and throws');
+    failing = false;
+    l.append({ type: 'a', n: 4 });
+    l.append({ type: 'a', n: 5 });
+    await l.close();
+    const r = verifyLedger(dir);
+    assert.deepEqual({ ok: r.ok, lines: r.lines }, { ok: true, lines: 7 });
+  });
+});
