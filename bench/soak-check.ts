@@ -35,11 +35,11 @@ function describe(s: Soak, r: RunRecord): string {
   return `    ${r.id} ${JSON.stringify({ ...rest, stdoutTail: stdoutTail.slice(-300), stderrTail: stderrTail.slice(-300) })}\n    status at the SIGKILLs: ${seen}\n${lines.slice(0, 12).map((l) => `    ${l}`).join('\n')}`;
 }
 
-/** The window a run's end falls in (30 s of slack after it), if any. */
+/** The latest fault window that began before a run ended and ended (30 s of slack) after it began. */
 function windowOf(s: Soak, r: RunRecord, what: Window['what'][]): Window | undefined {
   const end = r.endedAt ? Date.parse(r.endedAt) : NaN;
   const start = Date.parse(r.createdAt);
-  return s.windows.find((w) => what.includes(w.what) && end >= w.from && start <= w.to + 30_000);
+  return [...s.windows].reverse().find((w) => what.includes(w.what) && end >= w.from && start <= w.to + 30_000);
 }
 
 /** A file is right when it is its stream's first `size` bytes; whole when size is the planned size. */
