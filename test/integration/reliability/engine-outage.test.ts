@@ -211,7 +211,8 @@ for (const [step, pattern] of [
   ['verify', /^GET \S*\/containers\/[^/\s]+\/json/],
   ['attach', /^POST \S*\/containers\/[^/\s]+\/attach/],
 ] as const) {
-  test(`a launch that meets an engine outage at the jail's ${step} fails engine_unavailable, not internal, and leaves nothing`, async (t) => {
+  // req: end:released
+  test(`[INV-8] a launch that meets an engine outage at the jail's ${step} fails engine_unavailable, not internal, and leaves nothing`, async (t) => {
     if (!(await requireEngine(t))) return;
     const h = await daemonHome(t);
     const proxy = await startEngineProxy(t);
