@@ -260,8 +260,11 @@ export interface DaemonProc {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   outFile: string;
   errFile: string;
-  /** From `serve --json`'s first line. */
+  /** From `serve --json`'s first line, printed once the start's sweeps are done (it serves before). */
   reconcile: { reattached: string[]; ghostSwept: string[]; swept: { containers: number; volumes: number } } | null;
+  /** Date.now() when it first answered on its socket, and when it printed what it reconciled. */
+  servedAt: number;
+  reconciledAt: number | null;
 }
 
 function childEnv(home: string, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -302,14 +305,24 @@ export async function startServe(home: string, n: number, o: ServeOptions): Prom
     if (await ApiClient.probe(sock)) break;
     await sleep(100);
   }
-  const first = fs.readFileSync(outFile, 'utf8').split('\n')[0] ?? '';
+  const servedAt = Date.now();
+  // It serves before its start-up sweeps are done; their report follows (informative only).
   let reconcile: DaemonProc['reconcile'] = null;
-  try {
-    reconcile = (JSON.parse(first) as { reconcile: DaemonProc['reconcile'] }).reconcile;
-  } catch {
-    // the report is informative only
+  let reconciledAt: number | null = null;
+  while (!gone && Date.now() < deadline) {
+    const out = fs.readFileSync(outFile, 'utf8');
+    if (out.includes('\n')) {
+      reconciledAt = Date.now();
+      try {
+        reconcile = (JSON.parse(out.split('\n')[0]!) as { reconcile: DaemonProc['reconcile'] }).reconcile;
+      } catch {
+        // the report is informative only
+      }
+      break;
+    }
+    await sleep(100);
   }
-  return { n, proc, exited, outFile, errFile, reconcile };
+  return { n, proc, exited, outFile, errFile, reconcile, servedAt, reconciledAt };
 }
 
 /** Sends sig and waits for the exit (SIGKILL after boundMs). */

@@ -280,8 +280,9 @@ export class Soak {
     await sleep(between(this.pace, 500, 3000));
     await this.boot();
     const rec = this.daemon.reconcile;
+    const served = `serving after ${this.daemon.servedAt - t0} ms, reconciled after ${this.daemon.reconciledAt === null ? '?' : this.daemon.reconciledAt - t0} ms`;
     this.restarts.push({ k, wanted, caught, snapshot, downMs: Date.now() - t0, reconcile: rec });
-    console.log(`  restart ${k + 1}: daemon #${this.daemon.n} up after ${Date.now() - t0} ms; reconciled ${rec?.reattached.length ?? '?'} reattached, ${rec?.ghostSwept.length ?? '?'} ghost-swept, ${rec?.swept.containers ?? '?'} containers swept`);
+    console.log(`  restart ${k + 1}: daemon #${this.daemon.n} ${served}; reconciled ${rec?.reattached.length ?? '?'} reattached, ${rec?.ghostSwept.length ?? '?'} ghost-swept, ${rec?.swept.containers ?? '?'} containers swept`);
   }
 
   /** The engine goes away for 3–5 s: every connection cut and new ones refused, or everything frozen. */

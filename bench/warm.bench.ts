@@ -61,6 +61,8 @@ async function daemon(tag: string, warm: number): Promise<{ d: Daemon; home: str
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), `brig-warm-${tag}-`));
   await fs.promises.chmod(home, 0o700);
   const d = await startDaemon(loadConfig({ BRIG_HOME: home }), { ...(warm > 0 ? { warm } : {}), settings: { maxRunsPerTree: 10_000, maxQueued: 500 } });
+  // The pool starts filling once the start-up sweep is done (the daemon serves before).
+  await d.reconciled;
   await d.composed.warm?.filled(120_000);
   return { d, home, api: new ApiClient(d.socketPath) };
 }

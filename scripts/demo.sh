@@ -47,11 +47,14 @@ demo_main_job() {
   node --import tsx examples/demo/coordinator.ts
 }
 
-# Step 4: one LLM agent child. By default a real 135M model brig serves itself drives it
-# (`make model` pulled it); with BRIG_MODEL_BASE_URL set, that model; with
-# BRIG_DEMO_MODEL=scripted, a scripted stand-in on loopback. The screen says which.
+# Step 4: reference 000's worked example, Atlas: a coordinator agent delegating to two agents
+# (a collector, a researcher handed the collector's file as a ResultRef), each tool loop in
+# its own jail. By default a real 135M model brig serves itself (`make model` pulled it) first
+# drives one agent child, and Atlas runs with a scripted stand-in on loopback (a model that
+# small cannot coordinate); with BRIG_MODEL_BASE_URL set, that model drives Atlas; with
+# BRIG_DEMO_MODEL=scripted, the stand-in alone. The screen says which.
 demo_agent() {
-  step "an agent child — its tool loop in its own jail, model calls through the broker (examples/demo/agent.ts)"
+  step "Atlas — a coordinator agent delegates to two agents, each in its own jail; model calls through the broker (examples/demo/agent.ts)"
   node --import tsx examples/demo/agent.ts
 }
 

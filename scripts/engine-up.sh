@@ -53,7 +53,11 @@ logfile=/var/log/brig-dockerd.log
 log "starting dockerd in the background (--bridge=none --iptables=false --ip-masq=false), log at $logfile"
 # Leave a stale pid file from a killed engine out of the way.
 if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then rm -f /var/run/docker.pid; fi
-nohup dockerd --bridge=none --iptables=false --ip-masq=false --host=unix:///var/run/docker.sock \
+# The previous engine's log is kept beside (why it ended is often the question).
+if [ -f "$logfile" ]; then mv -f "$logfile" "$logfile.1"; fi
+# Its own session: an engine started from a shell, a make or a test job must not end when that
+# job's process group is killed (a timed-out command took the engine of everyone with it).
+setsid nohup dockerd --bridge=none --iptables=false --ip-masq=false --host=unix:///var/run/docker.sock \
   >"$logfile" 2>&1 </dev/null &
 pid=$!
 

@@ -29,6 +29,8 @@ export {
   createSupervisor,
   SpawnRequestSchema,
   SPAWN_BOUNDS,
+  SPAWN_FIELDS,
+  REF_ID_RE,
   DEFAULT_SETTINGS as SUPERVISOR_DEFAULTS,
   END_REASONS,
   KILLED_BY,

@@ -14,6 +14,7 @@ import { daemonBrig, ApiClient, readOnlyBrig } from './client/index.js';
 import { envOrProcess, homeFrom, runsDirFor, socketPathFor } from './config/paths.js';
 import { BrigError, type Brig, type OperatorSurface, type RefSurface } from './protocol/index.js';
 import type { LocalOptions } from './daemon/index.js';
+import { mark } from './util/timing.js';
 
 export interface OpenBrigOptions extends LocalOptions {
   mode?: 'auto' | 'daemon' | 'local' | 'read';
@@ -27,11 +28,19 @@ export async function openBrig(o: OpenBrigOptions = {}): Promise<Brig> {
   const mode = o.mode ?? 'auto';
   if (mode === 'auto' || mode === 'daemon') {
     const api = new ApiClient(socketPathFor(home));
-    if (await api.probe()) return daemonBrig(api);
+    const up = await api.probe();
+    mark(up ? 'open: daemon answers' : 'open: no daemon');
+    if (up) return daemonBrig(api);
     if (mode === 'daemon') throw new BrigError('daemon_unavailable', `no daemon answers on ${socketPathFor(home)}`);
   }
   const local = mode === 'local' || (mode === 'auto' && (o.fallback ?? 'local') === 'local');
-  if (local) return (await import('./daemon/index.js')).openLocal({ ...o, env, home });
+  if (local) {
+    const m = await import('./daemon/index.js');
+    mark('open: supervisor modules loaded');
+    const b = await m.openLocal({ ...o, env, home });
+    mark('open: local supervisor started');
+    return b;
+  }
   return readBrig(env, home);
 }
 

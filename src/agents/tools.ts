@@ -48,17 +48,21 @@ export interface ToolSurfaceInput {
   role: 'worker' | 'coordinator';
   /** The policy's denylisted tools: never offered, whatever else says. */
   denied?: readonly string[];
+  /** The tools of the spawn's tool groups (the policy's): only these (and finish); undefined = not narrowed. */
+  groupTools?: readonly string[];
 }
 
 /** The offered tools, in a fixed order (the system prompt and tool list stay byte-stable). */
 export function toolSurface(i: ToolSurfaceInput): AgentTool[] {
   const want = i.wanted ? new Set(i.wanted) : undefined;
   const denied = new Set(i.denied ?? []);
+  const grouped = i.groupTools ? new Set(i.groupTools) : undefined;
   return AGENT_TOOL_NAMES.filter((t) => {
     if (t === 'finish') return true;
     const cap = AGENT_TOOLS[t];
     if (!grantAllows(i, cap)) return false;
     if (denied.has(t)) return false;
+    if (grouped && !grouped.has(t)) return false;
     // The role gives the default surface; a spec's explicit tool list overrides it. Either
     // way the lease's capabilities bound it: the role never widens anything.
     if (want) return want.has(t);

@@ -41,6 +41,10 @@ export interface BrokerCall<M extends Method = Method> {
   lease: LeaseRecord;
   method: M;
   params: ParamsOf<M>;
+  /** The call's id as the child sent it (null when it sent none the envelope accepts). */
+  callId: string | number | null;
+  /** The child's client re-sends it after a reconnect: it may have been applied already. */
+  resent: boolean;
 }
 export type Handler<M extends Method = Method> = (call: BrokerCall<M>) => unknown;
 export type Handlers = { [M in Method]?: Handler<M> };
@@ -240,7 +244,7 @@ async function decide(
     const i = parsed.error.issues[0];
     return deny(run, deps, id, method, 'invalid_input', `bad params for ${method}: ${i?.path.join('.') || '(top)'} ${i?.message ?? ''}`.trim());
   }
-  const call = { runId: run.runId, rootRunId: lease.rootRunId, leaseId: lease.id, lease, method, params: parsed.data } as BrokerCall;
+  const call = { runId: run.runId, rootRunId: lease.rootRunId, leaseId: lease.id, lease, method, params: parsed.data, callId: id, resent: env.data.resent === true } as BrokerCall;
   const handler = deps.handlers[method] as Handler | undefined;
   if (!handler) {
     const b = builtin(method, run, call, deps);

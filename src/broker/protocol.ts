@@ -139,6 +139,11 @@ export const RequestSchema = z.strictObject({
   method: z.string().min(1).max(64),
   token: z.string().max(512),
   params: z.unknown().optional(),
+  /**
+   * The client sends this call again after a reconnect (it had no reply): a handler that
+   * already applied the call with this id answers it again instead of applying it twice.
+   */
+  resent: z.literal(true).optional(),
 });
 export type BrokerRequest = z.infer<typeof RequestSchema>;
 

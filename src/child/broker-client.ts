@@ -9,12 +9,15 @@ import type { BrokerMethod, ParamsOf, ReplyOf } from '../protocol/index.js';
  * supervisor mounted.
  *
  * The connection lives as long as the run: it authenticates at once (`hello`), so a child
- * that thinks for an hour before its first call keeps it. When the supervisor goes away (a
+ * that thinks for an hour before its first call keeps it. The first connect tries as long as
+ * a reconnect does (to the run's own deadline): a child started just before its supervisor
+ * died waits for the next one however long its start takes. When the supervisor goes away (a
  * daemon restart) the client reconnects to the same socket path and re-sends every call that
- * had no reply yet — at least once; the supervisor's spawn dedup makes a repeated spawn
- * return the same child. Only when no supervisor comes back before the run's own deadline do
- * pending calls fail (`broker_closed`). A call whose line is over the broker's limit is
- * refused here, with a reply the script can catch, before a byte is sent.
+ * had no reply yet, marked `resent` under its first id, so a call the dead supervisor had
+ * applied is answered again rather than applied twice (a step is counted once, a spawn makes
+ * one child). Only when no supervisor comes back before the run's own deadline do pending
+ * calls fail (`broker_closed`). A call whose line is over the broker's limit is refused here,
+ * with a reply the script can catch, before a byte is sent.
  */
 
 /**
@@ -37,13 +40,11 @@ export class BrokerCallError extends Error {
   }
 }
 
-type Pending = { line: string; resolve: (v: unknown) => void; reject: (e: Error) => void };
+type Pending = { line: string; resend: string; resolve: (v: unknown) => void; reject: (e: Error) => void };
 
 export interface BrokerClientOptions {
-  /** Give up reconnecting (and fail pending calls) at this epoch ms. */
+  /** Give up connecting (the first time too) and reconnecting, and fail pending calls, at this epoch ms. */
   reconnectUntil?: number;
-  /** How long to keep trying to connect the first time. */
-  connectTimeoutMs?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -62,7 +63,7 @@ function connectOnce(socketPath: string): Promise<net.Socket> {
 export class BrokerClient {
   readonly #path: string;
   readonly #token: string;
-  readonly #opts: Required<BrokerClientOptions>;
+  readonly #until: number;
   readonly #pending = new Map<number, Pending>();
   #sock: net.Socket | null = null;
   #seq = 0;
@@ -73,18 +74,18 @@ export class BrokerClient {
   private constructor(socketPath: string, token: string, opts: BrokerClientOptions) {
     this.#path = socketPath;
     this.#token = token;
-    this.#opts = { reconnectUntil: opts.reconnectUntil ?? Date.now() + 3600_000, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000 };
+    this.#until = opts.reconnectUntil ?? Date.now() + 3600_000;
   }
 
   static async connect(socketPath: string, token: string, opts: BrokerClientOptions = {}): Promise<BrokerClient> {
     const c = new BrokerClient(socketPath, token, opts);
-    const until = Date.now() + c.#opts.connectTimeoutMs;
+    // The same budget as a reconnect: a supervisor restarting under load may take a while.
     for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
       try {
         c.#attach(await connectOnce(socketPath));
         break;
       } catch (e) {
-        if (Date.now() + delay > until) throw e;
+        if (Date.now() + delay > c.#until) throw e;
         await sleep(delay);
       }
     }
@@ -109,7 +110,7 @@ export class BrokerClient {
   async #reconnect(): Promise<void> {
     this.#reconnecting ??= (async () => {
       for (let delay = 100; !this.#closed; delay = Math.min(delay * 2, 2000)) {
-        if (Date.now() >= this.#opts.reconnectUntil) {
+        if (Date.now() >= this.#until) {
           this.#failAll(new BrokerCallError('broker_closed', 'the broker closed the connection and did not come back'));
           return;
         }
@@ -117,9 +118,10 @@ export class BrokerClient {
         try {
           const s = await connectOnce(this.#path);
           this.#attach(s);
-          // The hello authenticates; then every call that had no reply goes again, in order.
+          // The hello authenticates; then every call that had no reply goes again, in order,
+          // under its own id and marked resent: the supervisor may have applied it already.
           s.write(this.#encode(0, 'hello', {}) + '\n');
-          for (const p of this.#pending.values()) s.write(p.line + '\n');
+          for (const p of this.#pending.values()) s.write(p.resend + '\n');
           return;
         } catch {
           // the supervisor is not back yet
@@ -164,19 +166,23 @@ export class BrokerClient {
     if (this.#closed) return Promise.reject(new BrokerCallError('broker_closed', 'the broker client was closed'));
     const id = ++this.#seq;
     let line: string;
+    let resend: string;
     try {
       line = this.#encode(id, method, params);
+      // The same object with `resent` last: one more key on the line, never a second encoding.
+      resend = `${line.slice(0, -1)},"resent":true}`;
     } catch (e) {
       return Promise.reject(new BrokerCallError('invalid_input', `the ${method} call cannot be sent as JSON: ${(e as Error).message}`));
     }
-    const bytes = Buffer.byteLength(line);
+    // Checked as it would be re-sent (the longer of the two lines).
+    const bytes = Buffer.byteLength(resend);
     if (bytes > MAX_LINE_BYTES) {
       return Promise.reject(
         new BrokerCallError('invalid_input', `the ${method} call is ${bytes} bytes; the broker takes at most ${MAX_LINE_BYTES} per call`, 'Write bulk data to /workspace/out and return its path.'),
       );
     }
     return new Promise<ReplyOf<M>>((resolve, reject) => {
-      this.#pending.set(id, { line, resolve: resolve as (v: unknown) => void, reject });
+      this.#pending.set(id, { line, resend, resolve: resolve as (v: unknown) => void, reject });
       // While disconnected the line waits in #pending; the reconnect sends it.
       this.#sock?.write(line + '\n');
     });

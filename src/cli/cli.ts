@@ -2,6 +2,7 @@ import { BrigError, exitCodeFor, toBrigError } from '../util/errors.js';
 import { nearest, type CliIO } from './command.js';
 import { groupMembers } from './command.js';
 import { COMMANDS, GROUPS, TABLE } from './registry.js';
+import { mark } from '../util/timing.js';
 
 /** Help is rendered only when asked for: a command's run does not load it. */
 const help = () => import('./help.js');
@@ -53,7 +54,9 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
         hint: near ? `Did you mean \`brig ${near}\`? \`brig --help\` lists all.` : '`brig --help` lists the commands.',
       });
     }
+    mark('cli: modules loaded');
     const cmd = await COMMANDS[hit.key]!.load();
+    mark(`cli: ${hit.key} loaded`);
     if (wantsHelp(hit.rest)) {
       io.stdout.write((await help()).renderCommandHelp(cmd));
       return 0;

@@ -2,6 +2,10 @@
 import type { CliIO } from './command.js';
 import { exitCodeFor } from '../util/errors.js';
 import { main } from './cli.js';
+import { enableTiming } from '../util/timing.js';
+
+// BRIG_TIMING=1: where the command's time goes, printed to stderr at exit (docs/cli.md).
+if (process.env.BRIG_TIMING === '1') enableTiming();
 
 // A reader that goes away (`brig list | head -1`) is the end of the output, not an error:
 // Node ignores SIGPIPE, so a write fails with EPIPE and, unhandled, crashes with a stack.

@@ -288,6 +288,8 @@ export function brigPaths(home: string) {
     socket: socketPathFor(home),
     /** The warm pool's limit shapes, most recently asked first: primed again at the next start. */
     warmShapes: path.join(home, 'warm-shapes.json'),
+    /** The child image's plan and file hashes by file identity (jail/docker/image-cache.ts). */
+    imageCache: path.join(home, 'image-cache.json'),
   };
 }
 export type BrigPaths = ReturnType<typeof brigPaths>;

@@ -9,7 +9,8 @@ import { profileFor, profileOf } from '../lease/index.js';
 import { costOf, type ModelCatalog } from '../models/index.js';
 import { materializeRun, type FsResultStore } from '../results/index.js';
 import type { AgentPort, LeasePort, ModelPort, ResultsPort } from '../runs/index.js';
-import { err, ok } from '../util/errors.js';
+import { BrigError, err, ok } from '../util/errors.js';
+import { nearest } from '../util/nearest.js';
 
 export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
   return {
@@ -31,6 +32,11 @@ export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
       const l = store.get(leaseId);
       if (!l || l.revoked) return;
       store.revoke(leaseId, by, reason);
+    },
+    async revokeRun(runId, by, reason) {
+      const l = store.byRunId(runId);
+      if (!l || l.revoked) return;
+      store.revoke(l.id, by, reason);
     },
     onRevoked(cb) {
       return store.onRevoked((revoked: LeaseRecord[], by: string) => {
@@ -59,11 +65,31 @@ export function modelsPort(catalog: ModelCatalog): ModelPort {
   };
 }
 
-/** Agent specs for the supervisor: the home's and the shipped ones; tools from the lease and the policy's denylist. */
-export function agentsPort(catalog: AgentCatalog, deniedTools: readonly string[]): AgentPort {
+/**
+ * Agent specs for the supervisor: the home's and the shipped ones; tools from the lease, the
+ * policy's denylist and — when a spawn names tool groups — the policy's groups' tool lists.
+ */
+export function agentsPort(catalog: AgentCatalog, deniedTools: readonly string[], groups: Readonly<Record<string, { tools: readonly string[] }>> = {}): AgentPort {
   return {
     spec: (name) => catalog.get(name),
-    tools: (spec, caps) => toolSurface({ caps, role: spec.role, denied: deniedTools, ...(spec.tools ? { wanted: spec.tools } : {}) }),
+    tools: (spec, caps, names) =>
+      toolSurface({
+        caps,
+        role: spec.role,
+        denied: deniedTools,
+        ...(spec.tools ? { wanted: spec.tools } : {}),
+        ...(names ? { groupTools: names.flatMap((g) => groups[g]?.tools ?? []) } : {}),
+      }),
+    checkGroups(names) {
+      const known = Object.keys(groups);
+      const unknown = names.find((g) => !known.includes(g));
+      if (unknown === undefined) return ok(undefined);
+      const near = nearest(unknown, known);
+      return err(new BrigError('invalid_input', `spawn request: unknown tool group ${unknown.slice(0, 64)}`, {
+        data: { field: 'tool_groups' },
+        hint: `${near ? `Did you mean "${near}"? ` : ''}The policy's groups: ${known.join(', ') || '(none)'} (\`brig policy check\` lists them).`,
+      }));
+    },
   };
 }
 
@@ -74,6 +100,15 @@ export function resultsPort(store: FsResultStore): ResultsPort {
     observe: store.observe,
     index: (rootRunId, runId, dir, extras = {}) => materializeRun(store, rootRunId, runId, dir, extras),
     sweepInterrupted: (isLive) => store.sweepInterrupted(isLive),
+    async resolveRef(ref) {
+      try {
+        const r = await store.get(ref);
+        return { ref: r, hostPath: store.resolvePath(r) };
+      } catch (e) {
+        if (e instanceof BrigError && e.code === 'ref_not_found') return null;
+        throw e;
+      }
+    },
     async remove(rootRunId, runId) {
       // The store's own remove: the run's directory AND its ref/run lookup pointers, so a
       // retention-swept run answers run_not_found / ref_not_found, not an empty listing.

@@ -118,7 +118,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const ledger = teeLedger(fileLedger, [meterEvents(metrics), logEvents(log)]);
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results });
-  const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
+  const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
   const rootShape = leases.previewRootLimits();
   const warm = (o.warm ?? 0) > 0
     ? new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime: rootShape ? [jailLimitsFor(rootShape)] : [], shapesFile: paths.warmShapes, onEvent: (e) => ledger.append({ ...e }) })
@@ -154,7 +154,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     broker,
     ledger,
     results: resultsPort(results),
-    agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools),
+    agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools, pol.value.groups),
     ...(models ? { models } : {}),
     paths: { runs: paths.runs, brokers: paths.brokers },
     ...(o.settings ? { settings: o.settings } : {}),
@@ -163,6 +163,12 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     ...(o.hooks ? { hooks: castThenTell(o.hooks, (id) => refs.result(id)) } : {}),
     // The summary a parent gets carries its child's ref handles (sdk.ts turns them into objects).
     handlesOf: (id) => childRefs.handlesOf(id),
+    // …and, once it ended, the envelope every face shows (cast once and kept, by the same RefService).
+    envelopeOf: async (id) => {
+      const r = await refs.result(id);
+      if (!r.ok) throw r.error;
+      return r.value.envelope;
+    },
   });
   const supervisor = sup;
   // One typed handler per method, called directly by the broker: the run's (runs/child-calls.ts)

@@ -13,6 +13,7 @@ import type { SupervisorHooks, SupervisorSettings } from '../runs/index.js';
 import { compose } from './compose.js';
 import { Operator } from './operator.js';
 import { openRefService } from './refs.js';
+import { mark } from '../util/timing.js';
 
 export interface HomeOptions {
   /** $BRIG_HOME; default from the environment (config/ reads it). */
@@ -38,11 +39,14 @@ export function configOf(o: HomeOptions): BrigConfig {
 
 /** A supervisor in this process, composed and started; closing the Brig closes it all. */
 export async function openLocal(o: LocalOptions = {}): Promise<Brig> {
-  const composed = await compose(configOf(o), {
+  const cfg = configOf(o);
+  mark('local: config read');
+  const composed = await compose(cfg, {
     reconcile: o.reconcile !== false,
     ...(o.settings ? { settings: o.settings } : {}),
     ...(o.hooks ? { hooks: o.hooks } : {}),
   });
+  mark('local: composed');
   await composed.supervisor.start();
   return composed.brig;
 }

@@ -7,15 +7,19 @@ import { BrigError } from '../util/errors.js';
 import { compose, type ComposeOptions, type Composed } from './compose.js';
 
 /**
- * `brig serve`: the composed supervisor, reconciled, behind the HTTP API on
- * $BRIG_HOME/brig.sock (0600). shutdown() (SIGTERM, SIGINT) drains and leaves nothing behind;
- * close() stops accepting, stops the supervisor's timers and broker sockets, and leaves
- * running children running for the next start to reattach (a crash does the same).
+ * `brig serve`: the composed supervisor behind the HTTP API on $BRIG_HOME/brig.sock (0600).
+ * It serves as soon as the runs on disk are loaded and every live child's broker is open
+ * again; the slow rest of the start (a dead supervisor's releases, ghost sweeps, the engine
+ * sweep, the requeue of runs caught starting, then the warm pool's fill) goes on while it
+ * serves (`reconciled`). shutdown() (SIGTERM, SIGINT) drains and leaves nothing behind but the
+ * kept queue; close() stops accepting, stops the supervisor's timers and broker sockets, and
+ * leaves running children running for the next start to reattach (a crash does the same).
  */
 export interface Daemon {
   socketPath: string;
   composed: Composed;
-  report: ReconcileReport;
+  /** What the start reconciled, once all of it is done (the daemon serves before). */
+  reconciled: Promise<ReconcileReport>;
   /** The web console's URL with its access token (only with `ui`). */
   consoleUrl?: string;
   /** Leaves running children running (the next start reattaches them): for restarts and tests. */
@@ -37,9 +41,12 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
     throw new BrigError('daemon_running', `a daemon already answers on ${brigPaths(cfg.home).socket}`);
   }
   const composed = await compose(cfg, { ...o, reconcile: true });
-  const report = await composed.supervisor.start();
-  // After reconcile: what a dead supervisor's pool left was swept before this one fills.
-  await composed.warm?.start();
+  const { reconciled: tidied } = await composed.supervisor.begin();
+  // After the sweep: what a dead supervisor's pool left goes before this one fills.
+  const reconciled = tidied.then(async (r) => {
+    await composed.warm?.start().catch(() => {});
+    return r;
+  });
   const socketPath = brigPaths(cfg.home).socket;
   // The API serves the composed Brig: the same supervisor, refs and operator (its own lease store).
   const api = await listenApi(composed.brig, socketPath, { metrics: composed.metrics, log: composed.log });
@@ -49,11 +56,14 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
     await composed.close();
     throw e;
   }) : undefined;
-  composed.log.info({ socket: socketPath, console: ui ? new URL(ui.url).host : null, reattached: report.reattached.length, ghostSwept: report.ghostSwept.length, swept: report.swept }, 'daemon serving');
+  composed.log.info({ socket: socketPath, console: ui ? new URL(ui.url).host : null }, 'daemon serving');
+  void reconciled.then((report) =>
+    composed.log.info({ reattached: report.reattached.length, requeued: report.requeued?.length ?? 0, ghostSwept: report.ghostSwept.length, swept: report.swept }, 'daemon reconciled'),
+  );
   return {
     socketPath,
     composed,
-    report,
+    reconciled,
     ...(ui ? { consoleUrl: ui.url } : {}),
     async close() {
       await ui?.close();

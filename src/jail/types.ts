@@ -25,6 +25,8 @@ export interface JailArtifact {
    * inode) or refuses `artifact_changed` (jail/docker/artifact-stage.ts).
    */
   identity?: ArtifactIdentity;
+  /** Set when it is a ResultRef handed over (runs/ref-artifact.ts): its id, for the record. */
+  ref?: string;
 }
 
 export interface JailInput {

@@ -76,7 +76,11 @@ export class LeaseStore {
   private readonly ledger: LeaseEventSink;
   private readonly now: () => number;
   private readonly revocations: Revocations;
-  /** runId → leaseId: a run holds exactly one lease. Rebuilt from disk on a miss. */
+  /**
+   * runId → leaseId: a run holds one live lease. A new one is issued for a run only once its
+   * last is revoked (a run a crash caught `starting` launches again with a fresh lease: the
+   * dead launch's token is gone with it); the index names the latest. Rebuilt from disk on a miss.
+   */
   private readonly byRun = new Map<string, string>();
 
   constructor(opts: LeaseStoreOptions) {
@@ -89,7 +93,13 @@ export class LeaseStore {
   }
 
   private reindex(): void {
-    for (const r of this.files.all()) this.byRun.set(r.runId, r.id);
+    const latest = new Map<string, LeaseRecord>();
+    for (const r of this.files.all()) {
+      const had = latest.get(r.runId);
+      // A live lease over a revoked one; else the later issued.
+      if (!had || (had.revoked && !r.revoked) || (!had.revoked === !r.revoked && r.issuedAt > had.issuedAt)) latest.set(r.runId, r);
+    }
+    for (const [runId, r] of latest) this.byRun.set(runId, r.id);
   }
 
   /**
@@ -160,7 +170,8 @@ export class LeaseStore {
     if (!prof.ok) return refuse(prof.error);
     if (!Number.isFinite(a.timeoutMs) || a.timeoutMs <= 0) return refuse(new BrigError('invalid_input', 'timeoutMs must be a positive number'));
     // The index was built from disk at start and is kept by every issue in this process.
-    if (this.byRun.has(a.runId)) {
+    const held = this.byRun.get(a.runId);
+    if (held !== undefined && !this.files.read(held)?.revoked) {
       return refuse(new BrigError('invalid_input', `run ${a.runId} already holds a lease`));
     }
     const att: Attenuation = attenuate(a.parentGrant, req.data, prof.value.grant, this.policy.denylist.caps);

@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { CAPABILITIES, SPAWN_BOUNDS, type SpawnRequestInput } from '../index.js';
+import { CAPABILITIES, REF_ID_RE, SPAWN_BOUNDS, SPAWN_FIELDS, type SpawnRequestInput } from '../index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 
 export const SpawnArgsSchema = z.strictObject({
@@ -17,7 +17,10 @@ export const SpawnArgsSchema = z.strictObject({
   agent: z.string().min(1).max(128).optional().describe('an agent child: the name of an agent spec (e.g. `general`); needs a model configured for the supervisor'),
   model: z.string().min(1).max(128).optional().describe('agent only: a model alias (default: the spec’s, else the configured default)'),
   objective: z.string().max(4096).optional().describe('the goal the task serves'),
-  artifacts: z.array(z.string().min(1)).max(64).optional().describe('absolute host paths mounted read-only at /artifacts/<basename>'),
+  artifacts: z.array(z.string().min(1)).max(64).optional().describe(SPAWN_FIELDS.artifact_refs.about),
+  domainKnowledge: z.array(z.string().min(1)).max(SPAWN_BOUNDS.domainKnowledgeItems).optional().describe(SPAWN_FIELDS.domain_knowledge.about),
+  toolGroups: z.array(z.string().min(1).max(64)).min(1).max(32).optional().describe(SPAWN_FIELDS.tool_groups.about),
+  parentSummary: z.string().min(1).max(SPAWN_BOUNDS.parentSummaryMaxTokens * 4).optional().describe(`${SPAWN_FIELDS.parent_summary.about} (sets include_parent_history summary)`),
   profile: z.string().min(1).max(128).optional().describe('a lease profile of this home’s policy (default: the policy’s default)'),
   caps: z.array(z.enum(CAPABILITIES)).optional().describe('capabilities to ask for; the lease grants at most what the profile allows'),
   limits: z
@@ -27,7 +30,7 @@ export const SpawnArgsSchema = z.strictObject({
       pids: z.number().int().positive().optional(),
       diskMb: z.number().int().positive().optional().describe('/workspace size in MiB: writes past it fail with ENOSPC'),
       timeoutMs: z.number().int().positive().optional().describe('end the run watchdog_timeout after this long'),
-      maxSteps: z.number().int().positive().optional().describe('the step budget of a script or agent child'),
+      maxSteps: z.number().int().positive().optional().describe(SPAWN_FIELDS.max_steps.about),
       tokens: z.number().int().nonnegative().optional().describe("the child's token budget (model calls through its broker)"),
       costUsd: z.number().nonnegative().optional().describe("the child's cost budget in USD"),
     })
@@ -50,8 +53,9 @@ export function toSpawnRequest(a: SpawnArgs): Result<SpawnRequestInput> {
     );
   }
   if (a.model !== undefined && a.agent === undefined) return invalid('model is only for an agent child', 'Give agent with model, or leave model out.');
-  const relative = (a.artifacts ?? []).find((p) => !path.isAbsolute(p));
-  if (relative !== undefined) return invalid(`artifact ${JSON.stringify(relative)} is not an absolute host path`, 'Give absolute paths, e.g. /home/me/project/src.');
+  const relative = (a.artifacts ?? []).find((p) => !path.isAbsolute(p) && !REF_ID_RE.test(p));
+  if (relative !== undefined) return invalid(`artifact ${JSON.stringify(relative)} is neither a ResultRef id nor an absolute host path`, 'Give ref ids (ref_…, from a run\'s envelope) or absolute paths, e.g. /home/me/project/src.');
+  if (a.toolGroups !== undefined && a.agent === undefined) return invalid('toolGroups is only for an agent child', 'Give agent with toolGroups, or leave toolGroups out.');
   const bad = (a.expectedOutputs ?? []).find((e) => e.startsWith('/') || e.split('/').includes('..') || e.includes('\0'));
   if (bad !== undefined) return invalid(`expected output ${JSON.stringify(bad)} must be a path relative to out/ without ..`, 'e.g. report.json or logs/run.txt');
   const kind = a.argv !== undefined ? { kind: 'command' as const, argv: a.argv } : a.script !== undefined ? { kind: 'script' as const, script: a.script } : { kind: 'agent' as const, agent: a.agent! };
@@ -68,6 +72,9 @@ export function toSpawnRequest(a: SpawnArgs): Result<SpawnRequestInput> {
     ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
     ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}),
     ...(a.label !== undefined ? { label: a.label } : {}),
+    ...(a.domainKnowledge !== undefined ? { domain_knowledge: a.domainKnowledge } : {}),
+    ...(a.toolGroups !== undefined ? { tool_groups: a.toolGroups } : {}),
+    ...(a.parentSummary !== undefined ? { include_parent_history: 'summary' as const, parent_summary: a.parentSummary } : {}),
     artifact_refs: a.artifacts ?? [],
     expected_outputs: a.expectedOutputs ?? [],
     async: true,

@@ -129,6 +129,13 @@ export interface ChildSummary {
 export interface ChildSummaryWithRefs extends ChildSummary {
   refs: ChildRefHandle[];
   refsMore?: number;
+  /**
+   * An ended child's narrative-cast envelope — the one `brig result` shows (cast once, kept):
+   * header, status, condensation line, body, footer, drill-in lines, session line. Absent
+   * while the child runs, or when it could not be cast (`envelopeError` says why).
+   */
+  envelope?: string;
+  envelopeError?: string;
 }
 
 // ── Params and replies, one entry per method ──

@@ -8,6 +8,7 @@ export * from './error-codes.js';
 export * from './errors.js';
 export * from './leases.js';
 export * from './runs.js';
+export * from './spawn-fields.js';
 export * from './events.js';
 export * from './supervisor.js';
 export * from './refs.js';

@@ -88,6 +88,12 @@ export interface RunRecord {
    */
   requestHash?: string;
   createdAt: string;
+  /**
+   * When the run last began waiting for a slot, if not at `createdAt`: the start of the
+   * supervisor that took it over from a drained or dead one (a wait while no supervisor ran
+   * is not the queue's, so `queueTimeoutMs` counts from here).
+   */
+  queuedAt?: string;
   startedAt: string | null;
   endedAt: string | null;
   timeoutMs: number;
@@ -158,6 +164,16 @@ export interface RunRecord {
   jailKey?: string;
   /** Attribution: the parent's step count when it spawned this run (reference 001). */
   parentStep?: number | null;
+  /**
+   * The id of the parent's broker call that spawned this run: a `spawn` the parent's client
+   * re-sends after a reconnect (`resent`) with this id is this run, never a second one.
+   */
+  spawnCallId?: string | number;
+  /**
+   * The id of the last `progress` call counted: the same call re-sent after a reconnect
+   * (`resent`) is answered without counting the step again. Saved with the count it made.
+   */
+  progressCallId?: string | number;
   /** Kind `agent`: its one salvage call was made. */
   salvaged?: boolean;
   /**
@@ -175,8 +191,25 @@ export const SPAWN_BOUNDS = {
   labelChars: 128,
   parentSummaryMaxTokens: 2000,
   domainKnowledgeChars: 64 * 1024,
+  /** At most this many entries in `domain_knowledge` (their characters together ≤ domainKnowledgeChars). */
+  domainKnowledgeItems: 64,
   argvItems: 256,
+  /**
+   * `max_steps` may not ask for fewer steps than this (the reference's floor: a child given too
+   * few steps only salvages); the cap is the supervisor's configured default (defaultMaxSteps,
+   * 50 unless configured), and the floor never passes the cap. Outside is refused, never clamped.
+   */
+  maxStepsFloor: 30,
 } as const;
+
+/**
+ * A tool group's name (the reference's `tool_groups`): a group of the policy in force
+ * (`groups:` in policy.yaml — workspace, delegation, slicing, models, artifacts in the default
+ * one). A spawn naming groups has its agent child offered only those groups' tools (and
+ * `finish`), within what its lease and spec allow: a group never widens anything.
+ */
+export type ToolGroup = string;
+export const TOOL_GROUP_RE = /^[a-z][a-z0-9_-]{0,63}$/;
 
 /**
  * The limits a spawn may narrow — the jail's size and the child's token and cost budgets (a
@@ -204,14 +237,25 @@ export interface SpawnRequest {
   limits?: SpawnLimits;
   profile?: string;
   objective?: string;
-  /** Host paths (operator spawns) or ResultRef ids handed to the child read-only. */
+  /**
+   * Handed to the child read-only at /artifacts/<name>: host paths (operator spawns only), or
+   * ResultRef ids (`ref_…`, REF_ID_RE) of runs the spawner may read — a lead's own
+   * descendants' — resolved by the supervisor from the result store, never a path a child names.
+   */
   artifact_refs: string[];
-  domain_knowledge?: string;
+  /** Facts the child should know, one entry each (the prompt's `Domain knowledge` section). */
+  domain_knowledge?: string[];
+  /** Kind `agent`: only the tools of these policy groups (and `finish`) are offered. */
+  tool_groups?: ToolGroup[];
   include_parent_history: 'none' | 'summary';
-  /** Only with include_parent_history `summary`; bounded by parentSummaryMaxTokens (chars / 4). */
+  /**
+   * Only with include_parent_history `summary`; bounded by parentSummaryMaxTokens (chars / 4).
+   * A lead's spawn leaves it out: the supervisor condenses the lead's conversation into it.
+   */
   parent_summary?: string;
   /** Paths under /workspace/out that must exist afterwards (relative, no `..`). */
   expected_outputs: string[];
+  /** SPAWN_BOUNDS.maxStepsFloor … the configured default; default: the configured default. */
   max_steps?: number;
   /** Run timeout in ms (clamped by maxRunTimeoutMs and the lease). */
   timeout?: number;
@@ -233,6 +277,8 @@ export interface SpawnContext {
   resumeOf?: string;
   /** Set by the broker: the parent's step count when it spawned this child (attribution). */
   parentStep?: number;
+  /** Set by the broker: the id of the parent's spawn call, kept on the child (`spawnCallId`) so a re-sent call finds it. */
+  callId?: string | number;
   /** Aborting it kills the run (killedBy operator); its outputs are still collected. */
   signal?: AbortSignal;
 }
@@ -243,9 +289,11 @@ export interface SpawnPacket {
   runId: string;
   task: string;
   objective: string | null;
+  /** The names under /artifacts. */
   artifactRefs: string[];
-  domainKnowledge: string | null;
-  toolGroups: string[];
+  domainKnowledge: string[];
+  /** The tool groups the request narrowed an agent's tools to (empty: not narrowed). */
+  toolGroups: ToolGroup[];
   parentSummary: string | null;
   workspaceDir: string;
   depth: number;
@@ -277,6 +325,17 @@ export interface AgentPacket {
 }
 
 // ── The run directory and the records in it ──
+
+/**
+ * May `callerRunId` read the refs of `target`? Only a strict descendant in its tree: a run
+ * whose path (root → run) passes through the caller. The drill-in (refs/child-refs.ts) and the
+ * hand-off of refs to a new child (runs/ref-artifact.ts) ask this one predicate.
+ */
+export function isDescendant(callerRunId: string, callerRootRunId: string, target: Pick<RunRecord, 'id' | 'rootRunId' | 'path'> | undefined): boolean {
+  if (!target || target.id === callerRunId || target.rootRunId !== callerRootRunId) return false;
+  if (target.path[target.path.length - 1] !== target.id) return false;
+  return target.path.slice(0, -1).includes(callerRunId);
+}
 
 /** Run ids are `r-` and lowercase letters, digits and dashes: safe as a directory name. */
 export const RUN_ID = /^r-[a-z0-9-]{6,64}$/;

@@ -94,6 +94,13 @@ export interface ReconcileReport {
   corrupt?: string[];
   /** What interrupted materializations had left under the results directory, removed. */
   interrupted?: { removed: number; bytes: number };
+  /**
+   * Runs caught `starting` with no started container (the supervisor died while making their
+   * jail): what the half-made launch left was swept and they wait in the queue again.
+   */
+  requeued?: string[];
+  /** Run directories an intake cut short left without a record (untouched for 10 minutes), removed. */
+  halfMade?: number;
 }
 
 /**

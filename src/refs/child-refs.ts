@@ -25,7 +25,7 @@ import { Slicer, type SliceLimits, type SliceOutput } from '../slice/index.js';
 import type { DuckdbHelperPool, SliceScheduler } from '../slice/index.js';
 import { BrigError, type Result } from '../util/errors.js';
 import { RefService } from './ref-service.js';
-import type { ChildRefHandle, ParamsOf, ReplyOf, RunRecord } from '../protocol/index.js';
+import { isDescendant, type ChildRefHandle, type ParamsOf, type ReplyOf, type RunRecord } from '../protocol/index.js';
 
 export const CHILD_REF_METHODS = ['refs.list', 'refs.read', 'refs.grep', 'refs.jq', 'refs.sql', 'refs.jsonpath'] as const;
 export type ChildRefMethod = (typeof CHILD_REF_METHODS)[number];
@@ -63,12 +63,8 @@ export interface ChildRefCall<M extends ChildRefMethod = ChildRefMethod> {
   params: ParamsOf<M>;
 }
 
-/** Pure: may `callerRunId` slice the refs of `target`? Only a strict descendant in its tree. */
-export function isDescendant(callerRunId: string, callerRootRunId: string, target: Pick<RunRecord, 'id' | 'rootRunId' | 'path'> | undefined): boolean {
-  if (!target || target.id === callerRunId || target.rootRunId !== callerRootRunId) return false;
-  if (target.path[target.path.length - 1] !== target.id) return false;
-  return target.path.slice(0, -1).includes(callerRunId);
-}
+/** Pure: may `callerRunId` slice the refs of `target`? Only a strict descendant in its tree (protocol/runs.ts; the hand-off of refs uses it too). */
+export { isDescendant } from '../protocol/index.js';
 
 export function handleOf(r: ResultRef): ChildRefHandle {
   return { ref: r.ref, path: r.path, kind: r.kind, bytes: r.bytes, ...(r.rows !== undefined ? { rows: r.rows } : {}) };

@@ -79,7 +79,7 @@ export class RefService implements RefSurface {
       return err(new BrigError('not_running', `run ${runId} has not ended (status ${run.status})`, { hint: '`brig wait RUN` first.', data: { status: run.status } }));
     }
     const refs = await this.refsOf(runId);
-    const opts = { ...this.d.condense, ...(this.d.model ? { model: this.d.model } : {}) };
+    const opts = { ...this.d.condense, ...(this.d.model ? { model: this.d.model } : {}), fileOf: (r: ResultRef) => this.d.store.resolvePath(r) };
     // Cast once and kept: every later ask (any face) gets the envelope the coordinator got.
     // A forced strategy is a look: cast now, not kept, the kept one untouched.
     const env = o.strategy === undefined ? await envelopeOnce(this.d.store, run, refs, opts) : await buildRunEnvelope(run, refs, { ...opts, strategy: o.strategy });
@@ -94,7 +94,7 @@ export class RefService implements RefSurface {
     const run = await this.d.getRun(runId);
     if (!run) return err(new BrigError('run_not_found', `no run ${runId}`));
     const refs = await this.refsOf(runId);
-    const env = (await loadEnvelope(this.d.store, run.rootRunId, run.id)) ?? (await buildRunEnvelope(run, refs, { ...this.d.condense, strategy: 'never' }));
+    const env = (await loadEnvelope(this.d.store, run.rootRunId, run.id)) ?? (await buildRunEnvelope(run, refs, { ...this.d.condense, strategy: 'never', fileOf: (r) => this.d.store.resolvePath(r) }));
     return ok({ runId, refs, ...env });
   }
 

@@ -58,7 +58,7 @@ export async function saveEnvelope(store: ResultStore, rootRunId: string, runId:
 export async function envelopeOnce(store: ResultStore, run: EnvelopeRun, refs: readonly ResultRef[], opts: CondenseOptions = {}): Promise<RunEnvelope> {
   const saved = await loadEnvelope(store, run.rootRunId, run.id);
   if (saved) return saved;
-  const env = await buildRunEnvelope(run, refs, opts);
+  const env = await buildRunEnvelope(run, refs, { ...opts, fileOf: (r) => store.resolvePath(r) });
   await saveEnvelope(store, run.rootRunId, run.id, env).catch(() => undefined);
   return env;
 }

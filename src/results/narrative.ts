@@ -10,10 +10,12 @@
  *   ---
  *   Runtime: 12.3s | Steps: 5 | Tokens: 4500 | Cost: $0.0135   (a local model's: Cost: local ($0))
  *   Condensation: Level 2 | Original: 15000 tokens | Ratio: 0.30
- *   Full result (drill in with read/grep/jq/sql/jsonpath): ref_… (1234B, jsonl)
+ *   Full result (drill in with read/grep/jq/sql/jsonpath): ref_… out/rows.jsonl (1234B, jsonl)
  *   Session: <session>
  *
- * Empty sections are left out. The child's content appears only in the body, which the caller
+ * Expected outputs the child did not leave are named on the status line; its error and, when
+ * it did not complete, its stderr tail follow the body (errorPreservation) — no condensation
+ * level drops them. Empty sections are left out. The child's content appears only in the body, which the caller
  * has already bounded by condensation; the footer is bounded too (MAX_ENVELOPE_REFS handles).
  * A body line that looks like the envelope's own framing (a `[Subagent Result:` head, a `---`
  * rule, a footer or status line, the `== ` run separator of a multi-run answer) is shown quoted
@@ -30,6 +32,10 @@ export interface EnvelopeInput {
   killedBy?: string;
   /** Cut short (killed, timed out): the outputs are what it had written by then. */
   partial?: boolean;
+  /** Expected outputs it did not leave. */
+  missingOutputs?: readonly string[];
+  /** The run's error and stderr tail (child text: quoted like the body). */
+  errors?: string;
   condensed: Pick<Condensed, 'level' | 'levelName' | 'body' | 'originalTokens' | 'ratio'>;
   runtimeMs?: number;
   steps?: number;
@@ -38,7 +44,7 @@ export interface EnvelopeInput {
   costUsd?: number | null;
   /** The model was brig's own local one: the cost line says `local ($0)`, not a price. */
   costLocal?: boolean;
-  refs?: readonly Pick<ResultRef, 'ref' | 'bytes' | 'kind'>[];
+  refs?: readonly (Pick<ResultRef, 'ref' | 'bytes' | 'kind'> & { path?: string })[];
   session?: string;
 }
 
@@ -61,7 +67,8 @@ export function renderEnvelope(e: EnvelopeInput): string {
   const status =
     (STATUS_WORDS[e.status] ?? e.status) +
     (e.status === 'killed' && e.killedBy ? ` (by ${e.killedBy})` : '') +
-    (e.partial ? ' — partial: its outputs are what it wrote before it was stopped' : '');
+    (e.partial ? ' — partial: its outputs are what it wrote before it was stopped' : '') +
+    (e.missingOutputs?.length ? ` — missing expected output${e.missingOutputs.length > 1 ? 's' : ''}: ${oneLine(e.missingOutputs.slice(0, 10).join(', '))}${e.missingOutputs.length > 10 ? ` (and ${e.missingOutputs.length - 10} more)` : ''}` : '');
   const head = [`[Subagent Result: ${oneLine(e.label)}]`, `Status: ${status}`, `Condensation: Level ${e.condensed.level} (${e.condensed.levelName})`];
   const metrics = [
     e.runtimeMs !== undefined ? `Runtime: ${(e.runtimeMs / 1000).toFixed(1)}s` : '',
@@ -72,14 +79,15 @@ export function renderEnvelope(e: EnvelopeInput): string {
   const foot = [
     metrics.join(' | '),
     `Condensation: Level ${e.condensed.level} | Original: ${e.condensed.originalTokens} tokens | Ratio: ${e.condensed.ratio.toFixed(2)}`,
-    ...(e.refs ?? []).slice(0, MAX_ENVELOPE_REFS).map((r) => `Full result (drill in with read/grep/jq/sql/jsonpath): ${r.ref} (${r.bytes}B, ${r.kind})`),
+    ...(e.refs ?? []).slice(0, MAX_ENVELOPE_REFS).map((r) => `Full result (drill in with read/grep/jq/sql/jsonpath): ${r.ref}${r.path ? ` ${oneLine(r.path).replace(/\s/g, '_')}` : ''} (${r.bytes}B, ${r.kind})`),
     (e.refs?.length ?? 0) > MAX_ENVELOPE_REFS
       ? `Full results: ${e.refs!.length - MAX_ENVELOPE_REFS} more ResultRefs not listed here (ref list on this run shows them all)`
       : '',
     e.session ? `Session: ${oneLine(e.session)}` : '',
   ].filter(Boolean);
   const body = quoteFraming(e.condensed.body.trim());
-  return [head.join('\n'), body, `---\n${foot.join('\n')}`].filter((s) => s.length > 0).join('\n\n') + '\n';
+  const errors = quoteFraming((e.errors ?? '').trim());
+  return [head.join('\n'), body, errors, `---\n${foot.join('\n')}`].filter((s) => s.length > 0).join('\n\n') + '\n';
 }
 
 /** Lines of the envelope's own framing, and of the run separator a multi-run answer uses. */

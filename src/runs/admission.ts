@@ -36,10 +36,13 @@ export const parentKey = (parentRunId: string | null): string => parentRunId ?? 
 
 /**
  * How many children may be active at once under one parent: the supervisor's setting, and,
- * for a run parent, also the `maxChildren` of its lease (INV-1: limits only shrink).
+ * for a run parent, also the `maxChildren` of its lease (INV-1: limits only shrink). The
+ * operator is not a run: its spawns are bounded by `maxConcurrent` alone, so raising the
+ * global cap raises what an operator can run at once (the per-parent cap bounds an agent's
+ * fan-out, which the operator's is not).
  */
 export function childLimit(live: readonly RunRecord[], parentRunId: string | null, s: Settings): number {
-  if (parentRunId === null) return s.maxChildrenPerAgent;
+  if (parentRunId === null) return Infinity;
   const cap = live.find((r) => r.id === parentRunId)?.childCap;
   return cap === undefined ? s.maxChildrenPerAgent : Math.min(s.maxChildrenPerAgent, cap);
 }

@@ -17,7 +17,7 @@
 import { AGENT_TOOL_NAMES } from '../agents/index.js';
 import { grantAllows } from '../lease/index.js';
 import type { BrokerMethod, ChildRefHandle, ChildSummary, ChildSummaryWithRefs, ParamsOf, ReplyOf } from '../protocol/index.js';
-import { BrigError } from '../util/errors.js';
+import { BrigError, publicError } from '../util/errors.js';
 import type { RunPorts } from './run-table.js';
 import type { RunRecord } from './types.js';
 
@@ -42,11 +42,21 @@ export const RUN_METHODS = [
 ] as const satisfies readonly BrokerMethod[];
 export type RunMethod = (typeof RUN_METHODS)[number];
 
-/** What a handler is handed: the calling run (verified by the broker) and the method's typed params. */
+/**
+ * What a handler is handed: the calling run (verified by the broker), the method's typed
+ * params, and the call's id with whether the child's client re-sends it after a reconnect
+ * (`resent`): a call whose effect would double — a step counted, a child spawned, a kill
+ * answered `not_running` — is answered again by its id instead of applied twice.
+ */
 export interface ChildCall<M extends RunMethod> {
   runId: string;
   params: ParamsOf<M>;
+  callId?: string | number | null;
+  resent?: boolean;
 }
+
+/** The id of a re-sent call, when there is one to match. */
+const resentId = (c: { callId?: string | number | null; resent?: boolean }): string | number | undefined => (c.resent === true && c.callId !== null ? c.callId : undefined);
 
 /** One handler per run method, in the broker's own call shape: the broker calls them directly. */
 export type ChildCallHandlers = { [M in RunMethod]: (call: ChildCall<M>) => Promise<ReplyOf<M>> };
@@ -96,6 +106,18 @@ function running(sup: RunPorts, runId: string): RunRecord {
   return r;
 }
 
+/**
+ * The calling run when it is running, or when it is an agent being stopped: a kill, a timeout or
+ * a spent budget saves the end first (`materializing` with its `pendingEnd`) and then gives the
+ * agent SIGTERM and a grace, in which it may still make its one salvage call and send its partial
+ * result — only those (llm.append, llm.complete with purpose salvage, result).
+ */
+function runningOrSalvaging(sup: RunPorts, runId: string): RunRecord {
+  const r = sup.table.get(runId);
+  if (r?.status === 'materializing' && r.kind === 'agent' && r.pendingEnd !== undefined && sup.table.live.get(runId)?.jail !== undefined) return r;
+  return running(sup, runId);
+}
+
 /** One of the caller's own direct children: a run cannot reach into another subtree. */
 function ownChild(sup: RunPorts, runId: string, childId: string): RunRecord {
   const child = sup.table.get(childId);
@@ -118,17 +140,40 @@ function ok<T>(r: { ok: true; value: T } | { ok: false; error: BrigError }): T {
   return r.value;
 }
 
-/** The summary with the child's ref handles (bounded), as a spawn or a wait answers it. */
-async function withRefs(sup: RunPorts, c: RunRecord): Promise<ChildSummaryWithRefs> {
+/** The most envelope text one wait reply carries (its line is at most MAX_REPLY_BYTES, 1 MiB). */
+export const MAX_REPLY_ENVELOPE_CHARS = 600_000;
+
+/**
+ * The summary with the child's ref handles (bounded) and, once it ended, its envelope — the
+ * one every face shows (INV-3: condensed, never the child's transcript) — as a spawn or a
+ * wait answers it. The result value stays beside it (a script reads it as data; an agent's
+ * tool shows the envelope instead).
+ * `room` is the envelope text this reply may still carry.
+ */
+async function withRefs(sup: RunPorts, c: RunRecord, room: { chars: number } = { chars: MAX_REPLY_ENVELOPE_CHARS }): Promise<ChildSummaryWithRefs> {
   const h: { refs: ChildRefHandle[]; more: number } = sup.handlesOf ? await sup.handlesOf(c.id) : { refs: [], more: 0 };
-  return { ...childSummary(c), refs: h.refs, ...(h.more > 0 ? { refsMore: h.more } : {}) };
+  const base: ChildSummaryWithRefs = { ...childSummary(c), refs: h.refs, ...(h.more > 0 ? { refsMore: h.more } : {}) };
+  if (c.status !== 'ended' || !sup.envelopeOf) return base;
+  try {
+    const envelope = await sup.envelopeOf(c.id);
+    if (envelope.length > room.chars) return { ...base, envelopeError: 'not sent: this reply is full; wait for this run alone to get its envelope' };
+    room.chars -= envelope.length;
+    return { ...base, envelope };
+  } catch (e) {
+    return { ...base, envelopeError: `the envelope could not be cast: ${publicError(e).message.slice(0, 200)}` };
+  }
 }
 
 export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
   const { table, actions } = sup;
   return {
-    async progress({ runId, params: p }) {
+    async progress(call) {
+      const { runId, params: p } = call;
       const r = running(sup, runId);
+      // The call counted last, sent again after a reconnect (its reply was lost with the
+      // connection, perhaps with the supervisor): answered again, not counted again.
+      const again = resentId(call);
+      if (again !== undefined && r.progressCallId === again) return { steers: takeSteers(sup, runId), stepsExecuted: r.stepsExecuted };
       // An agent's step is its model call (llm-calls.ts counts and bounds it); its progress
       // call only says where it is.
       const agent = r.kind === 'agent';
@@ -141,7 +186,9 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       // Only a name of the closed tool set is kept: events and the ledger stay content-free (INV-7).
       const tool = typeof p.tool === 'string' && (AGENT_TOOL_NAMES as readonly string[]).includes(p.tool) ? p.tool : null;
       // Not durable (run-store.ts): a machine crash may lose the last progress line and count.
-      await table.update(runId, (x) => ({ ...x, stepsExecuted: agent ? x.stepsExecuted : x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: table.clock.now().toISOString() }), { durable: false });
+      // The call's id goes with the count it made, in one save: a restart reads both or neither.
+      const counted = call.callId !== undefined && call.callId !== null ? { progressCallId: call.callId } : {};
+      await table.update(runId, (x) => ({ ...x, stepsExecuted: agent ? x.stepsExecuted : x.stepsExecuted + 1, progressLine: line, activeTool: tool, lastProgressAt: table.clock.now().toISOString(), ...counted }), { durable: false });
       return { steers: takeSteers(sup, runId), stepsExecuted: agent ? r.stepsExecuted : r.stepsExecuted + 1 };
     },
     async checkpoint({ runId, params: p }) {
@@ -160,7 +207,7 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       return { checkpoint: buf ? (JSON.parse(buf.toString('utf8')) as unknown) : null, untrusted: true };
     },
     async result({ runId, params: p }) {
-      const r = running(sup, runId);
+      const r = runningOrSalvaging(sup, runId);
       if ('spooled' in p) {
         // The value is in the workspace (too big for a line); the collect fetches it, capped.
         const bytes = p.spooled.bytes;
@@ -183,15 +230,30 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       running(sup, runId);
       return { steers: takeSteers(sup, runId) };
     },
-    async spawn({ runId, params: p }) {
+    async spawn(call) {
+      const { runId, params: p } = call;
       const r = running(sup, runId);
       const live = table.live.get(runId);
       if (!live || !grantAllows({ caps: live.caps }, 'spawn')) throw new BrigError('capability_denied', 'the lease does not grant `spawn`', { data: { what: 'spawn' } });
-      const req = p.request;
+      // The same call sent again after a reconnect: the child it made is the answer (waited
+      // for, like the first, when synchronous), even one that ended since; never a second one.
+      const again = resentId(call);
+      const made = again === undefined ? undefined : table.all().find((c) => c.parentRunId === runId && c.spawnCallId === again);
+      if (made) {
+        const res = p.request.async === true ? ok({ ok: true as const, value: made }) : ok(await actions.whileBlocked(runId, () => actions.wait(made.id)));
+        return withRefs(sup, res);
+      }
+      // `include_parent_history: summary` without a text: brig writes it from the conversation
+      // it holds for this run (the model's summary, else a marked head/tail; never the transcript).
+      const asked = p.request;
+      const req = asked.include_parent_history === 'summary' && asked.parent_summary === undefined && sup.llm
+        ? { ...asked, parent_summary: await sup.llm.summarize(r, sup.settings.parentSummaryMaxTokens) }
+        : asked;
       // A parent blocked on its child must not hold the slot the child needs (no deadlock).
       // Attribution (reference 001): the child carries the step of its parent that spawned it.
       // The request is parsed by the supervisor's intake with the one spawn schema.
-      const spawn = () => actions.spawn(req as never, { parentRunId: runId, parentStep: r.stepsExecuted });
+      const callId = call.callId ?? undefined;
+      const spawn = () => actions.spawn(req as never, { parentRunId: runId, parentStep: r.stepsExecuted, ...(callId !== undefined ? { callId } : {}) });
       const res = req.async === true ? await spawn() : await actions.whileBlocked(runId, spawn);
       return withRefs(sup, ok(res));
     },
@@ -201,10 +263,13 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       const timeoutMs = Math.min(p.timeoutMs ?? MAX_CHILD_WAIT_MS, MAX_CHILD_WAIT_MS);
       const deadline = Date.now() + timeoutMs;
       await actions.whileBlocked(runId, () => Promise.all(p.runs.map((id) => actions.wait(id, { timeoutMs: Math.max(0, deadline - Date.now()) }))));
-      return { runs: await Promise.all(p.runs.map((id) => withRefs(sup, table.get(id)!))) };
+      const room = { chars: MAX_REPLY_ENVELOPE_CHARS };
+      const runs: ChildSummaryWithRefs[] = [];
+      for (const id of p.runs) runs.push(await withRefs(sup, table.get(id)!, room));
+      return { runs };
     },
     async 'llm.append'({ runId, params: p }) {
-      running(sup, runId);
+      runningOrSalvaging(sup, runId);
       return { messages: await model(sup).append(runId, p.messages) };
     },
     async 'llm.reset'({ runId, params: p }) {
@@ -212,7 +277,8 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       return { messages: await model(sup).reset(runId, p.messages) };
     },
     async 'llm.complete'({ runId, params: p }) {
-      const r = running(sup, runId);
+      const r = runningOrSalvaging(sup, runId);
+      if (r.status !== 'running' && r.status !== 'starting' && p.purpose !== 'salvage') throw new BrigError('not_running', `run ${runId} is being stopped: only its salvage call is answered`, { data: { status: r.status } });
       const llm = model(sup);
       if (p.purpose === 'salvage') {
         if (r.salvaged) throw new BrigError('budget_exceeded', 'the one salvage call of this run was made');
@@ -220,9 +286,12 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       }
       return llm.complete(table.get(runId)!, p);
     },
-    async 'child.kill'({ runId, params: p }) {
+    async 'child.kill'(call) {
+      const { runId, params: p } = call;
       running(sup, runId);
-      ownChild(sup, runId, p.child);
+      const child = ownChild(sup, runId, p.child);
+      // Sent again after a reconnect, once the first one killed it: the first one's answer.
+      if (resentId(call) !== undefined && child.status === 'ended' && child.killedBy === 'parent') return { runId: p.child, endReason: child.endReason };
       const k = ok(await actions.kill(p.child, { confirm: true, by: 'parent' }));
       return { runId: p.child, endReason: k.endReason };
     },

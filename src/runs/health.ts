@@ -40,7 +40,7 @@ export function healthActions(live: readonly RunRecord[], now: Date, s: Settings
   const kids = childActivity(all);
   for (const r of live) {
     if (r.status === 'queued') {
-      if (t - Date.parse(r.createdAt) >= s.queueTimeoutMs) out.push({ runId: r.id, reason: 'failed', code: 'queue_timeout' });
+      if (t - Date.parse(r.queuedAt ?? r.createdAt) >= s.queueTimeoutMs) out.push({ runId: r.id, reason: 'failed', code: 'queue_timeout' });
       continue;
     }
     if (r.status !== 'running' || r.startedAt === null) continue;

@@ -6,6 +6,8 @@ export {
   TERMINAL_STATUSES,
   RUN_KINDS,
   SPAWN_BOUNDS,
+  SPAWN_FIELDS,
+  REF_ID_RE,
   DEFAULT_SETTINGS,
   SpawnRequestSchema,
   RunStatusSchema,

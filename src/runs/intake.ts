@@ -16,10 +16,12 @@ import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import type { JailArtifact } from '../jail/index.js';
 import { decideAdmission } from './admission.js';
 import { checkArtifact } from './artifact-check.js';
+import { checkRefArtifact, isRefArtifact, uniqueNames } from './ref-artifact.js';
 import type { SupervisorDeps } from './ports.js';
 import { createRunRecord, newRunId, requestHash } from './record.js';
 import type { RunTable } from './run-table.js';
 import { effectiveMaxSteps, runTimeoutMs } from './timeouts.js';
+import { SPAWN_BOUNDS } from '../protocol/index.js';
 import { SpawnRequestSchema, type RunRecord, type SpawnContext, type SpawnRequest, type SpawnRequestInput, type SupervisorSettings } from './types.js';
 
 export type Intake =
@@ -53,9 +55,11 @@ function invalid(parsed: { error: { issues: { path: PropertyKey[]; message: stri
  * schema, the agent spec and model it names, the profile it asks for. What it answers is the
  * request as it would be admitted (defaults filled, the spec's narrowing applied).
  */
-export function checkSpawn(d: Pick<IntakeDeps, 'deps'>, input: SpawnRequestInput): Result<{ req: SpawnRequest; spec?: AgentSpec }, BrigError> {
+export function checkSpawn(d: Pick<IntakeDeps, 'deps' | 'settings'>, input: SpawnRequestInput): Result<{ req: SpawnRequest; spec?: AgentSpec }, BrigError> {
   const parsed = SpawnRequestSchema.safeParse(input, { reportInput: true });
   if (!parsed.success) return err(invalid(parsed));
+  const steps = maxStepsRefusal(d.settings, parsed.data.max_steps);
+  if (steps) return err(steps);
   const agent = agentRequest(d, parsed.data);
   if (!agent.ok) return agent;
   const profile = agent.value.req.profile;
@@ -64,6 +68,22 @@ export function checkSpawn(d: Pick<IntakeDeps, 'deps'>, input: SpawnRequestInput
     if (!known.ok) return known;
   }
   return agent;
+}
+
+/**
+ * `max_steps` within its bounds — at least SPAWN_BOUNDS.maxStepsFloor (or the configured
+ * default when that is smaller), at most the configured default — or why not, with the bounds.
+ * Refused, never clamped: a caller asking for 10 steps learns it cannot have them.
+ */
+export function maxStepsRefusal(s: Pick<SupervisorSettings, 'defaultMaxSteps'>, asked: number | undefined): BrigError | null {
+  if (asked === undefined) return null;
+  const max = s.defaultMaxSteps;
+  const min = Math.min(SPAWN_BOUNDS.maxStepsFloor, max);
+  if (asked >= min && asked <= max) return null;
+  return new BrigError('invalid_input', `spawn request: max_steps ${asked} is outside ${min}..${max}`, {
+    data: { field: 'max_steps', min, max, current: asked },
+    hint: `Give max_steps between ${min} and ${max}, or leave it out for the default ${max} (the supervisor's defaultMaxSteps is the cap).`,
+  });
 }
 
 export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: SpawnContext): Promise<Result<Intake, BrigError>> {
@@ -78,16 +98,32 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
       hint: 'Summarize the parent history further, or send include_parent_history `none`.',
     }));
   }
+  if (req.include_parent_history === 'summary' && req.parent_summary === undefined && !ctx.parentRunId) {
+    return err(new BrigError('invalid_input', 'include_parent_history `summary` needs parent_summary: brig holds no conversation of an operator', {
+      data: { field: 'parent_summary' },
+      hint: 'Give the summary text (--parent-summary, parentSummary), or leave include_parent_history `none`. A lead spawning from its jail gets one written by brig.',
+    }));
+  }
   const parent = ctx.parentRunId ? (table.get(ctx.parentRunId) ?? null) : null;
   if (ctx.parentRunId && (!parent || parent.status === 'ended')) {
     return err(new BrigError('not_running', `parent run ${ctx.parentRunId} is not running`, { data: { status: parent?.status ?? 'unknown' } }));
   }
-  if (parent && (req.artifact_refs.length > 0 || req.image !== undefined)) {
-    return err(new BrigError('capability_denied', 'a child cannot hand host paths or pick an image for a grandchild', { data: { what: 'artifact_refs/image' } }));
+  if (parent && (req.artifact_refs.some((a) => !isRefArtifact(a)) || req.image !== undefined)) {
+    return err(new BrigError('capability_denied', 'a child cannot hand host paths or pick an image for a grandchild', {
+      data: { what: 'artifact_refs/image' },
+      hint: 'Hand ResultRef ids (ref_…) of your own children instead: they are mounted read-only from the result store.',
+    }));
   }
   // Each artifact is judged once, here; what the jail binds is the object judged (its identity).
-  const artifacts: JailArtifact[] = [];
+  // A ResultRef id is its own kind: resolved from the result store, never a path (ref-artifact.ts).
+  const artifacts: (JailArtifact & { runId?: string })[] = [];
   for (const a of req.artifact_refs) {
+    if (isRefArtifact(a)) {
+      const checked = await checkRefArtifact({ table, results: d.deps.results }, a, parent);
+      if (!checked.ok) return checked;
+      artifacts.push(checked.value);
+      continue;
+    }
     const st = await fs.stat(path.resolve(a)).catch(() => null);
     if (!st || !(st.isFile() || st.isDirectory())) {
       return err(new BrigError('artifact_missing', `artifact ${path.basename(a)} is not an existing regular file or directory`, { data: { artifact: a } }));
@@ -96,6 +132,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     if (!checked.ok) return checked;
     artifacts.push({ name: path.basename(a), hostPath: checked.value.realPath, identity: checked.value });
   }
+  const named = uniqueNames(artifacts).map(({ runId: _r, ...a }) => a);
   const callerId = ctx.callerId ?? ctx.parentRunId ?? 'operator';
   const depth = parent ? parent.depth + 1 : 1;
   const hash = requestHash(req);
@@ -131,6 +168,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     rec.costUsd = 0;
   }
   if (ctx.parentStep !== undefined) rec.parentStep = ctx.parentStep;
+  // Saved with the admitted record: a re-sent spawn call finds this run, before or after a restart.
+  if (ctx.callId !== undefined) rec.spawnCallId = ctx.callId;
   // Decided and recorded in the same tick. An admitted run is `starting` at once;
   // `preparing` keeps the pump and the health tick off it until it is on disk.
   if (decision.kind === 'admit') rec.status = 'starting';
@@ -140,7 +179,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     table.runs.delete(rec.id);
     table.preparing.delete(rec.id);
   };
-  const prepared = await prepare(d, rec, req, agent.value.spec, artifacts);
+  const prepared = await prepare(d, rec, req, agent.value.spec, named);
   if (!prepared.ok) {
     forget();
     return prepared;
@@ -155,7 +194,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   table.preparing.delete(rec.id);
   // The starter takes the parsed request from memory; the file is for a restart or a respawn.
   table.requests.set(rec.id, req);
-  if (artifacts.length > 0) table.artifacts.set(rec.id, artifacts);
+  if (named.length > 0) table.artifacts.set(rec.id, named);
   table.emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue', parentStep: rec.parentStep ?? null });
   return ok({ kind: 'created', run: rec, started: decision.kind === 'admit', async: req.async });
 }
@@ -211,6 +250,10 @@ function agentRequest(d: Pick<IntakeDeps, 'deps'>, req: SpawnRequest): Result<{ 
   const min = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
   const maxSteps = min(req.max_steps, spec.value.maxSteps);
   const timeout = min(req.timeout, spec.value.timeout === undefined ? undefined : spec.value.timeout * 1000);
+  if (req.tool_groups && d.deps.agents.checkGroups) {
+    const groups = d.deps.agents.checkGroups(req.tool_groups);
+    if (!groups.ok) return groups;
+  }
   const profile = req.profile ?? spec.value.profile;
   return ok({
     req: { ...req, agent: name, model: model.value.alias, ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}), ...(timeout !== undefined ? { timeout } : {}), ...(profile ? { profile } : {}) },

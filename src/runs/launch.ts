@@ -24,6 +24,7 @@ import { BrigError, publicError } from '../util/errors.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
 import type { AgentPacket, EndReason, RunError, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
+import { mark } from '../util/timing.js';
 
 /** What collecting a run's outputs needs: the table (record and store), the results port, the caps. */
 export interface CollectContext {
@@ -49,16 +50,17 @@ export function collectCapsFor(s: Pick<SupervisorSettings, 'resultPerFileBytes' 
   return { perFileBytes: Math.min(s.resultPerFileBytes, perRunBytes), perRunBytes, maxEntries: s.resultMaxEntries };
 }
 
-export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGrant, 'leaseId' | 'caps' | 'expiresAt'>, s: SupervisorSettings, agent?: AgentPacket): SpawnPacket {
+/** `artifacts`: the names under /artifacts intake gave them (a ref's is its file's name); default: the requested paths' basenames. */
+export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGrant, 'leaseId' | 'caps' | 'expiresAt'>, s: SupervisorSettings, agent?: AgentPacket, artifacts?: readonly Pick<JailArtifact, 'name'>[]): SpawnPacket {
   const maxSummaryChars = s.parentSummaryMaxTokens * 4;
   return {
     v: 1,
     runId: r.id,
     task: req.task,
     objective: req.objective ?? null,
-    artifactRefs: req.artifact_refs.map((a) => path.basename(a)),
-    domainKnowledge: req.domain_knowledge ?? null,
-    toolGroups: [...lease.caps],
+    artifactRefs: artifacts ? artifacts.map((a) => a.name) : req.artifact_refs.map((a) => path.basename(a)),
+    domainKnowledge: [...(req.domain_knowledge ?? [])],
+    toolGroups: [...(req.tool_groups ?? [])],
     parentSummary: req.include_parent_history === 'summary' && req.parent_summary ? req.parent_summary.slice(0, maxSummaryChars) : null,
     workspaceDir: CHILD_PATHS.workspace,
     depth: r.depth,
@@ -210,6 +212,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
     const caps = collectCapsFor(sup.settings, r.resultCapBytes);
     const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe });
+    mark('run: outputs collected');
     collected = rep;
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;
@@ -234,6 +237,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
       ...(transcript ? { transcriptFile: transcript } : {}),
       ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
       ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
+      ...(r.kind === 'agent' ? { agent: true } : {}),
       collected: rep.files,
     });
     // A file over the per-file cap was skipped, never read: the rest is kept and indexed, and
@@ -255,6 +259,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
             ...(transcript ? { transcriptFile: transcript } : {}),
             ...(patch.stdoutTail ? { stdout: patch.stdoutTail } : {}),
             ...(patch.stderrTail ? { stderr: patch.stderrTail } : {}),
+            ...(r.kind === 'agent' ? { agent: true } : {}),
             collected: files,
           }),
         )

@@ -16,6 +16,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BrigError, publicError } from '../util/errors.js';
 import { microCompact } from './micro-compact.js';
+import { parentSummary } from './parent-summary.js';
 import type { ConversationMessage, ModelPort, ToolSchema } from './model-port.js';
 import type { LlmService, RunTable } from './run-table.js';
 import type { LlmReply, ParamsOf, RunRecord } from './types.js';
@@ -344,6 +345,15 @@ export function llmService(table: RunTable, deps: LlmDeps): LlmService {
           if (s.stop.signal.aborted) throw new BrigError('not_running', `run ${run.id} has ended`);
           return llmComplete({ table }, deps, conv, table.get(run.id) ?? run, params, s);
         });
+      s.last = mine;
+      return mine;
+    },
+    // The parent's summary for a child it spawns (parent-summary.ts): in line with its own calls.
+    summarize: (run, maxTokens) => {
+      const s = track(run.id);
+      const mine = s.last
+        .catch(() => undefined)
+        .then(async () => parentSummary({ table, models: deps.models, budgetLeft: (r) => budgetCheck({ table }, r) }, table.get(run.id) ?? run, await conv.messages(run.id), maxTokens));
       s.last = mine;
       return mine;
     },

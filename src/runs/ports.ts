@@ -5,7 +5,7 @@ import type { BrigError, Result } from '../util/errors.js';
 import type { AgentSpec } from '../agents/index.js';
 import type { ModelPort } from './model-port.js';
 import type { Timers } from './progress-fork.js';
-import type { ChildRefHandle, SpawnPacket, SupervisorSettings, RunRecord } from './types.js';
+import type { ChildRefHandle, ResultRef, SpawnPacket, SupervisorSettings, RunRecord, ToolGroup } from './types.js';
 
 /**
  * What the supervisor needs from the parts around it, in its own words. The composition
@@ -42,6 +42,11 @@ export interface LeasePort {
   /** Whether the policy in force has this profile (the nearest name in the refusal); absent: not checked before launch. */
   checkProfile?(name: string): Result<void, BrigError>;
   revoke(leaseId: string, by: string, reason: string): Promise<void>;
+  /**
+   * Revokes the live lease this run holds, if any — also one a launch issued that no record
+   * names (a crash before its save): a run caught `starting` launches again with a fresh one.
+   */
+  revokeRun(runId: string, by: string, reason: string): Promise<void>;
   /** Called for every lease revoked by anyone (cascades included) with who revoked it. */
   onRevoked(cb: (leaseId: string, by: string) => void): () => void;
 }
@@ -65,6 +70,8 @@ export interface RunExtras {
   transcriptFile?: string;
   stdout?: string;
   stderr?: string;
+  /** An agent's run: its answer is kept as `answer.txt` beside its value. */
+  agent?: boolean;
   /** The out/ files as the jail's collect reported them, each with what `observe` returned: index reuses those scans instead of re-reading. */
   collected?: readonly CollectedFile[];
 }
@@ -79,6 +86,8 @@ export interface ResultsPort {
    * and its bounded stdout/stderr tails when present; returns how many refs the run has.
    */
   index(rootRunId: string, runId: string, dir: string, extras?: RunExtras): Promise<number>;
+  /** A live ref and the host path of its file (a ref handed to a child as an artifact); null when there is none. */
+  resolveRef?(ref: string): Promise<{ ref: ResultRef; hostPath: string } | null>;
   /** Drop a run's ResultRefs (retention sweep). */
   remove(rootRunId: string, runId: string): Promise<void>;
   /** At start: remove what interrupted materializations left (temps, never-indexed dirs of ended runs). */
@@ -155,7 +164,15 @@ export interface SupervisorDeps {
   agents?: AgentPort;
   /** A run's ResultRef handles for the summaries a spawn or a wait returns (refs/ChildRefs); absent: none listed. */
   handlesOf?: HandlesOf;
+  /**
+   * An ended run's envelope as every face shows it (RefService.result: cast once, kept), for
+   * the summary a spawn or a wait returns to a parent run; absent: summaries carry none.
+   */
+  envelopeOf?: EnvelopeOf;
 }
+
+/** An ended run's narrative-cast envelope (throws a BrigError when it cannot be cast). */
+export type EnvelopeOf = (runId: string) => Promise<string>;
 
 /** A run's ResultRef handles, bounded: `more` counts those left out. */
 export type HandlesOf = (runId: string) => Promise<{ refs: ChildRefHandle[]; more: number }>;
@@ -163,6 +180,8 @@ export type HandlesOf = (runId: string) => Promise<{ refs: ChildRefHandle[]; mor
 /** Agent specs, in the supervisor's words (the composition root adapts src/agents). */
 export interface AgentPort {
   spec(name: string): Result<AgentSpec, BrigError>;
-  /** The tools a run with these capabilities may be offered under this spec. */
-  tools(spec: AgentSpec, caps: readonly string[]): string[];
+  /** The tools a run with these capabilities may be offered under this spec (narrowed to `groups` when given). */
+  tools(spec: AgentSpec, caps: readonly string[], groups?: readonly ToolGroup[]): string[];
+  /** Whether the policy in force has these tool groups (the nearest name in the refusal); absent: not checked. */
+  checkGroups?(names: readonly ToolGroup[]): Result<void, BrigError>;
 }

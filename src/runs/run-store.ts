@@ -162,6 +162,25 @@ export class RunStore {
     return { records, corrupt: bad };
   }
 
+  /**
+   * Run directories with no record, and when each last changed (epoch ms): what an intake
+   * cut short by a crash left (its first file is written before its admitted save) — or an
+   * intake in flight in another process (an in-process CLI's) when it is young. `only`: just
+   * these run ids.
+   */
+  async withoutRecord(only?: Iterable<string>): Promise<{ runId: string; changedAt: number }[]> {
+    const names = only ? [...only] : await fs.readdir(this.root).catch(() => [] as string[]);
+    const out: { runId: string; changedAt: number }[] = [];
+    for (const n of names) {
+      if (!isRunId(n)) continue;
+      const dir = await fs.stat(this.dir(n)).catch(() => null);
+      if (!dir?.isDirectory()) continue;
+      if (await fs.stat(this.file(n, 'record')).then(() => true, () => false)) continue;
+      out.push({ runId: n, changedAt: dir.mtimeMs });
+    }
+    return out;
+  }
+
   /** The spawn request as admitted (parsed by intake), the agent spec, the packet: durable, 0600. */
   async writeJson(runId: string, name: 'request', value: SpawnRequest): Promise<void>;
   async writeJson(runId: string, name: 'agent', value: AgentSpec): Promise<void>;
@@ -176,6 +195,8 @@ export class RunStore {
   async readRequest(runId: string): Promise<SpawnRequest | null> {
     const v = await this.#json(runId, 'request');
     if (v === null) return null;
+    // A request admitted before domain_knowledge was a list held one string: it is that list of one.
+    if (isObj(v) && typeof v.domain_knowledge === 'string') v.domain_knowledge = [v.domain_knowledge];
     const parsed = SpawnRequestSchema.safeParse(v);
     if (!parsed.success) throw corrupt(runId, RUN_FILES.request, `${parsed.error.issues[0]?.path.join('.') || '(root)'}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     return parsed.data;

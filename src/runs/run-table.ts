@@ -2,7 +2,7 @@ import type { Jail, JailArtifact } from '../jail/index.js';
 import type { Ledger } from '../ledger/index.js';
 import { toBrigError, type BrigError, type Result } from '../util/errors.js';
 import { EventBus } from './event-bus.js';
-import type { BrokerHandle, Clock, HandlesOf, LeaseGrant } from './ports.js';
+import type { BrokerHandle, Clock, EnvelopeOf, HandlesOf, LeaseGrant } from './ports.js';
 import type { RunStore, SaveOptions } from './run-store.js';
 import type { SupervisorEvent } from './types.js';
 import type { EndReason, KilledBy, RunError, RunRecord } from './types.js';
@@ -187,6 +187,8 @@ export interface RunPorts {
   llm?: LlmService;
   /** A run's ResultRef handles (bounded), for the summary a spawn or a wait returns to its parent. */
   handlesOf?: HandlesOf;
+  /** An ended run's envelope, for the summary a spawn or a wait returns to its parent. */
+  envelopeOf?: EnvelopeOf;
 }
 
 /** The supervisor's model-call service (llm-calls.ts), as child calls reach it. */
@@ -194,4 +196,6 @@ export interface LlmService {
   append(runId: string, messages: LlmMessage[]): Promise<number>;
   reset(runId: string, messages: LlmMessage[]): Promise<number>;
   complete(run: RunRecord, params: ParamsOf<'llm.complete'>): Promise<LlmReply>;
+  /** The run's conversation condensed for a child's packet (parent-summary.ts), at most maxTokens × 4 chars. */
+  summarize(run: RunRecord, maxTokens: number): Promise<string>;
 }

@@ -43,6 +43,13 @@ export async function sendToRun(p: RunPorts, bus: ReplyBus, r: RunRecord, text: 
   const mode = o.mode ?? 'fire-and-forget';
   if (!(SEND_MODES as readonly string[]).includes(mode)) return err(new BrigError('invalid_input', `unknown send mode ${String(mode).slice(0, 40)}`, { hint: `Modes: ${SEND_MODES.join(', ')}.` }));
   if (typeof text !== 'string' || text.length === 0 || text.length > 64 * 1024) return err(new BrigError('invalid_input', 'a message is 1..65536 characters'));
+  // Out of bounds is refused with the bounds, never clamped (every face the same: HTTP's schema refuses it too).
+  if (o.maxTurns !== undefined && !(Number.isInteger(o.maxTurns) && o.maxTurns >= 0 && o.maxTurns <= 5)) {
+    return err(new BrigError('invalid_input', `maxTurns ${String(o.maxTurns).slice(0, 20)} is outside 0..5`, { data: { field: 'maxTurns', min: 0, max: 5 }, hint: 'ping-pong collects 0 to 5 replies (default 3).' }));
+  }
+  if (o.timeoutMs !== undefined && !(Number.isInteger(o.timeoutMs) && o.timeoutMs >= 1 && o.timeoutMs <= MAX_SEND_WAIT_MS)) {
+    return err(new BrigError('invalid_input', `timeoutMs ${String(o.timeoutMs).slice(0, 20)} is outside 1..${MAX_SEND_WAIT_MS}`, { data: { field: 'timeoutMs', min: 1, max: MAX_SEND_WAIT_MS }, hint: `Wait at most ${MAX_SEND_WAIT_MS} ms per send; send again to wait longer.` }));
+  }
   if (r.kind !== 'agent') return err(new BrigError('invalid_input', `run ${r.id} is a ${r.kind} child: only an agent child takes messages`, { hint: 'Use steer for a script child.' }));
   // A starting child takes it too: it is delivered at its first step boundary.
   if ((r.status !== 'running' && r.status !== 'starting') || p.table.ending.has(r.id)) {
@@ -52,8 +59,8 @@ export async function sendToRun(p: RunPorts, bus: ReplyBus, r: RunRecord, text: 
   if (!live) return err(new BrigError('not_running', `run ${r.id} has no live child to take the message`));
   const backlog = steerBacklog(live.steers, r.id);
   if (backlog) return err(backlog);
-  const want = mode === 'fire-and-forget' ? 0 : mode === 'wait' ? 1 : Math.max(0, Math.min(5, Math.floor(o.maxTurns ?? 3)));
-  const timeoutMs = Math.max(1, Math.min(o.timeoutMs ?? 30_000, MAX_SEND_WAIT_MS));
+  const want = mode === 'fire-and-forget' ? 0 : mode === 'wait' ? 1 : (o.maxTurns ?? 3);
+  const timeoutMs = o.timeoutMs ?? 30_000;
   const sentAt = Date.now();
   const replies: SendOutcome['replies'] = [];
   let timedOut = false;

@@ -57,7 +57,8 @@ export const DEFAULT_SETTINGS: Readonly<SupervisorSettings> = Object.freeze({
   resultRetentionMs: 24 * 3600_000,
   sweepIntervalMs: 60_000,
   steerInject: true,
-  parentSummaryMaxTokens: SPAWN_BOUNDS.parentSummaryMaxTokens,
+  // The reference's default; SPAWN_BOUNDS.parentSummaryMaxTokens is the most it may be set to.
+  parentSummaryMaxTokens: 1000,
   stdoutTailBytes: 16 * 1024,
   leaseGraceMs: 60_000,
   drainMs: 30_000,
@@ -96,7 +97,7 @@ export const SupervisorSettingsSchema = z.strictObject({
   resultRetentionMs: positive,
   sweepIntervalMs: positive,
   steerInject: z.boolean(),
-  parentSummaryMaxTokens: positive,
+  parentSummaryMaxTokens: positive.max(SPAWN_BOUNDS.parentSummaryMaxTokens),
   stdoutTailBytes: positive,
   leaseGraceMs: ms,
   drainMs: ms,

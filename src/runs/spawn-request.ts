@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CapabilitySchema, LimitsSchema } from '../lease/index.js';
-import { RUN_KINDS, SPAWN_BOUNDS, type SpawnRequest, type SpawnRequestInput } from '../protocol/index.js';
+import { RUN_KINDS, SPAWN_BOUNDS, TOOL_GROUP_RE, type SpawnRequest, type SpawnRequestInput } from '../protocol/index.js';
 
 /**
  * The schema of the one spawn request for every face (library, HTTP body, broker `spawn`
@@ -35,9 +35,16 @@ export const SpawnRequestSchema = z
     limits: LimitsSchema.pick({ cpu: true, memoryMb: true, pids: true, diskMb: true, tokens: true, costUsd: true }).partial().strict().optional(),
     profile: z.string().min(1).optional(),
     objective: z.string().max(4096).optional(),
-    /** Host paths (operator spawns) or ResultRef ids handed to the child read-only. */
-    artifact_refs: z.array(z.string().min(1)).default([]),
-    domain_knowledge: z.string().max(SPAWN_BOUNDS.domainKnowledgeChars).optional(),
+    /** ResultRef ids (REF_ID_RE) or, for an operator, host paths: handed to the child read-only. */
+    artifact_refs: z.array(z.string().min(1).max(4096)).max(64).default([]),
+    /** One fact an entry; together at most domainKnowledgeChars characters. */
+    domain_knowledge: z
+      .array(z.string().min(1))
+      .max(SPAWN_BOUNDS.domainKnowledgeItems)
+      .refine((l) => l.reduce((n, x) => n + x.length, 0) <= SPAWN_BOUNDS.domainKnowledgeChars, `at most ${SPAWN_BOUNDS.domainKnowledgeChars} characters in all`)
+      .optional(),
+    /** Names of the policy's groups: checked against the policy in force at intake. */
+    tool_groups: z.array(z.string().regex(TOOL_GROUP_RE, 'a group name of the policy (lowercase letters, digits, _ -)')).min(1).max(32).optional(),
     include_parent_history: z.enum(['none', 'summary']).default('none'),
     /** Only with include_parent_history `summary`; bounded by parentSummaryMaxTokens (chars / 4). */
     parent_summary: z.string().max(SPAWN_BOUNDS.parentSummaryMaxTokens * 4).optional(),
@@ -45,6 +52,7 @@ export const SpawnRequestSchema = z
     expected_outputs: z
       .array(z.string().min(1).max(1024).refine((p) => !p.split('/').includes('..') && !p.includes('\0'), 'an expected output is a path under /workspace/out without `..`'))
       .default([]),
+    /** Its bounds (SPAWN_BOUNDS.maxStepsFloor … defaultMaxSteps) depend on the settings: intake checks them. */
     max_steps: z.number().int().positive().optional(),
     /** Run timeout in ms (clamped by maxRunTimeoutMs and the lease). */
     timeout: z.number().int().positive().optional(),
@@ -59,6 +67,7 @@ export const SpawnRequestSchema = z
     if (r.kind === 'agent' && (r.script !== undefined || r.argv !== undefined))
       ctx.addIssue({ code: 'custom', path: ['kind'], message: 'kind `agent` runs an agent spec (`agent`), not a script or argv' });
     if (r.model !== undefined && r.kind !== 'agent') ctx.addIssue({ code: 'custom', path: ['model'], message: 'only kind `agent` takes a model' });
+    if (r.tool_groups !== undefined && r.kind !== 'agent') ctx.addIssue({ code: 'custom', path: ['tool_groups'], message: 'only kind `agent` takes tool groups' });
     if (r.parent_summary !== undefined && r.include_parent_history !== 'summary')
       ctx.addIssue({ code: 'custom', path: ['parent_summary'], message: 'needs include_parent_history `summary`' });
   }) satisfies z.ZodType<SpawnRequest, SpawnRequestInput>;

@@ -23,7 +23,8 @@ import type { Live, RunActions, RunTable } from './run-table.js';
 import { elapsedMs, transition } from './state-machine.js';
 import type { AgentSpec } from '../agents/index.js';
 import { jailKeyOf } from './run-record.js';
-import type { AgentPacket, RunRecord, SpawnPacket, SupervisorSettings } from './types.js';
+import type { AgentPacket, RunRecord, SpawnPacket, SupervisorSettings, ToolGroup } from './types.js';
+import { mark } from '../util/timing.js';
 
 export interface StarterDeps {
   table: RunTable;
@@ -31,8 +32,10 @@ export interface StarterDeps {
   settings: SupervisorSettings;
   fork: ProgressFork;
   actions: Pick<RunActions, 'endRun' | 'loadRequest'>;
-  /** False once the supervisor closed or drains: nothing new starts. */
+  /** False once the supervisor closed: nothing new starts. */
   accepting: () => boolean;
+  /** True while draining: the operator's queued runs stay queued (kept for the next start). */
+  holdRootQueue?: () => boolean;
   /** Told how many runs are live after each pump (the health tick keeps the process up while > 0). */
   onLive: (n: number) => void;
 }
@@ -47,7 +50,8 @@ export class RunStarter {
     const live = table.all().filter((r) => r.status !== 'ended' && !table.ending.has(r.id));
     // Preparing admitted runs count as active (they are `starting`); preparing queued ones
     // are not candidates yet.
-    const startable = live.filter((r) => !(table.preparing.has(r.id) && r.status === 'queued'));
+    const hold = this.d.holdRootQueue?.() === true;
+    const startable = live.filter((r) => !(r.status === 'queued' && (table.preparing.has(r.id) || (hold && r.parentRunId === null))));
     this.d.onLive(live.length);
     for (const id of nextToStart(startable, this.d.settings, table.blockedSet())) {
       const t = transition(table.get(id)!, 'starting', table.clock.now());
@@ -106,13 +110,15 @@ export class RunStarter {
       const childCap = lease.value.limits.maxChildren;
       const budget = { tokens: lease.value.limits.tokens, costUsd: lease.value.limits.costUsd };
       table.patch(runId, (x) => ({ ...x, leaseId: lease.value.leaseId, timeoutMs, maxSteps, resultCapBytes, childCap, budget }));
-      const agent = rec.kind === 'agent' ? await this.#agentPacket(runId, lease.value.caps, maxSteps) : undefined;
-      const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent);
+      const agent = rec.kind === 'agent' ? await this.#agentPacket(runId, lease.value.caps, maxSteps, req.tool_groups) : undefined;
+      const artifacts = await loadArtifacts(table, runId);
+      const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent, artifacts);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
       await table.store.writeJson(runId, 'packet', packet);
-      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), await loadArtifacts(table, runId));
+      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), artifacts);
       // The driver may hand a warm-pool jail made before this run: its key and socket
       // directory are the slot's, kept on the record before the child starts.
+      mark('run: leased, packet written');
       handle.jail = await deps.jail.create(spec);
       if (gone()) return await abandon();
       const jail = handle.jail;
@@ -124,6 +130,7 @@ export class RunStarter {
       handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet });
       if (gone()) return await abandon();
       await handle.jail.start();
+      mark('run: child started');
       if (gone()) return await abandon();
       const running = transition(table.get(runId)!, 'running', table.clock.now());
       if (!running.ok) return await abandon();
@@ -139,7 +146,7 @@ export class RunStarter {
   }
 
   /** Kind `agent`: its pinned spec, the tools its lease allows, its model's window. */
-  async #agentPacket(runId: string, caps: readonly string[], maxSteps: number): Promise<AgentPacket> {
+  async #agentPacket(runId: string, caps: readonly string[], maxSteps: number, groups?: readonly ToolGroup[]): Promise<AgentPacket> {
     const { deps, table } = this.d;
     if (!grantAllows({ caps }, 'llm')) {
       throw new BrigError('capability_denied', 'an agent child needs `llm` in its lease (its model calls go through the broker)', { data: { what: 'llm' } });
@@ -152,7 +159,7 @@ export class RunStarter {
     return {
       name: spec.name,
       instructions: spec.instructions,
-      tools: deps.agents.tools(spec, caps),
+      tools: deps.agents.tools(spec, caps, groups),
       maxSteps,
       workspaceAware: spec.workspaceAware,
       role: spec.role,
@@ -186,6 +193,7 @@ export class RunStarter {
     // not wait on it; its end is (each end is background work).
     void jail.wait().then(
       (exit) => {
+        mark('run: child exited');
         const { reason, ...o } = exitEnd(exit);
         table.background(this.d.actions.endRun(runId, reason, o));
       },

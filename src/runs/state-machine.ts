@@ -33,6 +33,19 @@ export function transition(rec: RunRecord, to: Exclude<RunStatus, 'ended'>, now:
   return ok(next);
 }
 
+/**
+ * Back to the queue, from `starting` only: a run the supervisor died launching (no container
+ * of it started), taken over by the next start. What the dead launch acquired is not the
+ * run's any more: its lease and jail key are dropped with it; the queue clock starts again.
+ */
+export function requeue(rec: RunRecord, now: Date): Result<RunRecord> {
+  if (rec.status !== 'starting') {
+    return err(new BrigError('not_running', `run ${rec.id} cannot go from ${rec.status} back to queued`, { data: { runId: rec.id, status: rec.status, to: 'queued' } }));
+  }
+  const { jailKey: _k, jail: _j, ...rest } = rec;
+  return ok({ ...rest, status: 'queued', leaseId: null, queuedAt: now.toISOString() });
+}
+
 export function terminalStatusFor(reason: EndReason): TerminalStatus | null {
   switch (reason) {
     case 'completed': return null;

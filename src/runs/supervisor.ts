@@ -56,6 +56,7 @@ import type {
   SupervisorSettings,
   WaitOptions,
 } from './types.js';
+import { mark } from '../util/timing.js';
 
 export interface ShutdownOptions {
   /** How long running children may go on finishing (default: the drainMs setting). */
@@ -64,13 +65,20 @@ export interface ShutdownOptions {
   onWaiting?: (runs: readonly RunRecord[], remainingMs: number) => void;
   /** Aborting it ends the drain at once (a second Ctrl-C). */
   signal?: AbortSignal;
+  /**
+   * The operator's queued runs: `keep` (default) leaves them queued on disk for the next
+   * start, as a crash would; `kill` ends them `killed` (killedBy system) now.
+   */
+  queue?: 'keep' | 'kill';
 }
 
 export interface ShutdownReport {
   /** Runs that ended on their own while draining. */
   drained: string[];
-  /** Runs killed (killedBy system) when the drain bound passed, or queued ones never started. */
+  /** Runs killed (killedBy system) when the drain bound passed, or queued ones (`queue: 'kill'`). */
   killed: string[];
+  /** Queued runs left queued on disk for the next start (`queue: 'keep'`). */
+  kept: string[];
   /**
    * Runs killed whose end the engine kept waiting past the kill window (it did not answer):
    * recorded as pending (`materializing`), collected and released by the next start.
@@ -88,7 +96,14 @@ export const KILL_WINDOW_MS = 10_000;
 /** The supervisor as the composition root holds it: the role plus its operations. */
 export interface SupervisorCore extends Supervisor {
   readonly settings: Readonly<SupervisorSettings>;
-  /** Drain, then close: nothing is left for a restart to reattach. */
+  /**
+   * Start in two steps, a daemon serving between them: resolves once the runs on disk are
+   * loaded and every live child's broker is open again (what serving needs); `reconciled`
+   * resolves once the slow rest is done (a dead supervisor's releases, ghost sweeps, the
+   * engine sweep, the requeue of runs caught starting). `start()` is both, awaited.
+   */
+  begin(): Promise<{ reconciled: Promise<ReconcileReport> }>;
+  /** Drain, then close: nothing is left for a restart to reattach but the kept queue. */
   shutdown(o?: ShutdownOptions): Promise<ShutdownReport>;
   /** Waits for background work (ends, starts) in flight. */
   idle(): Promise<void>;
@@ -123,6 +138,10 @@ class BrigSupervisor implements SupervisorCore {
   #unsubscribe: (() => void) | undefined;
   #closed = false;
   #draining = false;
+  /** Start-up's phase two while it runs (close waits for it, bounded). */
+  #tidying: Promise<unknown> | undefined;
+  /** Run directories without a record found too young to remove at start: the retention sweep looks again. */
+  #halfMade = new Set<string>();
   /** Aborted when the supervisor stops: ends waiting on the engine are left to the next start. */
   readonly #stopping = new AbortController();
 
@@ -151,6 +170,9 @@ class BrigSupervisor implements SupervisorCore {
       ...parts,
       actions: this.#actions,
       accepting: () => !this.#closed,
+      // A drain starts none of the operator's queued runs (they are kept for the next start);
+      // a draining parent's queued children may still start, so the parent can finish.
+      holdRootQueue: () => this.#draining,
       // The health tick keeps the process alive exactly while some run is alive: a library
       // caller awaiting wait() must not see the event loop drain under a watchdog.
       onLive: (n) => (n > 0 ? this.#tick?.ref() : this.#tick?.unref()),
@@ -160,21 +182,31 @@ class BrigSupervisor implements SupervisorCore {
   // ── lifecycle of the supervisor ────────────────────────────────────────────────────────
 
   async start(): Promise<ReconcileReport> {
+    return (await this.begin()).reconciled;
+  }
+
+  async begin(): Promise<{ reconciled: Promise<ReconcileReport> }> {
     await ensureDirs(this.#deps);
-    const none: ReconcileReport = { reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } };
     // An in-process (no-daemon) supervisor holds only the runs it spawns itself.
-    const report = this.#deps.reconcile === false ? none : await reconcile({ ...this.#parts(), starter: this.#starter, finishEnd: (id) => this.#ender.finishEnd(id) });
+    const rec = this.#deps.reconcile === false ? null : await reconcile({ ...this.#parts(), starter: this.#starter, finishEnd: (id) => this.#ender.finishEnd(id), stopped: () => this.#closed });
+    mark('supervisor: reconciled (first phase)');
     this.#unsubscribe = this.#deps.leases.onRevoked((leaseId, by) => endRevoked(this.#table, this.#actions, leaseId, by));
     this.#tick = setInterval(() => healthTick(this.#table, this.settings, this.#actions), this.#deps.tickMs ?? 1000);
     this.#tick.unref();
     this.#retention = setInterval(() => void this.retentionSweep().catch(() => {}), this.settings.sweepIntervalMs);
     this.#retention.unref();
     this.#starter.pump();
-    return report;
+    if (!rec) return { reconciled: Promise.resolve({ reattached: [], ghostSwept: [], swept: { containers: 0, volumes: 0 } }) };
+    this.#halfMade = rec.halfMade;
+    const reconciled = rec.tidy().catch(() => rec.report);
+    this.#tidying = reconciled;
+    return { reconciled };
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    // Start-up's phase two stops between its steps once closed; bounded, so a stuck engine call cannot hold the close.
+    if (this.#tidying) await Promise.race([this.#tidying, new Promise((r) => setTimeout(r, 10_000).unref())]);
     // Ends already through the door's claim finish (release, announce) before the ledger
     // can close under them; bounded, and cut short when the engine does not answer: an end
     // waiting on it is left as saved (pending) for the next start.
@@ -197,8 +229,9 @@ class BrigSupervisor implements SupervisorCore {
   }
 
   /**
-   * Orderly stop: admit nothing new; end queued runs; let running children finish for up
-   * to drainMs; then kill the rest (killedBy system). Every run that ended is collected
+   * Orderly stop: admit nothing new; keep the operator's queued runs queued on disk for the
+   * next start (`queue: 'kill'`: end them); let running children finish for up to drainMs;
+   * then kill the rest (killedBy system). Every run that ended is collected
    * like any other (its outputs are kept), its container, volume and socket released.
    */
   async shutdown(o: ShutdownOptions = {}): Promise<ShutdownReport> {
@@ -212,8 +245,13 @@ class BrigSupervisor implements SupervisorCore {
       for (const r of runs) kills.set(r.id, undefined);
       return Promise.all(runs.map(async (r) => kills.set(r.id, await this.#ender.endRun(r.id, 'killed', { killedBy: 'system', error: stop }))));
     };
-    await killAll(this.#table.all().filter((r) => r.status === 'queued'));
-    const live = () => this.#table.all().filter((r) => r.status !== 'ended');
+    // The operator's queued runs are on disk (their admission was durable): kept, they wait
+    // for the next start as they would after a crash; a run's queued children go with their
+    // parent (they may start while it drains, or end with it).
+    const keep = o.queue !== 'kill';
+    const kept = (r: RunRecord) => keep && r.status === 'queued' && r.parentRunId === null;
+    if (!keep) await killAll(this.#table.all().filter((r) => r.status === 'queued'));
+    const live = () => this.#table.all().filter((r) => r.status !== 'ended' && !kept(r));
     const before = new Set(live().map((r) => r.id));
     const deadline = Date.now() + (o.drainMs ?? this.settings.drainMs);
     for (let nextNote = 0; live().length > 0 && Date.now() < deadline && !o.signal?.aborted; ) {
@@ -230,13 +268,14 @@ class BrigSupervisor implements SupervisorCore {
     this.#stopping.abort();
     // Steps racing the stop let go at once; a call hung on a frozen engine is not waited for.
     await Promise.race([ends, new Promise((r) => setTimeout(r, 250))]);
-    const report: ShutdownReport = { drained: [], killed: [], unfinished: [] };
+    const report: ShutdownReport = { drained: [], killed: [], unfinished: [], kept: [] };
     for (const [id, killed] of kills) {
       if (killed) report.killed.push(id);
       else if (this.#table.get(id)?.status !== 'ended') report.unfinished.push(id);
     }
     for (const id of before) if (!kills.get(id) && this.#table.get(id)?.status === 'ended') report.drained.push(id);
-    this.#table.ledger.append({ type: 'supervisor.shutdown', drained: report.drained.length, killed: report.killed.length, unfinished: report.unfinished.length });
+    report.kept = this.#table.all().filter(kept).map((r) => r.id);
+    this.#table.ledger.append({ type: 'supervisor.shutdown', drained: report.drained.length, killed: report.killed.length, unfinished: report.unfinished.length, kept: report.kept.length });
     await this.close();
     return report;
   }
@@ -246,7 +285,7 @@ class BrigSupervisor implements SupervisorCore {
   }
 
   retentionSweep(): Promise<{ removed: string[]; swept: string[] }> {
-    return retentionSweep(this.#parts());
+    return retentionSweep(this.#parts(), this.#halfMade);
   }
 
   // ── the public surface ─────────────────────────────────────────────────────────────────
@@ -378,7 +417,14 @@ class BrigSupervisor implements SupervisorCore {
   }
 
   #ports(): RunPorts {
-    return { table: this.#table, actions: this.#actions, settings: this.settings, llm: this.#llm, ...(this.#deps.handlesOf ? { handlesOf: this.#deps.handlesOf } : {}) };
+    return {
+      table: this.#table,
+      actions: this.#actions,
+      settings: this.settings,
+      llm: this.#llm,
+      ...(this.#deps.handlesOf ? { handlesOf: this.#deps.handlesOf } : {}),
+      ...(this.#deps.envelopeOf ? { envelopeOf: this.#deps.envelopeOf } : {}),
+    };
   }
 
   async #surfaceOf(runId: string): Promise<readonly string[] | undefined> {

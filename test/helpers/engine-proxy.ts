@@ -9,6 +9,10 @@
  * - `refuseOn(pattern, ms)`: the first request whose request line matches (`DELETE /v1.41/
  *   containers/…`) triggers refuse(ms) before it reaches the engine: an outage at an exact
  *   step of the daemon's.
+ * - `hold(pattern)` / `release()`: every request whose request line matches waits in the proxy
+ *   (with whatever its connection sends after it) until release; every other connection goes
+ *   on — a daemon caught at an exact engine call (its start-up sweep's first remove, a run's
+ *   container create) with no timing.
  *
  * Forwarding is raw bytes (attach streams and hijacked connections pass unchanged); a request
  * line is recognised at the start of a chunk the client wrote, which is how Node's HTTP client
@@ -29,6 +33,8 @@ interface Pair {
   held: Buffer[];
   /** What the engine sent while frozen. */
   heldDown: Buffer[];
+  /** A held request is waiting: the connection's bytes stay in `held` until release. */
+  holding: boolean;
 }
 
 export interface EngineProxy {
@@ -44,10 +50,17 @@ export interface EngineProxy {
   readonly backAt: number | null;
   /** How many request lines matched a refuseOn pattern (the trigger fires on the first). */
   readonly triggered: number;
+  hold(pattern: RegExp): void;
+  /** Lets every held request through (and what its connection queued since); holds nothing more. */
+  release(): void;
+  /** `METHOD PATH` (no query) of every request held so far (released ones too). */
+  held(): string[];
   close(): Promise<void>;
 }
 
 const REQUEST_LINE = /^(GET|HEAD|POST|PUT|DELETE) (\S+) HTTP\/1\.[01]\r\n/;
+/** A request's method and path without its query (a create's query carries its whole body: no line end is looked for). */
+const REQUEST_PATH = /^(GET|HEAD|POST|PUT|DELETE) (\/[^ ?\r\n]{0,200})/;
 
 export async function startEngineProxy(t: { after: (fn: () => Promise<void>) => void }, target = ENGINE_SOCKET): Promise<EngineProxy> {
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-ep-'));
@@ -59,6 +72,8 @@ export async function startEngineProxy(t: { after: (fn: () => Promise<void>) => 
   let backAt: number | null = null;
   let trigger: { pattern: RegExp; ms: number } | undefined;
   let triggered = 0;
+  let holdPattern: RegExp | null = null;
+  const heldLines: string[] = [];
 
   const drop = (p: Pair) => {
     p.client.destroy();
@@ -85,12 +100,20 @@ export async function startEngineProxy(t: { after: (fn: () => Promise<void>) => 
     refuse(ms);
     return true;
   };
+  /** A client chunk that starts a request the hold names waits, with all its connection sends after it. */
+  const holds = (chunk: Buffer): boolean => {
+    if (!holdPattern) return false;
+    const line = REQUEST_PATH.exec(chunk.subarray(0, 256).toString('latin1'));
+    if (!line || !holdPattern.test(`${line[1]} ${line[2]}`)) return false;
+    heldLines.push(`${line[1]} ${line[2]}`);
+    return true;
+  };
   const connectUpstream = (p: Pair) => {
     const up = net.connect(target);
     p.upstream = up;
     up.on('error', () => drop(p));
     up.on('close', () => drop(p));
-    for (const b of p.held.splice(0)) up.write(b);
+    if (!p.holding) for (const b of p.held.splice(0)) up.write(b);
     up.on('data', (c: Buffer) => {
       if (!frozen) return void p.client.write(c);
       p.heldDown.push(c);
@@ -100,14 +123,15 @@ export async function startEngineProxy(t: { after: (fn: () => Promise<void>) => 
 
   const server = net.createServer((client) => {
     if (Date.now() < refusingUntil) return void client.destroy();
-    const p: Pair = { client, upstream: undefined, held: [], heldDown: [] };
+    const p: Pair = { client, upstream: undefined, held: [], heldDown: [], holding: false };
     pairs.add(p);
     client.on('error', () => drop(p));
     client.on('close', () => drop(p));
     client.on('data', (c: Buffer) => {
       if (tripped(c)) return;
       if (frozen) client.pause();
-      if (p.upstream && !frozen) p.upstream.write(c);
+      if (!p.holding && holds(c)) p.holding = true;
+      if (p.upstream && !frozen && !p.holding) p.upstream.write(c);
       else p.held.push(c);
     });
     if (frozen) client.pause();
@@ -135,7 +159,7 @@ export async function startEngineProxy(t: { after: (fn: () => Promise<void>) => 
       backAt = Date.now();
       for (const p of [...pairs]) {
         if (!p.upstream) connectUpstream(p);
-        else for (const b of p.held.splice(0)) p.upstream.write(b);
+        else if (!p.holding) for (const b of p.held.splice(0)) p.upstream.write(b);
         for (const b of p.heldDown.splice(0)) p.client.write(b);
         p.client.resume();
         p.upstream?.resume();
@@ -150,6 +174,18 @@ export async function startEngineProxy(t: { after: (fn: () => Promise<void>) => 
     get triggered() {
       return triggered;
     },
+    hold(pattern) {
+      holdPattern = pattern;
+    },
+    release() {
+      holdPattern = null;
+      for (const p of pairs) {
+        if (!p.holding) continue;
+        p.holding = false;
+        if (p.upstream && !frozen) for (const b of p.held.splice(0)) p.upstream.write(b);
+      }
+    },
+    held: () => [...heldLines],
     async close() {
       clearTimeout(refuseTimer);
       cut();

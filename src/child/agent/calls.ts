@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { boundResult, type Spiller } from './bound.js';
 import { checkArgs } from './check-args.js';
 import { confine } from './confine.js';
-import { ToolError, type ToolContext, type ToolDef } from './tools/tool.js';
+import { MAX_BOUNDED_CHARS, ToolError, type ToolContext, type ToolDef } from './tools/tool.js';
 import { errorCode, errorMessage, type LlmMessage, type LlmReply } from './types.js';
 
 export interface CallEnv {
@@ -64,7 +64,7 @@ function finishFiles(files: unknown, env: CallEnv): { ok: string[] } | { bad: st
   return bad.length ? { bad } : { ok };
 }
 
-async function withTimeout(tool: ToolDef, args: Record<string, unknown>, env: CallEnv): Promise<{ content: string; isError: boolean }> {
+async function withTimeout(tool: ToolDef, args: Record<string, unknown>, env: CallEnv): Promise<{ content: string; isError: boolean; maxChars?: number }> {
   const ac = new AbortController();
   const onStop = () => ac.abort();
   env.stop.addEventListener('abort', onStop, { once: true });
@@ -78,7 +78,7 @@ async function withTimeout(tool: ToolDef, args: Record<string, unknown>, env: Ca
   });
   try {
     const out = await Promise.race([tool.run(args, { ...env.ctx, signal: ac.signal }), timeout]);
-    return typeof out === 'string' ? { content: out, isError: false } : { content: out.content, isError: out.isError === true };
+    return typeof out === 'string' ? { content: out, isError: false } : { content: out.content, isError: out.isError === true, ...(out.maxChars !== undefined ? { maxChars: out.maxChars } : {}) };
   } catch (e) {
     return { content: describe(e, tool.name), isError: true };
   } finally {
@@ -103,5 +103,6 @@ export async function executeCall(call: Call, env: CallEnv): Promise<CallOutcome
   const out = await withTimeout(tool, args, env);
   let text = out.content;
   for (const s of env.secrets) if (s) text = text.split(s).join('[redacted]');
-  return { message: result(call, boundResult(text, env.ctx.maxChars, env.spiller), out.isError), formatError: false };
+  const max = Math.max(env.ctx.maxChars, Math.min(out.maxChars ?? 0, MAX_BOUNDED_CHARS));
+  return { message: result(call, boundResult(text, max, env.spiller), out.isError), formatError: false };
 }

@@ -19,6 +19,7 @@ function check(s: JsonSchema, v: unknown, at: string): string | null {
   if (typeof v === 'string') {
     if (s.minLength !== undefined && v.length < s.minLength) return `${at} must have at least ${s.minLength} chars`;
     if (s.maxLength !== undefined && v.length > s.maxLength) return `${at} must have at most ${s.maxLength} chars`;
+    if (s.enum !== undefined && !s.enum.includes(v)) return `${at} must be one of ${s.enum.join(', ')}`;
   }
   if (typeof v === 'number') {
     if (s.minimum !== undefined && v < s.minimum) return `${at} must be ≥ ${s.minimum}`;

@@ -59,7 +59,8 @@ export function parseAgentPacket(raw: unknown): LoopPacket {
     task: str(raw, 'task', ''),
     objective: optStr(raw, 'objective', ''),
     artifactRefs: strs(raw, 'artifactRefs', ''),
-    domainKnowledge: optStr(raw, 'domainKnowledge', ''),
+    // A list (one fact an entry); a packet of an older supervisor carries one string or null.
+    domainKnowledge: typeof raw.domainKnowledge === 'string' ? [raw.domainKnowledge] : raw.domainKnowledge === null ? [] : strs(raw, 'domainKnowledge', ''),
     parentSummary: optStr(raw, 'parentSummary', ''),
     depth: num(raw, 'depth', '', 1, 0),
     maxDepth: num(raw, 'maxDepth', '', 1, 0),

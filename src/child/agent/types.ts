@@ -32,6 +32,8 @@ export type JsonSchema = {
   maximum?: number;
   minItems?: number;
   maxItems?: number;
+  /** A string that must be one of these. */
+  enum?: string[];
 };
 
 /** Why a run ended other than by `finish` (the `endReason` of a partial result). */

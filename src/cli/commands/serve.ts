@@ -28,6 +28,8 @@ export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
   return settings;
 }
 
+const DRAIN_QUEUE = ['keep', 'kill'] as const;
+
 const command: Command = {
   name: 'serve',
   summary: 'Run the supervisor as a daemon on $BRIG_HOME/brig.sock (HTTP API /v1, SSE events).',
@@ -39,6 +41,7 @@ const command: Command = {
     { name: 'max-concurrent', value: 'N', description: 'running children across the daemon (default 5)' },
     { name: 'max-queued', value: 'N', description: 'children waiting for a slot before spawns are refused' },
     { name: 'drain', value: 'SECONDS', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30)' },
+    { name: 'drain-queue', value: 'keep|kill', choices: DRAIN_QUEUE, description: 'on SIGTERM/Ctrl-C, what happens to queued runs: kept queued on disk for the next start (default), or killed' },
     { name: 'warm', value: 'N', description: 'keep up to N started, verified jails ready per limit shape (single-use; N of the default spawn\'s, a shape asked for since from 1 doubling with use; default 0: each jail is made at spawn)' },
     { name: 'no-steer-inject', description: 'steer by kill + respawn instead of injecting at the next step' },
     { name: 'ui', description: 'also serve the web console on loopback behind a random token; prints `console: URL`' },
@@ -74,19 +77,24 @@ const command: Command = {
     if (warm !== undefined && !(Number.isInteger(warm) && warm >= 0 && warm <= 64)) {
       throw new BrigError('invalid_input', `--warm takes a whole number of jails from 0 to 64, not ${warm}`, { hint: 'Each warm jail holds its limits\' memory and a workspace disk while it waits: `brig serve --warm 4`.' });
     }
+    const queue = flag(p, 'drain-queue') ?? 'keep';
+    if (!(DRAIN_QUEUE as readonly string[]).includes(queue)) throw new BrigError('invalid_input', `--drain-queue takes keep or kill, not ${queue.slice(0, 40)}`, { hint: '`brig serve --drain-queue kill` ends queued runs at a stop; keep (the default) leaves them for the next start.' });
     const d = await startDaemon(loadConfig(io.env), { settings, log, ...(ui !== undefined ? { ui } : {}), ...(warm ? { warm } : {}) });
-    if (p.bools.has('json')) writeJson(io, { socket: d.socketPath, reconcile: d.report, ...(d.consoleUrl ? { console: d.consoleUrl } : {}) });
-    else {
+    // It serves now; what the start reconciled is said once the slow rest of it is done.
+    if (!p.bools.has('json')) {
       io.stdout.write(`brig serving on ${d.socketPath}\n`);
       if (d.consoleUrl) io.stdout.write(`console: ${d.consoleUrl}\n`);
-      const r = d.report;
+    }
+    void d.reconciled.then((r) => {
+      if (p.bools.has('json')) return writeJson(io, { socket: d.socketPath, reconcile: r, ...(d.consoleUrl ? { console: d.consoleUrl } : {}) });
       if (d.composed.warm) io.stdout.write(`warm pool: ${d.composed.warm.size} jails per shape, filling\n`);
-      io.stdout.write(`reconciled: ${r.reattached.length} reattached, ${r.ghostSwept.length} ghost-swept, ${r.swept.containers} containers and ${r.swept.volumes} volumes swept\n`);
+      io.stdout.write(`reconciled: ${r.reattached.length} reattached, ${r.requeued?.length ?? 0} queued again, ${r.ghostSwept.length} ghost-swept, ${r.swept.containers} containers and ${r.swept.volumes} volumes swept\n`);
       if (r.resumable?.length) io.stdout.write(`resumable: ${r.resumable.join(' ')}\n`);
       for (const o of r.orphaned ?? []) io.stdout.write(`no longer resumable: ${o.runId} (${o.reason})\n`);
-    }
+    });
     // SIGTERM or SIGINT: drain (running children may finish within --drain, default 30 s),
-    // then kill the rest; a second signal ends the drain at once.
+    // then kill the rest; queued runs are kept for the next start (--drain-queue kill: killed);
+    // a second signal ends the drain at once.
     const cut = new AbortController();
     await new Promise<void>((resolve) => {
       const first = () => {
@@ -102,12 +110,13 @@ const command: Command = {
     io.stderr.write('brig: shutting down: admitting nothing new (a second signal kills the running children now)\n');
     const rep = await d.shutdown({
       signal: cut.signal,
+      queue: queue as (typeof DRAIN_QUEUE)[number],
       onWaiting: (runs, leftMs) => {
         const ids = runs.slice(0, 8).map((r) => `${r.id} (${r.status})`).join(', ');
         io.stderr.write(`brig: draining: waiting for ${runs.length} run(s), ${Math.ceil(leftMs / 1000)} s left: ${ids}${runs.length > 8 ? ', …' : ''}\n`);
       },
     });
-    io.stderr.write(`brig: stopped: ${rep.drained.length} run(s) finished while draining, ${rep.killed.length} killed (killedBy system)\n`);
+    io.stderr.write(`brig: stopped: ${rep.drained.length} run(s) finished while draining, ${rep.killed.length} killed (killedBy system), ${rep.kept.length} queued run(s) kept for the next start\n`);
     if (rep.unfinished.length > 0) io.stderr.write(`brig: the engine did not answer: ${rep.unfinished.length} killed run(s) are recorded and will be collected and released at the next start: ${rep.unfinished.slice(0, 8).join(' ')}\n`);
     return 0;
   },

@@ -1,12 +1,13 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { CAPABILITIES, type Capability, type SpawnRequestInput } from '../../light.js';
+import { CAPABILITIES, REF_ID_RE, type Capability, type SpawnRequestInput } from '../../light.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
 import { openBrig } from '../connect.js';
 import { exitForRuns } from '../exit-codes.js';
 import { spawnLive } from '../live-spawn.js';
 import { runBlock, runJsonOf } from '../run-view.js';
+import { mark } from '../../util/timing.js';
 
 /**
  * `brig spawn`: one child through the supervisor (admission, lease, broker, jail, collect).
@@ -37,7 +38,10 @@ const command: Command = {
     { name: 'disk', value: 'MB', description: 'size of the jail\'s /workspace (writes past it fail with ENOSPC)' },
     { name: 'tokens', value: 'N', description: "the child's token budget (at most the profile's)" },
     { name: 'cost', value: 'USD', description: "the child's cost budget in USD (at most the profile's)" },
-    { name: 'artifact', value: 'PATH', repeatable: true, description: 'mount a host file or directory read-only at /artifacts/<basename>' },
+    { name: 'artifact', value: 'PATH|REF', repeatable: true, description: 'mount read-only at /artifacts/<name>: a host file or directory, or a ResultRef id (ref_…) from the result store' },
+    { name: 'knowledge', value: 'TEXT', repeatable: true, description: "a fact the child should know (its packet's domain knowledge; one per flag)" },
+    { name: 'tool-group', value: 'GROUP', repeatable: true, description: "with --agent: offer only the tools of these policy groups (workspace, delegation, slicing, …: `brig policy check`) and finish" },
+    { name: 'parent-summary', value: 'TEXT', description: "what the child should know of the work so far (include_parent_history summary; at most parentSummaryMaxTokens × 4 chars)" },
     { name: 'image', value: 'TAG', description: 'the child image (default: the one `brig image build` made)' },
     { name: 'async', description: 'return once the run is admitted (needs `brig serve`); `brig wait RUN` later' },
     JSON_FLAG,
@@ -69,41 +73,7 @@ const command: Command = {
         throw new BrigError('invalid_input', `cannot read the script ${scriptFile}`);
       }
     }
-    const timeout = numberFlag(p, 'timeout');
-    const maxSteps = numberFlag(p, 'max-steps');
-    const memory = numberFlag(p, 'memory');
-    const cpus = numberFlag(p, 'cpus');
-    const pids = numberFlag(p, 'pids');
-    const disk = numberFlag(p, 'disk');
-    const tokens = numberFlag(p, 'tokens');
-    const cost = numberFlag(p, 'cost');
-    const limits = {
-      ...(memory ? { memoryMb: Math.round(memory) } : {}),
-      ...(cpus ? { cpu: cpus } : {}),
-      ...(pids ? { pids: Math.round(pids) } : {}),
-      ...(disk ? { diskMb: Math.round(disk) } : {}),
-      ...(tokens !== undefined ? { tokens: Math.round(tokens) } : {}),
-      ...(cost !== undefined ? { costUsd: cost } : {}),
-    };
-    const req: SpawnRequestInput = {
-      task: flag(p, 'task') ?? (scriptFile ? `script ${path.basename(scriptFile)}` : argv.join(' ').slice(0, 1000)),
-      ...(agent
-        ? { kind: 'agent' as const, agent: agent.name, ...(agent.model !== undefined ? { model: agent.model } : {}) }
-        : script !== undefined
-          ? { kind: 'script' as const, script }
-          : { kind: 'command' as const, argv }),
-      ...(flag(p, 'objective') ? { objective: flag(p, 'objective')! } : {}),
-      ...(flag(p, 'label') ? { label: flag(p, 'label')! } : {}),
-      ...(flag(p, 'profile') ? { profile: flag(p, 'profile')! } : {}),
-      ...(caps.length ? { caps: caps as Capability[] } : {}),
-      ...(flag(p, 'image') ? { image: flag(p, 'image')! } : {}),
-      ...(Object.keys(limits).length ? { limits } : {}),
-      ...(timeout ? { timeout: Math.max(1, Math.round(timeout * 1000)) } : {}),
-      ...(maxSteps ? { max_steps: Math.round(maxSteps) } : {}),
-      artifact_refs: (p.flags.get('artifact') ?? []).map((a) => path.resolve(a)),
-      expected_outputs: p.flags.get('expect') ?? [],
-      async: p.bools.has('async'),
-    };
+    const req = spawnRequestFromFlags(p, { argv, script, scriptFile, agent, caps });
     for (const e of req.expected_outputs ?? []) checkExpect(e);
     const brig = await openBrig(io, { needsJail: true });
     // Ctrl-C (or SIGTERM) while waiting kills the child (killedBy operator) and collects it;
@@ -120,6 +90,7 @@ const command: Command = {
       // terminal the run id shows at once and a live line while it runs; else one print at the end.
       const live = io.isTTY && !req.async && !p.bools.has('json');
       const res = live ? await spawnLive(io, brig, req, stop.signal) : await brig.spawn(req, { signal: stop.signal });
+      mark('spawn: envelope back');
       if (!res.ok) throw res.error;
       const r = res.value;
       if (p.bools.has('json')) writeJson(io, await runJsonOf(brig, r));
@@ -130,10 +101,66 @@ const command: Command = {
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      mark('spawn: printed');
       await brig.close();
+      mark('spawn: closed');
     }
   },
 };
+
+/**
+ * The spawn request these flags say (pure; protocol SPAWN_FIELDS names each flag's field,
+ * test/unit/runs/spawn-faces.test.ts pins it). An `--artifact` that is a ResultRef id stays
+ * one; any other is a host path, made absolute here.
+ */
+export function spawnRequestFromFlags(
+  p: ParsedArgs,
+  o: { argv: string[]; script?: string | undefined; scriptFile?: string | undefined; agent?: { name: string; model?: string } | undefined; caps?: string[] },
+): SpawnRequestInput {
+  const { argv, script, scriptFile, agent } = o;
+  const caps = o.caps ?? p.flags.get('cap') ?? [];
+  const timeout = numberFlag(p, 'timeout');
+  const maxSteps = numberFlag(p, 'max-steps');
+  const memory = numberFlag(p, 'memory');
+  const cpus = numberFlag(p, 'cpus');
+  const pids = numberFlag(p, 'pids');
+  const disk = numberFlag(p, 'disk');
+  const tokens = numberFlag(p, 'tokens');
+  const cost = numberFlag(p, 'cost');
+  const limits = {
+    ...(memory ? { memoryMb: Math.round(memory) } : {}),
+    ...(cpus ? { cpu: cpus } : {}),
+    ...(pids ? { pids: Math.round(pids) } : {}),
+    ...(disk ? { diskMb: Math.round(disk) } : {}),
+    ...(tokens !== undefined ? { tokens: Math.round(tokens) } : {}),
+    ...(cost !== undefined ? { costUsd: cost } : {}),
+  };
+  const knowledge = p.flags.get('knowledge') ?? [];
+  const groups = p.flags.get('tool-group') ?? [];
+  const summary = flag(p, 'parent-summary');
+  return {
+    task: flag(p, 'task') ?? (scriptFile ? `script ${path.basename(scriptFile)}` : argv.join(' ').slice(0, 1000)),
+    ...(agent
+      ? { kind: 'agent' as const, agent: agent.name, ...(agent.model !== undefined ? { model: agent.model } : {}) }
+      : script !== undefined
+        ? { kind: 'script' as const, script }
+        : { kind: 'command' as const, argv }),
+    ...(flag(p, 'objective') ? { objective: flag(p, 'objective')! } : {}),
+    ...(flag(p, 'label') ? { label: flag(p, 'label')! } : {}),
+    ...(flag(p, 'profile') ? { profile: flag(p, 'profile')! } : {}),
+    ...(caps.length ? { caps: caps as Capability[] } : {}),
+    ...(flag(p, 'image') ? { image: flag(p, 'image')! } : {}),
+    ...(Object.keys(limits).length ? { limits } : {}),
+    ...(timeout ? { timeout: Math.max(1, Math.round(timeout * 1000)) } : {}),
+    ...(maxSteps ? { max_steps: Math.round(maxSteps) } : {}),
+    ...(knowledge.length ? { domain_knowledge: knowledge } : {}),
+    ...(groups.length ? { tool_groups: groups } : {}),
+    ...(summary !== undefined ? { include_parent_history: 'summary' as const, parent_summary: summary } : {}),
+    artifact_refs: (p.flags.get('artifact') ?? []).map((a) => (REF_ID_RE.test(a) ? a : path.resolve(a))),
+    expected_outputs: p.flags.get('expect') ?? [],
+    async: p.bools.has('async'),
+  };
+}
 
 /**
  * `--agent NAME [--model ALIAS]`: the spec to run and the model; it takes no script and no

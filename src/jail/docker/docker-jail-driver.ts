@@ -24,11 +24,13 @@ import { effectiveLimits } from './limits.js';
 import { DockerJail, removeVolume } from './docker-jail.js';
 import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { CHILD_IMAGE_REPO, ensurePlanImage, fingerprint, planChildImage, type ImagePlan } from './image.js';
+import { ImageCache } from './image-cache.js';
 import { LABELS } from './labels.js';
 import { containerName, JAIL_USER, renderCreateBody, workspaceVolumeName, type CreateBody } from './profile.js';
 import { verifyInspect, type InspectView } from './verify.js';
 import { disksDirFor, WorkspaceDisks, type WorkspaceDisk, type WorkspaceQuota } from './workspace-disk.js';
 import { ArtifactStages, stageDirFor } from './artifact-stage.js';
+import { mark } from '../../util/timing.js';
 
 export interface DockerJailDriverOptions {
   /** DOCKER_HOST as config gives it; undefined → /var/run/docker.sock. */
@@ -50,6 +52,11 @@ export interface DockerJailDriverOptions {
   disksDir?: string;
   /** Where artifacts are staged (root); default /var/lib/brig/stage/<owner>. */
   stageDir?: string;
+  /**
+   * Where the child image's plan and file hashes are remembered by file identity (image-cache.ts);
+   * the composition root gives one in the home. Default: this process only.
+   */
+  imageCacheFile?: string;
 }
 
 /** The owner label for a brig home: one supervisor's jails are never swept by another's. */
@@ -113,7 +120,8 @@ export class DockerJailDriver implements JailDriver {
   readonly workspaceQuota: WorkspaceQuota;
   readonly disks: WorkspaceDisks;
   readonly stages: ArtifactStages;
-  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes' | 'workspaceQuota' | 'disksDir' | 'stageDir'>> & { childRuntimeDir: string };
+  private readonly imageCache: ImageCache;
+  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes' | 'workspaceQuota' | 'disksDir' | 'stageDir' | 'imageCacheFile'>> & { childRuntimeDir: string };
   private image: Promise<string> | undefined;
   /** This driver's connections to the engine (as Node's global agent keeps them): close() ends them all. */
   private readonly agent = new http.Agent({ keepAlive: true, scheduling: 'lifo', timeout: 5000 });
@@ -127,6 +135,7 @@ export class DockerJailDriver implements JailDriver {
     this.workspaceQuota = opts.workspaceQuota ?? 'loop';
     this.disks = new WorkspaceDisks(opts.disksDir ?? disksDirFor(this.owner));
     this.stages = new ArtifactStages(opts.stageDir ?? stageDirFor(this.owner));
+    this.imageCache = new ImageCache(opts.imageCacheFile);
     this.opts = {
       childRuntimeDir: opts.childRuntimeDir ?? path.join(packageRoot(), 'dist', 'child'),
       nodePath: opts.nodePath ?? fs.realpathSync(process.execPath),
@@ -175,13 +184,14 @@ export class DockerJailDriver implements JailDriver {
       throw new BrigError('image_build_failed', `no static busybox at ${this.opts.busyboxPath}`, { hint: 'Install it: `make deps` (Debian busybox-static).' });
     }
     const childRuntimeDir = fs.existsSync(this.opts.childRuntimeDir) ? this.opts.childRuntimeDir : undefined;
-    return planChildImage({ nodePath: this.opts.nodePath, busyboxPath: this.opts.busyboxPath, childRuntimeDir });
+    return planChildImage({ nodePath: this.opts.nodePath, busyboxPath: this.opts.busyboxPath, childRuntimeDir }, this.imageCache);
   }
 
   /** The tag the current plan would have, and whether the engine holds it. */
   async childImageStatus(): Promise<{ tag: string; present: boolean; runtimeIncluded: boolean }> {
     const plan = await this.childPlan();
-    const tag = `${CHILD_IMAGE_REPO}:${await fingerprint(plan)}`;
+    const tag = `${CHILD_IMAGE_REPO}:${await fingerprint(plan, this.imageCache)}`;
+    await this.imageCache.save();
     const present = await this.docker.getImage(tag).inspect().then(
       () => true,
       (e: unknown) => {
@@ -194,9 +204,10 @@ export class DockerJailDriver implements JailDriver {
 
   async buildChildImage(opts: { force?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean; runtimeIncluded: boolean }> {
     const plan = await this.childPlan();
-    const res = await ensurePlanImage(this.docker, plan, CHILD_IMAGE_REPO, opts).catch((e: unknown) => {
+    const res = await ensurePlanImage(this.docker, plan, CHILD_IMAGE_REPO, { ...opts, cache: this.imageCache }).catch((e: unknown) => {
       throw engineError(e, 'image_build_failed', 'building the child image failed');
     });
+    await this.imageCache.save();
     this.image = Promise.resolve(res.tag);
     return { ...res, runtimeIncluded: hasRuntime(plan) };
   }
@@ -256,6 +267,7 @@ export class DockerJailDriver implements JailDriver {
     );
     if (existing) throw new BrigError('jail_failed', `a workspace volume for run ${spec.runId} already exists`, { data: { runId: spec.runId } });
     const disk = await this.#makeDisk(spec);
+    mark('jail: workspace disk made');
     let container: Docker.Container | undefined;
     try {
       await this.docker.createVolume({ Name: volumeName, Labels: body.Labels, ...(disk ? { Driver: 'local', DriverOpts: { ...disk.volumeOptions } } : {}) }).catch((e: unknown) => {
@@ -266,9 +278,11 @@ export class DockerJailDriver implements JailDriver {
         if (statusOf(e) === 404) throw new BrigError('image_missing', `the image ${image} is not in the engine`, { cause: e });
         throw engineError(e, 'jail_failed', 'creating the jail failed');
       });
+      mark('jail: container created');
       const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes, this.disks, this.stages, this.closing.signal);
       const inspect = await this.verify(container, body, spec.limits);
       jail.verified = verifiedSummary(inspect, disk ? { driver: 'local', type: disk.volumeOptions.type, options: disk.volumeOptions.o, diskMb: spec.limits.diskMb } : null);
+      mark('jail: verified');
       await jail.putInputs(spec.inputs ?? []);
       return jail;
     } catch (e) {

@@ -19,6 +19,7 @@ import type Docker from 'dockerode';
 import tar from 'tar-stream';
 import { BrigError } from '../../util/errors.js';
 import { LABELS } from './labels.js';
+import { ImageCache } from './image-cache.js';
 
 const run = promisify(execFile);
 
@@ -71,7 +72,7 @@ async function listFiles(dir: string): Promise<string[]> {
 }
 
 /** The plan of the child image. */
-export async function planChildImage(src: ChildImageSources): Promise<ImagePlan> {
+export async function planChildImage(src: ChildImageSources, cache: ImageCache = new ImageCache()): Promise<ImagePlan> {
   const entries: ImageEntry[] = [];
   const dir = (dest: string, owned = false, mode = 0o755) => entries.push({ kind: 'dir', dest, mode, owned });
   dir('tmp', false, 0o1777);
@@ -80,12 +81,12 @@ export async function planChildImage(src: ChildImageSources): Promise<ImagePlan>
   dir('workspace/out', true);
 
   entries.push({ kind: 'host', dest: 'bin/busybox', mode: 0o755, hostPath: src.busyboxPath });
-  const applets = (await run(src.busyboxPath, ['--list'], { env: {} })).stdout.split('\n').filter((a) => /^[a-z0-9_.[-]+$/.test(a));
+  const applets = await cache.probe(`applets ${src.busyboxPath}`, [src.busyboxPath], async () => (await run(src.busyboxPath, ['--list'], { env: {} })).stdout.split('\n').filter((a) => /^[a-z0-9_.[-]+$/.test(a)));
   for (const a of applets.sort()) if (a !== 'busybox') entries.push({ kind: 'link', dest: `bin/${a}`, target: '/bin/busybox' });
 
   entries.push({ kind: 'host', dest: 'usr/bin/node', mode: 0o755, hostPath: src.nodePath });
   const libDirs = new Set<string>();
-  for (const lib of await sharedLibraries(src.nodePath)) {
+  for (const lib of await cache.probe(`ldd ${src.nodePath}`, [src.nodePath, '/etc/ld.so.cache'], () => sharedLibraries(src.nodePath))) {
     const rel = lib.replace(/^\/+/, '');
     for (let d = path.posix.dirname(rel); d !== '.'; d = path.posix.dirname(d)) libDirs.add(d);
     entries.push({ kind: 'host', dest: rel, mode: 0o755, hostPath: lib });
@@ -117,14 +118,15 @@ export const CONTENT_HASH_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
  * A fingerprint of the plan: the Dockerfile recipe, every entry's name, kind and mode, and the
- * content of every file up to CONTENT_HASH_MAX_BYTES (busybox, the shared libraries, the child
- * runtime, /etc files). Only a larger host file — in practice the ~100 MB node binary — counts
- * by path, size, mtime and inode: hashing it on every spawn would cost more than the spawn.
- * So a rebuilt but unchanged dist/child keeps its tag, and any changed byte of it, any changed
- * recipe line, or a replaced node binary gets a new one.
+ * content (its sha256) of every file up to CONTENT_HASH_MAX_BYTES (busybox, the shared
+ * libraries, the child runtime, /etc files). Only a larger host file — in practice the ~100 MB
+ * node binary — counts by path, size, mtime and inode: hashing it on every spawn would cost more
+ * than the spawn. So a rebuilt but unchanged dist/child keeps its tag, and any changed byte of
+ * it, any changed recipe line, or a replaced node binary gets a new one. The cache remembers a
+ * file's sha256 while its identity holds (image-cache.ts).
  */
-export async function fingerprint(plan: ImagePlan): Promise<string> {
-  const h = crypto.createHash('sha256').update(`brig-image-v2\0${plan.name}\0${dockerfile(plan.name, '')}\0`);
+export async function fingerprint(plan: ImagePlan, cache: ImageCache = new ImageCache()): Promise<string> {
+  const h = crypto.createHash('sha256').update(`brig-image-v3\0${plan.name}\0${dockerfile(plan.name, '')}\0`);
   for (const e of plan.entries) {
     h.update(`${e.kind}\0${e.dest}\0`);
     if (e.kind === 'dir') h.update(`${e.mode}\0${e.owned}\0`);
@@ -132,7 +134,7 @@ export async function fingerprint(plan: ImagePlan): Promise<string> {
     else if (e.kind === 'data') h.update(`${e.mode}\0`).update(e.data);
     else {
       const st = await fs.promises.stat(e.hostPath);
-      if (st.size <= CONTENT_HASH_MAX_BYTES) h.update(`${e.mode}\0content\0${st.size}\0`).update(await fs.promises.readFile(e.hostPath));
+      if (st.size <= CONTENT_HASH_MAX_BYTES) h.update(`${e.mode}\0content\0${st.size}\0${await cache.contentSha(e.hostPath)}\0`);
       else h.update(`${e.mode}\0meta\0${e.hostPath}\0${st.size}\0${st.mtimeMs}\0${st.ino}\0`);
     }
   }
@@ -185,9 +187,9 @@ export async function ensurePlanImage(
   docker: Docker,
   plan: ImagePlan,
   repo: string,
-  opts: { force?: boolean; onProgress?: (line: string) => void } = {},
+  opts: { force?: boolean; onProgress?: (line: string) => void; cache?: ImageCache } = {},
 ): Promise<{ tag: string; built: boolean }> {
-  const hash = await fingerprint(plan);
+  const hash = await fingerprint(plan, opts.cache);
   const tag = `${repo}:${hash}`;
   if (!opts.force) {
     try {

@@ -39,7 +39,7 @@ test('[INV-3] a coordinator lead delegating 50 tasks of 5 MB each grows its cont
   });
   t.after(() => m.close());
   const cfg = loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_CONTEXT_WINDOW: '200000' });
-  const c = await compose(cfg, { tickMs: 200, reconcile: true, settings: { maxRunsPerTree: 60 } });
+  const c = await compose(cfg, { tickMs: 200, reconcile: true, settings: { maxRunsPerTree: 60, defaultMaxSteps: 60 } });
   await c.supervisor.start();
   try {
     const r = await c.supervisor.spawn({ task: `Delegate ${N} data tasks, then report.`, kind: 'agent', agent: 'coordinator', max_steps: 60, timeout: 900_000 });

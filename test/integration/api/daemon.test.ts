@@ -102,8 +102,9 @@ test('[INV-8] the daemon SIGKILLed mid-run and restarted: every run ends with ex
 
   const d = await startDaemon(loadConfig({ BRIG_HOME: home }), { tickMs: 200 });
   try {
-    assert.deepEqual([...d.report.reattached].sort(), [ids[0]!, ids[1]!].sort());
-    assert.deepEqual(d.report.ghostSwept, [ids[2]!]);
+    const report = await d.reconciled;
+    assert.deepEqual([...report.reattached].sort(), [ids[0]!, ids[1]!].sort());
+    assert.deepEqual(report.ghostSwept, [ids[2]!]);
     for (const id of ids.slice(0, 2)) {
       const w = await d.composed.supervisor.wait(id);
       assert.ok(w.ok);

@@ -42,22 +42,22 @@ export interface Serve extends BrigProc {
 export interface DaemonHome {
   home: string;
   paths: ReturnType<typeof brigPaths>;
-  /** Starts `brig serve --json …`; resolves once it answers on the socket. `env` is added to its environment (DOCKER_HOST). */
-  serve(args?: string[], env?: Record<string, string>): Promise<Serve>;
-  /** Starts any brig command; does not wait for it. */
-  start(args: string[], env?: Record<string, string>): BrigProc;
+  /** Starts `brig serve --json …`; resolves once it answers on the socket and printed what it reconciled. */
+  serve(args?: string[], env?: NodeJS.ProcessEnv): Promise<Serve>;
+  /** Starts any brig command (env: set on top of the test's, e.g. DOCKER_HOST); does not wait for it. */
+  start(args: string[], env?: NodeJS.ProcessEnv): BrigProc;
   /** Runs a brig command to its end. */
   run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
 
-function childEnv(home: string): NodeJS.ProcessEnv {
+function childEnv(home: string, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('BRIG_')) env[k] = v;
-  return { ...env, BRIG_HOME: home };
+  return { ...env, ...extra, BRIG_HOME: home };
 }
 
-function startProc(home: string, args: string[], all: Set<ChildProcess>, extra: Record<string, string> = {}): BrigProc {
-  const proc = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: { ...childEnv(home), ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+function startProc(home: string, args: string[], all: Set<ChildProcess>, extra: NodeJS.ProcessEnv = {}): BrigProc {
+  const proc = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: childEnv(home, extra), stdio: ['ignore', 'pipe', 'pipe'] });
   all.add(proc);
   let out = '';
   let err = '';
@@ -110,7 +110,7 @@ export async function daemonHome(t: { after: (fn: () => Promise<void>) => void }
       const e = await p.exited;
       return { code: e.code, stdout: p.stdout(), stderr: p.stderr() };
     },
-    async serve(args = [], env) {
+    async serve(args = [], env = {}) {
       const p = startProc(home, ['serve', '--json', ...args], all, env);
       let gone = false;
       void p.exited.then(() => (gone = true));

@@ -172,3 +172,88 @@ test('[INV-8] Ctrl-C on an in-process brig spawn kills its child (killedBy opera
   assert.deepEqual(await leftovers(h.home), [], 'no container or volume labelled for this home');
   assert.deepEqual(brokerSockets(h.home), [], 'no broker socket under the home\'s broker runtime directory');
 });
+
+/** The ledger's lines of the home, parsed. */
+function ledgerLines(h: DaemonHome): Record<string, unknown>[] {
+  const dir = h.paths.ledger;
+  return fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>));
+}
+
+/** One slow child running (the only slot), three quick ones queued behind it. */
+async function slowAndQueued(api: ApiClient): Promise<{ slow: string; queued: string[] }> {
+  const slow = await spawnStepping(api, { task: 'slow', script: SLOW });
+  const queued: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await api.spawn({ task: `queued ${i}`, script: QUICK, async: true });
+    assert.ok(r.ok, r.ok ? '' : `${r.error.code}: ${r.error.message}`);
+    assert.equal(r.value.status, 'queued');
+    queued.push(r.value.id);
+  }
+  return { slow, queued };
+}
+
+// req: end:one-reason
+test('[INV-8] SIGTERM keeps queued runs queued on disk; the next daemon starts them and they complete', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const serve = await h.serve(['--drain', '3', '--max-concurrent', '1']);
+  const api = new ApiClient(serve.socket);
+  let runs: { slow: string; queued: string[] };
+  try {
+    runs = await slowAndQueued(api);
+  } finally {
+    await api.close();
+  }
+  serve.proc.kill('SIGTERM');
+  const exit = await exitWithin(serve, 30_000);
+  assert.ok(exit, `brig serve exits within 30 s of SIGTERM (stderr: ${serve.stderr()})`);
+  assert.deepEqual([exit.code, exit.signal], [0, null], serve.stderr());
+  assert.match(serve.stderr(), /3 queued run\(s\) kept for the next start/);
+
+  const onDisk = await listed(h);
+  assertKilledBySystem(onDisk.get(runs.slow), serve);
+  for (const id of runs.queued) assert.equal(onDisk.get(id)?.status, 'queued', `kept queued: ${JSON.stringify(onDisk.get(id))}`);
+  const shut = ledgerLines(h).filter((e) => e.type === 'supervisor.shutdown');
+  assert.deepEqual(shut.map((e) => [e.drained, e.killed, e.kept]), [[0, 1, 3]]);
+  assert.deepEqual(await leftovers(h.home), [], 'no jail is left by the stop');
+
+  const next = await h.serve();
+  const api2 = new ApiClient(next.socket);
+  try {
+    for (const id of runs.queued) {
+      const w = await api2.wait(id, { timeoutMs: 60_000 });
+      assert.ok(w.ok, w.ok ? '' : w.error.message);
+      assert.equal(w.value.endReason, 'completed', `${JSON.stringify(w.value)}\nserve stderr: ${next.stderr()}`);
+      assert.equal(w.value.result, 1);
+    }
+  } finally {
+    await api2.close();
+  }
+  await next.signal('SIGTERM');
+  await assertNothingLeft(h);
+});
+
+test('[INV-8] SIGTERM with --drain-queue kill ends queued runs killed by system, as asked', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const serve = await h.serve(['--drain', '1', '--max-concurrent', '1', '--drain-queue', 'kill']);
+  const api = new ApiClient(serve.socket);
+  let runs: { slow: string; queued: string[] };
+  try {
+    runs = await slowAndQueued(api);
+  } finally {
+    await api.close();
+  }
+  serve.proc.kill('SIGTERM');
+  const exit = await exitWithin(serve, 30_000);
+  assert.ok(exit, `brig serve exits within 30 s of SIGTERM (stderr: ${serve.stderr()})`);
+  assert.deepEqual([exit.code, exit.signal], [0, null], serve.stderr());
+  const onDisk = await listed(h);
+  for (const id of runs.queued) {
+    const r = onDisk.get(id);
+    assert.deepEqual([r?.status, r?.endReason, r?.killedBy], ['ended', 'killed', 'system'], JSON.stringify(r));
+  }
+  const shut = ledgerLines(h).filter((e) => e.type === 'supervisor.shutdown');
+  assert.deepEqual(shut.map((e) => [e.killed, e.kept]), [[4, 0]]);
+  await assertNothingLeft(h);
+});

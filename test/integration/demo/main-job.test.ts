@@ -26,7 +26,7 @@ test('[INV-3] the main job answers its question from slices alone, and the answe
   t.after(() => fs.rmSync(home, { recursive: true, force: true }));
   const { stdout } = await run('bash', ['scripts/demo.sh'], {
     cwd: ROOT,
-    // The agent step with the scripted stand-in: its answer is checked below (`make demo` runs the real local model).
+    // The agent step with the scripted stand-in alone: Atlas is checked below (`make demo` runs the real local model first).
     env: { ...process.env, BRIG_HOME: home, DEMO_SHARDS: '3', DEMO_ORDERS: '8000', DEMO_LOG_LINES: '10000', BRIG_DEMO_MODEL: 'scripted' },
     maxBuffer: 16 * 1024 * 1024,
     timeout: 300_000,
@@ -64,11 +64,18 @@ test('[INV-3] the main job answers its question from slices alone, and the answe
   assert.match(stdout, /estSavedTokens:\s+[\d,]+/);
   assert.match(stdout, /\[Subagent Result: shard-0\]/);
 
-  // The agent step: one agent child, driven by the scripted stand-in (and saying so), whose
-  // answer quotes what its shell really computed inside the jail: 40 of the squares of 1..200 end in 6.
-  const squares = Array.from({ length: 200 }, (_, i) => (i + 1) ** 2).filter((n) => n % 10 === 6).length;
+  // The agent step, reference 000's Atlas: a coordinator agent delegating to two agents, driven
+  // by the scripted stand-in (and saying so). What it wrote quotes what the jails really did:
+  // the collector's shell counted the rows it wrote; the researcher read the handed-over file.
   assert.match(stdout, /SCRIPTED STAND-IN on loopback .* not a real model/);
-  assert.match(stdout, new RegExp(`${squares} of the squares of 1\\.\\.200 end in 6`));
-  assert.match(stdout, /\[Subagent Result: general\][\s\S]*Tokens: 3100 \| Cost: unknown/);
-  assert.equal(findFiles(path.join(home, 'results'), 'squares.txt').length, 1, 'the agent\'s file was materialized');
+  assert.match(stdout, /\[Subagent Result: general\]\nStatus: Completed\nCondensation: Level 1 \(passthrough\)\n\n3 sources \(and a header\) in sources\.csv\./);
+  assert.match(stdout, /\[Subagent Result: researcher\]\nStatus: Completed\nCondensation: Level 2 \(LLM summary\)\n/);
+  assert.match(stdout, /- IBM unveiled the Heron R2 processor with 156 qubits \(source: research\.ibm\.com\)/, 'the researcher read the collector\'s rows');
+  assert.match(stdout, /On Heron: "note 1000: the Heron R2 runs circuits of 5000 two-qubit gates \(source: research\.ibm\.com\)"/, 'Atlas drilled in with ref_grep');
+  const growth = /Atlas's context grew by (\d+) bytes and (\d+) bytes for its 2 children/.exec(stdout);
+  assert.ok(growth, 'the growth line');
+  assert.ok(Number(growth[1]) <= 2048 && Number(growth[2]) <= 2048, `≤ 2 KB a child: ${growth[0]}`);
+  assert.equal(findFiles(path.join(home, 'results'), 'sources.csv').length, 1, "the collector's file was materialized once (handed over, not copied)");
+  const answers = findFiles(path.join(home, 'results'), 'answer.txt').filter((f) => fs.statSync(f).size > 100_000);
+  assert.equal(answers.length, 1, "the researcher's answer (> 100 KB) stayed on disk");
 });

@@ -87,7 +87,7 @@ const BUSY = `export default async function (brig) {
 test('a busy run past --timeout 4 ends watchdog_timeout (not lease expired) and resumes from its checkpoint', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
-  const c = await supervisorAt(home, { perStepTimeoutMs: 600_000 });
+  const c = await supervisorAt(home, { perStepTimeoutMs: 600_000, defaultMaxSteps: 1000 });
   try {
     const r = await c.supervisor.spawn({ task: 'busy', script: BUSY, timeout: 4000, max_steps: 1000 });
     assert.ok(r.ok);

@@ -115,7 +115,7 @@ export const call = (name: string, input: unknown, extra: Record<string, unknown
 
 export function packet(agent: Partial<LoopPacket['agent']> = {}, rest: Partial<LoopPacket> = {}): LoopPacket {
   return {
-    runId: 'r-0000000000000001', task: 'count the lines', objective: 'know the size of the code', artifactRefs: [], domainKnowledge: null,
+    runId: 'r-0000000000000001', task: 'count the lines', objective: 'know the size of the code', artifactRefs: [], domainKnowledge: [],
     parentSummary: null, depth: 1, maxDepth: 3, timeoutMs: 600_000, caps: ['exec', 'llm'],
     ...rest,
     agent: {

@@ -28,7 +28,7 @@ test('brig agents list: a table of the home\'s and the shipped specs with their 
   const lines = r.out.trimEnd().split('\n');
   assert.match(lines[0]!, /^NAME +ROLE +SOURCE +DESCRIPTION$/);
   const rows = Object.fromEntries(lines.slice(1).map((l) => [l.split(/\s+/)[0]!, l.split(/\s{2,}/)]));
-  assert.deepEqual(Object.keys(rows), ['coordinator', 'general', 'scout'], 'sorted by name, the broken one left out');
+  assert.deepEqual(Object.keys(rows), ['coordinator', 'general', 'researcher', 'scout'], 'sorted by name, the broken one left out');
   assert.deepEqual(rows.scout!.slice(0, 4), ['scout', 'worker', 'home', 'Looks around and reports what it finds.']);
   assert.deepEqual(rows.general!.slice(1, 3), ['worker', 'shipped']);
   assert.deepEqual(rows.coordinator!.slice(1, 3), ['coordinator', 'shipped']);
@@ -39,8 +39,8 @@ test('brig agents list: a table of the home\'s and the shipped specs with their 
     agents: { name: string; role: string; source: string; file: string; description: string }[];
     broken: { file: string; error: { code: string; message: string; hint: string } }[];
   };
-  assert.deepEqual(j.agents.map((a) => [a.name, a.source]), [['coordinator', 'shipped'], ['general', 'shipped'], ['scout', 'home']]);
-  assert.equal(j.agents[2]!.file, path.join(h, 'agents', 'scout.md'));
+  assert.deepEqual(j.agents.map((a) => [a.name, a.source]), [['coordinator', 'shipped'], ['general', 'shipped'], ['researcher', 'shipped'], ['scout', 'home']]);
+  assert.equal(j.agents[3]!.file, path.join(h, 'agents', 'scout.md'));
   assert.equal(j.broken.length, 1);
   assert.equal(j.broken[0]!.file, path.join(h, 'agents', 'broken.md'));
   assert.equal(j.broken[0]!.error.code, 'invalid_input');

@@ -280,3 +280,24 @@ test('watchRevocations: a leases directory removed under a running watcher is no
       stop();
     }
   }));
+
+test('a run holds one live lease: a second issue is refused until the first is revoked; then the new token verifies and the old one does not, also after a restart', () =>
+  withStore((s, { dir, ledger, clock }) => {
+    const first = s.issueRoot({ profile: 'worker', runId: 'run_q', rootRunId: 'run_q', timeoutMs: 60_000 });
+    assert.ok(first.ok);
+    const twice = s.issueRoot({ profile: 'worker', runId: 'run_q', rootRunId: 'run_q', timeoutMs: 60_000 });
+    assert.ok(!twice.ok && /already holds a lease/.test(twice.error.message), 'a live lease is never doubled');
+    // A run a crash caught starting: the dead launch's lease is revoked, the run launches again.
+    assert.ok(s.revoke(first.value.record.id, 'system', 'run_requeued').ok);
+    clock.t += 1000;
+    const again = s.issueRoot({ profile: 'worker', runId: 'run_q', rootRunId: 'run_q', timeoutMs: 60_000 });
+    assert.ok(again.ok, again.ok ? '' : again.error.message);
+    assert.ok(s.verify(again.value.token, 'run_q').ok);
+    assert.ok(!s.verify(first.value.token, 'run_q').ok, 'the dead launch\'s token proves nothing');
+    assert.equal(s.byRunId('run_q')?.id, again.value.record.id);
+    const restarted = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
+    assert.ok(restarted.verify(again.value.token, 'run_q').ok, 'the index built from disk names the live one');
+    assert.ok(!restarted.verify(first.value.token, 'run_q').ok);
+    const third = restarted.issueRoot({ profile: 'worker', runId: 'run_q', rootRunId: 'run_q', timeoutMs: 60_000 });
+    assert.ok(!third.ok, 'still one live lease after a restart');
+  }));

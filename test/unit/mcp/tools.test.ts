@@ -89,7 +89,7 @@ test('spawn arguments that cannot be a request are refused invalid_input with a 
     [{ task: 't', argv: ['true'], script: 'x' }, /exactly one of argv, script or agent, got argv and script/],
     [{ task: 't', argv: ['true'], agent: 'general' }, /exactly one/],
     [{ task: 't', argv: ['true'], model: 'fast' }, /model is only for an agent/],
-    [{ task: 't', argv: ['true'], artifacts: ['./src'] }, /not an absolute host path/],
+    [{ task: 't', argv: ['true'], artifacts: ['./src'] }, /neither a ResultRef id nor an absolute host path/],
     [{ task: 't', argv: ['true'], expectedOutputs: ['../x'] }, /relative to out\/ without/],
     [{ task: 't', argv: ['true'], expectedOutputs: ['/etc/x'] }, /relative to out\/ without/],
   ];

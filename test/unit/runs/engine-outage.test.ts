@@ -159,7 +159,7 @@ test('shutdown with a silent engine ends within its window: the kill is recorded
   j.kill = () => new Promise(() => {});
   jail.down = true;
   const rep = await sup.shutdown({ drainMs: 0 });
-  assert.deepEqual(rep, { drained: [], killed: [], unfinished: [id] });
+  assert.deepEqual(rep, { drained: [], killed: [], unfinished: [id], kept: [] });
   const onDisk = JSON.parse(await fs.readFile(path.join(home, 'runs', id, 'run.json'), 'utf8')) as { status: string; pendingEnd?: { reason: string; killedBy?: string } };
   assert.deepEqual([onDisk.status, onDisk.pendingEnd?.reason, onDisk.pendingEnd?.killedBy], ['materializing', 'killed', 'system']);
   assert.ok(ledger.events.some((e) => e.type === 'supervisor.shutdown' && e.unfinished === 1));

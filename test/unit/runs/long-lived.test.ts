@@ -46,8 +46,24 @@ test('admission: parents blocked on their children do not hold the global slots 
   assert.deepEqual(nextToStart([...parents, ...queued], DEFAULT_SETTINGS), []);
   assert.deepEqual(nextToStart([...parents, ...queued], DEFAULT_SETTINGS, blocked), queued.map((q) => q.id));
   // A blocked parent still counts among its own parent's children (per-parent caps hold).
-  const sixth = { depth: 1, parentRunId: null, rootRunId: null, callerId: 'operator', agent: 'default', requestHash: 'h-6' };
-  assert.equal(decideAdmission(parents, sixth, DEFAULT_SETTINGS, blocked).kind, 'queue');
+  const top = run({ status: 'running' });
+  const mid = [0, 1, 2, 3, 4].map(() => run({ status: 'running', depth: 2, parentRunId: top.id, rootRunId: top.id }));
+  const sixth = { depth: 2, parentRunId: top.id, rootRunId: top.id, callerId: top.id, agent: 'default', requestHash: 'h-6' };
+  assert.equal(decideAdmission([top, ...mid], sixth, DEFAULT_SETTINGS, new Set(mid.map((m) => m.id))).kind, 'queue');
+});
+
+test('admission: an operator\'s spawns are bounded by maxConcurrent alone; a run\'s children by maxChildrenPerAgent too', () => {
+  const wide = { ...DEFAULT_SETTINGS, maxConcurrent: 8 };
+  const ops = [0, 1, 2, 3, 4, 5].map(() => run({ status: 'running' }));
+  const op = { depth: 1, parentRunId: null, rootRunId: null, callerId: 'operator', agent: 'default', requestHash: 'h-op' };
+  assert.equal(decideAdmission(ops, op, wide).kind, 'admit', 'a seventh operator spawn under maxConcurrent 8 runs');
+  assert.equal(decideAdmission([...ops, run({ status: 'running' }), run({ status: 'running' })], op, wide).kind, 'queue', 'the ninth waits');
+  const top = run({ status: 'running' });
+  const kids = [0, 1, 2, 3, 4].map(() => run({ status: 'running', depth: 2, parentRunId: top.id, rootRunId: top.id }));
+  const kid = { depth: 2, parentRunId: top.id, rootRunId: top.id, callerId: top.id, agent: 'default', requestHash: 'h-kid' };
+  assert.equal(decideAdmission([top, ...kids], kid, wide).kind, 'queue', 'a run\'s sixth child waits behind maxChildrenPerAgent 5');
+  const queuedOps = [0, 1].map((i) => run({ status: 'queued', createdAt: new Date(T0.getTime() + i).toISOString() }));
+  assert.deepEqual(nextToStart([...ops, ...queuedOps], wide), queuedOps.map((q) => q.id), 'queued operator runs start up to maxConcurrent');
 });
 
 test('a spooled child result crosses back as a pointer with its size, never inline', () => {

@@ -12,7 +12,8 @@ import { MemoryLeases } from '../../helpers/fakes/memory-leases.js';
 import { SCRIPT, setupSup, until } from './setup.js';
 
 test('the step past max_steps is refused with `timeout` and the run ends failed; its jail is stopped before its out/ is read', async () => {
-  const { sup, jail } = await setupSup();
+  // A configured default of 2 is the cap (and the floor: it never passes the cap).
+  const { sup, jail } = await setupSup({ settings: { defaultMaxSteps: 2 } });
   const r = await sup.spawn({ task: 'steps', script: SCRIPT, async: true, max_steps: 2 });
   assert.ok(r.ok);
   await until(() => sup.peek(r.value.id)?.status === 'running', 'running');
@@ -54,7 +55,7 @@ test('a parent kills and steers only its own children over the broker; identity 
 });
 
 test('a queued run past the queue timeout ends failed with queue_timeout', async () => {
-  const { sup, jail } = await setupSup({ settings: { maxChildrenPerAgent: 1, queueTimeoutMs: 30 } });
+  const { sup, jail } = await setupSup({ settings: { maxConcurrent: 1, queueTimeoutMs: 30 } });
   const a = await sup.spawn({ task: 'a', script: SCRIPT, async: true });
   const b = await sup.spawn({ task: 'b', script: SCRIPT, async: true });
   assert.ok(a.ok && b.ok);

@@ -377,3 +377,130 @@ test('an OOM kill the engine reports is carried onto the run record (oomKilled),
   assert.equal(b.value.error?.code, 'child_failed');
   await sup.close();
 });
+
+test('[INV-8] restart: a run caught `starting` with no started container is queued again (its created jail swept, its lease revoked) and starts afresh', async () => {
+  const jail = new FakeJailDriver();
+  const leases = new MemoryLeases();
+  const first = await setup({}, undefined, jail, leases);
+  const a = await first.sup.spawn({ task: 'caught starting', script: SCRIPT, async: true });
+  assert.ok(a.ok);
+  await until(running(first.sup, a.value.id), 'running');
+  const oldLease = first.sup.peek(a.value.id)!.leaseId!;
+  await first.sup.close();
+  // What the disk holds when the SIGKILL lands while the jail is made: intake's `starting`
+  // save; the lease was issued, but the launch had not saved it on the record yet.
+  const { RunStore } = await import('../../../src/runs/run-store.js');
+  const store = new RunStore(path.join(first.home, 'runs'));
+  const rec = (await store.loadAll()).records.find((r) => r.id === a.value.id)!;
+  await store.save({ ...rec, status: 'starting', startedAt: null, leaseId: null });
+  const made = jail.jails.get(a.value.id)!;
+  made.started = false;
+  const second = await setup({}, first.home, jail, leases);
+  assert.deepEqual(second.report.ghostSwept, []);
+  assert.deepEqual(second.report.requeued, [a.value.id]);
+  assert.equal(made.destroyed, true, 'the jail the dead launch created was swept');
+  assert.equal(leases.leases.get(oldLease)?.revoked, true, 'the dead launch\'s lease is revoked');
+  await until(running(second.sup, a.value.id), 'started again');
+  assert.notEqual(second.sup.peek(a.value.id)!.leaseId, oldLease, 'a fresh lease');
+  assert.ok(second.ledger.events.some((e) => e.type === 'run.requeued' && e.runId === a.value.id));
+  jail.jails.get(a.value.id)!.exit(0);
+  const w = await second.sup.wait(a.value.id);
+  assert.ok(w.ok);
+  assert.equal(w.value.endReason, 'completed');
+  await second.sup.close();
+});
+
+test('[INV-8] shutdown keeps the operator\'s queued runs queued on disk (queue: kill ends them); the next start runs the kept ones', async () => {
+  const jail = new FakeJailDriver();
+  const leases = new MemoryLeases();
+  const first = await setup({ maxConcurrent: 1 }, undefined, jail, leases);
+  const a = await first.sup.spawn({ task: 'running', script: SCRIPT, async: true });
+  const q1 = await first.sup.spawn({ task: 'queued 1', script: SCRIPT, async: true });
+  const q2 = await first.sup.spawn({ task: 'queued 2', script: SCRIPT, async: true });
+  assert.ok(a.ok && q1.ok && q2.ok);
+  assert.deepEqual([q1.value.status, q2.value.status], ['queued', 'queued']);
+  await until(running(first.sup, a.value.id), 'running');
+  const shutting = first.sup.shutdown({ drainMs: 2000 });
+  // While it drains, the slot the running one frees does not start a kept run.
+  jail.jails.get(a.value.id)!.exit(0);
+  const rep = await shutting;
+  assert.deepEqual(rep.drained, [a.value.id]);
+  assert.deepEqual(rep.killed, []);
+  assert.deepEqual(rep.kept.sort(), [q1.value.id, q2.value.id].sort());
+  assert.ok(first.ledger.events.some((e) => e.type === 'supervisor.shutdown' && e.kept === 2));
+  const second = await setup({ maxConcurrent: 1 }, first.home, jail, leases);
+  await until(running(second.sup, q1.value.id), 'the first kept run starts (FIFO)');
+  assert.equal(second.sup.peek(q2.value.id)!.status, 'queued');
+  jail.jails.get(q1.value.id)!.exit(0);
+  await until(running(second.sup, q2.value.id), 'the second kept run starts');
+  // Asked otherwise, a drain ends the queue.
+  const q3 = await second.sup.spawn({ task: 'queued 3', script: SCRIPT, async: true });
+  assert.ok(q3.ok);
+  assert.equal(q3.value.status, 'queued');
+  const rep2 = await second.sup.shutdown({ drainMs: 10, queue: 'kill' });
+  assert.deepEqual(rep2.kept, []);
+  assert.ok(rep2.killed.includes(q3.value.id));
+  const killed = second.sup.peek(q3.value.id)!;
+  assert.deepEqual([killed.endReason, killed.killedBy], ['killed', 'system']);
+});
+
+test('a progress call re-sent with the id of the step counted last is answered without counting it again, also after a restart; a naive client reusing an id unmarked still counts', async () => {
+  const jail = new FakeJailDriver();
+  const leases = new MemoryLeases();
+  const first = await setup({}, undefined, jail, leases);
+  const a = await first.sup.spawn({ task: 'steps', script: SCRIPT, async: true });
+  assert.ok(a.ok);
+  await until(running(first.sup, a.value.id), 'running');
+  const id = a.value.id;
+  const steps = (r: unknown) => (r as { stepsExecuted: number }).stepsExecuted;
+  assert.equal(steps(await childCall(first.sup, id, 'progress', { line: 'one' }, { callId: 5 })), 1);
+  assert.equal(steps(await childCall(first.sup, id, 'progress', { line: 'one' }, { callId: 5, resent: true })), 1, 're-sent: answered, not counted');
+  assert.equal(steps(await childCall(first.sup, id, 'progress', { line: 'two' }, { callId: 5 })), 2, 'not marked resent: a new step');
+  assert.equal(steps(await childCall(first.sup, id, 'progress', { line: 'three' }, { callId: 6 })), 3);
+  assert.equal(steps(await childCall(first.sup, id, 'progress', { line: 'two' }, { callId: 5, resent: true })), 4, 'only the call counted last is matched');
+  await first.sup.close();
+  const second = await setup({}, first.home, jail, leases);
+  assert.deepEqual(second.report.reattached, [id]);
+  assert.equal(steps(await childCall(second.sup, id, 'progress', { line: 'two' }, { callId: 5, resent: true })), 4, 'after a restart: the id was saved with the count');
+  assert.equal(second.sup.peek(id)!.stepsExecuted, 4);
+  jail.jails.get(id)!.exit(0);
+  await second.sup.wait(id);
+  await second.sup.close();
+});
+
+test('a spawn call re-sent after a reconnect returns the child it made, even one that ended since; a child.kill re-sent gets the first answer', async () => {
+  const { sup, jail } = await setup();
+  const p = await sup.spawn({ task: 'parent', script: SCRIPT, caps: ['spawn', 'kill'], async: true });
+  assert.ok(p.ok);
+  await until(running(sup, p.value.id), 'parent running');
+  const parent = p.value.id;
+  const req = { request: { task: 'kid', script: SCRIPT, async: true } };
+  const first = (await childCall(sup, parent, 'spawn', req, { callId: 'c-1' })) as { runId: string };
+  await until(running(sup, first.runId), 'child running');
+  jail.jails.get(first.runId)!.exit(0);
+  await sup.wait(first.runId);
+  const again = (await childCall(sup, parent, 'spawn', req, { callId: 'c-1', resent: true })) as { runId: string; endReason: string };
+  assert.equal(again.runId, first.runId, 'the same child, not a second one');
+  assert.equal(again.endReason, 'completed');
+  assert.equal(sup.peekAll().filter((r) => r.parentRunId === parent).length, 1);
+  // A synchronous spawn re-sent waits for its child like the first one.
+  const sync = { request: { task: 'sync kid', script: SCRIPT } };
+  const pending = childCall(sup, parent, 'spawn', sync, { callId: 'c-2' });
+  await until(() => sup.peekAll().some((r) => r.parentRunId === parent && r.status === 'running'), 'sync child running');
+  const kid = sup.peekAll().find((r) => r.parentRunId === parent && r.status === 'running')!;
+  const resent = childCall(sup, parent, 'spawn', sync, { callId: 'c-2', resent: true });
+  jail.jails.get(kid.id)!.exit(0);
+  assert.equal(((await pending) as { runId: string }).runId, kid.id);
+  assert.equal(((await resent) as { runId: string; endReason: string }).runId, kid.id);
+  assert.equal(sup.peekAll().filter((r) => r.parentRunId === parent).length, 2);
+  // child.kill, re-sent once the first one killed it: the first one's answer, not not_running.
+  const victim = (await childCall(sup, parent, 'spawn', { request: { task: 'victim', script: SCRIPT, async: true } }, { callId: 'c-3' })) as { runId: string };
+  await until(running(sup, victim.runId), 'victim running');
+  const k1 = await childCall(sup, parent, 'child.kill', { child: victim.runId }, { callId: 'k-1' });
+  const k2 = await childCall(sup, parent, 'child.kill', { child: victim.runId }, { callId: 'k-1', resent: true });
+  assert.deepEqual(k2, k1);
+  await assert.rejects(childCall(sup, parent, 'child.kill', { child: victim.runId }, { callId: 'k-2' }), (e: { code?: string }) => e.code === 'not_running');
+  jail.jails.get(parent)!.exit(0);
+  await sup.wait(parent);
+  await sup.close();
+});

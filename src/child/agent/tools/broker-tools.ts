@@ -3,9 +3,9 @@
  * children. The supervisor decides everything (admission, depth, lease intersection, whose
  * refs are whose); these only shape the params and render the reply for the model.
  */
-import type { BrokerMethod, ParamsOf } from '../../../protocol/index.js';
+import type { AgentSpawnParam, BrokerMethod, ChildSummaryWithRefs, ParamsOf } from '../../../protocol/index.js';
 import type { JsonSchema } from '../types.js';
-import { obj, S, type ChildInfo, type ToolContext, type ToolDef } from './tool.js';
+import { MAX_BOUNDED_CHARS, obj, S, type ChildInfo, type ToolContext, type ToolDef } from './tool.js';
 
 const REF_TIMEOUT_MS = 60_000;
 const CONTROL_TIMEOUT_MS = 30_000;
@@ -89,28 +89,65 @@ function remember(ctx: ToolContext, s: Summary, seed?: Omit<ChildInfo, 'runId' |
   });
 }
 
+/**
+ * The spawn tool's parameters: the spawn request's fields a lead may set (protocol
+ * SPAWN_FIELDS, its `agentTool` column; the descriptions are that table's `about`, pinned by
+ * test/unit/runs/spawn-faces.test.ts — the jail holds no copy of protocol's values).
+ */
+export const SPAWN_PARAMS = {
+  task: S.str('what the child is asked to do', { minLength: 1 }),
+  agent: S.str('the agent spec the child runs (default: the default agent); for other kinds a name for the run', { minLength: 1, maxLength: 128 }),
+  model: S.str("agent only: a model alias of the supervisor's configuration (default: the spec's, else the configured default)", { minLength: 1, maxLength: 128 }),
+  objective: S.str('the goal the task serves; re-read by an agent after each compaction', { maxLength: 4096 }),
+  artifact_refs: S.strs('handed to the child read-only at /artifacts/<name>: ResultRef ids (ref_…) of runs the spawner may read, or (an operator only) absolute host paths', 64, { minLength: 1, maxLength: 256 }),
+  domain_knowledge: S.strs('facts the child should know, one entry each', 64, { minLength: 1 }),
+  tool_groups: { ...S.strs('agent only: offer only the tools of these policy groups (workspace, delegation, slicing, … — `brig policy check` lists them) and finish, never more than its lease allows', 32, { minLength: 1, maxLength: 64 }), minItems: 1 },
+  include_parent_history: S.oneOf("`summary`: the child gets a bounded summary of its parent's conversation (default `none`)", ['none', 'summary']),
+  expected_outputs: S.strs('files under /workspace/out that must exist when the child ends (missing ones are named in its envelope)', 64, { minLength: 1, maxLength: 1024 }),
+  max_steps: S.int('the step budget: at least 30 (or the configured default, if smaller), at most the configured default (50); outside is refused', 1, 1_000_000),
+  tokens: S.int("the child's token budget (at most what its parent holds; more is clamped)", 1, 1_000_000_000),
+  cost_usd: S.num("the child's cost budget in USD (at most what its parent holds; more is clamped)", 0, 1_000_000),
+  async: S.bool('return once the run is admitted instead of waiting for its end'),
+} satisfies Record<AgentSpawnParam, JsonSchema>;
+
+/** Where each parameter goes in the spawn request (the rest keep their names). */
+const LIMIT_PARAMS = { tokens: 'tokens', cost_usd: 'costUsd' } as const;
+
+/**
+ * The spawn request for a lead's `spawn` call (pure): kind `agent`, the parameters under their
+ * request names, the budgets under `limits`. The supervisor applies the one spawn schema.
+ */
+export function spawnRequestOf(a: Record<string, unknown>): Record<string, unknown> {
+  const named = Object.keys(SPAWN_PARAMS).filter((k) => !(k in LIMIT_PARAMS));
+  const limits = Object.fromEntries(Object.entries(LIMIT_PARAMS).filter(([k]) => a[k] !== undefined && a[k] !== null).map(([k, to]) => [to, a[k]]));
+  return { kind: 'agent', ...pick(a, named), ...(Object.keys(limits).length > 0 ? { limits } : {}) };
+}
+
+/**
+ * A child as its lead reads it: an ended child's envelope — the one `brig result` shows —
+ * then its handles as one JSON line (ids and paths to call ref_* with); a running one as its
+ * short summary. The envelope is bounded by brig's condensation, so it passes whole.
+ */
+export function renderChild(s: ChildSummaryWithRefs): string {
+  if (typeof s.envelope !== 'string') return json(s);
+  const handles = {
+    runId: s.runId,
+    endReason: s.endReason,
+    refs: s.refs.map((r) => ({ ref: r.ref, path: r.path, kind: r.kind, bytes: r.bytes })),
+    ...(s.refsMore ? { refsMore: s.refsMore } : {}),
+  };
+  return `${s.envelope.trimEnd()}\nHandles: ${JSON.stringify(handles)}`;
+}
+
 const spawnTool: ToolDef = {
   name: 'spawn',
-  description: 'Start a child agent in its own jail on a sub-task; returns its summary (async=true returns at once: use wait_children).',
-  parameters: obj(
-    {
-      task: S.str('what the child is asked to do', { minLength: 1 }),
-      agent: S.str('agent spec name (default: the default agent)', { minLength: 1, maxLength: 128 }),
-      objective: S.str('the larger goal the task serves'),
-      async: S.bool('return at once with the run id instead of waiting for the child'),
-      tokens: S.int("the child's token budget (at most what is left of yours; more is clamped)", 1, 1_000_000_000),
-      cost_usd: S.num("the child's cost budget in USD (at most what is left of yours; more is clamped)", 0, 1_000_000),
-    },
-    ['task'],
-  ),
+  description: "Start a child agent in its own jail on a sub-task; returns its envelope (summary, footer, ref handles to drill into) when it ends (async=true returns at once: use wait_children).",
+  parameters: obj(SPAWN_PARAMS, ['task']),
   timeoutMs: (a, ctx) => (a.async === true ? REF_TIMEOUT_MS : ctx.runTimeoutMs),
   async run(a, ctx) {
-    // A smaller budget for the child: attenuated by the supervisor like every limit.
-    const limits = pick({ tokens: a.tokens, costUsd: a.cost_usd }, ['tokens', 'costUsd']);
-    const request = { kind: 'agent', ...pick(a, ['task', 'agent', 'objective', 'async']), ...(Object.keys(limits).length > 0 ? { limits } : {}) };
-    const s = await ctx.broker.call('spawn', { request });
+    const s = await ctx.broker.call('spawn', { request: spawnRequestOf(a) });
     remember(ctx, s, { task: String(a.task).slice(0, 200), agent: typeof a.agent === 'string' ? a.agent : null, async: a.async === true });
-    return json(s);
+    return { content: renderChild(s), maxChars: MAX_BOUNDED_CHARS };
   },
 };
 
@@ -127,13 +164,14 @@ const listChildren: ToolDef = {
 
 const waitChildren: ToolDef = {
   name: 'wait_children',
-  description: `Wait until these children ended (or timeoutMs, at most ${MAX_WAIT_MS}); returns each one's summary.`,
+  description: `Wait until these children ended (or timeoutMs, at most ${MAX_WAIT_MS}); returns each one's envelope (or, still running, its status).`,
   parameters: obj({ runIds: { ...S.strs('child run ids', 50), minItems: 1 }, timeoutMs: S.int(`how long to wait (default and most ${MAX_WAIT_MS})`, 1, MAX_WAIT_MS) }, ['runIds']),
   timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS) + 10_000,
   async run(a, ctx) {
     const r = await ctx.broker.call('wait', params('wait', { runs: a.runIds, timeoutMs: typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS }));
     for (const s of r.runs) remember(ctx, s);
-    return json(r);
+    // One block per child, each headed `== <run id> <status>` (a body line like it is quoted in the envelope).
+    return { content: r.runs.map((s) => `== ${s.runId} ${s.endReason ?? s.status}\n${renderChild(s)}`).join('\n\n'), maxChars: MAX_BOUNDED_CHARS };
   },
 };
 

@@ -33,7 +33,16 @@ export interface ToolContext {
 export interface ToolOutput {
   content: string;
   isError?: boolean;
+  /**
+   * Output brig already bounded (a child's envelope: condensed to maxResultTokens plus its
+   * footer) may pass whole up to this many chars, more than toolResultMaxChars, never more
+   * than MAX_BOUNDED_CHARS: cutting it would drop the footer's drill-in lines.
+   */
+  maxChars?: number;
 }
+
+/** The most a tool output that says it is bounded may carry (a line's 44 KiB of JSON leaves room). */
+export const MAX_BOUNDED_CHARS = 40_000;
 
 export interface ToolDef {
   name: string;
@@ -61,5 +70,6 @@ export const S = {
   int: (description: string, minimum: number, maximum: number): JsonSchema => ({ type: 'integer', description, minimum, maximum }),
   num: (description: string, minimum: number, maximum: number): JsonSchema => ({ type: 'number', description, minimum, maximum }),
   bool: (description: string): JsonSchema => ({ type: 'boolean', description }),
-  strs: (description: string, maxItems: number): JsonSchema => ({ type: 'array', description, items: { type: 'string' }, maxItems }),
+  strs: (description: string, maxItems: number, item: Partial<JsonSchema> = {}): JsonSchema => ({ type: 'array', description, items: { type: 'string', ...item }, maxItems }),
+  oneOf: (description: string, values: readonly string[]): JsonSchema => ({ type: 'string', description, enum: [...values] }),
 };
