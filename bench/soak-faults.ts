@@ -105,7 +105,8 @@ export interface FlakyModel {
 }
 
 type Msg = { role: string; content: unknown };
-const STEER_CAP = 100;
+/** Steps a steered agent takes waiting (max_steps is at most 50). */
+const STEER_CAP = 40;
 
 /**
  * The scripted stand-in the soak's agents talk to. Per agent (its label, from the task in the

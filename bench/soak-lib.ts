@@ -150,7 +150,7 @@ function stepper(label: string, rnd: () => number, file = 's.bin', steps: [numbe
   };
 }
 
-/** Steps (up to 150 × 200 ms) until a steer says `finish <label> now`; its result names the steers it took. */
+/** Steps (up to 45 × 500 ms: max_steps is at most 50) until a steer says `finish <label> now`; its result names the steers it took. */
 function waiter(label: string, rnd: () => number): Planned {
   const o = { path: 'w.bin', bytes: between(rnd, 1, 20_000), seed: seedOf(rnd) };
   const steerTo = `finish ${label} now`;
@@ -161,16 +161,16 @@ export default async function (brig) {
   writeFileSync('/workspace/out/${o.path}', soakBytes(${o.seed}, 0, ${o.bytes}));
   const took = [];
   let i = 0;
-  for (; i < 150; i++) {
+  for (; i < 45; i++) {
     const s = await brig.progress(took.length ? 'steered' : 'waiting ' + i);
     took.push(...s);
     if (took.includes(${JSON.stringify(steerTo)})) break;
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 500));
   }
   return { label: ${JSON.stringify(label)}, steps: i, steers: took };
 }
 `;
-  return { label, kind: 'waiter', big: false, req: { task: `soak ${label}: wait to be steered`, label, kind: 'script', script, expected_outputs: [o.path], max_steps: 200, async: true }, outputs: [o], kids: [], steerTo };
+  return { label, kind: 'waiter', big: false, req: { task: `soak ${label}: wait to be steered`, label, kind: 'script', script, expected_outputs: [o.path], max_steps: 50, async: true }, outputs: [o], kids: [], steerTo };
 }
 
 /** An agent the flaky model drives: write gen.js, run it (out/a.bin), then finish — or, when steered, step until told. */
@@ -181,7 +181,7 @@ function agent(label: string, rnd: () => number): Planned {
     label,
     kind: 'agent',
     big: false,
-    req: { task: `SOAK-AGENT ${label}: write /workspace/out/a.bin${steered ? ', then keep working until your parent says to finish' : ''}`, label, kind: 'agent', expected_outputs: [o.path], max_steps: 120, async: true },
+    req: { task: `SOAK-AGENT ${label}: write /workspace/out/a.bin${steered ? ', then keep working until your parent says to finish' : ''}`, label, kind: 'agent', expected_outputs: [o.path], max_steps: 50, async: true },
     outputs: [o],
     kids: [],
     ...(steered ? { steerTo: `finish ${label} now` } : {}),
@@ -301,7 +301,7 @@ export async function startServe(home: string, n: number, o: ServeOptions): Prom
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (gone) throw new Error(`brig serve #${n} exited before it served; stderr: ${fs.readFileSync(errFile, 'utf8')}`);
-    if (Date.now() > deadline) throw new Error(`brig serve #${n} did not answer within 60 s; stderr: ${fs.readFileSync(errFile, 'utf8')}`);
+    if (Date.now() > deadline && proc.kill('SIGKILL')) throw new Error(`brig serve #${n} did not answer within 60 s; stderr: ${fs.readFileSync(errFile, 'utf8')}`);
     if (await ApiClient.probe(sock)) break;
     await sleep(100);
   }

@@ -138,11 +138,24 @@ export class Soak {
       console.log(`  ! daemon #${d.n} exited by itself (code ${e.code}, signal ${e.signal}): starting another`);
       if (this.daemon === d) {
         this.up = false;
-        void sleep(1000).then(() => this.boot());
+        void this.#bootAgain();
       }
     });
     this.up = true;
     for (const w of this.#upWaiters.splice(0)) w();
+  }
+
+  /** After a daemon died by itself: start another, every 2 s until one serves (a full home may refuse a start). */
+  async #bootAgain(): Promise<void> {
+    for (let i = 0; ; i++) {
+      await sleep(i === 0 ? 1000 : 2000);
+      try {
+        return await this.boot();
+      } catch (e) {
+        this.unexpectedExits.push(`a start after it failed: ${String(e).slice(0, 300)}`);
+        console.log(`  ! a start after daemon #${this.daemon.n} died failed; trying again`);
+      }
+    }
   }
 
   async stop(sig: NodeJS.Signals, boundMs?: number): Promise<Awaited<ReturnType<typeof stopServe>>> {
@@ -223,7 +236,7 @@ export class Soak {
   }
 
   /**
-   * One chaos tick. A run the plan steers gets its steer once it is `running` (again 20 s later
+   * One chaos tick. A run the plan steers gets its steer once it is `running` (again 8 s later
    * while it still runs: a steer held in memory dies with a SIGKILLed daemon). Every other run
    * first seen live is rolled once: ~10% killed, ~5% steered, 0–2.5 s later.
    */
@@ -232,7 +245,7 @@ export class Soak {
     const now = Date.now();
     for (const r of live ?? []) {
       const steerTo = r.label ? this.byLabel.get(r.label)?.steerTo : undefined;
-      if (steerTo && r.status === 'running' && now - (this.aimed.get(r.id) ?? 0) > 20_000 && (r.stepsExecuted > 0 || this.aimed.has(r.id))) {
+      if (steerTo && r.status === 'running' && now - (this.aimed.get(r.id) ?? 0) > 8000 && (r.stepsExecuted > 0 || this.aimed.has(r.id))) {
         if (this.aimed.has(r.id)) tally(this.aimedSteers, 'resent');
         this.aimed.set(r.id, now);
         this.#send('aimed', r.id, steerTo);
