@@ -5,7 +5,7 @@
  * run, check the capability with the lease code's own predicate (grantAllows), strip
  * identity fields, validate params, then — only then — call a handler.
  * Every error reply, whoever decided it (these checks or a handler's BrigError), is a reply
- * value plus a content-free ledger event (refusal-log.ts aggregates repeats); nothing here
+ * value plus a content-free ledger event (ledger/refusal-log.ts aggregates repeats); nothing here
  * throws.
  */
 import { grantAllows, type LeaseRecord } from '../lease/index.js';
@@ -28,7 +28,7 @@ import {
   type ParamsOf,
 } from './protocol.js';
 import type { StrikeCounter, TokenBucket } from './rate-limit.js';
-import type { RefusalLog } from './refusal-log.js';
+import type { RefusalLog } from '../ledger/index.js';
 
 export interface LeaseVerifier {
   verify(token: unknown, runId: string): Result<LeaseRecord>;
@@ -110,7 +110,7 @@ export function alreadyLedgered<E extends Error>(e: E): E {
 function handlerRefusal(run: RunState, deps: DispatchDeps, method: string, code: ErrorCode, e: unknown): void {
   run.denied++;
   deps.count?.(method, code);
-  if (!(e && typeof e === 'object' && LEDGERED in e)) run.refusals.note(method, code);
+  if (!(e && typeof e === 'object' && LEDGERED in e)) run.refusals.note({ method, code });
 }
 
 /** A refusal by the broker's own checks: counted, ledgered (repeats aggregated), struck, answered. */
@@ -118,7 +118,7 @@ export function deny(run: RunState, deps: DispatchDeps, id: Id, method: string, 
   run.denied++;
   deps.count?.(method, code);
   if (code === 'rate_limited') run.rateLimited++;
-  run.refusals.note(method, code);
+  run.refusals.note({ method, code });
   if (run.strikes.strike(deps.now()) && !run.abused) {
     run.abused = true;
     safeLedger(deps.ledger, { type: 'broker.abuse', runId: run.runId, leaseId: run.leaseId, denied: run.denied });

@@ -7,7 +7,7 @@
  * bearer and the capability the method needs (dispatch.ts). Nothing a child sends can crash
  * or stall the supervisor: lines are bounded (64 KiB, then the connection is dropped), each
  * line costs a token of the run's bucket before anything parses it, nesting is bounded,
- * refusals reach the ledger aggregated (refusal-log.ts), connections and calls in flight are
+ * refusals reach the ledger aggregated (ledger/refusal-log.ts), connections and calls in flight are
  * capped, a line must finish in time (slow-loris), a connection must authenticate in time (an
  * authenticated one then lives as long as its run, however quiet), unread replies are
  * bounded; sustained abuse cuts the run's connections at once (nothing more of them is read,
@@ -24,7 +24,7 @@ import { BrigError } from '../util/errors.js';
 import { chargeLine, deny, dispatchLine, safeLedger, type DispatchDeps, type Handlers, type LeaseVerifier, type RunState } from './dispatch.js';
 import { MAX_LINE_BYTES } from './protocol.js';
 import { StrikeCounter, TokenBucket } from './rate-limit.js';
-import { RefusalLog } from './refusal-log.js';
+import { RefusalLog } from '../ledger/index.js';
 import { grantRunSocket, prepareRunDir, type SocketOwner } from './socket-access.js';
 
 export interface BrokerLimits {
@@ -170,7 +170,7 @@ export class BrokerServer {
       calls: 0,
       denied: 0,
       rateLimited: 0,
-      refusals: new RefusalLog({ runId: a.runId, leaseId: a.leaseId }, (ev) => safeLedger(this.deps.ledger, ev), this.limits.deniedWindowMs, this.deps.now),
+      refusals: new RefusalLog({ type: 'broker.denied', ids: { runId: a.runId, leaseId: a.leaseId }, write: (ev) => safeLedger(this.deps.ledger, ev), windowMs: this.limits.deniedWindowMs, now: this.deps.now }),
       logs: [],
     };
     const sockets = new Set<net.Socket>();

@@ -13,7 +13,7 @@ import { DockerJailDriver, JAIL_USER, ownerForHome, WarmPool } from '../jail/ind
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { Metrics } from '../util/metrics.js';
-import { collectState, countBrokerCall, meterEvents } from './metrics-feed.js';
+import { collectState, collectStorage, countBrokerCall, meterEvents } from './metrics-feed.js';
 import { teeLedger } from './ledger-tee.js';
 import { silentLog, type Logger } from '../util/log.js';
 import { logEvents } from './log-feed.js';
@@ -22,8 +22,9 @@ import { FsResultStore } from '../results/index.js';
 import { brigOf } from '../client/index.js';
 import type { Brig } from '../protocol/index.js';
 import type { RefService } from '../refs/index.js';
-import { createSupervisor, jailLimitsFor, type SupervisorCore, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
-import { BrigError, type Result } from '../util/errors.js';
+import { createSupervisor, jailLimitsFor, type StoragePort, type SupervisorCore, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
+import { diskSpace } from '../util/disk-space.js';
+import { BrigError, toBrigError, type Result } from '../util/errors.js';
 import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
 import { Operator } from './operator.js';
@@ -146,6 +147,14 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     onCall: countBrokerCall(metrics),
     socketOwner: jailUser(),
   });
+  // A full home refuses new runs while the ledger holds lines the disk refused (and below the reserve).
+  const storage: StoragePort = {
+    space: () => diskSpace(paths.home),
+    held: () => {
+      const b = fileLedger.backlog();
+      return [{ what: 'ledger line(s)', count: b.lines + b.unrecorded }];
+    },
+  };
   // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts).
   const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};
   sup = createSupervisor({
@@ -163,6 +172,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     ...(o.hooks ? { hooks: castThenTell(o.hooks, (id) => refs.result(id)) } : {}),
     // The summary a parent gets carries its child's ref handles (sdk.ts turns them into objects).
     handlesOf: (id) => childRefs.handlesOf(id),
+    storage,
     // …and, once it ended, the envelope every face shows (cast once and kept, by the same RefService).
     envelopeOf: async (id) => {
       const r = await refs.result(id);
@@ -175,7 +185,8 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   // and the drill-in's (refs/child-refs.ts).
   Object.assign(handlers, supervisor.childCalls, childRefs.handlers);
   collectState(metrics, () => supervisor, drill.pools, warm);
-  const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs });
+  collectStorage(metrics, () => supervisor.storage(), supervisor.settings.minFreeBytes);
+  const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs, reserveBytes: supervisor.settings.minFreeBytes });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
   const close = async () => {
@@ -192,7 +203,8 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
       await fs.rmdir(paths.brokers).catch(() => {});
       await drill.close();
       await catalog.value.close();
-      await ledger.close();
+      // Lines a full home would not take are lost with the process: said, not thrown (the rest must close).
+      await ledger.close().catch((e: unknown) => log.error({ code: toBrigError(e).code, message: toBrigError(e).message }, 'ledger lines lost at close'));
       await unlock();
   };
   return {

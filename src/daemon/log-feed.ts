@@ -25,7 +25,7 @@ export function logEvents(log: Logger): (ev: LedgerEvent) => void {
       case 'run.lifecycle_ended':
         return log.info(pick(ev, ['runId', 'endReason', 'killedBy', 'runtimeMs', 'stepsExecuted', 'outputBytes']), 'run ended');
       case 'run.refused':
-        return log.info(pick(ev, ['code', 'parentRunId', 'depth']), 'spawn refused');
+        return log.info(pick(ev, ['code', 'parentRunId', 'depth', 'count']), 'spawn refused');
       case 'run.internal_error':
         return log.error(pick(ev, ['runId', 'code']), 'background work failed');
       case 'broker.abuse':

@@ -6,7 +6,7 @@
  * broker methods, model aliases of the configuration): never a run id or any text (INV-7).
  */
 import type { LedgerEvent } from '../ledger/index.js';
-import type { RunRecord, Supervisor } from '../runs/index.js';
+import type { RunRecord, StorageState, Supervisor } from '../runs/index.js';
 import type { DuckdbHelperPool } from '../slice/index.js';
 import { Metrics } from '../util/metrics.js';
 
@@ -58,7 +58,8 @@ export function meterEvents(m: Metrics): (ev: LedgerEvent) => void {
         if (typeof ev.outputBytes === 'number') m.inc('brig_materialized_bytes_total', {}, ev.outputBytes);
         return;
       case 'run.refused':
-        m.inc('brig_spawn_refusals_total', { code: str(ev.code) });
+        // Repeats are one line per window with their count (ledger/refusal-log.ts).
+        m.inc('brig_spawn_refusals_total', { code: str(ev.code) }, typeof ev.count === 'number' && ev.count > 0 ? ev.count : 1);
         return;
       case 'broker.abuse':
         m.inc('brig_broker_abuse_total');
@@ -98,5 +99,23 @@ export function collectState(m: Metrics, sup: () => Supervisor | undefined, pool
     const w = warm?.stats() ?? [];
     m.set('brig_warm_jails', { state: 'ready' }, w.reduce((n, s) => n + s.ready, 0));
     m.set('brig_warm_jails', { state: 'filling' }, w.reduce((n, s) => n + s.filling, 0));
+  });
+}
+
+/**
+ * The home's storage at scrape time: its free space (against the reserve below which spawns
+ * are refused `storage_full`) and the writes a full home made brig hold in memory, by writer.
+ */
+export function collectStorage(m: Metrics, state: () => StorageState, reserveBytes: number): void {
+  m.declare('brig_home_free_bytes', "Free bytes on the file system of brig's home (what an unprivileged writer may still use).", 'gauge');
+  m.declare('brig_home_reserve_bytes', "Bytes brig keeps free in its home (--min-free-mb): below it spawns are refused storage_full.", 'gauge');
+  m.declare('brig_storage_held', 'Writes the full home refused, held in memory until space returns (ledger lines, run files).', 'gauge');
+  m.collect(() => {
+    const s = state();
+    m.set('brig_home_reserve_bytes', {}, reserveBytes);
+    if (s.freeBytes !== undefined) m.set('brig_home_free_bytes', {}, s.freeBytes);
+    m.reset('brig_storage_held');
+    const writer = (what: string) => (what.startsWith('ledger') ? 'ledger' : 'runs');
+    for (const w of ['ledger', 'runs']) m.set('brig_storage_held', { writer: w }, s.held.filter((h) => writer(h.what) === w).reduce((n, h) => n + h.count, 0));
   });
 }

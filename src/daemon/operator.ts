@@ -16,6 +16,8 @@ import { FileLedger, ledgerFiles, verifyLedger, type Ledger } from '../ledger/in
 import type { DoctorCheck, FleetOptions, FleetReport, LeaseView, LedgerReport, ListFilter, OperatorSurface, QueryResult, RefSurface, RunRecord } from '../protocol/index.js';
 import { lockedQuery, reportHelper, reportTools } from '../slice/index.js';
 import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js';
+import { DEFAULT_SETTINGS } from '../runs/index.js';
+import { diskSpace } from '../util/disk-space.js';
 import { fleetReport } from './fleet.js';
 
 export type { LeaseView } from '../protocol/index.js';
@@ -40,6 +42,8 @@ export interface OperatorParts {
   /** The runs and envelopes the fleet roll-up reads. */
   runs: { list(f: ListFilter): Promise<RunRecord[]> };
   refs: Pick<RefSurface, 'peek'>;
+  /** The bytes the supervisor keeps free in the home (its minFreeBytes): the doctor's mark. */
+  reserveBytes?: number;
 }
 
 export class Operator implements OperatorSurface {
@@ -104,7 +108,10 @@ export class Operator implements OperatorSurface {
       reportHelper().catch((e: unknown) => ({ error: `no helper started: ${(e as Error).message}` })),
       reportTools().catch((e: unknown) => ({ error: `grep could not be run: ${(e as Error).message}` })),
     ]);
-    return judgeDoctor({ ...facts, helper, tools });
+    const reserveBytes = this.#p.reserveBytes ?? DEFAULT_SETTINGS.minFreeBytes;
+    const space = diskSpace(this.home);
+    const home = space ? { dir: this.home, reserveBytes, ...space } : { dir: this.home, reserveBytes, error: 'statfs failed (does it exist?)' };
+    return judgeDoctor({ ...facts, helper, tools, home });
   }
 
   fleet(o: FleetOptions): Promise<FleetReport> {

@@ -33,6 +33,8 @@ export interface DoctorFacts {
   helper?: HelperFacts | { error: string };
   /** grep as the slicer runs it, reading its own /proc/self (slice/helper-report.ts), or why not. */
   tools?: ToolFacts | { error: string };
+  /** The file system of brig's home (filled by the operator) and the reserve brig keeps free in it. */
+  home?: HomeFacts;
 }
 
 /** What grep, run through the slicer's own wrapper, read of itself. */
@@ -46,6 +48,8 @@ export interface ToolFacts {
   /** Why isolating failed (grep/jq then run unisolated), or null. */
   fallback: string | null;
 }
+
+export type HomeFacts = { dir: string; reserveBytes: number } & ({ freeBytes: number; totalBytes: number } | { error: string });
 
 /** A started DuckDB helper read back from /proc (slice/helper-report.ts gathers it). */
 export interface HelperFacts {
@@ -62,9 +66,20 @@ const GIB = 1024 ** 3;
 
 const check = (name: string, ok: boolean, detail: string, hint?: string): DoctorCheck => (ok || !hint ? { name, ok, detail } : { name, ok, detail, hint });
 
+const MIB = 1024 ** 2;
+const mb = (n: number) => `${(n / MIB).toFixed(1)} MiB`;
+
+/** The home's free space against its reserve: below it, spawns are refused storage_full. */
+function homeChecks(h: HomeFacts | undefined): DoctorCheck[] {
+  if (!h) return [];
+  const hint = `Free space on the file system of ${h.dir}: below ${mb(h.reserveBytes)} free brig refuses new runs (storage_full) and keeps what it cannot write in memory; the reserve is \`brig serve --min-free-mb\`.`;
+  if ('error' in h) return [check('home free space', false, `cannot read the file system of ${h.dir}: ${h.error}`, hint)];
+  return [check('home free space', h.freeBytes >= h.reserveBytes, `${mb(h.freeBytes)} free of ${mb(h.totalBytes)} in ${h.dir} (reserve ${mb(h.reserveBytes)})`, hint)];
+}
+
 /** Pure: the facts judged. */
 export function judgeDoctor(f: DoctorFacts): DoctorCheck[] {
-  if (!f.engine.ok) return [check('engine answers', false, f.engine.error, 'Start the Docker engine: `make engine`.')];
+  if (!f.engine.ok) return [check('engine answers', false, f.engine.error, 'Start the Docker engine: `make engine`.'), ...homeChecks(f.home)];
   const info = f.engine.info;
   const secopts = Array.isArray(info.SecurityOptions) ? info.SecurityOptions.map(String) : [];
   const runtimes = Object.keys((info.Runtimes as Record<string, unknown> | undefined) ?? {});
@@ -99,6 +114,7 @@ export function judgeDoctor(f: DoctorFacts): DoctorCheck[] {
     out.push(check('grep/jq isolated', t.privilegeLeft === null, detail, 'grep and jq run as the supervisor\'s user here: run brig as root with util-linux (unshare, setpriv, nsenter, mount).'));
     out.push(check('grep/jq address-space cap', t.addressSpaceBytes !== null, t.addressSpaceBytes === null ? 'unlimited' : `RLIMIT_AS ${(t.addressSpaceBytes / GIB).toFixed(1)} GiB`, 'grep and jq have no memory cap: install prlimit (util-linux).'));
   }
+  out.push(...homeChecks(f.home));
   if (f.image === undefined) out.push(check('child image', false, 'not checked'));
   else if ('error' in f.image) out.push(check('child image', false, f.image.error, 'Build it: `brig image build`.'));
   else {

@@ -104,6 +104,14 @@ export interface CollectOptions {
    * called for a skipped entry; a file refused midway never gets end().
    */
   observe?: (relPath: string) => CollectObserver;
+  /**
+   * Bytes to leave free on the destination's file system (brig's home: its reserve). A file
+   * that would go below it is skipped `no_space` at its declared size, before any of its bytes
+   * is written; a write the file system refuses for want of space (ENOSPC, EDQUOT) skips that
+   * file too, its partial bytes removed. Either way the collection goes on and keeps what fits.
+   * Absent or 0: only the second (the disk's own refusal).
+   */
+  minFreeBytes?: number;
 }
 
 export interface CollectReport {
@@ -113,7 +121,7 @@ export interface CollectReport {
   totalBytes: number;
   /**
    * Entries not copied and why (symlink, link, fifo, device, unsafe_name, dotdot, conflict,
-   * too_deep, path_too_long, too_many_entries, too_large). Content-free; the first 1000, a
+   * too_deep, path_too_long, too_many_entries, too_large, no_space). Content-free; the first 1000, a
    * skipped directory standing for its whole subtree.
    */
   skipped: { path: string; reason: string }[];
@@ -124,6 +132,8 @@ export interface CollectReport {
   tooLarge?: { path: string; bytes?: number }[];
   /** Every entry skipped, listed or not (a skipped subtree counts each entry in it). */
   skippedCount?: number;
+  /** Files skipped `no_space` (the home had no room for them), and their declared bytes: the caller's error to name. */
+  noSpace?: { files: number; bytes: number };
 }
 
 export interface StreamTails {

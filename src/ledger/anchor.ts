@@ -119,10 +119,18 @@ function lockAnchor(file: string): () => void {
   const lock = `${file}.lock`;
   const me = `${process.pid} ${randomBytes(6).toString('hex')}`;
   for (;;) {
+    let fd: number | undefined;
     try {
-      fs.writeFileSync(lock, me, { flag: 'wx', mode: 0o600 });
+      fd = fs.openSync(lock, 'wx', 0o600);
+      fs.writeFileSync(fd, me);
+      fs.closeSync(fd);
       break;
     } catch (e) {
+      if (fd !== undefined) {
+        // Ours, made but not written (a full disk): an empty lock would stall every writer for LOCK_STALE_MS.
+        fs.closeSync(fd);
+        fs.rmSync(lock, { force: true });
+      }
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
     try {

@@ -14,6 +14,17 @@ export interface LedgerEvent {
   [field: string]: LedgerValue | undefined;
 }
 
+/** What a ledger holds that the disk has not taken yet (file-ledger.ts: a full disk). */
+export interface LedgerBacklog {
+  /** Chained lines held in memory, not yet (wholly) on disk. */
+  lines: number;
+  bytes: number;
+  /** Events past the held bound: counted by type, not chained (written as counts later). */
+  unrecorded: number;
+  /** Since when the disk has refused (ISO), or null while it takes every line. */
+  since: string | null;
+}
+
 export interface Ledger {
   append(event: LedgerEvent): void;
   /**
@@ -21,6 +32,8 @@ export interface Ledger {
    * For the one step that must not be done twice across a crash: announcing a run's end.
    */
   hasRunEvent?(type: string, runId: string): boolean;
+  /** What the disk has not taken yet; absent: a ledger that never holds lines back. */
+  backlog?(): LedgerBacklog;
   /** Resolves when everything appended so far is on disk. */
   flush(): Promise<void>;
   close(): Promise<void>;

@@ -53,6 +53,7 @@ export const ERROR_CODES = {
   model_corrupt: { kind: 'corrupt', hint: 'A fetched model file did not match its pinned sha256 and was deleted; pull again, or register a GGUF you trust with `brig model pull --gguf FILE`.' },
   ledger_corrupt: { kind: 'corrupt', hint: 'The audit chain is broken; `brig audit verify` names the first bad line.' },
   state_corrupt: { kind: 'corrupt', hint: "A file under $BRIG_HOME/runs is not what brig wrote (the message names the run, the file and the field); move the run's directory aside to go on." },
+  storage_full: { kind: 'unavailable', http: 507, hint: "Free space on the file system of $BRIG_HOME (`brig doctor` shows it); brig admits runs again once it has more than its reserve free (`brig serve --min-free-mb`), and writes what it held meanwhile." },
   shutting_down: { kind: 'unavailable', hint: 'The supervisor is shutting down and admits nothing new; retry once `brig serve` is back.' },
   supervisor_running: { kind: 'conflict', hint: 'Run `brig serve` so every command shares one supervisor.' },
   child_failed: { kind: 'invalid', hint: 'The child exited non-zero or ran out of memory; its stderr tail (`brig result RUN`, `brig ref list RUN`) says why.' },

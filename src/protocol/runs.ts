@@ -356,6 +356,8 @@ export const RUN_FILES = {
   packet: 'packet.json',
   script: 'script.mjs',
   checkpoint: 'checkpoint.json',
+  /** Kind `agent`: every message and reply of its conversation, one JSON line each (runs/llm-calls.ts). */
+  transcript: 'transcript.jsonl',
   out: 'out',
 } as const;
 

@@ -14,6 +14,7 @@ import type { ResultStore } from './result-store.js';
 import type { CondenseOptions } from './condense.js';
 import { type EnvelopeRun, type RunEnvelope, buildRunEnvelope } from './run-envelope.js';
 import type { ResultRef } from './types.js';
+import { mkdirAll } from '../util/disk-space.js';
 
 const ENVELOPE_FILE = 'envelope.json';
 
@@ -47,7 +48,7 @@ export async function loadEnvelope(store: ResultStore, rootRunId: string, runId:
 
 export async function saveEnvelope(store: ResultStore, rootRunId: string, runId: string, env: RunEnvelope): Promise<void> {
   const dir = store.runDir(rootRunId, runId);
-  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  await mkdirAll(dir, 0o700);
   await writeFileAtomic(path.join(dir, ENVELOPE_FILE), JSON.stringify(env));
 }
 

@@ -23,6 +23,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { commitTemp, fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
 import { BrigError } from '../util/errors.js';
+import { mkdirAll } from '../util/disk-space.js';
 import { ContentScan, ScannedFile, decodeLineIndex, scanObserver } from './content-scan.js';
 import { ResultRetention, type SweepReport } from './result-retention.js';
 import type { CollectedScan, ResultStore } from './result-store.js';
@@ -95,7 +96,7 @@ export class FsResultStore implements ResultStore {
     if (rel.split('/')[0] === 'out') throw new BrigError('invalid_input', 'out/ is filled by indexDir, not writeStream');
     const dir = this.runDir(rootRunId, runId);
     const limits = this.effectiveCaps(caps);
-    await fsp.mkdir(path.join(dir, path.dirname(rel)), { recursive: true });
+    await mkdirAll(path.join(dir, path.dirname(rel)), 0o777);
     const final = path.join(dir, rel);
     if (await exists(final)) throw new BrigError('invalid_input', `run ${runId} already has a ref at ${rel}`);
     const used = await this.manifests.bytes(rootRunId, runId);
@@ -180,7 +181,7 @@ export class FsResultStore implements ResultStore {
     const known = new Map<string, ScannedFile>();
     for (const s of scans) if (s.observed instanceof ScannedFile) known.set(s.path, s.observed);
     const prefix = relDir.split(path.sep).join('/') + '/';
-    await fsp.mkdir(path.join(runDir, INDEX_DIR), { recursive: true });
+    await mkdirAll(path.join(runDir, INDEX_DIR), 0o777);
     const refs: ResultRef[] = new Array(files.length);
     await inParallel(files, async (f, i) => {
       const scanned = known.get(f.rel.slice(prefix.length));
@@ -290,7 +291,7 @@ export class FsResultStore implements ResultStore {
 
   /** The ref's line index, durable but for its directory entry: the caller fsyncs INDEX_DIR once. */
   private async writeIndex(runDir: string, ref: string, lineIndex: Buffer): Promise<void> {
-    await fsp.mkdir(path.join(runDir, INDEX_DIR), { recursive: true });
+    await mkdirAll(path.join(runDir, INDEX_DIR), 0o777);
     await writeFileAtomic(path.join(runDir, INDEX_DIR, `${ref}.lidx`), lineIndex, { syncDir: false });
   }
 }

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
 import { checkRunId, inParallel } from './store-fs.js';
 import { type ResultRef, type RunManifest, RunManifestSchema } from './types.js';
+import { mkdirAll } from '../util/disk-space.js';
 
 const MANIFEST = 'refs.json';
 
@@ -48,8 +49,8 @@ export class RunManifests {
       const dir = this.runDir(rootRunId, runId);
       const m = (await this.read(rootRunId, runId)) ?? { runId, rootRunId, refs: [], skipped: [] };
       const next: RunManifest = { ...m, refs: [...m.refs, ...refs], skipped: [...m.skipped, ...skipped] };
-      await fsp.mkdir(path.join(this.dir, '.refs'), { recursive: true });
-      await fsp.mkdir(path.join(this.dir, '.runs'), { recursive: true });
+      await mkdirAll(path.join(this.dir, '.refs'), 0o777);
+      await mkdirAll(path.join(this.dir, '.runs'), 0o777);
       const pointer = Buffer.from(`${rootRunId}/${runId}`);
       await inParallel(refs, (r) => writeFileAtomic(path.join(this.dir, '.refs', r.ref), pointer, { syncDir: false }));
       if (refs.length > 0) await fsyncDir(path.join(this.dir, '.refs'));

@@ -1,4 +1,5 @@
 import { BrigError } from '../util/errors.js';
+import { mib } from '../util/disk-space.js';
 import { isActive } from './state-machine.js';
 import type { RunRecord, SupervisorSettings } from './types.js';
 
@@ -132,4 +133,29 @@ export function nextToStart(live: readonly RunRecord[], s: Settings, blocked: Re
     out.push(r.id);
   }
   return out;
+}
+
+/** What admission knows of the home's storage (ports.ts StoragePort, plus the run store's own holds). */
+export interface StorageState {
+  /** Free bytes of the home's file system; undefined when unknown. */
+  freeBytes?: number;
+  /** Writers holding what the disk refused, by what they hold. */
+  held: readonly { what: string; count: number }[];
+}
+
+/**
+ * Whether a new run must be refused for the home's storage: a writer is holding what the
+ * disk refused (the home is full now), or the free space is below the reserve. A full home
+ * refuses new work and keeps the live runs going; it never admits a run it could not record.
+ */
+export function storageRefusal(s: StorageState, minFreeBytes: number): BrigError | undefined {
+  const held = s.held.filter((h) => h.count > 0);
+  const data = { freeBytes: s.freeBytes ?? null, minFreeBytes };
+  if (held.length > 0) {
+    return new BrigError('storage_full', `brig's home is full: ${held.map((h) => `${h.count} ${h.what}`).join(' and ')} wait in memory for space`, { data: { ...data, held: held.map((h) => `${h.what}:${h.count}`) } });
+  }
+  if (s.freeBytes !== undefined && s.freeBytes < minFreeBytes) {
+    return new BrigError('storage_full', `brig's home has ${mib(s.freeBytes)} free, below its reserve of ${mib(minFreeBytes)}`, { data });
+  }
+  return undefined;
 }

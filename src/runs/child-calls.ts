@@ -197,7 +197,8 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       if (Buffer.byteLength(json) > MAX_CHECKPOINT_BYTES) {
         throw new BrigError('ref_too_large', `a checkpoint is at most ${MAX_CHECKPOINT_BYTES} bytes`, { data: { limit: MAX_CHECKPOINT_BYTES } });
       }
-      await table.store.write(runId, 'checkpoint', json);
+      // Held in memory (and written when space returns) on a full home: the run goes on.
+      await table.store.write(runId, 'checkpoint', json, { hold: true });
       await table.update(runId, (x) => ({ ...x, hasCheckpoint: true, lastProgressAt: table.clock.now().toISOString() }));
       return { saved: true };
     },

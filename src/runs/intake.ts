@@ -14,7 +14,7 @@ import { BrigError, err, ok, publicError, type Result } from '../util/errors.js'
 import { nearest } from '../util/nearest.js';
 import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import type { JailArtifact } from '../jail/index.js';
-import { decideAdmission } from './admission.js';
+import { decideAdmission, storageRefusal, type StorageState } from './admission.js';
 import { checkArtifact } from './artifact-check.js';
 import { checkRefArtifact, isRefArtifact, uniqueNames } from './ref-artifact.js';
 import type { SupervisorDeps } from './ports.js';
@@ -137,9 +137,12 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   const depth = parent ? parent.depth + 1 : 1;
   const hash = requestHash(req);
   const live = table.all().filter((r) => r.status !== 'ended');
-  const decision = decideAdmission(live, { depth, parentRunId: parent?.id ?? null, rootRunId: parent?.rootRunId ?? null, callerId, agent: req.agent, requestHash: hash }, settings, table.blockedSet());
+  const decided = decideAdmission(live, { depth, parentRunId: parent?.id ?? null, rootRunId: parent?.rootRunId ?? null, callerId, agent: req.agent, requestHash: hash }, settings, table.blockedSet());
+  // A home with no room for the run's records (or below its reserve) admits nothing new.
+  const full = decided.kind === 'admit' || decided.kind === 'queue' ? storageRefusal(storageState(d), settings.minFreeBytes) : undefined;
+  const decision = full ? ({ kind: 'refuse', error: full } as const) : decided;
   if (decision.kind === 'refuse') {
-    table.ledger.append({ type: 'run.refused', code: decision.error.code, parentRunId: parent?.id ?? null, depth });
+    table.refusals.note({ code: decision.error.code, parentRunId: parent?.id ?? null, depth });
     return err(decision.error);
   }
   if (decision.kind === 'duplicate') return ok({ kind: 'duplicate', runId: decision.runId, async: req.async });
@@ -185,7 +188,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     return prepared;
   }
   try {
-    await table.store.save(rec);
+    // Never held: a home with no space for the run refuses it (`storage_full`), it does not admit it.
+    await table.store.save(rec, { hold: false });
   } catch (e) {
     forget();
     await prepared.value.rollback().catch(() => {});
@@ -197,6 +201,16 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   if (named.length > 0) table.artifacts.set(rec.id, named);
   table.emit(rec, { type: 'spawned', parentRunId: rec.parentRunId, agent: rec.agent, kind: rec.kind, queued: decision.kind === 'queue', parentStep: rec.parentStep ?? null });
   return ok({ kind: 'created', run: rec, started: decision.kind === 'admit', async: req.async });
+}
+
+/** The home's storage now: its free space and every writer holding what the disk refused. */
+export function storageState(d: Pick<IntakeDeps, 'deps' | 'table'>): StorageState {
+  const space = d.deps.storage?.space();
+  const own = d.table.store.held().files;
+  return {
+    ...(space ? { freeBytes: space.freeBytes } : {}),
+    held: [...(d.deps.storage?.held() ?? []), ...(own > 0 ? [{ what: 'run file(s)', count: own }] : [])],
+  };
 }
 
 /** The run's directory, its request, pinned script and carried checkpoint; then the hook. */

@@ -21,6 +21,7 @@ import path from 'node:path';
 import type { CollectCaps, CollectReport, Jail, JailArtifact, JailExit, JailInput, JailSpec } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError } from '../util/errors.js';
+import { isNoSpace, mkdirAll } from '../util/disk-space.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
 import type { AgentPacket, EndReason, RunError, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
@@ -181,11 +182,19 @@ function tooLargeError(files: NonNullable<CollectReport['tooLarge']>, cap: numbe
   });
 }
 
+/** The run's error for files brig's home had no room for: the others were kept. */
+function noSpaceError(n: NonNullable<CollectReport['noSpace']>, under: string): BrigError {
+  return new BrigError('storage_full', `${n.files} file(s) of ${under} (${n.bytes} bytes) did not fit in brig's home and were not collected (listed as skipped: no_space); the other outputs were`, {
+    data: { files: n.files, bytes: n.bytes },
+  });
+}
+
 /**
  * Collects /workspace/out, a spooled result value and the stream tails; over a cap is an
  * error on the run, never a truncation: a file over the per-file cap is left out (the others
  * are kept), over the per-run cap refuses out/ whole. The spooled value shares the run's byte
- * budget.
+ * budget. What brig's home has no room for (its reserve, `minFreeBytes`, kept free) is left
+ * out too, `storage_full` on the run, and the rest kept.
  */
 export async function collectOutputs(sup: CollectContext, runId: string, jail: Jail): Promise<Partial<RunRecord>> {
   const r = sup.table.get(runId)!;
@@ -209,9 +218,12 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     await sup.results?.remove(r.rootRunId, runId);
     await fs.rm(dest, { recursive: true, force: true });
     await fs.rm(spool, { recursive: true, force: true });
-    await fs.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
+    // A home with no room even for the run's directory: collect still reads the archive and names every file no_space.
+    await mkdirAll(path.dirname(dest), 0o700).catch((e: unknown) => {
+      if (!isNoSpace(e)) throw e;
+    });
     const caps = collectCapsFor(sup.settings, r.resultCapBytes);
-    const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe });
+    const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe, minFreeBytes: sup.settings.minFreeBytes });
     mark('run: outputs collected');
     collected = rep;
     patch.resultDir = dest;
@@ -220,11 +232,14 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     patch.outputs = rep.files.slice(0, 1000).map((f) => ({ path: f.path, bytes: f.bytes }));
     patch.skipped = rep.skipped.slice(0, 1000);
     patch.missingOutputs = missingOutputs(r.expectedOutputs, rep.files);
+    // No room even for out/'s directory: nothing to index there (the error names every file).
+    if (rep.noSpace && !(await fs.stat(dest).catch(() => null))) throw noSpaceError(rep.noSpace, CHILD_PATHS.out);
     let resultFile: string | undefined;
     if (r.resultSpooled) {
       const left = Math.max(0, caps.perRunBytes - rep.totalBytes);
-      const got = await jail.collect(spool, { perFileBytes: left, perRunBytes: left, maxEntries: 4 }, RESULT_SPOOL_DIR);
+      const got = await jail.collect(spool, { perFileBytes: left, perRunBytes: left, maxEntries: 4 }, RESULT_SPOOL_DIR, { minFreeBytes: sup.settings.minFreeBytes });
       if (got.tooLarge) throw tooLargeError(got.tooLarge, left, RESULT_SPOOL_DIR);
+      if (got.noSpace) throw noSpaceError(got.noSpace, RESULT_SPOOL_DIR);
       if (!got.files.some((f) => f.path === RESULT_SPOOL_FILE)) {
         throw new BrigError('invalid_input', 'the child spooled a result but left no regular /workspace/.brig/result/value.json');
       }
@@ -243,8 +258,10 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     // A file over the per-file cap was skipped, never read: the rest is kept and indexed, and
     // the refusal is still the run's error.
     if (rep.tooLarge) patch.error = publicError(tooLargeError(rep.tooLarge, caps.perFileBytes, CHILD_PATHS.out));
+    else if (rep.noSpace) patch.error = publicError(noSpaceError(rep.noSpace, CHILD_PATHS.out));
   } catch (e) {
-    patch.error = publicError(e);
+    // The index meeting the same full disk as the files: the run's error still names what was not kept.
+    patch.error = publicError(collected?.noSpace && publicError(e).code === 'storage_full' ? noSpaceError(collected.noSpace, CHILD_PATHS.out) : e);
     patch.missingOutputs = [...r.expectedOutputs];
     // A refusal (out/ or the spooled value over a byte cap) costs the run only what was
     // refused, never its inline value, transcript or stdio: those are indexed beside the out/

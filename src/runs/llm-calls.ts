@@ -13,12 +13,12 @@
  * Fails closed: a run with no model configured gets `model_unavailable`.
  */
 import { promises as fs } from 'node:fs';
-import path from 'node:path';
 import { BrigError, publicError } from '../util/errors.js';
 import { microCompact } from './micro-compact.js';
 import { parentSummary } from './parent-summary.js';
 import type { ConversationMessage, ModelPort, ToolSchema } from './model-port.js';
 import type { LlmService, RunTable } from './run-table.js';
+import type { RunStore } from './run-store.js';
 import type { LlmReply, ParamsOf, RunRecord } from './types.js';
 
 /** The most a conversation may hold (the child compacts well before). */
@@ -82,10 +82,10 @@ const size = (m: unknown) => Buffer.byteLength(JSON.stringify(m));
 export class Conversations {
   readonly #byRun = new Map<string, Conversation>();
 
-  constructor(private readonly dirOf: (runId: string) => string) {}
+  constructor(private readonly store: Pick<RunStore, 'file' | 'append'>) {}
 
   transcriptFile(runId: string): string {
-    return path.join(this.dirOf(runId), 'transcript.jsonl');
+    return this.store.file(runId, 'transcript');
   }
 
   async #get(runId: string): Promise<Conversation> {
@@ -115,7 +115,8 @@ export class Conversations {
     if (c.transcriptBytes + n > MAX_TRANSCRIPT_BYTES) {
       throw new BrigError('ref_too_large', `the transcript would pass ${MAX_TRANSCRIPT_BYTES} bytes`, { hint: 'Compact (llm.reset) and keep tool results small.' });
     }
-    await fs.appendFile(this.transcriptFile(runId), line, { mode: 0o600 });
+    // On a full home the line is held in order and appended when space returns (run-store.ts): the call goes on.
+    await this.store.append(runId, 'transcript', line);
     c.transcriptBytes += n;
   }
 
@@ -315,7 +316,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
 
 /** The service child calls reach: the conversation store and the metered completion. */
 export function llmService(table: RunTable, deps: LlmDeps): LlmService {
-  const conv = new Conversations((id) => table.store.dir(id));
+  const conv = new Conversations(table.store);
   // What is held per run in memory goes with its end (the transcript stays on disk).
   const seen = new Map<string, RunCalls>();
   const track = (runId: string) => {

@@ -139,6 +139,18 @@ export interface RunEndMeta {
   estSavedTokens?: number | null;
 }
 
+/**
+ * The home's storage as admission sees it (the composition root reads the file system and
+ * the ledger): no new run is admitted while the home is below its reserve or a writer holds
+ * what the disk refused.
+ */
+export interface StoragePort {
+  /** The home's file system now; undefined when it cannot be read. */
+  space(): { freeBytes: number; totalBytes: number } | undefined;
+  /** Writers outside runs/ holding what the disk refused (the ledger's lines), by what they hold. */
+  held(): { what: string; count: number }[];
+}
+
 export interface SupervisorDeps {
   jail: JailDriver;
   leases: LeasePort;
@@ -164,6 +176,8 @@ export interface SupervisorDeps {
   agents?: AgentPort;
   /** A run's ResultRef handles for the summaries a spawn or a wait returns (refs/ChildRefs); absent: none listed. */
   handlesOf?: HandlesOf;
+  /** The home's free space and the writers holding what it refused; absent: only the run store's own holds are checked. */
+  storage?: StoragePort;
   /**
    * An ended run's envelope as every face shows it (RefService.result: cast once, kept), for
    * the summary a spawn or a wait returns to a parent run; absent: summaries carry none.

@@ -23,10 +23,20 @@
  * Everything else — `running` (reconcile reattaches a `starting` run whose container started),
  * progress lines and step counts, the collect's patch (redone from pendingEnd), `unreleased`
  * cleared (the release is idempotent and redone) — is written with `durable: false`.
+ *
+ * A full home (ENOSPC, EDQUOT): a run's record and its checkpoint are state the supervisor
+ * already holds in memory for a live run, so a save or checkpoint the disk refuses is *held* —
+ * kept in memory (the newest per file), served by load/read, and written by a retry every
+ * RETRY_MS until it lands; a newer write of the file supersedes it, removing the file or the
+ * run drops it. A crash before it lands loses it as a crash before the save would have.
+ * Everything a run is admitted or started on (intake's files and first save, the packet) is
+ * never held: the disk refusing it refuses the action, `storage_full`. Writes to one file are
+ * serialized, so a retry never lands after a newer write.
  */
 import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../util/atomic-file.js';
+import { isNoSpace, mkdirAll } from '../util/disk-space.js';
 import { BrigError } from '../util/errors.js';
 import { RUN_FILES, isRunId, runRecordProblem, type AgentPacket, type SpawnPacket } from '../protocol/index.js';
 import { AgentFrontmatterSchema, type AgentSpec } from '../agents/index.js';
@@ -44,6 +54,25 @@ type RawFile = 'script' | 'checkpoint';
 export interface SaveOptions {
   /** false: a machine crash may lose this save (the header's table says which may). Default true. */
   durable?: boolean;
+  /**
+   * When the home has no space: hold the write in memory and retry it until it lands (true,
+   * the default for a record), or refuse `storage_full` (false: what admits a run).
+   */
+  hold?: boolean;
+}
+
+/** How often writes the disk refused for want of space are tried again. */
+export const RETRY_MS = 1000;
+
+/** A write the disk refused, held until it lands. */
+interface Held {
+  runId: string;
+  data: string | Buffer;
+  sync: boolean;
+}
+
+function noSpace(runId: string, file: string, e: unknown): BrigError {
+  return new BrigError('storage_full', `no space left in brig's home for ${file} of run ${runId}`, { data: { runId, file }, cause: e });
 }
 
 function corrupt(runId: string, file: string, why: string): BrigError {
@@ -91,7 +120,135 @@ function agentProblem(v: unknown): string | null {
 }
 
 export class RunStore {
-  constructor(readonly root: string) {}
+  /** Writes the disk refused for want of space, by file path: the newest of each. */
+  readonly #held = new Map<string, Held>();
+  #heldSince: number | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  /** The write in flight per file: writes to one file land in the order they were asked for. */
+  readonly #chains = new Map<string, Promise<void>>();
+
+  constructor(
+    readonly root: string,
+    private readonly retryMs = RETRY_MS,
+  ) {}
+
+  /** Writes held for want of space (0 while the disk takes every write), and since when. */
+  held(): { files: number; since: string | null } {
+    return { files: this.#held.size + this.#tails.size, since: this.#heldSince === undefined ? null : new Date(this.#heldSince).toISOString() };
+  }
+
+  /** Lines an append-only file's disk refused, by file path, in order: appended before any later line. */
+  readonly #tails = new Map<string, { runId: string; data: string }>();
+
+  /**
+   * Appends to a run's append-only file (an agent's transcript). On a full disk what was
+   * written of it is cut back and the lines are held, in order, and appended when space
+   * returns (by the retry, or the next append of the file), never out of order.
+   */
+  async append(runId: string, name: 'transcript', text: string): Promise<void> {
+    const file = this.file(runId, name);
+    await this.#serial(file, async () => {
+      const data = (this.#tails.get(file)?.data ?? '') + text;
+      if (await this.#appendWhole(runId, file, data)) return void this.#dropTail(file);
+      this.#tails.set(file, { runId, data });
+      this.#heldSince ??= Date.now();
+      this.#retry ??= setTimeout(() => void this.#retryHeld(), this.retryMs).unref();
+    });
+  }
+
+  /** true: all of `data` appended; false: the disk had no room, and the file is as it was. */
+  async #appendWhole(runId: string, file: string, data: string): Promise<boolean> {
+    const size = (await fs.stat(file).catch(() => null))?.size ?? 0;
+    try {
+      await this.ensureDir(runId);
+      await fs.appendFile(file, data, { mode: 0o600 });
+      return true;
+    } catch (e) {
+      if (!isNoSpace(e)) throw e;
+      // A line cut midway would be a torn line inside the transcript: cut back (shrinking needs no space).
+      await fs.truncate(file, size).catch(() => {});
+      return false;
+    }
+  }
+
+  #dropTail(file: string): void {
+    if (!this.#tails.delete(file)) return;
+    this.#drop(file);
+  }
+
+  #serial(file: string, fn: () => Promise<void>): Promise<void> {
+    const next = (this.#chains.get(file) ?? Promise.resolve()).then(fn, fn);
+    this.#chains.set(file, next);
+    const done = () => {
+      if (this.#chains.get(file) === next) this.#chains.delete(file);
+    };
+    next.then(done, done);
+    return next;
+  }
+
+  /** The one write path of a run's file: atomic, serialized per file, held or refused on a full disk. */
+  #put(runId: string, file: string, data: string | Buffer, o: { sync: boolean; hold: boolean }): Promise<void> {
+    return this.#serial(file, async () => {
+      try {
+        await this.ensureDir(runId);
+        await writeFileAtomic(file, data, { sync: o.sync });
+      } catch (e) {
+        if (!isNoSpace(e)) throw e;
+        if (!o.hold) throw noSpace(runId, path.basename(file), e);
+        this.#held.set(file, { runId, data, sync: o.sync });
+        this.#heldSince ??= Date.now();
+        this.#retry ??= setTimeout(() => void this.#retryHeld(), this.retryMs).unref();
+        return;
+      }
+      // Landed: an older held write of this file is superseded.
+      this.#drop(file);
+    });
+  }
+
+  #drop(file: string): void {
+    this.#held.delete(file);
+    if (this.#held.size > 0 || this.#tails.size > 0) return;
+    this.#heldSince = undefined;
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
+  }
+
+  /** Tries every held write once, in the order they were first held; stops at the first refusal. */
+  async #retryHeld(): Promise<void> {
+    this.#retry = undefined;
+    let full = false;
+    for (const file of [...this.#held.keys()]) {
+      if (full) break;
+      await this.#serial(file, async () => {
+        const h = this.#held.get(file);
+        if (!h) return;
+        try {
+          await this.ensureDir(h.runId);
+          await writeFileAtomic(file, h.data, { sync: h.sync });
+        } catch (e) {
+          // Still full: the next round. Anything else (the run's directory gone): nothing to keep.
+          if (isNoSpace(e)) return void (full = true);
+        }
+        if (this.#held.get(file) === h) this.#drop(file);
+      });
+    }
+    for (const file of [...this.#tails.keys()]) {
+      if (full) break;
+      await this.#serial(file, async () => {
+        const h = this.#tails.get(file);
+        if (!h) return;
+        const landed = await this.#appendWhole(h.runId, file, h.data).catch(() => true);
+        if (!landed) return void (full = true);
+        if (this.#tails.get(file) === h) this.#dropTail(file);
+      });
+    }
+    if (this.#held.size > 0 || this.#tails.size > 0) this.#retry ??= setTimeout(() => void this.#retryHeld(), this.retryMs).unref();
+  }
+
+  /** A held write of this file, newest first: what the run's state is while the disk is full. */
+  #heldData(file: string): string | Buffer | undefined {
+    return this.#held.get(file)?.data;
+  }
 
   dir(runId: string): string {
     if (!isRunId(runId)) throw new BrigError('invalid_input', `not a run id: ${runId.slice(0, 80)}`);
@@ -104,21 +261,21 @@ export class RunStore {
 
   async ensureDir(runId: string): Promise<string> {
     const d = this.dir(runId);
-    await fs.mkdir(d, { recursive: true, mode: 0o700 });
+    await mkdirAll(d, 0o700);
     return d;
   }
 
   async save(rec: RunRecord, o: SaveOptions = {}): Promise<void> {
-    await this.ensureDir(rec.id);
-    await writeFileAtomic(this.file(rec.id, 'record'), JSON.stringify(rec, null, 1), { sync: o.durable !== false });
+    await this.#put(rec.id, this.file(rec.id, 'record'), JSON.stringify(rec, null, 1), { sync: o.durable !== false, hold: o.hold !== false });
   }
 
   /** The record; undefined when there is none; `state_corrupt` when the file is not one. */
   async load(runId: string): Promise<RunRecord | undefined> {
     if (!isRunId(runId)) return undefined;
     let text: string;
+    const held = this.#heldData(this.file(runId, 'record'));
     try {
-      text = await fs.readFile(this.file(runId, 'record'), 'utf8');
+      text = held !== undefined ? held.toString() : await fs.readFile(this.file(runId, 'record'), 'utf8');
     } catch {
       return undefined;
     }
@@ -187,8 +344,7 @@ export class RunStore {
   async writeJson(runId: string, name: 'packet', value: SpawnPacket): Promise<void>;
   async writeJson(runId: string, name: 'artifacts', value: JailArtifact[]): Promise<void>;
   async writeJson(runId: string, name: JsonFile, value: unknown): Promise<void> {
-    await this.ensureDir(runId);
-    await writeFileAtomic(this.file(runId, name), JSON.stringify(value));
+    await this.#put(runId, this.file(runId, name), JSON.stringify(value), { sync: true, hold: false });
   }
 
   /** The admitted request, parsed again by the one spawn schema; null when there is none. */
@@ -238,12 +394,14 @@ export class RunStore {
     return parseJson(runId, RUN_FILES[name], text);
   }
 
-  async write(runId: string, name: RawFile, data: string | Buffer): Promise<void> {
-    await this.ensureDir(runId);
-    await writeFileAtomic(this.file(runId, name), data);
+  /** The pinned script or a checkpoint; `hold` (a live run's checkpoint): held on a full disk. */
+  async write(runId: string, name: RawFile, data: string | Buffer, o: { hold?: boolean } = {}): Promise<void> {
+    await this.#put(runId, this.file(runId, name), data, { sync: true, hold: o.hold === true });
   }
 
   async read(runId: string, name: RawFile): Promise<Buffer | null> {
+    const held = this.#heldData(this.file(runId, name));
+    if (held !== undefined) return Buffer.from(held);
     try {
       return await fs.readFile(this.file(runId, name));
     } catch {
@@ -252,11 +410,18 @@ export class RunStore {
   }
 
   async removeFile(runId: string, name: RawFile | 'out'): Promise<void> {
-    await fs.rm(this.file(runId, name), { recursive: true, force: true });
+    const file = this.file(runId, name);
+    await this.#serial(file, async () => {
+      this.#drop(file);
+      await fs.rm(file, { recursive: true, force: true });
+    });
   }
 
   /** Removes the whole run directory (prepareSpawn's rollback, an intake cut short by a crash). */
   async remove(runId: string): Promise<void> {
-    await fs.rm(this.dir(runId), { recursive: true, force: true });
+    const dir = this.dir(runId);
+    for (const [file, h] of [...this.#held]) if (h.runId === runId) this.#drop(file);
+    for (const [file, h] of [...this.#tails]) if (h.runId === runId) this.#dropTail(file);
+    await fs.rm(dir, { recursive: true, force: true });
   }
 }

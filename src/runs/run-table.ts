@@ -1,5 +1,5 @@
 import type { Jail, JailArtifact } from '../jail/index.js';
-import type { Ledger } from '../ledger/index.js';
+import { RefusalLog, type Ledger } from '../ledger/index.js';
 import { toBrigError, type BrigError, type Result } from '../util/errors.js';
 import { EventBus } from './event-bus.js';
 import type { BrokerHandle, Clock, EnvelopeOf, HandlesOf, LeaseGrant } from './ports.js';
@@ -29,6 +29,9 @@ export interface Live {
   steers: string[];
 }
 
+/** Repeated spawn refusals of one caller and code are one counted ledger line per this window. */
+export const REFUSAL_WINDOW_MS = 10_000;
+
 export type EmitInput = Record<string, unknown> & { type: SupervisorEvent['type'] };
 
 export class RunTable {
@@ -47,6 +50,11 @@ export class RunTable {
   /** Runs blocked on their own children (sync spawn, wait): calls in flight per run. */
   readonly blocked = new Map<string, number>();
   readonly bus = new EventBus();
+  /**
+   * Spawn refusals (`run.refused`) into the ledger: the first of a caller and code at once,
+   * repeats counted per window (a client retrying a 429 costs a line per window, not per retry).
+   */
+  readonly refusals: RefusalLog;
   readonly #waiters = new Map<string, (() => void)[]>();
   readonly #bg = new Set<Promise<unknown>>();
 
@@ -54,7 +62,9 @@ export class RunTable {
     readonly store: RunStore,
     readonly ledger: Ledger,
     readonly clock: Clock,
-  ) {}
+  ) {
+    this.refusals = new RefusalLog({ type: 'run.refused', write: (ev) => this.ledger.append(ev), windowMs: REFUSAL_WINDOW_MS, now: () => this.clock.now().getTime() });
+  }
 
   get(runId: string): RunRecord | undefined {
     return this.runs.get(runId);

@@ -39,6 +39,12 @@ export interface SupervisorSettings {
   resultPerFileBytes: number;
   resultPerRunBytes: number;
   resultMaxEntries: number;
+  /**
+   * Bytes kept free on the file system of brig's home: below it spawns are refused
+   * `storage_full`, and a collection skips the files that would go below it (`no_space`), so
+   * the ledger and the live runs' records always have room. 0: no reserve.
+   */
+  minFreeBytes: number;
 }
 
 export const DEFAULT_SETTINGS: Readonly<SupervisorSettings> = Object.freeze({
@@ -70,6 +76,7 @@ export const DEFAULT_SETTINGS: Readonly<SupervisorSettings> = Object.freeze({
   resultPerFileBytes: 4 * 1024 ** 3,
   resultPerRunBytes: 8 * 1024 ** 3,
   resultMaxEntries: 10_000,
+  minFreeBytes: 64 * 1024 ** 2,
 });
 
 const count = z.number().int().nonnegative();
@@ -108,6 +115,7 @@ export const SupervisorSettingsSchema = z.strictObject({
   resultPerFileBytes: bytes,
   resultPerRunBytes: bytes,
   resultMaxEntries: positive,
+  minFreeBytes: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
 }) satisfies z.ZodType<SupervisorSettings>;
 
 /** The defaults with `partial` over them, validated; throws `invalid_input` naming the bad field. */

@@ -25,7 +25,8 @@ import { childCallHandlers, type ChildCallHandlers } from './child-calls.js';
 import { resumeRun, steerRun } from './control.js';
 import { RunEnder } from './ender.js';
 import { untilDoneOrSilent } from './engine-silence.js';
-import { checkSpawn, intake, loadRequest } from './intake.js';
+import { checkSpawn, intake, loadRequest, storageState } from './intake.js';
+import type { StorageState } from './admission.js';
 import { systemClock, type SupervisorDeps } from './ports.js';
 import { ProgressFork, realTimers } from './progress-fork.js';
 import { ensureDirs, reconcile, retentionSweep } from './reconcile.js';
@@ -113,6 +114,8 @@ export interface SupervisorCore extends Supervisor {
   /** The in-memory record now (records are replaced on change, never mutated in place). */
   peek(runId: string): RunRecord | undefined;
   peekAll(): RunRecord[];
+  /** The home's storage as admission sees it: free space, and the writes held for want of it (metrics). */
+  storage(): StorageState;
 }
 
 export function createSupervisor(deps: SupervisorDeps): SupervisorCore {
@@ -224,6 +227,7 @@ class BrigSupervisor implements SupervisorCore {
     for (const l of this.#table.live.values()) await l.broker?.close().catch(() => {});
     this.#table.live.clear();
     this.#table.bus.close();
+    this.#table.refusals.flush();
     // Pending waits return the run as it stands; the run itself goes on (a restart reattaches).
     this.#table.releaseWaiters();
   }
@@ -282,6 +286,10 @@ class BrigSupervisor implements SupervisorCore {
 
   idle(): Promise<void> {
     return this.#table.idle();
+  }
+
+  storage(): StorageState {
+    return storageState(this.#parts());
   }
 
   retentionSweep(): Promise<{ removed: string[]; swept: string[] }> {

@@ -5,14 +5,19 @@
  */
 import { ERROR_CODES, isErrorCode, type ErrorCode, type ErrorKind } from '../protocol/index.js';
 import { BrigError } from '../protocol/index.js';
+import { isNoSpace } from './disk-space.js';
 
 export type { ErrorCode, ErrorKind } from '../protocol/index.js';
 export { ERROR_CODES, isErrorCode } from '../protocol/index.js';
 export { BrigError, isBrigError, ok, err, type Result, type WireError } from '../protocol/index.js';
 
-/** Turns anything thrown into a BrigError; unknown errors become `internal`. */
+/**
+ * Turns anything thrown into a BrigError; unknown errors become `internal`. A file system with
+ * no space left (ENOSPC, EDQUOT) is `storage_full`: the operator's to fix, never a brig bug.
+ */
 export function toBrigError(e: unknown): BrigError {
   if (e instanceof BrigError) return e;
+  if (isNoSpace(e)) return new BrigError('storage_full', `no space left on the file system of brig's home (${(e as { syscall?: string }).syscall ?? 'write'})`, { cause: e });
   if (e && typeof e === 'object' && 'code' in e && isErrorCode((e as { code: unknown }).code)) {
     const o = e as { code: ErrorCode; message?: string; hint?: string };
     return new BrigError(o.code, o.message ?? o.code, o.hint ? { hint: o.hint } : {});

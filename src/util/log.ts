@@ -10,6 +10,7 @@
  */
 import fs from 'node:fs';
 import pino, { type Logger } from 'pino';
+import { isNoSpace } from './disk-space.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -63,9 +64,24 @@ export class RotatingFile {
     this.#size = fs.fstatSync(this.#fd).size;
   }
 
+  /** Lines a full disk refused since the last one written (a log must never stop the daemon). */
+  #dropped = 0;
+
   write(s: string): void {
+    try {
+      if (this.#dropped > 0) this.#put(`${JSON.stringify({ level: 'warn', time: new Date().toISOString(), name: 'brig', dropped: this.#dropped, msg: 'log lines dropped: no space left on the log file\'s file system' })}\n`);
+      this.#dropped = 0;
+      this.#put(s);
+    } catch (e) {
+      if (!isNoSpace(e)) throw e;
+      this.#dropped++;
+    }
+  }
+
+  #put(s: string): void {
     const n = Buffer.byteLength(s);
     if (this.#size > 0 && this.#size + n > this.maxBytes) this.#rotate();
+    // A write cut short by a full disk throws on its next call: the line is counted as dropped.
     fs.writeSync(this.#fd, s);
     this.#size += n;
   }
@@ -86,8 +102,15 @@ export class RotatingFile {
   }
 }
 
+/** stderr, written synchronously; a line it cannot take (stderr sent to a full disk) is dropped, never thrown into the daemon. */
+function stderrDestination(): ReturnType<typeof pino.destination> {
+  const dest = pino.destination({ fd: 2, sync: true });
+  dest.on('error', () => {});
+  return dest;
+}
+
 export function createLog(o: LogOptions = {}): Logger {
-  const stream = o.stream ?? (o.file ? new RotatingFile(o.file, o.maxBytes, o.keep) : pino.destination({ fd: 2, sync: true }));
+  const stream = o.stream ?? (o.file ? new RotatingFile(o.file, o.maxBytes, o.keep) : stderrDestination());
   return pino(
     {
       level: o.level ?? 'info',

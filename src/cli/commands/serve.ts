@@ -23,6 +23,12 @@ export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
   if (all) settings.maxConcurrent = Math.max(1, Math.round(all));
   else if (settings.maxChildrenPerAgent !== undefined) settings.maxConcurrent = Math.max(SUPERVISOR_DEFAULTS.maxConcurrent, settings.maxChildrenPerAgent);
   if (p.bools.has('no-steer-inject')) settings.steerInject = false;
+  const minFree = flag(p, 'min-free-mb');
+  if (minFree !== undefined) {
+    const mb = Number(minFree);
+    if (!(Number.isFinite(mb) && mb >= 0)) throw new BrigError('invalid_input', `--min-free-mb takes a number of MB from 0, not ${JSON.stringify(minFree.slice(0, 40))}`, { hint: 'The space kept free in $BRIG_HOME: `brig serve --min-free-mb 256` (0: no reserve).' });
+    settings.minFreeBytes = Math.round(mb * 1024 * 1024);
+  }
   const drain = numberFlag(p, 'drain');
   if (drain !== undefined) settings.drainMs = Math.max(0, Math.round(drain * 1000));
   return settings;
@@ -42,6 +48,7 @@ const command: Command = {
     { name: 'max-queued', value: 'N', description: 'children waiting for a slot before spawns are refused' },
     { name: 'drain', value: 'SECONDS', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30)' },
     { name: 'drain-queue', value: 'keep|kill', choices: DRAIN_QUEUE, description: 'on SIGTERM/Ctrl-C, what happens to queued runs: kept queued on disk for the next start (default), or killed' },
+    { name: 'min-free-mb', value: 'MB', description: 'keep this much free in $BRIG_HOME: below it spawns are refused storage_full and collections skip what would not fit (default 64)' },
     { name: 'warm', value: 'N', description: 'keep up to N started, verified jails ready per limit shape (single-use; N of the default spawn\'s, a shape asked for since from 1 doubling with use; default 0: each jail is made at spawn)' },
     { name: 'no-steer-inject', description: 'steer by kill + respawn instead of injecting at the next step' },
     { name: 'ui', description: 'also serve the web console on loopback behind a random token; prints `console: URL`' },

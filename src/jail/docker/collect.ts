@@ -17,7 +17,11 @@
  * most the per-run cap in all) — a 100 GB sparse file is never streamed. The per-run cap
  * refuses the whole collection (`ref_too_large`), as does an over-cap file that cannot be
  * passed over (a source without passOver, a hostile name, past those bounds): nothing is
- * truncated. Directories are made only as the parents of collected files. The report lists
+ * truncated. A file the destination's file system has no room for — below the caller's
+ * reserve at its declared size, or refused by the disk midway (ENOSPC) — is skipped `no_space`
+ * (its partial bytes removed) and counted in `noSpace`, and the collection goes on: what fits
+ * is kept (collect-sink.ts); with no room even for the destination's directory every file is
+ * skipped `no_space` and destDir is not made. Directories are made only as the parents of collected files. The report lists
  * at most MAX_SKIP_RECORDS skips and counts all of them.
  * The copy lands in a temp sibling and is renamed into place: a crash or a refusal leaves
  * no half directory at destDir. A caller's observer sees each written file's bytes as they
@@ -37,7 +41,9 @@ import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import tar from 'tar-stream';
 import { BrigError } from '../../util/errors.js';
+import { isNoSpace, mkdirAll } from '../../util/disk-space.js';
 import type { CollectCaps, CollectOptions, CollectReport, CollectedFile } from '../types.js';
+import { SpaceBudget, fileSink } from './collect-sink.js';
 
 /** Deepest directory level and longest path collected; a deeper or longer entry (and a directory's whole subtree) is skipped. */
 export const MAX_DEPTH = 64;
@@ -130,6 +136,11 @@ interface Taken {
   consumed: number;
   passedOver: string | undefined;
   tooLarge: { path: string; bytes?: number }[];
+  /** The reserve to keep free on the destination, when the caller named one. */
+  space: SpaceBudget | undefined;
+  /** The destination could not be made for want of space: every file is skipped no_space. */
+  noRoom: boolean;
+  noSpace: { files: number; bytes: number };
 }
 
 /** Extracts a tar stream (as the engine's archive API gives it), or a source's archive, into destDir. */
@@ -143,8 +154,16 @@ export async function collectArchive(
   if (fs.existsSync(destDir)) throw new BrigError('invalid_input', 'the collect destination already exists', { data: { destDir } });
   const source: ArchiveSource = typeof (from as ArchiveSource).archive === 'function' ? (from as ArchiveSource) : { archive: async () => from as NodeJS.ReadableStream };
   const tmp = `${destDir}.tmp-${crypto.randomBytes(6).toString('hex')}`;
-  await fs.promises.mkdir(tmp, { recursive: true, mode: 0o755 });
-  const st: Taken = { files: [], skips: new Skips(), total: 0, dirs: new Set(), read: 0, consumed: 0, passedOver: undefined, tooLarge: [] };
+  // No room even for the directory: the archive is still read, every file named no_space.
+  const noRoom = await mkdirAll(tmp, 0o755).then(
+    () => false,
+    (e: unknown) => {
+      if (isNoSpace(e)) return true;
+      throw e;
+    },
+  );
+  const space = opts.minFreeBytes ? new SpaceBudget(path.dirname(tmp), opts.minFreeBytes) : undefined;
+  const st: Taken = { files: [], skips: new Skips(), total: 0, dirs: new Set(), read: 0, consumed: 0, passedOver: undefined, tooLarge: [], space, noRoom, noSpace: { files: 0, bytes: 0 } };
   let reread = 0;
   try {
     for (;;) {
@@ -164,13 +183,13 @@ export async function collectArchive(
       st.skips.add(rel.rel, 'too_large');
       st.tooLarge.push({ path: rel.rel, bytes: over.size });
     }
-    await fs.promises.rename(tmp, destDir);
+    if (!noRoom) await fs.promises.rename(tmp, destDir);
   } catch (e) {
     await fs.promises.rm(tmp, { recursive: true, force: true });
     throw e;
   }
-  const { files, skips, total, tooLarge } = st;
-  return { dir: destDir, files, totalBytes: total, skipped: skips.list, skippedCount: skips.count, ...(tooLarge.length > 0 ? { tooLarge } : {}) };
+  const { files, skips, total, tooLarge, noSpace } = st;
+  return { dir: destDir, files, totalBytes: total, skipped: skips.list, skippedCount: skips.count, ...(tooLarge.length > 0 ? { tooLarge } : {}), ...(noSpace.files > 0 ? { noSpace } : {}) };
 }
 
 /**
@@ -264,12 +283,20 @@ async function placeEntry(entry: Entry, h: tar.Header, root: string, tmp: string
   for (let d = path.posix.dirname(where.rel); d !== '.' && d !== '/' && !dirs.has(d); d = path.posix.dirname(d)) dirs.add(d);
   const dirBytes = dirs.size * DIR_BYTES;
   if (total + dirBytes > caps.perRunBytes) throw refuse(`the output's directories are over the per-run cap of ${caps.perRunBytes} bytes (${dirs.size} directories, ${DIR_BYTES} bytes each)`, { perRunBytes: caps.perRunBytes });
+  const noSpace = () => {
+    st.noSpace.files++;
+    st.noSpace.bytes += h.size ?? 0;
+    return skip(where.rel, 'no_space');
+  };
+  // Decided at its declared size, before any byte: the reserve stays free for the ledger and the records.
+  if (st.noRoom || (st.space && !(await st.space.fits(h.size ?? 0)))) return noSpace();
   // A repeated name, or a file where a directory is needed: skip, never overwrite.
-  const placed = await fs.promises.mkdir(path.dirname(target), { recursive: true, mode: 0o755 }).then(
-    () => fs.promises.lstat(target).then(() => false, () => true),
-    () => false,
+  const placed = await mkdirAll(path.dirname(target), 0o755).then(
+    () => fs.promises.lstat(target).then(() => 'taken' as const, () => 'ok' as const),
+    (e: unknown) => (isNoSpace(e) ? ('full' as const) : ('taken' as const)),
   );
-  if (!placed || where.rel === '') return skip(where.rel, 'conflict');
+  if (placed === 'full') return noSpace();
+  if (placed !== 'ok' || where.rel === '') return skip(where.rel, 'conflict');
   let bytes = 0;
   const observer = opts.observe?.(where.rel);
   const counter = new Transform({
@@ -287,6 +314,9 @@ async function placeEntry(entry: Entry, h: tar.Header, root: string, tmp: string
   // wx: never follow or overwrite anything already at the target. 1 MiB of buffer: the
   // engine's 30-50 KiB chunks queue and go out batched instead of pausing the archive
   // after each (≈ 10-15 % on 1 GB, more with an observer hashing in the same pass).
-  await pipeline(entry, counter, fs.createWriteStream(target, { flags: 'wx', mode: 0o644, highWaterMark: 1 << 20 }));
+  const out = fileSink(target, 0o644);
+  await pipeline(entry, counter, out.sink);
+  // The disk refused midway: the file is gone, the archive read on; the rest of the run is kept.
+  if (out.full()) return noSpace();
   return observer ? { path: where.rel, bytes, observed: observer.end() } : { path: where.rel, bytes };
 }

@@ -91,14 +91,17 @@ export async function exitWithin(p: BrigProc, ms: number): Promise<Exit | null> 
   }
 }
 
-/** A fresh, short BRIG_HOME (its socket path must stay under 107 bytes). */
-export async function daemonHome(t: { after: (fn: () => Promise<void>) => void }): Promise<DaemonHome> {
-  const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-d-'));
+/**
+ * A fresh, short BRIG_HOME (its socket path must stay under 107 bytes), or `o.home`, a directory
+ * the test made (a small file system's mount point): emptied at the end, not removed.
+ */
+export async function daemonHome(t: { after: (fn: () => Promise<void>) => void }, o: { home?: string } = {}): Promise<DaemonHome> {
+  const home = o.home ?? (await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-d-')));
   const all = new Set<ChildProcess>();
   t.after(async () => {
     await Promise.all([...all].map((p) => new Promise((r) => (p.once('exit', r), p.kill('SIGKILL')))));
     await sweepOwner(home);
-    await fs.promises.rm(home, { recursive: true, force: true });
+    if (!o.home) await fs.promises.rm(home, { recursive: true, force: true });
   });
   const paths = brigPaths(home);
   return {

@@ -6,7 +6,7 @@ import { grantAllows, type LeaseRecord } from '../../../src/lease/index.js';
 import { dispatchLine, type DispatchDeps, type RunState } from '../../../src/broker/dispatch.js';
 import { METHOD_NAMES, requiredCapability } from '../../../src/broker/protocol.js';
 import { StrikeCounter, TokenBucket } from '../../../src/broker/rate-limit.js';
-import { RefusalLog } from '../../../src/broker/refusal-log.js';
+import { RefusalLog } from '../../../src/ledger/index.js';
 import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { capsArb } from '../lease/arbitraries.js';
 
@@ -20,7 +20,7 @@ function lease(caps: LeaseRecord['caps']): LeaseRecord {
 }
 
 function run(ledger = new MemoryLedger()): RunState {
-  const refusals = new RefusalLog({ runId: 'r1', leaseId: 'ls_00000000000000000001' }, (ev) => ledger.append(ev), 1000, () => 0);
+  const refusals = new RefusalLog({ type: 'broker.denied', ids: { runId: 'r1', leaseId: 'ls_00000000000000000001' }, write: (ev) => ledger.append(ev), windowMs: 1000, now: () => 0 });
   return { runId: 'r1', leaseId: 'ls_00000000000000000001', packet: { p: 1 }, bucket: new TokenBucket(1e9, 1e9, 0), strikes: new StrikeCounter(1e9, 1000, 0), abused: false, inflight: 0, calls: 0, denied: 0, rateLimited: 0, refusals, logs: [] };
 }
 

@@ -64,3 +64,18 @@ test('doctor shows the seccomp profile, the disk quota and the helper caps in fo
     assert.match(bad[0]!.hint ?? '', hint);
   }
 });
+
+test('doctor shows the free space in brig\'s home against its reserve, also with no engine, and fails a home below it', () => {
+  const MiB = 1024 ** 2;
+  const home = (freeBytes: number) => ({ dir: '/home/op/.brig', reserveBytes: 64 * MiB, freeBytes, totalBytes: 1024 * MiB });
+  const ok = judgeDoctor({ ...GOOD, home: home(500 * MiB) }).find((c) => c.name === 'home free space')!;
+  assert.equal(ok.ok, true);
+  assert.equal(ok.detail, '500.0 MiB free of 1024.0 MiB in /home/op/.brig (reserve 64.0 MiB)');
+  const low = judgeDoctor({ ...GOOD, home: home(3 * MiB) }).find((c) => c.name === 'home free space')!;
+  assert.equal(low.ok, false);
+  assert.match(low.hint ?? '', /storage_full.*--min-free-mb/);
+  const noEngine = judgeDoctor({ engine: { ok: false, error: 'connect ENOENT' }, image: undefined, probe: undefined, home: home(3 * MiB) });
+  assert.deepEqual(noEngine.map((c) => [c.name, c.ok]), [['engine answers', false], ['home free space', false]]);
+  const unreadable = judgeDoctor({ ...GOOD, home: { dir: '/gone', reserveBytes: 0, error: 'statfs failed' } }).find((c) => c.name === 'home free space')!;
+  assert.equal(unreadable.ok, false);
+});

@@ -14,3 +14,10 @@ test('brig serve: --max-children past the global cap raises it (else the flag wo
   assert.throws(() => settingsOf(['--max-children', '0']), (e: { code?: string }) => e.code === 'invalid_input');
   assert.throws(() => settingsOf(['--max-queued', 'many']), (e: { code?: string }) => e.code === 'invalid_input');
 });
+
+test('brig serve --min-free-mb: the reserve kept free in the home, 0 for none; anything but a number from 0 is refused', () => {
+  const withFree = (args: string[]) => serveSettings(parseArgs(args, { ...spec, valued: [...spec.valued, 'min-free-mb'] }));
+  assert.deepEqual(withFree(['--min-free-mb', '256']), { minFreeBytes: 256 * 1024 * 1024 });
+  assert.deepEqual(withFree(['--min-free-mb', '0']), { minFreeBytes: 0 });
+  for (const bad of ['-1', 'lots']) assert.throws(() => withFree(['--min-free-mb', bad]), (e: { code?: string; message?: string }) => e.code === 'invalid_input' && /--min-free-mb/.test(e.message ?? ''));
+});
