@@ -25,10 +25,10 @@ const run = promisify(execFile);
 const MAIN = path.resolve(import.meta.dirname, '../dist/cli/main.js');
 const PHASE_MS = Number(process.argv[2] ?? 5000);
 
-// Busy: half a CPU of spinning each, a progress call every 500 ms (a step each: 200 steps is the root profile's budget).
+// Busy: half a CPU of spinning each, a progress call every second (a step each: 50 steps is the default budget).
 const BUSY = `export default async function (brig) {
-  for (let i = 0; i < 190; i++) {
-    const until = Date.now() + 500;
+  for (let i = 0; i < 48; i++) {
+    const until = Date.now() + 1000;
     while (Date.now() < until) { const t = Date.now() + 5; while (Date.now() < t); await new Promise((r) => setTimeout(r, 5)); }
     await brig.progress('tick ' + i);
   }
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     await fs.promises.writeFile(path.join(home, 'flood.mjs'), FLOOD);
     const phases: [string, number[]][] = [['quiet', await sample(sock)]];
     const ids: string[] = [];
-    for (let i = 0; i < 4; i++) ids.push((JSON.parse((await brig('spawn', '--async', '--json', '--task', `busy ${i}`, '--timeout', '600', '--max-steps', '200', '--script', scripts)).stdout) as { runId: string }).runId);
+    for (let i = 0; i < 4; i++) ids.push((JSON.parse((await brig('spawn', '--async', '--json', '--task', `busy ${i}`, '--timeout', '600', '--max-steps', '50', '--script', scripts)).stdout) as { runId: string }).runId);
     await new Promise((r) => setTimeout(r, 2000));
     phases.push(['busy (4 children)', await sample(sock)]);
     // The broker ends a flooding run within about a second: sample from its spawn on, then keep

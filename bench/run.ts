@@ -34,23 +34,24 @@ interface BenchEntry {
 }
 
 /**
- * Every bench, in the order they run, sized so that `make bench` stays within 15 minutes on the
+ * Every bench, in the order they run (timeouts are safety bounds for a loaded machine, not goals),
+ * sized so that `make bench` stays within 15 minutes on the
  * reference machine (2 cores) and `make bench-quick` within 3 (the headline ratios only: pooled
  * round trip and first instruction, fan-out, the CLI, slicing).
  */
 export const BENCHES: readonly BenchEntry[] = [
-  { name: 'warm', args: ['20'], quick: ['10'], timeoutS: 180 },
-  { name: 'spawn', args: ['20'], timeoutS: 240 },
-  { name: 'fanout', args: ['50'], quick: ['20'], timeoutS: 180 },
-  { name: 'cli', args: ['20'], quick: ['5'], timeoutS: 180 },
-  { name: 'slice', args: [], quick: ['--quick'], timeoutS: 300 },
-  { name: 'slice-fairness', args: [], timeoutS: 180 },
-  { name: 'broker-flood', args: [], timeoutS: 120 },
-  { name: 'health-under-flood', args: ['5000'], timeoutS: 120 },
-  { name: 'model-call', args: ['30'], timeoutS: 120 },
-  { name: 'local-model', args: ['5'], timeoutS: 180 },
-  { name: 'engine-outage', args: ['2'], timeoutS: 180 },
-  { name: 'scaling', args: [], timeoutS: 240 },
+  { name: 'warm', args: ['20'], quick: ['10'], timeoutS: 420 },
+  { name: 'spawn', args: ['20'], timeoutS: 360 },
+  { name: 'fanout', args: ['50'], quick: ['20'], timeoutS: 240 },
+  { name: 'cli', args: ['20'], quick: ['5'], timeoutS: 300 },
+  { name: 'slice', args: [], quick: ['--quick'], timeoutS: 600 },
+  { name: 'slice-fairness', args: [], timeoutS: 240 },
+  { name: 'broker-flood', args: [], timeoutS: 180 },
+  { name: 'health-under-flood', args: ['5000'], timeoutS: 180 },
+  { name: 'model-call', args: ['30'], timeoutS: 180 },
+  { name: 'local-model', args: ['5'], timeoutS: 240 },
+  { name: 'engine-outage', args: ['2'], timeoutS: 300 },
+  { name: 'scaling', args: [], timeoutS: 360 },
 ];
 
 function stamp(d: Date): string {

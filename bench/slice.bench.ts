@@ -22,7 +22,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DockerJailDriver, type Jail } from '../src/jail/index.js';
+import { DockerJailDriver, identityOf, type Jail } from '../src/jail/index.js';
 import { FsResultStore } from '../src/results/index.js';
 import { DuckdbHelperPool, Slicer } from '../src/slice/index.js';
 import { BenchReport } from './report.js';
@@ -268,7 +268,8 @@ async function materialization(home: string): Promise<{ rows: string[][] }> {
     argv: ['sh', '-c', 'mkdir -p out && cp /artifacts/big.jsonl out/big.jsonl'],
     env: { HOME: '/workspace' },
     limits: { memoryMb: 256, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 1536 }, // the 1 GB copy fits its workspace disk
-    artifacts: [{ hostPath: BIG, name: 'big.jsonl' }],
+    // Bound as checked (issue 28): the identity the driver re-checks right before it binds.
+    artifacts: [{ hostPath: BIG, name: 'big.jsonl', identity: (await identityOf(fs.realpathSync(BIG)))! }],
   });
   try {
     await jail.start();

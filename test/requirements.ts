@@ -18,10 +18,13 @@ export const REQUIREMENTS: Readonly<Record<string, { inv: Inv; text: string }>> 
   'lease:limits-min': { inv: 'INV-1', text: 'every numeric limit of a child is the smaller of its parent’s and what it asked for; limits never grow down a chain' },
   'lease:posture-never-loosens': { inv: 'INV-1', text: 'network, filesystem and user posture never loosen from parent to child; a looser request is refused' },
   'lease:steer-not-grant': { inv: 'INV-1', text: 'a steer is a message, never a grant: the steered (or respawned) run keeps the lease it had' },
+  'lease:egress-narrows': { inv: 'INV-1', text: 'egress only narrows: each granted rule fits inside one parent rule, budgets never grow, and every connection a child is allowed its ancestors are allowed' },
+  'lease:egress-never-inherited': { inv: 'INV-1', text: 'egress is never inherited: a child without an egress ask holds no rule, no net.egress and posture network none' },
   'lease:enforced': { inv: 'INV-1', text: 'what a lease does not grant is refused where it would be used: each broker method, agent tool, child kind and jail input' },
 
   // INV-2 — one fresh hardened container per child.
   'jail:network-none': { inv: 'INV-2', text: 'no network: loopback only, no route out, the host (its loopback and its own addresses) unreachable' },
+  'jail:egress-gated': { inv: 'INV-2', text: "a lease with egress rules keeps NetworkMode none: its only way out is the run's egress socket, where the gate reaches the hosts its rules name before any DNS and refuses everything else (other names, IP literals, private/metadata answers, another SNI, a redirect's private target)" },
   'jail:read-only-root': { inv: 'INV-2', text: 'the root filesystem is read-only (a write to / fails EROFS)' },
   'jail:no-caps': { inv: 'INV-2', text: 'no capabilities: CapEff and CapBnd are zero' },
   'jail:no-new-privs': { inv: 'INV-2', text: 'no-new-privileges is set (NoNewPrivs 1): a set-uid binary gains nothing' },

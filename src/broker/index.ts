@@ -19,7 +19,7 @@ export {
 } from './protocol.js';
 export type { BrokerCall, Handler, Handlers, LeaseVerifier } from './dispatch.js';
 export { alreadyLedgered } from './dispatch.js';
-export { ensurePrivateDirs, type SocketOwner } from './socket-access.js';
+export { ensurePrivateDirs, grantRunSocket, type SocketOwner } from './socket-access.js';
 export {
   BrokerServer,
   DEFAULT_BROKER_LIMITS,

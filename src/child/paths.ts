@@ -11,3 +11,10 @@ export const AGENT_PATHS = {
   spill: '/workspace/.brig/spill',
   log: '/workspace/.brig/agent-log.jsonl',
 } as const;
+
+/** Egress (a lease with egress rules only): the gate's socket beside the broker's, and the relay's address on the jail's own loopback (protocol's EGRESS_JAIL). */
+export const EGRESS_PATHS = {
+  socket: '/run/brig/egress.sock',
+  host: '127.0.0.1',
+  port: 3128,
+} as const;

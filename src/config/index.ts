@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BrigError } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
-import { keyEnvNames, MODEL_APIS } from './models-file.js';
+import YAML from 'yaml';
+import { EgressConfigSchema, keyEnvNames, MODEL_APIS } from './models-file.js';
 import { homeFrom, runsDirFor, socketPathFor } from './paths.js';
 import { homeTag, userBrokersDir } from './runtime-dir.js';
 
@@ -89,6 +90,47 @@ export interface BrigConfig {
   model: { baseUrl: string; apiKey: string; model: string } | undefined;
   /** Model configuration: config.yaml's `models` and the BRIG_MODEL_* quick path. */
   models: ModelsConfig;
+  /**
+   * The egress gate's operator-only settings: its DNS servers (BRIG_EGRESS_RESOLVERS, `host[:port]`
+   * comma-separated; empty: the system's) and, for tests on loopback only, addresses inside
+   * 127.0.0.0/8 treated as public (BRIG_EGRESS_TEST_PUBLIC_CIDRS; anything outside is refused).
+   */
+  egress: { resolvers: string[]; testPublicCidrs: string[] };
+}
+
+/** BRIG_EGRESS_* (see BrigConfig.egress); a test-public range outside 127.0.0.0/8 is refused. */
+export function egressConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null = null): BrigConfig['egress'] {
+  const list = (v: string | undefined) => (v ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+  let file: { resolvers?: string[] | undefined; testPublicCidrs?: string[] | undefined } = {};
+  if (fileText !== null) {
+    // Only the egress section is read here; the models section has its own loader (and errors).
+    let doc: unknown;
+    try {
+      doc = YAML.parse(fileText, { maxAliasCount: 50 });
+    } catch {
+      doc = undefined;
+    }
+    const section = doc && typeof doc === 'object' ? (doc as Record<string, unknown>).egress : undefined;
+    if (section !== undefined) {
+      const parsed = EgressConfigSchema.safeParse(section);
+      if (!parsed.success) throw new BrigError('invalid_input', `config.yaml egress: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(section)'}: ${i.message}`).join('; ')}`, { hint: 'egress takes resolvers: [address[:port]] and testPublicCidrs: [127.x.y.z/n].' });
+      file = parsed.data;
+    }
+  }
+  const resolvers = set(env.BRIG_EGRESS_RESOLVERS) ? list(env.BRIG_EGRESS_RESOLVERS) : (file.resolvers ?? []);
+  for (const r of resolvers) {
+    if (!/^(\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?|\[[0-9a-fA-F:]+\](:\d{1,5})?|[0-9a-fA-F:]+)$/.test(r)) {
+      throw new BrigError('invalid_input', `BRIG_EGRESS_RESOLVERS: "${r.slice(0, 60)}" is not an address[:port]`, { hint: 'List DNS servers by address, e.g. 127.0.0.53:5300,10.0.0.2.' });
+    }
+  }
+  const testPublicCidrs = set(env.BRIG_EGRESS_TEST_PUBLIC_CIDRS) ? list(env.BRIG_EGRESS_TEST_PUBLIC_CIDRS) : (file.testPublicCidrs ?? []);
+  for (const c of testPublicCidrs) {
+    const m = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(\/(\d{1,2}))?$/.exec(c);
+    if (!m || [m[1], m[2], m[3]].some((x) => Number(x) > 255) || (m[5] !== undefined && (Number(m[5]) < 8 || Number(m[5]) > 32))) {
+      throw new BrigError('invalid_input', `BRIG_EGRESS_TEST_PUBLIC_CIDRS: "${c.slice(0, 60)}" is not a range inside 127.0.0.0/8`, { hint: 'This test-only setting treats loopback addresses as public (e.g. 127.0.0.2/31); it never opens anything else.' });
+    }
+  }
+  return { resolvers, testPublicCidrs };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
@@ -98,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
     home,
     dockerHost: env.DOCKER_HOST && env.DOCKER_HOST.length > 0 ? env.DOCKER_HOST : undefined,
     workspaceQuota: workspaceQuotaFrom(env.BRIG_WORKSPACE_QUOTA),
+    egress: egressConfigFrom(env, models.fileText),
     ci: env.CI === 'true' || env.CI === '1',
     model: legacyModel(models.env),
     models,

@@ -80,14 +80,22 @@ export const ModelsSectionSchema = z.strictObject({
 });
 export type ModelsSection = z.infer<typeof ModelsSectionSchema>;
 
+/** config.yaml's egress section: the gate's operator-only settings (BrigConfig.egress; the env wins per key). */
+export const EgressConfigSchema = z.strictObject({
+  resolvers: z.array(z.string().min(1).max(64)).max(8).optional(),
+  testPublicCidrs: z.array(z.string().min(1).max(32)).max(16).optional(),
+});
+
 export const ConfigFileSchema = z.strictObject({
   models: ModelsSectionSchema.optional(),
+  egress: EgressConfigSchema.optional(),
 });
 
 /** The valid keys at a path of config.yaml, for "did you mean" hints. */
 export function validConfigKeysAt(path: readonly PropertyKey[]): readonly string[] {
   const p = path.map(String);
   if (p.length === 0) return Object.keys(ConfigFileSchema.shape);
+  if (p[0] === 'egress') return p.length === 1 ? Object.keys(EgressConfigSchema.shape) : [];
   if (p[0] !== 'models') return [];
   if (p.length === 1) return Object.keys(ModelsSectionSchema.shape);
   if (p[1] === 'providers' && p.length === 3) return Object.keys(ProviderSchema.shape);

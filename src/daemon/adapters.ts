@@ -11,6 +11,7 @@ import { materializeRun, type FsResultStore } from '../results/index.js';
 import type { AgentPort, LeasePort, ModelPort, ResultsPort } from '../runs/index.js';
 import { BrigError, err, ok } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
+import type { EgressBudgets } from '../protocol/index.js';
 
 export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
   return {
@@ -20,13 +21,17 @@ export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
     },
     async issue(req) {
       const profile = profileFor(req.profile, req.parentLeaseId ? store.get(req.parentLeaseId)?.profile : undefined);
-      const request = req.caps || req.limits ? { ...(req.caps ? { caps: req.caps } : {}), ...(req.limits ? { limits: req.limits } : {}) } : undefined;
+      const request = req.caps || req.limits || req.egress ? { ...(req.caps ? { caps: req.caps } : {}), ...(req.limits ? { limits: req.limits } : {}), ...(req.egress ? { egress: req.egress } : {}) } : undefined;
       const issued = req.parentLeaseId
         ? store.issueChild({ parentLeaseId: req.parentLeaseId, request, profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0 })
         : store.issueRoot({ profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0, ...(request ? { request } : {}) });
       if (!issued.ok) return err(issued.error);
       const r = issued.value.record;
-      return ok({ leaseId: r.id, token: issued.value.token, caps: r.caps, limits: r.limits, expiresAt: r.expiresAt });
+      const ancestors: { leaseId: string; budgets: EgressBudgets }[] = [];
+      for (let p = r.parentLeaseId ? store.get(r.parentLeaseId) : undefined; p; p = p.parentLeaseId ? store.get(p.parentLeaseId) : undefined) {
+        if (p.egress) ancestors.push({ leaseId: p.id, budgets: p.egress.budgets });
+      }
+      return ok({ leaseId: r.id, token: issued.value.token, caps: r.caps, limits: r.limits, expiresAt: r.expiresAt, ...(r.egress ? { egress: r.egress, egressAncestors: ancestors } : {}) });
     },
     async revoke(leaseId, by, reason) {
       const l = store.get(leaseId);

@@ -7,7 +7,8 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { agentCatalogFor } from '../agents/index.js';
-import { BrokerServer, ensurePrivateDirs, type Handlers, type SocketOwner } from '../broker/index.js';
+import { BrokerServer, ensurePrivateDirs, grantRunSocket, type Handlers, type SocketOwner } from '../broker/index.js';
+import { EgressGate, makeResolver, systemClassifier } from '../egress/index.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import { DockerJailDriver, JAIL_USER, ownerForHome, WarmPool } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
@@ -155,12 +156,22 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
       return [{ what: 'ledger line(s)', count: b.lines + b.unrecorded }];
     },
   };
+  // The egress gate: one socket per run with egress, beside broker.sock (the jail keeps NetworkMode none).
+  if (cfg.egress.testPublicCidrs.length > 0) log.warn?.({ testPublicCidrs: cfg.egress.testPublicCidrs }, 'egress: BRIG_EGRESS_TEST_PUBLIC_CIDRS treats these loopback addresses as public (tests only)');
+  const egress = new EgressGate({
+    ledger,
+    resolver: makeResolver(cfg.egress.resolvers),
+    classify: systemClassifier({ denyCidrs: pol.value.egress.denyCidrs, allowPrivateCidrs: pol.value.egress.allowPrivateCidrs, testPublicCidrs: cfg.egress.testPublicCidrs }),
+    policy: { denyHosts: pol.value.egress.denyHosts },
+    grantSocket: (dir, p) => grantRunSocket(dir, p, jailUser()),
+  });
   // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts).
   const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};
   sup = createSupervisor({
     jail,
     leases: leasePort(leases, pol.value),
     broker,
+    egress,
     ledger,
     results: resultsPort(results),
     agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools, pol.value.groups),
@@ -199,6 +210,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
       await supervisor.close();
       await docker.close();
       await broker.close();
+      await egress.close();
       // This home's runtime directory goes once no run's socket directory is left in it.
       await fs.rmdir(paths.brokers).catch(() => {});
       await drill.close();

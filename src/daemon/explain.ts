@@ -23,7 +23,30 @@ export function leaseDecisions(lease: LeaseView | undefined): string[] {
     `lease ${lease.id} (profile ${lease.profile}, depth ${lease.depth})${lease.revoked ? ` revoked by ${lease.revoked.by}` : ''}`,
     `granted: ${lease.caps.join(', ') || 'nothing'}`,
     ...lease.refused.map((r) => `refused ${r.what}: ${r.code} (${r.reason})`),
+    ...(lease.egress?.rules ?? []).map((r) => `egress rule ${r.id}: ${r.hosts.join(', ')} port ${r.ports.join(', ')} ${r.scheme}${r.scheme === 'https' ? ` ${r.tls}` : ''}${r.methods ? ` ${r.methods.join('|')}` : ''}${r.paths ? ` ${r.paths.join(' ')}` : ''}`),
   ];
+}
+
+/** The run's egress from the ledger, content-free: connections and bytes by rule, refusals by reason. Empty when it had none. */
+export async function egressLines(audit: Brig['operator']['audit'], runId: string): Promise<string[]> {
+  if (!/^[A-Za-z0-9_-]{1,80}$/.test(runId)) return [];
+  const q = await audit.query(`SELECT type, CAST(reason AS VARCHAR), CAST("ruleId" AS VARCHAR), CAST("bytesUp" AS BIGINT), CAST("bytesDown" AS BIGINT) FROM ledger WHERE "runId" = '${runId}' AND type IN ('egress.conn', 'egress.deny')`, 10_000).catch(() => undefined);
+  if (!q?.ok || q.value.rows.length === 0) return [];
+  const byRule = new Map<string, number>();
+  const byReason = new Map<string, number>();
+  let up = 0;
+  let down = 0;
+  for (const [type, reason, rule, u, d] of q.value.rows as [string, string | null, string | null, number | bigint | null, number | bigint | null][]) {
+    if (type === 'egress.conn') {
+      byRule.set(rule ?? '?', (byRule.get(rule ?? '?') ?? 0) + 1);
+      up += Number(u ?? 0);
+      down += Number(d ?? 0);
+    } else byReason.set(reason ?? '?', (byReason.get(reason ?? '?') ?? 0) + 1);
+  }
+  const conns = [...byRule.values()].reduce((a, b) => a + b, 0);
+  const refused = [...byReason.values()].reduce((a, b) => a + b, 0);
+  const list = (m: Map<string, number>) => [...m].map(([k, n]) => `${k} ${n}`).join(', ');
+  return [`egress: ${conns} connection(s)${conns ? ` (${list(byRule)}; ${up} B up, ${down} B down)` : ''}, ${refused} refused${refused ? ` (${list(byReason)})` : ''}`];
 }
 
 /** A root's savings rolled up over every run of its tree (the root included); undefined when it ran alone. */
@@ -66,7 +89,7 @@ export async function explainRun(brig: Brig, runId: string): Promise<Result<{ ru
         ...(run.endedAt ? { endedAt: run.endedAt } : {}),
         depth: run.depth,
       },
-      leaseDecisions: leaseDecisions(await leaseOf(brig.operator.leases, run).catch(() => undefined)),
+      leaseDecisions: [...leaseDecisions(await leaseOf(brig.operator.leases, run).catch(() => undefined)), ...(await egressLines(brig.operator.audit, run.id))],
       refs: env.value.refs,
       savings: env.value.savings,
       ...(tree ? { treeSavings: tree } : {}),

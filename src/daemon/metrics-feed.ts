@@ -31,6 +31,9 @@ function declare(m: Metrics): void {
   m.declare('brig_slice_helpers_started_total', 'DuckDB helper processes started (beyond the pool size: restarts).', 'counter');
   m.declare('brig_slice_helpers_live', 'DuckDB helper processes alive.', 'gauge');
   m.declare('brig_warm_jails', 'Warm-pool jails by state (ready: started, verified, waiting for a run; filling: being made).', 'gauge');
+  m.declare('brig_egress_connections_total', 'Egress connections (and plain-HTTP requests) the gate allowed, by rule id.', 'counter');
+  m.declare('brig_egress_bytes_total', 'Egress bytes through the gate, by rule id and direction (up, down).', 'counter');
+  m.declare('brig_egress_refusals_total', 'Egress connections or requests the gate refused, by reason.', 'counter');
   m.declare('brig_warm_assigned_total', 'Runs handed a warm-pool jail (the others were made a jail at start).', 'counter');
 }
 
@@ -66,6 +69,16 @@ export function meterEvents(m: Metrics): (ev: LedgerEvent) => void {
         return;
       case 'jail.pool_assigned':
         m.inc('brig_warm_assigned_total');
+        return;
+      case 'egress.conn': {
+        const rule = str(ev.ruleId);
+        m.inc('brig_egress_connections_total', { rule });
+        if (typeof ev.bytesUp === 'number') m.inc('brig_egress_bytes_total', { rule, direction: 'up' }, ev.bytesUp);
+        if (typeof ev.bytesDown === 'number') m.inc('brig_egress_bytes_total', { rule, direction: 'down' }, ev.bytesDown);
+        return;
+      }
+      case 'egress.deny':
+        m.inc('brig_egress_refusals_total', { reason: str(ev.reason) });
         return;
       case 'run.model_call': {
         const model = str(ev.model);

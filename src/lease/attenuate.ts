@@ -4,7 +4,9 @@
  * Guarantees (INV-1): granted caps ⊆ parent ∩ requested ∩ policy, minus the denylist, in the
  * requested order; every numeric limit is min(parent, requested, policy); posture is the
  * strictest of the three and a request for a looser posture is reported as
- * `posture_downgrade` (the caller refuses the spawn). Threat: a child (or a compromised
+ * `posture_downgrade` (the caller refuses the spawn); egress is never inherited: a child holds
+ * the rules it named that fit inside its parent's and its profile's (egress-attenuate.ts), and
+ * `net.egress` and the posture `network: egress` exactly when it holds one. Threat: a child (or a compromised
  * parent) asking for more than it holds. Trusts: only the parent grant and the policy, both
  * already validated. Fails closed: anything not positively allowed is refused. Pure: no
  * clock, no I/O, never throws for a denial.
@@ -19,6 +21,8 @@ import {
   type Posture,
   type Refusal,
 } from './types.js';
+import { attenuateEgress, egressWithin } from './egress-attenuate.js';
+import { MULTI_TENANT_SUFFIXES } from './egress-rules.js';
 
 export interface Attenuation {
   grant: Grant;
@@ -60,6 +64,7 @@ function intersectCaps(
   policy: Grant,
   wanted: readonly Capability[],
   denylist: readonly Capability[],
+  egressHeld: boolean,
 ): { caps: Capability[]; refused: Refusal[] } {
   const caps: Capability[] = [];
   const refused: Refusal[] = [];
@@ -73,6 +78,8 @@ function intersectCaps(
       refused.push({ what: cap, code: 'capability_denied', reason: 'the parent lease does not hold it' });
     } else if (!grantAllows(policy, cap)) {
       refused.push({ what: cap, code: 'capability_denied', reason: 'the policy profile does not allow it' });
+    } else if (cap === 'net.egress' && !egressHeld) {
+      refused.push({ what: cap, code: 'capability_denied', reason: 'no egress rule was asked for and granted: egress is never inherited' });
     } else {
       caps.push(cap);
     }
@@ -117,21 +124,34 @@ function intersectPosture(parent: Posture, policy: Posture, asked: Partial<Postu
 
 /**
  * parent ∩ request ∩ policy. With no requested caps, the request is "everything the parent
- * holds", so `refused` then lists the parent's caps the policy or denylist take away.
+ * holds", so `refused` then lists the parent's caps the policy or denylist take away. Egress
+ * comes only from `request.egress` (asking for it asks for `net.egress` too); without a granted
+ * rule the lease holds neither `net.egress` nor the posture `network: egress`.
  */
 export function attenuate(
   parent: Grant,
   request: LeaseRequest | undefined,
   policy: Grant,
   denylist: readonly Capability[] = [],
+  multiTenant: readonly string[] = MULTI_TENANT_SUFFIXES,
 ): Attenuation {
-  const wanted = request?.caps ?? parent.caps;
-  const c = intersectCaps(parent, policy, wanted, denylist);
-  const l = intersectLimits(parent.limits, policy.limits, request?.limits);
+  const asksEgress = (request?.egress?.rules.length ?? 0) > 0;
+  const wanted = request?.caps ? (asksEgress && !request.caps.includes('net.egress') ? [...request.caps, 'net.egress' as const] : request.caps) : parent.caps;
   const p = intersectPosture(parent.posture, policy.posture, request?.posture);
+  const e = attenuateEgress(parent.egress, policy.egress, request?.egress, multiTenant);
+  const c = intersectCaps(parent, policy, wanted, denylist, e.egress !== undefined && p.posture.network === 'egress');
+  const l = intersectLimits(parent.limits, policy.limits, request?.limits);
+  const refused = [...c.refused, ...l.refused, ...p.refused, ...e.refused];
+  let egress = e.egress;
+  if (egress && (!c.caps.includes('net.egress') || p.posture.network !== 'egress')) {
+    const why = p.posture.network !== 'egress' ? 'the posture is network: none (the parent, the profile or the request)' : 'the lease cannot hold net.egress';
+    egress.rules.forEach((_, i) => refused.push({ what: `egress.granted[${i}]`, code: 'egress_rule_denied', reason: why }));
+    egress = undefined;
+  }
+  const caps = c.caps;
   return {
-    grant: { caps: c.caps, limits: l.limits, posture: p.posture },
-    refused: [...c.refused, ...l.refused, ...p.refused],
+    grant: { caps, limits: l.limits, posture: { ...p.posture, network: egress ? 'egress' : 'none' }, ...(egress ? { egress } : {}) },
+    refused,
   };
 }
 
@@ -140,11 +160,12 @@ export function hasPostureDowngrade(a: Attenuation): boolean {
   return a.refused.some((r) => r.code === 'posture_downgrade');
 }
 
-/** `child` never exceeds `parent`: caps subset, every limit ≤, posture at least as strict. */
+/** `child` never exceeds `parent`: caps subset, every limit ≤, posture at least as strict, egress within. */
 export function grantWithin(child: Grant, parent: Grant): boolean {
   return (
     child.caps.every((c) => grantAllows(parent, c)) &&
     LIMIT_KEYS.every((k) => child.limits[k] <= parent.limits[k]) &&
-    postureWithin(child.posture, parent.posture)
+    postureWithin(child.posture, parent.posture) &&
+    egressWithin(child.egress, parent.egress)
   );
 }

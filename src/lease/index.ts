@@ -11,9 +11,18 @@ export {
   LeaseRequestSchema,
   RefusalSchema,
   LeaseRecordSchema,
+  EgressAskSchema,
+  EgressGrantSchema,
+  EgressRuleSchema,
 } from './types.js';
 export type { Capability, LimitKey, Limits, Posture, Grant, LeaseRequest, Refusal, LeaseRecord } from './types.js';
 export { attenuate, grantAllows, grantWithin, hasPostureDowngrade, postureWithin, type Attenuation } from './attenuate.js';
+export { canonicalHost, parseAuthority, hostText, parseCidr, cidrContains, addressBytes, parseIPv4, parseIPv6, formatIPv6, type CanonHost, type Cidr } from './egress-host.js';
+export { parsePattern, patternMatches, patternWithin, patternProblem, ruleWithin, ruleMatchesHost, MULTI_TENANT_SUFFIXES, type HostPattern } from './egress-rules.js';
+export { decideEgress, parseAbsoluteTarget, plainPath, type EgressDecision, type EgressMode, type EgressPolicyView, type EgressQuery, type EgressRequest } from './egress-decide.js';
+export { attenuateEgress, egressWithin, normalizeRule, DEFAULT_EGRESS_BUDGETS } from './egress-attenuate.js';
+export { EMPTY_EGRESS_POLICY, type EgressPolicy } from './policy-egress.js';
+export type { CredentialBinding } from './policy-schema.js';
 export { parsePolicy, loadPolicyFile, profileOf, shippedPoliciesDir, policyFileFor, policyFilesIn, type Policy, type ResolvedProfile } from './policy.js';
 export { explainPolicy } from './policy-explain.js';
 export {

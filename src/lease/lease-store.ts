@@ -174,7 +174,7 @@ export class LeaseStore {
     if (held !== undefined && !this.files.read(held)?.revoked) {
       return refuse(new BrigError('invalid_input', `run ${a.runId} already holds a lease`));
     }
-    const att: Attenuation = attenuate(a.parentGrant, req.data, prof.value.grant, this.policy.denylist.caps);
+    const att: Attenuation = attenuate(a.parentGrant, req.data, prof.value.grant, this.policy.denylist.caps, this.policy.egress.multiTenantSuffixes);
     if (hasPostureDowngrade(att)) {
       const what = att.refused.filter((r) => r.code === 'posture_downgrade').map((r) => r.what);
       return refuse(new BrigError('posture_downgrade', `a child cannot loosen its posture (${what.join(', ')})`, { data: { refused: what } }), what);
@@ -199,6 +199,7 @@ export class LeaseStore {
       caps: att.grant.caps,
       limits,
       posture: att.grant.posture,
+      ...(att.grant.egress ? { egress: att.grant.egress } : {}),
       requested: req.data,
       refused: att.refused,
       tokenHash: hashToken(token),
@@ -214,6 +215,8 @@ export class LeaseStore {
       leaseId: record.id,
       depth: record.depth,
       caps: record.caps,
+      // Rule ids are the operator's (a child's narrowed copy takes its policy rule's id).
+      ...(record.egress ? { egress: [...new Set(record.egress.rules.map((r) => r.id))] } : {}),
       refused: record.refused.map((r) => `${r.what}:${r.code}`),
       timeoutMs: limits.timeoutMs,
     });

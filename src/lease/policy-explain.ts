@@ -1,5 +1,5 @@
 import { grantAllows } from './attenuate.js';
-import { LIMIT_KEYS } from './types.js';
+import { EGRESS_BUDGET_KEYS, LIMIT_KEYS, type EgressRule } from './types.js';
 import type { Policy } from './policy.js';
 
 /** A human explanation of a resolved policy: what each profile may do, and what nobody may. */
@@ -13,7 +13,23 @@ export function explainPolicy(policy: Policy): string[] {
     out.push(`    tools:  ${p.tools.join(', ') || '(none)'}`);
     out.push(`    limits: ${LIMIT_KEYS.map((k) => `${k}=${p.grant.limits[k]}`).join(' ')}`);
     out.push(`    posture: network=${p.grant.posture.network} runtime=${p.grant.posture.runtime} user=${p.grant.posture.user}`);
-    if (grantAllows(p.grant, 'net.egress')) out.push('    note: net.egress is reserved; the jail never has a network, so it grants nothing today');
+    if (p.grant.egress) {
+      out.push(`    egress: rules ${p.grant.egress.rules.map((r) => r.id).join(', ')} (a child holds only those it asks for)`);
+      out.push(`    egress budgets: ${EGRESS_BUDGET_KEYS.map((k) => `${k}=${p.grant.egress!.budgets[k]}`).join(' ')}`);
+    } else if (grantAllows(p.grant, 'net.egress')) out.push('    egress: none (net.egress without rules reaches nothing)');
   }
+  const e = policy.egress;
+  for (const r of Object.values(e.rules)) out.push(`  egress rule ${describeRule(r)}`);
+  if (e.denyHosts.length > 0) out.push(`  egress denyHosts: ${e.denyHosts.join(', ')}`);
+  if (e.denyCidrs.length > 0) out.push(`  egress denyCidrs: ${e.denyCidrs.join(', ')}`);
+  if (e.allowPrivateCidrs.length > 0) out.push(`  egress allowPrivateCidrs: ${e.allowPrivateCidrs.join(', ')} — the gate may dial these private ranges`);
   return out;
+}
+
+/** One rule as brig explains it: what it opens and how the gate checks it (docs/egress.md). */
+export function describeRule(r: EgressRule): string {
+  const how = r.scheme === 'https'
+    ? r.tls === 'tunnel' ? 'TLS tunnel, its ClientHello must name the host (SNI), no ECH' : 'TLS inspected (not built yet: refused)'
+    : r.scheme === 'http' ? `plain HTTP, each request decided${r.methods ? ` (methods ${r.methods.join('|')})` : ''}${r.paths ? ` (paths ${r.paths.join(' ')})` : ''}` : 'an opaque TCP stream';
+  return `${r.id}: ${r.hosts.join(', ')} on port ${r.ports.join(', ')} — ${how}; names resolved by the gate, private/loopback/link-local/metadata answers refused${r.credential ? `; credential ${r.credential}` : ''}`;
 }

@@ -15,6 +15,7 @@ import type { z } from 'zod';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import { grantWithin } from './attenuate.js';
+import { resolveEgressPolicy, profileEgress, type EgressPolicy } from './policy-egress.js';
 import { PolicyFileSchema, validKeysAt, type PolicyFile } from './policy-schema.js';
 import { DEFAULT_ROOT_DISK_MB, LIMIT_KEYS, type Capability, type Grant } from './types.js';
 
@@ -33,6 +34,8 @@ export interface Policy {
   profiles: Record<string, ResolvedProfile>;
   denylist: { caps: Capability[]; tools: string[] };
   groups: PolicyFile['groups'];
+  /** The operator's egress: rules by id, credential bindings, deny lists, the multi-tenant suffixes, web_search's endpoint. */
+  egress: EgressPolicy;
 }
 
 function describeIssue(issue: z.core.$ZodIssue, file: string, doc: Document, lc: LineCounter): { text: string; hint?: string } {
@@ -84,6 +87,8 @@ function resolveProfiles(file: PolicyFile, source: string): Result<Policy, { tex
   if (problems.length > 0) return err(problems);
   const rootGrantLimits = root.limits as Grant['limits'];
   const rootPosture = root.posture as Grant['posture'];
+  const egress = resolveEgressPolicy(file.egress, source, problems);
+  const rootEgress = profileEgress('root', root.egress, undefined, egress, source, problems);
   const profiles: Record<string, ResolvedProfile> = {};
   for (const [name, p] of Object.entries(file.profiles)) {
     const caps: Capability[] = [];
@@ -106,6 +111,12 @@ function resolveProfiles(file: PolicyFile, source: string): Result<Policy, { tex
       limits: { ...rootGrantLimits, ...(p.limits ?? {}) },
       posture: { ...rootPosture, ...(p.posture ?? {}) },
     };
+    const eg = name === 'root' ? rootEgress : profileEgress(name, p.egress, rootEgress, egress, source, problems);
+    if (eg) {
+      if (!caps.includes('net.egress')) problems.push({ text: `${source}: profiles.${name} lists egress rules but does not hold net.egress`, hint: 'Give it a group with net.egress (the shipped `web` group), or drop its egress rules.' });
+      if (grant.posture.network !== 'egress') problems.push({ text: `${source}: profiles.${name} lists egress rules but its posture is network: none`, hint: 'Set posture.network: egress (in root, or in this profile), or drop its egress rules.' });
+      grant.egress = eg;
+    }
     profiles[name] = { name, description: p.description ?? '', groups: p.groups, grant, tools };
   }
   const rootProfile = profiles.root;
@@ -115,7 +126,7 @@ function resolveProfiles(file: PolicyFile, source: string): Result<Policy, { tex
     }
   }
   if (problems.length > 0) return err(problems);
-  return ok({ source, profiles, denylist: file.denylist, groups: file.groups });
+  return ok({ source, profiles, denylist: file.denylist, groups: file.groups, egress });
 }
 
 /** Parses and resolves one policy text. Every refusal is an `invalid_policy` error value. */

@@ -23,6 +23,7 @@ export const SpawnArgsSchema = z.strictObject({
   parentSummary: z.string().min(1).max(SPAWN_BOUNDS.parentSummaryMaxTokens * 4).optional().describe(`${SPAWN_FIELDS.parent_summary.about} (sets include_parent_history summary)`),
   profile: z.string().min(1).max(128).optional().describe('a lease profile of this home’s policy (default: the policy’s default)'),
   caps: z.array(z.enum(CAPABILITIES)).optional().describe('capabilities to ask for; the lease grants at most what the profile allows'),
+  egress: z.array(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/)).max(32).optional().describe('egress rule ids of this home’s policy the child may use (through the egress gate; the jail keeps no network). Never inherited: none asked, none held'),
   limits: z
     .strictObject({
       cpu: z.number().positive().optional(),
@@ -68,6 +69,7 @@ export function toSpawnRequest(a: SpawnArgs): Result<SpawnRequestInput> {
     ...(a.objective !== undefined ? { objective: a.objective } : {}),
     ...(a.profile !== undefined ? { profile: a.profile } : {}),
     ...(a.caps !== undefined ? { caps: a.caps } : {}),
+    ...(a.egress !== undefined && a.egress.length > 0 ? { egress: { rules: a.egress } } : {}),
     ...(Object.keys(jail).length > 0 ? { limits: jail } : {}),
     ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
     ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}),

@@ -7,6 +7,7 @@
 export * from './error-codes.js';
 export * from './errors.js';
 export * from './leases.js';
+export * from './egress.js';
 export * from './runs.js';
 export * from './spawn-fields.js';
 export * from './events.js';

@@ -4,6 +4,7 @@
  * policy naming one fails to load. Plain data; lease/types.ts declares its schemas against
  * these types.
  */
+import type { EgressAsk, EgressGrant } from './egress.js';
 export const CAPABILITIES = [
   'spawn', // start grandchildren through the broker
   'refs.read', // slice its own descendants' ResultRefs
@@ -12,7 +13,7 @@ export const CAPABILITIES = [
   'kill', // kill its own children
   'artifacts.read', // see artifacts its parent handed it
   'exec', // run processes inside its own jail
-  'net.egress', // reserved: no shipped policy grants it and the jail never has a network
+  'net.egress', // reach the hosts the lease's egress rules name, through the gate (the jail still has no network)
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
@@ -53,6 +54,8 @@ export interface Grant {
   caps: Capability[];
   limits: Limits;
   posture: Posture;
+  /** Egress rules and budgets (a policy profile's: the most it may grant). Absent or no rules: no egress. */
+  egress?: EgressGrant | undefined;
 }
 
 /** What a child asks for; anything left out means "as much as the parent allows". */
@@ -60,12 +63,14 @@ export interface LeaseRequest {
   caps?: Capability[] | undefined;
   limits?: Partial<Limits> | undefined;
   posture?: Partial<Posture> | undefined;
+  /** Egress is never inherited: the rules a child gets are the ones it names here. */
+  egress?: EgressAsk | undefined;
 }
 
 export interface Refusal {
-  /** A capability name, a limit key, or `posture.<field>`. */
+  /** A capability name, a limit key, `posture.<field>`, `egress.rules[<i>]` or `egress.budgets.<key>`. */
   what: string;
-  code: 'capability_denied' | 'posture_downgrade' | 'limit_clamped' | 'denylisted';
+  code: 'capability_denied' | 'posture_downgrade' | 'limit_clamped' | 'denylisted' | 'egress_rule_denied';
   reason: string;
 }
 
@@ -80,6 +85,8 @@ export interface LeaseRecord {
   caps: Capability[];
   limits: Limits;
   posture: Posture;
+  /** The egress it holds; absent (every record before egress existed, and most since): none. */
+  egress?: EgressGrant | undefined;
   requested: LeaseRequest;
   refused: Refusal[];
   tokenHash: string;

@@ -3,6 +3,7 @@
  * packet the child reads. What every face (library, HTTP, CLI, MCP, console) and the child
  * speak; runs/ declares its schemas against these types.
  */
+import type { EgressAsk } from './egress.js';
 import type { ErrorCode } from './error-codes.js';
 import type { Capability, Limits } from './leases.js';
 
@@ -235,6 +236,8 @@ export interface SpawnRequest {
   image?: string;
   caps?: Capability[];
   limits?: SpawnLimits;
+  /** Egress rules the child asks for (policy rule ids or narrowed rules); never inherited. */
+  egress?: EgressAsk;
   profile?: string;
   objective?: string;
   /**

@@ -36,6 +36,13 @@ export const SPAWN_FIELDS = {
   argv: { cli: '-- ARGV', mcp: 'argv', agentTool: null, about: 'a command child: argv run directly in the jail, never a shell string', why: LEAD_SPAWNS_AGENTS },
   image: { cli: '--image', mcp: null, agentTool: null, about: 'the child image (default: the one `brig image build` made)', why: 'an operator choice on the command line; a child never picks an image' },
   caps: { cli: '--cap', mcp: 'caps', agentTool: null, about: 'capabilities to ask for; the lease grants at most what the parent (or profile) holds', why: LEAD_SPAWNS_AGENTS },
+  egress: {
+    cli: '--egress',
+    mcp: 'egress',
+    agentTool: null,
+    about: 'hosts the child may reach through the egress gate: rule ids of the policy (the CLI also host[:port] inside one); never inherited (docs/egress.md)',
+    why: "a lead's spawn tool does not take egress rules yet: its children get none (issue 23)",
+  },
   profile: { cli: '--profile', mcp: 'profile', agentTool: null, about: "a lease profile of this home's policy", why: LEAD_SPAWNS_AGENTS },
   'limits.cpu': { cli: '--cpus', mcp: 'limits.cpu', agentTool: null, about: 'CPU limit of the jail', why: LEAD_SPAWNS_AGENTS },
   'limits.memoryMb': { cli: '--memory', mcp: 'limits.memoryMb', agentTool: null, about: 'memory limit of the jail (MiB)', why: LEAD_SPAWNS_AGENTS },

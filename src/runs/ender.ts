@@ -231,6 +231,8 @@ export class RunEnder {
     const socket = async () => {
       const broker = handle?.broker;
       if (broker) await step('broker', () => broker.close());
+      const egress = handle?.egress;
+      if (egress) await step('egress', () => egress.close(r.error?.code === 'lease_expired' ? 'lease_revoked' : 'ended'));
       for (const dir of new Set([r.id, jailKeyOf(r)])) await step('socket_dir', () => fs.rm(path.join(deps.paths.brokers, dir), { recursive: true, force: true }));
     };
     await Promise.all([jail(), socket()]);

@@ -20,6 +20,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CollectCaps, CollectReport, Jail, JailArtifact, JailExit, JailInput, JailSpec } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
+import { EGRESS_JAIL } from '../protocol/index.js';
 import { BrigError, publicError } from '../util/errors.js';
 import { isNoSpace, mkdirAll } from '../util/disk-space.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
@@ -34,7 +35,27 @@ export interface CollectContext {
   settings: SupervisorSettings;
 }
 
+/**
+ * A child with egress: the proxy variables every common client reads (both cases), loopback
+ * kept direct. No ALL_PROXY/SOCKS (a socks5:// client resolves names itself). The jail has no
+ * resolver and no route, so a tool that ignores them fails closed.
+ */
+export function egressEnv(): Record<string, string> {
+  const url = `http://${EGRESS_JAIL.proxyHost}:${EGRESS_JAIL.proxyPort}`;
+  return {
+    HTTP_PROXY: url,
+    HTTPS_PROXY: url,
+    http_proxy: url,
+    https_proxy: url,
+    NO_PROXY: 'localhost,127.0.0.1,::1',
+    no_proxy: 'localhost,127.0.0.1,::1',
+    NODE_USE_ENV_PROXY: '1',
+    JAVA_TOOL_OPTIONS: `-Dhttp.proxyHost=${EGRESS_JAIL.proxyHost} -Dhttp.proxyPort=${EGRESS_JAIL.proxyPort} -Dhttps.proxyHost=${EGRESS_JAIL.proxyHost} -Dhttps.proxyPort=${EGRESS_JAIL.proxyPort}`,
+  };
+}
+
 export const CHILD_PATHS = {
+  netrelay: '/opt/brig/child/netrelay.js',
   runtime: '/opt/brig/child/runtime.js',
   agentRuntime: '/opt/brig/child/agent-runtime.js',
   node: '/usr/bin/node',
@@ -125,13 +146,15 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
     { path: CHILD_PATHS.token, data: lease.token, mode: 0o400 },
   ];
   if (r.kind === 'script' && script) inputs.push({ path: CHILD_PATHS.script, data: script, mode: 0o444 });
-  const argv = r.kind === 'script' ? [CHILD_PATHS.node, CHILD_PATHS.runtime] : r.kind === 'agent' ? [CHILD_PATHS.node, CHILD_PATHS.agentRuntime] : [...(req.argv ?? [])];
+  const base = r.kind === 'script' ? [CHILD_PATHS.node, CHILD_PATHS.runtime] : r.kind === 'agent' ? [CHILD_PATHS.node, CHILD_PATHS.agentRuntime] : [...(req.argv ?? [])];
+  // Egress: the relay (on the jail's own loopback, to egress.sock) starts first, then the child's argv.
+  const argv = lease.egress ? [CHILD_PATHS.node, CHILD_PATHS.netrelay, '--', ...base] : base;
   return {
     runId: r.id,
     leaseId: lease.leaseId,
     rootRunId: r.rootRunId,
     argv,
-    env: { BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace },
+    env: { BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace, ...(lease.egress ? egressEnv() : {}) },
     limits: jailLimitsFor(lease.limits),
     artifacts,
     brokerDir,

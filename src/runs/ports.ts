@@ -1,3 +1,4 @@
+import type { EgressAsk, EgressBudgets, EgressGrant } from '../protocol/index.js';
 import type { Capability, Limits } from '../lease/index.js';
 import type { CollectObserver, CollectedFile, JailDriver } from '../jail/index.js';
 import type { Ledger } from '../ledger/index.js';
@@ -20,6 +21,10 @@ export interface LeaseGrant {
   caps: Capability[];
   limits: Limits;
   expiresAt: string;
+  /** The egress the lease holds; absent: none (no egress socket, no proxy variables). */
+  egress?: EgressGrant | undefined;
+  /** Each ancestor lease's egress budgets, nearest first: a child's connections and bytes count against them too. */
+  egressAncestors?: { leaseId: string; budgets: EgressBudgets }[] | undefined;
 }
 
 export interface LeaseIssue {
@@ -35,6 +40,12 @@ export interface LeaseIssue {
   profile?: string;
   caps?: Capability[];
   limits?: Partial<Limits>;
+  egress?: EgressAsk;
+}
+
+/** The egress gate, per run: its socket beside broker.sock; close() destroys open connections. */
+export interface EgressPort {
+  openRun(o: { runId: string; leaseId: string; dir: string; grant: EgressGrant; ancestors?: { leaseId: string; budgets: EgressBudgets }[] }): Promise<{ socketPath: string; close(reason?: 'ended' | 'lease_revoked'): Promise<void> }>;
 }
 
 export interface LeasePort {
@@ -155,6 +166,8 @@ export interface SupervisorDeps {
   jail: JailDriver;
   leases: LeasePort;
   broker: BrokerPort;
+  /** The egress gate; absent: a lease with egress fails its run (never a child without the gate it was promised). */
+  egress?: EgressPort;
   ledger: Ledger;
   results?: ResultsPort;
   clock?: Clock;

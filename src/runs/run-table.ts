@@ -23,6 +23,8 @@ import type { SupervisorSettings } from './settings.js';
 export interface Live {
   jail?: Jail;
   broker?: BrokerHandle;
+  /** The run's egress socket, when its lease holds egress. */
+  egress?: { close(reason?: 'ended' | 'lease_revoked'): Promise<void> };
   lease?: LeaseGrant;
   /** The lease's capabilities; after a reattach only these are known (from the packet). */
   caps: readonly Capability[];

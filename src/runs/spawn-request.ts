@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CapabilitySchema, LimitsSchema } from '../lease/index.js';
+import { CapabilitySchema, EgressAskSchema, LimitsSchema } from '../lease/index.js';
 import { RUN_KINDS, SPAWN_BOUNDS, TOOL_GROUP_RE, type SpawnRequest, type SpawnRequestInput } from '../protocol/index.js';
 
 /**
@@ -33,6 +33,8 @@ export const SpawnRequestSchema = z
     caps: z.array(CapabilitySchema).optional(),
     /** Narrowing of the jail's size; the lease clamps it to the parent's (never widens). */
     limits: LimitsSchema.pick({ cpu: true, memoryMb: true, pids: true, diskMb: true, tokens: true, costUsd: true }).partial().strict().optional(),
+    /** Egress rules asked for (policy rule ids or narrowed rules): egress is never inherited. */
+    egress: EgressAskSchema.optional(),
     profile: z.string().min(1).optional(),
     objective: z.string().max(4096).optional(),
     /** ResultRef ids (REF_ID_RE) or, for an operator, host paths: handed to the child read-only. */

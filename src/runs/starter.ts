@@ -73,6 +73,7 @@ export class RunStarter {
       await handle.jail?.kill().catch(() => {}); // it may never have started: only the destroy counts
       if (handle.jail) await bestEffort(table, runId, 'jail', () => handle.jail!.destroy());
       if (handle.broker) await bestEffort(table, runId, 'broker', () => handle.broker!.close());
+      if (handle.egress) await bestEffort(table, runId, 'egress', () => handle.egress!.close());
       await bestEffort(table, runId, 'socket_dir', () => fs.rm(brokerDir, { recursive: true, force: true }));
       if (handle.lease) await bestEffort(table, runId, 'lease', () => deps.leases.revoke(handle.lease!.leaseId, 'system', 'run_ended'));
     };
@@ -93,6 +94,7 @@ export class RunStarter {
         ...(req.profile ? { profile: req.profile } : {}),
         ...(req.caps ? { caps: requestedCaps(rec.kind, req) } : {}),
         ...(req.limits ? { limits: req.limits } : {}),
+        ...(req.egress ? { egress: req.egress } : {}),
       });
       if (!lease.ok) throw lease.error;
       handle.lease = lease.value;
@@ -129,6 +131,12 @@ export class RunStarter {
       // The socket is there before the child's first instruction, in the directory its jail binds.
       handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet });
       if (gone()) return await abandon();
+      // Egress: the gate's socket beside broker.sock (the jail still has no network, INV-2).
+      if (lease.value.egress) {
+        if (!deps.egress) throw new BrigError('capability_denied', 'the lease holds egress rules but this supervisor runs no egress gate', { hint: 'Start the child through the daemon (brig serve) or a supervisor composed with the egress gate.' });
+        handle.egress = await deps.egress.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, grant: lease.value.egress, ancestors: lease.value.egressAncestors ?? [] });
+        if (gone()) return await abandon();
+      }
       await handle.jail.start();
       mark('run: child started');
       if (gone()) return await abandon();

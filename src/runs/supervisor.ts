@@ -224,7 +224,10 @@ class BrigSupervisor implements SupervisorCore {
     clearInterval(this.#retention);
     this.#unsubscribe?.();
     this.#fork.stopAll();
-    for (const l of this.#table.live.values()) await l.broker?.close().catch(() => {});
+    for (const l of this.#table.live.values()) {
+      await l.broker?.close().catch(() => {});
+      await l.egress?.close().catch(() => {});
+    }
     this.#table.live.clear();
     this.#table.bus.close();
     this.#table.refusals.flush();

@@ -16,7 +16,7 @@ const command: Command = {
     { name: 'root', value: 'RUN', description: 'only the runs of the tree under this root run' },
     { name: 'parent', value: 'RUN', description: 'only the children of this run' },
     { name: 'label', value: 'LABEL', description: 'only runs spawned with this --label' },
-    { name: 'limit', value: 'N', description: `only the N most recent runs (the table shows the newest ${TABLE_DEFAULT} unless told)` },
+    { name: 'limit', value: 'N', description: `only the N most recent runs (the table and --json show the newest ${TABLE_DEFAULT} unless told)` },
     { name: 'all', description: 'every run on record (the table, too)' },
     { name: 'kind', value: 'KIND', description: 'only runs of this kind (script, command, agent); repeatable', repeatable: true, choices: ['script', 'command', 'agent'] },
     { name: 'since', value: 'MINUTES', description: 'only runs created in the last MINUTES' },
@@ -33,9 +33,9 @@ const command: Command = {
     const all = p.bools.has('all');
     if (all && limit !== undefined) throw new BrigError('invalid_input', '--all and --limit contradict each other', { hint: 'Give one of them.' });
     const json = p.bools.has('json');
-    // A table of thousands of runs helps nobody: the newest TABLE_DEFAULT unless told; JSON gets all.
-    // One more than shown is asked for, to know whether older runs were left out.
-    const bound = limit ?? (all || json ? undefined : TABLE_DEFAULT + 1);
+    // A page of thousands of runs helps nobody, in a table or in JSON: the newest TABLE_DEFAULT
+    // unless told. One more than shown is asked for, to know whether older runs were left out.
+    const bound = limit ?? (all ? undefined : TABLE_DEFAULT + 1);
     const brig = await openBrig(io);
     try {
       const got = await brig.list({
@@ -51,7 +51,7 @@ const command: Command = {
       const sorted = [...got].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
       const cut = limit === undefined && bound !== undefined && sorted.length > TABLE_DEFAULT;
       const runs = limit !== undefined ? sorted.slice(-limit) : cut ? sorted.slice(-TABLE_DEFAULT) : sorted;
-      if (json) writeJson(io, { runs });
+      if (json) writeJson(io, cut ? { runs, more: true, hint: `the newest ${TABLE_DEFAULT} runs; older ones: --limit N or --all` } : { runs });
       else if (runs.length === 0) io.stdout.write('no runs\n');
       else {
         io.stdout.write(runTable(runs));

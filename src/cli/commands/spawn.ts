@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CAPABILITIES, REF_ID_RE, type Capability, type SpawnRequestInput } from '../../light.js';
+import type { EgressRuleAsk } from '../../protocol/index.js';
 import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
 import { openBrig } from '../connect.js';
@@ -29,6 +30,7 @@ const command: Command = {
     { name: 'label', value: 'LABEL', description: 'a label to find the run by (`brig list --label`)' },
     { name: 'profile', value: 'NAME', description: "the lease profile from this home's policy (`brig policy check` lists them)" },
     { name: 'cap', value: 'CAP', repeatable: true, choices: CAPABILITIES, description: `ask for a capability (${CAPABILITIES.join(', ')})` },
+    { name: 'egress', value: 'RULE', repeatable: true, description: 'reach a host through the egress gate: a rule id of the policy, or host[:port][,tls=inspect][,methods=GET|HEAD] inside one (never inherited; `brig policy check` lists the rules)' },
     { name: 'expect', value: 'PATH', repeatable: true, description: 'a file that must be in out/ when the run ends (relative; exit 9 when missing)' },
     { name: 'max-steps', value: 'N', description: 'the step budget of a script or agent child' },
     { name: 'timeout', value: 'SECONDS', description: 'end the run as watchdog_timeout after this long' },
@@ -65,6 +67,7 @@ const command: Command = {
     // The caps, the profile and the agent spec are checked by the supervisor's one pre-check
     // (runs/intake.ts checkSpawn) before any run exists, through a daemon or in this process.
     const caps = p.flags.get('cap') ?? [];
+    const egress = (p.flags.get('egress') ?? []).map(parseEgressFlag);
     let script: string | undefined;
     if (scriptFile) {
       try {
@@ -73,7 +76,7 @@ const command: Command = {
         throw new BrigError('invalid_input', `cannot read the script ${scriptFile}`);
       }
     }
-    const req = spawnRequestFromFlags(p, { argv, script, scriptFile, agent, caps });
+    const req = spawnRequestFromFlags(p, { argv, script, scriptFile, agent, caps, egress });
     for (const e of req.expected_outputs ?? []) checkExpect(e);
     const brig = await openBrig(io, { needsJail: true });
     // Ctrl-C (or SIGTERM) while waiting kills the child (killedBy operator) and collects it;
@@ -115,10 +118,11 @@ const command: Command = {
  */
 export function spawnRequestFromFlags(
   p: ParsedArgs,
-  o: { argv: string[]; script?: string | undefined; scriptFile?: string | undefined; agent?: { name: string; model?: string } | undefined; caps?: string[] },
+  o: { argv: string[]; script?: string | undefined; scriptFile?: string | undefined; agent?: { name: string; model?: string } | undefined; caps?: string[]; egress?: EgressRuleAsk[] },
 ): SpawnRequestInput {
   const { argv, script, scriptFile, agent } = o;
   const caps = o.caps ?? p.flags.get('cap') ?? [];
+  const egress = o.egress ?? (p.flags.get('egress') ?? []).map(parseEgressFlag);
   const timeout = numberFlag(p, 'timeout');
   const maxSteps = numberFlag(p, 'max-steps');
   const memory = numberFlag(p, 'memory');
@@ -149,6 +153,7 @@ export function spawnRequestFromFlags(
     ...(flag(p, 'label') ? { label: flag(p, 'label')! } : {}),
     ...(flag(p, 'profile') ? { profile: flag(p, 'profile')! } : {}),
     ...(caps.length ? { caps: caps as Capability[] } : {}),
+    ...(egress.length ? { egress: { rules: egress } } : {}),
     ...(flag(p, 'image') ? { image: flag(p, 'image')! } : {}),
     ...(Object.keys(limits).length ? { limits } : {}),
     ...(timeout ? { timeout: Math.max(1, Math.round(timeout * 1000)) } : {}),
@@ -190,3 +195,23 @@ function checkExpect(e: string): void {
 }
 
 export default command;
+
+/**
+ * One `--egress` value: a policy rule id (`pypi`), or `host[:port][,tls=inspect][,methods=GET|HEAD]`
+ * (an https rule the supervisor grants only inside one the lease's parent holds).
+ */
+export function parseEgressFlag(v: string): EgressRuleAsk {
+  if (/^[a-z0-9][a-z0-9_-]{0,31}$/.test(v) && !v.includes('.')) return v;
+  const [target, ...opts] = v.split(',');
+  const m = /^(\*\.)?([^:\s,]+?)(?::(\d{1,5}))?$/.exec(target ?? '');
+  if (!m) throw new BrigError('invalid_input', `--egress ${JSON.stringify(v.slice(0, 80))} is not a rule id or host[:port]`, { hint: 'e.g. --egress pypi, --egress api.example.com:443,tls=inspect,methods=GET|HEAD' });
+  const rule: Exclude<EgressRuleAsk, string> = { hosts: [`${m[1] ?? ''}${m[2]}`], ...(m[3] ? { ports: [Number(m[3])] } : {}) };
+  for (const o of opts) {
+    const [k, val] = o.split('=');
+    if (k === 'tls' && (val === 'inspect' || val === 'tunnel')) rule.tls = val;
+    else if (k === 'methods' && val) rule.methods = val.split('|').map((x) => x.toUpperCase()) as NonNullable<typeof rule.methods>;
+    else if (k === 'scheme' && (val === 'https' || val === 'http' || val === 'tcp')) rule.scheme = val;
+    else throw new BrigError('invalid_input', `--egress: unknown option ${JSON.stringify(o.slice(0, 40))}`, { hint: 'Options: tls=tunnel|inspect, methods=GET|HEAD|…, scheme=https|http|tcp.' });
+  }
+  return rule;
+}

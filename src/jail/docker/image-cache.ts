@@ -22,7 +22,7 @@ interface CacheFile {
 }
 
 /** A file's identity: what must be unchanged for a value learned from it to hold. */
-export async function identityOf(file: string): Promise<string> {
+export async function fileIdentity(file: string): Promise<string> {
   const st = await fs.promises.stat(file, { bigint: true });
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
 }
@@ -56,12 +56,12 @@ export class ImageCache {
   /** sha256 of the file's content, hashed again only when its identity changed. */
   async contentSha(file: string): Promise<string> {
     await this.#load();
-    const id = await identityOf(file);
+    const id = await fileIdentity(file);
     const hit = this.#data.files[file];
     if (hit?.id === id) return hit.sha;
     const sha = await sha256Of(file);
     // Identity read again after hashing: a file written meanwhile is not remembered.
-    if ((await identityOf(file)) === id) {
+    if ((await fileIdentity(file)) === id) {
       this.#data.files[file] = { id, sha };
       this.#dirty = true;
     }
@@ -71,7 +71,7 @@ export class ImageCache {
   /** The output of `run` for these inputs, run again only when one of their identities changed. */
   async probe(name: string, inputs: readonly string[], run: () => Promise<string[]>): Promise<string[]> {
     await this.#load();
-    const id = (await Promise.all(inputs.map((f) => identityOf(f).catch(() => 'missing')))).join('|');
+    const id = (await Promise.all(inputs.map((f) => fileIdentity(f).catch(() => 'missing')))).join('|');
     const hit = this.#data.probes[name];
     if (hit?.id === id && Array.isArray(hit.out)) return hit.out;
     const out = await run();

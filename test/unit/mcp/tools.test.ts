@@ -76,6 +76,8 @@ test('spawn arguments become a SpawnRequest the library accepts, always async', 
     task: 't', kind: 'command', argv: ['sh', '-c', 'echo hi'], caps: ['exec'], limits: { memoryMb: 128 }, timeout: 5000, max_steps: 3, label: 'L',
     artifact_refs: ['/data/x'], expected_outputs: [], async: true,
   });
+  const web = toSpawnRequest({ task: 't', argv: ['true'], egress: ['pypi'] });
+  assert.ok(web.ok && JSON.stringify(web.value.egress) === JSON.stringify({ rules: ['pypi'] }), 'egress rule ids become the request\'s egress ask');
   const script = toSpawnRequest({ task: 't', script: 'export default async () => 1', objective: 'o', expectedOutputs: ['report.json'] });
   assert.ok(script.ok && script.value.kind === 'script' && script.value.async === true);
   const agent = toSpawnRequest({ task: 't', agent: 'general', model: 'fast', profile: 'worker' });

@@ -58,7 +58,7 @@ test('CLI: the flags of `brig spawn` are the table\'s cli column, and each lands
   const listed = FIELDS.map((f) => SPAWN_FIELDS[f].cli).filter((x: string | null): x is string => x !== null && x !== '-- ARGV');
   assert.deepEqual([...flags].sort(), [...listed].sort());
   const args = [
-    '--task', 'T', '--agent', 'researcher', '--model', 'm', '--objective', 'O', '--label', 'L', '--profile', 'P', '--cap', 'refs.read',
+    '--task', 'T', '--agent', 'researcher', '--model', 'm', '--objective', 'O', '--label', 'L', '--profile', 'P', '--cap', 'refs.read', '--egress', 'pypi',
     '--image', 'img', '--memory', '256', '--cpus', '1', '--pids', '64', '--disk', '100', '--tokens', '5000', '--cost', '0.5', '--timeout', '60',
     '--max-steps', '40', '--knowledge', 'K1', '--knowledge', 'K2', '--tool-group', 'slicing', '--parent-summary', 'PS', '--artifact', REF,
     '--expect', 'brief.md', '--async',
@@ -90,7 +90,7 @@ test('MCP: the spawn arguments are the table\'s mcp column, and each lands in it
   const all = {
     task: 'T', agent: 'researcher', model: 'm', objective: 'O', artifacts: [REF], profile: 'P', caps: ['refs.read' as const],
     limits: { cpu: 1, memoryMb: 256, pids: 64, diskMb: 100, timeoutMs: 60_000, maxSteps: 40, tokens: 5000, costUsd: 0.5 },
-    expectedOutputs: ['brief.md'], label: 'L', domainKnowledge: ['K1'], toolGroups: ['slicing'], parentSummary: 'PS',
+    expectedOutputs: ['brief.md'], label: 'L', domainKnowledge: ['K1'], toolGroups: ['slicing'], parentSummary: 'PS', egress: ['pypi'],
   };
   const r = toSpawnRequest(SpawnArgsSchema.parse(all));
   assert.ok(r.ok, JSON.stringify(!r.ok && r.error.message));

@@ -1,0 +1,474 @@
+/**
+ * The egress gate: one unix socket per run with egress (`egress.sock` beside `broker.sock`),
+ * speaking the HTTP proxy protocol; the only way a jail's bytes reach a network.
+ *
+ * Guarantees (INV-2 stays: the jail has no network; this is the door its lease names): every
+ * CONNECT and every absolute-form request is decided by lease/'s `decideEgress` on the lease's
+ * rules before any name is resolved, so a host no rule names causes zero DNS queries; a tunnel
+ * is answered 200 and then its first bytes must be a TLS ClientHello whose SNI is the CONNECT
+ * host, without ECH (else refused and closed before anything is dialled); names are resolved
+ * by the gate's own resolver (A and AAAA), every answer classified (classify.ts) and the name
+ * refused when any answer is not public; the address checked is the address dialled (no second
+ * lookup); a plain-HTTP request is forwarded once, its response relayed as is — a redirect is
+ * the client's next request, decided again; TRACE/TRACK, h2c and unasked upgrades refused; a
+ * refusal is an immediate `403` with `X-Brig-Egress: <reason>` (never a connection that looks
+ * open); budgets: connections over the lease's life, concurrent connections, bytes up and down,
+ * distinct names, idle and lifetime limits. Ledger, content-free: `egress.conn` at close
+ * (rule, canonical host, port, mode, address class, bytes, duration, requests by method) and
+ * `egress.deny` at once (a denied host only as its last two labels, its length and a short
+ * hash). Closing a run (end, kill, revoke) destroys its open connections.
+ * Not yet: `tls: inspect` (a per-run CA terminating TLS) — an inspect-only match is refused
+ * `scheme_not_allowed`, never passed blind; credential bindings ride on it.
+ * Threat: a hostile child choosing every byte it sends, a hostile DNS answer. Trusts: the lease
+ * as issued, the operator's resolvers. Fails closed: any error is a refusal or a close.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import type { EgressAddressClass, EgressBudgets, EgressDenyReason, EgressGrant, EgressRule } from '../protocol/index.js';
+import { decideEgress, hostText, parseAbsoluteTarget, type CanonHost, type EgressDecision, type EgressPolicyView, type EgressQuery } from '../lease/index.js';
+import type { LedgerEvent } from '../ledger/index.js';
+import { readFirstBytes } from './client-hello.js';
+import { DIALLABLE } from './classify.js';
+
+export interface EgressResolver {
+  resolve4(name: string): Promise<string[]>;
+  resolve6(name: string): Promise<string[]>;
+}
+
+export interface EgressGateDeps {
+  ledger: { append(ev: LedgerEvent): void };
+  resolver: EgressResolver;
+  classify: (addr: string) => EgressAddressClass;
+  policy: EgressPolicyView;
+  now?: () => number;
+  /** How a vetted address is dialled (tests spy on it). */
+  dial?: (addr: string, port: number) => net.Socket;
+  /** After listen: hand the socket to the jail's user (broker's grantRunSocket rules). */
+  grantSocket?: (dir: string, socketPath: string) => Promise<void>;
+  helloTimeoutMs?: number;
+}
+
+export interface EgressRunArgs {
+  runId: string;
+  leaseId: string;
+  dir: string;
+  grant: EgressGrant;
+  /** Each ancestor lease's budgets, nearest first: this run's connections and bytes count against them too. */
+  ancestors?: { leaseId: string; budgets: EgressBudgets }[];
+}
+
+/** What one lease (with all its descendants) has used: budgets bind across the tree. */
+interface Usage {
+  budgets: EgressBudgets;
+  connections: number;
+  open: number;
+  bytesUp: number;
+  bytesDown: number;
+}
+
+export interface EgressRunHandle {
+  socketPath: string;
+  close(reason?: 'ended' | 'lease_revoked'): Promise<void>;
+}
+
+interface RunUse {
+  args: EgressRunArgs;
+  server: http.Server;
+  sockets: Set<net.Socket>;
+  connections: number;
+  open: number;
+  bytesUp: number;
+  bytesDown: number;
+  names: Set<string>;
+  closed: boolean;
+  /** This lease's usage, then each ancestor's (shared with the runs under it). */
+  chain: Usage[];
+}
+
+const SOCKET = 'egress.sock';
+const MAX_HEADER = 64 * 1024;
+
+/** A denied host as the ledger keeps it: never verbatim (the name itself may be the data). */
+export function deniedHostDigest(raw: string): { hostTail: string; hostLen: number; hostHash: string } {
+  const labels = raw.toLowerCase().split('.').filter((l) => l !== '');
+  const tail = labels.slice(-2).join('.').replace(/[^a-z0-9.-]/g, '?').slice(0, 64);
+  return { hostTail: tail, hostLen: raw.length, hostHash: crypto.createHash('sha256').update(raw).digest('hex').slice(0, 16) };
+}
+
+function refuseRaw(s: net.Socket, reason: EgressDenyReason, status = 403): void {
+  const text = status === 421 ? 'Misdirected Request' : status === 405 ? 'Method Not Allowed' : status === 400 ? 'Bad Request' : status === 502 ? 'Bad Gateway' : 'Forbidden';
+  const body = `brig egress: ${reason}\n`;
+  if (!s.destroyed && s.writable) s.end(`HTTP/1.1 ${status} ${text}\r\nX-Brig-Egress: ${reason}\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+  setTimeout(() => s.destroy(), 1000).unref();
+}
+
+const statusOf = (r: EgressDenyReason): number => (r === 'host_mismatch' ? 421 : r === 'dns_failed' || r === 'upstream_unreachable' ? 502 : r === 'bad_request' ? 400 : 403);
+
+export class EgressGate {
+  readonly #d: Required<Omit<EgressGateDeps, 'grantSocket'>> & Pick<EgressGateDeps, 'grantSocket'>;
+  readonly #runs = new Map<string, RunUse>();
+  readonly #usage = new Map<string, Usage>();
+
+  constructor(deps: EgressGateDeps) {
+    this.#d = {
+      now: () => Date.now(),
+      dial: (addr, port) => net.connect({ host: addr, port, family: net.isIPv6(addr) ? 6 : 4 }),
+      helloTimeoutMs: 10_000,
+      ...deps,
+    };
+  }
+
+  async openRun(a: EgressRunArgs): Promise<EgressRunHandle> {
+    if (this.#runs.has(a.runId)) throw new Error(`run ${a.runId} already has an egress socket`);
+    const socketPath = path.join(a.dir, SOCKET);
+    await fs.promises.rm(socketPath, { force: true });
+    const server = http.createServer({ maxHeaderSize: MAX_HEADER, requestTimeout: 60_000 });
+    const usage = (leaseId: string, budgets: EgressBudgets): Usage => {
+      let u = this.#usage.get(leaseId);
+      if (!u) this.#usage.set(leaseId, (u = { budgets, connections: 0, open: 0, bytesUp: 0, bytesDown: 0 }));
+      return u;
+    };
+    const chain = [usage(a.leaseId, a.grant.budgets), ...(a.ancestors ?? []).map((x) => usage(x.leaseId, x.budgets))];
+    const use: RunUse = { args: a, server, sockets: new Set(), connections: 0, open: 0, bytesUp: 0, bytesDown: 0, names: new Set(), closed: false, chain };
+    server.on('connection', (s: net.Socket) => {
+      use.sockets.add(s);
+      s.once('close', () => use.sockets.delete(s));
+    });
+    server.on('connect', (req: http.IncomingMessage, s: net.Socket, head: Buffer) => void this.#connect(use, req, s, head).catch(() => s.destroy()));
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => void this.#plain(use, req, res).catch(() => res.destroy()));
+    server.on('upgrade', (req: http.IncomingMessage, s: net.Socket) => {
+      this.#deny(use, req.url ?? '', 'upgrade_refused');
+      refuseRaw(s, 'upgrade_refused');
+    });
+    server.on('clientError', (_e, s: net.Socket) => refuseRaw(s, 'bad_request', 400));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(socketPath, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    server.on('error', () => {});
+    if (this.#d.grantSocket) await this.#d.grantSocket(a.dir, socketPath);
+    else await fs.promises.chmod(socketPath, 0o600);
+    this.#runs.set(a.runId, use);
+    this.#d.ledger.append({ type: 'egress.opened', runId: a.runId, leaseId: a.leaseId, rules: [...new Set(a.grant.rules.map((r) => r.id))] });
+    return { socketPath, close: (reason) => this.closeRun(a.runId, reason) };
+  }
+
+  /** Stops accepting and destroys every open connection of the run (its end, a kill, a revoked lease). */
+  async closeRun(runId: string, reason: 'ended' | 'lease_revoked' = 'ended'): Promise<void> {
+    const use = this.#runs.get(runId);
+    if (!use) return;
+    this.#runs.delete(runId);
+    use.closed = true;
+    for (const s of use.sockets) s.destroy();
+    await new Promise<void>((resolve) => use.server.close(() => resolve()));
+    await fs.promises.rm(path.join(use.args.dir, SOCKET), { force: true }).catch(() => {});
+    this.#d.ledger.append({ type: 'egress.closed', runId, leaseId: use.args.leaseId, reason, connections: use.connections, bytesUp: use.bytesUp, bytesDown: use.bytesDown });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#runs.keys()].map((id) => this.closeRun(id)));
+  }
+
+  #deny(use: RunUse, rawHost: string, reason: EgressDenyReason, d?: EgressDecision, extra: Record<string, string | number> = {}): void {
+    const allowedHost = d && !d.allow && d.rule && d.host ? { host: hostText(d.host), ruleId: d.rule.id } : undefined;
+    this.#d.ledger.append({
+      type: 'egress.deny',
+      runId: use.args.runId,
+      leaseId: use.args.leaseId,
+      reason,
+      ...(allowedHost ?? deniedHostDigest(rawHost.replace(/:\d+$/, ''))),
+      ...(d?.port !== undefined ? { port: d.port } : {}),
+      ...extra,
+    });
+  }
+
+  /** Budget check for a new connection (its name counted once resolved). */
+  #budget(use: RunUse): boolean {
+    return use.chain.every((u) => u.connections < u.budgets.connections && u.open < u.budgets.concurrent && u.bytesUp < u.budgets.bytesUp && u.bytesDown < u.budgets.bytesDown);
+  }
+
+  /** Counts against this lease and every ancestor; false when any budget is now spent. */
+  #count(use: RunUse, k: 'connections' | 'open' | 'bytesUp' | 'bytesDown', n: number): boolean {
+    use[k] += n;
+    let within = true;
+    for (const u of use.chain) {
+      u[k] += n;
+      const cap = k === 'open' ? u.budgets.concurrent : u.budgets[k];
+      if (u[k] > cap) within = false;
+    }
+    return within;
+  }
+
+  /** Resolve once, classify every answer; the address to dial, or why not. */
+  async #vet(use: RunUse, host: CanonHost): Promise<{ addr: string; cls: EgressAddressClass } | { reason: EgressDenyReason; cls?: EgressAddressClass }> {
+    let addrs: string[];
+    if (host.kind !== 'name') addrs = [host.addr];
+    else {
+      if (!use.names.has(host.name) && use.names.size >= use.args.grant.budgets.dnsNames) return { reason: 'budget_exhausted' };
+      use.names.add(host.name);
+      const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 2000).unref());
+      const settle = (p: Promise<string[]>) => p.catch(() => [] as string[]);
+      const got = await Promise.race([Promise.all([settle(this.#d.resolver.resolve4(host.name)), settle(this.#d.resolver.resolve6(host.name))]), timeout]);
+      if (got === 'timeout') return { reason: 'dns_failed' };
+      addrs = [...got[0], ...got[1]];
+      if (addrs.length === 0) return { reason: 'dns_failed' };
+    }
+    let first: { addr: string; cls: EgressAddressClass } | undefined;
+    for (const a of addrs) {
+      const cls = this.#d.classify(a);
+      if (!DIALLABLE.has(cls)) return { reason: 'address_not_allowed', cls };
+      first ??= { addr: a, cls };
+    }
+    return first!;
+  }
+
+  #dial(addr: string, port: number): Promise<net.Socket | null> {
+    return new Promise((resolve) => {
+      const up = this.#d.dial(addr, port);
+      const fail = () => {
+        up.destroy();
+        resolve(null);
+      };
+      up.once('error', fail);
+      up.setTimeout(10_000, fail);
+      up.once('connect', () => {
+        up.off('error', fail);
+        up.setTimeout(0);
+        resolve(up);
+      });
+    });
+  }
+
+  /** Pipes both ways with counters and limits; one ledger record at close. */
+  #pipe(use: RunUse, down: net.Socket, up: net.Socket, first: Buffer, meta: { rule: EgressRule; host: CanonHost; port: number; mode: string; cls: EgressAddressClass }): void {
+    const b = use.args.grant.budgets;
+    const t0 = this.#d.now();
+    let bytesUp = 0;
+    let bytesDown = 0;
+    let why: EgressDenyReason | 'closed' = 'closed';
+    const end = (r: EgressDenyReason | 'closed') => {
+      if (why === 'closed') why = r;
+      down.destroy();
+      up.destroy();
+    };
+    const countUp = (n: number) => {
+      bytesUp += n;
+      if (!this.#count(use, 'bytesUp', n)) end('budget_exhausted');
+    };
+    if (first.length > 0) {
+      countUp(first.length);
+      up.write(first);
+    }
+    down.on('data', (c: Buffer) => countUp(c.length));
+    up.on('data', (c: Buffer) => {
+      bytesDown += c.length;
+      if (!this.#count(use, 'bytesDown', c.length)) end('budget_exhausted');
+    });
+    down.pipe(up);
+    up.pipe(down);
+    down.setTimeout(b.idleMs, () => end('idle'));
+    const life = setTimeout(() => end('lifetime'), b.lifetimeMs);
+    life.unref();
+    let done = false;
+    const closed = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(life);
+      this.#count(use, 'open', -1);
+      down.destroy();
+      up.destroy();
+      this.#d.ledger.append({
+        type: 'egress.conn',
+        runId: use.args.runId,
+        leaseId: use.args.leaseId,
+        ruleId: meta.rule.id,
+        host: hostText(meta.host),
+        port: meta.port,
+        scheme: meta.rule.scheme,
+        mode: meta.mode,
+        addrClass: meta.cls,
+        decision: 'allow',
+        closedBy: use.closed ? 'run_closed' : why,
+        bytesUp,
+        bytesDown,
+        durationMs: this.#d.now() - t0,
+      });
+    };
+    down.once('close', closed);
+    up.once('close', closed);
+    down.on('error', () => end('closed'));
+    up.on('error', () => end('closed'));
+  }
+
+  async #connect(use: RunUse, req: http.IncomingMessage, s: net.Socket, head: Buffer): Promise<void> {
+    const authority = req.url ?? '';
+    const q: EgressQuery = { authority, via: 'connect' };
+    const d0 = decideEgress(use.args.grant, this.#d.policy, q);
+    if (!d0.allow) {
+      this.#deny(use, authority, d0.reason, d0);
+      return refuseRaw(s, d0.reason, statusOf(d0.reason));
+    }
+    if (use.closed) return refuseRaw(s, 'lease_revoked');
+    if (!this.#budget(use)) {
+      this.#deny(use, authority, 'budget_exhausted', { ...d0, allow: false, reason: 'budget_exhausted' } as EgressDecision);
+      return refuseRaw(s, 'budget_exhausted');
+    }
+    this.#count(use, 'connections', 1);
+    this.#count(use, 'open', 1);
+    let counted = true;
+    const release = () => {
+      if (counted) this.#count(use, 'open', -1);
+      counted = false;
+    };
+    let decision: EgressDecision = d0;
+    let first = head;
+    if (d0.mode !== 'raw') {
+      // Answer 200, then read the tunnel's first bytes before anything is resolved or dialled.
+      s.write('HTTP/1.1 200 Connection established\r\n\r\n');
+      const got = await this.#firstBytes(s, head);
+      if (got.kind === 'timeout' || got.kind === 'closed') {
+        release();
+        this.#deny(use, authority, 'hello_timeout', { allow: false, reason: 'hello_timeout', host: d0.host, port: d0.port, rule: d0.rule });
+        return void s.destroy();
+      }
+      first = got.buf;
+      const fb = readFirstBytes(first);
+      const q2: EgressQuery = fb.kind === 'tls' ? { ...q, first: { kind: 'tls', sni: fb.sni, ech: fb.ech } } : fb.kind === 'http' ? { ...q, first: { kind: 'http' } } : q;
+      decision = fb.kind === 'not_tls' || fb.kind === 'need_more' ? { allow: false, reason: 'not_tls', host: d0.host, port: d0.port, rule: d0.rule } : decideEgress(use.args.grant, this.#d.policy, q2);
+      if (decision.allow && decision.mode !== 'tunnel') decision = { allow: false, reason: 'scheme_not_allowed', host: d0.host, port: d0.port, rule: decision.rule }; // inspect and plain-in-CONNECT: not yet
+      if (!decision.allow) {
+        release();
+        this.#deny(use, authority, decision.reason, decision);
+        // The tunnel is open: a TLS client sees a closed connection; nothing was dialled.
+        return void s.destroy();
+      }
+    }
+    const vet = await this.#vet(use, decision.host);
+    if (!('addr' in vet)) {
+      release();
+      this.#deny(use, authority, vet.reason, decision, vet.cls ? { addrClass: vet.cls } : {});
+      if (d0.mode === 'raw') return refuseRaw(s, vet.reason, statusOf(vet.reason));
+      return void s.destroy();
+    }
+    const up = await this.#dial(vet.addr, decision.port);
+    if (!up || s.destroyed || use.closed) {
+      release();
+      up?.destroy();
+      this.#deny(use, authority, use.closed ? 'lease_revoked' : 'upstream_unreachable', decision);
+      if (d0.mode === 'raw') return refuseRaw(s, 'upstream_unreachable', 502);
+      return void s.destroy();
+    }
+    if (d0.mode === 'raw') s.write('HTTP/1.1 200 Connection established\r\n\r\n');
+    counted = false; // #pipe's close releases it
+    this.#pipe(use, s, up, first, { rule: decision.rule, host: decision.host, port: decision.port, mode: decision.mode, cls: vet.cls });
+  }
+
+  /** The first bytes of a tunnel: until a whole ClientHello record (or clearly not one), within the hello timeout. */
+  #firstBytes(s: net.Socket, head: Buffer): Promise<{ kind: 'ok'; buf: Buffer } | { kind: 'timeout' } | { kind: 'closed' }> {
+    return new Promise((resolve) => {
+      let buf = head;
+      const done = (r: { kind: 'ok'; buf: Buffer } | { kind: 'timeout' } | { kind: 'closed' }) => {
+        clearTimeout(timer);
+        s.off('data', onData);
+        s.off('close', onClose);
+        s.pause();
+        resolve(r);
+      };
+      const check = () => {
+        if (readFirstBytes(buf).kind !== 'need_more' || buf.length > 16384 + 5) done({ kind: 'ok', buf });
+      };
+      const onData = (c: Buffer) => {
+        buf = Buffer.concat([buf, c]);
+        check();
+      };
+      const onClose = () => done({ kind: 'closed' });
+      const timer = setTimeout(() => done({ kind: 'timeout' }), this.#d.helloTimeoutMs);
+      s.on('data', onData);
+      s.once('close', onClose);
+      s.resume();
+      if (buf.length > 0) check();
+    });
+  }
+
+  /** An absolute-form request (`GET http://host/path`): decided, forwarded once to the vetted address, its response relayed (redirects included, never followed). */
+  async #plain(use: RunUse, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const refuse = (reason: EgressDenyReason, rawHost: string, d?: EgressDecision) => {
+      this.#deny(use, rawHost, reason, d);
+      res.writeHead(statusOf(reason), { 'X-Brig-Egress': reason, 'Content-Type': 'text/plain', Connection: 'close' });
+      res.end(`brig egress: ${reason}\n`);
+    };
+    const target = parseAbsoluteTarget(req.url ?? '');
+    if (!target) return refuse('bad_request', '');
+    const request = { method: req.method ?? '', path: target.path, hostHeader: req.headers.host, upgrade: req.headers.upgrade ?? (req.headers['http2-settings'] !== undefined ? 'h2c' : undefined) };
+    const d = decideEgress(use.args.grant, this.#d.policy, { authority: target.authority, via: 'absolute', request });
+    if (!d.allow) return refuse(d.reason, target.authority, d);
+    if (use.closed) return refuse('lease_revoked', target.authority);
+    if (!this.#budget(use)) return refuse('budget_exhausted', target.authority, { allow: false, reason: 'budget_exhausted', host: d.host, port: d.port, rule: d.rule });
+    const len = Number(req.headers['content-length'] ?? 0);
+    if (req.headers['transfer-encoding'] !== undefined || !(len <= use.args.grant.budgets.requestBodyMax)) return refuse('body_too_large', target.authority, { allow: false, reason: 'body_too_large', host: d.host, port: d.port, rule: d.rule });
+    this.#count(use, 'connections', 1);
+    this.#count(use, 'open', 1);
+    const vet = await this.#vet(use, d.host);
+    if (!('addr' in vet)) {
+      this.#count(use, 'open', -1);
+      this.#deny(use, target.authority, vet.reason, d, vet.cls ? { addrClass: vet.cls } : {});
+      res.writeHead(statusOf(vet.reason), { 'X-Brig-Egress': vet.reason, Connection: 'close' });
+      return void res.end(`brig egress: ${vet.reason}\n`);
+    }
+    const t0 = this.#d.now();
+    const headers: Record<string, string | string[]> = {};
+    const hop = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !hop.has(k)) headers[k] = v;
+    headers.connection = 'close';
+    let bytesUp = 0;
+    let bytesDown = 0;
+    let status = 0;
+    let finished = false;
+    const finish = (closedBy: string) => {
+      if (finished) return;
+      finished = true;
+      this.#count(use, 'open', -1);
+      this.#count(use, 'bytesUp', bytesUp);
+      this.#d.ledger.append({
+        type: 'egress.conn', runId: use.args.runId, leaseId: use.args.leaseId, ruleId: d.rule.id, host: hostText(d.host), port: d.port, scheme: d.rule.scheme, mode: 'plain',
+        addrClass: vet.cls, decision: 'allow', closedBy, bytesUp, bytesDown, durationMs: this.#d.now() - t0, requests: 1, methods: [request.method], statusClass: status ? `${Math.floor(status / 100)}xx` : 'none',
+      });
+    };
+    const up = http.request({ host: vet.addr, port: d.port, method: request.method, path: target.path, headers, setHost: false, agent: false, timeout: use.args.grant.budgets.idleMs });
+    up.on('response', (ur) => {
+      status = ur.statusCode ?? 0;
+      const out: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !hop.has(k)) out[k] = v;
+      res.writeHead(status, out);
+      ur.on('data', (c: Buffer) => {
+        bytesDown += c.length;
+        if (!this.#count(use, 'bytesDown', c.length)) {
+          ur.destroy();
+          res.destroy();
+        }
+      });
+      ur.pipe(res);
+      res.once('close', () => {
+        // The client (or the run's close) went: the upstream request goes with it.
+        up.destroy();
+        finish('closed');
+      });
+    });
+    up.on('timeout', () => up.destroy());
+    up.on('error', () => {
+      if (!res.headersSent) {
+        res.writeHead(502, { 'X-Brig-Egress': 'upstream_unreachable', Connection: 'close' });
+        res.end('brig egress: upstream_unreachable\n');
+      }
+      if (status === 0) finish('upstream_unreachable');
+    });
+    req.on('data', (c: Buffer) => (bytesUp += c.length));
+    req.pipe(up);
+  }
+}
