@@ -16,7 +16,7 @@ help:
 	@echo "make test-long        - the long ones: soak-like loads, a browser, the demo"
 	@echo "make model  - the local model tier: its runtime (local-model/) and SmolLM2-135M (sha256-checked) in $(MODEL_DIR)"
 	@echo "make bench  - benchmarks against the raw floor: one report, one table of ratios (bench-quick: headlines, ≤ 3 min)"
-	@echo "make soak   - a daemon under load, kills, steers and SIGKILL restarts; checks nothing was lost"
+	@echo "make soak   - a daemon under load and faults (kills, steers, SIGKILLs, engine blip, full home, SIGTERM drain); checks nothing was lost"
 
 node_modules/.package-lock.json: package-lock.json
 	npm ci --no-audit --no-fund
@@ -86,7 +86,8 @@ bench-quick: build engine images
 bench-doc: deps
 	$(NODE) --import tsx bench/run.ts --doc
 
-# Not part of `test`: 200 mixed children against a real daemon killed 3 times (bench/soak.ts).
+# Not part of `test`: 200 mixed children against a real daemon SIGKILLed 3 times, an engine blip, a full
+# home, a flaky model and a SIGTERM drain; every output byte checked (bench/soak.ts, docs/performance.md "Soak").
 soak: build engine images
 	$(NODE) --import tsx bench/soak.ts
 

@@ -30,10 +30,54 @@ export function prng(seed: number): () => number {
 export const between = (rnd: () => number, lo: number, hi: number) => Math.floor(lo + rnd() * (hi - lo + 1));
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export type Kind = 'command' | 'script' | 'spawner';
+export type Kind = 'command' | 'script' | 'waiter' | 'spawner' | 'agent';
 
-/** Files (relative to out/) and their exact sizes that a completed run must have left. */
-export type Outputs = { path: string; bytes: number }[];
+/**
+ * The soak's content: a seeded, counter-based stream (mulberry32 of seed + k·γ for word k), so
+ * any byte range can be made without the ones before it. The same source runs in the jail (a
+ * command's `node -e`, a script, an agent's gen.js) and here, where every materialized file is
+ * compared with the stream: a file of n bytes must be exactly its first n bytes.
+ */
+export const SOAK_BYTES_JS = `function soakBytes(seed, from, n) {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; ) {
+    const k = Math.floor((from + i) / 4);
+    let t = (seed + Math.imul(k + 1, 0x6d2b79f5)) >>> 0;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    const w = (t ^ (t >>> 14)) >>> 0;
+    for (let b = (from + i) % 4; b < 4 && i < n; b++, i++) out[i] = (w >>> (8 * b)) & 255;
+  }
+  return out;
+}`;
+export const soakBytes = new Function(`${SOAK_BYTES_JS}; return soakBytes;`)() as (seed: number, from: number, n: number) => Uint8Array;
+
+/**
+ * A CommonJS program: `node -e WRITER seed bytes file chunk gapMs` (or saved as a file) writes
+ * the stream to file, chunk bytes at a time, gapMs apart — a kill catches it part-written.
+ */
+export const WRITER_JS = `const fs = require('fs');
+const path = require('path');
+${SOAK_BYTES_JS}
+const a = process.argv.slice(-5);
+const seed = Number(a[0]), bytes = Number(a[1]), file = a[2], chunk = Number(a[3]), gap = Number(a[4]);
+fs.mkdirSync(path.dirname(file), { recursive: true });
+const fd = fs.openSync(file, 'w');
+let off = 0;
+function next() {
+  while (off < bytes) {
+    const n = Math.min(chunk, bytes - off);
+    fs.writeSync(fd, soakBytes(seed, off, n));
+    off += n;
+    if (gap > 0 && off < bytes) return void setTimeout(next, gap);
+  }
+  fs.closeSync(fd);
+}
+next();
+`;
+
+/** Files (relative to out/), their exact sizes and content seeds, that a completed run must have left. */
+export type Outputs = { path: string; bytes: number; seed: number }[];
 
 export interface Planned {
   label: string;
@@ -43,59 +87,110 @@ export interface Planned {
   outputs: Outputs;
   /** Grandchildren a spawner asks for (label → outputs). */
   kids: { label: string; outputs: Outputs }[];
+  /** The steer that ends it (waiters, steered agents): the soak sends it once the run is running. */
+  steerTo?: string;
+  /** Submitted for the SIGTERM drain at the end. */
+  tail?: boolean;
 }
 
-function command(label: string, rnd: () => number, big: boolean): Planned {
-  const sleepMs = big ? between(rnd, 0, 500) : between(rnd, 0, 3000);
-  const bytes = between(rnd, 1, 65_536);
-  const outputs: Outputs = [{ path: 'c.bin', bytes }];
-  let sh = `mkdir -p /workspace/out && sleep ${(sleepMs / 1000).toFixed(3)} && head -c ${bytes} /dev/urandom > /workspace/out/c.bin`;
+const seedOf = (rnd: () => number) => between(rnd, 1, 2 ** 31 - 1);
+
+function command(label: string, rnd: () => number, big: boolean, sleepMax = 3000): Planned {
+  const sleepMs = big ? between(rnd, 0, 500) : between(rnd, 0, sleepMax);
+  const outputs: Outputs = [{ path: 'c.bin', bytes: between(rnd, 1, 65_536), seed: seedOf(rnd) }];
+  // Each file: its stream in 8 chunks 50 ms apart (a big one: 1 MB chunks, no pause).
+  const write = (o: Outputs[number], chunk: number, gap: number) => `node -e "$0" ${o.seed} ${o.bytes} /workspace/out/${o.path} ${chunk} ${gap}`;
+  let sh = `mkdir -p /workspace/out && sleep ${(sleepMs / 1000).toFixed(3)} && ${write(outputs[0]!, Math.ceil(outputs[0]!.bytes / 8), 50)}`;
   if (big) {
-    sh += ` && head -c ${BIG_BYTES} /dev/zero > /workspace/out/big.bin`;
-    outputs.push({ path: 'big.bin', bytes: BIG_BYTES });
+    outputs.push({ path: 'big.bin', bytes: BIG_BYTES, seed: seedOf(rnd) });
+    sh += ` && ${write(outputs[1]!, 1 << 20, 0)}`;
   }
   return {
     label,
     kind: 'command',
     big,
-    req: { task: `soak ${label}: sleep ${sleepMs} ms, write ${outputs.map((o) => o.path).join(', ')}`, label, kind: 'command', argv: ['sh', '-c', sh], expected_outputs: outputs.map((o) => o.path), async: true },
+    req: { task: `soak ${label}: sleep ${sleepMs} ms, write ${outputs.map((o) => o.path).join(', ')}`, label, kind: 'command', argv: ['sh', '-c', sh, WRITER_JS], expected_outputs: outputs.map((o) => o.path), async: true },
     outputs,
     kids: [],
   };
 }
 
-/** A script that steps, checkpoints and sleeps; a steer makes it stop stepping early. */
-function stepperScript(label: string, file: string, bytes: number, sleeps: number[]): string {
-  return `import { mkdirSync, writeFileSync } from 'node:fs';
+/** A script that steps, checkpoints, appends a chunk of its file and sleeps; a steer makes it stop stepping early (the file is finished either way). */
+function stepperScript(label: string, o: Outputs[number], sleeps: number[]): string {
+  return `import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+${SOAK_BYTES_JS}
 const SLEEPS = ${JSON.stringify(sleeps)};
+const FILE = '/workspace/out/${o.path}', SEED = ${o.seed}, BYTES = ${o.bytes};
 export default async function (brig) {
-  let i = 0;
-  let steered = 0;
+  mkdirSync('/workspace/out', { recursive: true });
+  writeFileSync(FILE, '');
+  const per = Math.ceil(BYTES / SLEEPS.length);
+  let off = 0, i = 0, steered = [];
   for (; i < SLEEPS.length; i++) {
     const s = await brig.progress('step ' + i);
-    if (s.length) { steered = s.length; break; }
+    if (s.length) { steered = s; break; }
     await brig.checkpoint({ i });
+    const n = Math.min(per, BYTES - off);
+    appendFileSync(FILE, soakBytes(SEED, off, n));
+    off += n;
     await new Promise((r) => setTimeout(r, SLEEPS[i]));
   }
-  mkdirSync('/workspace/out', { recursive: true });
-  writeFileSync('/workspace/out/${file}', 'x'.repeat(${bytes}));
+  if (off < BYTES) appendFileSync(FILE, soakBytes(SEED, off, BYTES - off));
   return { label: ${JSON.stringify(label)}, steps: i, steered };
 }
 `;
 }
 
-function stepper(label: string, rnd: () => number, file = 's.txt'): { req: SpawnRequestInput; outputs: Outputs } {
-  const sleeps = Array.from({ length: between(rnd, 3, 8) }, () => between(rnd, 100, 500));
-  const bytes = between(rnd, 1, 20_000);
-  const outputs = [{ path: file, bytes }];
+function stepper(label: string, rnd: () => number, file = 's.bin', steps: [number, number] = [3, 8], sleep: [number, number] = [100, 500]): { req: SpawnRequestInput; outputs: Outputs } {
+  const sleeps = Array.from({ length: between(rnd, ...steps) }, () => between(rnd, ...sleep));
+  const outputs = [{ path: file, bytes: between(rnd, 1, 20_000), seed: seedOf(rnd) }];
   return {
-    req: { task: `soak ${label}: ${sleeps.length} steps, write ${file}`, label, kind: 'script', script: stepperScript(label, file, bytes, sleeps), expected_outputs: [file], async: true },
+    req: { task: `soak ${label}: ${sleeps.length} steps, write ${file}`, label, kind: 'script', script: stepperScript(label, outputs[0]!, sleeps), expected_outputs: [file], async: true },
     outputs,
   };
 }
 
-function spawnerScript(kids: SpawnRequestInput[], bytes: number): string {
+/** Steps (up to 45 × 500 ms: max_steps is at most 50) until a steer says `finish <label> now`; its result names the steers it took. */
+function waiter(label: string, rnd: () => number): Planned {
+  const o = { path: 'w.bin', bytes: between(rnd, 1, 20_000), seed: seedOf(rnd) };
+  const steerTo = `finish ${label} now`;
+  const script = `import { mkdirSync, writeFileSync } from 'node:fs';
+${SOAK_BYTES_JS}
+export default async function (brig) {
+  mkdirSync('/workspace/out', { recursive: true });
+  writeFileSync('/workspace/out/${o.path}', soakBytes(${o.seed}, 0, ${o.bytes}));
+  const took = [];
+  let i = 0;
+  for (; i < 45; i++) {
+    const s = await brig.progress(took.length ? 'steered' : 'waiting ' + i);
+    took.push(...s);
+    if (took.includes(${JSON.stringify(steerTo)})) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return { label: ${JSON.stringify(label)}, steps: i, steers: took };
+}
+`;
+  return { label, kind: 'waiter', big: false, req: { task: `soak ${label}: wait to be steered`, label, kind: 'script', script, expected_outputs: [o.path], max_steps: 50, async: true }, outputs: [o], kids: [], steerTo };
+}
+
+/** An agent the flaky model drives: write gen.js, run it (out/a.bin), then finish — or, when steered, step until told. */
+function agent(label: string, rnd: () => number): Planned {
+  const o = { path: 'a.bin', bytes: between(rnd, 1, 100_000), seed: seedOf(rnd) };
+  const steered = rnd() < 0.5;
+  return {
+    label,
+    kind: 'agent',
+    big: false,
+    req: { task: `SOAK-AGENT ${label}: write /workspace/out/a.bin${steered ? ', then keep working until your parent says to finish' : ''}`, label, kind: 'agent', expected_outputs: [o.path], max_steps: 50, async: true },
+    outputs: [o],
+    kids: [],
+    ...(steered ? { steerTo: `finish ${label} now` } : {}),
+  };
+}
+
+function spawnerScript(kids: SpawnRequestInput[], o: Outputs[number]): string {
   return `import { mkdirSync, writeFileSync } from 'node:fs';
+${SOAK_BYTES_JS}
 const KIDS = ${JSON.stringify(kids)};
 export default async function (brig) {
   await brig.progress('spawning');
@@ -106,7 +201,7 @@ export default async function (brig) {
   }
   const ends = ids.length ? (await brig.wait(ids)).map((s) => s.endReason) : [];
   mkdirSync('/workspace/out', { recursive: true });
-  writeFileSync('/workspace/out/p.txt', 'y'.repeat(${bytes}));
+  writeFileSync('/workspace/out/${o.path}', soakBytes(${o.seed}, 0, ${o.bytes}));
   return { ids, ends, refused };
 }
 `;
@@ -116,36 +211,45 @@ function spawner(label: string, rnd: () => number): Planned {
   const n = between(rnd, 1, 2);
   const kids = Array.from({ length: n }, (_, j) => {
     const kl = `${label}-g${j}`;
-    const k = rnd() < 0.5 ? stepper(kl, rnd, 'g.txt') : command(kl, rnd, false);
+    const k = rnd() < 0.5 ? stepper(kl, rnd, 'g.bin') : command(kl, rnd, false);
     return { label: kl, req: k.req, outputs: k.outputs };
   });
-  const bytes = between(rnd, 1, 4096);
-  const outputs = [{ path: 'p.txt', bytes }];
+  const o = { path: 'p.bin', bytes: between(rnd, 1, 4096), seed: seedOf(rnd) };
   return {
     label,
     kind: 'spawner',
     big: false,
-    req: { task: `soak ${label}: spawn ${n} async grandchildren and wait`, label, kind: 'script', script: spawnerScript(kids.map((k) => k.req), bytes), expected_outputs: ['p.txt'], async: true },
-    outputs,
+    req: { task: `soak ${label}: spawn ${n} async grandchildren and wait`, label, kind: 'script', script: spawnerScript(kids.map((k) => k.req), o), expected_outputs: [o.path], async: true },
+    outputs: [o],
     kids: kids.map((k) => ({ label: k.label, outputs: k.outputs })),
   };
 }
 
 /**
- * n children: ~40% commands, ~40% stepping scripts, ~20% spawners; a few commands write a
+ * n children: ~35% commands, ~32% stepping scripts, ~8% waiters (steered to finish), ~8%
+ * agents (on the flaky model; half steered to finish), ~17% spawners; a few commands write a
  * 50 MB file, and the ones just before `bigBefore` all do, so that restart has a collection
- * to cut.
+ * to cut. Then the tail: `tail` long children submitted at once for the SIGTERM drain (some
+ * run past the drain, the rest wait in the queue).
  */
-export function makePlan(n: number, rnd: () => number, bigBefore: number): Planned[] {
-  return Array.from({ length: n }, (_, i) => {
-    const label = `soak-${String(i).padStart(3, '0')}`;
+export function makePlan(n: number, rnd: () => number, bigBefore: number, tail: number): Planned[] {
+  const main = Array.from({ length: n }, (_, i) => {
+    const label = `soak-${String(i).padStart(4, '0')}`;
     const forceBig = i >= bigBefore - 3 && i < bigBefore;
     const roll = rnd();
     if (forceBig) return command(label, rnd, true);
-    if (roll < 0.4) return command(label, rnd, rnd() < 0.04);
-    if (roll < 0.8) return { label, kind: 'script', big: false, kids: [], ...stepper(label, rnd) };
+    if (roll < 0.35) return command(label, rnd, rnd() < 0.04);
+    if (roll < 0.67) return { label, kind: 'script' as const, big: false, kids: [], ...stepper(label, rnd) };
+    if (roll < 0.75) return waiter(label, rnd);
+    if (roll < 0.83) return agent(label, rnd);
     return spawner(label, rnd);
   });
+  const tailRuns = Array.from({ length: tail }, (_, j): Planned => {
+    const label = `soak-t${String(j).padStart(3, '0')}`;
+    const p = rnd() < 0.5 ? command(label, rnd, false, 25_000) : { label, kind: 'script' as const, big: false, kids: [], ...stepper(label, rnd, 's.bin', [5, 12], [800, 2500]) };
+    return { ...p, tail: true };
+  });
+  return [...main, ...tailRuns];
 }
 
 // ── the daemon process ─────────────────────────────────────────────────────────────────
@@ -163,19 +267,27 @@ export interface DaemonProc {
   reconciledAt: number | null;
 }
 
-function childEnv(home: string): NodeJS.ProcessEnv {
+function childEnv(home: string, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('BRIG_')) env[k] = v;
-  return { ...env, BRIG_HOME: home };
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('BRIG_') && k !== 'DOCKER_HOST') env[k] = v;
+  return { ...env, ...extra, BRIG_HOME: home };
 }
 
-/** Starts `brig serve --json --drain 10 [extra…]` (output to files under the home); resolves once it answers. */
-export async function startServe(home: string, n: number, extra: string[] = []): Promise<DaemonProc> {
-  const outFile = path.join(home, `daemon-${n}.out`);
-  const errFile = path.join(home, `daemon-${n}.err`);
+export interface ServeOptions {
+  /** Where daemon-N.out/.err go (not the home: a full home must not cut the soak's view of the daemon). */
+  logs: string;
+  /** Added to the daemon's environment (DOCKER_HOST, BRIG_MODEL_*). */
+  env?: NodeJS.ProcessEnv;
+  extra?: string[];
+}
+
+/** Starts `brig serve --json --drain 10 [extra…]` (output to files under o.logs); resolves once it answers. */
+export async function startServe(home: string, n: number, o: ServeOptions): Promise<DaemonProc> {
+  const outFile = path.join(o.logs, `daemon-${n}.out`);
+  const errFile = path.join(o.logs, `daemon-${n}.err`);
   const out = fs.openSync(outFile, 'a');
   const errFd = fs.openSync(errFile, 'a');
-  const proc = spawn(process.execPath, [MAIN, 'serve', '--json', '--drain', '10', ...extra], { cwd: ROOT, env: childEnv(home), stdio: ['ignore', out, errFd] });
+  const proc = spawn(process.execPath, [MAIN, 'serve', '--json', '--drain', '10', ...(o.extra ?? [])], { cwd: ROOT, env: childEnv(home, o.env ?? {}), stdio: ['ignore', out, errFd] });
   fs.closeSync(out);
   fs.closeSync(errFd);
   let gone = false;
@@ -189,7 +301,7 @@ export async function startServe(home: string, n: number, extra: string[] = []):
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (gone) throw new Error(`brig serve #${n} exited before it served; stderr: ${fs.readFileSync(errFile, 'utf8')}`);
-    if (Date.now() > deadline) throw new Error(`brig serve #${n} did not answer within 60 s; stderr: ${fs.readFileSync(errFile, 'utf8')}`);
+    if (Date.now() > deadline && proc.kill('SIGKILL')) throw new Error(`brig serve #${n} did not answer within 60 s; stderr: ${fs.readFileSync(errFile, 'utf8')}`);
     if (await ApiClient.probe(sock)) break;
     await sleep(100);
   }

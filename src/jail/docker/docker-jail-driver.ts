@@ -303,11 +303,32 @@ export class DockerJailDriver implements JailDriver {
       await jail.putInputs(spec.inputs ?? []);
       return jail;
     } catch (e) {
-      await container?.remove({ force: true, v: true }).catch(() => undefined); // v: an image VOLUME would leave an anonymous volume behind
-      await removeVolume(this.docker, volumeName).catch(() => undefined);
-      if (disk) await this.disks.release(spec.runId).catch(() => undefined);
-      throw e;
+      const undo = () => this.#removeCreated(spec.runId, volumeName, disk !== null);
+      // An engine away now may have made the container anyway (the answer was what got cut):
+      // the undo is tried again, by name, while the driver lives; the next start's sweep after.
+      await undo().catch(() => this.#undoLater(undo));
+      // A step above without its own mapping (the verify's inspects) still says what it was:
+      // an engine that went away is engine_unavailable, never a bare `internal`.
+      throw engineError(e, 'jail_failed', 'creating the jail failed');
     }
+  }
+
+  /** What a failed create made, by name: the container (v: an image VOLUME would leave an anonymous volume), the volume, the disk. */
+  async #removeCreated(runId: string, volumeName: string, disk: boolean): Promise<void> {
+    await this.docker.getContainer(containerName(runId)).remove({ force: true, v: true }).catch(ignoreStatus(404));
+    await removeVolume(this.docker, volumeName);
+    if (disk) await this.disks.release(runId);
+  }
+
+  /** Tries undo again (0.5 s, doubling to 5 s) until it succeeds or the driver closes. */
+  #undoLater(undo: () => Promise<void>): void {
+    const signal = this.closing.signal;
+    void (async () => {
+      for (let wait = 500; !signal.aborted; wait = Math.min(5000, wait * 2)) {
+        await new Promise((r) => setTimeout(r, wait).unref());
+        if (signal.aborted || (await undo().then(() => true, () => false))) return;
+      }
+    })();
   }
 
   /** The run's capped disk, or null under the explicit opt-out; refuses when the host cannot cap. */

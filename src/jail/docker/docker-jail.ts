@@ -173,7 +173,9 @@ export class DockerJail implements Jail {
 
   async start(): Promise<void> {
     await this.noteOutBefore();
-    await this.attachStreams();
+    await this.attachStreams().catch((e: unknown) => {
+      throw engineError(e, 'jail_failed', 'attaching to the jail failed');
+    });
     await this.container.start().catch((e: unknown) => {
       throw engineError(e, 'jail_failed', 'the jail did not start');
     });

@@ -203,3 +203,31 @@ test('[INV-8] a release the engine refused is retried while the daemon lives, ea
   await until(() => recordOnDisk(h.home, r.value.id)?.unreleased === undefined, 'the record no longer says unreleased');
   await serve.signal('SIGTERM');
 });
+
+// Found by the soak (issue 29 item 9): a run whose launch met the outage at the jail's verify
+// (GET …/containers/ID/json) or its attach failed `internal` with a bare "write EPIPE" —
+// an outage, not a defect, and a parent matching on the code could not tell.
+for (const [step, pattern] of [
+  ['verify', /^GET \S*\/containers\/[^/\s]+\/json/],
+  ['attach', /^POST \S*\/containers\/[^/\s]+\/attach/],
+] as const) {
+  // req: end:released
+  test(`[INV-8] a launch that meets an engine outage at the jail's ${step} fails engine_unavailable, not internal, and leaves nothing`, async (t) => {
+    if (!(await requireEngine(t))) return;
+    const h = await daemonHome(t);
+    const proxy = await startEngineProxy(t);
+    const { serve, api } = await servedThrough(h, proxy);
+    proxy.refuseOn(pattern, 3000);
+    const r = await api.spawn({ task: `meets the outage at ${step}`, kind: 'command', argv: ['true'], async: true });
+    assert.ok(r.ok, JSON.stringify(r));
+    const ended = await endedOf(api, r.value.id, serve);
+    assert.equal(proxy.triggered, 1, `the ${step} request went through the proxy`);
+    assert.equal(ended.endReason, 'failed', JSON.stringify(ended));
+    assert.equal(ended.error?.code, 'engine_unavailable', JSON.stringify(ended.error));
+    // Negative control: once the engine is back the same request runs.
+    await until(async () => proxy.backAt !== null, 'the outage over');
+    const again = await api.spawn({ task: `after the outage at ${step}`, kind: 'command', argv: ['true'], async: false });
+    assert.ok(again.ok && again.value.endReason === 'completed', JSON.stringify(again));
+    await until(async () => (await leftovers(h.home)).length === 0, 'nothing left');
+  });
+}
