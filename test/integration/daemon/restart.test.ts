@@ -263,6 +263,36 @@ test('[INV-8] a run caught `starting` (its container being created) by a SIGKILL
   await assertNothingLeft(h);
 });
 
+// Found by the soak (issue 29 item 9): a run that waited in the queue is `queued` on disk while
+// its launch runs (the move to `starting` is not saved): a SIGKILL after its lease was issued
+// left a live lease the next start's launch could not replace — it failed invalid_input "run …
+// already holds a lease".
+test('[INV-8] a queued run whose launch a SIGKILL cut (lease issued, container being created) starts again at the next start and completes', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const gate = await startEngineProxy(t);
+  const first = await h.serve(['--max-concurrent', '1'], { DOCKER_HOST: gate.dockerHost });
+  const api = new ApiClient(first.socket);
+  t.after(() => api.close());
+  const holder = await spawnAsync(first.socket, { task: 'hold the one slot', kind: 'command', argv: ['sleep', '120'], timeout: 300_000 });
+  await until(async () => (await api.get(holder.id))?.status === 'running', 'the slot taken');
+  const run = await spawnAsync(first.socket, { task: 'wait, then start me again', script: TWO_STEPS });
+  assert.equal(run.status, 'queued');
+  gate.hold(/^POST \S*\/containers\/create/);
+  const k = await api.kill(holder.id, { confirm: true });
+  assert.ok(k.ok, JSON.stringify(k));
+  await until(() => gate.held().length > 0, 'the queued run\'s container create reached the engine gate', 300);
+  await first.signal('SIGKILL');
+  assert.equal(recordOnDisk(h.home, run.id)?.status, 'queued', 'on disk the run still waits in the queue');
+
+  const second = await h.serve();
+  const r = await waitEnded(second, run.id);
+  const why = describe(r, second);
+  assert.equal(r.endReason, 'completed', why);
+  assert.deepEqual(r.result, { ok: true }, why);
+  await assertNothingLeft(h);
+});
+
 test('a run directory a SIGKILL left half made (no run.json) is removed at the next start once it is old; a young one is left alone', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);
