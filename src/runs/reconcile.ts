@@ -123,7 +123,12 @@ export async function reconcile(d: ReconcileDeps): Promise<Reconciled> {
     }
     // Its child never started: nothing was lost but the launch, which is done again.
     if (!jail && r.status === 'starting') left.starting.push(r.id);
-    else left.ghosts.push({ id: r.id, status: r.status, jail });
+    else {
+      // Left for the second phase to sweep: `preparing` keeps the health tick (which starts
+      // with the first phase) from ending it some other way meanwhile.
+      table.preparing.add(r.id);
+      left.ghosts.push({ id: r.id, status: r.status, jail });
+    }
   }
   const halfMade = new Set<string>();
   return { report, halfMade, tidy: () => tidy(d, report, left, halfMade) };
@@ -135,6 +140,7 @@ async function tidy(d: ReconcileDeps, report: ReconcileReport, left: Left, halfM
   for (const r of table.all()) if (!stopped() && r.status === 'ended' && r.unreleased) await d.finishEnd(r.id).catch(() => {});
   for (const g of left.ghosts) {
     if (stopped()) return report;
+    table.preparing.delete(g.id);
     if (g.jail) await bestEffort(table, g.id, 'jail', () => g.jail!.destroy());
     const error = { code: 'internal' as const, message: `supervisor restarted; the run was ${g.status} and has no container` };
     if (await d.actions.endRun(g.id, 'ghost_sweep', { collect: false, error })) report.ghostSwept.push(g.id);
