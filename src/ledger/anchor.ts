@@ -62,9 +62,18 @@ export function readAnchor(file: string): Anchor | undefined | { unreadable: str
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    return { unreadable: (e as Error).message };
+    return unreadableOr(e);
   }
+  return parseAnchor(text);
+}
+
+function unreadableOr(e: unknown): undefined | { unreadable: string } {
+  if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+  return { unreadable: (e as Error).message };
+}
+
+/** An anchor file's text, parsed and checked. */
+function parseAnchor(text: string): Anchor | { unreadable: string } {
   try {
     const r = AnchorSchema.safeParse(JSON.parse(text));
     return r.success ? r.data : { unreadable: 'not a ledger anchor' };
@@ -118,15 +127,9 @@ async function readAnchorAsync(file: string): Promise<Anchor | undefined | { unr
   try {
     text = await fs.promises.readFile(file, 'utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    return { unreadable: (e as Error).message };
+    return unreadableOr(e);
   }
-  try {
-    const r = AnchorSchema.safeParse(JSON.parse(text));
-    return r.success ? r.data : { unreadable: 'not a ledger anchor' };
-  } catch {
-    return { unreadable: 'not valid JSON' };
-  }
+  return parseAnchor(text);
 }
 
 /** A lock older than this is broken: a holder keeps it for one anchor write (≈ 1.3 ms here). */
