@@ -55,8 +55,6 @@ interface Left {
   ghosts: { id: string; status: RunStatus; jail: Jail | null }[];
   /** Caught `starting` with no started container: swept, then queued again by tidy. */
   starting: string[];
-  /** Queued at the start (held off the starter): what a cut launch made is swept, its lease revoked. */
-  queued: string[];
 }
 
 export interface Reconciled {
@@ -98,14 +96,9 @@ export async function reconcile(d: ReconcileDeps): Promise<Reconciled> {
   // Queued runs wait on, their queue clock from now: the wait while no supervisor ran is not the queue's.
   const now = table.clock.now().toISOString();
   for (const r of table.all()) if (r.status === 'queued') table.patch(r.id, (x) => ({ ...x, queuedAt: now }));
-  // A queued run's move to `starting` is not saved: a launch a crash cut may have left a lease
-  // and engine objects behind (found by the soak). Held off the starter until tidy has swept
-  // what such a launch made and revoked its lease; then it launches afresh.
-  const queued = table.all().filter((r) => r.status === 'queued').map((r) => r.id);
-  for (const id of queued) table.preparing.add(id);
   const open = table.all().filter((r) => r.status !== 'ended' && r.status !== 'queued');
   const jails = await mapLimit(open, ATTACH_CONCURRENCY, (r) => deps.jail.attach(jailKeyOf(r)).catch(() => null));
-  const left: Left = { ghosts: [], starting: [], queued };
+  const left: Left = { ghosts: [], starting: [] };
   for (const [i, r] of open.entries()) {
     const jail = jails[i] ?? null;
     // `starting` with a container: attach finds only started ones (running or exited), so the
@@ -123,12 +116,7 @@ export async function reconcile(d: ReconcileDeps): Promise<Reconciled> {
     }
     // Its child never started: nothing was lost but the launch, which is done again.
     if (!jail && r.status === 'starting') left.starting.push(r.id);
-    else {
-      // Left for the second phase to sweep: `preparing` keeps the health tick (which starts
-      // with the first phase) from ending it some other way meanwhile.
-      table.preparing.add(r.id);
-      left.ghosts.push({ id: r.id, status: r.status, jail });
-    }
+    else left.ghosts.push({ id: r.id, status: r.status, jail });
   }
   const halfMade = new Set<string>();
   return { report, halfMade, tidy: () => tidy(d, report, left, halfMade) };
@@ -140,7 +128,6 @@ async function tidy(d: ReconcileDeps, report: ReconcileReport, left: Left, halfM
   for (const r of table.all()) if (!stopped() && r.status === 'ended' && r.unreleased) await d.finishEnd(r.id).catch(() => {});
   for (const g of left.ghosts) {
     if (stopped()) return report;
-    table.preparing.delete(g.id);
     if (g.jail) await bestEffort(table, g.id, 'jail', () => g.jail!.destroy());
     const error = { code: 'internal' as const, message: `supervisor restarted; the run was ${g.status} and has no container` };
     if (await d.actions.endRun(g.id, 'ghost_sweep', { collect: false, error })) report.ghostSwept.push(g.id);
@@ -151,7 +138,7 @@ async function tidy(d: ReconcileDeps, report: ReconcileReport, left: Left, halfM
   // over): it goes, whatever sweepUnknown says. The holder is looked up at each decision
   // (runs start while this runs); the runs to queue again are not live here: what their dead
   // launch made (a volume, a disk, a container never started) goes before they launch afresh.
-  const again = new Set([...left.starting, ...left.queued]);
+  const again = new Set(left.starting);
   const isLive = (key: string) => {
     const r = table.all().find((x) => jailKeyOf(x) === key);
     if (r) return r.status !== 'ended' && !again.has(r.id);
@@ -168,10 +155,6 @@ async function tidy(d: ReconcileDeps, report: ReconcileReport, left: Left, halfM
     if (isPoolKey(name) && !isLive(name)) await fs.rm(path.join(deps.paths.brokers, name), { recursive: true, force: true }).catch(() => {});
   }
   for (const id of left.starting) if (!stopped() && (await requeueRun(d, id))) report.requeued!.push(id);
-  for (const id of left.queued) {
-    if (stopped()) return report;
-    await releaseCutLaunch(d, id);
-  }
   d.starter.pump();
   await verifyResumable(table, report);
   report.halfMade = await removeHalfMade(table, halfMade);
@@ -205,25 +188,6 @@ async function requeueRun(d: ReconcileDeps, id: string): Promise<boolean> {
   }
   table.ledger.append({ type: 'run.requeued', runId: id, rootRunId: r.rootRunId });
   return true;
-}
-
-/**
- * A run that was queued when the supervisor died: its launch may have begun (the move to
- * `starting` is not saved) — its lease is revoked and its socket directory removed (the sweep
- * took its engine objects), then it is handed back to the starter.
- */
-async function releaseCutLaunch(d: ReconcileDeps, id: string): Promise<void> {
-  const { table, deps } = d;
-  try {
-    const r = table.get(id);
-    if (!r || r.status !== 'queued') return;
-    // The record stops naming the lease before it is revoked: its revoke must not end the run.
-    if (r.leaseId) table.patch(id, (x) => ({ ...x, leaseId: null }));
-    await bestEffort(table, id, 'lease', () => deps.leases.revokeRun(id, 'system', 'run_requeued'));
-    await bestEffort(table, id, 'socket_dir', () => fs.rm(path.join(deps.paths.brokers, id), { recursive: true, force: true }));
-  } finally {
-    table.preparing.delete(id);
-  }
 }
 
 /**
