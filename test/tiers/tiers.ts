@@ -7,8 +7,9 @@
  * integration file of 15–40 s, started first. Round 2026-12-02 added 93 → 95 integration files'
  * worth of new proofs (egress in real jails, graphs, a full home, engine outages, restarts,
  * Atlas, hand-off) and ~110 unit tests (graph properties): unit 40.7 s and integration 576 s
- * measured at load 8 (the same run's earlier tiers at load 8 ran ≈ 1.5× their quiet time), so
- * the budgets grew to unit 40, integration 460, long 95 — still a guard a slower suite trips. Every *.test.ts
+ * measured at load 8, then unit 22 s, integration 446 s, long 62 s in the clean-checkout CI run
+ * (load 4.6 from the tests themselves), so the budgets grew to unit 40, integration 520 (≈ 15 %
+ * over that run), long 95 — still a guard a slower suite trips. Every *.test.ts
  * file under test/ is in exactly one tier (test/arch/tiers.test.ts).
  */
 import fs from 'node:fs';
@@ -82,7 +83,7 @@ export const TIERS: readonly Tier[] = [
     name: 'integration',
     what: 'test/integration by area: the real engine, DuckDB helper, sockets, HTTP',
     concurrency: 2,
-    budgetS: 460,
+    budgetS: 520,
     shared: false,
     ownProcess: {},
     alone: INTEGRATION_ALONE,
