@@ -6,6 +6,7 @@
  */
 import crypto from 'node:crypto';
 import net from 'node:net';
+import type { DoctorCheck, HelperFacts, ToolFacts } from '../protocol/index.js';
 import { toBrigError } from '../util/errors.js';
 import type { DockerJailDriver } from './docker/docker-jail-driver.js';
 import { SECCOMP_JSON, SECCOMP_REMOVED, SECCOMP_RULES_REMOVED } from './docker/seccomp.js';
@@ -15,13 +16,6 @@ import { judgeProbe, parseProbe, probeArgv, type ProbeCheck, type ProbeLimits } 
 /** The probe jail's limits; the probe must find each one in its own cgroup. */
 const PROBE_LIMITS: ProbeLimits = Object.freeze({ memoryMb: 128, pids: 64, cpu: 1 });
 const PROBE_DISK_MB = 32;
-
-export interface DoctorCheck {
-  name: string;
-  ok: boolean;
-  detail: string;
-  hint?: string;
-}
 
 export interface DoctorFacts {
   engine: { ok: true; version: string; apiVersion: string; info: Record<string, unknown> } | { ok: false; error: string };
@@ -37,29 +31,8 @@ export interface DoctorFacts {
   home?: HomeFacts;
 }
 
-/** What grep, run through the slicer's own wrapper, read of itself. */
-export interface ToolFacts {
-  isolated: boolean;
-  privilegeLeft: string | null;
-  uid: number;
-  capEff: string;
-  interfaces: string[];
-  addressSpaceBytes: number | null;
-  /** Why isolating failed (grep/jq then run unisolated), or null. */
-  fallback: string | null;
-}
-
 export type HomeFacts = { dir: string; reserveBytes: number } & ({ freeBytes: number; totalBytes: number } | { error: string });
 
-/** A started DuckDB helper read back from /proc (slice/helper-report.ts gathers it). */
-export interface HelperFacts {
-  isolated: boolean;
-  privilegeLeft: string | null;
-  uid: number;
-  capEff: string;
-  addressSpaceBytes: number | null;
-  cpuSeconds: number | null;
-}
 
 const SECCOMP_SHA = crypto.createHash('sha256').update(SECCOMP_JSON).digest('hex').slice(0, 12);
 const GIB = 1024 ** 3;

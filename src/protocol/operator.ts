@@ -42,6 +42,32 @@ export interface LedgerReport {
   dir?: string;
 }
 
+/** A started DuckDB helper read back from /proc (slice/helper-report.ts gathers it, jail/doctor.ts judges it). */
+export interface HelperFacts {
+  isolated: boolean;
+  /** Why its credentials are not an isolated helper's (uid, gid, a capability), or null. */
+  privilegeLeft: string | null;
+  uid: number;
+  capEff: string;
+  /** RLIMIT_AS and RLIMIT_CPU as /proc/<pid>/limits shows them (soft), or null when unlimited. */
+  addressSpaceBytes: number | null;
+  cpuSeconds: number | null;
+}
+
+/** What grep, run through the slicer's own wrapper, read of itself (/proc/self). */
+export interface ToolFacts {
+  isolated: boolean;
+  /** Why a tool's credentials, network or mounts are not an isolated one's, or null. */
+  privilegeLeft: string | null;
+  uid: number;
+  capEff: string;
+  interfaces: string[];
+  /** RLIMIT_AS as grep read it, run with the slicer's default cap; null when unlimited. */
+  addressSpaceBytes: number | null;
+  /** Why isolating failed (grep/jq then run unisolated), or null. */
+  fallback: string | null;
+}
+
 export interface DoctorCheck {
   name: string;
   ok: boolean;

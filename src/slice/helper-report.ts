@@ -4,21 +4,11 @@
  * and grep is run through the tools' own wrapper reading its /proc/self — not the settings.
  */
 import fs from 'node:fs';
+import type { HelperFacts, ToolFacts } from '../protocol/index.js';
 import { DuckdbHelperPool } from './duckdb-pool.js';
 import { privilegeLeft } from './helper-isolation.js';
 import { SLICE_DEFAULTS } from './slicer.js';
 import { ToolRunner } from './tool-runner.js';
-
-export interface HelperReport {
-  isolated: boolean;
-  /** Why its credentials are not an isolated helper's (uid, gid, a capability), or null. */
-  privilegeLeft: string | null;
-  uid: number;
-  capEff: string;
-  /** RLIMIT_AS and RLIMIT_CPU as /proc/<pid>/limits shows them (soft), or null when unlimited. */
-  addressSpaceBytes: number | null;
-  cpuSeconds: number | null;
-}
 
 function softLimit(limits: string, name: string): number | null {
   const line = limits.split('\n').find((l) => l.startsWith(name));
@@ -26,7 +16,7 @@ function softLimit(limits: string, name: string): number | null {
   return soft === undefined || soft === 'unlimited' ? null : Number(soft);
 }
 
-export async function reportHelper(): Promise<HelperReport> {
+export async function reportHelper(): Promise<HelperFacts> {
   const pool = new DuckdbHelperPool({ size: 1 });
   try {
     await pool.warm();
@@ -46,20 +36,7 @@ export async function reportHelper(): Promise<HelperReport> {
   }
 }
 
-export interface ToolsReport {
-  isolated: boolean;
-  /** Why a tool's credentials, network or mounts are not an isolated one's, or null. */
-  privilegeLeft: string | null;
-  uid: number;
-  capEff: string;
-  interfaces: string[];
-  /** RLIMIT_AS as grep read it, run with the slicer's default cap; null when unlimited. */
-  addressSpaceBytes: number | null;
-  /** Why isolating failed, when it did and grep/jq run unisolated. */
-  fallback: string | null;
-}
-
-export async function reportTools(): Promise<ToolsReport> {
+export async function reportTools(): Promise<ToolFacts> {
   const runner = new ToolRunner();
   try {
     const p = await runner.probe(SLICE_DEFAULTS.toolMemoryBytes);

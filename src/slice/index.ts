@@ -14,5 +14,5 @@ export type { SliceCaller, SliceLane, SliceResource, SliceSchedulerOptions, Slic
 export type { GrepOptions, ReadRange } from '../protocol/index.js';
 export { parseJsonPath } from './jsonpath.js';
 export type { CompiledJsonPath, JsonPathSegment } from './jsonpath.js';
-export { reportHelper, reportTools, type HelperReport, type ToolsReport } from './helper-report.js';
+export { reportHelper, reportTools } from './helper-report.js';
 export { ToolRunner, type ToolRunnerOptions, type ToolProbe } from './tool-runner.js';
