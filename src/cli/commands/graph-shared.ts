@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { BrigError } from '../../util/errors.js';
 import type { Brig, GraphRecord, GraphSurface } from '../../index.js';
-import type { CliIO } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
 import { openBrig } from '../connect.js';
 
 /** A spec file's text (`-` reads stdin). */
@@ -86,4 +86,30 @@ export function operatorName(): string {
   } catch {
     return 'operator';
   }
+}
+
+/** `brig graph approve|reject GRAPH NODE [--note]`: one command each, the decision their only difference. */
+export function decisionCommand(decision: 'approve' | 'reject'): Command {
+  const Verb = decision === 'approve' ? 'Approve' : 'Reject';
+  const command: Command = {
+    name: `graph ${decision}`,
+    summary: `${Verb} a waiting gate of a running graph (an operator decision, ledgered with who, when and the note's hash).`,
+    usage: `brig graph ${decision} GRAPH NODE [--note TEXT] [--json]`,
+    flags: [{ name: 'note', value: 'TEXT', description: 'why (≤ 4096 characters; only its hash is kept)' }, JSON_FLAG],
+    examples: [`brig graph ${decision} g-mabc123def456789a go --note "checked the panel"`],
+    async run(args, io) {
+      const p = parseArgs(args, command.flags);
+      if (p.positionals.length !== 2) throw new BrigError('invalid_input', `${decision} takes GRAPH and NODE`, { hint: `Usage: ${command.usage}` });
+      const [graph, node] = p.positionals as [string, string];
+      const note = p.flags.get('note')?.[0];
+      return withGraphs(io, async (g) => {
+        const r = await g.decide(graph, node, { decision, by: operatorName(), ...(note !== undefined ? { note } : {}) });
+        if (!r.ok) throw r.error;
+        if (p.bools.has('json')) writeJson(io, { graph: r.value });
+        else io.stdout.write(graphLines(r.value));
+        return 0;
+      });
+    },
+  };
+  return command;
 }
