@@ -20,6 +20,7 @@ import { DEFAULT_RUNTIME_DIR, LocalModelClient, LocalModelHost } from '../src/mo
 import { LOCAL_GGUF } from '../test/helpers/local-model.js';
 
 import { BenchReport } from './report.js';
+import { modelCallsChild } from './model-child.js';
 
 const report = new BenchReport('local-model');
 const N = Math.max(3, Number(process.argv[2] ?? 5));
@@ -29,27 +30,8 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const SYSTEM = 'You are a helpful assistant. Answer in one short sentence.';
 const ask = (i: number) => `Name one colour of the rainbow (${i}).`;
 
-/** A script child that speaks the broker protocol and times its own model calls. */
-const CHILD = (n: number) => `import net from 'node:net';
-import { readFileSync } from 'node:fs';
-export default async function () {
-  const token = readFileSync('/workspace/.brig/token', 'utf8').trim();
-  const s = net.connect('/run/brig/broker.sock');
-  await new Promise((r) => s.once('connect', r));
-  let buf = ''; const waiting = new Map(); let id = 0;
-  s.on('data', (d) => { buf += d; let i; while ((i = buf.indexOf('\\n')) >= 0) { const m = JSON.parse(buf.slice(0, i)); buf = buf.slice(i + 1); waiting.get(m.id)?.(m); } });
-  const call = (method, params) => new Promise((r) => { const k = ++id; waiting.set(k, r); s.write(JSON.stringify({ v: 1, id: k, method, token, params }) + '\\n'); });
-  const ms = [];
-  for (let i = 0; i <= ${n}; i++) {
-    await call('llm.reset', { messages: [{ role: 'user', content: ${JSON.stringify(ask(0)).replace('(0)', '(" + i + ")')} }] });
-    const t0 = performance.now();
-    const r = await call('llm.complete', { system: ${JSON.stringify(SYSTEM)}, maxTokens: ${MAX_TOKENS} });
-    if (!r.ok) throw new Error(r.error.code + ' ' + r.error.message);
-    if (i > 0) ms.push(performance.now() - t0);
-  }
-  s.end();
-  return ms;
-}`;
+/** A script child that times its own model calls through the broker (bench/model-child.ts). */
+const CHILD = (n: number) => modelCallsChild({ calls: n, system: SYSTEM, before: 'Name one colour of the rainbow (', after: ').', maxTokens: MAX_TOKENS });
 
 interface HostRun {
   loadWall: number;

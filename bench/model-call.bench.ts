@@ -22,33 +22,15 @@ import { OpenAIChatClient } from '../src/models/index.js';
 import { startModelServer, textTurn } from '../test/helpers/model-server.js';
 
 import { BenchReport } from './report.js';
+import { modelCallsChild } from './model-child.js';
 
 const report = new BenchReport('model-call');
 const N = Math.max(10, Number(process.argv[2] ?? 30));
 const DELAY = Number(process.argv[3] ?? 15);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-/** A script child that speaks the broker protocol and times its own model calls. */
-const CHILD = (n: number) => `import net from 'node:net';
-import { readFileSync } from 'node:fs';
-export default async function () {
-  const token = readFileSync('/workspace/.brig/token', 'utf8').trim();
-  const s = net.connect('/run/brig/broker.sock');
-  await new Promise((r) => s.once('connect', r));
-  let buf = ''; const waiting = new Map(); let id = 0;
-  s.on('data', (d) => { buf += d; let i; while ((i = buf.indexOf('\\n')) >= 0) { const m = JSON.parse(buf.slice(0, i)); buf = buf.slice(i + 1); waiting.get(m.id)?.(m); } });
-  const call = (method, params) => new Promise((r) => { const k = ++id; waiting.set(k, r); s.write(JSON.stringify({ v: 1, id: k, method, token, params }) + '\\n'); });
-  const ms = [];
-  for (let i = 0; i < ${n + 1}; i++) {
-    await call('llm.reset', { messages: [{ role: 'user', content: 'say hi ' + i }] });
-    const t0 = performance.now();
-    const r = await call('llm.complete', { system: 'bench' });
-    if (!r.ok) throw new Error(r.error.code + ' ' + r.error.message);
-    if (i > 0) ms.push(performance.now() - t0);
-  }
-  s.end();
-  return ms;
-}`;
+/** A script child that times its own model calls through the broker (bench/model-child.ts). */
+const CHILD = (n: number) => modelCallsChild({ calls: n, system: 'bench', before: 'say hi ' });
 
 async function main(): Promise<void> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-bmc-'));
