@@ -9,42 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REQUIREMENTS } from '../requirements.js';
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
-
-function walk(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) return walk(p);
-    return e.name.endsWith('.ts') ? [p] : [];
-  });
-}
-
-interface Citation {
-  where: string;
-  ids: string[];
-  /** The test line the citation sits on, or undefined when none follows it. */
-  test: string | undefined;
-}
-
-/** Every `// req:` comment under test/, with the test it stands above. */
-function citations(): Citation[] {
-  const out: Citation[] = [];
-  for (const file of walk(path.join(ROOT, 'test'))) {
-    const rel = path.relative(ROOT, file);
-    if (rel === path.join('test', 'requirements.ts') || rel.startsWith(path.join('test', 'arch'))) continue;
-    const lines = fs.readFileSync(file, 'utf8').split('\n');
-    lines.forEach((line, i) => {
-      const m = /^\s*\/\/ req: (.*)$/.exec(line);
-      if (!m) return;
-      let j = i + 1;
-      while (j < lines.length && /^\s*\/\/ req: /.test(lines[j]!)) j++;
-      const next = lines[j] ?? '';
-      out.push({ where: `${rel}:${i + 1}`, ids: m[1]!.trim().split(/[\s,]+/), test: /^\s*(test|it)\(/.test(next) ? next : undefined });
-    });
-  }
-  return out;
-}
+import { citations, ROOT } from './citations.js';
 
 test('the manifest splits every invariant of docs/architecture.md into clauses, one line each', () => {
   const doc = fs.readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'utf8');

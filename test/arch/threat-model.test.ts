@@ -8,32 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REQUIREMENTS } from '../requirements.js';
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
-
-function walk(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) return walk(p);
-    return e.name.endsWith('.ts') ? [p] : [];
-  });
-}
-
-/** clause id → the test files citing it. */
-function citingFiles(): Map<string, Set<string>> {
-  const out = new Map<string, Set<string>>();
-  for (const file of walk(path.join(ROOT, 'test'))) {
-    const rel = path.relative(ROOT, file);
-    if (rel === 'test/requirements.ts' || rel.startsWith('test/arch/')) continue;
-    for (const m of fs.readFileSync(file, 'utf8').matchAll(/^\s*\/\/ req: (.*)$/gm)) {
-      for (const id of m[1]!.trim().split(/[\s,]+/)) {
-        if (!out.has(id)) out.set(id, new Set());
-        out.get(id)!.add(rel);
-      }
-    }
-  }
-  return out;
-}
+import { citingFiles, ROOT } from './citations.js';
 
 test("every clause's row in docs/threat-model.md lists exactly the test files that cite it", () => {
   const doc = fs.readFileSync(path.join(ROOT, 'docs', 'threat-model.md'), 'utf8');
