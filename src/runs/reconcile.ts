@@ -95,7 +95,11 @@ export async function reconcile(d: ReconcileDeps): Promise<Reconciled> {
   }
   // Queued runs wait on, their queue clock from now: the wait while no supervisor ran is not the queue's.
   const now = table.clock.now().toISOString();
-  for (const r of table.all()) if (r.status === 'queued') table.patch(r.id, (x) => ({ ...x, queuedAt: now }));
+  for (const r of table.all()) {
+    if (r.status !== 'queued') continue;
+    table.patch(r.id, (x) => ({ ...x, queuedAt: now }));
+    table.queuedAtStart.add(r.id);
+  }
   const open = table.all().filter((r) => r.status !== 'ended' && r.status !== 'queued');
   const jails = await mapLimit(open, ATTACH_CONCURRENCY, (r) => deps.jail.attach(jailKeyOf(r)).catch(() => null));
   const left: Left = { ghosts: [], starting: [] };

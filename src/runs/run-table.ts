@@ -47,6 +47,12 @@ export class RunTable {
   readonly requests = new Map<string, SpawnRequest>();
   /** The artifacts intake checked for each run it admitted (their identities), until it ends. */
   readonly artifacts = new Map<string, JailArtifact[]>();
+  /**
+   * Runs queued on disk when this supervisor started: a SIGKILL may have cut a launch of theirs
+   * (the move to `starting` is not saved), leaving a lease, a volume or a container; their
+   * first launch here clears what that dead launch made before it makes its own.
+   */
+  readonly queuedAtStart = new Set<string>();
   /** Runs a resume is in flight for. */
   readonly resuming = new Set<string>();
   /** Runs blocked on their own children (sync spawn, wait): calls in flight per run. */

@@ -61,6 +61,13 @@ export class RunStarter {
     }
   }
 
+  async #clearCutLaunch(runId: string, brokerDir: string): Promise<void> {
+    const { table, deps } = this.d;
+    await bestEffort(table, runId, 'lease', () => deps.leases.revokeRun(runId, 'system', 'launch_cut'));
+    await bestEffort(table, runId, 'jail', async () => void (await deps.jail.sweep((key) => key !== runId)));
+    await bestEffort(table, runId, 'socket_dir', () => fs.rm(brokerDir, { recursive: true, force: true }));
+  }
+
   async launch(runId: string): Promise<void> {
     const { table, deps, settings } = this.d;
     const handle: Live = { caps: [], steers: [] };
@@ -79,7 +86,11 @@ export class RunStarter {
     };
     try {
       // Nothing is saved before the lease and the jail exist: a crash until then leaves the run
-      // as intake (or the queue) saved it, and the next start launches it again.
+      // as intake (or the queue) saved it, and the next start launches it again — after
+      // clearing what the cut launch made (a queued run's own keys only: its lease, the
+      // volume, disk and container named by its id; a warm slot it took is swept as unheld).
+      if (table.queuedAtStart.delete(runId)) await this.#clearCutLaunch(runId, brokerDir);
+      if (gone()) return await abandon();
       const stored = await this.d.actions.loadRequest(runId);
       if (!stored) throw new BrigError('internal', 'stored request missing');
       // What the jail binds is what intake checked: graph inputs count as artifacts (artifacts.read, the packet's names).

@@ -266,10 +266,9 @@ test('[INV-8] a run caught `starting` (its container being created) by a SIGKILL
 // Found by the soak (issue 29 item 9): a run that waited in the queue is `queued` on disk while
 // its launch runs (the move to `starting` is not saved): a SIGKILL after its lease was issued
 // left a live lease the next start's launch could not replace — it failed invalid_input "run …
-// already holds a lease".
-test('[INV-8] a queued run whose launch a SIGKILL cut (lease issued, container being created) starts again at the next start and completes', {
-  skip: "known open defect found by the soak (3 of 582 runs): a queued run's move to starting is not saved, so a launch a SIGKILL cut leaves its lease and volume and the next launch fails; holding queued runs until the sweep broke the restart unit test's ghost sweep and was backed out",
-}, async (t) => {
+// already holds a lease". The first launch at the next start now clears what the cut launch
+// made (RunTable.queuedAtStart).
+test('[INV-8] a queued run whose launch a SIGKILL cut (lease issued, container being created) starts again at the next start and completes', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);
   const gate = await startEngineProxy(t);
