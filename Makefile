@@ -6,7 +6,7 @@ BRIG := $(NODE) dist/cli/main.js
 # The test tiers, each timed against its budget (test/tiers/tiers.ts); one summary at the end.
 TIERS := $(NODE) --import tsx test/tiers/run.ts
 
-.PHONY: help deps test-deps build engine images model test test-unit test-integration test-long demo bench bench-quick bench-doc soak typecheck clean
+.PHONY: help deps test-deps build engine images model test test-fast test-unit test-integration test-long test-k8s k8s-up k8s-down demo bench bench-quick bench-doc soak typecheck clean
 
 help:
 	@echo "make demo   - set up everything, then run the main job"
@@ -14,6 +14,9 @@ help:
 	@echo "make test-unit        - unit + arch tests, no engine"
 	@echo "make test-integration - integration tests, two files at a time (AREA=jail for one area)"
 	@echo "make test-long        - the long ones: soak-like loads, a browser, the demo"
+	@echo "make test-k8s         - the Kubernetes tier against brig's own single-node cluster (started and ended around it)"
+	@echo "make test-fast        - make test without the Kubernetes tier, for inner loops"
+	@echo "make k8s-up / k8s-down - brig's own single-node Kubernetes (binaries built once per machine from Go modules)"
 	@echo "make model  - the local model tier: its runtime (local-model/) and SmolLM2-135M (sha256-checked) in $(MODEL_DIR)"
 	@echo "make bench  - benchmarks against the raw floor: one report, one table of ratios (bench-quick: headlines, ≤ 3 min)"
 	@echo "make soak   - a daemon under load and faults (kills, steers, SIGKILLs, engine blip, full home, SIGTERM drain); checks nothing was lost"
@@ -56,8 +59,23 @@ test-deps:
 images: build engine
 	$(BRIG) image build
 
+# The Kubernetes tier runs against a cluster started for it and ended after, whatever the tiers did.
 test: build typecheck engine images test-deps model
+	@bash scripts/k8s-up.sh up
+	@rc=0; $(TIERS) unit integration long k8s || rc=$$?; bash scripts/k8s-up.sh down || rc=$$((rc ? rc : 1)); exit $$rc
+
+test-fast: build typecheck engine images test-deps model
 	$(TIERS) unit integration long
+
+test-k8s: build engine images
+	@bash scripts/k8s-up.sh up
+	@rc=0; $(TIERS) k8s || rc=$$?; bash scripts/k8s-up.sh down || rc=$$((rc ? rc : 1)); exit $$rc
+
+k8s-up: build engine images
+	@bash scripts/k8s-up.sh up
+
+k8s-down:
+	@bash scripts/k8s-up.sh down
 
 # Unit and architecture tests only: no engine and no build needed.
 test-unit: deps

@@ -3,7 +3,7 @@
  * prints one summary table and every skipped test with its reason. Exits non-zero when a file
  * fails or a tier passes its budget.
  *
- *   node --import tsx test/tiers/run.ts [unit] [integration] [long] [--area NAME] [--file-timeout S]
+ *   node --import tsx test/tiers/run.ts [unit] [integration] [long] [k8s] [--area NAME] [--file-timeout S]
  *
  * Why a runner of our own and not one `node --test` over every file: node's runner has no
  * budget, no "this file runs alone", no per-file wall time, and Node 20 has no

@@ -17,7 +17,7 @@ import path from 'node:path';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
-export type TierName = 'unit' | 'integration' | 'long';
+export type TierName = 'unit' | 'integration' | 'long' | 'k8s';
 
 export interface Tier {
   name: TierName;
@@ -110,6 +110,18 @@ export const TIERS: readonly Tier[] = [
     alone: {},
     startFirst: ['test/integration/agents/longevity.test.ts', 'test/integration/runs/long-lived.test.ts'],
   },
+  {
+    // The cluster itself (scripts/k8s-up.sh) is started by `make test` before the tiers and
+    // ended after; its start is not in this budget (a first build of the binaries is ~5 min).
+    name: 'k8s',
+    what: 'test/k8s: a real single-node Kubernetes (scripts/k8s-up.sh): pods, PodSecurity, the network holes',
+    concurrency: 1,
+    budgetS: 120,
+    shared: false,
+    ownProcess: {},
+    alone: {},
+    startFirst: [],
+  },
 ];
 
 function walk(dir: string): string[] {
@@ -131,6 +143,7 @@ export function tierOf(file: string): TierName | undefined {
   if (file in LONG) return 'long';
   if (file.startsWith('test/unit/') || file.startsWith('test/arch/')) return 'unit';
   if (file.startsWith('test/integration/')) return 'integration';
+  if (file.startsWith('test/k8s/')) return 'k8s';
   return undefined;
 }
 

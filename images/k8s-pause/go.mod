@@ -1,0 +1,3 @@
+module brig.local/k8s-pause
+
+go 1.22
