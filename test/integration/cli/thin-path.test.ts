@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { requireEngine } from '../../helpers/engine.js';
-import { daemonHome } from '../daemon/serve-proc.js';
+import { daemonHome, recordOnDisk } from '../daemon/serve-proc.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -93,4 +93,18 @@ test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, y
   const offline = await traced(h.home, ['list'], bin);
   assert.ok(offline.modules.some((m) => m.endsWith('/dist/cli/main.js')), 'without a daemon the bundle hands list to the full CLI');
   assert.match(offline.stdout, new RegExp(`${runId}\\s+ended\\s+completed`));
+});
+
+/** What a one-shot spawn without a daemon must not load: a model client, dockerode's BuildKit session and SSH transport, a face. */
+const ONE_SHOT_UNNEEDED = [/node_modules\/undici\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//, /node_modules\/ssh2\//, /\/dist\/(api|console|mcp)\//];
+
+test('a one-shot spawn without a daemon loads no model client, BuildKit session, SSH transport or face — and ends as a daemon run does', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const r = await traced(h.home, ['spawn', '--json', '--', 'sh', '-c', 'echo one > out/o.txt']);
+  const end = JSON.parse(r.stdout) as { runId: string; endReason: string; outputs: { path: string }[] };
+  assert.deepEqual([end.endReason, end.outputs.map((o) => o.path)], ['completed', ['o.txt']]);
+  assert.equal(recordOnDisk(h.home, end.runId)?.endReason, 'completed', 'the end record is on disk');
+  assert.ok(r.modules.some((m) => m.includes('/node_modules/dockerode/')), 'the tracer saw the engine client it did load');
+  assert.deepEqual(r.modules.filter((m) => ONE_SHOT_UNNEEDED.some((u) => u.test(m))), [], 'nothing a one-shot command child does not use');
 });
