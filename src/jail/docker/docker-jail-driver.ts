@@ -19,7 +19,8 @@ import http from 'node:http';
 import path from 'node:path';
 import util from 'node:util';
 import { fileURLToPath } from 'node:url';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
+import LeanDocker from './dockerode.js';
 import { BrigError } from '../../util/errors.js';
 import type { EngineInfo, Jail, JailDriver, JailLimits, JailSpec, JailVerified, LabelledResource } from '../types.js';
 import { effectiveLimits } from './limits.js';
@@ -107,10 +108,10 @@ export function verifiedSummary(inspect: InspectView & { Id?: string }, disk: { 
 /** An engine client for DOCKER_HOST; `agent` (default Node's global one) carries its connections. */
 export function dockerFromHost(dockerHost: string | undefined, agent?: http.Agent): Docker {
   const a = agent ? { agent } : {};
-  if (dockerHost === undefined) return new Docker({ socketPath: '/var/run/docker.sock', ...a });
-  if (dockerHost.startsWith('unix://')) return new Docker({ socketPath: dockerHost.slice('unix://'.length), ...a });
+  if (dockerHost === undefined) return new LeanDocker({ socketPath: '/var/run/docker.sock', ...a });
+  if (dockerHost.startsWith('unix://')) return new LeanDocker({ socketPath: dockerHost.slice('unix://'.length), ...a });
   const u = new URL(dockerHost.replace(/^tcp:/, 'http:'));
-  return new Docker({ host: u.hostname, port: Number(u.port || 2375), protocol: 'http', ...a });
+  return new LeanDocker({ host: u.hostname, port: Number(u.port || 2375), protocol: 'http', ...a });
 }
 
 /**
