@@ -41,7 +41,7 @@ const text = (r: GraphRecord) => r.envelope ?? `graph ${r.id} ${r.state}: ${r.no
 const graphDefine = tool({
   name: 'graph_define',
   title: 'Check a graph spec',
-  description: 'Use before graph_run to check a graph spec without running anything: it answers the topological order and every node as it will run (macros expanded), or each refusal with its line.',
+  description: 'Use to check a graph spec before graph_run, without running anything: it answers the topological order and every node as it will run (macros expanded), or each refusal with its line.',
   annotations: READ_ONLY,
   input: z.strictObject({ spec: SpecSchema }),
   output: outputShape({ order: z.array(z.string()), nodes: z.array(z.object({ id: z.string(), kind: z.string(), macro_of: z.string().optional(), depends_on: z.array(z.string()), depth: z.number() })), sinks: z.array(z.string()), criticalPathMs: z.number() }),
