@@ -74,17 +74,19 @@ export function modelsPort(catalog: ModelCatalog): ModelPort {
  * Agent specs for the supervisor: the home's and the shipped ones; tools from the lease, the
  * policy's denylist and — when a spawn names tool groups — the policy's groups' tool lists.
  */
-export function agentsPort(catalog: AgentCatalog, deniedTools: readonly string[], groups: Readonly<Record<string, { tools: readonly string[] }>> = {}): AgentPort {
+export function agentsPort(catalog: AgentCatalog, deniedTools: readonly string[], groups: Readonly<Record<string, { tools: readonly string[] }>> = {}, webSearchUrl?: string): AgentPort {
   return {
     spec: (name) => catalog.get(name),
     tools: (spec, caps, names) =>
       toolSurface({
         caps,
         role: spec.role,
-        denied: deniedTools,
+        // No search endpoint configured: web_search has nothing to call.
+        denied: webSearchUrl ? deniedTools : [...deniedTools, 'web_search'],
         ...(spec.tools ? { wanted: spec.tools } : {}),
         ...(names ? { groupTools: names.flatMap((g) => groups[g]?.tools ?? []) } : {}),
       }),
+    ...(webSearchUrl ? { webSearchUrl } : {}),
     checkGroups(names) {
       const known = Object.keys(groups);
       const unknown = names.find((g) => !known.includes(g));

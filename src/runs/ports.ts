@@ -211,4 +211,6 @@ export interface AgentPort {
   tools(spec: AgentSpec, caps: readonly string[], groups?: readonly ToolGroup[]): string[];
   /** Whether the policy in force has these tool groups (the nearest name in the refusal); absent: not checked. */
   checkGroups?(names: readonly ToolGroup[]): Result<void, BrigError>;
+  /** The operator's search endpoint (config `egress.searchUrl`, `{query}` in it): `web_search` is offered only with one. */
+  webSearchUrl?: string;
 }

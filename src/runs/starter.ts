@@ -166,10 +166,11 @@ export class RunStarter {
     if (!spec) throw new BrigError('state_corrupt', `the agent spec of run ${runId} is missing`, { data: { runId, file: 'agent.json' } });
     const model = deps.models.resolve(table.get(runId)!.model);
     if (!model.ok) throw model.error;
+    const tools = deps.agents.tools(spec, caps, groups);
     return {
       name: spec.name,
       instructions: spec.instructions,
-      tools: deps.agents.tools(spec, caps, groups),
+      tools,
       maxSteps,
       workspaceAware: spec.workspaceAware,
       role: spec.role,
@@ -178,6 +179,7 @@ export class RunStarter {
       maxConsecutiveFormatErrors: 3,
       contextWindow: model.value.contextWindow,
       maxOutputTokens: model.value.maxOutputTokens,
+      ...(tools.includes('web_search') && deps.agents.webSearchUrl ? { webSearchUrl: deps.agents.webSearchUrl } : {}),
     };
   }
 
