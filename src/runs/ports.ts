@@ -60,6 +60,8 @@ export interface LeasePort {
   revokeRun(runId: string, by: string, reason: string): Promise<void>;
   /** Called for every lease revoked by anyone (cascades included) with who revoked it. */
   onRevoked(cb: (leaseId: string, by: string) => void): () => void;
+  /** A live lease's egress and its ancestors' budgets (a reattached run's gate socket); undefined: none, revoked or unknown. */
+  egressOf?(leaseId: string): Pick<LeaseGrant, 'egress' | 'egressAncestors'> | undefined;
 }
 
 export interface BrokerHandle {

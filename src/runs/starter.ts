@@ -239,7 +239,11 @@ export class RunStarter {
       const handle: Live = { jail, caps: packet.lease.caps, steers: [] };
       table.live.set(r.id, handle);
       // The child keeps its token; the broker verifies it against the persisted lease.
-      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir: path.join(deps.paths.brokers, jailKeyOf(r)), packet });
+      const dir = path.join(deps.paths.brokers, jailKeyOf(r));
+      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir, packet });
+      // Its egress socket again, on the lease as issued (usage counted before the restart is not carried over).
+      const eg = deps.leases.egressOf?.(r.leaseId);
+      if (eg?.egress && deps.egress) handle.egress = await deps.egress.openRun({ runId: r.id, leaseId: r.leaseId, dir, grant: eg.egress, ancestors: eg.egressAncestors ?? [] });
       this.watch(r.id, jail);
       return true;
     } catch {
