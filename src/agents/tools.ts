@@ -28,6 +28,9 @@ export const AGENT_TOOLS = {
   status: 'spawn',
   explain: 'spawn',
   history: 'spawn',
+  // The `web` group: HTTP from inside the jail through its egress relay; the gate decides each host (docs/egress.md).
+  web_fetch: 'net.egress',
+  web_search: 'net.egress',
   finish: null,
 } as const satisfies Record<string, Capability | null>;
 export type AgentTool = keyof typeof AGENT_TOOLS;

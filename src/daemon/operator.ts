@@ -19,6 +19,8 @@ import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js'
 import { DEFAULT_SETTINGS } from '../runs/index.js';
 import { diskSpace } from '../util/disk-space.js';
 import { fleetReport } from './fleet.js';
+import { egressProbe } from './doctor-egress.js';
+import { JAIL_USER } from '../jail/index.js';
 
 export type { LeaseView } from '../protocol/index.js';
 
@@ -111,7 +113,13 @@ export class Operator implements OperatorSurface {
     const reserveBytes = this.#p.reserveBytes ?? DEFAULT_SETTINGS.minFreeBytes;
     const space = diskSpace(this.home);
     const home = space ? { dir: this.home, reserveBytes, ...space } : { dir: this.home, reserveBytes, error: 'statfs failed (does it exist?)' };
-    return judgeDoctor({ ...facts, helper, tools, home });
+    const checks = judgeDoctor({ ...facts, helper, tools, home });
+    // The egress proof needs the child image the jail probe found.
+    if (facts.image && !('error' in facts.image) && facts.image.present && facts.probe && !('error' in facts.probe)) {
+      const [uid, gid] = JAIL_USER.split(':').map(Number);
+      checks.push(...(await egressProbe(driver, facts.image.tag, brigPaths(cfg.home).brokers, { uid: uid!, gid: gid! })));
+    }
+    return checks;
   }
 
   fleet(o: FleetOptions): Promise<FleetReport> {

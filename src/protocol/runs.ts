@@ -330,6 +330,8 @@ export interface AgentPacket {
   maxConsecutiveFormatErrors: number;
   contextWindow: number;
   maxOutputTokens: number;
+  /** With `web_search` among the tools: the operator's search endpoint, `{query}` (and optionally `{count}`) to fill in. */
+  webSearchUrl?: string;
 }
 
 // ── The run directory and the records in it ──

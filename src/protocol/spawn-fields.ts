@@ -39,9 +39,8 @@ export const SPAWN_FIELDS = {
   egress: {
     cli: '--egress',
     mcp: 'egress',
-    agentTool: null,
+    agentTool: 'egress',
     about: 'hosts the child may reach through the egress gate: rule ids of the policy (the CLI also host[:port] inside one); never inherited (docs/egress.md)',
-    why: "a lead's spawn tool does not take egress rules yet: its children get none (issue 23)",
   },
   profile: { cli: '--profile', mcp: 'profile', agentTool: null, about: "a lease profile of this home's policy", why: LEAD_SPAWNS_AGENTS },
   'limits.cpu': { cli: '--cpus', mcp: 'limits.cpu', agentTool: null, about: 'CPU limit of the jail', why: LEAD_SPAWNS_AGENTS },

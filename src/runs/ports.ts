@@ -60,6 +60,8 @@ export interface LeasePort {
   revokeRun(runId: string, by: string, reason: string): Promise<void>;
   /** Called for every lease revoked by anyone (cascades included) with who revoked it. */
   onRevoked(cb: (leaseId: string, by: string) => void): () => void;
+  /** A live lease's egress and its ancestors' budgets (a reattached run's gate socket); undefined: none, revoked or unknown. */
+  egressOf?(leaseId: string): Pick<LeaseGrant, 'egress' | 'egressAncestors'> | undefined;
 }
 
 export interface BrokerHandle {
@@ -211,4 +213,6 @@ export interface AgentPort {
   tools(spec: AgentSpec, caps: readonly string[], groups?: readonly ToolGroup[]): string[];
   /** Whether the policy in force has these tool groups (the nearest name in the refusal); absent: not checked. */
   checkGroups?(names: readonly ToolGroup[]): Result<void, BrigError>;
+  /** The operator's search endpoint (config `egress.searchUrl`, `{query}` in it): `web_search` is offered only with one. */
+  webSearchUrl?: string;
 }

@@ -177,10 +177,11 @@ export class RunStarter {
     if (!spec) throw new BrigError('state_corrupt', `the agent spec of run ${runId} is missing`, { data: { runId, file: 'agent.json' } });
     const model = deps.models.resolve(table.get(runId)!.model);
     if (!model.ok) throw model.error;
+    const tools = deps.agents.tools(spec, caps, groups);
     return {
       name: spec.name,
       instructions: spec.instructions,
-      tools: deps.agents.tools(spec, caps, groups),
+      tools,
       maxSteps,
       workspaceAware: spec.workspaceAware,
       role: spec.role,
@@ -189,6 +190,7 @@ export class RunStarter {
       maxConsecutiveFormatErrors: 3,
       contextWindow: model.value.contextWindow,
       maxOutputTokens: model.value.maxOutputTokens,
+      ...(tools.includes('web_search') && deps.agents.webSearchUrl ? { webSearchUrl: deps.agents.webSearchUrl } : {}),
     };
   }
 
@@ -248,7 +250,11 @@ export class RunStarter {
       const handle: Live = { jail, caps: packet.lease.caps, steers: [] };
       table.live.set(r.id, handle);
       // The child keeps its token; the broker verifies it against the persisted lease.
-      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir: path.join(deps.paths.brokers, jailKeyOf(r)), packet });
+      const dir = path.join(deps.paths.brokers, jailKeyOf(r));
+      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir, packet });
+      // Its egress socket again, on the lease as issued (usage counted before the restart is not carried over).
+      const eg = deps.leases.egressOf?.(r.leaseId);
+      if (eg?.egress && deps.egress) handle.egress = await deps.egress.openRun({ runId: r.id, leaseId: r.leaseId, dir, grant: eg.egress, ancestors: eg.egressAncestors ?? [] });
       this.watch(r.id, jail);
       return true;
     } catch {

@@ -102,7 +102,7 @@ export class AgentLoop {
       retryDelayMs: o.retryDelayMs ?? 2000,
     };
     this.#window = a.contextWindow;
-    this.tools = offeredTools(a.tools, o.shellPath);
+    this.tools = offeredTools(a.tools, { shellPath: o.shellPath, egress: o.packet.caps.includes('net.egress'), webSearchUrl: a.webSearchUrl });
     this.#schemas = toolSchemas(this.tools);
     const info = o.workspaceInfo !== undefined ? o.workspaceInfo : a.workspaceAware ? gatherWorkspaceInfo(this.#o.roots) : null;
     this.system = buildSystemPrompt(o.packet, this.tools, info);

@@ -78,6 +78,7 @@ export function parseAgentPacket(raw: unknown): LoopPacket {
       maxConsecutiveFormatErrors: Math.floor(num(a, 'maxConsecutiveFormatErrors', p, AGENT_DEFAULTS.maxConsecutiveFormatErrors, 1, 100)),
       contextWindow: Math.floor(num(a, 'contextWindow', p, undefined, 1)),
       maxOutputTokens: Math.floor(num(a, 'maxOutputTokens', p, undefined, 1)),
+      ...(optStr(a, 'webSearchUrl', p) !== null ? { webSearchUrl: str(a, 'webSearchUrl', p) } : {}),
     },
   };
 }

@@ -72,7 +72,7 @@ test('huge packet fields are cut with a pointer to packet.json; with every tool 
 
 test('every tool has a one-line description and an object schema whose required fields are properties', () => {
   const tools = [...allTools(), ...offeredTools([]).slice(-1)];
-  assert.deepEqual(tools.map((t) => t.name), ['shell', 'read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'finish']);
+  assert.deepEqual(tools.map((t) => t.name), ['shell', 'read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'web_fetch', 'web_search', 'finish']);
   for (const t of tools) {
     assert.match(t.name, /^[a-zA-Z0-9_-]{1,64}$/);
     assert.ok(t.description.length > 10 && !t.description.includes('\n'), t.name);
@@ -102,4 +102,19 @@ test('the packet: the agent part is read with its defaults; a packet without one
   assert.throws(() => parseAgentPacket({ ...raw, agent: { ...raw.agent, maxSteps: 'x' } }), /agent\.maxSteps/);
   assert.throws(() => parseAgentPacket({ ...raw, agent: { ...raw.agent, role: 'boss' } }), /agent\.role/);
   assert.throws(() => parseAgentPacket({ ...raw, agent: { ...raw.agent, tools: 'shell' } }), /agent\.tools/);
+});
+
+test('a lease with egress changes what the prompt says about the network; web_search needs the packet\'s search endpoint', () => {
+  const none = buildSystemPrompt(packet({ tools: ALL }), offeredTools(ALL), null);
+  assert.match(none, /inside a jail with no network;/);
+  assert.match(none, /`shell`: Run a command .* \(no network\)/);
+  assert.ok(!/`web_search`/.test(none), 'no search endpoint: web_search is not offered');
+  const p = packet({ tools: ALL, webSearchUrl: 'https://search.test/?q={query}' }, { caps: ['exec', 'llm', 'net.egress'] });
+  const tools = offeredTools(ALL, { egress: true, webSearchUrl: p.agent.webSearchUrl });
+  const s = buildSystemPrompt(p, tools, null);
+  assert.doesNotMatch(s, /with no network/);
+  assert.match(s, /whose only network is brig's egress gate: it reaches just the hosts your lease's egress rules name \(use web_fetch and web_search\)/);
+  assert.match(s, /`shell`: Run a command .*network only through HTTP\(S\)_PROXY/);
+  assert.deepEqual(tools.map((t) => t.name).slice(-3), ['web_fetch', 'web_search', 'finish']);
+  assert.deepEqual(parseAgentPacket({ task: 't', agent: { name: 'a', tools: [], maxSteps: 3, contextWindow: 1000, maxOutputTokens: 100, webSearchUrl: 'https://s.test/?q={query}' } }).agent.webSearchUrl, 'https://s.test/?q={query}');
 });

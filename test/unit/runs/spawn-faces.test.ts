@@ -113,7 +113,7 @@ test('agent tool: the lead\'s spawn parameters are the table\'s agentTool column
   }
   const all = {
     task: 'T', agent: 'researcher', model: 'm', objective: 'O', async: true, tokens: 5000, cost_usd: 0.5, artifact_refs: [REF],
-    domain_knowledge: ['K1'], tool_groups: ['slicing'], include_parent_history: 'summary', expected_outputs: ['brief.md'], max_steps: 40,
+    domain_knowledge: ['K1'], tool_groups: ['slicing'], include_parent_history: 'summary', expected_outputs: ['brief.md'], max_steps: 40, egress: ['pypi'],
   };
   const req = spawnRequestOf(all);
   for (const f of FIELDS) {
@@ -122,6 +122,7 @@ test('agent tool: the lead\'s spawn parameters are the table\'s agentTool column
     assert.notEqual(at(req, f), undefined, `${name} → ${f}`);
   }
   assert.equal(req.kind, 'agent');
+  assert.deepEqual(req.egress, { rules: ['pypi'] }, 'a lead asks for egress rules by id: never inherited, each granted only inside one of its own');
   assert.ok(SpawnRequestSchema.safeParse(req).success, 'the one schema takes what the lead sends');
 });
 

@@ -108,6 +108,8 @@ export const SPAWN_PARAMS = {
   tokens: S.int("the child's token budget (at most what its parent holds; more is clamped)", 1, 1_000_000_000),
   cost_usd: S.num("the child's cost budget in USD (at most what its parent holds; more is clamped)", 0, 1_000_000),
   async: S.bool('return once the run is admitted instead of waiting for its end'),
+  // Rule ids only: each must be one this lead holds (the supervisor grants a rule only inside one of the parent's).
+  egress: S.strs('hosts the child may reach through the egress gate: rule ids of the policy (the CLI also host[:port] inside one); never inherited (docs/egress.md)', 32, { minLength: 1, maxLength: 32 }),
 } satisfies Record<AgentSpawnParam, JsonSchema>;
 
 /** Where each parameter goes in the spawn request (the rest keep their names). */
@@ -118,9 +120,10 @@ const LIMIT_PARAMS = { tokens: 'tokens', cost_usd: 'costUsd' } as const;
  * request names, the budgets under `limits`. The supervisor applies the one spawn schema.
  */
 export function spawnRequestOf(a: Record<string, unknown>): Record<string, unknown> {
-  const named = Object.keys(SPAWN_PARAMS).filter((k) => !(k in LIMIT_PARAMS));
+  const named = Object.keys(SPAWN_PARAMS).filter((k) => !(k in LIMIT_PARAMS) && k !== 'egress');
   const limits = Object.fromEntries(Object.entries(LIMIT_PARAMS).filter(([k]) => a[k] !== undefined && a[k] !== null).map(([k, to]) => [to, a[k]]));
-  return { kind: 'agent', ...pick(a, named), ...(Object.keys(limits).length > 0 ? { limits } : {}) };
+  const egress = Array.isArray(a.egress) && a.egress.length > 0 ? { egress: { rules: a.egress } } : {};
+  return { kind: 'agent', ...pick(a, named), ...(Object.keys(limits).length > 0 ? { limits } : {}), ...egress };
 }
 
 /**
