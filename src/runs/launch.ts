@@ -20,6 +20,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CollectCaps, CollectReport, Jail, JailArtifact, JailExit, JailInput, JailSpec } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
+import { agentMethodSurface } from '../agents/index.js';
 import { EGRESS_JAIL } from '../protocol/index.js';
 import { BrigError, publicError } from '../util/errors.js';
 import { isNoSpace, mkdirAll } from '../util/disk-space.js';
@@ -129,6 +130,15 @@ export function jailCapabilityRefusal(kind: RunRecord['kind'], req: Pick<SpawnRe
     });
   }
   return null;
+}
+
+/**
+ * The broker methods a run's bearer may call: an agent's, its loop's and its offered tools'
+ * (the packet's, as written at launch — a reattach after a restart reads the same); a script
+ * or command child's, every method its lease allows (undefined).
+ */
+export function brokerSurface(packet: Pick<SpawnPacket, 'agent'>): string[] | undefined {
+  return packet.agent ? agentMethodSurface(packet.agent.tools) : undefined;
 }
 
 /** /tmp's size in every jail (MiB): not a lease limit, the same for every run. */

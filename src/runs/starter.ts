@@ -16,7 +16,7 @@ import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
 import { loadArtifacts } from './intake.js';
 import { bestEffort } from './best-effort.js';
-import { buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
+import { brokerSurface, buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
 import type { SupervisorDeps } from './ports.js';
 import { progressLineFor, type ProgressFork } from './progress-fork.js';
 import type { Live, RunActions, RunTable } from './run-table.js';
@@ -131,7 +131,7 @@ export class RunStarter {
       // The durable point before the child starts: its lease, limits and jail key survive a crash.
       await table.update(runId, (x) => ({ ...x, ...(jail.verified ? { jail: jail.verified } : {}), ...(key !== runId ? { jailKey: key } : {}) }));
       // The socket is there before the child's first instruction, in the directory its jail binds.
-      handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet });
+      handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet, methods: brokerSurface(packet) });
       if (gone()) return await abandon();
       // Egress: the gate's socket beside broker.sock (the jail still has no network, INV-2).
       if (lease.value.egress) {
@@ -237,7 +237,7 @@ export class RunStarter {
       const handle: Live = { jail, caps: packet.lease.caps, steers: [] };
       table.live.set(r.id, handle);
       // The child keeps its token; the broker verifies it against the persisted lease.
-      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir: path.join(deps.paths.brokers, jailKeyOf(r)), packet });
+      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir: path.join(deps.paths.brokers, jailKeyOf(r)), packet, methods: brokerSurface(packet) });
       this.watch(r.id, jail);
       return true;
     } catch {
