@@ -330,6 +330,11 @@ export interface AgentPacket {
   maxConsecutiveFormatErrors: number;
   contextWindow: number;
   maxOutputTokens: number;
+  /**
+   * How often the loop reports `progress` while one tool call runs (a long build is work, not
+   * silence: the stuck-kill counts silence). Absent (an older supervisor): 30 s.
+   */
+  heartbeatMs?: number;
 }
 
 // ── The run directory and the records in it ──

@@ -16,7 +16,7 @@ import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
 import { loadArtifacts } from './intake.js';
 import { bestEffort } from './best-effort.js';
-import { brokerSurface, buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
+import { agentHeartbeatMs, brokerSurface, buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
 import type { SupervisorDeps } from './ports.js';
 import { progressLineFor, type ProgressFork } from './progress-fork.js';
 import type { Live, RunActions, RunTable } from './run-table.js';
@@ -178,6 +178,7 @@ export class RunStarter {
       maxConsecutiveFormatErrors: 3,
       contextWindow: model.value.contextWindow,
       maxOutputTokens: model.value.maxOutputTokens,
+      heartbeatMs: agentHeartbeatMs(this.d.settings.stuckKillThresholdMs),
     };
   }
 
@@ -204,7 +205,7 @@ export class RunStarter {
     void jail.wait().then(
       (exit) => {
         mark('run: child exited');
-        const { reason, ...o } = exitEnd(exit);
+        const { reason, ...o } = exitEnd(exit, table.get(runId));
         table.background(this.d.actions.endRun(runId, reason, o));
       },
       (e) => {
