@@ -76,7 +76,7 @@ test('a steer to a command child is refused (only agent and script children take
   const home = await freshHome(t);
   const c = await supervisorAt(home, 'http://127.0.0.1:9/v1');
   try {
-    const r = await c.supervisor.spawn({ task: 'sleep', argv: ['sleep', '60'], async: true });
+    const r = await c.supervisor.spawn({ task: 'sleep', kind: 'command', argv: ['sleep', '60'], async: true });
     assert.ok(r.ok, JSON.stringify(!r.ok && r.error));
     await until(async () => (await c.supervisor.get(r.value.id))?.status === 'running', 'the command child runs');
     const s = await c.supervisor.steer(r.value.id, 'do something else');
