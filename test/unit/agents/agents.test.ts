@@ -100,3 +100,18 @@ test('[INV-1] every broker method is the loop\'s, a tool\'s, or no agent\'s: a m
   assert.ok(agentMethodSurface(['spawn', 'wait_children', 'ref_sql', 'finish']).includes('refs.sql'));
   assert.deepEqual(agentMethodSurface(['not_a_tool']), [...AGENT_LOOP_METHODS].sort(), 'an unknown name adds nothing');
 });
+
+test('a spec written after the catalog loaded is found on its first use (a miss reads the directory again): no daemon restart', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-agents-'));
+  try {
+    const cat = loadAgentCatalog([dir]);
+    const before = cat.get('late');
+    assert.equal(before.ok, false);
+    fs.writeFileSync(path.join(dir, 'late.md'), '---\nname: late\ndescription: added while serving\n---\nDo it.\n');
+    const after = cat.get('late');
+    assert.ok(after.ok, JSON.stringify(!after.ok && after.error.message));
+    assert.equal(after.value.name, 'late');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
