@@ -1,3 +1,4 @@
+import type { BrokerMethod } from '../protocol/index.js';
 import { grantAllows, type Capability } from '../lease/index.js';
 
 /**
@@ -71,4 +72,53 @@ export function toolSurface(i: ToolSurfaceInput): AgentTool[] {
     if (want) return want.has(t);
     return i.role !== 'coordinator' || COORDINATOR_TOOLS.has(t);
   });
+}
+
+/**
+ * The broker methods each tool calls. The run's bearer is good for these and the loop's own
+ * methods only (AGENT_LOOP_METHODS): the broker refuses every other method `tool_not_offered`,
+ * so a bearer that leaves the runtime still cannot do what the spec's tools do not offer.
+ */
+export const TOOL_METHODS = {
+  shell: [],
+  read_file: [],
+  write_file: [],
+  edit_file: [],
+  list_files: [],
+  grep_files: [],
+  ref_read: ['refs.read'],
+  ref_grep: ['refs.grep'],
+  ref_jq: ['refs.jq'],
+  ref_sql: ['refs.sql'],
+  ref_jsonpath: ['refs.jsonpath'],
+  spawn: ['spawn'],
+  list_children: [],
+  wait_children: ['wait'],
+  steer_child: ['child.steer'],
+  kill_child: ['child.kill'],
+  send: ['child.send'],
+  status: ['child.status'],
+  explain: ['child.explain'],
+  history: ['child.history'],
+  finish: [],
+  // Plain HTTP through the egress relay: the gate decides each request, no broker method.
+  web_fetch: [],
+  web_search: [],
+} as const satisfies Record<AgentTool, readonly BrokerMethod[]>;
+
+/**
+ * What the loop itself calls, whatever its tools: methods about the run itself (its model
+ * conversation, progress, steers, checkpoint and result) — none reaches another run or a ref.
+ */
+export const AGENT_LOOP_METHODS = [
+  'hello', 'progress', 'log', 'checkpoint', 'resume', 'result', 'steer.poll', 'llm.append', 'llm.reset', 'llm.complete',
+] as const satisfies readonly BrokerMethod[];
+
+/** The broker methods an agent run offered `tools` may call: its loop's and its tools' (sorted). */
+export function agentMethodSurface(tools: readonly string[]): BrokerMethod[] {
+  const out = new Set<BrokerMethod>(AGENT_LOOP_METHODS);
+  for (const t of tools) {
+    if (Object.hasOwn(TOOL_METHODS, t)) for (const m of TOOL_METHODS[t as AgentTool]) out.add(m);
+  }
+  return [...out].sort();
 }

@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   queue_full: { kind: 'limit', hint: 'Too many children are waiting; retry after some end.' },
   queue_timeout: { kind: 'limit', hint: 'The child waited too long for a slot; retry later.' },
   capability_denied: { kind: 'denied', hint: "The lease does not grant this; ask the parent's operator for a wider profile." },
+  tool_not_offered: { kind: 'denied', hint: "The run's agent spec does not offer a tool that calls this method; the lease may allow it, the spec's `tools:` do not. Spawn under a spec that lists the tool." },
   posture_downgrade: { kind: 'denied', hint: 'A child can never loosen its posture; request the same or a stricter one.' },
   lease_expired: { kind: 'denied', hint: 'The lease has expired or was revoked; the run must end.' },
   unauthenticated: { kind: 'denied', hint: 'Send the bearer token from the spawn packet.' },

@@ -332,6 +332,11 @@ export interface AgentPacket {
   maxOutputTokens: number;
   /** With `web_search` among the tools: the operator's search endpoint, `{query}` (and optionally `{count}`) to fill in. */
   webSearchUrl?: string;
+  /**
+   * How often the loop reports `progress` while one tool call runs (a long build is work, not
+   * silence: the stuck-kill counts silence). Absent (an older supervisor): 30 s.
+   */
+  heartbeatMs?: number;
 }
 
 // ── The run directory and the records in it ──

@@ -23,6 +23,13 @@ export async function steerRun(sup: RunPorts, r: RunRecord, message: string, by:
   if (typeof message !== 'string' || message.length === 0 || message.length > MAX_STEER_CHARS) {
     return err(new BrigError('invalid_input', `a steer message is 1..${MAX_STEER_CHARS} characters`));
   }
+  // A command child has no broker loop to read a steer, and no task a respawn could replace.
+  if (r.kind === 'command') {
+    return err(new BrigError('invalid_input', `run ${r.id} is a command child: it cannot take a steer (only agent and script children do)`, {
+      data: { runId: r.id, kind: r.kind },
+      hint: `Kill it (\`brig kill ${r.id}\`) and spawn the command you want instead.`,
+    }));
+  }
   if (sup.settings.steerInject) {
     const backlog = steerBacklog(sup.table.live.get(r.id)?.steers, r.id);
     if (backlog) return err(backlog);

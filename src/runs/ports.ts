@@ -71,7 +71,8 @@ export interface BrokerHandle {
 
 export interface BrokerPort {
   /** Listen on `<dir>/broker.sock` for this run; calls reach Supervisor.handleChildCall. */
-  openRun(o: { runId: string; leaseId: string; dir: string; packet: SpawnPacket }): Promise<BrokerHandle>;
+  /** `methods`: the only methods the run's bearer may call (an agent's tool surface); absent: what the lease allows. */
+  openRun(o: { runId: string; leaseId: string; dir: string; packet: SpawnPacket; methods?: readonly string[] | undefined }): Promise<BrokerHandle>;
 }
 
 /** What a run leaves besides /workspace/out: each becomes a ResultRef of its own. */

@@ -16,7 +16,7 @@ import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
 import { loadArtifacts } from './intake.js';
 import { bestEffort } from './best-effort.js';
-import { buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
+import { agentHeartbeatMs, brokerSurface, buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
 import type { SupervisorDeps } from './ports.js';
 import { progressLineFor, type ProgressFork } from './progress-fork.js';
 import type { Live, RunActions, RunTable } from './run-table.js';
@@ -142,7 +142,7 @@ export class RunStarter {
       // The durable point before the child starts: its lease, limits and jail key survive a crash.
       await table.update(runId, (x) => ({ ...x, ...(jail.verified ? { jail: jail.verified } : {}), ...(key !== runId ? { jailKey: key } : {}) }));
       // The socket is there before the child's first instruction, in the directory its jail binds.
-      handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet });
+      handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet, methods: brokerSurface(packet) });
       if (gone()) return await abandon();
       // Egress: the gate's socket beside broker.sock (the jail still has no network, INV-2).
       if (lease.value.egress) {
@@ -191,6 +191,7 @@ export class RunStarter {
       contextWindow: model.value.contextWindow,
       maxOutputTokens: model.value.maxOutputTokens,
       ...(tools.includes('web_search') && deps.agents.webSearchUrl ? { webSearchUrl: deps.agents.webSearchUrl } : {}),
+      heartbeatMs: agentHeartbeatMs(this.d.settings.stuckKillThresholdMs),
     };
   }
 
@@ -217,7 +218,7 @@ export class RunStarter {
     void jail.wait().then(
       (exit) => {
         mark('run: child exited');
-        const { reason, ...o } = exitEnd(exit);
+        const { reason, ...o } = exitEnd(exit, table.get(runId));
         table.background(this.d.actions.endRun(runId, reason, o));
       },
       (e) => {
@@ -251,7 +252,7 @@ export class RunStarter {
       table.live.set(r.id, handle);
       // The child keeps its token; the broker verifies it against the persisted lease.
       const dir = path.join(deps.paths.brokers, jailKeyOf(r));
-      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir, packet });
+      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir, packet, methods: brokerSurface(packet) });
       // Its egress socket again, on the lease as issued (usage counted before the restart is not carried over).
       const eg = deps.leases.egressOf?.(r.leaseId);
       if (eg?.egress && deps.egress) handle.egress = await deps.egress.openRun({ runId: r.id, leaseId: r.leaseId, dir, grant: eg.egress, ancestors: eg.egressAncestors ?? [] });
