@@ -74,7 +74,7 @@ export interface RouteInputs {
   kill: { confirm: boolean; by?: Extract<KilledBy, 'operator' | 'system'> };
   steer: { message: string };
   resume: Record<string, never>;
-  send: { text: string; mode?: SendMode; timeoutMs?: number; maxTurns?: number };
+  send: { text: string; mode?: SendMode; timeoutMs?: number; maxTurns?: number; conversation?: string };
   history: { offset?: number; limit?: number };
   listRefs: undefined;
   manifest: undefined;

@@ -171,7 +171,7 @@ export interface BrokerParams {
   };
   'child.kill': { child: string; reason?: string | undefined };
   'child.steer': { child: string; message: string };
-  'child.send': { child: string; text: string; mode?: SendMode | undefined; timeoutMs?: number | undefined; maxTurns?: number | undefined };
+  'child.send': { child: string; text: string; mode?: SendMode | undefined; timeoutMs?: number | undefined; maxTurns?: number | undefined; conversation?: string | undefined };
   'child.status': { child: string };
   'child.explain': { child: string };
   'child.history': { child: string; offset?: number | undefined; limit?: number | undefined };

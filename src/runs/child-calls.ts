@@ -127,7 +127,13 @@ function ownChild(sup: RunPorts, runId: string, childId: string): RunRecord {
 
 function takeSteers(sup: RunPorts, runId: string): string[] {
   const live = sup.table.live.get(runId);
-  return live ? live.steers.splice(0, live.steers.length) : [];
+  if (!live) return [];
+  const got = live.steers.splice(0, live.steers.length);
+  if (got.length > 0) {
+    live.taken = (live.taken ?? 0) + got.length;
+    for (const fn of live.onTaken ?? []) fn();
+  }
+  return got;
 }
 
 function model(sup: RunPorts): NonNullable<RunPorts['llm']> {

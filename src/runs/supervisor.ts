@@ -34,7 +34,7 @@ import { RunStore } from './run-store.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { llmService } from './llm-calls.js';
-import { historyOf, ReplyBus, sendToRun, type HistoryPage, type SendOptions, type SendOutcome } from './sessions.js';
+import { historyOf, PingPongs, ReplyBus, sendToRun, type HistoryPage, type SendOptions, type SendOutcome } from './sessions.js';
 import { RunTable, type RunActions, type RunPorts } from './run-table.js';
 import { resolveSettings } from './settings.js';
 import { RunStarter } from './starter.js';
@@ -134,6 +134,7 @@ class BrigSupervisor implements SupervisorCore {
   readonly #llm: RunPorts['llm'];
   readonly childCalls: ChildCallHandlers;
   readonly #replies = new ReplyBus();
+  readonly #pingPongs = new PingPongs();
   /** Each agent run's offered tools, read once from its packet. */
   readonly #surfaces = new Map<string, readonly string[] | undefined>();
   #tick: NodeJS.Timeout | undefined;
@@ -401,7 +402,7 @@ class BrigSupervisor implements SupervisorCore {
   async send(runId: string, text: string, opts: SendOptions = {}): Promise<Result<SendOutcome, BrigError>> {
     const r = await this.#acting(runId);
     if (!r.ok) return r;
-    return sendToRun(this.#ports(), this.#replies, r.value, text, opts);
+    return sendToRun(this.#ports(), this.#replies, this.#pingPongs, r.value, text, opts);
   }
 
   async history(runId: string, opts: { offset?: number; limit?: number } = {}): Promise<Result<HistoryPage, BrigError>> {
