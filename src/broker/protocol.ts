@@ -103,6 +103,9 @@ const PARAMS = {
   'child.status': z.strictObject({ child: RunRef }),
   'child.explain': z.strictObject({ child: RunRef }),
   'child.history': z.strictObject({ child: RunRef, offset: z.number().int().nonnegative().optional(), limit: z.number().int().positive().max(20).optional() }),
+  'session.status': z.strictObject({}),
+  'session.search': z.strictObject({ query: z.string().min(1).max(200), limit: z.number().int().positive().max(20).optional() }),
+  'session.expand': z.strictObject({ offset: z.number().int().nonnegative().optional(), limit: z.number().int().positive().max(20).optional() }),
 } as const satisfies { [M in BrokerMethod]: z.ZodType<ParamsOf<M>> };
 
 export type Method = BrokerMethod;

@@ -203,6 +203,15 @@ function budgetCheck(p: { table: RunTable }, r: RunRecord): { tokensLeft: number
   return { tokensLeft: t, costLeftUsd: c };
 }
 
+/** What is left of the budgets that bind a run's next call (0 once spent; null: no budget). */
+export function budgetLeft(table: RunTable, r: RunRecord): { tokensLeft: number | null; costLeftUsd: number | null } {
+  try {
+    return budgetCheck({ table }, r);
+  } catch {
+    return { tokensLeft: 0, costLeftUsd: 0 };
+  }
+}
+
 async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: ParamsOf<'llm.complete'>, calls: RunCalls): Promise<LlmReply> {
   if (!d.models) throw new BrigError('model_unavailable', 'no model is configured for this supervisor', { hint: 'Set BRIG_MODEL_BASE_URL and BRIG_MODEL (or $BRIG_HOME/config.yaml) and restart `brig serve`.' });
   const purpose = params.purpose === 'compact' || params.purpose === 'salvage' ? params.purpose : 'step';
@@ -280,13 +289,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     lastProgressAt: p.table.clock.now().toISOString(),
   }));
   p.table.ledger.append(modelCallLine(r, { purpose, step, alias: info.value.alias, turn, startedMs: started }));
-  const after = (() => {
-    try {
-      return budgetCheck(p, next);
-    } catch {
-      return { tokensLeft: 0, costLeftUsd: 0 };
-    }
-  })();
+  const after = budgetLeft(p.table, next);
   return {
     message: turn.message,
     finishReason: turn.finishReason,

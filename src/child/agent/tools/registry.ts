@@ -6,6 +6,7 @@
 import type { LlmTool } from '../types.js';
 import { CHILD_TOOLS, REF_TOOLS } from './broker-tools.js';
 import { FS_TOOLS } from './fs-tools.js';
+import { SESSION_TOOLS } from './session-tools.js';
 import { shellTool } from './shell-tool.js';
 import { obj, S, type ToolDef } from './tool.js';
 
@@ -18,7 +19,7 @@ export const FINISH: ToolDef = {
 };
 
 export function allTools(shellPath?: string): ToolDef[] {
-  return [shellTool(shellPath), ...FS_TOOLS, ...REF_TOOLS, ...CHILD_TOOLS];
+  return [shellTool(shellPath), ...FS_TOOLS, ...REF_TOOLS, ...CHILD_TOOLS, ...SESSION_TOOLS];
 }
 
 /** The tools a packet allows, in registry order, `finish` last. Names brig has no tool for are ignored. */
