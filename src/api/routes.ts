@@ -225,10 +225,10 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
     handle: async ({ brig, params, input }) => reply({ steer: value(await brig.steer(params.run!, input.message)) }),
   }),
   resume: route<'resume'>()({
-    summary: 'Resume a timed-out resumable run',
-    body: z.object({}),
+    summary: 'Resume a run: a timed-out script from its checkpoint, a cut-short agent from its conversation',
+    body: z.object({ timeoutMs: z.number().int().positive().optional(), maxSteps: z.number().int().positive().optional() }),
     ok: { 202: Run },
-    handle: async ({ brig, params }) => reply({ run: value(await brig.resume(params.run!)) }, 202),
+    handle: async ({ brig, params, input }) => reply({ run: value(await brig.resume(params.run!, input)) }, 202),
   }),
   send: route<'send'>()({
     summary: 'A message to a running agent child; in ping-pong one round of a conversation (answer with its id)',

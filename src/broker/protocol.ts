@@ -34,7 +34,7 @@ const Json = z.unknown();
 const MAX_CONTENT = 48 * 1024;
 const ToolCallSchema = z.strictObject({ id: z.string().min(1).max(128), name: z.string().min(1).max(64), input: Json, inputError: z.string().max(2000).optional() });
 /** docs/agents.md: brig's provider-neutral conversation messages. */
-const LlmMessageSchema: z.ZodType<LlmMessage> = z.discriminatedUnion('role', [
+export const LlmMessageSchema: z.ZodType<LlmMessage> = z.discriminatedUnion('role', [
   z.strictObject({ role: z.literal('user'), content: z.string().max(MAX_CONTENT) }),
   z.strictObject({ role: z.literal('assistant'), content: z.string().max(MAX_CONTENT), toolCalls: z.array(ToolCallSchema).max(64).optional() }),
   z.strictObject({ role: z.literal('tool'), toolCallId: z.string().min(1).max(128), content: z.string().max(MAX_CONTENT), isError: z.boolean().optional() }),

@@ -21,7 +21,7 @@ export function brigOf(s: Supervisor, mode: Brig['mode'], refs: RefSurface, oper
     steer: (id, m, opts) => s.steer(id, m, opts),
     send: (id, t, opts) => converse(s, id, t, opts ?? {}),
     history: (id, opts) => s.history(id, opts),
-    resume: (id) => s.resume(id),
+    resume: (id, opts) => s.resume(id, opts),
     events: (opts) => s.events(opts),
     close,
   };

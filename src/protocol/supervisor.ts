@@ -107,6 +107,14 @@ export interface KillOptions {
   by?: KilledBy;
 }
 
+/** `brig resume`: the new run's limits, narrowed by its lease and the settings like any request's. */
+export interface ResumeOptions {
+  /** Its timeout in ms (default: the stored request's). */
+  timeoutMs?: number;
+  /** Its step budget (default: the stored request's). */
+  maxSteps?: number;
+}
+
 export interface SteerOutcome {
   mode: 'inject' | 'respawn';
   runId: string;
@@ -169,7 +177,11 @@ export interface Supervisor {
   send(runId: string, text: string, opts?: SendOptions): Promise<Result<SendOutcome, BrigError>>;
   /** Sessions: a bounded page of a run's transcript (what its model was served), on explicit request. */
   history(runId: string, opts?: { offset?: number; limit?: number }): Promise<Result<HistoryPage, BrigError>>;
-  resume(runId: string): Promise<Result<RunRecord, BrigError>>;
+  /**
+   * A new run continuing an ended one: a script from its pinned bytes and checkpoint, an agent
+   * (ended watchdog_timeout, killed or budget_exceeded) from the conversation its supervisor held.
+   */
+  resume(runId: string, opts?: ResumeOptions): Promise<Result<RunRecord, BrigError>>;
   events(opts?: EventsOptions): AsyncIterableIterator<SupervisorEvent>;
   /** Stop timers and the broker; running containers keep running (a restart reattaches). */
   close(): Promise<void>;

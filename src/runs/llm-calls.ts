@@ -78,6 +78,22 @@ function refusedOnce(p: { table: RunTable }, calls: RunCalls, r: RunRecord, purp
 
 const size = (m: unknown) => Buffer.byteLength(JSON.stringify(m));
 
+/** The conversation a transcript holds now: the last reset, and what was appended and replied since. */
+export function conversationOf(transcript: string): ConversationMessage[] {
+  let messages: ConversationMessage[] = [];
+  for (const line of transcript.split('\n')) {
+    if (!line) continue;
+    try {
+      const ev = JSON.parse(line) as { t: string; messages?: ConversationMessage[]; message?: ConversationMessage };
+      if (ev.t === 'reset') messages = [];
+      for (const m of ev.t === 'reply' && ev.message ? [ev.message] : (ev.messages ?? [])) messages.push(m);
+    } catch {
+      // a torn last line (a crash mid-write) is dropped
+    }
+  }
+  return messages;
+}
+
 /** The conversations of this supervisor's runs, rebuilt from a transcript after a restart. */
 export class Conversations {
   readonly #byRun = new Map<string, Conversation>();
@@ -91,19 +107,8 @@ export class Conversations {
   async #get(runId: string): Promise<Conversation> {
     const have = this.#byRun.get(runId);
     if (have) return have;
-    const c: Conversation = { messages: [], bytes: 0, transcriptBytes: 0 };
     const text = await fs.readFile(this.transcriptFile(runId), 'utf8').catch(() => '');
-    c.transcriptBytes = Buffer.byteLength(text);
-    for (const line of text.split('\n')) {
-      if (!line) continue;
-      try {
-        const ev = JSON.parse(line) as { t: string; messages?: ConversationMessage[]; message?: ConversationMessage };
-        if (ev.t === 'reset') c.messages = [];
-        for (const m of ev.t === 'reply' && ev.message ? [ev.message] : (ev.messages ?? [])) c.messages.push(m);
-      } catch {
-        // a torn last line (a crash mid-write) is dropped
-      }
-    }
+    const c: Conversation = { messages: conversationOf(text), bytes: 0, transcriptBytes: Buffer.byteLength(text) };
     c.bytes = c.messages.reduce((n, m) => n + size(m), 0);
     this.#byRun.set(runId, c);
     return c;

@@ -46,6 +46,7 @@ import type {
   KilledBy,
   ListFilter,
   ReconcileReport,
+  ResumeOptions,
   RunRecord,
   SpawnContext,
   SpawnPacket,
@@ -386,14 +387,14 @@ class BrigSupervisor implements SupervisorCore {
     return steerRun(this.#ports(), r.value, message, opts.by ?? 'operator');
   }
 
-  async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
+  async resume(runId: string, opts: ResumeOptions = {}): Promise<Result<RunRecord, BrigError>> {
     const r = await this.#acting(runId);
     if (!r.ok) return r;
     // Claimed synchronously: two concurrent resumes cannot both re-spawn the pinned bytes.
     if (this.#table.resuming.has(runId)) return err(new BrigError('resume_unavailable', `run ${runId} is being resumed`, { data: { runId, reason: 'already_resumed' } }));
     this.#table.resuming.add(runId);
     try {
-      return await resumeRun(this.#ports(), r.value);
+      return await resumeRun(this.#ports(), r.value, opts);
     } finally {
       this.#table.resuming.delete(runId);
     }
