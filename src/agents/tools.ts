@@ -32,16 +32,27 @@ export const AGENT_TOOLS = {
   // The `web` group: HTTP from inside the jail through its egress relay; the gate decides each host (docs/egress.md).
   web_fetch: 'net.egress',
   web_search: 'net.egress',
+  session_status: null,
+  ctx_search: null,
+  ctx_expand: null,
   finish: null,
 } as const satisfies Record<string, Capability | null>;
 export type AgentTool = keyof typeof AGENT_TOOLS;
 export const AGENT_TOOL_NAMES = Object.keys(AGENT_TOOLS) as AgentTool[];
 
+/**
+ * The run looking at itself (its status, its own transcript): read-only and of no effect on
+ * anything else, so a spawn's tool groups do not take them away (as they keep `finish`); a
+ * spec's explicit tool list and the policy's denylist still do.
+ */
+const SELF_TOOLS = ['session_status', 'ctx_search', 'ctx_expand'] as const satisfies readonly AgentTool[];
+
 /** What a coordinator lead keeps: delegation, read-only drill-in, observability, and finish. */
 const COORDINATOR_TOOLS: ReadonlySet<AgentTool> = new Set([
   'read_file', 'list_files', 'grep_files',
   'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath',
-  'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'finish',
+  'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history',
+  ...SELF_TOOLS, 'finish',
 ]);
 
 export interface ToolSurfaceInput {
@@ -66,7 +77,7 @@ export function toolSurface(i: ToolSurfaceInput): AgentTool[] {
     const cap = AGENT_TOOLS[t];
     if (!grantAllows(i, cap)) return false;
     if (denied.has(t)) return false;
-    if (grouped && !grouped.has(t)) return false;
+    if (grouped && !grouped.has(t) && !(SELF_TOOLS as readonly string[]).includes(t)) return false;
     // The role gives the default surface; a spec's explicit tool list overrides it. Either
     // way the lease's capabilities bound it: the role never widens anything.
     if (want) return want.has(t);
@@ -104,6 +115,10 @@ export const TOOL_METHODS = {
   // Plain HTTP through the egress relay: the gate decides each request, no broker method.
   web_fetch: [],
   web_search: [],
+  // Read-only views of the run itself, answered by the supervisor (runs/self-view.ts).
+  session_status: ['session.status'],
+  ctx_search: ['session.search'],
+  ctx_expand: ['session.expand'],
 } as const satisfies Record<AgentTool, readonly BrokerMethod[]>;
 
 /**

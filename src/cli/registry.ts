@@ -28,9 +28,9 @@ export const COMMANDS: Record<string, Entry> = {
   wait: { section: 'runs', summary: 'Wait for runs to end; shows live progress on a terminal.', load: async () => (await import('./commands/wait.js')).default },
   kill: { section: 'runs', summary: 'Kill a running child (ends `killed` by operator; its in-flight work is discarded).', load: async () => (await import('./commands/kill.js')).default },
   steer: { section: 'runs', summary: 'Send a steering message to a running child (inject at its next step, or kill + respawn).', load: async () => (await import('./commands/steer.js')).default },
-  send: { section: 'runs', summary: 'Send a message to a running agent child; with --mode wait or ping-pong, print its next replies.', load: async () => (await import('./commands/send.js')).default },
+  send: { section: 'runs', summary: 'Send a message to a running agent child; --mode wait prints its next reply, ping-pong one round of a conversation.', load: async () => (await import('./commands/send.js')).default },
   history: { section: 'runs', summary: "A bounded page of a run's transcript: what its model was sent and answered (on explicit request only).", load: async () => (await import('./commands/history.js')).default },
-  resume: { section: 'runs', summary: 'Re-spawn a timed-out resumable script run from its pinned bytes and last checkpoint.', load: async () => (await import('./commands/resume.js')).default },
+  resume: { section: 'runs', summary: 'Continue an ended run in a new one: a timed-out script from its checkpoint, a cut-short agent from its conversation.', load: async () => (await import('./commands/resume.js')).default },
   events: {
     section: 'runs',
     summary: "Follow the daemon's content-free event stream (spawned, progress, completed, failed, lifecycle_ended).",

@@ -23,6 +23,7 @@ import {
   type RouteParams,
   type RouteReplies,
   type RunRecord,
+  type ResumeOptions,
   type SendOptions,
   type SendOutcome,
   type SpawnContext,
@@ -256,8 +257,8 @@ export class ApiClient implements Supervisor {
     return r.ok ? ok(r.value.history) : r;
   }
 
-  async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
-    return runOf(await this.route('resume', { params: { run: runId }, input: {} }));
+  async resume(runId: string, opts: ResumeOptions = {}): Promise<Result<RunRecord, BrigError>> {
+    return runOf(await this.route('resume', { params: { run: runId }, input: opts }));
   }
 
   events(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {

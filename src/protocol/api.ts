@@ -8,7 +8,7 @@ import type { Result } from './errors.js';
 import type { FleetReport, LeaseView, LedgerReport, DoctorCheck, QueryResult } from './operator.js';
 import type { ResultRef, RunManifest, RunResult, SliceOutput, CondenseStrategy, GrepOptions } from './refs.js';
 import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnRequest, SpawnRequestInput } from './runs.js';
-import type { HistoryPage, SendMode, SendOutcome, SteerOutcome } from './supervisor.js';
+import type { HistoryPage, ResumeOptions, SendMode, SendOutcome, SteerOutcome } from './supervisor.js';
 import type { GraphDefinition, GraphRecord, GraphStarted } from './graphs.js';
 
 export const API_VERSION = 'v1';
@@ -73,8 +73,8 @@ export interface RouteInputs {
   wait: { timeoutMs?: number };
   kill: { confirm: boolean; by?: Extract<KilledBy, 'operator' | 'system'> };
   steer: { message: string };
-  resume: Record<string, never>;
-  send: { text: string; mode?: SendMode; timeoutMs?: number; maxTurns?: number };
+  resume: ResumeOptions;
+  send: { text: string; mode?: SendMode; timeoutMs?: number; maxTurns?: number; conversation?: string };
   history: { offset?: number; limit?: number };
   listRefs: undefined;
   manifest: undefined;

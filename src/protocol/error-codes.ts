@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   run_not_found: { kind: 'not_found', hint: '`brig list` shows the known runs.' },
   lease_not_found: { kind: 'not_found', hint: '`brig lease list` shows the known leases.' },
   ref_not_found: { kind: 'not_found', hint: '`brig ref list RUN` shows the refs of a run.' },
+  conversation_not_found: { kind: 'not_found', hint: 'A ping-pong conversation ends when its turns are spent, its child ends, or it idles 10 minutes; start a new one with mode ping-pong.' },
   graph_not_found: { kind: 'not_found', hint: '`brig graph status` lists the known graphs.' },
   ref_too_large: { kind: 'limit', hint: 'The output is over a byte cap; raise the cap or write less.' },
   query_refused: { kind: 'denied', hint: 'Only one SELECT over the view `ref` is allowed.' },

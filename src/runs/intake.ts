@@ -15,6 +15,7 @@ import { nearest } from '../util/nearest.js';
 import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import type { JailArtifact } from '../jail/index.js';
 import { decideAdmission, storageRefusal, type StorageState } from './admission.js';
+import { attestedConversation } from './agent-resume.js';
 import { checkArtifact, checkCommittedOutput } from './artifact-check.js';
 import { checkRefArtifact, isRefArtifact, uniqueNames } from './ref-artifact.js';
 import type { SupervisorDeps } from './ports.js';
@@ -227,7 +228,14 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: A
     // The spec is pinned like a script: a restart or a respawn runs what was admitted.
     if (spec) await store.writeJson(rec.id, 'agent', spec);
     if (req.kind === 'script' && req.script !== undefined) await store.write(rec.id, 'script', req.script);
-    const carried = rec.resumeOf ? await store.read(rec.resumeOf, 'checkpoint') : null;
+    // A resumed agent starts from the conversation its predecessor held, re-attested as data (agent-resume.ts).
+    const held = rec.resumeOf && req.kind === 'agent' ? await store.read(rec.resumeOf, 'transcript') : null;
+    const from = held ? d.table.get(rec.resumeOf!) : undefined;
+    if (held && from) {
+      const messages = attestedConversation(held.toString('utf8'), from);
+      await store.write(rec.id, 'transcript', `${JSON.stringify({ at: new Date().toISOString(), t: 'reset', messages, resumedFrom: from.id })}\n`);
+    }
+    const carried = rec.resumeOf && req.kind !== 'agent' ? await store.read(rec.resumeOf, 'checkpoint') : null;
     if (carried) {
       await store.write(rec.id, 'checkpoint', carried);
       rec.hasCheckpoint = true;

@@ -52,7 +52,9 @@ test('[INV-1] the tool surface follows the lease: no cap, no tool; a coordinator
   const all = toolSurface({ caps: ['exec', 'spawn', 'steer', 'kill', 'refs.read', 'llm'], role: 'worker' });
   assert.ok(all.includes('shell') && all.includes('spawn') && all.includes('ref_sql') && all.includes('finish'));
   const noExec = toolSurface({ caps: ['llm'], role: 'worker' });
-  assert.deepEqual(noExec, ['read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'finish']);
+  assert.deepEqual(noExec, ['read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'session_status', 'ctx_search', 'ctx_expand', 'finish']);
+  // A spawn's tool groups narrow what a run does to the world; looking at itself stays, as finish does.
+  assert.deepEqual(toolSurface({ caps: ['exec', 'llm'], role: 'worker', groupTools: ['shell'] }), ['shell', 'session_status', 'ctx_search', 'ctx_expand', 'finish']);
   const coord = toolSurface({ caps: ['exec', 'spawn', 'steer', 'kill', 'refs.read', 'llm'], role: 'coordinator' });
   assert.ok(!coord.includes('shell') && !coord.includes('write_file') && !coord.includes('edit_file'));
   assert.ok(coord.includes('spawn') && coord.includes('wait_children') && coord.includes('ref_grep'));

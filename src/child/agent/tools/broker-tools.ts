@@ -202,20 +202,22 @@ const killChild: ToolDef = {
 
 const sendChild: ToolDef = {
   name: 'send',
-  description: 'Send a running agent child a message at its next step; mode `wait` returns its next reply, `ping-pong` up to maxTurns replies.',
+  description:
+    'Send a running agent child a message at its next step; mode `wait` returns its next reply. Mode `ping-pong` is a conversation of maxTurns turns: this returns after each reply of the child with a conversation id — answer it by calling send again with `conversation` and your answer as text.',
   parameters: obj(
     {
       runId,
-      text: S.str('the message', { minLength: 1, maxLength: 4000 }),
+      text: S.str('the message (in a conversation: your answer to its last reply)', { minLength: 1, maxLength: 4000 }),
       mode: S.str('fire-and-forget (default), wait or ping-pong', { maxLength: 20 }),
-      timeoutMs: S.int(`how long to wait for replies (at most ${MAX_WAIT_MS})`, 1, MAX_WAIT_MS),
-      maxTurns: S.int('ping-pong: replies to collect (0–5)', 0, 5),
+      timeoutMs: S.int(`how long to wait for the reply (at most ${MAX_WAIT_MS})`, 1, MAX_WAIT_MS),
+      maxTurns: S.int('ping-pong: turns of the conversation (0–5, default 3)', 0, 5),
+      conversation: S.str('ping-pong: the conversation id the last send returned', { minLength: 1, maxLength: 64 }),
     },
     ['runId', 'text'],
   ),
   timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : 30_000) + 10_000,
   async run(a, ctx) {
-    return json(await ctx.broker.call('child.send', params('child.send', { child: a.runId, text: a.text, ...pick(a, ['mode', 'timeoutMs', 'maxTurns']) })));
+    return json(await ctx.broker.call('child.send', params('child.send', { child: a.runId, text: a.text, ...pick(a, ['mode', 'timeoutMs', 'maxTurns', 'conversation']) })));
   },
 };
 

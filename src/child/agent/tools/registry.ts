@@ -6,6 +6,7 @@
 import type { LlmTool } from '../types.js';
 import { CHILD_TOOLS, REF_TOOLS } from './broker-tools.js';
 import { FS_TOOLS } from './fs-tools.js';
+import { SESSION_TOOLS } from './session-tools.js';
 import { shellTool } from './shell-tool.js';
 import { obj, S, type ToolDef } from './tool.js';
 import { webTools } from './web-tools.js';
@@ -26,7 +27,7 @@ export interface ToolOptions {
 }
 
 export function allTools(o: ToolOptions = {}): ToolDef[] {
-  return [shellTool(o.shellPath, o.egress === true), ...FS_TOOLS, ...REF_TOOLS, ...CHILD_TOOLS, ...webTools(o.webSearchUrl)];
+  return [shellTool(o.shellPath, o.egress === true), ...FS_TOOLS, ...REF_TOOLS, ...CHILD_TOOLS, ...SESSION_TOOLS, ...webTools(o.webSearchUrl)];
 }
 
 /** The tools a packet allows, in registry order, `finish` last. Names brig has no tool for are ignored; web_search needs the packet's search endpoint. */
