@@ -85,6 +85,10 @@ export async function planChildImage(src: ChildImageSources, cache: ImageCache =
   for (const a of applets.sort()) if (a !== 'busybox') entries.push({ kind: 'link', dest: `bin/${a}`, target: '/bin/busybox' });
 
   entries.push({ kind: 'host', dest: 'usr/bin/node', mode: 0o755, hostPath: src.nodePath });
+  // The paths a foreign image's runtime bind gives (runtime-bundle.ts): one argv for every image.
+  dir('opt/brig/bin');
+  entries.push({ kind: 'link', dest: 'opt/brig/bin/node', target: '/usr/bin/node' });
+  entries.push({ kind: 'link', dest: 'opt/brig/bin/busybox', target: '/bin/busybox' });
   const libDirs = new Set<string>();
   for (const lib of await cache.probe(`ldd ${src.nodePath}`, [src.nodePath, '/etc/ld.so.cache'], () => sharedLibraries(src.nodePath))) {
     const rel = lib.replace(/^\/+/, '');
