@@ -72,6 +72,11 @@ export interface EngineMount {
   Source: string;
   Target: string;
   ReadOnly: boolean;
+  /**
+   * A foreign image's workspace: the engine copies nothing of the image into the volume — not
+   * the owner of a /workspace the image lacks (root), which would take the jail user's disk root.
+   */
+  VolumeOptions?: { NoCopy: true };
 }
 
 /** The Engine API create body: plain JSON, no adapter types. */
@@ -153,7 +158,7 @@ export function renderCreateBody(spec: JailSpec, image: string, owner = 'default
   env.sort();
 
   const mounts: EngineMount[] = [
-    { Type: 'volume', Source: workspaceVolumeName(spec.runId), Target: WORKSPACE_DIR, ReadOnly: false },
+    { Type: 'volume', Source: workspaceVolumeName(spec.runId), Target: WORKSPACE_DIR, ReadOnly: false, ...(foreign ? { VolumeOptions: { NoCopy: true as const } } : {}) },
   ];
   if (foreign !== undefined) {
     if (!path.isAbsolute(foreign.runtimeDir)) return refuse("brig's runtime directory must be an absolute host path", {});
