@@ -183,7 +183,23 @@ function workspaceFiles(workspace: string): string {
   return cut(files.slice(0, MAX_FILES_LISTED).join(', ') + more, 2000);
 }
 
-export function gatherWorkspaceInfo(roots: Roots, pathDirs: readonly string[] = (process.env.PATH ?? '').split(':').filter((d) => d.startsWith('/')), root = '/'): string[] {
+/**
+ * The PATH the engine gave this jail, as its PID's environment holds it (the image's own PATH in a
+ * foreign image), read from /proc: only config/ reads the process environment.
+ */
+export function jailPathDirs(environ = '/proc/self/environ'): string[] {
+  let text = '';
+  try {
+    text = fs.readFileSync(environ, 'utf8'); // a /proc file: its stat size is 0, read it whole
+  } catch {
+    // no /proc here
+  }
+  const line = text.split('\0').find((l) => l.startsWith('PATH='));
+  const dirs = (line?.slice(5) ?? '').split(':').filter((d) => d.startsWith('/'));
+  return dirs.length > 0 ? dirs.slice(0, 32) : JAIL_PATH_DIRS;
+}
+
+export function gatherWorkspaceInfo(roots: Roots, pathDirs: readonly string[] = jailPathDirs(), root = '/'): string[] {
   const dirs = pathDirs.length > 0 ? pathDirs : JAIL_PATH_DIRS;
   const exes = onPath(dirs);
   const notable = NOTABLE.filter((t) => exes.has(t));

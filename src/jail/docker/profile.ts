@@ -22,7 +22,6 @@
 import path from 'node:path';
 import { BrigError, err, ok, type Result } from '../../util/errors.js';
 import type { JailSpec } from '../types.js';
-import type { ImageTerms } from './image-contract.js';
 import { LABELS } from './labels.js';
 import { checkRequestedLimits, effectiveLimits, limitDrift, MIB, nanoCpusFor } from './limits.js';
 import { SECCOMP_JSON } from './seccomp.js';
@@ -131,7 +130,8 @@ function refuse(message: string, data: Record<string, unknown>): Result<never> {
  * and brig's runtime directory, bound read-only at RUNTIME_MOUNT (runtime-bundle.ts).
  */
 export interface ForeignImage {
-  terms: ImageTerms;
+  /** image-contract.ts ImageTerms: the image ENV kept, its PATH, what was overridden. */
+  terms: { env: Record<string, string>; path: string; overridden: string[] };
   runtimeDir: string;
 }
 
