@@ -42,6 +42,7 @@ export const ERROR_CODES = {
   timeout: { kind: 'limit', hint: 'The operation ran past its time limit; narrow it.' },
   output_too_large: { kind: 'limit', hint: 'Narrow the slice: the output was cut at its cap.' },
   engine_unavailable: { kind: 'unavailable', hint: 'Start the Docker engine: `make engine` (or scripts/engine-up.sh).' },
+  image_refused: { kind: 'invalid', hint: 'The image defines something the jail profile forbids (its data names what); rebuild it without that, or pick another image.' },
   image_missing: { kind: 'unavailable', hint: 'Build the child image: `make images`.' },
   jail_unverified: { kind: 'internal', hint: 'The engine did not apply the hardened profile; brig refuses to run a weaker jail. Run `brig doctor`.' },
   image_build_failed: { kind: 'unavailable', hint: 'The child image could not be built; `brig image build` shows the engine output, `brig doctor` checks the host.' },

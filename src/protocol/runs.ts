@@ -45,6 +45,12 @@ export interface JailVerified {
    * verified again and handed this run. Absent: made for this run (the cold path).
    */
   pooled?: { slot: string; readyAt: string; assignedAt: string };
+  /**
+   * A foreign image (not brig's child image): what the image contract overrode of its config
+   * (`user`, `entrypoint`, `cmd`, `workdir`, `healthcheck`, `env:NAME`), the names of the image
+   * ENV the child kept, and the runtime directory's content hash bound at /opt/brig.
+   */
+  foreignImage?: { overridden: string[]; envKept: string[]; runtime: string };
 }
 
 /** Why a run did not complete: a code of the one catalog (util/error-codes.ts) and a message with no host paths. */

@@ -34,7 +34,13 @@ export const SPAWN_FIELDS = {
   kind: { cli: null, mcp: null, agentTool: null, about: 'script, command or agent', why: 'the CLI and MCP say it by --script / -- ARGV / --agent (script / argv / agent); a lead spawns agents' },
   script: { cli: '--script', mcp: 'script', agentTool: null, about: 'a script child: ES-module source exporting `default async function (brig)`', why: LEAD_SPAWNS_AGENTS },
   argv: { cli: '-- ARGV', mcp: 'argv', agentTool: null, about: 'a command child: argv run directly in the jail, never a shell string', why: LEAD_SPAWNS_AGENTS },
-  image: { cli: '--image', mcp: null, agentTool: null, about: 'the child image (default: the one `brig image build` made)', why: 'an operator choice on the command line; a child never picks an image' },
+  image: {
+    cli: '--image',
+    mcp: 'image',
+    agentTool: null,
+    about: 'a local image to run the child in, under the same hardened profile (default: brig\'s child image); an agent spec may name one (`image:`); docs/jail.md, "Any image"',
+    why: 'an operator choice; a child never picks an image',
+  },
   caps: { cli: '--cap', mcp: 'caps', agentTool: null, about: 'capabilities to ask for; the lease grants at most what the parent (or profile) holds', why: LEAD_SPAWNS_AGENTS },
   egress: {
     cli: '--egress',

@@ -109,7 +109,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   if (ctx.parentRunId && (!parent || parent.status === 'ended')) {
     return err(new BrigError('not_running', `parent run ${ctx.parentRunId} is not running`, { data: { status: parent?.status ?? 'unknown' } }));
   }
-  if (parent && (req.artifact_refs.some((a) => !isRefArtifact(a)) || req.image !== undefined)) {
+  // An image named by the agent spec is the operator's (the spec file); only the request's own is the child's pick.
+  if (parent && (req.artifact_refs.some((a) => !isRefArtifact(a)) || (input as { image?: unknown }).image !== undefined)) {
     return err(new BrigError('capability_denied', 'a child cannot hand host paths or pick an image for a grandchild', {
       data: { what: 'artifact_refs/image' },
       hint: 'Hand ResultRef ids (ref_…) of your own children instead: they are mounted read-only from the result store.',
@@ -281,8 +282,9 @@ function agentRequest(d: Pick<IntakeDeps, 'deps'>, req: SpawnRequest): Result<{ 
     if (!groups.ok) return groups;
   }
   const profile = req.profile ?? spec.value.profile;
+  const image = req.image ?? spec.value.image;
   return ok({
-    req: { ...req, agent: name, model: model.value.alias, ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}), ...(timeout !== undefined ? { timeout } : {}), ...(profile ? { profile } : {}) },
+    req: { ...req, agent: name, model: model.value.alias, ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}), ...(timeout !== undefined ? { timeout } : {}), ...(profile ? { profile } : {}), ...(image ? { image } : {}) },
     spec: spec.value,
   });
 }

@@ -59,7 +59,9 @@ export const CHILD_PATHS = {
   netrelay: '/opt/brig/child/netrelay.js',
   runtime: '/opt/brig/child/runtime.js',
   agentRuntime: '/opt/brig/child/agent-runtime.js',
-  node: '/usr/bin/node',
+  // The same path in every image: the child image links it to its node, a foreign image has
+  // brig's runtime bound read-only at /opt/brig (jail/docker/runtime-bundle.ts).
+  node: '/opt/brig/bin/node',
   packet: '.brig/packet.json',
   token: '.brig/token',
   script: '.brig/script.mjs',

@@ -44,7 +44,7 @@ const command: Command = {
     { name: 'knowledge', value: 'TEXT', repeatable: true, description: "a fact the child should know (its packet's domain knowledge; one per flag)" },
     { name: 'tool-group', value: 'GROUP', repeatable: true, description: "with --agent: offer only the tools of these policy groups (workspace, delegation, slicing, …: `brig policy check`) and finish" },
     { name: 'parent-summary', value: 'TEXT', description: "what the child should know of the work so far (include_parent_history summary; at most parentSummaryMaxTokens × 4 chars)" },
-    { name: 'image', value: 'TAG', description: 'the child image (default: the one `brig image build` made)' },
+    { name: 'image', value: 'TAG', description: 'a local image to run the child in, same hardened jail (default: brig\'s child image)' },
     { name: 'async', description: 'return once the run is admitted (needs `brig serve`); `brig wait RUN` later' },
     JSON_FLAG,
   ],

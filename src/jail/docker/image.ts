@@ -89,6 +89,10 @@ export async function planChildImage(src: ChildImageSources, cache: ImageCache =
   // Execute-only: every process that execs node is non-dumpable, so no other process of the
   // jail's uid can read its memory, environment or fds (child/tool-bound.ts checks it).
   entries.push({ kind: 'host', dest: 'usr/bin/node', mode: NODE_MODE, hostPath: src.nodePath });
+  // The paths a foreign image's runtime bind gives (runtime-bundle.ts): one argv for every image.
+  dir('opt/brig/bin');
+  entries.push({ kind: 'link', dest: 'opt/brig/bin/node', target: '/usr/bin/node' });
+  entries.push({ kind: 'link', dest: 'opt/brig/bin/busybox', target: '/bin/busybox' });
   const libDirs = new Set<string>();
   for (const lib of await cache.probe(`ldd ${src.nodePath}`, [src.nodePath, '/etc/ld.so.cache'], () => sharedLibraries(src.nodePath))) {
     const rel = lib.replace(/^\/+/, '');

@@ -88,7 +88,7 @@ test('MCP: the spawn arguments are the table\'s mcp column, and each lands in it
   const listed = FIELDS.map((f) => SPAWN_FIELDS[f].mcp).filter((x: string | null): x is string => x !== null).sort();
   assert.deepEqual(args, listed);
   const all = {
-    task: 'T', agent: 'researcher', model: 'm', objective: 'O', artifacts: [REF], profile: 'P', caps: ['refs.read' as const],
+    task: 'T', agent: 'researcher', model: 'm', objective: 'O', image: 'my-image:1', artifacts: [REF], profile: 'P', caps: ['refs.read' as const],
     limits: { cpu: 1, memoryMb: 256, pids: 64, diskMb: 100, timeoutMs: 60_000, maxSteps: 40, tokens: 5000, costUsd: 0.5 },
     expectedOutputs: ['brief.md'], label: 'L', domainKnowledge: ['K1'], toolGroups: ['slicing'], parentSummary: 'PS', egress: ['pypi'],
   };
