@@ -70,6 +70,7 @@ export const COMMANDS: Record<string, Entry> = {
     summary: 'The envelope a coordinator receives for a run (cast once, then kept): condensed result, metrics, one line per ResultRef.',
     load: async () => (await import('./commands/result.js')).default,
   },
+  apply: { section: 'results', summary: "Write a run's change to its repository (--repo) as a new branch; the working tree and every existing branch are left as they are.", load: async () => (await import('./commands/apply.js')).default },
   explain: { section: 'results', summary: 'A run, its lease decisions, its ResultRefs and its estimated context savings.', load: async () => (await import('./commands/result-explain.js')).default },
   'ref list': { section: 'results', summary: 'List the ResultRefs of a run: id, kind, size, rows, path.', load: async () => (await import('./commands/ref-list.js')).default },
   'ref read': {

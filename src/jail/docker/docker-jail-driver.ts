@@ -301,6 +301,7 @@ export class DockerJailDriver implements JailDriver {
       jail.verified = verifiedSummary(inspect, disk ? { driver: 'local', type: disk.volumeOptions.type, options: disk.volumeOptions.o, diskMb: spec.limits.diskMb } : null);
       mark('jail: verified');
       await jail.putInputs(spec.inputs ?? []);
+      if (spec.repoDir !== undefined) await jail.putRepo(spec.repoDir);
       return jail;
     } catch (e) {
       const undo = () => this.#removeCreated(spec.runId, volumeName, disk !== null);

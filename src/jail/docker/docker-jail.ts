@@ -20,6 +20,7 @@ import { engineError, ignoreStatus, isUnreachable, statusOf } from './engine-err
 import { EXIT_WATCH_TIMING, watchExit, type ExitState, type ExitWatchTiming } from './exit-watch.js';
 import { WORKSPACE_DIR } from './profile.js';
 import { TailBuffer } from './tail.js';
+import { putRepo } from './repo-copy.js';
 import type { ArtifactStages } from './artifact-stage.js';
 import type { WorkspaceDisks } from './workspace-disk.js';
 
@@ -169,6 +170,11 @@ export class DockerJail implements Jail {
     await this.container.putArchive(archive, { path: WORKSPACE_DIR }).catch((e: unknown) => {
       throw engineError(e, 'jail_failed', 'putting inputs into the workspace failed');
     });
+  }
+
+  /** The clean clone at /workspace/repo (repo-copy.ts), before start. */
+  async putRepo(dir: string): Promise<void> {
+    await putRepo(this.container, dir);
   }
 
   async start(): Promise<void> {
