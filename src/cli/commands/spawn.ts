@@ -44,7 +44,7 @@ const command: Command = {
     { name: 'knowledge', value: 'TEXT', repeatable: true, description: "a fact the child should know (its packet's domain knowledge; one per flag)" },
     { name: 'tool-group', value: 'GROUP', repeatable: true, description: "with --agent: offer only the tools of these policy groups (workspace, delegation, slicing, …: `brig policy check`) and finish" },
     { name: 'parent-summary', value: 'TEXT', description: "what the child should know of the work so far (include_parent_history summary; at most parentSummaryMaxTokens × 4 chars)" },
-    { name: 'repo', value: 'PATH[@REF]', description: 'clone this host git repository at REF (default HEAD) into /workspace/repo; the change comes back as the changes.patch ref (`brig apply RUN` makes it a branch)' },
+    { name: 'repo', value: 'PATH', description: 'clone this host git repository (PATH or PATH@REF, REF default HEAD) into /workspace/repo; the change comes back as the changes.patch ref (`brig apply RUN` makes it a branch)' },
     { name: 'image', value: 'TAG', description: 'the child image (default: the one `brig image build` made)' },
     { name: 'async', description: 'return once the run is admitted (needs `brig serve`); `brig wait RUN` later' },
     JSON_FLAG,

@@ -28,6 +28,7 @@ import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { CHILD_IMAGE_REPO, ensurePlanImage, fingerprint, planChildImage, type ImagePlan } from './image.js';
 import { ImageCache } from './image-cache.js';
 import { LABELS } from './labels.js';
+import { ensureToolbox, toolboxPresent, toolboxTag } from './toolbox.js';
 import { containerName, JAIL_USER, renderCreateBody, workspaceVolumeName, type CreateBody } from './profile.js';
 import { verifyInspect, type InspectView } from './verify.js';
 import { disksDirFor, WorkspaceDisks, type WorkspaceDisk, type WorkspaceQuota } from './workspace-disk.js';
@@ -227,6 +228,20 @@ export class DockerJailDriver implements JailDriver {
     await this.imageCache.save();
     this.image = Promise.resolve(res.tag);
     return { ...res, runtimeIncluded: hasRuntime(plan) };
+  }
+
+  /** The toolbox image (toolbox.ts): its tag for the current recipe, and whether the engine holds it. */
+  async toolboxStatus(): Promise<{ tag: string; present: boolean }> {
+    const tag = toolboxTag();
+    const present = await toolboxPresent(this.docker, tag).catch((e: unknown) => {
+      throw engineError(e, 'engine_unavailable', 'the Docker engine did not answer');
+    });
+    return { tag, present };
+  }
+
+  /** Builds the toolbox image unless its recipe's tag is present (minutes: see docs/jail.md). */
+  async buildToolbox(opts: { force?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean }> {
+    return ensureToolbox(this.docker, opts);
   }
 
   /** Removes child images other than `keep`; an image a container still uses is left alone. */
