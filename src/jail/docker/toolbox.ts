@@ -1,7 +1,7 @@
 /**
  * The toolbox image: Debian 12 with the tools real work needs, built on this machine from
- * Debian's packages — mmdebstrap from the host's configured apt sources, its tar streamed
- * straight into the engine's image import. No registry, no Dockerfile, nothing pulled.
+ * Debian's packages — mmdebstrap from the host's configured apt sources, its tar (a temp
+ * file) into the engine's image import. No registry, no Dockerfile, nothing pulled.
  *
  * Guarantees: the package list is TOOLBOX_PACKAGES, here and nowhere else; the tag carries a
  * fingerprint of the whole recipe (suite, variant, packages, apt options, hooks, the host's
@@ -17,6 +17,8 @@
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type Docker from 'dockerode';
 import { BrigError } from '../../util/errors.js';
 import { LABELS } from './labels.js';
@@ -118,29 +120,32 @@ export async function ensureToolbox(docker: Docker, opts: { force?: boolean; onP
   if (!fs.existsSync(MMDEBSTRAP)) {
     throw new BrigError('image_build_failed', `${MMDEBSTRAP} is missing: the toolbox is built from Debian's packages with mmdebstrap`, { hint: 'Install it (`apt-get install mmdebstrap`, `make deps`), then `brig image toolbox`.' });
   }
-  const child = spawn(MMDEBSTRAP, mmdebstrapArgv(recipe), { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LC_ALL: 'C' } });
-  const lines: string[] = [];
-  child.stderr.setEncoding('utf8').on('data', (d: string) => {
-    for (const l of d.split('\n').filter((x) => x.trim())) {
-      lines.push(l);
-      if (lines.length > 20) lines.shift();
-      opts.onProgress?.(l);
-    }
-  });
-  const exited = new Promise<number>((res) => child.on('close', (code) => res(code ?? 1)));
-  const changes = ['USER 65534:65534', 'WORKDIR /workspace', 'ENV PATH=/usr/local/bin:/usr/bin:/bin', `LABEL ${LABELS.managed}=1 ${LABELS.image}=toolbox ${LABELS.imageHash}=${hash}`];
-  let imported: unknown;
+  // To a file first: mmdebstrap writes its tar only after minutes of apt, and an import
+  // request idle that long was cut by the engine's connection ("socket hang up", measured).
+  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-toolbox-'));
+  const tarFile = path.join(dir, 'rootfs.tar');
   try {
-    const stream = await docker.importImage(child.stdout as unknown as string, { repo: TOOLBOX_IMAGE_REPO, tag: hash, changes } as never);
-    imported = await new Promise((res, rej) => docker.modem.followProgress(stream as unknown as NodeJS.ReadableStream, (e: Error | null, out: unknown) => (e ? rej(e) : res(out))));
-  } catch (e) {
-    child.kill('SIGTERM');
-    throw new BrigError('image_build_failed', `importing the toolbox failed: ${(e as Error).message}`, { cause: e });
-  }
-  const code = await exited;
-  if (code !== 0) {
-    await docker.getImage(tag).remove().catch(() => undefined);
-    throw new BrigError('image_build_failed', `mmdebstrap exited ${code}: ${lines.slice(-3).join(' | ').slice(0, 600)}`, { data: { imported: Boolean(imported) } });
+    const argv = mmdebstrapArgv(recipe).map((a) => (a === '-' ? tarFile : a));
+    const child = spawn(MMDEBSTRAP, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LC_ALL: 'C' } });
+    const lines: string[] = [];
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      for (const l of d.split('\n').filter((x) => x.trim())) {
+        lines.push(l);
+        if (lines.length > 20) lines.shift();
+        opts.onProgress?.(l);
+      }
+    });
+    const code = await new Promise<number>((res) => child.on('close', (c) => res(c ?? 1)));
+    if (code !== 0) throw new BrigError('image_build_failed', `mmdebstrap exited ${code}: ${lines.slice(-3).join(' | ').slice(0, 600)}`);
+    const changes = ['USER 65534:65534', 'WORKDIR /workspace', 'ENV PATH=/usr/local/bin:/usr/bin:/bin', `LABEL ${LABELS.managed}=1 ${LABELS.image}=toolbox ${LABELS.imageHash}=${hash}`];
+    try {
+      const stream = await docker.importImage(fs.createReadStream(tarFile) as unknown as string, { repo: TOOLBOX_IMAGE_REPO, tag: hash, changes } as never);
+      await new Promise((res, rej) => docker.modem.followProgress(stream as unknown as NodeJS.ReadableStream, (e: Error | null, out: unknown) => (e ? rej(e) : res(out))));
+    } catch (e) {
+      throw new BrigError('image_build_failed', `importing the toolbox failed: ${(e as Error).message}`, { cause: e });
+    }
+  } finally {
+    await fs.promises.rm(dir, { recursive: true, force: true });
   }
   if (!(await toolboxPresent(docker, tag))) throw new BrigError('image_build_failed', `the engine has no ${tag} after the import`);
   return { tag, built: true };

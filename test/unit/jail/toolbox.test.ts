@@ -20,6 +20,6 @@ test('the toolbox recipe: the list in one place, a tag that changes with any par
   const argv = mmdebstrapArgv(r);
   assert.ok(argv.includes('--variant=apt'));
   assert.ok(argv.includes(`--include=${TOOLBOX_PACKAGES.join(',')}`));
-  assert.equal(argv[argv.indexOf('bookworm') + 1], '-', 'the tar goes to stdout, into the import');
+  assert.equal(argv[argv.indexOf('bookworm') + 1], '-', 'the target slot (a temp file at build time)');
   assert.ok(argv.some((a) => a.startsWith('--customize-hook=') && a.includes('chown -R 65534:65534 "$1/workspace"')));
 });
