@@ -10,7 +10,7 @@ export const GROUPS: Record<string, { summary: string; section: Section }> = {
   lease: { summary: 'Inspect and revoke leases: what each run may do.', section: 'host' },
   audit: { summary: 'Verify and query the hash-chained ledger.', section: 'host' },
   policy: { summary: 'Validate lease policy files and explain their profiles.', section: 'host' },
-  image: { summary: 'Build the child image.', section: 'host' },
+  image: { summary: 'Build the child image and the toolbox image.', section: 'host' },
   model: { summary: 'The local model brig serves itself: pull (or register) a GGUF.', section: 'host' },
 };
 
@@ -70,6 +70,7 @@ export const COMMANDS: Record<string, Entry> = {
     summary: 'The envelope a coordinator receives for a run (cast once, then kept): condensed result, metrics, one line per ResultRef.',
     load: async () => (await import('./commands/result.js')).default,
   },
+  apply: { section: 'results', summary: "Write a run's change to its repository (--repo) as a new branch; the working tree and every existing branch are left as they are.", load: async () => (await import('./commands/apply.js')).default },
   explain: { section: 'results', summary: 'A run, its lease decisions, its ResultRefs and its estimated context savings.', load: async () => (await import('./commands/result-explain.js')).default },
   'ref list': { section: 'results', summary: 'List the ResultRefs of a run: id, kind, size, rows, path.', load: async () => (await import('./commands/ref-list.js')).default },
   'ref read': {
@@ -96,6 +97,11 @@ export const COMMANDS: Record<string, Entry> = {
     section: 'host',
     summary: 'Build the child image FROM scratch (node + its libraries, busybox-static, the child runtime); a present tag is kept.',
     load: async () => (await import('./commands/image-build.js')).default,
+  },
+  'image toolbox': {
+    section: 'host',
+    summary: "Build the toolbox image (Debian 12 with git, python3, build-essential, node, ripgrep, jq, …) from Debian's packages with mmdebstrap; a present tag is kept.",
+    load: async () => (await import('./commands/image-toolbox.js')).default,
   },
   'model pull': {
     section: 'host',

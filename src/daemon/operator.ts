@@ -144,6 +144,12 @@ export class Operator implements OperatorSurface {
     return explainPolicy(p);
   }
 
+  /** `brig image toolbox`: the Debian toolbox image, built unless its recipe's tag is present. */
+  async buildToolbox(b: { force?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean }> {
+    const driver = new DockerJailDriver({ dockerHost: this.#p.cfg.dockerHost });
+    return driver.buildToolbox({ force: b.force === true, ...(b.onProgress ? { onProgress: b.onProgress } : {}) });
+  }
+
   async buildImage(b: { force?: boolean; prune?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean; runtimeIncluded: boolean; pruned: string[] }> {
     const driver = new DockerJailDriver({ dockerHost: this.#p.cfg.dockerHost });
     const res = await driver.buildChildImage({ force: b.force === true, ...(b.onProgress ? { onProgress: b.onProgress } : {}) });

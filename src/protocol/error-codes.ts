@@ -49,6 +49,8 @@ export const ERROR_CODES = {
   jail_failed: { kind: 'internal', hint: 'The jail could not be created or started; `brig doctor` shows why.' },
   artifact_changed: { kind: 'denied', hint: 'The artifact was replaced between the spawn\'s check and the jail\'s mount (a path swap); hand it again from a directory only you can write.' },
   artifact_missing: { kind: 'invalid', hint: 'Give an existing regular file or directory as --artifact.' },
+  repo_invalid: { kind: 'invalid', hint: 'Give --repo an absolute path to a git working tree, optionally @REF naming a commit there (default HEAD).' },
+  repo_conflict: { kind: 'conflict', hint: 'The repository is not as the run left it (a branch of that name exists, or the base moved): name a new --branch, or --rebase onto the moved ref.' },
   resume_unavailable: { kind: 'conflict', hint: 'Only a timed-out run with a checkpoint and its pinned script can be resumed.' },
   daemon_running: { kind: 'conflict', hint: 'A daemon already serves this BRIG_HOME: use it (`brig list`), or stop it first.' },
   daemon_unavailable: { kind: 'unavailable', hint: 'Start it with `brig serve`, or run without a daemon.' },

@@ -79,6 +79,12 @@ export const SPAWN_FIELDS = {
     why: "brig writes it for a lead: the supervisor condenses the lead's own conversation",
   },
   expected_outputs: { cli: '--expect', mcp: 'expectedOutputs', agentTool: 'expected_outputs', about: 'files under /workspace/out that must exist when the child ends (missing ones are named in its envelope)' },
+  repo: {
+    cli: '--repo',
+    mcp: 'repo',
+    agentTool: 'repo',
+    about: "a host git repository PATH[@REF] (absolute PATH, REF default HEAD) cloned clean into /workspace/repo; the change comes back as the changes.patch ref, `brig apply` makes it a branch. A lead may give only `inherit`: its own repository, at its base",
+  },
   max_steps: { cli: '--max-steps', mcp: 'limits.maxSteps', agentTool: 'max_steps', about: 'the step budget: at least 30 (or the configured default, if smaller), at most the configured default (50); outside is refused' },
   timeout: { cli: '--timeout', mcp: 'limits.timeoutMs', agentTool: null, about: 'run timeout (the CLI in seconds, else ms), narrowed by the lease', why: "a lead's child lives within the lead's own timeout" },
   label: { cli: '--label', mcp: 'label', agentTool: null, about: 'a label to find the run by', why: 'a lead finds its children by run id (list_children)' },

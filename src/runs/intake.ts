@@ -18,6 +18,7 @@ import { decideAdmission, storageRefusal, type StorageState } from './admission.
 import { attestedConversation } from './agent-resume.js';
 import { checkArtifact, checkCommittedOutput } from './artifact-check.js';
 import { checkRefArtifact, isRefArtifact, uniqueNames } from './ref-artifact.js';
+import { repoForSpawn } from './run-repo.js';
 import type { SupervisorDeps } from './ports.js';
 import { createRunRecord, newRunId, requestHash } from './record.js';
 import type { RunTable } from './run-table.js';
@@ -134,6 +135,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     if (!checked.ok) return checked;
     artifacts.push({ name: path.basename(a), hostPath: checked.value.realPath, identity: checked.value });
   }
+  const repo = await repoForSpawn(req.repo, parent, [path.dirname(d.deps.paths.runs), d.deps.paths.brokers]);
+  if (!repo.ok) return repo;
   const named = uniqueNames(artifacts).map(({ runId: _r, ...a }) => a);
   // Graph inputs (in-process only): completed runs' committed out/, named `as`.
   const inputs = await committedInputs(d, ctx.inputs ?? [], named.map((a) => a.name));
@@ -176,6 +179,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     rec.tokens = 0;
     rec.costUsd = 0;
   }
+  if (repo.value) rec.repo = repo.value;
   if (ctx.parentStep !== undefined) rec.parentStep = ctx.parentStep;
   // Saved with the admitted record: a re-sent spawn call finds this run, before or after a restart.
   if (ctx.callId !== undefined) rec.spawnCallId = ctx.callId;

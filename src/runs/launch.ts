@@ -28,6 +28,7 @@ import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
 import type { AgentPacket, EndReason, RunError, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
 import { mark } from '../util/timing.js';
+import { collectChanges, dropStage, type CollectedChanges } from './run-repo.js';
 
 /** What collecting a run's outputs needs: the table (record and store), the results port, the caps. */
 export interface CollectContext {
@@ -264,6 +265,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
   const patch: Partial<RunRecord> = {};
   let indexed = false;
   let collected: CollectReport | undefined;
+  let changes: CollectedChanges | undefined;
   const transcriptPath = path.join(sup.table.store.dir(runId), 'transcript.jsonl');
   const transcript = (await fs.stat(transcriptPath).catch(() => null))?.isFile() ? transcriptPath : undefined;
   try {
@@ -306,8 +308,19 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
       }
       resultFile = path.join(spool, RESULT_SPOOL_FILE);
     }
+    // A repository: its change, computed on the host from the collected tree, in what out/ left of the cap.
+    if (r.repo) {
+      const repoCtx = { runDir: (id: string) => sup.table.store.dir(id), minFreeBytes: sup.settings.minFreeBytes };
+      changes = await collectChanges(repoCtx, r, jail, caps, Math.max(0, caps.perRunBytes - rep.totalBytes)).catch((e: unknown) => ({
+        changes: { filesChanged: 0, insertions: 0, deletions: 0, commits: 0, patchBytes: 0, error: `the change could not be computed: ${publicError(e).message}` },
+        cleanup: async () => {},
+      }));
+      patch.changes = changes.changes;
+    }
     indexed = true;
     await sup.results?.index(r.rootRunId, runId, dest, {
+      ...(changes?.patchFile ? { changesPatch: changes.patchFile } : {}),
+      ...(changes?.statFile ? { changesStat: changes.statFile } : {}),
       ...(r.result !== undefined && r.result !== null ? { result: r.result } : {}),
       ...(resultFile ? { resultFile } : {}),
       ...(transcript ? { transcriptFile: transcript } : {}),
@@ -318,7 +331,9 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     });
     // A file over the per-file cap was skipped, never read: the rest is kept and indexed, and
     // the refusal is still the run's error.
+    if (changes) await dropStage(sup.table.store.dir(runId));
     if (rep.tooLarge) patch.error = publicError(tooLargeError(rep.tooLarge, caps.perFileBytes, CHILD_PATHS.out));
+    else if (changes && !changes.patchFile && changes.statFile) patch.error = { code: 'ref_too_large', message: changes.changes.error ?? 'the patch was not kept' };
     else if (rep.noSpace) patch.error = publicError(noSpaceError(rep.noSpace, CHILD_PATHS.out));
   } catch (e) {
     // The index meeting the same full disk as the files: the run's error still names what was not kept.
@@ -345,6 +360,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     }
   } finally {
     await fs.rm(spool, { recursive: true, force: true }).catch(() => {});
+    await changes?.cleanup().catch(() => {});
   }
   return patch;
 }

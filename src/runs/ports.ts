@@ -84,6 +84,9 @@ export interface RunExtras {
   transcriptFile?: string;
   stdout?: string;
   stderr?: string;
+  /** A repository's change: the patch and its stat (host files), kept as the `changes.patch` / `changes.stat` refs. */
+  changesPatch?: string;
+  changesStat?: string;
   /** An agent's run: its answer is kept as `answer.txt` beside its value. */
   agent?: boolean;
   /** The out/ files as the jail's collect reported them, each with what `observe` returned: index reuses those scans instead of re-reading. */

@@ -24,6 +24,7 @@ import { elapsedMs, transition } from './state-machine.js';
 import type { AgentSpec } from '../agents/index.js';
 import { jailKeyOf } from './run-record.js';
 import type { AgentPacket, RunRecord, SpawnPacket, SupervisorSettings, ToolGroup } from './types.js';
+import { stageRepo } from './run-repo.js';
 import { mark } from '../util/timing.js';
 
 export interface StarterDeps {
@@ -130,7 +131,10 @@ export class RunStarter {
       const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent, artifacts);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
       await table.store.writeJson(runId, 'packet', packet);
-      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), artifacts);
+      const jailed = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), artifacts);
+      // A repository: a clean clone in the run's directory, copied onto the workspace disk (never mounted).
+      const spec = rec.repo ? { ...jailed, repoDir: await stageRepo(table.store.dir(runId), rec.repo, Math.min(resultCapBytes, jailed.limits.diskMb * 1024 * 1024)) } : jailed;
+      if (gone()) return await abandon();
       // The driver may hand a warm-pool jail made before this run: its key and socket
       // directory are the slot's, kept on the record before the child starts.
       mark('run: leased, packet written');

@@ -107,6 +107,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   child: [],
   client: [],
   console: [],
+  repo: [],
   jail: ['lease'],
   egress: ['lease', 'ledger'],
   agents: ['lease'],
@@ -114,13 +115,13 @@ const MAY_IMPORT: Record<string, string[]> = {
   slice: ['results'],
   broker: ['lease', 'slice', 'ledger', 'results'],
   refs: ['results', 'slice', 'ledger', 'broker', 'models'],
-  runs: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'agents', 'egress'],
+  runs: ['lease', 'ledger', 'jail', 'results', 'slice', 'broker', 'models', 'agents', 'egress', 'repo'],
   // graphs/ reaches the supervisor only through protocol's Supervisor role (ports), never runs/.
   graphs: [],
   api: ['runs'],
-  daemon: ['lease', 'ledger', 'egress', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api', 'agents', 'refs', 'client', 'console', 'graphs'],
+  daemon: ['lease', 'ledger', 'egress', 'jail', 'results', 'slice', 'broker', 'models', 'runs', 'api', 'agents', 'refs', 'client', 'console', 'graphs', 'repo'],
   // The library entries (src/index.ts, light.ts, open-brig.ts): curated exports of the parts.
-  '.': ['runs', 'egress', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker', 'agents', 'client', 'refs', 'graphs'],
+  '.': ['runs', 'egress', 'daemon', 'api', 'lease', 'ledger', 'results', 'slice', 'jail', 'models', 'broker', 'agents', 'client', 'refs', 'graphs', 'repo'],
   // The faces: the library entries only. `brig mcp` is a CLI command hosting the MCP face.
   cli: ['.', 'mcp'],
   mcp: ['.'],

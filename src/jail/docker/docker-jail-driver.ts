@@ -29,6 +29,7 @@ import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { CHILD_IMAGE_REPO, ensurePlanImage, fingerprint, planChildImage, type ImagePlan } from './image.js';
 import { ImageCache } from './image-cache.js';
 import { LABELS } from './labels.js';
+import { ensureToolbox, toolboxPresent, toolboxTag } from './toolbox.js';
 import { containerName, JAIL_USER, renderCreateBody, workspaceVolumeName, type CreateBody, type ForeignImage } from './profile.js';
 import { engineArch, imageTerms, type ImageConfigView } from './image-contract.js';
 import { ensureRuntimeBundle, planRuntimeBundle, runtimeRootFor, type RuntimeBundle } from './runtime-bundle.js';
@@ -237,6 +238,20 @@ export class DockerJailDriver implements JailDriver {
     return { ...res, runtimeIncluded: hasRuntime(plan) };
   }
 
+  /** The toolbox image (toolbox.ts): its tag for the current recipe, and whether the engine holds it. */
+  async toolboxStatus(): Promise<{ tag: string; present: boolean }> {
+    const tag = toolboxTag();
+    const present = await toolboxPresent(this.docker, tag).catch((e: unknown) => {
+      throw engineError(e, 'engine_unavailable', 'the Docker engine did not answer');
+    });
+    return { tag, present };
+  }
+
+  /** Builds the toolbox image unless its recipe's tag is present (minutes: see docs/jail.md). */
+  async buildToolbox(opts: { force?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean }> {
+    return ensureToolbox(this.docker, opts);
+  }
+
   /** Removes child images other than `keep`; an image a container still uses is left alone. */
   async pruneChildImages(keep: string): Promise<string[]> {
     // By repository, not label: child images built before a label rename are pruned too.
@@ -339,6 +354,7 @@ export class DockerJailDriver implements JailDriver {
       jail.verified = verifiedSummary(inspect, disk ? { driver: 'local', type: disk.volumeOptions.type, options: disk.volumeOptions.o, diskMb: spec.limits.diskMb } : null, foreign);
       mark('jail: verified');
       await jail.putInputs(spec.inputs ?? []);
+      if (spec.repoDir !== undefined) await jail.putRepo(spec.repoDir);
       return jail;
     } catch (e) {
       const undo = () => this.#removeCreated(spec.runId, volumeName, disk !== null);

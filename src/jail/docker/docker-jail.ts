@@ -23,6 +23,7 @@ import { WORKSPACE_DIR } from './profile.js';
 /** The child's output directory, relative to /workspace. */
 const OUT_DIR = 'out';
 import { TailBuffer } from './tail.js';
+import { putRepo } from './repo-copy.js';
 import type { ArtifactStages } from './artifact-stage.js';
 import type { WorkspaceDisks } from './workspace-disk.js';
 
@@ -173,6 +174,11 @@ export class DockerJail implements Jail {
     await this.container.putArchive(archive, { path: WORKSPACE_DIR }).catch((e: unknown) => {
       throw engineError(e, 'jail_failed', 'putting inputs into the workspace failed');
     });
+  }
+
+  /** The clean clone at /workspace/repo (repo-copy.ts), before start. */
+  async putRepo(dir: string): Promise<void> {
+    await putRepo(this.container, dir);
   }
 
   async start(): Promise<void> {

@@ -153,7 +153,7 @@ export class WarmPool implements JailDriver {
   }
 
   async #take(spec: JailSpec): Promise<Jail | null> {
-    if (spec.artifacts.length > 0 || spec.brokerDir === undefined) return null;
+    if (spec.artifacts.length > 0 || spec.repoDir !== undefined || spec.brokerDir === undefined) return null;
     const image = await this.o.driver.ensureImage();
     if (spec.image !== undefined && spec.image !== image) return null;
     if (!(await this.#runnable(spec.argv[0] ?? ''))) return null;

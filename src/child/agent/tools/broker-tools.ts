@@ -104,6 +104,7 @@ export const SPAWN_PARAMS = {
   tool_groups: { ...S.strs('agent only: offer only the tools of these policy groups (workspace, delegation, slicing, … — `brig policy check` lists them) and finish, never more than its lease allows', 32, { minLength: 1, maxLength: 64 }), minItems: 1 },
   include_parent_history: S.oneOf("`summary`: the child gets a bounded summary of its parent's conversation (default `none`)", ['none', 'summary']),
   expected_outputs: S.strs('files under /workspace/out that must exist when the child ends (missing ones are named in its envelope)', 64, { minLength: 1, maxLength: 1024 }),
+  repo: S.str("a host git repository PATH[@REF] (absolute PATH, REF default HEAD) cloned clean into /workspace/repo; the change comes back as the changes.patch ref, `brig apply` makes it a branch. A lead may give only `inherit`: its own repository, at its base", { minLength: 1, maxLength: 4096 }),
   max_steps: S.int('the step budget: at least 30 (or the configured default, if smaller), at most the configured default (50); outside is refused', 1, 1_000_000),
   tokens: S.int("the child's token budget (at most what its parent holds; more is clamped)", 1, 1_000_000_000),
   cost_usd: S.num("the child's cost budget in USD (at most what its parent holds; more is clamped)", 0, 1_000_000),
