@@ -1,4 +1,5 @@
 import { SUPERVISOR_DEFAULTS, loadConfig, startDaemon, type SupervisorSettings } from '../../index.js';
+import fs from 'node:fs';
 import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
 import { createLog, LOG_LEVELS, type LogLevel } from '../../util/log.js';
@@ -36,6 +37,19 @@ export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
 
 const DRAIN_QUEUE = ['keep', 'kill'] as const;
 
+/**
+ * Where the log goes: `--log-file PATH`; `-` for stderr; without the flag stderr, unless stderr
+ * is a terminal — `brig serve &` would write over the operator's prompt — then
+ * $BRIG_HOME/brig.log (said once on stdout).
+ */
+export function logFileFor(given: string | undefined, io: { stderr: NodeJS.WritableStream }, home: string): string | undefined {
+  if (given === '-') return undefined;
+  if (given !== undefined) return path.resolve(given);
+  if ((io.stderr as { isTTY?: boolean }).isTTY !== true) return undefined;
+  fs.mkdirSync(home, { recursive: true, mode: 0o700 });
+  return path.join(home, 'brig.log');
+}
+
 const command: Command = {
   name: 'serve',
   summary: 'Run the supervisor as a daemon on $BRIG_HOME/brig.sock (HTTP API /v1, SSE events).',
@@ -54,7 +68,7 @@ const command: Command = {
     { name: 'ui', description: 'also serve the web console on loopback behind a random token; prints `console: URL`' },
     { name: 'ui-addr', value: 'ADDR', description: 'the console\'s loopback address (default 127.0.0.1 and a free port)' },
     { name: 'log-level', value: 'LEVEL', choices: LOG_LEVELS, description: `the daemon's log level (${LOG_LEVELS.join(', ')}; default info)` },
-    { name: 'log-file', value: 'PATH', description: 'log JSON lines to this file, rotated by size, instead of stderr' },
+    { name: 'log-file', value: 'PATH', description: 'log JSON lines to this file, rotated by size (default: stderr, or $BRIG_HOME/brig.log when stderr is a terminal; `-`: stderr always)' },
     { name: 'log-max-mb', value: 'MB', description: 'rotate --log-file past this size (default 10; 5 older files kept)' },
     JSON_FLAG,
   ],
@@ -64,12 +78,13 @@ const command: Command = {
     const settings = serveSettings(p);
     const level = flag(p, 'log-level') ?? 'info';
     if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new BrigError('invalid_input', `unknown log level ${level}`, { hint: `Known: ${LOG_LEVELS.join(', ')}.` });
-    const file = flag(p, 'log-file');
+    const cfg = loadConfig(io.env);
+    const file = logFileFor(flag(p, 'log-file'), io, cfg.home);
     const maxMb = numberFlag(p, 'log-max-mb');
     if (maxMb !== undefined && !(maxMb > 0)) throw new BrigError('invalid_input', '--log-max-mb must be a positive number of MB');
     const log = createLog({
       level: level as LogLevel,
-      ...(file ? { file: path.resolve(file) } : {}),
+      ...(file ? { file } : {}),
       ...(maxMb !== undefined ? { maxBytes: Math.round(maxMb * 1024 * 1024) } : {}),
       // The process's own stderr is written synchronously by fd (no line lost on a crash); any
       // other (an in-process caller's) through its stream.
@@ -86,10 +101,11 @@ const command: Command = {
     }
     const queue = flag(p, 'drain-queue') ?? 'keep';
     if (!(DRAIN_QUEUE as readonly string[]).includes(queue)) throw new BrigError('invalid_input', `--drain-queue takes keep or kill, not ${queue.slice(0, 40)}`, { hint: '`brig serve --drain-queue kill` ends queued runs at a stop; keep (the default) leaves them for the next start.' });
-    const d = await startDaemon(loadConfig(io.env), { settings, log, ...(ui !== undefined ? { ui } : {}), ...(warm ? { warm } : {}) });
+    const d = await startDaemon(cfg, { settings, log, ...(ui !== undefined ? { ui } : {}), ...(warm ? { warm } : {}) });
     // It serves now; what the start reconciled is said once the slow rest of it is done.
     if (!p.bools.has('json')) {
       io.stdout.write(`brig serving on ${d.socketPath}\n`);
+      if (file) io.stdout.write(`log: ${file}\n`);
       if (d.consoleUrl) io.stdout.write(`console: ${d.consoleUrl}\n`);
     }
     void d.reconciled.then((r) => {
