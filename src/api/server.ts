@@ -17,6 +17,7 @@ import { openapiDocument, invalidRequest, queryObject } from './contract.js';
 import { EventHub, matches, type Numbered } from './event-hub.js';
 import { ROUTE_TABLE, type RouteDef } from './routes.js';
 import { BrigError, httpStatusOf, toBrigError } from '../util/errors.js';
+import { hintFor } from '../util/face-hints.js';
 import type { Logger } from '../util/log.js';
 import type { Metrics } from '../util/metrics.js';
 
@@ -29,7 +30,7 @@ const PARAM = /\{([a-z]+)\}/g;
 const COMPILED = (Object.keys(API_ROUTES) as RouteName[]).map((name) => {
   const r = API_ROUTES[name];
   const keys = [...r.path.matchAll(PARAM)].map((m) => m[1]!);
-  return { name, method: r.method, path: r.path, keys, re: new RegExp(`^${r.path.replace(/[.]/g, '\\.').replace(PARAM, '([^/]+)')}$`) };
+  return { name, method: r.method, path: r.path, keys, re: new RegExp(`^${r.path.replace(/[.]/g, '\\.').replace(PARAM, '([^/]*)')}$`) };
 });
 
 export type Match = { name: RouteName; params: Record<string, string> } | { allowed: string[]; template: string; params: Record<string, string> } | undefined;
@@ -99,12 +100,18 @@ function send(res: http.ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-function sendError(res: http.ServerResponse, e: unknown): void {
+/**
+ * The error reply. Its hint speaks the caller's language: brig's CLI and MCP server get the
+ * hint as raised (each shows it in its own words), anyone else HTTP's (face-hints.ts).
+ */
+function sendError(req: http.IncomingMessage, res: http.ServerResponse, e: unknown): void {
   const be = toBrigError(e);
   if (res.headersSent) return void res.destroy();
   const allow = be.code === 'method_not_allowed' ? be.data.allow : undefined;
   if (Array.isArray(allow)) res.setHeader('allow', allow.join(', '));
-  send(res, httpStatusOf(be.code), { error: be.toJSON() });
+  const caller = req.headers['x-brig-client'];
+  const face = caller === 'cli' || caller === 'mcp' ? 'cli' : 'http';
+  send(res, httpStatusOf(be.code), { error: { ...be.toJSON(), hint: hintFor(be, face) } });
 }
 
 /** The validated input of a route: its query for a GET, its JSON body for a POST. */
@@ -182,7 +189,7 @@ export function apiHandler(brig: Brig, o: ApiOptions = {}, hub: EventHub = new E
     void serve(brig, o, hub, req, res).catch((e) => {
       const be = toBrigError(e);
       if (be.code === 'internal') log?.error({ reqId: id, code: be.code, err: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) }, 'internal error in the API');
-      sendError(res, e);
+      sendError(req, res, e);
     });
   };
 }
@@ -204,7 +211,7 @@ function requestId(req: http.IncomingMessage): string {
  * A server error is an error line, a refusal (4xx) info, a slow short request a warn.
  */
 function logRequest(log: Logger, req: http.IncomingMessage, status: number, elapsed: number, reqId: string): void {
-  const m = matchRoute(req.method ?? 'GET', new URL(req.url ?? '/', 'http://brig').pathname);
+  const m = matchRoute(req.method ?? 'GET', rawPath(req));
   const route = !m ? 'unknown' : 'name' in m ? API_ROUTES[m.name].path : m.template;
   const header = req.headers['x-brig-client'];
   const caller = (API_CALLERS as readonly unknown[]).includes(header) ? (header as string) : 'http';
@@ -217,13 +224,24 @@ function logRequest(log: Logger, req: http.IncomingMessage, status: number, elap
   else log.debug(line, 'api');
 }
 
+/**
+ * The request's path as sent, its dot segments kept: a ref or run id `..` is an id that is no
+ * ref (ref_not_found), never a path the URL parser folds into another route.
+ */
+function rawPath(req: http.IncomingMessage): string {
+  const u = req.url ?? '/';
+  const q = u.search(/[?#]/);
+  return q < 0 ? u : u.slice(0, q);
+}
+
 async function serve(brig: Brig, o: ApiOptions, hub: EventHub, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://brig');
   const method = req.method ?? 'GET';
-  const m = matchRoute(method, url.pathname);
+  const pathname = rawPath(req);
+  const m = matchRoute(method, pathname);
   if (!m) {
-    await refuseUnknownRun(brig, url.pathname);
-    throw new BrigError('route_not_found', `no route ${url.pathname.slice(0, 200)}`, { hint: `The API's routes: ${routeList()}.` });
+    await refuseUnknownRun(brig, pathname);
+    throw new BrigError('route_not_found', `no route ${pathname.slice(0, 200)}`, { hint: `The API's routes: ${routeList()}.` });
   }
   if (!('name' in m)) {
     // A wrong method on a path naming a run this API does not hold is about the run, first.
