@@ -101,8 +101,9 @@ function send(res: http.ServerResponse, status: number, body: unknown): void {
 }
 
 /**
- * The error reply. Its hint speaks the caller's language: brig's CLI and MCP server get the
- * hint as raised (each shows it in its own words), anyone else HTTP's (face-hints.ts).
+ * The error reply. Its hint speaks the caller's language: brig's CLI, MCP server and library
+ * get the hint as raised (as an in-process brig would give it; MCP swaps it for its own), the
+ * console and anyone else HTTP's (face-hints.ts).
  */
 function sendError(req: http.IncomingMessage, res: http.ServerResponse, e: unknown): void {
   const be = toBrigError(e);
@@ -110,7 +111,7 @@ function sendError(req: http.IncomingMessage, res: http.ServerResponse, e: unkno
   const allow = be.code === 'method_not_allowed' ? be.data.allow : undefined;
   if (Array.isArray(allow)) res.setHeader('allow', allow.join(', '));
   const caller = req.headers['x-brig-client'];
-  const face = caller === 'cli' || caller === 'mcp' ? 'cli' : 'http';
+  const face = caller === 'cli' || caller === 'mcp' || caller === 'library' ? 'cli' : 'http';
   send(res, httpStatusOf(be.code), { error: { ...be.toJSON(), hint: hintFor(be, face) } });
 }
 
