@@ -1,14 +1,14 @@
 import { BrigError } from '../../util/errors.js';
-import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, durationFlag } from '../command.js';
 import { openBrig } from '../connect.js';
 
 const command: Command = {
   name: 'send',
   summary: 'Send a message to a running agent child; with --mode wait or ping-pong, print its next replies.',
-  usage: 'brig send RUN MESSAGE [--mode fire-and-forget|wait|ping-pong] [--timeout SECONDS] [--max-turns N] [--json]',
+  usage: 'brig send RUN MESSAGE [--mode fire-and-forget|wait|ping-pong] [--timeout DURATION] [--max-turns N] [--json]',
   flags: [
     { name: 'mode', value: 'MODE', description: 'fire-and-forget (default): queue it; wait: its next reply; ping-pong: up to --max-turns replies', choices: ['fire-and-forget', 'wait', 'ping-pong'] },
-    { name: 'timeout', value: 'SECONDS', description: 'how long wait / ping-pong wait for replies (at most 50)' },
+    { name: 'timeout', value: 'DURATION', description: 'how long wait / ping-pong wait for replies (at most 50) (90s, 10m; a bare number: seconds)' },
     { name: 'max-turns', value: 'N', description: 'ping-pong: replies to collect, 0–5 (default 3)' },
     JSON_FLAG,
   ],
@@ -18,7 +18,7 @@ const command: Command = {
     const [id, ...words] = p.positionals;
     if (!id || words.length === 0) throw new BrigError('invalid_input', 'send takes a RUN and a MESSAGE');
     const mode = flag(p, 'mode') as 'fire-and-forget' | 'wait' | 'ping-pong' | undefined;
-    const timeout = numberFlag(p, 'timeout');
+    const timeout = durationFlag(p, 'timeout', 's');
     const turns = flag(p, 'max-turns');
     const brig = await openBrig(io);
     try {

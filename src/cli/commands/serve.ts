@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
 import { createLog, LOG_LEVELS, type LogLevel } from '../../util/log.js';
-import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
+import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs, durationFlag } from '../command.js';
 
 /**
  * The daemon's tunables from its flags. `maxConcurrent` caps running children across the
@@ -12,9 +12,9 @@ import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type P
  */
 export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
   const settings: Partial<SupervisorSettings> = {};
-  const pi = numberFlag(p, 'progress-interval');
+  const pi = durationFlag(p, 'progress-interval', 's');
   if (pi) settings.progressIntervalMs = Math.round(pi * 1000);
-  const sk = numberFlag(p, 'stuck-kill');
+  const sk = durationFlag(p, 'stuck-kill', 's');
   if (sk) settings.stuckKillThresholdMs = Math.round(sk * 1000);
   const mc = numberFlag(p, 'max-children');
   if (mc) settings.maxChildrenPerAgent = Math.max(1, Math.round(mc));
@@ -30,7 +30,7 @@ export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
     if (!(Number.isFinite(mb) && mb >= 0)) throw new BrigError('invalid_input', `--min-free-mb takes a number of MB from 0, not ${JSON.stringify(minFree.slice(0, 40))}`, { hint: 'The space kept free in $BRIG_HOME: `brig serve --min-free-mb 256` (0: no reserve).' });
     settings.minFreeBytes = Math.round(mb * 1024 * 1024);
   }
-  const drain = numberFlag(p, 'drain');
+  const drain = durationFlag(p, 'drain', 's');
   if (drain !== undefined) settings.drainMs = Math.max(0, Math.round(drain * 1000));
   return settings;
 }
@@ -55,12 +55,12 @@ const command: Command = {
   summary: 'Run the supervisor as a daemon on $BRIG_HOME/brig.sock (HTTP API /v1, SSE events).',
   usage: 'brig serve [FLAGS] [--ui [ADDR]]',
   flags: [
-    { name: 'progress-interval', value: 'SECONDS', description: 'how often a running child is asked for progress' },
-    { name: 'stuck-kill', value: 'SECONDS', description: 'kill a child that has shown no progress for this long' },
+    { name: 'progress-interval', value: 'DURATION', description: 'how often a running child is asked for progress (90s, 10m; a bare number: seconds)' },
+    { name: 'stuck-kill', value: 'DURATION', description: 'kill a child that has shown no progress for this long (90s, 10m; a bare number: seconds)' },
     { name: 'max-children', value: 'N', description: 'active children per parent (raises --max-concurrent with it)' },
     { name: 'max-concurrent', value: 'N', description: 'running children across the daemon (default 5)' },
     { name: 'max-queued', value: 'N', description: 'children waiting for a slot before spawns are refused' },
-    { name: 'drain', value: 'SECONDS', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30)' },
+    { name: 'drain', value: 'DURATION', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30) (90s, 10m; a bare number: seconds)' },
     { name: 'drain-queue', value: 'keep|kill', choices: DRAIN_QUEUE, description: 'on SIGTERM/Ctrl-C, what happens to queued runs: kept queued on disk for the next start (default), or killed' },
     { name: 'min-free-mb', value: 'MB', description: 'keep this much free in $BRIG_HOME: below it spawns are refused storage_full and collections skip what would not fit (default 64)' },
     { name: 'warm', value: 'N', description: 'keep up to N started, verified jails ready per limit shape (single-use; N of the default spawn\'s, a shape asked for since from 1 doubling with use; default 0: each jail is made at spawn)' },
