@@ -55,6 +55,19 @@ export const API_ROUTES = {
 
 export type RouteName = keyof typeof API_ROUTES;
 
+/**
+ * The faces that call the API, as each says in `X-Brig-Client` (the daemon's log line of a
+ * request names its caller; anything else, or nothing, is `http`).
+ */
+export const API_CALLERS = ['cli', 'mcp', 'console', 'library'] as const;
+export type ApiCaller = (typeof API_CALLERS)[number];
+
+/**
+ * Routes that may hold a request open as long as a run lasts (a wait, a synchronous spawn, the
+ * event stream, a conversation turn): never "slow" in the daemon's log.
+ */
+export const LONG_ROUTES: ReadonlySet<RouteName> = new Set<RouteName>(['events', 'wait', 'spawn', 'send', 'graphWait', 'doctor']);
+
 /** The names a path template takes (`{run}` → `run`). */
 type ParamNames<P extends string> = P extends `${string}{${infer N}}${infer Rest}` ? N | ParamNames<Rest> : never;
 export type RouteParams<N extends RouteName> = { [K in ParamNames<(typeof API_ROUTES)[N]['path']>]: string };

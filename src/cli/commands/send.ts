@@ -1,14 +1,14 @@
 import { BrigError } from '../../util/errors.js';
-import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, durationFlag } from '../command.js';
 import { openBrig } from '../connect.js';
 
 const command: Command = {
   name: 'send',
   summary: 'Send a message to a running agent child; --mode wait prints its next reply, ping-pong one round of a conversation.',
-  usage: 'brig send RUN MESSAGE [--mode fire-and-forget|wait|ping-pong] [--timeout SECONDS] [--max-turns N] [--conversation ID] [--json]',
+  usage: 'brig send RUN MESSAGE [--mode fire-and-forget|wait|ping-pong] [--timeout DURATION] [--max-turns N] [--conversation ID] [--json]',
   flags: [
     { name: 'mode', value: 'MODE', description: 'fire-and-forget (default): queue it; wait: its next reply; ping-pong: its reply and a conversation id to answer with --conversation', choices: ['fire-and-forget', 'wait', 'ping-pong'] },
-    { name: 'timeout', value: 'SECONDS', description: 'how long wait / ping-pong wait for the reply (at most 50)' },
+    { name: 'timeout', value: 'DURATION', description: 'how long wait / ping-pong wait for the reply (at most 50 s) (90s, 10m; a bare number: seconds)' },
     { name: 'max-turns', value: 'N', description: 'ping-pong: turns of the conversation, 0–5 (default 3)' },
     { name: 'conversation', value: 'ID', description: 'ping-pong: MESSAGE answers the reply this conversation returned last' },
     JSON_FLAG,
@@ -19,7 +19,7 @@ const command: Command = {
     const [id, ...words] = p.positionals;
     if (!id || words.length === 0) throw new BrigError('invalid_input', 'send takes a RUN and a MESSAGE');
     const mode = flag(p, 'mode') as 'fire-and-forget' | 'wait' | 'ping-pong' | undefined;
-    const timeout = numberFlag(p, 'timeout');
+    const timeout = durationFlag(p, 'timeout', 's');
     const turns = flag(p, 'max-turns');
     const conversation = flag(p, 'conversation');
     const brig = await openBrig(io);

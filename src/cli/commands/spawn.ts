@@ -3,7 +3,7 @@ import path from 'node:path';
 import { CAPABILITIES, REF_ID_RE, parseRepoSpec, type Capability, type SpawnRequestInput } from '../../light.js';
 import type { EgressRuleAsk } from '../../protocol/index.js';
 import { BrigError } from '../../util/errors.js';
-import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
+import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs, durationFlag } from '../command.js';
 import { openBrig } from '../connect.js';
 import { exitForRuns } from '../exit-codes.js';
 import { spawnLive } from '../live-spawn.js';
@@ -33,7 +33,7 @@ const command: Command = {
     { name: 'egress', value: 'RULE', repeatable: true, description: 'reach a host through the egress gate: a rule id of the policy, or host[:port][,tls=inspect][,methods=GET|HEAD] inside one (never inherited; `brig policy check` lists the rules)' },
     { name: 'expect', value: 'PATH', repeatable: true, description: 'a file that must be in out/ when the run ends (relative; exit 9 when missing)' },
     { name: 'max-steps', value: 'N', description: 'the step budget of a script or agent child' },
-    { name: 'timeout', value: 'SECONDS', description: 'end the run as watchdog_timeout after this long' },
+    { name: 'timeout', value: 'DURATION', description: 'end the run as watchdog_timeout after this long (90s, 10m; a bare number: seconds)' },
     { name: 'memory', value: 'MB', description: 'memory limit of the jail' },
     { name: 'cpus', value: 'N', description: 'CPU limit of the jail (fractions allowed)' },
     { name: 'pids', value: 'N', description: 'process limit of the jail' },
@@ -125,7 +125,7 @@ export function spawnRequestFromFlags(
   const { argv, script, scriptFile, agent } = o;
   const caps = o.caps ?? p.flags.get('cap') ?? [];
   const egress = o.egress ?? (p.flags.get('egress') ?? []).map(parseEgressFlag);
-  const timeout = numberFlag(p, 'timeout');
+  const timeout = durationFlag(p, 'timeout', 's');
   const maxSteps = numberFlag(p, 'max-steps');
   const memory = numberFlag(p, 'memory');
   const cpus = numberFlag(p, 'cpus');
