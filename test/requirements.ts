@@ -21,12 +21,14 @@ export const REQUIREMENTS: Readonly<Record<string, { inv: Inv; text: string }>> 
   'lease:egress-narrows': { inv: 'INV-1', text: 'egress only narrows: each granted rule fits inside one parent rule, budgets never grow, and every connection a child is allowed its ancestors are allowed' },
   'lease:egress-never-inherited': { inv: 'INV-1', text: 'egress is never inherited: a child without an egress ask holds no rule, no net.egress and posture network none' },
   'lease:enforced': { inv: 'INV-1', text: 'what a lease does not grant is refused where it would be used: each broker method, agent tool, child kind and jail input' },
+  'lease:tool-surface-binds': { inv: 'INV-1', text: "an agent run's bearer calls only its loop's methods and its offered tools' methods: any other is refused tool_not_offered, though its lease (the same with or without the spec's tools) would allow it" },
 
   // INV-2 — one fresh hardened container per child.
   'jail:network-none': { inv: 'INV-2', text: 'no network: loopback only, no route out, the host (its loopback and its own addresses) unreachable' },
   'jail:egress-gated': { inv: 'INV-2', text: "a lease with egress rules keeps NetworkMode none: its only way out is the run's egress socket, where the gate reaches the hosts its rules name before any DNS and refuses everything else (other names, IP literals, private/metadata answers, another SNI, a redirect's private target)" },
   'jail:read-only-root': { inv: 'INV-2', text: 'the root filesystem is read-only (a write to / fails EROFS)' },
   'jail:no-caps': { inv: 'INV-2', text: 'no capabilities: CapEff and CapBnd are zero' },
+  'jail:runtime-unreadable': { inv: 'INV-2', text: "nothing an agent's tools start can read the in-jail runtime: its memory, environment and fds refuse (EACCES), the bearer file is gone before a tool runs" },
   'jail:no-new-privs': { inv: 'INV-2', text: 'no-new-privileges is set (NoNewPrivs 1): a set-uid binary gains nothing' },
   'jail:non-root': { inv: 'INV-2', text: 'the child runs as a non-root user and group' },
   'jail:pids-limit': { inv: 'INV-2', text: 'a pids limit is set in the cgroup and forks past it fail' },

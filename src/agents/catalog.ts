@@ -30,6 +30,24 @@ export interface AgentCatalog {
 }
 
 export function loadAgentCatalog(dirs: readonly string[]): AgentCatalog {
+  let { specs, broken } = scan(dirs);
+  return {
+    get(name) {
+      // A spec added (or fixed) since the load is seen without a restart: a miss reads again.
+      if (!specs.has(name)) ({ specs, broken } = scan(dirs));
+      const s = specs.get(name);
+      if (s) return ok(s);
+      const bad = broken.find((b) => path.basename(b.file, '.md') === name);
+      if (bad) return err(bad.error);
+      const near = nearest(name, [...specs.keys()]);
+      return err(new BrigError('invalid_input', `no agent spec "${name}"`, { hint: near ? `Did you mean "${near}"? \`brig agents list\` shows them.` : '`brig agents list` shows the agent specs.' }));
+    },
+    list: () => [...specs.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    broken: () => [...broken],
+  };
+}
+
+function scan(dirs: readonly string[]): { specs: Map<string, AgentSpec>; broken: { file: string; error: BrigError }[] } {
   const specs = new Map<string, AgentSpec>();
   const broken: { file: string; error: BrigError }[] = [];
   for (const dir of dirs) {
@@ -48,18 +66,7 @@ export function loadAgentCatalog(dirs: readonly string[]): AgentCatalog {
       if (!specs.has(parsed.value.name)) specs.set(parsed.value.name, parsed.value);
     }
   }
-  return {
-    get(name) {
-      const s = specs.get(name);
-      if (s) return ok(s);
-      const bad = broken.find((b) => path.basename(b.file, '.md') === name);
-      if (bad) return err(bad.error);
-      const near = nearest(name, [...specs.keys()]);
-      return err(new BrigError('invalid_input', `no agent spec "${name}"`, { hint: near ? `Did you mean "${near}"? \`brig agents list\` shows them.` : '`brig agents list` shows the agent specs.' }));
-    },
-    list: () => [...specs.values()].sort((a, b) => a.name.localeCompare(b.name)),
-    broken: () => [...broken],
-  };
+  return { specs, broken };
 }
 
 /** The catalog for a brig home: its agents/ then the shipped ones. */

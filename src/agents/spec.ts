@@ -26,7 +26,12 @@ export const AgentFrontmatterSchema = z.strictObject({
   maxSteps: z.number().int().positive().max(10_000).optional(),
   /** Seconds. */
   timeout: z.number().int().positive().max(86_400).optional(),
-  /** Gather runtime, tools on PATH, disk and file count inside the jail into the prompt. */
+  /**
+   * The image the child runs in (a local tag; default brig's child image): an operator's choice in
+   * the spec file, never the spawning child's (docs/jail.md, "Any image").
+   */
+  image: z.string().min(1).max(256).optional(),
+  /** Gather the image's OS, language versions, packages, tools on PATH, disk and files inside the jail into the prompt. */
   workspaceAware: z.boolean().default(false),
   /** `coordinator`: delegation, read-only drill-in and observability only. */
   role: z.enum(['worker', 'coordinator']).default('worker'),

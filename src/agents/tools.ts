@@ -1,3 +1,4 @@
+import type { BrokerMethod } from '../protocol/index.js';
 import { grantAllows, type Capability } from '../lease/index.js';
 
 /**
@@ -28,16 +29,30 @@ export const AGENT_TOOLS = {
   status: 'spawn',
   explain: 'spawn',
   history: 'spawn',
+  // The `web` group: HTTP from inside the jail through its egress relay; the gate decides each host (docs/egress.md).
+  web_fetch: 'net.egress',
+  web_search: 'net.egress',
+  session_status: null,
+  ctx_search: null,
+  ctx_expand: null,
   finish: null,
 } as const satisfies Record<string, Capability | null>;
 export type AgentTool = keyof typeof AGENT_TOOLS;
 export const AGENT_TOOL_NAMES = Object.keys(AGENT_TOOLS) as AgentTool[];
 
+/**
+ * The run looking at itself (its status, its own transcript): read-only and of no effect on
+ * anything else, so a spawn's tool groups do not take them away (as they keep `finish`); a
+ * spec's explicit tool list and the policy's denylist still do.
+ */
+const SELF_TOOLS = ['session_status', 'ctx_search', 'ctx_expand'] as const satisfies readonly AgentTool[];
+
 /** What a coordinator lead keeps: delegation, read-only drill-in, observability, and finish. */
 const COORDINATOR_TOOLS: ReadonlySet<AgentTool> = new Set([
   'read_file', 'list_files', 'grep_files',
   'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath',
-  'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'finish',
+  'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history',
+  ...SELF_TOOLS, 'finish',
 ]);
 
 export interface ToolSurfaceInput {
@@ -62,10 +77,63 @@ export function toolSurface(i: ToolSurfaceInput): AgentTool[] {
     const cap = AGENT_TOOLS[t];
     if (!grantAllows(i, cap)) return false;
     if (denied.has(t)) return false;
-    if (grouped && !grouped.has(t)) return false;
+    if (grouped && !grouped.has(t) && !(SELF_TOOLS as readonly string[]).includes(t)) return false;
     // The role gives the default surface; a spec's explicit tool list overrides it. Either
     // way the lease's capabilities bound it: the role never widens anything.
     if (want) return want.has(t);
     return i.role !== 'coordinator' || COORDINATOR_TOOLS.has(t);
   });
+}
+
+/**
+ * The broker methods each tool calls. The run's bearer is good for these and the loop's own
+ * methods only (AGENT_LOOP_METHODS): the broker refuses every other method `tool_not_offered`,
+ * so a bearer that leaves the runtime still cannot do what the spec's tools do not offer.
+ */
+export const TOOL_METHODS = {
+  shell: [],
+  read_file: [],
+  write_file: [],
+  edit_file: [],
+  list_files: [],
+  grep_files: [],
+  ref_read: ['refs.read'],
+  ref_grep: ['refs.grep'],
+  ref_jq: ['refs.jq'],
+  ref_sql: ['refs.sql'],
+  ref_jsonpath: ['refs.jsonpath'],
+  spawn: ['spawn'],
+  list_children: [],
+  wait_children: ['wait'],
+  steer_child: ['child.steer'],
+  kill_child: ['child.kill'],
+  send: ['child.send'],
+  status: ['child.status'],
+  explain: ['child.explain'],
+  history: ['child.history'],
+  finish: [],
+  // Plain HTTP through the egress relay: the gate decides each request, no broker method.
+  web_fetch: [],
+  web_search: [],
+  // Read-only views of the run itself, answered by the supervisor (runs/self-view.ts).
+  session_status: ['session.status'],
+  ctx_search: ['session.search'],
+  ctx_expand: ['session.expand'],
+} as const satisfies Record<AgentTool, readonly BrokerMethod[]>;
+
+/**
+ * What the loop itself calls, whatever its tools: methods about the run itself (its model
+ * conversation, progress, steers, checkpoint and result) — none reaches another run or a ref.
+ */
+export const AGENT_LOOP_METHODS = [
+  'hello', 'progress', 'log', 'checkpoint', 'resume', 'result', 'steer.poll', 'llm.append', 'llm.reset', 'llm.complete',
+] as const satisfies readonly BrokerMethod[];
+
+/** The broker methods an agent run offered `tools` may call: its loop's and its tools' (sorted). */
+export function agentMethodSurface(tools: readonly string[]): BrokerMethod[] {
+  const out = new Set<BrokerMethod>(AGENT_LOOP_METHODS);
+  for (const t of tools) {
+    if (Object.hasOwn(TOOL_METHODS, t)) for (const m of TOOL_METHODS[t as AgentTool]) out.add(m);
+  }
+  return [...out].sort();
 }

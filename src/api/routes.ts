@@ -17,6 +17,7 @@ import {
   MAX_HISTORY_PAGE,
   MAX_SEND_WAIT_MS,
   SEND_MODES,
+  MAX_SEND_TURNS,
   GRAPH_STATES,
   type Brig,
   type GraphSurface,
@@ -224,15 +225,15 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
     handle: async ({ brig, params, input }) => reply({ steer: value(await brig.steer(params.run!, input.message)) }),
   }),
   resume: route<'resume'>()({
-    summary: 'Resume a timed-out resumable run',
-    body: z.object({}),
+    summary: 'Resume a run: a timed-out script from its checkpoint, a cut-short agent from its conversation',
+    body: z.object({ timeoutMs: z.number().int().positive().optional(), maxSteps: z.number().int().positive().optional() }),
     ok: { 202: Run },
-    handle: async ({ brig, params }) => reply({ run: value(await brig.resume(params.run!)) }, 202),
+    handle: async ({ brig, params, input }) => reply({ run: value(await brig.resume(params.run!, input)) }, 202),
   }),
   send: route<'send'>()({
-    summary: 'A message to a running agent child',
+    summary: 'A message to a running agent child; in ping-pong one round of a conversation (answer with its id)',
     // The same bounds as the broker's child.send: over one is refused, never clamped.
-    body: z.object({ text: z.string().min(1), mode: z.enum(SEND_MODES).optional(), timeoutMs: z.number().int().positive().max(MAX_SEND_WAIT_MS).optional(), maxTurns: z.number().int().min(0).max(5).optional() }),
+    body: z.object({ text: z.string().min(1), mode: z.enum(SEND_MODES).optional(), timeoutMs: z.number().int().positive().max(MAX_SEND_WAIT_MS).optional(), maxTurns: z.number().int().min(0).max(MAX_SEND_TURNS).optional(), conversation: z.string().min(1).max(64).optional() }),
     ok: { 200: z.object({ send: z.looseObject({}) }) },
     async handle({ brig, params, input }) {
       const { text, ...opts } = input;

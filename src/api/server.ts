@@ -9,13 +9,15 @@
  * route_not_found naming every route; a known one asked with another method 405
  * method_not_allowed (with Allow); a body over 2 MiB 413 body_too_large; bad JSON 400.
  */
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { promises as fs } from 'node:fs';
-import { API_ROUTES, API_VERSION, REF_ID_RE, isGraphId, isRunId, routeList, type Brig, type RouteName } from '../protocol/index.js';
+import { API_CALLERS, API_ROUTES, API_VERSION, LONG_ROUTES, REF_ID_RE, isGraphId, isRunId, routeList, type Brig, type RouteName } from '../protocol/index.js';
 import { openapiDocument, invalidRequest, queryObject } from './contract.js';
 import { EventHub, matches, type Numbered } from './event-hub.js';
 import { ROUTE_TABLE, type RouteDef } from './routes.js';
 import { BrigError, httpStatusOf, toBrigError } from '../util/errors.js';
+import { hintFor } from '../util/face-hints.js';
 import type { Logger } from '../util/log.js';
 import type { Metrics } from '../util/metrics.js';
 
@@ -28,7 +30,7 @@ const PARAM = /\{([a-z]+)\}/g;
 const COMPILED = (Object.keys(API_ROUTES) as RouteName[]).map((name) => {
   const r = API_ROUTES[name];
   const keys = [...r.path.matchAll(PARAM)].map((m) => m[1]!);
-  return { name, method: r.method, path: r.path, keys, re: new RegExp(`^${r.path.replace(/[.]/g, '\\.').replace(PARAM, '([^/]+)')}$`) };
+  return { name, method: r.method, path: r.path, keys, re: new RegExp(`^${r.path.replace(/[.]/g, '\\.').replace(PARAM, '([^/]*)')}$`) };
 });
 
 export type Match = { name: RouteName; params: Record<string, string> } | { allowed: string[]; template: string; params: Record<string, string> } | undefined;
@@ -98,12 +100,19 @@ function send(res: http.ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-function sendError(res: http.ServerResponse, e: unknown): void {
+/**
+ * The error reply. Its hint speaks the caller's language: brig's CLI, MCP server and library
+ * get the hint as raised (as an in-process brig would give it; MCP swaps it for its own), the
+ * console and anyone else HTTP's (face-hints.ts).
+ */
+function sendError(req: http.IncomingMessage, res: http.ServerResponse, e: unknown): void {
   const be = toBrigError(e);
   if (res.headersSent) return void res.destroy();
   const allow = be.code === 'method_not_allowed' ? be.data.allow : undefined;
   if (Array.isArray(allow)) res.setHeader('allow', allow.join(', '));
-  send(res, httpStatusOf(be.code), { error: be.toJSON() });
+  const caller = req.headers['x-brig-client'];
+  const face = caller === 'cli' || caller === 'mcp' || caller === 'library' ? 'cli' : 'http';
+  send(res, httpStatusOf(be.code), { error: { ...be.toJSON(), hint: hintFor(be, face) } });
 }
 
 /** The validated input of a route: its query for a GET, its JSON body for a POST. */
@@ -172,32 +181,68 @@ export interface ApiOptions {
 export function apiHandler(brig: Brig, o: ApiOptions = {}, hub: EventHub = new EventHub(brig)): http.RequestListener {
   const { log } = o;
   return (req, res) => {
+    const id = requestId(req);
+    res.setHeader('x-request-id', id);
     if (log) {
-      // One line per request: method, route (its template, never the raw path: no ids), status, ms.
       const t0 = performance.now();
-      res.once('close', () => {
-        const m = matchRoute(req.method ?? 'GET', new URL(req.url ?? '/', 'http://brig').pathname);
-        const route = !m ? 'unknown' : 'name' in m ? API_ROUTES[m.name].path : m.template;
-        const line = { method: req.method, route, status: res.statusCode, ms: Math.round((performance.now() - t0) * 10) / 10 };
-        if (res.statusCode >= 500) log.error(line, 'api');
-        else log.info(line, 'api');
-      });
+      res.once('close', () => logRequest(log, req, res.statusCode, performance.now() - t0, id));
     }
     void serve(brig, o, hub, req, res).catch((e) => {
       const be = toBrigError(e);
-      if (be.code === 'internal') log?.error({ code: be.code, err: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) }, 'internal error in the API');
-      sendError(res, e);
+      if (be.code === 'internal') log?.error({ reqId: id, code: be.code, err: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) }, 'internal error in the API');
+      sendError(req, res, e);
     });
   };
+}
+
+/** A request past this long (a route that is not a long poll) is logged at warn. */
+export const SLOW_REQUEST_MS = 1000;
+const REQUEST_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/** The caller's own `X-Request-Id` when it is a plain token, else a fresh one (echoed on the reply). */
+function requestId(req: http.IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : `rq_${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * One line per request: its id, caller (cli, mcp, console, library; `http` for anyone else),
+ * method, route (its template, never the raw path: no ids), status and ms. At debug: a CLI's
+ * wait or a console's poll is many requests, and the daemon's terminal is the operator's.
+ * A server error is an error line, a refusal (4xx) info, a slow short request a warn.
+ */
+function logRequest(log: Logger, req: http.IncomingMessage, status: number, elapsed: number, reqId: string): void {
+  const m = matchRoute(req.method ?? 'GET', rawPath(req));
+  const route = !m ? 'unknown' : 'name' in m ? API_ROUTES[m.name].path : m.template;
+  const header = req.headers['x-brig-client'];
+  const caller = (API_CALLERS as readonly unknown[]).includes(header) ? (header as string) : 'http';
+  const ms = Math.round(elapsed * 10) / 10;
+  const line = { reqId, caller, method: req.method, route, status, ms };
+  const slow = ms >= SLOW_REQUEST_MS && !(m && 'name' in m && LONG_ROUTES.has(m.name));
+  if (status >= 500) log.error(line, 'api');
+  else if (slow) log.warn(line, 'api: slow request');
+  else if (status >= 400) log.info(line, 'api');
+  else log.debug(line, 'api');
+}
+
+/**
+ * The request's path as sent, its dot segments kept: a ref or run id `..` is an id that is no
+ * ref (ref_not_found), never a path the URL parser folds into another route.
+ */
+function rawPath(req: http.IncomingMessage): string {
+  const u = req.url ?? '/';
+  const q = u.search(/[?#]/);
+  return q < 0 ? u : u.slice(0, q);
 }
 
 async function serve(brig: Brig, o: ApiOptions, hub: EventHub, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://brig');
   const method = req.method ?? 'GET';
-  const m = matchRoute(method, url.pathname);
+  const pathname = rawPath(req);
+  const m = matchRoute(method, pathname);
   if (!m) {
-    await refuseUnknownRun(brig, url.pathname);
-    throw new BrigError('route_not_found', `no route ${url.pathname.slice(0, 200)}`, { hint: `The API's routes: ${routeList()}.` });
+    await refuseUnknownRun(brig, pathname);
+    throw new BrigError('route_not_found', `no route ${pathname.slice(0, 200)}`, { hint: `The API's routes: ${routeList()}.` });
   }
   if (!('name' in m)) {
     // A wrong method on a path naming a run this API does not hold is about the run, first.

@@ -2,7 +2,8 @@
  * One broker line → one reply. The order is the security argument: bound the line, charge
  * the run's rate limit before anything parses it (chargeLine), bound its nesting and parse
  * it, validate the envelope, resolve the method in the one table, verify the bearer for THIS
- * run, check the capability with the lease code's own predicate (grantAllows), strip
+ * run, check the capability with the lease code's own predicate (grantAllows) and the method
+ * against the run's tool surface (an agent's bearer calls only what its tools call), strip
  * identity fields, validate params, then — only then — call a handler.
  * Every error reply, whoever decided it (these checks or a handler's BrigError), is a reply
  * value plus a content-free ledger event (ledger/refusal-log.ts aggregates repeats); nothing here
@@ -53,6 +54,8 @@ export interface RunState {
   runId: string;
   leaseId: string;
   packet: unknown;
+  /** The methods this run's bearer may call at all (an agent's tool surface); absent: the lease alone decides. */
+  surface?: ReadonlySet<string>;
   bucket: TokenBucket;
   strikes: StrikeCounter;
   abused: boolean;
@@ -127,9 +130,14 @@ export function deny(run: RunState, deps: DispatchDeps, id: Id, method: string, 
   return errorReply(id, code, message, hint);
 }
 
+/** Is the method on the run's surface (a run opened without one: every method)? */
+function offered(run: RunState, method: Method): boolean {
+  return run.surface === undefined || run.surface.has(method);
+}
+
 function builtin(method: Method, run: RunState, call: BrokerCall, deps: DispatchDeps): { value: unknown } | undefined {
   if (method === 'hello') {
-    const methods = METHOD_NAMES.filter((m) => grantAllows(call.lease, requiredCapability(m)));
+    const methods = METHOD_NAMES.filter((m) => grantAllows(call.lease, requiredCapability(m)) && offered(run, m));
     return { value: { v: PROTOCOL_VERSION, runId: run.runId, packet: run.packet, methods } };
   }
   if (method === 'log') {
@@ -234,6 +242,8 @@ async function decide(
   }
   const cap = requiredCapability(method);
   if (!grantAllows(lease, cap)) return deny(run, deps, id, method, 'capability_denied', `the lease does not grant ${cap}`);
+  // The lease is the same with or without the tools; the surface narrows what this bearer calls.
+  if (!offered(run, method)) return deny(run, deps, id, method, 'tool_not_offered', `${method} is outside this run's tool surface: no tool its agent spec offers calls it`);
   const { params: cleaned, stripped } = stripParams(method, env.data.params);
   if (stripped.length > 0 && !(run.stripped ??= new Set()).has(method)) {
     run.stripped.add(method);

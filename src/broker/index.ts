@@ -9,6 +9,7 @@ export {
   METHOD_ALIASES,
   FORBIDDEN_FIELDS,
   RequestSchema,
+  LlmMessageSchema,
   requiredCapability,
   resolveMethod,
   stripParams,

@@ -14,6 +14,7 @@ import {
   LLM_PURPOSES,
   PROTOCOL_VERSION,
   SEND_MODES,
+  MAX_SEND_TURNS,
   type BrokerMethod,
   type Capability,
   type LlmMessage,
@@ -33,7 +34,7 @@ const Json = z.unknown();
 const MAX_CONTENT = 48 * 1024;
 const ToolCallSchema = z.strictObject({ id: z.string().min(1).max(128), name: z.string().min(1).max(64), input: Json, inputError: z.string().max(2000).optional() });
 /** docs/agents.md: brig's provider-neutral conversation messages. */
-const LlmMessageSchema: z.ZodType<LlmMessage> = z.discriminatedUnion('role', [
+export const LlmMessageSchema: z.ZodType<LlmMessage> = z.discriminatedUnion('role', [
   z.strictObject({ role: z.literal('user'), content: z.string().max(MAX_CONTENT) }),
   z.strictObject({ role: z.literal('assistant'), content: z.string().max(MAX_CONTENT), toolCalls: z.array(ToolCallSchema).max(64).optional() }),
   z.strictObject({ role: z.literal('tool'), toolCallId: z.string().min(1).max(128), content: z.string().max(MAX_CONTENT), isError: z.boolean().optional() }),
@@ -96,11 +97,15 @@ const PARAMS = {
     text: z.string().min(1).max(4000),
     mode: z.enum(SEND_MODES).optional(),
     timeoutMs: z.number().int().positive().max(50_000).optional(),
-    maxTurns: z.number().int().min(0).max(5).optional(),
+    maxTurns: z.number().int().min(0).max(MAX_SEND_TURNS).optional(),
+    conversation: z.string().min(1).max(64).optional(),
   }),
   'child.status': z.strictObject({ child: RunRef }),
   'child.explain': z.strictObject({ child: RunRef }),
   'child.history': z.strictObject({ child: RunRef, offset: z.number().int().nonnegative().optional(), limit: z.number().int().positive().max(20).optional() }),
+  'session.status': z.strictObject({}),
+  'session.search': z.strictObject({ query: z.string().min(1).max(200), limit: z.number().int().positive().max(20).optional() }),
+  'session.expand': z.strictObject({ offset: z.number().int().nonnegative().optional(), limit: z.number().int().positive().max(20).optional() }),
 } as const satisfies { [M in BrokerMethod]: z.ZodType<ParamsOf<M>> };
 
 export type Method = BrokerMethod;

@@ -4,7 +4,8 @@
  * Guarantees: each run gets `<dir>/broker.sock` in its own directory (the supervisor mounts
  * that directory read-only into that run's jail only), both owned by the jail's user and
  * closed to every other local uid (socket-access.ts); a call is served only with that run's
- * bearer and the capability the method needs (dispatch.ts). Nothing a child sends can crash
+ * bearer and the capability the method needs, and — for a run opened with a method surface (an
+ * agent's tools) — only for a method on it (dispatch.ts). Nothing a child sends can crash
  * or stall the supervisor: lines are bounded (64 KiB, then the connection is dropped), each
  * line costs a token of the run's bucket before anything parses it, nesting is bounded,
  * refusals reach the ledger aggregated (ledger/refusal-log.ts), connections and calls in flight are
@@ -94,6 +95,12 @@ export interface OpenRunArgs {
   dir: string;
   /** What `hello` returns. */
   packet: unknown;
+  /**
+   * The methods this run's bearer may call (an agent's: its loop's and its tools', from
+   * agents/' agentMethodSurface); absent: every method its lease allows. Any other method is
+   * refused `tool_not_offered` — the tool surface binds the bearer, not only the loop.
+   */
+  methods?: readonly string[] | undefined;
 }
 
 export interface BrokerRunHandle {
@@ -164,6 +171,7 @@ export class BrokerServer {
       runId: a.runId,
       leaseId: a.leaseId,
       packet: a.packet,
+      ...(a.methods ? { surface: new Set(a.methods) } : {}),
       bucket: new TokenBucket(this.limits.capacity, this.limits.refillPerSec, now),
       strikes: new StrikeCounter(this.limits.abuseStrikes, this.limits.abuseWindowMs, now),
       abused: false,

@@ -3,12 +3,14 @@ import { BrokerClient } from './broker-client.js';
 import { runAgent } from './agent/loop.js';
 import { parseAgentPacket, type LoopPacket } from './agent/packet.js';
 import { AGENT_PATHS, PATHS } from './paths.js';
+import { toolBoundProblem } from './tool-bound.js';
 
 /**
  * The in-jail runtime for kind `agent`: `node /opt/brig/child/agent-runtime.js`. Reads the
  * spawn packet and the bearer the supervisor wrote, connects to the run's broker and runs
- * the agent loop. The bearer file is removed once the client holds it, so no tool (the shell
- * included) can put it into the transcript. SIGTERM stops the loop at once and it salvages.
+ * the agent loop. The bearer file is removed once the client holds it, and the runtime checks
+ * it is non-dumpable (tool-bound.ts) before a tool can start a process, so nothing the shell
+ * starts can read the bearer from the file or from this process. SIGTERM stops the loop at once and it salvages.
  * Exit 0 whenever the loop ran (its end is data in the result), 2 when set-up fails.
  */
 
@@ -29,6 +31,13 @@ async function main(): Promise<number> {
     rmSync(PATHS.token, { force: true });
   } catch {
     // a read-only .brig/: the scrub of tool outputs still keeps it out of the transcript
+  }
+  // A tool that starts processes runs only while those processes cannot reach this one (INV-11).
+  const unbound = toolBoundProblem(packet.agent.tools, PATHS.token);
+  if (unbound) {
+    process.stderr.write(`brig-agent: refusing to run its tools: ${unbound}\n`);
+    client.close();
+    return 2;
   }
   const stop = new AbortController();
   const onTerm = () => stop.abort();

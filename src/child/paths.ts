@@ -17,4 +17,6 @@ export const EGRESS_PATHS = {
   socket: '/run/brig/egress.sock',
   host: '127.0.0.1',
   port: 3128,
+  /** The run's CA (present when the gate inspects TLS) with the host's roots. */
+  caBundle: '/run/brig/egress-ca.pem',
 } as const;

@@ -34,6 +34,8 @@ export interface FlagSpec {
   repeatable?: boolean;
   /** The closed set of values, when there is one (completion offers them). */
   choices?: readonly string[];
+  /** A one-letter alias (`q` for `-q`); any other single-dash flag is refused. */
+  short?: string;
 }
 
 export interface Command {
@@ -64,13 +66,17 @@ export interface FlagNames {
   booleans?: string[];
 }
 
-function namesOf(spec: FlagSpec[] | FlagNames): { valued: Set<string>; booleans: Set<string> } {
-  if (!Array.isArray(spec)) return { valued: new Set(spec.valued ?? []), booleans: new Set(spec.booleans ?? []) };
+function namesOf(spec: FlagSpec[] | FlagNames): { valued: Set<string>; booleans: Set<string>; shorts: Map<string, string> } {
+  if (!Array.isArray(spec)) return { valued: new Set(spec.valued ?? []), booleans: new Set(spec.booleans ?? []), shorts: new Map() };
   return {
     valued: new Set(spec.filter((f) => f.value !== undefined).map((f) => f.name)),
     booleans: new Set(spec.filter((f) => f.value === undefined).map((f) => f.name)),
+    shorts: new Map(spec.filter((f) => f.short !== undefined).map((f) => [f.short!, f.name])),
   };
 }
+
+/** A single-dash flag or a cluster of them (`-q`, `-qa`); `-5` and `-` stay arguments. */
+const SHORT = /^-[A-Za-z]+$/;
 
 /**
  * A strict flag parser: an unknown flag is an error that names it and the nearest known one.
@@ -78,13 +84,31 @@ function namesOf(spec: FlagSpec[] | FlagNames): { valued: Set<string>; booleans:
  * is read); boolean flags take none. `--` ends the flags: the rest is passed through as is.
  */
 export function parseArgs(args: string[], spec: FlagSpec[] | FlagNames): ParsedArgs {
-  const { valued, booleans } = namesOf(spec);
+  const { valued, booleans, shorts } = namesOf(spec);
   const out: ParsedArgs = { flags: new Map(), bools: new Set(), positionals: [], rest: [] };
   for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
+    let a = args[i]!;
     if (a === '--') {
       out.rest = args.slice(i + 1);
       break;
+    }
+    if (SHORT.test(a)) {
+      // `-q` is its long flag; an unknown letter is refused, never taken as an argument.
+      const letters = [...a.slice(1)];
+      const longs = letters.map((l) => shorts.get(l));
+      const unknown = letters.find((_, k) => longs[k] === undefined);
+      if (unknown !== undefined) {
+        const known = [...shorts].map(([l, n]) => `-${l} (--${n})`);
+        throw new BrigError('invalid_input', `unknown flag -${unknown}`, {
+          hint: `${known.length ? `Short flags here: ${known.join(', ')}. ` : 'This command has no short flags. '}An argument that starts with - goes after --.`,
+        });
+      }
+      if (longs.length > 1 && longs.some((n) => valued.has(n!))) throw new BrigError('invalid_input', `${a}: a flag that takes a value cannot be bundled`, { hint: `Give it alone: -${letters.find((_, k) => valued.has(longs[k]!))} VALUE.` });
+      if (longs.length > 1) {
+        for (const n of longs) out.bools.add(n!);
+        continue;
+      }
+      a = `--${longs[0]!}`;
     }
     if (!a.startsWith('--')) {
       out.positionals.push(a);
@@ -125,6 +149,24 @@ export function numberFlag(p: ParsedArgs, name: string): number | undefined {
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) throw new BrigError('invalid_input', `--${name} must be a positive number, got ${JSON.stringify(v)}`);
   return n;
+}
+
+/** The flag every list command has: ids only, one a line (for `xargs`). */
+export const QUIET_FLAG: FlagSpec = { name: 'quiet', short: 'q', description: 'print only the ids, one a line' };
+
+const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const;
+
+/**
+ * A duration flag in the one syntax every command takes: `90s`, `30m`, `24h`, `7d` (a bare
+ * number is in the flag's own unit, as before), returned in `unit`.
+ */
+export function durationFlag(p: ParsedArgs, name: string, unit: 's' | 'm'): number | undefined {
+  const v = flag(p, name);
+  if (v === undefined) return undefined;
+  const m = /^(\d+(?:\.\d+)?)([smhd]?)$/.exec(v.trim());
+  const seconds = m ? Number(m[1]) * UNIT_SECONDS[(m[2] || unit) as keyof typeof UNIT_SECONDS] : NaN;
+  if (!(seconds > 0)) throw new BrigError('invalid_input', `--${name} takes a duration (90s, 30m, 24h, 7d), not ${JSON.stringify(v.slice(0, 40))}`, { hint: `A bare number is ${unit === 's' ? 'seconds' : 'minutes'}: --${name} ${unit === 's' ? '90' : '30'} or --${name} ${unit === 's' ? '90s' : '30m'}.` });
+  return seconds / UNIT_SECONDS[unit];
 }
 
 export function writeJson(io: CliIO, value: unknown): void {

@@ -9,7 +9,7 @@ import type { CliIO } from './command.js';
  * home's files, read-only (`read`). The caller closes it.
  */
 export function openBrig(io: CliIO, o: { needsJail?: boolean } = {}): Promise<Brig> {
-  return open({ env: io.env, mode: 'auto', fallback: o.needsJail === true ? 'local' : 'read', reconcile: false });
+  return open({ env: io.env, mode: 'auto', fallback: o.needsJail === true ? 'local' : 'read', reconcile: false, caller: 'cli' });
 }
 
 /** Runs `fn` with this home's brig (openBrig) and closes it after (its DuckDB helper included). */

@@ -10,7 +10,7 @@ export const GROUPS: Record<string, { summary: string; section: Section }> = {
   lease: { summary: 'Inspect and revoke leases: what each run may do.', section: 'host' },
   audit: { summary: 'Verify and query the hash-chained ledger.', section: 'host' },
   policy: { summary: 'Validate lease policy files and explain their profiles.', section: 'host' },
-  image: { summary: 'Build the child image.', section: 'host' },
+  image: { summary: 'Build the child image and the toolbox image.', section: 'host' },
   model: { summary: 'The local model brig serves itself: pull (or register) a GGUF.', section: 'host' },
 };
 
@@ -28,9 +28,9 @@ export const COMMANDS: Record<string, Entry> = {
   wait: { section: 'runs', summary: 'Wait for runs to end; shows live progress on a terminal.', load: async () => (await import('./commands/wait.js')).default },
   kill: { section: 'runs', summary: 'Kill a running child (ends `killed` by operator; its in-flight work is discarded).', load: async () => (await import('./commands/kill.js')).default },
   steer: { section: 'runs', summary: 'Send a steering message to a running child (inject at its next step, or kill + respawn).', load: async () => (await import('./commands/steer.js')).default },
-  send: { section: 'runs', summary: 'Send a message to a running agent child; with --mode wait or ping-pong, print its next replies.', load: async () => (await import('./commands/send.js')).default },
+  send: { section: 'runs', summary: 'Send a message to a running agent child; --mode wait prints its next reply, ping-pong one round of a conversation.', load: async () => (await import('./commands/send.js')).default },
   history: { section: 'runs', summary: "A bounded page of a run's transcript: what its model was sent and answered (on explicit request only).", load: async () => (await import('./commands/history.js')).default },
-  resume: { section: 'runs', summary: 'Re-spawn a timed-out resumable script run from its pinned bytes and last checkpoint.', load: async () => (await import('./commands/resume.js')).default },
+  resume: { section: 'runs', summary: 'Continue an ended run in a new one: a timed-out script from its checkpoint, a cut-short agent from its conversation.', load: async () => (await import('./commands/resume.js')).default },
   events: {
     section: 'runs',
     summary: "Follow the daemon's content-free event stream (spawned, progress, completed, failed, lifecycle_ended).",
@@ -70,6 +70,7 @@ export const COMMANDS: Record<string, Entry> = {
     summary: 'The envelope a coordinator receives for a run (cast once, then kept): condensed result, metrics, one line per ResultRef.',
     load: async () => (await import('./commands/result.js')).default,
   },
+  apply: { section: 'results', summary: "Write a run's change to its repository (--repo) as a new branch; the working tree and every existing branch are left as they are.", load: async () => (await import('./commands/apply.js')).default },
   explain: { section: 'results', summary: 'A run, its lease decisions, its ResultRefs and its estimated context savings.', load: async () => (await import('./commands/result-explain.js')).default },
   'ref list': { section: 'results', summary: 'List the ResultRefs of a run: id, kind, size, rows, path.', load: async () => (await import('./commands/ref-list.js')).default },
   'ref read': {
@@ -96,6 +97,11 @@ export const COMMANDS: Record<string, Entry> = {
     section: 'host',
     summary: 'Build the child image FROM scratch (node + its libraries, busybox-static, the child runtime); a present tag is kept.',
     load: async () => (await import('./commands/image-build.js')).default,
+  },
+  'image toolbox': {
+    section: 'host',
+    summary: "Build the toolbox image (Debian 12 with git, python3, build-essential, node, ripgrep, jq, …) from Debian's packages with mmdebstrap; a present tag is kept.",
+    load: async () => (await import('./commands/image-toolbox.js')).default,
   },
   'model pull': {
     section: 'host',

@@ -1,3 +1,4 @@
+import { endHue, paint } from './colour.js';
 import { PREVIEW_BYTES, elapsedMs, type Brig, type ResultRef, type RunRecord } from '../light.js';
 
 /** How the CLI shows a run: one JSON shape for --json, one line (or a block) for people. */
@@ -100,8 +101,8 @@ export function runLine(r: RunRecord, now = new Date()): string {
     .trimEnd();
 }
 
-/** `brig list` on a terminal: a header row, then one row per run, columns sized to their cells. */
-export function runTable(runs: RunRecord[], now = new Date()): string {
+/** `brig list` on a terminal: a header row, then one row per run, columns sized to their cells; with `colour`, the END cell red for a failure, green for a completion. */
+export function runTable(runs: RunRecord[], now = new Date(), colour = false): string {
   const head = ['RUN', 'STATUS', 'END', 'DEPTH', 'STEPS', 'ELAPSED', 'DETAILS'];
   const rows = runs.map((r) => [
     r.id,
@@ -120,7 +121,12 @@ export function runTable(runs: RunRecord[], now = new Date()): string {
       .join('  '),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  return [head, ...rows].map((row) => row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd() + '\n').join('');
+  const cell = (c: string, i: number, at: number) => {
+    const padded = c.padEnd(widths[i]!);
+    const hue = i === 2 && at > 0 ? endHue(runs[at - 1]!.endReason) : undefined;
+    return hue ? paint(colour, hue, padded) : padded;
+  };
+  return [head, ...rows].map((row, at) => row.map((c, i) => cell(c, i, at)).join('  ').trimEnd() + '\n').join('');
 }
 
 /** The one line a live synchronous spawn redraws on a terminal: status, steps, elapsed, progress. */

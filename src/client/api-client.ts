@@ -23,6 +23,7 @@ import {
   type RouteParams,
   type RouteReplies,
   type RunRecord,
+  type ResumeOptions,
   type SendOptions,
   type SendOutcome,
   type SpawnContext,
@@ -32,6 +33,7 @@ import {
   type Supervisor,
   type SupervisorEvent,
   type WaitOptions,
+  type ApiCaller,
 } from '../protocol/index.js';
 import { exchange, type WireReply } from './wire.js';
 
@@ -80,14 +82,14 @@ function parseJson<T>(text: string): T {
  * One SSE stream on its own connection. Ends quietly only on the caller's abort; the daemon's
  * end (a clean close or a torn socket) is `streamEnded`.
  */
-async function* followEvents(socketPath: string, path: string, signal?: AbortSignal): AsyncGenerator<SupervisorEvent> {
+async function* followEvents(socketPath: string, path: string, signal: AbortSignal | undefined, caller: ApiCaller): AsyncGenerator<SupervisorEvent> {
   const aborted = () => signal?.aborted === true;
   // node:http only here: the stream is long-lived, and a short call should not load it.
   const http = await import('node:http');
   let res: import('node:http').IncomingMessage;
   try {
     res = await new Promise((resolve, reject) => {
-      const req = http.request({ socketPath, method: 'GET', path, agent: false, ...(signal ? { signal } : {}) });
+      const req = http.request({ socketPath, method: 'GET', path, agent: false, headers: { 'x-brig-client': caller }, ...(signal ? { signal } : {}) });
       req.once('response', resolve);
       req.once('error', reject);
       req.end();
@@ -144,7 +146,11 @@ export type RouteCall<N extends RouteName> = (keyof RouteParams<N> extends never
 };
 
 export class ApiClient implements Supervisor {
-  constructor(readonly socketPath: string) {}
+  /** `caller`: the face this client speaks for (`X-Brig-Client`, on the daemon's log line of each request). */
+  constructor(
+    readonly socketPath: string,
+    readonly caller: ApiCaller = 'library',
+  ) {}
 
   /** True when a daemon answers on the socket (a hung one within 2 s counts as none). */
   static async probe(socketPath: string): Promise<boolean> {
@@ -177,6 +183,7 @@ export class ApiClient implements Supervisor {
         path: get ? `${path}${queryOf(call.input)}` : path,
         ...(!get ? { body: JSON.stringify(call.input ?? {}) } : {}),
         signal: call.signal,
+        caller: this.caller,
       });
     } catch (e) {
       return err(new BrigError('daemon_unavailable', `the daemon at ${this.socketPath} did not answer`, { cause: e }));
@@ -256,13 +263,13 @@ export class ApiClient implements Supervisor {
     return r.ok ? ok(r.value.history) : r;
   }
 
-  async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
-    return runOf(await this.route('resume', { params: { run: runId }, input: {} }));
+  async resume(runId: string, opts: ResumeOptions = {}): Promise<Result<RunRecord, BrigError>> {
+    return runOf(await this.route('resume', { params: { run: runId }, input: opts }));
   }
 
   events(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {
     const input = { ...(opts.runId ? { runId: opts.runId } : {}), ...(opts.rootRunId ? { rootRunId: opts.rootRunId } : {}) };
-    return followEvents(this.socketPath, `${API_ROUTES.events.path}${queryOf(input)}`, opts.signal);
+    return followEvents(this.socketPath, `${API_ROUTES.events.path}${queryOf(input)}`, opts.signal, this.caller);
   }
 
   /** Nothing is held between calls (an event stream closes with its iterator). */

@@ -1,9 +1,10 @@
 /**
  * A Brig from a Supervisor, a drill-in surface and an operator surface: the one mapping every
  * face uses (the daemon over its socket, a supervisor in this process, the records on disk).
- * Light: it imports only types, so a thin face loads nothing with it.
+ * Light: it imports types and the leaf's words only, so a thin face loads nothing with it.
  */
 import type { Brig, OperatorSurface, RefSurface, Supervisor } from '../protocol/index.js';
+import { converse } from './converse.js';
 
 /** `close` ends what the Brig holds (default: the supervisor's close). */
 export function brigOf(s: Supervisor, mode: Brig['mode'], refs: RefSurface, operator: OperatorSurface, close: () => Promise<void> = () => s.close()): Brig {
@@ -18,9 +19,9 @@ export function brigOf(s: Supervisor, mode: Brig['mode'], refs: RefSurface, oper
     get: (id) => s.get(id),
     kill: (id, opts) => s.kill(id, opts),
     steer: (id, m, opts) => s.steer(id, m, opts),
-    send: (id, t, opts) => s.send(id, t, opts),
+    send: (id, t, opts) => converse(s, id, t, opts ?? {}),
     history: (id, opts) => s.history(id, opts),
-    resume: (id) => s.resume(id),
+    resume: (id, opts) => s.resume(id, opts),
     events: (opts) => s.events(opts),
     close,
   };

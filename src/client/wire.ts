@@ -23,6 +23,8 @@ export interface WireRequest {
   timeoutMs?: number;
   /** The largest reply accepted (head and body); default 256 MiB. */
   maxBytes?: number;
+  /** Which face calls (`X-Brig-Client`: cli, mcp, console, library), for the daemon's log line. */
+  caller?: string | undefined;
 }
 
 export interface WireReply {
@@ -63,7 +65,7 @@ export function exchange(o: WireRequest): Promise<WireReply> {
     if (o.timeoutMs !== undefined) sock.setTimeout(o.timeoutMs, () => fail(new WireError(`no reply within ${o.timeoutMs} ms`, 'timeout')));
     sock.on('connect', () => {
       const body = o.body ?? '';
-      const head = `${o.method} ${o.path} HTTP/1.1\r\nHost: brig\r\nConnection: close\r\n${o.body !== undefined ? `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` : ''}\r\n`;
+      const head = `${o.method} ${o.path} HTTP/1.1\r\nHost: brig\r\nConnection: close\r\n${o.caller ? `X-Brig-Client: ${o.caller}\r\n` : ''}${o.body !== undefined ? `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` : ''}\r\n`;
       // Not end(): a client's FIN makes Node's server abort the request (httpAllowHalfOpen is off),
       // which would cut a long wait. The server closes after its reply (Connection: close).
       sock.write(head + body);

@@ -93,15 +93,17 @@ export interface BrigConfig {
   /**
    * The egress gate's operator-only settings: its DNS servers (BRIG_EGRESS_RESOLVERS, `host[:port]`
    * comma-separated; empty: the system's) and, for tests on loopback only, addresses inside
-   * 127.0.0.0/8 treated as public (BRIG_EGRESS_TEST_PUBLIC_CIDRS; anything outside is refused).
+   * 127.0.0.0/8 treated as public (BRIG_EGRESS_TEST_PUBLIC_CIDRS; anything outside is refused);
+   * the search endpoint agents' `web_search` calls (BRIG_EGRESS_SEARCH_URL, an http(s) URL with
+   * `{query}`; reached from the jail through the gate like any host, so a lease must allow it).
    */
-  egress: { resolvers: string[]; testPublicCidrs: string[] };
+  egress: { resolvers: string[]; testPublicCidrs: string[]; searchUrl?: string };
 }
 
 /** BRIG_EGRESS_* (see BrigConfig.egress); a test-public range outside 127.0.0.0/8 is refused. */
 export function egressConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null = null): BrigConfig['egress'] {
   const list = (v: string | undefined) => (v ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
-  let file: { resolvers?: string[] | undefined; testPublicCidrs?: string[] | undefined } = {};
+  let file: { resolvers?: string[] | undefined; testPublicCidrs?: string[] | undefined; searchUrl?: string | undefined } = {};
   if (fileText !== null) {
     // Only the egress section is read here; the models section has its own loader (and errors).
     let doc: unknown;
@@ -113,7 +115,7 @@ export function egressConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null
     const section = doc && typeof doc === 'object' ? (doc as Record<string, unknown>).egress : undefined;
     if (section !== undefined) {
       const parsed = EgressConfigSchema.safeParse(section);
-      if (!parsed.success) throw new BrigError('invalid_input', `config.yaml egress: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(section)'}: ${i.message}`).join('; ')}`, { hint: 'egress takes resolvers: [address[:port]] and testPublicCidrs: [127.x.y.z/n].' });
+      if (!parsed.success) throw new BrigError('invalid_input', `config.yaml egress: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(section)'}: ${i.message}`).join('; ')}`, { hint: 'egress takes resolvers: [address[:port]], testPublicCidrs: [127.x.y.z/n] and searchUrl: https://host/path?q={query}.' });
       file = parsed.data;
     }
   }
@@ -130,7 +132,22 @@ export function egressConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null
       throw new BrigError('invalid_input', `BRIG_EGRESS_TEST_PUBLIC_CIDRS: "${c.slice(0, 60)}" is not a range inside 127.0.0.0/8`, { hint: 'This test-only setting treats loopback addresses as public (e.g. 127.0.0.2/31); it never opens anything else.' });
     }
   }
-  return { resolvers, testPublicCidrs };
+  const searchUrl = set(env.BRIG_EGRESS_SEARCH_URL) ? env.BRIG_EGRESS_SEARCH_URL!.trim() : file.searchUrl;
+  if (searchUrl !== undefined && !validSearchUrl(searchUrl)) {
+    throw new BrigError('invalid_input', `BRIG_EGRESS_SEARCH_URL: "${searchUrl.slice(0, 80)}" is not an http(s) URL with {query} in it`, { hint: 'e.g. https://search.example/api?q={query}&count={count}: web_search fills {query} (URL-encoded) and {count}.' });
+  }
+  return { resolvers, testPublicCidrs, ...(searchUrl !== undefined ? { searchUrl } : {}) };
+}
+
+/** An absolute http(s) URL with `{query}` after its authority, and no credentials in it (a key goes in a credential binding, never in the jail). */
+function validSearchUrl(t: string): boolean {
+  if (!t.includes('{query}')) return false;
+  try {
+    const u = new URL(t.replaceAll('{query}', 'q').replaceAll('{count}', '1'));
+    return (u.protocol === 'https:' || u.protocol === 'http:') && u.username === '' && u.password === '' && !u.host.includes('{');
+  } catch {
+    return false;
+  }
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {

@@ -84,6 +84,7 @@ export type ModelsSection = z.infer<typeof ModelsSectionSchema>;
 export const EgressConfigSchema = z.strictObject({
   resolvers: z.array(z.string().min(1).max(64)).max(8).optional(),
   testPublicCidrs: z.array(z.string().min(1).max(32)).max(16).optional(),
+  searchUrl: z.string().min(1).max(2048).optional(),
 });
 
 export const ConfigFileSchema = z.strictObject({

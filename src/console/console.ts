@@ -107,6 +107,8 @@ export async function listenConsole(api: http.RequestListener, addr?: string): P
       req.url = `${url.pathname.slice('/api'.length)}${url.search}`;
       delete req.headers.authorization;
       for (let i = req.rawHeaders.length - 2; i >= 0; i -= 2) if (req.rawHeaders[i]!.toLowerCase() === 'authorization') req.rawHeaders.splice(i, 2);
+      // Whatever the page says, what comes through here is the console's (the API's log line names it).
+      req.headers['x-brig-client'] = 'console';
       return api(req, res);
     }
     res.writeHead(404, { 'content-type': 'text/plain', 'content-length': 0 });

@@ -13,6 +13,15 @@ import { BrigError, err, ok } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import type { EgressBudgets } from '../protocol/index.js';
 
+/** Each ancestor lease with egress, nearest first: a run's connections and bytes count against them too. */
+function egressAncestors(store: LeaseStore, r: LeaseRecord): { leaseId: string; budgets: EgressBudgets }[] {
+  const out: { leaseId: string; budgets: EgressBudgets }[] = [];
+  for (let p = r.parentLeaseId ? store.get(r.parentLeaseId) : undefined; p; p = p.parentLeaseId ? store.get(p.parentLeaseId) : undefined) {
+    if (p.egress) out.push({ leaseId: p.id, budgets: p.egress.budgets });
+  }
+  return out;
+}
+
 export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
   return {
     checkProfile(name) {
@@ -27,11 +36,12 @@ export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
         : store.issueRoot({ profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0, ...(request ? { request } : {}) });
       if (!issued.ok) return err(issued.error);
       const r = issued.value.record;
-      const ancestors: { leaseId: string; budgets: EgressBudgets }[] = [];
-      for (let p = r.parentLeaseId ? store.get(r.parentLeaseId) : undefined; p; p = p.parentLeaseId ? store.get(p.parentLeaseId) : undefined) {
-        if (p.egress) ancestors.push({ leaseId: p.id, budgets: p.egress.budgets });
-      }
-      return ok({ leaseId: r.id, token: issued.value.token, caps: r.caps, limits: r.limits, expiresAt: r.expiresAt, ...(r.egress ? { egress: r.egress, egressAncestors: ancestors } : {}) });
+      return ok({ leaseId: r.id, token: issued.value.token, caps: r.caps, limits: r.limits, expiresAt: r.expiresAt, ...(r.egress ? { egress: r.egress, egressAncestors: egressAncestors(store, r) } : {}) });
+    },
+    egressOf(leaseId) {
+      const r = store.get(leaseId);
+      if (!r?.egress || r.revoked || Date.parse(r.expiresAt) <= Date.now()) return undefined;
+      return { egress: r.egress, egressAncestors: egressAncestors(store, r) };
     },
     async revoke(leaseId, by, reason) {
       const l = store.get(leaseId);
@@ -74,17 +84,19 @@ export function modelsPort(catalog: ModelCatalog): ModelPort {
  * Agent specs for the supervisor: the home's and the shipped ones; tools from the lease, the
  * policy's denylist and — when a spawn names tool groups — the policy's groups' tool lists.
  */
-export function agentsPort(catalog: AgentCatalog, deniedTools: readonly string[], groups: Readonly<Record<string, { tools: readonly string[] }>> = {}): AgentPort {
+export function agentsPort(catalog: AgentCatalog, deniedTools: readonly string[], groups: Readonly<Record<string, { tools: readonly string[] }>> = {}, webSearchUrl?: string): AgentPort {
   return {
     spec: (name) => catalog.get(name),
     tools: (spec, caps, names) =>
       toolSurface({
         caps,
         role: spec.role,
-        denied: deniedTools,
+        // No search endpoint configured: web_search has nothing to call.
+        denied: webSearchUrl ? deniedTools : [...deniedTools, 'web_search'],
         ...(spec.tools ? { wanted: spec.tools } : {}),
         ...(names ? { groupTools: names.flatMap((g) => groups[g]?.tools ?? []) } : {}),
       }),
+    ...(webSearchUrl ? { webSearchUrl } : {}),
     checkGroups(names) {
       const known = Object.keys(groups);
       const unknown = names.find((g) => !known.includes(g));

@@ -178,7 +178,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     egress,
     ledger,
     results: resultsPort(results),
-    agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools, pol.value.groups),
+    agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools, pol.value.groups, cfg.egress.searchUrl),
     ...(models ? { models } : {}),
     paths: { runs: paths.runs, brokers: paths.brokers },
     ...(o.settings ? { settings: o.settings } : {}),

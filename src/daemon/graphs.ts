@@ -41,6 +41,13 @@ export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; re
         return undefined;
       }
     },
+    // A map's items: one bounded read of a committed out/ file; over the bound is refused, never cut.
+    async readText(runId, file, maxBytes) {
+      const ref = (await o.results.list(runId)).find((r) => r.path === file);
+      if (!ref) throw new Error('no such file');
+      if (ref.bytes > maxBytes) throw new Error('items file too large');
+      return fs.readFile(o.results.resolvePath(ref), 'utf8');
+    },
     // Content-free: ids, states, counts (INV-7); a node's run id is its own field.
     onEvent: (e) => {
       const { runId, ...rest } = e as typeof e & { runId?: string | null };

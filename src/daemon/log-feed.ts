@@ -31,6 +31,8 @@ export function logEvents(log: Logger): (ev: LedgerEvent) => void {
       case 'broker.abuse':
         return log.warn(pick(ev, ['runId', 'denied']), 'broker cut off an abusive run');
       case 'lease.revoked':
+        // A run's end releases its lease: routine, not a revocation anyone made.
+        if (typeof ev.released === 'string') return log.debug(pick(ev, ['leaseId', 'runId', 'released']), 'lease released');
         return log.info(pick(ev, ['leaseId', 'runId', 'by']), 'lease revoked');
       case 'supervisor.shutdown':
         return log.info(pick(ev, ['drained', 'killed', 'unfinished']), 'supervisor shut down');

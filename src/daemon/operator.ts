@@ -19,6 +19,8 @@ import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js'
 import { DEFAULT_SETTINGS } from '../runs/index.js';
 import { diskSpace } from '../util/disk-space.js';
 import { fleetReport } from './fleet.js';
+import { egressProbe } from './doctor-egress.js';
+import { JAIL_USER } from '../jail/index.js';
 
 export type { LeaseView } from '../protocol/index.js';
 
@@ -111,7 +113,13 @@ export class Operator implements OperatorSurface {
     const reserveBytes = this.#p.reserveBytes ?? DEFAULT_SETTINGS.minFreeBytes;
     const space = diskSpace(this.home);
     const home = space ? { dir: this.home, reserveBytes, ...space } : { dir: this.home, reserveBytes, error: 'statfs failed (does it exist?)' };
-    return judgeDoctor({ ...facts, helper, tools, home });
+    const checks = judgeDoctor({ ...facts, helper, tools, home });
+    // The egress proof needs the child image the jail probe found.
+    if (facts.image && !('error' in facts.image) && facts.image.present && facts.probe && !('error' in facts.probe)) {
+      const [uid, gid] = JAIL_USER.split(':').map(Number);
+      checks.push(...(await egressProbe(driver, facts.image.tag, brigPaths(cfg.home).brokers, { uid: uid!, gid: gid! })));
+    }
+    return checks;
   }
 
   fleet(o: FleetOptions): Promise<FleetReport> {
@@ -134,6 +142,12 @@ export class Operator implements OperatorSurface {
 
   explainPolicy(p: Policy): string[] {
     return explainPolicy(p);
+  }
+
+  /** `brig image toolbox`: the Debian toolbox image, built unless its recipe's tag is present. */
+  async buildToolbox(b: { force?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean }> {
+    const driver = new DockerJailDriver({ dockerHost: this.#p.cfg.dockerHost });
+    return driver.buildToolbox({ force: b.force === true, ...(b.onProgress ? { onProgress: b.onProgress } : {}) });
   }
 
   async buildImage(b: { force?: boolean; prune?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean; runtimeIncluded: boolean; pruned: string[] }> {

@@ -1,7 +1,5 @@
-import { listenApi } from '../api/index.js';
 import { ApiClient } from '../client/index.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
-import { consoleAddress, listenConsole } from '../console/index.js';
 import type { ReconcileReport, ShutdownOptions, ShutdownReport } from '../runs/index.js';
 import { BrigError } from '../util/errors.js';
 import { compose, type ComposeOptions, type Composed } from './compose.js';
@@ -34,6 +32,8 @@ export interface DaemonOptions extends ComposeOptions {
 }
 
 export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promise<Daemon> {
+  // The faces load here, not with daemon/: a one-shot `brig spawn` (openLocal) serves neither.
+  const [{ listenApi }, { consoleAddress, listenConsole }] = await Promise.all([import('../api/index.js'), import('../console/index.js')]);
   // A bad console address is refused before anything starts.
   if (o.ui !== undefined) consoleAddress(o.ui);
   // Two supervisors on one home would each reconcile (and sweep) the other's runs.

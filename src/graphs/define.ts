@@ -10,9 +10,10 @@
  * Nothing is clamped or raised silently.
  */
 import { createHash } from 'node:crypto';
-import { GRAPH_BOUNDS, GRAPH_RUN_KINDS, type GraphDefinition, type GraphNodeInput, type GraphNodeSpec, type GraphSpec, type TallySpec } from '../protocol/index.js';
+import { GRAPH_BOUNDS, type GraphDefinition, type GraphNodeSpec, type GraphSpec, type TallySpec } from '../protocol/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
+import { expand } from './macros.js';
 import { parseGraphSpec, specError, type NodeLines } from './spec.js';
 
 export interface DefineOptions {
@@ -78,61 +79,6 @@ export function leaves(nodes: readonly Pick<GraphNodeSpec, 'id' | 'depends_on'>[
   return nodes.filter((n) => !used.has(n.id)).map((n) => n.id);
 }
 
-/** A tally takes no spawn: this stands in its place (no run is ever made of it). */
-const NO_SPAWN = { task: '(no run)' } as const;
-const isRunKind = (k: string): k is GraphNodeSpec['kind'] & (typeof GRAPH_RUN_KINDS)[number] => (GRAPH_RUN_KINDS as readonly string[]).includes(k);
-
-/**
- * Macros → plain nodes, pure and deterministic: a `vote` node `p` becomes one run node per
- * voter, `p.<voter>` (its template's `{{voter}}` filled), all in parallel and blind to each
- * other, and the tally `p` over their ballots (when all_done: a voter that failed is counted
- * absent). Each expanded node keeps the macro's line. Problems of shape are said here.
- */
-export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { nodes: GraphNodeSpec[]; lines: NodeLines; problems: { at: number; text: string; hint?: string }[] } {
-  const out: GraphNodeSpec[] = [];
-  const outLines: NodeLines = [];
-  const problems: { at: number; text: string; hint?: string }[] = [];
-  nodes.forEach((n, i) => {
-    const push = (x: GraphNodeSpec) => {
-      out.push(x);
-      outLines.push(lines[i]);
-    };
-    const base = { depends_on: n.depends_on, when: n.when, inputs: n.inputs, retry: n.retry };
-    if (isRunKind(n.kind)) {
-      if (n.tally || n.vote || n.gate) problems.push({ at: i, text: `a ${n.kind} node takes no tally, vote or gate` });
-      if (!n.spawn) return problems.push({ at: i, text: `a ${n.kind} node needs spawn` });
-      return push({ id: n.id, kind: n.kind, ...base, spawn: n.spawn });
-    }
-    if (n.kind === 'gate') {
-      if (!n.gate) return problems.push({ at: i, text: 'a gate node needs gate: {prompt, timeout_ms, prevent_self?}' });
-      if (n.spawn || n.vote || n.tally) problems.push({ at: i, text: 'a gate runs nothing: it takes no spawn, tally or vote' });
-      if (n.inputs.length > 0) problems.push({ at: i, text: 'a gate takes no inputs' });
-      if (n.retry.max > 0) problems.push({ at: i, text: 'a gate takes no retry: an operator decides it once' });
-      return push({ id: n.id, kind: 'gate', ...base, spawn: NO_SPAWN, gate: n.gate });
-    }
-    if (n.kind === 'tally') {
-      if (!n.tally) return problems.push({ at: i, text: 'a tally node needs tally: {field, choices, rule?, min_valid?, tie?, ballot?}' });
-      if (n.spawn || n.vote) problems.push({ at: i, text: 'a tally node runs nothing: it takes no spawn or vote' });
-      if (n.inputs.length > 0) problems.push({ at: i, text: "a tally node reads its dependencies' ballots: it takes no inputs" });
-      if (n.retry.max > 0) problems.push({ at: i, text: 'a tally is a pure count: it takes no retry' });
-      return push({ id: n.id, kind: 'tally', ...base, spawn: NO_SPAWN, tally: n.tally });
-    }
-    // vote
-    if (!n.vote || !n.spawn) return problems.push({ at: i, text: 'a vote node needs vote: {voters, choices, field, …} and spawn (each voter\'s template)' });
-    if (n.tally || n.gate) problems.push({ at: i, text: 'a vote node takes no tally or gate (its tally is made from vote)' });
-    const { voters, voter_kind, ...tally } = n.vote;
-    if (new Set(voters).size !== voters.length) problems.push({ at: i, text: 'two voters have one name' });
-    const ids: string[] = [];
-    for (const v of voters) {
-      const spawn = { ...n.spawn, task: n.spawn.task.replace(/\{\{\s*voter\s*\}\}/g, v) };
-      ids.push(`${n.id}.${v}`);
-      push({ id: `${n.id}.${v}`, kind: voter_kind, macro_of: n.id, ...base, spawn });
-    }
-    push({ id: n.id, kind: 'tally', macro_of: n.id, depends_on: ids, when: 'all_done', spawn: NO_SPAWN, inputs: [], retry: { max: 0, on: ['failed'], idempotent: true }, tally });
-  });
-  return { nodes: out, lines: outLines, problems };
-}
-
 function tallyProblems(t: TallySpec, deps: number): string[] {
   const p: string[] = [];
   if (new Set(t.choices).size !== t.choices.length) p.push('tally choices repeat');
@@ -173,6 +119,14 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
   });
   const ids = [...first.keys()];
   const kindOf = new Map(nodes.map((n) => [n.id, n.kind]));
+  const byIdAll = new Map(nodes.map((n) => [n.id, n]));
+  // The longest name an input from this node takes under /artifacts beyond its `as` (a join with parts mounts `<as>-<name>` each).
+  const partSuffix = (from: string): number | null => {
+    const j = byIdAll.get(from)?.join;
+    if (!j || j.mode === 'last') return null;
+    if (j.mode === 'items') return 1 + String(byIdAll.get(j.split!)!.split!.slots.length - 1).length;
+    return 1 + Math.max(...Object.values(j.names ?? {}).map((x) => x.length));
+  };
   nodes.forEach((n, i) => {
     const deps = new Set<string>();
     for (const d of n.depends_on) {
@@ -194,6 +148,9 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
       if (!deps.has(inp.from)) add(i, `input ${inp.as} is from ${inp.from}, which is not in its depends_on`, 'Add it to depends_on: a node sees only the outputs of nodes it waits for.');
       if (kindOf.get(inp.from) === 'gate') add(i, `input ${inp.as} is from ${inp.from}, a gate: it commits no out/`, 'Depend on it with when.');
       if (kindOf.get(inp.from) === 'tally') add(i, `input ${inp.as} is from ${inp.from}, a tally: it commits no out/`, 'Its count is in the envelope and the manifest; depend on it with when.');
+      if (kindOf.get(inp.from) === 'split') add(i, `input ${inp.as} is from ${inp.from}, a map's split: it commits no out/`);
+      const suffix = partSuffix(inp.from);
+      if (suffix !== null && inp.as.length + suffix > 48) add(i, `input ${inp.as} from ${inp.from} mounts ${inp.as}-<name> names over 48 characters`, `Give it a name of at most ${48 - suffix} characters.`);
       if (as.has(inp.as)) add(i, `two inputs are named ${inp.as}`);
       as.add(inp.as);
     }
@@ -201,7 +158,13 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
       for (const p of tallyProblems(n.tally!, deps.size)) add(i, p);
       return;
     }
-    if (n.kind === 'gate') return;
+    if (n.kind === 'gate' || n.kind === 'join') return;
+    if (n.kind === 'split') {
+      const over = n.split!.over;
+      const k = 'from' in over ? kindOf.get(over.from) : undefined;
+      if (k === 'tally' || k === 'gate' || k === 'split' || ('from' in over && partSuffix(over.from) !== null)) add(i, `map.over.from names ${'from' in over ? over.from : ''}, a ${k} with no single committed out/`, 'Read the items from a node that writes them (out/items.jsonl).');
+      return;
+    }
     const s = n.spawn;
     if (n.kind === 'command' && (!s.argv || s.script !== undefined)) add(i, 'a command node needs spawn.argv and no spawn.script');
     if (n.kind === 'script' && (!s.script || s.argv !== undefined)) add(i, 'a script node needs spawn.script and no spawn.argv');
@@ -210,6 +173,7 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
     for (const m of s.task.matchAll(PLACEHOLDER)) {
       const inner = m[1]!;
       const name = /^inputs\.([a-z][a-z0-9_-]{0,47})$/.exec(inner)?.[1];
+      if (inner === 'item' && n.item) continue;
       if (!name) add(i, `task placeholder {{${inner.slice(0, 40)}}} is not {{inputs.<name>}}`, 'Only graph text inputs are interpolated; upstream outputs are files under /artifacts.');
       else if (!spec.inputs[name]) add(i, `task placeholder {{inputs.${name}}} names no graph input`, `Known inputs: ${Object.keys(spec.inputs).join(', ') || 'none'}`);
     }
@@ -236,7 +200,7 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
   for (const id of order) {
     const n = byId.get(id)!;
     level.set(id, Math.max(0, ...n.depends_on.map((d) => level.get(d)! + 1)));
-    finish.set(id, Math.max(0, ...n.depends_on.map((d) => finish.get(d)!)) + (n.kind === 'tally' ? 0 : n.kind === 'gate' ? n.gate!.timeout_ms : timeoutOf(n, dflt) * (n.retry.max + 1)));
+    finish.set(id, Math.max(0, ...n.depends_on.map((d) => finish.get(d)!)) + (n.kind === 'tally' || n.kind === 'split' || n.kind === 'join' ? 0 : n.kind === 'gate' ? n.gate!.timeout_ms : timeoutOf(n, dflt) * (n.retry.max + 1)));
   }
   const criticalPathMs = Math.max(...finish.values());
   if (spec.budget.wall_ms !== undefined && criticalPathMs > spec.budget.wall_ms) {
@@ -267,6 +231,6 @@ export function defineGraphText(text: string, o: DefineOptions = {}): Result<Gra
 }
 
 /** A node's task with its `{{inputs.<name>}}` placeholders filled (define checked every one). */
-export function taskOf(spec: Pick<GraphSpec, 'inputs'>, n: Pick<GraphNodeSpec, 'spawn'>): string {
-  return n.spawn.task.replace(PLACEHOLDER, (_m, inner: string) => spec.inputs[inner.slice('inputs.'.length)]?.text ?? '');
+export function taskOf(spec: Pick<GraphSpec, 'inputs'>, n: Pick<GraphNodeSpec, 'spawn'>, item?: string): string {
+  return n.spawn.task.replace(PLACEHOLDER, (_m, inner: string) => (inner === 'item' && item !== undefined ? item : (spec.inputs[inner.slice('inputs.'.length)]?.text ?? '')));
 }

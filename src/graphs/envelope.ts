@@ -72,7 +72,13 @@ export function graphEnvelope(rec: GraphRecord, f: EnvelopeFacts): string {
         ? tallyLine(n.tally)
         : n.gate
           ? n.gate.decision ? `${n.gate.decision} by ${n.gate.by}` : `waiting until ${n.gate.deadline}`
-          : (f.refs.get(id) ?? a?.runId ?? a?.errorCode ?? '');
+          : n.items !== undefined
+            ? `${n.items} items`
+            : n.parts
+              ? `${n.parts.length} parts`
+              : n.kind === 'join'
+                ? (n.committedRunId ? `commits ${n.committedRunId}` : (a?.endReason ?? ''))
+                : (f.refs.get(id) ?? a?.runId ?? a?.endReason ?? a?.errorCode ?? '');
     return [id.padEnd(width), n.kind.padEnd(7), n.state.padEnd(9), `a${n.attempts.length}`, t !== null ? duration(t).padStart(7) : '      -', a?.tokens ? `${a.tokens} tok` : '', what].filter((x) => x !== '').join('  ');
   };
   const foot = `Full results: manifest ${rec.manifestRef ?? '(not written)'} (${f.rows} rows, one per node attempt; drill in with \`brig ref jq\` / \`brig ref sql\`)`;

@@ -4,9 +4,10 @@
  * runs every node attempt as an ordinary spawn through the Supervisor, and the end envelope.
  */
 export { GraphSpecSchema, parseGraphSpec } from './spec.js';
-export { defineGraph, defineGraphText, expand, leaves, taskOf, topoOrder, type DefineOptions } from './define.js';
+export { defineGraph, defineGraphText, leaves, taskOf, topoOrder, type DefineOptions } from './define.js';
+export { expand } from './macros.js';
 export { readField, tally, tallyLine, type Ballot } from './tally.js';
 export { evaluateWhen, graphEnd, isEnded, plan, tripped, type PlanInput, type PlanStep, type WhenVerdict } from './plan.js';
 export { GraphStore, GRAPH_FILES } from './store.js';
-export { GraphService, newGraphId, nodeResultOf, requestOf, type GraphPorts, type GraphWaitOptions, type RunGraphOptions } from './service.js';
+export { GraphService, newGraphId, nodeResultOf, parseItems, requestOf, stopHolds, type GraphPorts, type GraphWaitOptions, type RunGraphOptions } from './service.js';
 export { graphEnvelope, manifestRows } from './envelope.js';

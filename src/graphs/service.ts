@@ -29,7 +29,9 @@ import {
   type NodeState,
   type RunRecord,
   type SpawnContext,
+  type SkipReason,
   type SpawnRequestInput,
+  type StopWhen,
   type Supervisor,
 } from '../protocol/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
@@ -37,7 +39,7 @@ import { defineGraphText, taskOf } from './define.js';
 import { graphEnd, plan, type PlanInput } from './plan.js';
 import type { GraphStore } from './store.js';
 import { graphEnvelope, manifestRows } from './envelope.js';
-import { tally, type Ballot } from './tally.js';
+import { readField, tally, type Ballot } from './tally.js';
 
 export interface GraphPorts {
   supervisor: Pick<Supervisor, 'spawn' | 'wait' | 'kill' | 'list'>;
@@ -50,6 +52,8 @@ export interface GraphPorts {
   refOf?(runId: string): Promise<string | null>;
   /** A voter's ballot: its result value (`result`) or a JSON file of its out/ (`out/<path>`), parsed; undefined when not JSON; throws when it is not there. Bounded by the port. */
   readBallot?(runId: string, ballot: string): Promise<unknown>;
+  /** A committed file of a run's out/ (a map's items) as text; throws when it is not there or over maxBytes (never cut). */
+  readText?(runId: string, file: string, maxBytes: number): Promise<string>;
   now?: () => Date;
   onEvent?(e: GraphEvent): void;
 }
@@ -84,11 +88,11 @@ export function newGraphId(): string {
 }
 
 /** The spawn request of one node (its task's `{{inputs.<name>}}` filled). */
-export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: string): SpawnRequestInput {
+export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: string, item?: string): SpawnRequestInput {
   const s = n.spawn;
-  if (n.kind === 'tally' || n.kind === 'gate') throw new BrigError('internal', `node ${n.id} is a ${n.kind}: it makes no run`);
+  if (n.kind === 'tally' || n.kind === 'gate' || n.kind === 'split' || n.kind === 'join') throw new BrigError('internal', `node ${n.id} is a ${n.kind}: it makes no run`);
   return {
-    task: taskOf(def.spec, n),
+    task: taskOf(def.spec, n, item),
     kind: n.kind,
     ...(s.agent !== undefined ? { agent: s.agent } : {}),
     ...(s.model !== undefined ? { model: s.model } : {}),
@@ -197,7 +201,7 @@ class LiveGraph {
           await this.save();
         }
         for (const s of steps) this.#emit({ type: 'graph.node', graphId: this.rec.id, node: s.node, state: this.#node(s.node).state, attempt: this.#node(s.node).attempts.length, runId: null });
-        for (const [n, a] of starts) void (n.kind === 'tally' ? this.#tally(n, a) : n.kind === 'gate' ? this.#armGate(n, a) : this.#attempt(n, a));
+        for (const [n, a] of starts) void this.#start(n, a);
         if (steps.length > 0 && starts.length === 0) continue; // skips may free or end more at once
         await woke;
       }
@@ -211,14 +215,45 @@ class LiveGraph {
     }
   }
 
+  #start(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
+    switch (n.kind) {
+      case 'tally':
+        return this.#tally(n, a);
+      case 'gate':
+        return this.#armGate(n, a);
+      case 'split':
+        return this.#split(n, a);
+      case 'join':
+        return this.#join(n, a);
+      default:
+        return this.#attempt(n, a);
+    }
+  }
+
+  /** A map's items, once read (kept in the graph's own store, so a restart finds the same ones). */
+  readonly #items = new Map<string, string[]>();
+  async #itemsOf(split: string): Promise<string[]> {
+    const got = this.#items.get(split) ?? (await this.p.store.getItems(this.rec.id, split));
+    this.#items.set(split, got);
+    return got;
+  }
+
+  /** Declared inputs → mounts: a node's committed run at /artifacts/<as>, a join's parts at /artifacts/<as>-<name>. */
+  #mounts(spec: GraphNodeSpec): { as: string; runId: string }[] {
+    return spec.inputs.flatMap((i) => {
+      const from = this.#node(i.from);
+      return from.parts ? from.parts.map((p) => ({ as: `${i.as}-${p.name}`, runId: p.runId })) : [{ as: i.as, runId: from.committedRunId ?? '' }];
+    });
+  }
+
   async #attempt(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
     const spec = this.#nodes.get(n.id)!;
-    const inputs = spec.inputs.map((i) => ({ as: i.as, runId: this.#node(i.from).committedRunId ?? '' }));
-    const ctx: SpawnContext = { callerId: a.key, inputs, ...(this.rec.callerRunId ? { parentRunId: this.rec.callerRunId } : {}) };
+    const ctx: SpawnContext = { callerId: a.key, inputs: this.#mounts(spec), ...(this.rec.callerRunId ? { parentRunId: this.rec.callerRunId } : {}) };
     let ended: RunRecord | null = null;
     let errorCode: string | null = null;
     try {
-      const r = await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id), ctx);
+      const item = spec.item ? (await this.#itemsOf(spec.item.split))[spec.item.index] : undefined;
+      const r = await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id, item), ctx);
       if (!r.ok) errorCode = r.error.code;
       else {
         a.runId = r.value.id;
@@ -251,8 +286,11 @@ class LiveGraph {
     a.costUsd = ended?.costUsd ?? null;
     const retry = spec.retry;
     const again = !this.cancelled && (retry.on as string[]).includes(result) && n.attempts.length < retry.max + 1;
+    // A refine round's stop_when, on its committed result (unreadable or not holding: the chain goes on).
+    const stop = result === 'succeeded' && spec.stop && a.runId && this.p.readBallot ? await this.p.readBallot(a.runId, spec.stop.when.file).then((v) => stopHolds(spec.stop!.when, v), () => false) : false;
     n.state = again ? 'pending' : result;
     if (result === 'succeeded') n.committedRunId = a.runId;
+    if (stop) this.#skip(spec.stop!.later, 'stopped_early');
     // The scheduler saves the end in its next write (ahead of whatever it does next: one fsync
     // per transition); a crash before that finds the attempt running and ends it (recover).
     this.#dirty = true;
@@ -300,6 +338,79 @@ class LiveGraph {
     return ok(structuredClone(this.rec));
   }
 
+  /** Pending nodes the service itself ends skipped (a slot without an item, rounds after a stop). */
+  #skip(ids: readonly string[], reason: SkipReason): void {
+    for (const id of ids) {
+      const x = this.#node(id);
+      if (x.state !== 'pending') continue;
+      x.state = 'skipped';
+      x.skipReason = reason;
+      this.#emit({ type: 'graph.node', graphId: this.rec.id, node: id, state: 'skipped', attempt: 0, runId: null });
+    }
+    this.#dirty = true;
+  }
+
+  /** A jail-less node's one attempt ends (tally, split, join). */
+  async #endHere(n: GraphNodeRecord, a: GraphAttempt, result: NodeResult, endReason: string, skipReason: SkipReason | null = null): Promise<void> {
+    a.state = 'ended';
+    a.result = this.cancelled ? 'cancelled' : result;
+    a.endReason = endReason;
+    a.endedAt = this.#now();
+    n.state = a.result;
+    if (n.state === 'skipped') n.skipReason = skipReason;
+    await this.save().catch(() => {});
+    this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: n.state, attempt: a.n, runId: null });
+    this.#wake();
+  }
+
+  /**
+   * A map's split: its items, read once and bounded — listed in the spec, or a JSONL / JSON-array
+   * file the upstream committed (never a file a child can still write) — kept in the graph's
+   * own store before any slot starts; slots past the count end skipped (`no_item`). More items
+   * than max_items, or one over item_max_bytes, fail it: nothing is dropped or cut.
+   */
+  async #split(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
+    const s = this.#nodes.get(n.id)!.split!;
+    const why = await (async (): Promise<string | string[]> => {
+      let values: unknown[];
+      if ('items' in s.over) values = s.over.items;
+      else {
+        const runId = this.#node(s.over.from).committedRunId;
+        if (!runId || !this.p.readText) return 'no_items_file';
+        const text = await this.p.readText(runId, s.over.path, s.max_items * (s.item_max_bytes + 2) + 2).catch(() => null);
+        if (text === null) return 'items_unreadable';
+        const parsed = parseItems(text);
+        if (!parsed) return 'items_not_json';
+        values = parsed;
+      }
+      if (values.length > s.max_items) return 'too_many_items';
+      const texts = values.map((v) => JSON.stringify(v));
+      if (texts.some((t) => Buffer.byteLength(t) > s.item_max_bytes)) return 'item_too_large';
+      return texts;
+    })();
+    if (typeof why === 'string') return this.#endHere(n, a, 'failed', why);
+    await this.p.store.putItems(this.rec.id, n.id, why);
+    this.#items.set(n.id, why);
+    n.items = why.length;
+    this.#skip(s.slots.slice(why.length), 'no_item');
+    return this.#endHere(n, a, 'succeeded', 'split');
+  }
+
+  /** A macro's end: from its dependencies' results, and which committed runs an input from it sees. */
+  async #join(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
+    const j = this.#nodes.get(n.id)!.join!;
+    const deps = this.#nodes.get(n.id)!.depends_on.map((d) => this.#node(d));
+    const done = (x: GraphNodeRecord) => x.state === 'succeeded' || (x.state === 'skipped' && (x.skipReason === 'no_item' || x.skipReason === 'stopped_early'));
+    const lead = j.mode === 'items' ? this.#node(j.split!) : deps[0]!;
+    // The macro never began (its `when` did not hold, or fail_fast): the join is skipped as it was.
+    if (lead.state === 'skipped' && lead.attempts.length === 0 && deps.every((x) => x.state === 'skipped')) return this.#endHere(n, a, 'skipped', lead.skipReason ?? 'unsatisfiable', lead.skipReason);
+    const ok = deps.every(done) && deps.some((x) => x.state === 'succeeded');
+    if (ok && j.mode === 'last') n.committedRunId = deps.filter((x) => x.state === 'succeeded').at(-1)!.committedRunId;
+    if (ok && j.mode === 'items') n.parts = deps.filter((x) => x.id !== j.split && x.state === 'succeeded').map((x) => ({ name: x.id.slice(x.id.lastIndexOf('.') + 1), runId: x.committedRunId! }));
+    if (ok && j.mode === 'all') n.parts = deps.map((x) => ({ name: j.names![x.id]!, runId: x.committedRunId! }));
+    return this.#endHere(n, a, ok ? 'succeeded' : 'failed', ok ? 'joined' : 'part_not_succeeded');
+  }
+
   /** A tally: no run; its voters' ballots counted (a voter that did not succeed is absent). */
   async #tally(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
     const spec = this.#nodes.get(n.id)!;
@@ -320,16 +431,8 @@ class LiveGraph {
       }
     }
     const outcome = tally(t, ballots);
-    const result: NodeResult = this.cancelled ? 'cancelled' : outcome.outcome === 'decided' ? 'succeeded' : 'failed';
     n.tally = outcome;
-    a.state = 'ended';
-    a.result = result;
-    a.endReason = outcome.outcome;
-    a.endedAt = this.#now();
-    n.state = result;
-    await this.save().catch(() => {});
-    this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: n.state, attempt: a.n, runId: null });
-    this.#wake();
+    return this.#endHere(n, a, outcome.outcome === 'decided' ? 'succeeded' : 'failed', outcome.outcome);
   }
 
   async #finish(state: GraphRecord['state'], endReason: string): Promise<void> {
@@ -536,6 +639,25 @@ export class GraphService {
     }
     return ended;
   }
+}
+
+/** A JSON array, or JSON lines (blank lines ignored); null when any is not JSON. */
+export function parseItems(text: string): unknown[] | null {
+  try {
+    if (text.trimStart().startsWith('[')) {
+      const v = JSON.parse(text) as unknown;
+      return Array.isArray(v) ? v : null;
+    }
+    return text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as unknown);
+  } catch {
+    return null;
+  }
+}
+
+/** stop_when over a round's structured result: `field` equals the value, or is a number ≥ gte. */
+export function stopHolds(w: StopWhen, value: unknown): boolean {
+  const v = readField(value, w.field);
+  return w.gte !== undefined ? typeof v === 'number' && v >= w.gte : v === w.equals;
 }
 
 export const GRAPH_ENVELOPE_BYTES = GRAPH_BOUNDS.envelopeBytes;

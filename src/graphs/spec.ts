@@ -14,7 +14,6 @@ import {
   GRAPH_INPUT_NAME,
   GRAPH_NODE_ID,
   GRAPH_NODE_KINDS,
-  GRAPH_PLANNED_KINDS,
   GRAPH_RUN_KINDS,
   GRAPH_VERSION,
   NODE_RESULTS,
@@ -67,6 +66,30 @@ const VoteSchema = z.strictObject({
   voter_kind: z.enum(GRAPH_RUN_KINDS).default('agent'),
 });
 
+const runKind = z.enum(GRAPH_RUN_KINDS);
+const name = (what: string) => z.string().regex(/^[a-z][a-z0-9_-]{0,23}$/, `a ${what} name is lowercase letters, digits, _ and -, at most 24 characters`);
+const MapSchema = z.strictObject({
+  over: z.union([
+    z.strictObject({ items: z.array(z.unknown()).min(1).max(GRAPH_BOUNDS.mapItems) }),
+    z.strictObject({ from: id, path: z.string().regex(/^out\/[A-Za-z0-9._/-]{1,200}$/, 'out/<path> of a JSONL or JSON-array file the node committed') }),
+  ]),
+  max_items: positive.max(GRAPH_BOUNDS.mapItems).default(16),
+  item_max_bytes: positive.max(GRAPH_BOUNDS.itemBytes).default(2048),
+  item_kind: runKind.default('agent'),
+});
+const ReduceSchema = z.strictObject({ kind: runKind.default('agent'), as: z.string().regex(GRAPH_INPUT_NAME).max(40).default('items'), spawn: SpawnSchema });
+const scalar = z.union([z.string().max(256), z.number(), z.boolean(), z.null()]);
+const StopWhenSchema = z
+  .strictObject({ file: z.string().regex(/^(result|out\/[A-Za-z0-9._/-]{1,200})$/, 'result, or out/<path> of a JSON file').default('result'), field: TallyFields.field, equals: scalar.optional(), gte: z.number().optional() })
+  .refine((w) => (w.equals !== undefined) !== (w.gte !== undefined), 'stop_when takes exactly one of equals or gte');
+const RoundsSchema = z.strictObject({ count: positive.max(GRAPH_BOUNDS.rounds).default(2), round_kind: runKind.default('agent'), stop_when: StopWhenSchema.optional() });
+const DebateSchema = z.strictObject({
+  sides: z.array(name('side')).min(2).max(GRAPH_BOUNDS.sides),
+  rounds: positive.max(GRAPH_BOUNDS.rounds).default(2),
+  side_kind: runKind.default('agent'),
+  synthesizer: z.strictObject({ kind: runKind.default('agent'), spawn: SpawnSchema }).optional(),
+});
+
 const GateSchema = z.strictObject({
   prompt: z.string().min(1).max(2048),
   timeout_ms: positive.max(GATE_MAX_MS),
@@ -83,6 +106,10 @@ const NodeSchema = z.strictObject({
   tally: TallySchema.optional(),
   vote: VoteSchema.optional(),
   gate: GateSchema.optional(),
+  map: MapSchema.optional(),
+  reduce: ReduceSchema.optional(),
+  rounds: RoundsSchema.optional(),
+  debate: DebateSchema.optional(),
   inputs: z
     .array(z.strictObject({ from: id, as: z.string().regex(GRAPH_INPUT_NAME, 'an input name is lowercase letters, digits, _ and -, starting with a letter') }))
     .max(GRAPH_BOUNDS.inputs)
@@ -124,12 +151,6 @@ export function validKeysAt(p: readonly PropertyKey[]): readonly string[] {
   return [];
 }
 
-function kindHint(kind: string): string | undefined {
-  return (GRAPH_PLANNED_KINDS as readonly string[]).includes(kind)
-    ? `Kind ${kind} is part of the graph spec but not available in this version (docs/graphs.md, "Not yet"). Kinds today: ${GRAPH_NODE_KINDS.join(', ')}.`
-    : undefined;
-}
-
 export function specError(source: string, problems: Problem[]): BrigError {
   const first = problems[0]!;
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more: ${problems.slice(1, 4).map((p) => p.text).join('; ')})` : '';
@@ -150,12 +171,7 @@ export function parseGraphSpec(text: string, source = 'graph'): Result<{ spec: G
   const raw = doc.toJS({ maxAliasCount: 0 }) as unknown;
   const parsed = GraphSpecSchema.safeParse(raw);
   if (!parsed.success) {
-    const ps = parsed.error.issues.map((i) => {
-      const p = describeIssue(i, source, doc, lc, validKeysAt);
-      const got = doc.getIn(i.path as unknown[]);
-      const k = i.path.length === 3 && i.path[0] === 'nodes' && i.path[2] === 'kind' && typeof got === 'string' ? kindHint(got) : undefined;
-      return k ? { text: p.text, hint: k } : p;
-    });
+    const ps = parsed.error.issues.map((i) => describeIssue(i, source, doc, lc, validKeysAt));
     return err(specError(source, ps));
   }
   const lines: NodeLines = parsed.data.nodes.map((_, i) => {

@@ -78,6 +78,24 @@ export class GraphStore {
     }
   }
 
+  /** A map's items (JSON texts), written once by its split before any slot starts. */
+  async putItems(id: string, node: string, items: readonly string[]): Promise<void> {
+    await writeFileAtomic(path.join(this.#dirOf(id), `items-${node}.json`), JSON.stringify(items));
+  }
+
+  async getItems(id: string, node: string): Promise<string[]> {
+    const file = `items-${node}.json`;
+    const text = await fs.readFile(path.join(this.#dirOf(id), file), 'utf8');
+    let v: unknown;
+    try {
+      v = JSON.parse(text);
+    } catch {
+      throw corrupt(id, file, 'not JSON');
+    }
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw corrupt(id, file, 'not a list of items');
+    return v as string[];
+  }
+
   async ids(): Promise<string[]> {
     const names = await fs.readdir(this.dir).catch(() => [] as string[]);
     return names.filter(isGraphId).sort();

@@ -20,6 +20,8 @@ const PROBE_DISK_MB = 32;
 export interface DoctorFacts {
   engine: { ok: true; version: string; apiVersion: string; info: Record<string, unknown> } | { ok: false; error: string };
   image: { tag: string; present: boolean; runtimeIncluded: boolean; built: boolean } | { error: string } | undefined;
+  /** The toolbox image (optional: its absence fails nothing, the line says how to build it). */
+  toolbox?: { tag: string; present: boolean } | { error: string };
   probe: { checks: ProbeCheck[] } | { error: string; code: string } | undefined;
   /** The /workspace quota the driver applies, and why this host cannot (null: it can). */
   quota?: { mode: 'loop' | 'none'; unavailable: string | null };
@@ -94,6 +96,11 @@ export function judgeDoctor(f: DoctorFacts): DoctorCheck[] {
     out.push(check('child image', f.image.present, `${f.image.tag}${f.image.built ? ' (built now)' : ''}`, 'Build it: `brig image build` (or `brig doctor --build`).'));
     out.push(check('child runtime in image', f.image.runtimeIncluded, f.image.runtimeIncluded ? 'present' : 'dist/child missing', 'Run `make build`, then `brig image build`.'));
   }
+  if (f.toolbox) {
+    out.push('error' in f.toolbox
+      ? check('toolbox image', true, `not checked: ${f.toolbox.error}`)
+      : check('toolbox image', true, f.toolbox.present ? `present: ${f.toolbox.tag}` : `absent (optional): \`brig image toolbox\` builds ${f.toolbox.tag} from Debian's packages (minutes, once per machine)`));
+  }
   if (f.probe === undefined) out.push(check('hardened jail', false, 'skipped: no child image', 'Build the image first.'));
   else if ('error' in f.probe) out.push(check('hardened jail', false, `${f.probe.code}: ${f.probe.error}`, 'The engine did not give the hardened profile; brig refuses to run here.'));
   else for (const c of f.probe.checks) out.push(check(`jail: ${c.name}`, c.ok, c.saw, 'The engine weakened the jail; brig refuses to run here.'));
@@ -116,7 +123,8 @@ export async function gatherDoctorFacts(driver: DockerJailDriver, opts: { build?
     return { engine: { ok: false, error: toBrigError(e).message }, image: undefined, probe: undefined };
   }
   const quota = { mode: driver.workspaceQuota, unavailable: driver.workspaceQuota === 'loop' ? WorkspaceDisks.unavailable() : null };
-  return { ...(await gatherJailFacts(driver, engine, opts)), quota };
+  const toolbox = await driver.toolboxStatus().catch((e: unknown) => ({ error: toBrigError(e).message }));
+  return { ...(await gatherJailFacts(driver, engine, opts)), quota, toolbox };
 }
 
 /** The image and the probe jail, once the engine answered. */

@@ -50,6 +50,11 @@ export interface JailSpec {
   brokerDir?: string;
   /** Files put into /workspace before start. */
   inputs?: JailInput[];
+  /**
+   * A host directory of brig's (a clean clone, repo/repo-stage.ts) copied into /workspace/repo
+   * before start, owned by the jail user: copied onto the workspace disk, never mounted.
+   */
+  repoDir?: string;
   /** Image reference; the driver's built child image when absent. */
   image?: string;
   /**
@@ -85,6 +90,8 @@ export interface CollectedFile {
   bytes: number;
   /** What the observer's end() returned for this file, when collect was given an observer. */
   observed?: unknown;
+  /** The archive's mode gave its owner the execute bit (the copy itself is 0644 all the same). */
+  executable?: true;
 }
 
 /**
@@ -112,7 +119,15 @@ export interface CollectOptions {
    * Absent or 0: only the second (the disk's own refusal).
    */
   minFreeBytes?: number;
+  /**
+   * Report symlinks as data (`links`: name → target text, at most MAX_LINK_TARGET bytes each,
+   * counted against the per-run cap) instead of skipping them as `symlink`. Never made on the host.
+   */
+  links?: boolean;
 }
+
+/** Longest symlink target reported as data; a longer one is skipped `symlink`. */
+export const MAX_LINK_TARGET = 4096;
 
 export interface CollectReport {
   /** Host directory holding the materialized files. */
@@ -132,6 +147,8 @@ export interface CollectReport {
   tooLarge?: { path: string; bytes?: number }[];
   /** Every entry skipped, listed or not (a skipped subtree counts each entry in it). */
   skippedCount?: number;
+  /** With `links`: the symlinks, as data (never made on the host). */
+  links?: { path: string; target: string }[];
   /** Files skipped `no_space` (the home had no room for them), and their declared bytes: the caller's error to name. */
   noSpace?: { files: number; bytes: number };
 }

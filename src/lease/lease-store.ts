@@ -70,6 +70,8 @@ export type { RevokedListener } from './lease-revocations.js';
 
 const MAX_TOKEN = 128;
 
+const RUN_END_REASON = /^run_[a-z_]{1,40}$/;
+
 export class LeaseStore {
   private readonly files: LeaseFiles;
   private readonly policy: Policy | undefined;
@@ -278,13 +280,16 @@ export class LeaseStore {
     const target = this.files.read(id);
     if (!target) return err(new BrigError('lease_not_found', `no lease ${id}`));
     const at = new Date(this.now()).toISOString();
+    // brig's own reasons for a run's end (`run_completed`, `run_requeued`): the lease is released,
+    // not taken away; the ledger says which (an operator's free-text reason never enters it).
+    const released = by === 'system' && reason !== undefined && RUN_END_REASON.test(reason) ? reason : undefined;
     const revoked: LeaseRecord[] = [];
     for (const rec of [target, ...this.descendants(id)]) {
       if (rec.revoked) continue;
       const next: LeaseRecord = { ...rec, revoked: { by, at, ...(reason ? { reason } : {}) } };
       this.files.write(next);
       revoked.push(next);
-      this.ledger.append({ type: 'lease.revoked', leaseId: rec.id, runId: rec.runId, rootRunId: rec.rootRunId, by, cascadeFrom: id });
+      this.ledger.append({ type: 'lease.revoked', leaseId: rec.id, runId: rec.runId, rootRunId: rec.rootRunId, by, cascadeFrom: id, ...(released ? { released } : {}) });
     }
     this.revocations.announce(revoked, by);
     return ok(revoked);

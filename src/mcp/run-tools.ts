@@ -118,14 +118,16 @@ const send = tool({
   name: 'send',
   title: 'Send a message to a running agent child',
   description:
-    'Use to tell a running agent child something mid-run (a correction, an answer, new information): it reaches the child at its next step; mode `wait` returns its next reply, `ping-pong` up to max_turns replies, `fire-and-forget` returns at once.',
+    'Use to tell a running agent child something mid-run (a correction, an answer, new information): it reaches the child at its next step; mode `wait` returns its next reply, `fire-and-forget` returns at once, and `ping-pong` is a conversation of max_turns turns, one round per call: it returns the child\'s reply and a conversation id — answer it with another send passing `conversation` and your answer as text.',
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   input: z.strictObject({
     runId: RunIdSchema,
-    text: z.string().min(1).max(16_000).describe('the message for the child'),
-    mode: z.enum(['fire-and-forget', 'wait', 'ping-pong']).optional().describe('default fire-and-forget'),
-    timeoutMs: z.number().int().positive().max(50_000).optional().describe('wait / ping-pong: how long to wait for replies (≤ 50000)'),
-    max_turns: z.number().int().min(0).max(5).optional().describe('ping-pong: replies to collect (0–5, default 3)'),
+    text: z.string().min(1).max(16_000).describe('the message for the child (in a conversation: your answer to its last reply)'),
+    mode: z.enum(['fire-and-forget', 'wait', 'ping-pong']).optional().describe('default fire-and-forget (ping-pong when conversation is given)'),
+    timeoutMs: z.number().int().positive().max(50_000).optional().describe('wait / ping-pong: how long to wait for the reply (≤ 50000)'),
+    // Out of range is refused by brig (invalid_input, with the bounds), not by the schema.
+    max_turns: z.number().int().optional().describe('ping-pong: turns of the conversation (0–5, default 3; outside is refused)'),
+    conversation: z.string().min(1).max(64).optional().describe('ping-pong: the conversation id a round before returned; text is your answer'),
   }),
   output: outputShape({
     runId: z.string(),
@@ -134,14 +136,17 @@ const send = tool({
     status: z.string(),
     endReason: z.string().nullable(),
     timedOut: z.boolean(),
+    conversation: z.object({ id: z.string(), turn: z.number(), maxTurns: z.number(), open: z.boolean() }).optional(),
   }),
-  async run({ runId, text, mode, timeoutMs, max_turns }, { brig }) {
-    const r = await brig.send(runId, text, { ...(mode ? { mode } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(max_turns !== undefined ? { maxTurns: max_turns } : {}) });
+  async run({ runId, text, mode, timeoutMs, max_turns, conversation }, { brig }) {
+    const r = await brig.send(runId, text, { ...(mode ? { mode } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(max_turns !== undefined ? { maxTurns: max_turns } : {}), ...(conversation ? { conversation } : {}) });
     if (!r.ok) return refusal(r.error);
     const s = r.value;
     const lines = [`sent to ${runId} (delivered at its next step)`, ...s.replies.map((x) => `reply at step ${x.step}: ${x.text}`)];
-    if (s.timedOut) lines.push(`no more replies within the timeout; the run is ${s.status}`);
-    return answer({ runId: s.runId, mode: s.mode, replies: s.replies, status: s.status, endReason: s.endReason, timedOut: s.timedOut }, lines.join('\n'));
+    if (s.timedOut) lines.push(`no reply within the timeout; the run is ${s.status}`);
+    const c = s.conversation;
+    if (c) lines.push(c.open ? `conversation ${c.id}: turn ${c.turn} of ${c.maxTurns} — answer with send {conversation: "${c.id}", text}` : `conversation ${c.id} ended at turn ${c.turn} of ${c.maxTurns}`);
+    return answer({ runId: s.runId, mode: s.mode, replies: s.replies, status: s.status, endReason: s.endReason, timedOut: s.timedOut, ...(c ? { conversation: c } : {}) }, lines.join('\n'));
   },
 });
 

@@ -7,6 +7,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Brig } from '../index.js';
 import { RESOURCE_DEFAULTS, registerRefResources, type ResourceOptions } from './resources.js';
+import { GRAPH_TOOLS } from './graph-tools.js';
 import { REF_TOOLS } from './ref-tools.js';
 import { RESULT_TOOLS } from './result-tools.js';
 import { RUN_TOOLS } from './run-tools.js';
@@ -26,7 +27,7 @@ export interface McpServerOptions {
 }
 
 /** Every tool, in the order a client lists them. */
-export const ALL_TOOLS: ToolDef[] = [...RUN_TOOLS, ...RESULT_TOOLS, ...REF_TOOLS];
+export const ALL_TOOLS: ToolDef[] = [...RUN_TOOLS, ...RESULT_TOOLS, ...REF_TOOLS, ...GRAPH_TOOLS];
 
 /** The tools a server with these options offers. */
 export const toolsFor = (o: { readOnly?: boolean }): ToolDef[] => (o.readOnly === true ? ALL_TOOLS.filter((t) => t.annotations.readOnlyHint) : ALL_TOOLS);

@@ -17,6 +17,7 @@ export const SpawnArgsSchema = z.strictObject({
   agent: z.string().min(1).max(128).optional().describe('an agent child: the name of an agent spec (e.g. `general`); needs a model configured for the supervisor'),
   model: z.string().min(1).max(128).optional().describe('agent only: a model alias (default: the spec’s, else the configured default)'),
   objective: z.string().max(4096).optional().describe('the goal the task serves'),
+  image: z.string().min(1).max(256).optional().describe(SPAWN_FIELDS.image.about),
   artifacts: z.array(z.string().min(1)).max(64).optional().describe(SPAWN_FIELDS.artifact_refs.about),
   domainKnowledge: z.array(z.string().min(1)).max(SPAWN_BOUNDS.domainKnowledgeItems).optional().describe(SPAWN_FIELDS.domain_knowledge.about),
   toolGroups: z.array(z.string().min(1).max(64)).min(1).max(32).optional().describe(SPAWN_FIELDS.tool_groups.about),
@@ -39,6 +40,7 @@ export const SpawnArgsSchema = z.strictObject({
     .describe('narrowing only: the lease clamps each to the profile’s'),
   expectedOutputs: z.array(z.string().min(1).max(1024)).max(64).optional().describe('paths under out/ that must exist when the run ends'),
   label: z.string().min(1).max(SPAWN_BOUNDS.labelChars).optional().describe('a label to find the run by (`list` with label)'),
+  repo: z.string().min(1).max(4096).optional().describe(SPAWN_FIELDS.repo.about),
 });
 export type SpawnArgs = z.infer<typeof SpawnArgsSchema>;
 
@@ -56,6 +58,7 @@ export function toSpawnRequest(a: SpawnArgs): Result<SpawnRequestInput> {
   if (a.model !== undefined && a.agent === undefined) return invalid('model is only for an agent child', 'Give agent with model, or leave model out.');
   const relative = (a.artifacts ?? []).find((p) => !path.isAbsolute(p) && !REF_ID_RE.test(p));
   if (relative !== undefined) return invalid(`artifact ${JSON.stringify(relative)} is neither a ResultRef id nor an absolute host path`, 'Give ref ids (ref_…, from a run\'s envelope) or absolute paths, e.g. /home/me/project/src.');
+  if (a.repo !== undefined && !path.isAbsolute(a.repo)) return invalid(`repo ${JSON.stringify(a.repo.slice(0, 200))} is not an absolute path`, 'Give the repository as /abs/path or /abs/path@REF (REF default HEAD).');
   if (a.toolGroups !== undefined && a.agent === undefined) return invalid('toolGroups is only for an agent child', 'Give agent with toolGroups, or leave toolGroups out.');
   const bad = (a.expectedOutputs ?? []).find((e) => e.startsWith('/') || e.split('/').includes('..') || e.includes('\0'));
   if (bad !== undefined) return invalid(`expected output ${JSON.stringify(bad)} must be a path relative to out/ without ..`, 'e.g. report.json or logs/run.txt');
@@ -67,6 +70,7 @@ export function toSpawnRequest(a: SpawnArgs): Result<SpawnRequestInput> {
     ...kind,
     ...(a.model !== undefined ? { model: a.model } : {}),
     ...(a.objective !== undefined ? { objective: a.objective } : {}),
+    ...(a.image !== undefined ? { image: a.image } : {}),
     ...(a.profile !== undefined ? { profile: a.profile } : {}),
     ...(a.caps !== undefined ? { caps: a.caps } : {}),
     ...(a.egress !== undefined && a.egress.length > 0 ? { egress: { rules: a.egress } } : {}),
@@ -74,6 +78,7 @@ export function toSpawnRequest(a: SpawnArgs): Result<SpawnRequestInput> {
     ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
     ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}),
     ...(a.label !== undefined ? { label: a.label } : {}),
+    ...(a.repo !== undefined ? { repo: a.repo } : {}),
     ...(a.domainKnowledge !== undefined ? { domain_knowledge: a.domainKnowledge } : {}),
     ...(a.toolGroups !== undefined ? { tool_groups: a.toolGroups } : {}),
     ...(a.parentSummary !== undefined ? { include_parent_history: 'summary' as const, parent_summary: a.parentSummary } : {}),

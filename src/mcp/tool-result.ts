@@ -7,7 +7,8 @@
  */
 import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { BrigError, ERROR_CODES, scrubHostPaths, toBrigError, type ErrorCode } from '../util/errors.js';
+import { BrigError, ERROR_CODES, scrubHostPaths, toBrigError } from '../util/errors.js';
+import { hintFor } from '../util/face-hints.js';
 
 /** The refusal as structured content: the wire form every face shows (BrigError.toJSON) plus its kind. */
 export const ToolErrorSchema = z.object({
@@ -30,26 +31,17 @@ export function outputShape<S extends z.ZodRawShape>(fields: S) {
   return z.object(fields).partial().extend({ error: ToolErrorSchema.optional().describe('set only on a refusal (isError: true)') });
 }
 
-/** Which tool to call next, per code, where the catalog's hint names a CLI command instead. */
-const NEXT: Partial<Record<ErrorCode, string>> = {
-  run_not_found: 'Call `list` to see the known runs and their ids.',
-  ref_not_found: 'Call `ref_list` with the run id to see its refs.',
-  not_running: 'Call `status` to see where the run is, or `wait` for it to end.',
-  daemon_unavailable: 'Start `brig serve` on this host, or run this server without one.',
-};
-
 export function toolError(e: BrigError): ToolError {
   const j = e.toJSON();
-  return { code: j.code, kind: ERROR_CODES[j.code].kind, message: j.message, hint: j.hint, ...(j.data ? { data: j.data } : {}) };
+  return { code: j.code, kind: ERROR_CODES[j.code].kind, message: j.message, hint: hintFor(e, 'mcp'), ...(j.data ? { data: j.data } : {}) };
 }
 
-/** A refusal as a tool result (`isError: true`): the code and hint in both forms. */
+/** A refusal as a tool result (`isError: true`): the code and hint (in MCP's words) in both forms. */
 export function refusal(e: unknown): CallToolResult {
   // brig's own errors keep their words; anything else is `internal`, its host paths scrubbed.
   const be = e instanceof BrigError ? e : new BrigError(toBrigError(e).code, scrubHostPaths(toBrigError(e).message), { cause: e });
   const error = toolError(be);
-  const next = NEXT[be.code];
-  const text = `refused [${error.code}]: ${error.message}\n→ ${error.hint}${next && next !== error.hint ? `\n→ ${next}` : ''}`;
+  const text = `refused [${error.code}]: ${error.message}\n→ ${error.hint}`;
   return { isError: true, content: [{ type: 'text', text }], structuredContent: { error } };
 }
 

@@ -2,7 +2,8 @@
  * What both clients are built from (http-model-client.ts): their options, the settings a call
  * runs under, the connection pool per endpoint, and the max-tokens clamp.
  */
-import { Agent, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
+import { undici } from './undici.js';
 import { TRANSPORT_DEFAULTS } from './transport.js';
 
 export interface ClientOptions {
@@ -47,7 +48,7 @@ export function settingsOf(o: ClientOptions): Settings {
 
 /** One Agent per endpoint: keep-alive, timeouts backstopping the idle timer. */
 export function endpointAgent(idleTimeoutMs: number = TRANSPORT_DEFAULTS.idleTimeoutMs): Agent {
-  return new Agent({ keepAliveTimeout: 10_000, headersTimeout: idleTimeoutMs + 1000, bodyTimeout: idleTimeoutMs + 1000, connections: 32 });
+  return new (undici().Agent)({ keepAliveTimeout: 10_000, headersTimeout: idleTimeoutMs + 1000, bodyTimeout: idleTimeoutMs + 1000, connections: 32 });
 }
 
 /** The request's max tokens clamped to the model's ceiling (the ceiling when the request sets none). */

@@ -13,7 +13,8 @@
  * provider's error text reaching a child or a log. Trusts: the configured base URL.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { undici } from './undici.js';
 import { BrigError } from '../util/errors.js';
 import { AttemptGuard, CallGuard } from './call-guards.js';
 import { failure, providerErrorText, type FailReason } from './model-errors.js';
@@ -88,7 +89,7 @@ async function attempt(body: string, o: TransportOptions, call: CallGuard, attem
   const last = attempts > o.maxRetries;
   const att = new AttemptGuard(call.signal, o.idleTimeoutMs);
   try {
-    const res = await request(o.url, {
+    const res = await undici().request(o.url, {
       method: 'POST',
       headers: o.headers,
       body,

@@ -8,7 +8,7 @@ import type { Result } from './errors.js';
 import type { FleetReport, LeaseView, LedgerReport, DoctorCheck, QueryResult } from './operator.js';
 import type { ResultRef, RunManifest, RunResult, SliceOutput, CondenseStrategy, GrepOptions } from './refs.js';
 import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnRequest, SpawnRequestInput } from './runs.js';
-import type { HistoryPage, SendMode, SendOutcome, SteerOutcome } from './supervisor.js';
+import type { HistoryPage, ResumeOptions, SendMode, SendOutcome, SteerOutcome } from './supervisor.js';
 import type { GraphDefinition, GraphRecord, GraphStarted } from './graphs.js';
 
 export const API_VERSION = 'v1';
@@ -55,6 +55,19 @@ export const API_ROUTES = {
 
 export type RouteName = keyof typeof API_ROUTES;
 
+/**
+ * The faces that call the API, as each says in `X-Brig-Client` (the daemon's log line of a
+ * request names its caller; anything else, or nothing, is `http`).
+ */
+export const API_CALLERS = ['cli', 'mcp', 'console', 'library'] as const;
+export type ApiCaller = (typeof API_CALLERS)[number];
+
+/**
+ * Routes that may hold a request open as long as a run lasts (a wait, a synchronous spawn, the
+ * event stream, a conversation turn): never "slow" in the daemon's log.
+ */
+export const LONG_ROUTES: ReadonlySet<RouteName> = new Set<RouteName>(['events', 'wait', 'spawn', 'send', 'graphWait', 'doctor']);
+
 /** The names a path template takes (`{run}` → `run`). */
 type ParamNames<P extends string> = P extends `${string}{${infer N}}${infer Rest}` ? N | ParamNames<Rest> : never;
 export type RouteParams<N extends RouteName> = { [K in ParamNames<(typeof API_ROUTES)[N]['path']>]: string };
@@ -73,8 +86,8 @@ export interface RouteInputs {
   wait: { timeoutMs?: number };
   kill: { confirm: boolean; by?: Extract<KilledBy, 'operator' | 'system'> };
   steer: { message: string };
-  resume: Record<string, never>;
-  send: { text: string; mode?: SendMode; timeoutMs?: number; maxTurns?: number };
+  resume: ResumeOptions;
+  send: { text: string; mode?: SendMode; timeoutMs?: number; maxTurns?: number; conversation?: string };
   history: { offset?: number; limit?: number };
   listRefs: undefined;
   manifest: undefined;

@@ -45,6 +45,9 @@ export const BROKER_METHODS = {
   'child.status': 'spawn',
   'child.explain': 'spawn',
   'child.history': 'spawn',
+  'session.status': null,
+  'session.search': null,
+  'session.expand': null,
 } as const satisfies Record<string, Capability | null>;
 export type BrokerMethod = keyof typeof BROKER_METHODS;
 
@@ -171,10 +174,15 @@ export interface BrokerParams {
   };
   'child.kill': { child: string; reason?: string | undefined };
   'child.steer': { child: string; message: string };
-  'child.send': { child: string; text: string; mode?: SendMode | undefined; timeoutMs?: number | undefined; maxTurns?: number | undefined };
+  'child.send': { child: string; text: string; mode?: SendMode | undefined; timeoutMs?: number | undefined; maxTurns?: number | undefined; conversation?: string | undefined };
   'child.status': { child: string };
   'child.explain': { child: string };
   'child.history': { child: string; offset?: number | undefined; limit?: number | undefined };
+  'session.status': Record<string, never>;
+  /** A plain-text search (case-insensitive) over the caller's own transcript. */
+  'session.search': { query: string; limit?: number | undefined };
+  /** A page of the caller's own transcript from entry `offset` (the entry a search named). */
+  'session.expand': { offset?: number | undefined; limit?: number | undefined };
 }
 
 export interface BrokerReplies {
@@ -211,6 +219,35 @@ export interface BrokerReplies {
     hint: string;
   };
   'child.history': HistoryPage;
+  'session.status': SessionStatus;
+  'session.search': TranscriptMatches;
+  'session.expand': HistoryPage;
+}
+
+/** What an agent sees of itself (`session_status`): what it used, what is left, its children. */
+export interface SessionStatus {
+  runId: string;
+  agent: string | null;
+  model: string | null;
+  steps: { used: number; max: number };
+  /** Used by this run; `budget` its lease's (null: none); `left` what binds the next call (its own and its tree's). */
+  tokens: { used: number; budget: number | null; left: number | null };
+  costUsd: { used: number | null; budget: number | null; left: number | null };
+  elapsedMs: number;
+  timeoutMs: number;
+  timeLeftMs: number;
+  children: { runId: string; agent: string; status: RunStatus; endReason: EndReason | null }[];
+  childrenMore: number;
+}
+
+/** A search over a run's own transcript: each hit a bounded snippet, named by entry (what session.expand pages from). */
+export interface TranscriptMatches {
+  query: string;
+  matches: { entry: number; t: string; role: string; snippet: string }[];
+  /** Transcript entries searched (all of them). */
+  entries: number;
+  /** Hits past the limit, not shown. */
+  more: number;
 }
 
 export type ParamsOf<M extends BrokerMethod> = BrokerParams[M];

@@ -13,10 +13,14 @@ export const GRAPH_VERSION = 'brig/v1';
 export const GRAPH_BOUNDS = {
   /** Nodes after expansion. */
   nodes: 200,
-  /** Items of one map (not available yet; the bound is part of the spec). */
+  /** Items of one map (its slots are expanded at define: max_items of them). */
   mapItems: 100,
-  /** Rounds of a refine/debate (not available yet). */
+  /** Bytes of one map item (JSON-encoded) as it enters a task. */
+  itemBytes: 4096,
+  /** Rounds of a refine/collaborate/debate. */
   rounds: 5,
+  /** Sides of a debate. */
+  sides: 4,
   /** The graph's own max_parallel ceiling (the caller's children cap bounds it further). */
   maxParallel: 32,
   inputs: 16,
@@ -39,13 +43,63 @@ export function isGraphId(id: string): boolean {
 
 /** Kinds whose attempt is a run. */
 export const GRAPH_RUN_KINDS = ['agent', 'script', 'command'] as const satisfies readonly RunKind[];
-/** The kinds a node may have today: run kinds, `tally` (no jail: a pure count over ballots) and the `vote` macro (voters + a tally). */
-export const GRAPH_NODE_KINDS = [...GRAPH_RUN_KINDS, 'tally', 'gate', 'vote'] as const;
-/** A node's kind once macros are expanded. */
-export type GraphNodeKind = (typeof GRAPH_RUN_KINDS)[number] | 'tally' | 'gate';
+/** Macros: each expands at define into plain nodes (run kinds, tally, split, join) anyone can see. */
+export const GRAPH_MACROS = ['vote', 'map', 'map_reduce', 'refine', 'collaborate', 'debate'] as const;
+/** The kinds a node may be written with: run kinds, `tally` (no jail: a pure count over ballots), `gate`, and the macros. */
+export const GRAPH_NODE_KINDS = [...GRAPH_RUN_KINDS, 'tally', 'gate', ...GRAPH_MACROS] as const;
+/**
+ * A node's kind once macros are expanded. `split` (no jail) reads a map's items once and
+ * keeps them in the graph's own store; `join` (no jail) ends a macro: it decides from its
+ * dependencies' results and names the committed runs dependents see.
+ */
+export type GraphNodeKind = (typeof GRAPH_RUN_KINDS)[number] | 'tally' | 'gate' | 'split' | 'join';
 export type GraphSpecKind = (typeof GRAPH_NODE_KINDS)[number];
-/** Kinds the issue names that this version refuses with a clear error (never ignored). */
-export const GRAPH_PLANNED_KINDS = ['map', 'map_reduce', 'refine', 'collaborate', 'debate'] as const;
+type RunKindOf = (typeof GRAPH_RUN_KINDS)[number];
+
+/** Where a map's items come from: listed in the spec, or a JSONL / JSON-array file an upstream node committed. */
+export type MapOver = { items: unknown[] } | { from: string; path: string };
+
+/** A map: one slot node per possible item (max_items of them, expanded at define), each run with `{{item}}`. */
+export interface MapSpec {
+  over: MapOver;
+  /** Slots expanded at define; more items than this fail the split (never dropped). */
+  max_items: number;
+  /** One item's JSON text over this fails the split (never cut). */
+  item_max_bytes: number;
+  item_kind: RunKindOf;
+}
+
+/** A round's structured result decides whether later rounds run: `field` of its result value (or out/ JSON file). */
+export interface StopWhen {
+  file: string;
+  field: string;
+  equals?: string | number | boolean | null;
+  gte?: number;
+}
+
+/** refine / collaborate: a chain of rounds, round k seeing round k−1's out/ (collaborate: every earlier round's). */
+export interface RoundsSpec {
+  count: number;
+  round_kind: RunKindOf;
+  stop_when?: StopWhen;
+}
+
+/** debate: sides × rounds; each turn sees every earlier round's committed out/; an optional synthesizer ends it. */
+export interface DebateSpec {
+  sides: string[];
+  rounds: number;
+  side_kind: RunKindOf;
+  synthesizer?: { kind: RunKindOf; spawn: GraphSpawn };
+}
+
+/** How a join decides: `items` (a map: every item that exists succeeded), `last` (a chain: its last succeeded round commits), `all` (every dependency succeeded). */
+export interface JoinSpec {
+  mode: 'items' | 'last' | 'all';
+  /** `items`: the map's split node. */
+  split?: string;
+  /** `all`: the name each dependency's out/ takes under an input from this join (`<as>-<name>`). */
+  names?: Record<string, string>;
+}
 
 /** Gates wait at most this long (30 days). */
 export const GATE_MAX_MS = 30 * 24 * 3600_000;
@@ -115,7 +169,7 @@ export type NodeState = 'pending' | 'running' | NodeResult;
 export const GRAPH_STATES = ['running', 'completed', 'failed', 'cancelled'] as const;
 export type GraphState = (typeof GRAPH_STATES)[number];
 /** Why a node was skipped. */
-export const SKIP_REASONS = ['unsatisfiable', 'fail_fast', 'cancelled', 'supervisor_restart'] as const;
+export const SKIP_REASONS = ['unsatisfiable', 'fail_fast', 'cancelled', 'supervisor_restart', 'no_item', 'stopped_early'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
 /** The closed set of `when` predicates over the upstream results (nothing else is evaluated). */
@@ -157,6 +211,13 @@ export interface GraphNodeInput {
   gate?: GateSpec;
   /** `vote`: the voters (names, each one node `<id>.<name>`), their kind, and the tally `<id>`. */
   vote?: Omit<TallySpec, never> & { voters: string[]; voter_kind: (typeof GRAPH_RUN_KINDS)[number] };
+  /** `map` / `map_reduce`: the items and the slots. */
+  map?: MapSpec;
+  /** `map_reduce`: the reducer, seeing every item's out/ at /artifacts/<as>-<i>. */
+  reduce?: { kind: RunKindOf; as: string; spawn: GraphSpawn };
+  /** `refine` / `collaborate`. */
+  rounds?: RoundsSpec;
+  debate?: DebateSpec;
 }
 
 /** A node as it runs (after expansion). */
@@ -170,7 +231,15 @@ export interface GraphNodeSpec {
   spawn: GraphSpawn;
   tally?: TallySpec;
   gate?: GateSpec;
-  /** Upstream committed out/ directories, mounted read-only at /artifacts/<as>. */
+  /** Kind `split`: the map's items. */
+  split?: { over: MapOver; max_items: number; item_max_bytes: number; slots: string[] };
+  /** A map slot: its task's `{{item}}` is item `index` of the split's items. */
+  item?: { split: string; index: number };
+  /** Kind `join`. */
+  join?: JoinSpec;
+  /** A refine round: once it succeeded and this holds, `later` rounds are skipped (`stopped_early`). */
+  stop?: { when: StopWhen; later: string[] };
+  /** Upstream committed out/ directories, mounted read-only at /artifacts/<as> (from a join with parts: /artifacts/<as>-<name> each). */
   inputs: { from: string; as: string }[];
   retry: { max: number; on: RetryOn[]; idempotent: boolean };
 }
@@ -232,6 +301,10 @@ export interface GraphNodeRecord {
   tally?: TallyOutcome;
   /** Kind `gate`: its deadline and decision. */
   gate?: GateState;
+  /** Kind `split`: how many items it found (the items are in the graph's own store). */
+  items?: number;
+  /** Kind `join` with parts (a map, a debate): the committed runs an input from it mounts, `<as>-<name>` each. */
+  parts?: { name: string; runId: string }[];
 }
 
 /** The graph record ($BRIG_HOME/graphs/<id>/graph.json), written ahead of every action. */

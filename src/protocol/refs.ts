@@ -13,7 +13,7 @@ export type ResultKind = (typeof RESULT_KINDS)[number];
  * Where a ref came from: the child's result value, its bounded stdio, /workspace/out, or
  * (`transcript`) an agent child's conversation as the supervisor served it (JSONL).
  */
-export const REF_SOURCES = ['value', 'stdout', 'stderr', 'out', 'transcript'] as const;
+export const REF_SOURCES = ['value', 'stdout', 'stderr', 'out', 'transcript', 'changes'] as const;
 export type RefSource = (typeof REF_SOURCES)[number];
 
 /** Opaque, random: knowing one ref says nothing about any other. */

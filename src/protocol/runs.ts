@@ -45,6 +45,12 @@ export interface JailVerified {
    * verified again and handed this run. Absent: made for this run (the cold path).
    */
   pooled?: { slot: string; readyAt: string; assignedAt: string };
+  /**
+   * A foreign image (not brig's child image): what the image contract overrode of its config
+   * (`user`, `entrypoint`, `cmd`, `workdir`, `healthcheck`, `env:NAME`), the names of the image
+   * ENV the child kept, and the runtime directory's content hash bound at /opt/brig.
+   */
+  foreignImage?: { overridden: string[]; envKept: string[]; runtime: string };
 }
 
 /** Why a run did not complete: a code of the one catalog (util/error-codes.ts) and a message with no host paths. */
@@ -116,6 +122,10 @@ export interface RunRecord {
   missingOutputs: string[];
   /** Host directory of the collected /workspace/out, once materialized. */
   resultDir: string | null;
+  /** The host repository the run was given (--repo), resolved at intake: its top directory, the ref, its commit. */
+  repo?: RunRepo;
+  /** What the child changed in that repository, computed on the host at its end (absent: no repo, or not ended). */
+  changes?: RunChanges;
   /** The lease's resultBytes: the ceiling on what this run may materialize (absent on old records). */
   resultCapBytes?: number;
   /** The lease's maxChildren: how many children this run may have active at once. */
@@ -222,6 +232,29 @@ export type SpawnLimits = Partial<Pick<Limits, 'cpu' | 'memoryMb' | 'pids' | 'di
  * One spawn request, for every face, as parsed (defaults filled). snake_case because it is
  * wire-visible: the HTTP body, the broker's spawn params and the library call are one shape.
  */
+/** A jailed spawner's `repo`: the repository it was given itself, at the same base. */
+export const REPO_INHERIT = 'inherit';
+
+export interface RunRepo {
+  path: string;
+  ref: string;
+  base: string;
+}
+
+export interface RunChanges {
+  filesChanged: number;
+  insertions: number;
+  deletions: number;
+  /** The child's own commits on the base (their messages are in the stat ref). */
+  commits: number;
+  /** The `changes.patch` ResultRef (absent when it could not be kept: `error` says why). */
+  patchRef?: string;
+  /** The `changes.stat` ResultRef (JSON: per-file counts, commit messages). */
+  statRef?: string;
+  patchBytes: number;
+  error?: string;
+}
+
 export interface SpawnRequest {
   task: string;
   /** Kind `agent`: the agent spec it runs (`general` by default). Otherwise a name for the run. */
@@ -258,6 +291,12 @@ export interface SpawnRequest {
   parent_summary?: string;
   /** Paths under /workspace/out that must exist afterwards (relative, no `..`). */
   expected_outputs: string[];
+  /**
+   * A host repository `PATH[@REF]` (an operator's; absolute PATH, REF default HEAD) cloned clean
+   * into /workspace/repo; its change comes back as the `changes.patch` ref (docs/results.md).
+   * From a jailed spawner only REPO_INHERIT: the repository it was given, at the same base.
+   */
+  repo?: string;
   /** SPAWN_BOUNDS.maxStepsFloor … the configured default; default: the configured default. */
   max_steps?: number;
   /** Run timeout in ms (clamped by maxRunTimeoutMs and the lease). */
@@ -330,6 +369,13 @@ export interface AgentPacket {
   maxConsecutiveFormatErrors: number;
   contextWindow: number;
   maxOutputTokens: number;
+  /** With `web_search` among the tools: the operator's search endpoint, `{query}` (and optionally `{count}`) to fill in. */
+  webSearchUrl?: string;
+  /**
+   * How often the loop reports `progress` while one tool call runs (a long build is work, not
+   * silence: the stuck-kill counts silence). Absent (an older supervisor): 30 s.
+   */
+  heartbeatMs?: number;
 }
 
 // ── The run directory and the records in it ──

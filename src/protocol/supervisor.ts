@@ -16,21 +16,59 @@ export type SendMode = (typeof SEND_MODES)[number];
 export const MAX_SEND_WAIT_MS = 50_000;
 export const MAX_HISTORY_PAGE = 50;
 
+/** The most ping-pong turns one conversation may have (a turn: a message and the child's reply). */
+export const MAX_SEND_TURNS = 5;
+
 export interface SendOptions {
   mode?: SendMode;
+  /** wait / ping-pong: how long this call waits for the child's reply (≤ MAX_SEND_WAIT_MS). */
   timeoutMs?: number;
-  /** ping-pong: how many replies to collect (0–5, default 3). */
+  /** ping-pong: how many turns the conversation has (0–5, default 3); outside is refused. */
   maxTurns?: number;
+  /**
+   * ping-pong: the conversation this message answers (the id a round before returned). The
+   * message is the sender's answer to the child's last reply; the call returns its next one.
+   */
+  conversation?: string;
+}
+
+/** One reply of the child's model, as a send returns it (bounded). */
+export interface SendReply {
+  step: number;
+  text: string;
+  toolCalls: string[];
+}
+
+/** A ping-pong conversation after a round: which turn it is at and whether it takes an answer. */
+export interface SendConversation {
+  id: string;
+  /** Replies the child gave in it so far (1..maxTurns). */
+  turn: number;
+  maxTurns: number;
+  /** Whether it takes an answer: turns are left, the child is running and it replied this round. */
+  open: boolean;
+}
+
+/**
+ * The library's ping-pong (`Brig.send` with `onReply`): called with each reply the sender can
+ * still answer; its answer goes to the child as the next message, `null` ends the conversation.
+ */
+export type ReplyHandler = (reply: SendReply, conversation: SendConversation) => string | null | undefined | Promise<string | null | undefined>;
+
+export interface ConverseOptions extends SendOptions {
+  onReply?: ReplyHandler;
 }
 
 export interface SendOutcome {
   runId: string;
   mode: SendMode;
   delivered: 'queued';
-  replies: { step: number; text: string; toolCalls: string[] }[];
+  replies: SendReply[];
   status: RunRecord['status'];
   endReason: RunRecord['endReason'];
   timedOut: boolean;
+  /** ping-pong with at least one turn: the conversation, to answer with `conversation: id`. */
+  conversation?: SendConversation;
 }
 
 export interface HistoryPage {
@@ -67,6 +105,14 @@ export interface KillOptions {
   /** Must be true: killing is never implicit. */
   confirm: boolean;
   by?: KilledBy;
+}
+
+/** `brig resume`: the new run's limits, narrowed by its lease and the settings like any request's. */
+export interface ResumeOptions {
+  /** Its timeout in ms (default: the stored request's). */
+  timeoutMs?: number;
+  /** Its step budget (default: the stored request's). */
+  maxSteps?: number;
 }
 
 export interface SteerOutcome {
@@ -131,7 +177,11 @@ export interface Supervisor {
   send(runId: string, text: string, opts?: SendOptions): Promise<Result<SendOutcome, BrigError>>;
   /** Sessions: a bounded page of a run's transcript (what its model was served), on explicit request. */
   history(runId: string, opts?: { offset?: number; limit?: number }): Promise<Result<HistoryPage, BrigError>>;
-  resume(runId: string): Promise<Result<RunRecord, BrigError>>;
+  /**
+   * A new run continuing an ended one: a script from its pinned bytes and checkpoint, an agent
+   * (ended watchdog_timeout, killed or budget_exceeded) from the conversation its supervisor held.
+   */
+  resume(runId: string, opts?: ResumeOptions): Promise<Result<RunRecord, BrigError>>;
   events(opts?: EventsOptions): AsyncIterableIterator<SupervisorEvent>;
   /** Stop timers and the broker; running containers keep running (a restart reattaches). */
   close(): Promise<void>;
@@ -142,7 +192,13 @@ export interface Supervisor {
  * and the drill-in surface, whichever side serves them — the daemon over its socket, a
  * supervisor in this process, or the records on disk read-only.
  */
-export type Brig = Omit<Supervisor, 'start'> & {
+export type Brig = Omit<Supervisor, 'start' | 'send'> & {
+  /**
+   * Sessions' send; in ping-pong, `onReply` makes it a conversation held here: each reply the
+   * child gives is handed to it, and its answer is sent back, until it answers null, the turns
+   * are spent or the child ends. The outcome carries every reply.
+   */
+  send(runId: string, text: string, opts?: ConverseOptions): Promise<Result<SendOutcome, BrigError>>;
   readonly mode: 'daemon' | 'local' | 'read';
   /** Drill-in: a run's ResultRefs, the five slice verbs, and its envelope (`result`). */
   readonly refs: RefSurface;

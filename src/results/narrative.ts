@@ -45,6 +45,8 @@ export interface EnvelopeInput {
   /** The model was brig's own local one: the cost line says `local ($0)`, not a price. */
   costLocal?: boolean;
   refs?: readonly (Pick<ResultRef, 'ref' | 'bytes' | 'kind'> & { path?: string })[];
+  /** A repository's change, one line (brig's words: the counts, the patch and stat refs). */
+  changes?: string;
   session?: string;
 }
 
@@ -79,6 +81,7 @@ export function renderEnvelope(e: EnvelopeInput): string {
   const foot = [
     metrics.join(' | '),
     `Condensation: Level ${e.condensed.level} | Original: ${e.condensed.originalTokens} tokens | Ratio: ${e.condensed.ratio.toFixed(2)}`,
+    e.changes ? oneLine(e.changes) : '',
     ...(e.refs ?? []).slice(0, MAX_ENVELOPE_REFS).map((r) => `Full result (drill in with read/grep/jq/sql/jsonpath): ${r.ref}${r.path ? ` ${oneLine(r.path).replace(/\s/g, '_')}` : ''} (${r.bytes}B, ${r.kind})`),
     (e.refs?.length ?? 0) > MAX_ENVELOPE_REFS
       ? `Full results: ${e.refs!.length - MAX_ENVELOPE_REFS} more ResultRefs not listed here (ref list on this run shows them all)`
@@ -91,7 +94,7 @@ export function renderEnvelope(e: EnvelopeInput): string {
 }
 
 /** Lines of the envelope's own framing, and of the run separator a multi-run answer uses. */
-const FRAMING = /^\s*(\[Subagent Result:|-{3,}\s*$|={2,}\s|(Status|Condensation|Runtime|Session|Full results?)\s*[:(|])/i;
+const FRAMING = /^\s*(\[Subagent Result:|-{3,}\s*$|={2,}\s|(Status|Condensation|Runtime|Session|Changes|Full results?)\s*[:(|])/i;
 
 /** Each body line that could pass for the envelope's framing, quoted with `| ` (pure). */
 export function quoteFraming(body: string): string {

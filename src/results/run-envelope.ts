@@ -34,6 +34,9 @@ export interface EnvelopeRun {
   costUsd?: number | null;
   /** Its model was brig's own local provider. */
   modelLocal?: boolean;
+  /** A repository's change (--repo): the stat, and its base. */
+  repo?: { ref: string; base: string };
+  changes?: { filesChanged: number; insertions: number; deletions: number; commits: number; error?: string };
 }
 
 export type { RunEnvelope } from '../protocol/index.js';
@@ -135,7 +138,17 @@ export function errorSection(run: EnvelopeRun): string {
   return lines.join('\n');
 }
 
-const SOURCE_RANK: Record<ResultRef['source'], number> = { value: 0, out: 1, transcript: 2, stdout: 3, stderr: 4 };
+const SOURCE_RANK: Record<ResultRef['source'], number> = { value: 0, changes: 1, out: 2, transcript: 3, stdout: 4, stderr: 5 };
+
+/** The envelope's line for a repository's change: the stat, the patch ref, how to apply it. */
+function changesLine(runId: string, repo: NonNullable<EnvelopeRun['repo']>, c: NonNullable<EnvelopeRun['changes']>, refs: readonly ResultRef[]): string {
+  const patch = refs.find((r) => r.source === 'changes' && r.path === 'changes.patch');
+  const stat = refs.find((r) => r.source === 'changes' && r.path === 'changes.stat');
+  const counts = `${c.filesChanged} file${c.filesChanged === 1 ? '' : 's'} changed, +${c.insertions} -${c.deletions}${c.commits ? `, ${c.commits} commit${c.commits === 1 ? '' : 's'}` : ''}`;
+  const where = `against ${repo.ref} (${repo.base.slice(0, 12)})`;
+  const handles = [patch ? `patch ${patch.ref}` : `no patch kept${c.error ? ` (${c.error})` : ''}`, stat ? `stat ${stat.ref}` : ''].filter(Boolean).join(', ');
+  return `Changes: ${counts} ${where}: ${handles}${patch && c.filesChanged > 0 ? ` — brig apply ${runId} --branch NAME` : ''}`;
+}
 
 export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRef[], opts: EnvelopeOptions = {}): Promise<RunEnvelope> {
   const keepErrors = opts.errorPreservation ?? CONDENSE_DEFAULTS.errorPreservation;
@@ -156,6 +169,7 @@ export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRe
     ...(run.tokens !== undefined ? { tokens: run.tokens } : {}),
     ...(run.costUsd !== undefined ? { costUsd: run.costUsd } : {}),
     ...(run.modelLocal ? { costLocal: true } : {}),
+    ...(run.changes && run.repo ? { changes: changesLine(run.id, run.repo, run.changes, refs) } : {}),
     // The result value first, then /workspace/out, then stdio: what the footer keeps when cut.
     refs: [...refs].sort((a, b) => SOURCE_RANK[a.source] - SOURCE_RANK[b.source]),
     session: `${run.rootRunId}/${run.id}`,

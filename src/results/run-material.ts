@@ -19,6 +19,9 @@ export interface RunMaterial {
   transcriptFile?: string;
   stdout?: string;
   stderr?: string;
+  /** A repository's change (runs/run-repo.ts): the patch and its stat JSON, host files (source `changes`). */
+  changesPatch?: string;
+  changesStat?: string;
   /**
    * The value is an agent's `{answer, …}`: its answer is also kept as `answer.txt` (source
    * `value`), the answer's own lines — what grep and read drill into (result.json is one line).
@@ -41,6 +44,8 @@ export async function materializeRun(store: ResultStore, rootRunId: string, runI
     // A spooled value is decoded as it streams: memory does not grow with the answer.
     else if (m.resultFile) await store.writeStream(runId, rootRunId, 'answer.txt', Readable.from(answerText(m.resultFile)), {}, 'value');
   }
+  if (m.changesPatch) await store.writeStream(runId, rootRunId, 'changes.patch', createReadStream(m.changesPatch), {}, 'changes');
+  if (m.changesStat) await store.writeStream(runId, rootRunId, 'changes.stat', createReadStream(m.changesStat), {}, 'changes');
   if (m.transcriptFile) await store.writeStream(runId, rootRunId, 'transcript.jsonl', createReadStream(m.transcriptFile), {}, 'transcript');
   for (const [name, text, source] of [['stdout.txt', m.stdout, 'stdout'], ['stderr.txt', m.stderr, 'stderr']] as const) {
     if (text) await store.writeStream(runId, rootRunId, name, Readable.from([Buffer.from(text, 'utf8')]), {}, source);

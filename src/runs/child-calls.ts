@@ -19,6 +19,7 @@ import { grantAllows } from '../lease/index.js';
 import type { BrokerMethod, ChildRefHandle, ChildSummary, ChildSummaryWithRefs, ParamsOf, ReplyOf } from '../protocol/index.js';
 import { BrigError, publicError } from '../util/errors.js';
 import type { RunPorts } from './run-table.js';
+import { searchTranscript, sessionStatus } from './self-view.js';
 import type { RunRecord } from './types.js';
 
 /** The broker methods the supervisor answers (the refs.* ones are ChildRefs', hello/log the broker's own). */
@@ -39,6 +40,9 @@ export const RUN_METHODS = [
   'child.status',
   'child.explain',
   'child.history',
+  'session.status',
+  'session.search',
+  'session.expand',
 ] as const satisfies readonly BrokerMethod[];
 export type RunMethod = (typeof RUN_METHODS)[number];
 
@@ -127,7 +131,13 @@ function ownChild(sup: RunPorts, runId: string, childId: string): RunRecord {
 
 function takeSteers(sup: RunPorts, runId: string): string[] {
   const live = sup.table.live.get(runId);
-  return live ? live.steers.splice(0, live.steers.length) : [];
+  if (!live) return [];
+  const got = live.steers.splice(0, live.steers.length);
+  if (got.length > 0) {
+    live.taken = (live.taken ?? 0) + got.length;
+    for (const fn of live.onTaken ?? []) fn();
+  }
+  return got;
 }
 
 function model(sup: RunPorts): NonNullable<RunPorts['llm']> {
@@ -331,6 +341,17 @@ export function childCallHandlers(sup: RunPorts): ChildCallHandlers {
       running(sup, runId);
       ownChild(sup, runId, p.child);
       return ok(await actions.history(p.child, { ...(p.offset !== undefined ? { offset: p.offset } : {}), limit: Math.min(p.limit ?? 10, 20) }));
+    },
+    // The caller's own session, read-only: no run id is taken from the params.
+    async 'session.status'({ runId }) {
+      return sessionStatus(sup, running(sup, runId));
+    },
+    async 'session.search'({ runId, params: p }) {
+      return searchTranscript(sup, running(sup, runId), p);
+    },
+    async 'session.expand'({ runId, params: p }) {
+      running(sup, runId);
+      return ok(await actions.history(runId, { ...(p.offset !== undefined ? { offset: p.offset } : {}), limit: Math.min(p.limit ?? 10, 20) }));
     },
   };
 }

@@ -1,6 +1,7 @@
 import { BrigError, err, ok, type Result } from '../util/errors.js';
+import { resumeAgent } from './agent-resume.js';
 import type { RunPorts } from './run-table.js';
-import type { KilledBy, RunRecord, SteerOutcome } from './types.js';
+import type { KilledBy, ResumeOptions, RunRecord, SteerOutcome } from './types.js';
 
 /**
  * Steer and resume, given a run the supervisor already looked up and found in the right
@@ -22,6 +23,13 @@ export function steerBacklog(pending: readonly string[] | undefined, runId: stri
 export async function steerRun(sup: RunPorts, r: RunRecord, message: string, by: KilledBy): Promise<Result<SteerOutcome, BrigError>> {
   if (typeof message !== 'string' || message.length === 0 || message.length > MAX_STEER_CHARS) {
     return err(new BrigError('invalid_input', `a steer message is 1..${MAX_STEER_CHARS} characters`));
+  }
+  // A command child has no broker loop to read a steer, and no task a respawn could replace.
+  if (r.kind === 'command') {
+    return err(new BrigError('invalid_input', `run ${r.id} is a command child: it cannot take a steer (only agent and script children do)`, {
+      data: { runId: r.id, kind: r.kind },
+      hint: `Kill it (\`brig kill ${r.id}\`) and spawn the command you want instead.`,
+    }));
   }
   if (sup.settings.steerInject) {
     const backlog = steerBacklog(sup.table.live.get(r.id)?.steers, r.id);
@@ -47,7 +55,14 @@ export async function steerRun(sup: RunPorts, r: RunRecord, message: string, by:
   return ok({ mode: 'respawn', runId: r.id, newRunId: again.value.id });
 }
 
-export async function resumeRun(sup: RunPorts, r: RunRecord): Promise<Result<RunRecord, BrigError>> {
+export async function resumeRun(sup: RunPorts, r: RunRecord, o: ResumeOptions = {}): Promise<Result<RunRecord, BrigError>> {
+  const again = r.kind === 'agent' ? await resumeAgent(sup, r, o) : await resumeScript(sup, r, o);
+  // Content-free, like every ledger line: which run continues which.
+  if (again.ok) sup.table.ledger.append({ type: 'run.resumed', runId: again.value.id, resumeOf: r.id, rootRunId: again.value.rootRunId, kind: r.kind, from: r.endReason });
+  return again;
+}
+
+async function resumeScript(sup: RunPorts, r: RunRecord, o: ResumeOptions): Promise<Result<RunRecord, BrigError>> {
   const refuse = (reason: string, msg: string) => err(new BrigError('resume_unavailable', msg, { data: { runId: r.id, reason, status: r.status } }));
   if (r.status === 'ended' && !r.resumable && r.error?.code === 'resume_unavailable') {
     return refuse(r.error.message, `run ${r.id} lost what a resume needs (${r.error.message})`);
@@ -59,7 +74,7 @@ export async function resumeRun(sup: RunPorts, r: RunRecord): Promise<Result<Run
   if (!(await sup.table.store.read(r.id, 'checkpoint'))) return refuse('checkpoint_missing', `run ${r.id} has no checkpoint on disk`);
   const req = await sup.actions.loadRequest(r.id);
   if (!req) return refuse('request_missing', `run ${r.id} has no stored request`);
-  const again = await sup.actions.spawn({ ...req, script: script.toString('utf8'), async: true }, {
+  const again = await sup.actions.spawn({ ...req, script: script.toString('utf8'), async: true, ...(o.timeoutMs !== undefined ? { timeout: o.timeoutMs } : {}), ...(o.maxSteps !== undefined ? { max_steps: o.maxSteps } : {}) }, {
     ...(r.parentRunId ? { parentRunId: r.parentRunId } : { callerId: r.callerId }),
     resumeOf: r.id,
   });

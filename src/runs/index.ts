@@ -40,7 +40,7 @@ export type {
   Brig,
 } from './types.js';
 export { createSupervisor } from './supervisor.js';
-export { jailLimitsFor } from './launch.js';
+export { jailLimitsFor, CHILD_PATHS, egressEnv } from './launch.js';
 export type { ShutdownOptions, ShutdownReport, SupervisorCore } from './supervisor.js';
 export { SupervisorSettingsSchema, resolveSettings } from './settings.js';
 export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, ResultsPort, Clock, SupervisorDeps, SupervisorHooks, RunEndMeta, AgentPort, StoragePort } from './ports.js';

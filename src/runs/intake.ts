@@ -15,8 +15,10 @@ import { nearest } from '../util/nearest.js';
 import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import type { JailArtifact } from '../jail/index.js';
 import { decideAdmission, storageRefusal, type StorageState } from './admission.js';
+import { attestedConversation } from './agent-resume.js';
 import { checkArtifact, checkCommittedOutput } from './artifact-check.js';
 import { checkRefArtifact, isRefArtifact, uniqueNames } from './ref-artifact.js';
+import { repoForSpawn } from './run-repo.js';
 import type { SupervisorDeps } from './ports.js';
 import { createRunRecord, newRunId, requestHash } from './record.js';
 import type { RunTable } from './run-table.js';
@@ -108,7 +110,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   if (ctx.parentRunId && (!parent || parent.status === 'ended')) {
     return err(new BrigError('not_running', `parent run ${ctx.parentRunId} is not running`, { data: { status: parent?.status ?? 'unknown' } }));
   }
-  if (parent && (req.artifact_refs.some((a) => !isRefArtifact(a)) || req.image !== undefined)) {
+  // An image named by the agent spec is the operator's (the spec file); only the request's own is the child's pick.
+  if (parent && (req.artifact_refs.some((a) => !isRefArtifact(a)) || (input as { image?: unknown }).image !== undefined)) {
     return err(new BrigError('capability_denied', 'a child cannot hand host paths or pick an image for a grandchild', {
       data: { what: 'artifact_refs/image' },
       hint: 'Hand ResultRef ids (ref_…) of your own children instead: they are mounted read-only from the result store.',
@@ -132,6 +135,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     if (!checked.ok) return checked;
     artifacts.push({ name: path.basename(a), hostPath: checked.value.realPath, identity: checked.value });
   }
+  const repo = await repoForSpawn(req.repo, parent, [path.dirname(d.deps.paths.runs), d.deps.paths.brokers]);
+  if (!repo.ok) return repo;
   const named = uniqueNames(artifacts).map(({ runId: _r, ...a }) => a);
   // Graph inputs (in-process only): completed runs' committed out/, named `as`.
   const inputs = await committedInputs(d, ctx.inputs ?? [], named.map((a) => a.name));
@@ -174,6 +179,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     rec.tokens = 0;
     rec.costUsd = 0;
   }
+  if (repo.value) rec.repo = repo.value;
   if (ctx.parentStep !== undefined) rec.parentStep = ctx.parentStep;
   // Saved with the admitted record: a re-sent spawn call finds this run, before or after a restart.
   if (ctx.callId !== undefined) rec.spawnCallId = ctx.callId;
@@ -227,7 +233,14 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: A
     // The spec is pinned like a script: a restart or a respawn runs what was admitted.
     if (spec) await store.writeJson(rec.id, 'agent', spec);
     if (req.kind === 'script' && req.script !== undefined) await store.write(rec.id, 'script', req.script);
-    const carried = rec.resumeOf ? await store.read(rec.resumeOf, 'checkpoint') : null;
+    // A resumed agent starts from the conversation its predecessor held, re-attested as data (agent-resume.ts).
+    const held = rec.resumeOf && req.kind === 'agent' ? await store.read(rec.resumeOf, 'transcript') : null;
+    const from = held ? d.table.get(rec.resumeOf!) : undefined;
+    if (held && from) {
+      const messages = attestedConversation(held.toString('utf8'), from);
+      await store.write(rec.id, 'transcript', `${JSON.stringify({ at: new Date().toISOString(), t: 'reset', messages, resumedFrom: from.id })}\n`);
+    }
+    const carried = rec.resumeOf && req.kind !== 'agent' ? await store.read(rec.resumeOf, 'checkpoint') : null;
     if (carried) {
       await store.write(rec.id, 'checkpoint', carried);
       rec.hasCheckpoint = true;
@@ -273,8 +286,9 @@ function agentRequest(d: Pick<IntakeDeps, 'deps'>, req: SpawnRequest): Result<{ 
     if (!groups.ok) return groups;
   }
   const profile = req.profile ?? spec.value.profile;
+  const image = req.image ?? spec.value.image;
   return ok({
-    req: { ...req, agent: name, model: model.value.alias, ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}), ...(timeout !== undefined ? { timeout } : {}), ...(profile ? { profile } : {}) },
+    req: { ...req, agent: name, model: model.value.alias, ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}), ...(timeout !== undefined ? { timeout } : {}), ...(profile ? { profile } : {}), ...(image ? { image } : {}) },
     spec: spec.value,
   });
 }

@@ -20,6 +20,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CollectCaps, CollectReport, Jail, JailArtifact, JailExit, JailInput, JailSpec } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
+import { agentMethodSurface } from '../agents/index.js';
 import { EGRESS_JAIL } from '../protocol/index.js';
 import { BrigError, publicError } from '../util/errors.js';
 import { isNoSpace, mkdirAll } from '../util/disk-space.js';
@@ -27,6 +28,7 @@ import type { LeaseGrant, ResultsPort } from './ports.js';
 import type { RunTable } from './run-table.js';
 import type { AgentPacket, EndReason, RunError, RunRecord, SpawnPacket, SpawnRequest, SupervisorSettings } from './types.js';
 import { mark } from '../util/timing.js';
+import { collectChanges, dropStage, type CollectedChanges } from './run-repo.js';
 
 /** What collecting a run's outputs needs: the table (record and store), the results port, the caps. */
 export interface CollectContext {
@@ -58,7 +60,9 @@ export const CHILD_PATHS = {
   netrelay: '/opt/brig/child/netrelay.js',
   runtime: '/opt/brig/child/runtime.js',
   agentRuntime: '/opt/brig/child/agent-runtime.js',
-  node: '/usr/bin/node',
+  // The same path in every image: the child image links it to its node, a foreign image has
+  // brig's runtime bound read-only at /opt/brig (jail/docker/runtime-bundle.ts).
+  node: '/opt/brig/bin/node',
   packet: '.brig/packet.json',
   token: '.brig/token',
   script: '.brig/script.mjs',
@@ -131,6 +135,24 @@ export function jailCapabilityRefusal(kind: RunRecord['kind'], req: Pick<SpawnRe
   return null;
 }
 
+/**
+ * The broker methods a run's bearer may call: an agent's, its loop's and its offered tools'
+ * (the packet's, as written at launch — a reattach after a restart reads the same); a script
+ * or command child's, every method its lease allows (undefined).
+ */
+export function brokerSurface(packet: Pick<SpawnPacket, 'agent'>): string[] | undefined {
+  return packet.agent ? agentMethodSurface(packet.agent.tools) : undefined;
+}
+
+/**
+ * How often an agent reports progress while one tool call runs: three beats within the
+ * stuck-kill threshold, at most every 30 s (the reference systems' progress interval), at
+ * least every second.
+ */
+export function agentHeartbeatMs(stuckKillThresholdMs: number): number {
+  return Math.max(1000, Math.min(30_000, Math.floor(stuckKillThresholdMs / 3)));
+}
+
 /** /tmp's size in every jail (MiB): not a lease limit, the same for every run. */
 export const JAIL_TMPFS_MB = 64;
 
@@ -166,13 +188,30 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
 }
 
 /**
- * How a run ends when its child exits on its own: exit 0 completes it, anything else fails it
- * with `child_failed`. An OOM kill is the engine's fact carried as data (`oomKilled` on the
- * record), never read back out of a message.
+ * Agent ends that are failures, though the loop exits 0 once it sent its salvage (docs/agents.md,
+ * "How an agent run ends"): its result's `endReason` → the run's error code.
  */
-export function exitEnd(exit: JailExit): { reason: Extract<EndReason, 'completed' | 'failed'>; exitCode: number; oomKilled?: true; error?: RunError } {
+const AGENT_FAILED_ENDS: Readonly<Record<string, { code: RunError['code']; message: string }>> = {
+  budget_exceeded: { code: 'budget_exceeded', message: "the agent's token or cost budget was spent before it called finish" },
+  model_error: { code: 'model_unavailable', message: "the agent's model could not be reached (or refused the call) before it called finish" },
+};
+
+/**
+ * How a run ends when its child exits on its own: exit 0 completes it, anything else fails it
+ * with `child_failed`. An agent that exits 0 after a salvage for a spent budget or an
+ * unreachable model fails, with that code: its partial result is kept, but the run did not
+ * complete. (The result is the child's word; it can only make its own run fail.) An OOM kill
+ * is the engine's fact carried as data (`oomKilled` on the record), never read back out of a
+ * message.
+ */
+export function exitEnd(exit: JailExit, rec?: Pick<RunRecord, 'kind' | 'result'>): { reason: Extract<EndReason, 'completed' | 'failed'>; exitCode: number; oomKilled?: true; error?: RunError } {
   const oom = exit.oomKilled ? { oomKilled: true as const } : {};
-  if (exit.exitCode === 0) return { reason: 'completed', exitCode: 0, ...oom };
+  if (exit.exitCode === 0) {
+    const said = rec?.kind === 'agent' && rec.result && typeof rec.result === 'object' ? (rec.result as { partial?: unknown; endReason?: unknown }) : undefined;
+    const failed = said?.partial === true && typeof said.endReason === 'string' && Object.hasOwn(AGENT_FAILED_ENDS, said.endReason) ? AGENT_FAILED_ENDS[said.endReason] : undefined;
+    if (failed) return { reason: 'failed', exitCode: 0, ...oom, error: { ...failed } };
+    return { reason: 'completed', exitCode: 0, ...oom };
+  }
   const message = exit.oomKilled ? 'the child ran out of memory' : `the child exited with code ${exit.exitCode}`;
   return { reason: 'failed', exitCode: exit.exitCode, ...oom, error: { code: 'child_failed', message } };
 }
@@ -226,6 +265,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
   const patch: Partial<RunRecord> = {};
   let indexed = false;
   let collected: CollectReport | undefined;
+  let changes: CollectedChanges | undefined;
   const transcriptPath = path.join(sup.table.store.dir(runId), 'transcript.jsonl');
   const transcript = (await fs.stat(transcriptPath).catch(() => null))?.isFile() ? transcriptPath : undefined;
   try {
@@ -268,8 +308,19 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
       }
       resultFile = path.join(spool, RESULT_SPOOL_FILE);
     }
+    // A repository: its change, computed on the host from the collected tree, in what out/ left of the cap.
+    if (r.repo) {
+      const repoCtx = { runDir: (id: string) => sup.table.store.dir(id), minFreeBytes: sup.settings.minFreeBytes };
+      changes = await collectChanges(repoCtx, r, jail, caps, Math.max(0, caps.perRunBytes - rep.totalBytes)).catch((e: unknown) => ({
+        changes: { filesChanged: 0, insertions: 0, deletions: 0, commits: 0, patchBytes: 0, error: `the change could not be computed: ${publicError(e).message}` },
+        cleanup: async () => {},
+      }));
+      patch.changes = changes.changes;
+    }
     indexed = true;
     await sup.results?.index(r.rootRunId, runId, dest, {
+      ...(changes?.patchFile ? { changesPatch: changes.patchFile } : {}),
+      ...(changes?.statFile ? { changesStat: changes.statFile } : {}),
       ...(r.result !== undefined && r.result !== null ? { result: r.result } : {}),
       ...(resultFile ? { resultFile } : {}),
       ...(transcript ? { transcriptFile: transcript } : {}),
@@ -280,7 +331,9 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     });
     // A file over the per-file cap was skipped, never read: the rest is kept and indexed, and
     // the refusal is still the run's error.
+    if (changes) await dropStage(sup.table.store.dir(runId));
     if (rep.tooLarge) patch.error = publicError(tooLargeError(rep.tooLarge, caps.perFileBytes, CHILD_PATHS.out));
+    else if (changes && !changes.patchFile && changes.statFile) patch.error = { code: 'ref_too_large', message: changes.changes.error ?? 'the patch was not kept' };
     else if (rep.noSpace) patch.error = publicError(noSpaceError(rep.noSpace, CHILD_PATHS.out));
   } catch (e) {
     // The index meeting the same full disk as the files: the run's error still names what was not kept.
@@ -307,6 +360,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     }
   } finally {
     await fs.rm(spool, { recursive: true, force: true }).catch(() => {});
+    await changes?.cleanup().catch(() => {});
   }
   return patch;
 }

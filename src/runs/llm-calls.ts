@@ -78,6 +78,22 @@ function refusedOnce(p: { table: RunTable }, calls: RunCalls, r: RunRecord, purp
 
 const size = (m: unknown) => Buffer.byteLength(JSON.stringify(m));
 
+/** The conversation a transcript holds now: the last reset, and what was appended and replied since. */
+export function conversationOf(transcript: string): ConversationMessage[] {
+  let messages: ConversationMessage[] = [];
+  for (const line of transcript.split('\n')) {
+    if (!line) continue;
+    try {
+      const ev = JSON.parse(line) as { t: string; messages?: ConversationMessage[]; message?: ConversationMessage };
+      if (ev.t === 'reset') messages = [];
+      for (const m of ev.t === 'reply' && ev.message ? [ev.message] : (ev.messages ?? [])) messages.push(m);
+    } catch {
+      // a torn last line (a crash mid-write) is dropped
+    }
+  }
+  return messages;
+}
+
 /** The conversations of this supervisor's runs, rebuilt from a transcript after a restart. */
 export class Conversations {
   readonly #byRun = new Map<string, Conversation>();
@@ -91,19 +107,8 @@ export class Conversations {
   async #get(runId: string): Promise<Conversation> {
     const have = this.#byRun.get(runId);
     if (have) return have;
-    const c: Conversation = { messages: [], bytes: 0, transcriptBytes: 0 };
     const text = await fs.readFile(this.transcriptFile(runId), 'utf8').catch(() => '');
-    c.transcriptBytes = Buffer.byteLength(text);
-    for (const line of text.split('\n')) {
-      if (!line) continue;
-      try {
-        const ev = JSON.parse(line) as { t: string; messages?: ConversationMessage[]; message?: ConversationMessage };
-        if (ev.t === 'reset') c.messages = [];
-        for (const m of ev.t === 'reply' && ev.message ? [ev.message] : (ev.messages ?? [])) c.messages.push(m);
-      } catch {
-        // a torn last line (a crash mid-write) is dropped
-      }
-    }
+    const c: Conversation = { messages: conversationOf(text), bytes: 0, transcriptBytes: Buffer.byteLength(text) };
     c.bytes = c.messages.reduce((n, m) => n + size(m), 0);
     this.#byRun.set(runId, c);
     return c;
@@ -203,6 +208,15 @@ function budgetCheck(p: { table: RunTable }, r: RunRecord): { tokensLeft: number
   return { tokensLeft: t, costLeftUsd: c };
 }
 
+/** What is left of the budgets that bind a run's next call (0 once spent; null: no budget). */
+export function budgetLeft(table: RunTable, r: RunRecord): { tokensLeft: number | null; costLeftUsd: number | null } {
+  try {
+    return budgetCheck({ table }, r);
+  } catch {
+    return { tokensLeft: 0, costLeftUsd: 0 };
+  }
+}
+
 async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: ParamsOf<'llm.complete'>, calls: RunCalls): Promise<LlmReply> {
   if (!d.models) throw new BrigError('model_unavailable', 'no model is configured for this supervisor', { hint: 'Set BRIG_MODEL_BASE_URL and BRIG_MODEL (or $BRIG_HOME/config.yaml) and restart `brig serve`.' });
   const purpose = params.purpose === 'compact' || params.purpose === 'salvage' ? params.purpose : 'step';
@@ -280,13 +294,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     lastProgressAt: p.table.clock.now().toISOString(),
   }));
   p.table.ledger.append(modelCallLine(r, { purpose, step, alias: info.value.alias, turn, startedMs: started }));
-  const after = (() => {
-    try {
-      return budgetCheck(p, next);
-    } catch {
-      return { tokensLeft: 0, costLeftUsd: 0 };
-    }
-  })();
+  const after = budgetLeft(p.table, next);
   return {
     message: turn.message,
     finishReason: turn.finishReason,

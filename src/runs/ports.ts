@@ -60,6 +60,8 @@ export interface LeasePort {
   revokeRun(runId: string, by: string, reason: string): Promise<void>;
   /** Called for every lease revoked by anyone (cascades included) with who revoked it. */
   onRevoked(cb: (leaseId: string, by: string) => void): () => void;
+  /** A live lease's egress and its ancestors' budgets (a reattached run's gate socket); undefined: none, revoked or unknown. */
+  egressOf?(leaseId: string): Pick<LeaseGrant, 'egress' | 'egressAncestors'> | undefined;
 }
 
 export interface BrokerHandle {
@@ -69,7 +71,8 @@ export interface BrokerHandle {
 
 export interface BrokerPort {
   /** Listen on `<dir>/broker.sock` for this run; calls reach Supervisor.handleChildCall. */
-  openRun(o: { runId: string; leaseId: string; dir: string; packet: SpawnPacket }): Promise<BrokerHandle>;
+  /** `methods`: the only methods the run's bearer may call (an agent's tool surface); absent: what the lease allows. */
+  openRun(o: { runId: string; leaseId: string; dir: string; packet: SpawnPacket; methods?: readonly string[] | undefined }): Promise<BrokerHandle>;
 }
 
 /** What a run leaves besides /workspace/out: each becomes a ResultRef of its own. */
@@ -81,6 +84,9 @@ export interface RunExtras {
   transcriptFile?: string;
   stdout?: string;
   stderr?: string;
+  /** A repository's change: the patch and its stat (host files), kept as the `changes.patch` / `changes.stat` refs. */
+  changesPatch?: string;
+  changesStat?: string;
   /** An agent's run: its answer is kept as `answer.txt` beside its value. */
   agent?: boolean;
   /** The out/ files as the jail's collect reported them, each with what `observe` returned: index reuses those scans instead of re-reading. */
@@ -211,4 +217,6 @@ export interface AgentPort {
   tools(spec: AgentSpec, caps: readonly string[], groups?: readonly ToolGroup[]): string[];
   /** Whether the policy in force has these tool groups (the nearest name in the refusal); absent: not checked. */
   checkGroups?(names: readonly ToolGroup[]): Result<void, BrigError>;
+  /** The operator's search endpoint (config `egress.searchUrl`, `{query}` in it): `web_search` is offered only with one. */
+  webSearchUrl?: string;
 }

@@ -49,7 +49,7 @@ export { isRunId } from '../protocol/index.js';
 export { RUN_FILES } from '../protocol/index.js';
 
 type JsonFile = 'request' | 'agent' | 'packet' | 'artifacts';
-type RawFile = 'script' | 'checkpoint';
+type RawFile = 'script' | 'checkpoint' | 'transcript';
 
 export interface SaveOptions {
   /** false: a machine crash may lose this save (the header's table says which may). Default true. */

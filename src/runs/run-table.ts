@@ -29,6 +29,10 @@ export interface Live {
   /** The lease's capabilities; after a reattach only these are known (from the packet). */
   caps: readonly Capability[];
   steers: string[];
+  /** Steers and messages the child has taken so far (a send waits for its own to be taken). */
+  taken?: number;
+  /** Told each time the child takes steers (sessions' send). */
+  onTaken?: Set<() => void>;
 }
 
 /** Repeated spawn refusals of one caller and code are one counted ledger line per this window. */

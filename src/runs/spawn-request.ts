@@ -54,6 +54,8 @@ export const SpawnRequestSchema = z
     expected_outputs: z
       .array(z.string().min(1).max(1024).refine((p) => !p.split('/').includes('..') && !p.includes('\0'), 'an expected output is a path under /workspace/out without `..`'))
       .default([]),
+    /** A host repository `PATH[@REF]` (intake resolves it), or from a jailed spawner `inherit`. */
+    repo: z.string().min(1).max(4096).refine((r) => !r.includes('\0'), 'a path without NUL').optional(),
     /** Its bounds (SPAWN_BOUNDS.maxStepsFloor … defaultMaxSteps) depend on the settings: intake checks them. */
     max_steps: z.number().int().positive().optional(),
     /** Run timeout in ms (clamped by maxRunTimeoutMs and the lease). */

@@ -16,7 +16,7 @@ import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
 import { loadArtifacts } from './intake.js';
 import { bestEffort } from './best-effort.js';
-import { buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
+import { agentHeartbeatMs, brokerSurface, buildPacket, exitEnd, jailCapabilityRefusal, jailSpecFor, requestedCaps } from './launch.js';
 import type { SupervisorDeps } from './ports.js';
 import { progressLineFor, type ProgressFork } from './progress-fork.js';
 import type { Live, RunActions, RunTable } from './run-table.js';
@@ -24,6 +24,7 @@ import { elapsedMs, transition } from './state-machine.js';
 import type { AgentSpec } from '../agents/index.js';
 import { jailKeyOf } from './run-record.js';
 import type { AgentPacket, RunRecord, SpawnPacket, SupervisorSettings, ToolGroup } from './types.js';
+import { stageRepo } from './run-repo.js';
 import { mark } from '../util/timing.js';
 
 export interface StarterDeps {
@@ -130,7 +131,10 @@ export class RunStarter {
       const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent, artifacts);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
       await table.store.writeJson(runId, 'packet', packet);
-      const spec = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), artifacts);
+      const jailed = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), artifacts);
+      // A repository: a clean clone in the run's directory, copied onto the workspace disk (never mounted).
+      const spec = rec.repo ? { ...jailed, repoDir: await stageRepo(table.store.dir(runId), rec.repo, Math.min(resultCapBytes, jailed.limits.diskMb * 1024 * 1024)) } : jailed;
+      if (gone()) return await abandon();
       // The driver may hand a warm-pool jail made before this run: its key and socket
       // directory are the slot's, kept on the record before the child starts.
       mark('run: leased, packet written');
@@ -142,7 +146,7 @@ export class RunStarter {
       // The durable point before the child starts: its lease, limits and jail key survive a crash.
       await table.update(runId, (x) => ({ ...x, ...(jail.verified ? { jail: jail.verified } : {}), ...(key !== runId ? { jailKey: key } : {}) }));
       // The socket is there before the child's first instruction, in the directory its jail binds.
-      handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet });
+      handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet, methods: brokerSurface(packet) });
       if (gone()) return await abandon();
       // Egress: the gate's socket beside broker.sock (the jail still has no network, INV-2).
       if (lease.value.egress) {
@@ -177,10 +181,11 @@ export class RunStarter {
     if (!spec) throw new BrigError('state_corrupt', `the agent spec of run ${runId} is missing`, { data: { runId, file: 'agent.json' } });
     const model = deps.models.resolve(table.get(runId)!.model);
     if (!model.ok) throw model.error;
+    const tools = deps.agents.tools(spec, caps, groups);
     return {
       name: spec.name,
       instructions: spec.instructions,
-      tools: deps.agents.tools(spec, caps, groups),
+      tools,
       maxSteps,
       workspaceAware: spec.workspaceAware,
       role: spec.role,
@@ -189,6 +194,8 @@ export class RunStarter {
       maxConsecutiveFormatErrors: 3,
       contextWindow: model.value.contextWindow,
       maxOutputTokens: model.value.maxOutputTokens,
+      ...(tools.includes('web_search') && deps.agents.webSearchUrl ? { webSearchUrl: deps.agents.webSearchUrl } : {}),
+      heartbeatMs: agentHeartbeatMs(this.d.settings.stuckKillThresholdMs),
     };
   }
 
@@ -215,7 +222,7 @@ export class RunStarter {
     void jail.wait().then(
       (exit) => {
         mark('run: child exited');
-        const { reason, ...o } = exitEnd(exit);
+        const { reason, ...o } = exitEnd(exit, table.get(runId));
         table.background(this.d.actions.endRun(runId, reason, o));
       },
       (e) => {
@@ -248,7 +255,11 @@ export class RunStarter {
       const handle: Live = { jail, caps: packet.lease.caps, steers: [] };
       table.live.set(r.id, handle);
       // The child keeps its token; the broker verifies it against the persisted lease.
-      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir: path.join(deps.paths.brokers, jailKeyOf(r)), packet });
+      const dir = path.join(deps.paths.brokers, jailKeyOf(r));
+      handle.broker = await deps.broker.openRun({ runId: r.id, leaseId: r.leaseId, dir, packet, methods: brokerSurface(packet) });
+      // Its egress socket again, on the lease as issued (usage counted before the restart is not carried over).
+      const eg = deps.leases.egressOf?.(r.leaseId);
+      if (eg?.egress && deps.egress) handle.egress = await deps.egress.openRun({ runId: r.id, leaseId: r.leaseId, dir, grant: eg.egress, ancestors: eg.egressAncestors ?? [] });
       this.watch(r.id, jail);
       return true;
     } catch {

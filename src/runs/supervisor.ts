@@ -34,7 +34,7 @@ import { RunStore } from './run-store.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { llmService } from './llm-calls.js';
-import { historyOf, ReplyBus, sendToRun, type HistoryPage, type SendOptions, type SendOutcome } from './sessions.js';
+import { historyOf, PingPongs, ReplyBus, sendToRun, type HistoryPage, type SendOptions, type SendOutcome } from './sessions.js';
 import { RunTable, type RunActions, type RunPorts } from './run-table.js';
 import { resolveSettings } from './settings.js';
 import { RunStarter } from './starter.js';
@@ -46,6 +46,7 @@ import type {
   KilledBy,
   ListFilter,
   ReconcileReport,
+  ResumeOptions,
   RunRecord,
   SpawnContext,
   SpawnPacket,
@@ -134,6 +135,7 @@ class BrigSupervisor implements SupervisorCore {
   readonly #llm: RunPorts['llm'];
   readonly childCalls: ChildCallHandlers;
   readonly #replies = new ReplyBus();
+  readonly #pingPongs = new PingPongs();
   /** Each agent run's offered tools, read once from its packet. */
   readonly #surfaces = new Map<string, readonly string[] | undefined>();
   #tick: NodeJS.Timeout | undefined;
@@ -385,14 +387,14 @@ class BrigSupervisor implements SupervisorCore {
     return steerRun(this.#ports(), r.value, message, opts.by ?? 'operator');
   }
 
-  async resume(runId: string): Promise<Result<RunRecord, BrigError>> {
+  async resume(runId: string, opts: ResumeOptions = {}): Promise<Result<RunRecord, BrigError>> {
     const r = await this.#acting(runId);
     if (!r.ok) return r;
     // Claimed synchronously: two concurrent resumes cannot both re-spawn the pinned bytes.
     if (this.#table.resuming.has(runId)) return err(new BrigError('resume_unavailable', `run ${runId} is being resumed`, { data: { runId, reason: 'already_resumed' } }));
     this.#table.resuming.add(runId);
     try {
-      return await resumeRun(this.#ports(), r.value);
+      return await resumeRun(this.#ports(), r.value, opts);
     } finally {
       this.#table.resuming.delete(runId);
     }
@@ -401,7 +403,7 @@ class BrigSupervisor implements SupervisorCore {
   async send(runId: string, text: string, opts: SendOptions = {}): Promise<Result<SendOutcome, BrigError>> {
     const r = await this.#acting(runId);
     if (!r.ok) return r;
-    return sendToRun(this.#ports(), this.#replies, r.value, text, opts);
+    return sendToRun(this.#ports(), this.#replies, this.#pingPongs, r.value, text, opts);
   }
 
   async history(runId: string, opts: { offset?: number; limit?: number } = {}): Promise<Result<HistoryPage, BrigError>> {

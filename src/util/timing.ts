@@ -2,7 +2,7 @@
  * Where a command's time goes: `BRIG_TIMING=1 brig spawn -- true` prints, to stderr when the
  * process exits, each phase mark since the process started (module load, config, home, reconcile,
  * admission, lease, disk, create, verify, start, exit, collect, end, printed, closed) and the time
- * since the mark before; cli/main.ts turns it on (only config/ and the CLI entry read the
+ * since the mark before; cli/entry.ts turns it on (only config/ and the CLI entries read the
  * environment). Off, a mark is one branch; nothing is recorded or printed.
  */
 import { performance } from 'node:perf_hooks';
@@ -31,7 +31,7 @@ export function timingReport(): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** Turns the marks on (cli/main.ts, when BRIG_TIMING=1) and prints them when the process exits. */
+/** Turns the marks on (cli/entry.ts, when BRIG_TIMING=1) and prints them when the process exits. */
 export function enableTiming(): void {
   if (on) return;
   on = true;

@@ -102,7 +102,7 @@ export class AgentLoop {
       retryDelayMs: o.retryDelayMs ?? 2000,
     };
     this.#window = a.contextWindow;
-    this.tools = offeredTools(a.tools, o.shellPath);
+    this.tools = offeredTools(a.tools, { shellPath: o.shellPath, egress: o.packet.caps.includes('net.egress'), webSearchUrl: a.webSearchUrl });
     this.#schemas = toolSchemas(this.tools);
     const info = o.workspaceInfo !== undefined ? o.workspaceInfo : a.workspaceAware ? gatherWorkspaceInfo(this.#o.roots) : null;
     this.system = buildSystemPrompt(o.packet, this.tools, info);
@@ -160,7 +160,7 @@ export class AgentLoop {
       if (finish) results.push(notRun(c, '`finish` ended the run').message);
       else if (this.#o.stop.aborted) results.push(notRun(c, 'the run is stopping').message);
       else {
-        const out = await executeCall(c, this.#env);
+        const out = await this.#beating(c.name, () => executeCall(c, this.#env));
         results.push(out.message);
         this.#formatErrors = out.formatError ? this.#formatErrors + 1 : 0;
         if (!out.formatError) ran.push(c.name);
@@ -176,6 +176,28 @@ export class AgentLoop {
     // (g) one step for the supervisor; its reply may carry steers for the next boundary.
     await this.#progress(ran);
     return null;
+  }
+
+  /**
+   * Runs one tool call while reporting progress every heartbeatMs: a long build is work, and
+   * the supervisor's stuck-kill counts only silence. Steers a beat brings wait in the inbox for
+   * the next step boundary; a failed beat is skipped (the step's own progress reports errors).
+   */
+  async #beating<T>(tool: string, run: () => Promise<T>): Promise<T> {
+    const beat = async () => {
+      try {
+        const r = (await this.#o.broker.call('progress', { line: `step ${this.#step}: running ${tool}`.slice(0, 200), tool })) as { steers?: unknown };
+        this.#inbox.push(...strings(r?.steers));
+      } catch {
+        // the next beat, or the step's progress, tries again
+      }
+    };
+    const timer = setInterval(() => void beat(), this.#agent.heartbeatMs ?? 30_000);
+    try {
+      return await run();
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   async #poll(): Promise<string[]> {

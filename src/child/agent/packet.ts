@@ -23,6 +23,7 @@ export const AGENT_DEFAULTS = {
   toolResultMaxChars: 16_000,
   maxConsecutiveFormatErrors: 3,
   timeoutMs: 600_000,
+  heartbeatMs: 30_000,
 } as const;
 
 type Obj = Record<string, unknown>;
@@ -78,6 +79,8 @@ export function parseAgentPacket(raw: unknown): LoopPacket {
       maxConsecutiveFormatErrors: Math.floor(num(a, 'maxConsecutiveFormatErrors', p, AGENT_DEFAULTS.maxConsecutiveFormatErrors, 1, 100)),
       contextWindow: Math.floor(num(a, 'contextWindow', p, undefined, 1)),
       maxOutputTokens: Math.floor(num(a, 'maxOutputTokens', p, undefined, 1)),
+      ...(optStr(a, 'webSearchUrl', p) !== null ? { webSearchUrl: str(a, 'webSearchUrl', p) } : {}),
+      heartbeatMs: Math.floor(num(a, 'heartbeatMs', p, AGENT_DEFAULTS.heartbeatMs, 1000, 3_600_000)),
     },
   };
 }

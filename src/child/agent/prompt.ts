@@ -22,8 +22,11 @@ function capped(text: string, bytes: number, field: string): string {
 function rules(p: LoopPacket, offered: readonly ToolDef[]): string {
   const a = p.agent;
   const has = (n: string) => offered.some((t) => t.name === n);
+  const net = p.caps.includes('net.egress')
+    ? `whose only network is brig's egress gate: it reaches just the hosts your lease's egress rules name (${has('web_fetch') ? 'use web_fetch' : 'through HTTP(S)_PROXY'}${has('web_search') ? ' and web_search' : ''}), and nothing else resolves or connects`
+    : 'with no network';
   const lines = [
-    `You are \`${a.name}\`, an agent child run by brig. You run inside a jail with no network; your workspace is /workspace${p.artifactRefs.length ? ' and your inputs are read-only under /artifacts' : ''}. Your parent receives only your final answer and the files you write under /workspace/out.`,
+    `You are \`${a.name}\`, an agent child run by brig. You run inside a jail ${net}; your workspace is /workspace${p.artifactRefs.length ? ' and your inputs are read-only under /artifacts' : ''}. Your parent receives only your final answer and the files you write under /workspace/out.`,
     '',
     '- Work through the tools listed below; every reply should call at least one.',
     '- End with the `finish` tool: `answer` is what your parent needs, self-contained and concise; `files` lists the files under /workspace/out that matter. Replying without a tool call does not end the run.',

@@ -1,12 +1,12 @@
 import { agentCatalogFor, loadConfig } from '../../index.js';
-import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, QUIET_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { sourceOf } from './agents-shared.js';
 
 const command: Command = {
   name: 'agents list',
   summary: "List the agent specs `brig spawn --agent` can run: name, role, source (this home's or shipped), description.",
-  usage: 'brig agents list [--json]',
-  flags: [JSON_FLAG],
+  usage: 'brig agents list [-q] [--json]',
+  flags: [QUIET_FLAG, JSON_FLAG],
   examples: ['brig agents list', 'brig agents list --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
@@ -14,6 +14,10 @@ const command: Command = {
     const catalog = agentCatalogFor(home);
     const agents = catalog.list().map((s) => ({ name: s.name, role: s.role, description: s.description, source: sourceOf(home, s), file: s.source }));
     const broken = catalog.broken();
+    if (p.bools.has('quiet')) {
+      io.stdout.write(agents.map((a) => `${a.name}\n`).join(''));
+      return 0;
+    }
     if (p.bools.has('json')) {
       writeJson(io, { agents, broken: broken.map((b) => ({ file: b.file, error: b.error.toJSON() })) });
       return 0;

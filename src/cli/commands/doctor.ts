@@ -1,5 +1,22 @@
-import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
 import { withBrig } from '../connect.js';
+
+/**
+ * The doctor starts a real jail and a DuckDB helper: seconds of work in one call. On a
+ * terminal (stderr) a line says what it is doing and for how long, redrawn, then erased; into
+ * a pipe or a file nothing is drawn (no escape codes), and the checks print as before.
+ */
+function progress(io: CliIO): () => void {
+  if ((io.stderr as { isTTY?: boolean }).isTTY !== true) return () => {};
+  const t0 = Date.now();
+  const draw = () => io.stderr.write(`\r\x1b[Kchecking the engine, its limits, the child image, a probe jail and the DuckDB helper… ${Math.round((Date.now() - t0) / 1000)} s`);
+  draw();
+  const tick = setInterval(draw, 500);
+  return () => {
+    clearInterval(tick);
+    io.stderr.write('\r\x1b[K');
+  };
+}
 
 const command: Command = {
   name: 'doctor',
@@ -9,7 +26,8 @@ const command: Command = {
   examples: ['brig doctor', 'brig doctor --build --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
-    const checks = await withBrig(io, (brig) => brig.operator.doctor({ build: p.bools.has('build') }));
+    const stop = progress(io);
+    const checks = await withBrig(io, (brig) => brig.operator.doctor({ build: p.bools.has('build') })).finally(stop);
     const ok = checks.every((c) => c.ok);
     if (p.bools.has('json')) writeJson(io, { ok, checks });
     else {

@@ -1,7 +1,7 @@
 import type { FleetReport } from '../../light.js';
 import { BrigError } from '../../util/errors.js';
 import { windowMinutes } from '../../util/window.js';
-import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, durationFlag, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
 import { withBrig } from '../connect.js';
 
 const n = (x: number) => x.toLocaleString('en-US');
@@ -40,8 +40,7 @@ const command: Command = {
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const window = flag(p, 'since') ?? '24h';
-    const minutes = windowMinutes(window);
-    if (minutes === undefined) throw new BrigError('invalid_input', `--since ${JSON.stringify(window.slice(0, 40))} is not a window`, { hint: 'Give minutes, or 30m, 24h, 7d.' });
+    const minutes = durationFlag(p, 'since', 'm') ?? windowMinutes(window)!;
     const top = numberFlag(p, 'top');
     if (top !== undefined && !(Number.isSafeInteger(top) && top >= 0)) throw new BrigError('invalid_input', '--top is a whole number');
     // The daemon's roll-up when one answers, else the records and the ledger on disk.

@@ -1,15 +1,19 @@
-import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, QUIET_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { withBrig } from '../connect.js';
 
 const command: Command = {
   name: 'lease list',
   summary: 'List lease records: id, run, parent, depth, profile, caps, state.',
-  usage: 'brig lease list [--json]',
-  flags: [JSON_FLAG],
+  usage: 'brig lease list [-q] [--json]',
+  flags: [QUIET_FLAG, JSON_FLAG],
   examples: ['brig lease list', 'brig lease list --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const { leases, unreadable } = await withBrig(io, (brig) => brig.operator.leases.list());
+    if (p.bools.has('quiet')) {
+      io.stdout.write(leases.map((l) => `${l.id}\n`).join(''));
+      return 0;
+    }
     if (p.bools.has('json')) {
       writeJson(io, { leases, unreadable });
       return 0;

@@ -5,13 +5,18 @@ import { withBrig } from '../connect.js';
 const command: Command = {
   name: 'lease revoke',
   summary: 'Revoke a lease and its whole subtree (their broker calls are refused from now on).',
-  usage: 'brig lease revoke LEASE_ID [--reason TEXT] [--json]',
-  flags: [{ name: 'reason', value: 'TEXT', description: 'why, kept on the lease record and in the ledger' }, JSON_FLAG],
-  examples: ["brig lease revoke ls_0123456789abcdef0123 --reason 'runaway tree'"],
+  usage: 'brig lease revoke LEASE_ID --confirm [--reason TEXT] [--json]',
+  flags: [
+    { name: 'confirm', description: 'required: revoking ends every run of the subtree at once (killed by the operator)' },
+    { name: 'reason', value: 'TEXT', description: 'why, kept on the lease record and in the ledger' },
+    JSON_FLAG,
+  ],
+  examples: ["brig lease revoke ls_0123456789abcdef0123 --confirm --reason 'runaway tree'"],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const id = p.positionals[0];
     if (!id) throw new BrigError('invalid_input', 'give a lease id', { hint: '`brig lease list` shows the ids.' });
+    if (!p.bools.has('confirm')) throw new BrigError('invalid_input', "revoking a lease ends its whole subtree's runs: pass --confirm", { hint: `brig lease revoke ${id} --confirm` });
     // Through the daemon its own store revokes (its runs end at once, killedBy operator);
     // without one this marks the records and the next supervisor ends the runs.
     const { before, r } = await withBrig(io, async (brig) => {

@@ -1,8 +1,11 @@
-import { RUN_STATUSES, type RunStatus } from '../../light.js';
+import { RUN_STATUSES, type RunRecord, type RunStatus } from '../../light.js';
 import { BrigError } from '../../util/errors.js';
-import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, QUIET_FLAG, durationFlag, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
 import { openBrig } from '../connect.js';
+import { colourOn } from '../colour.js';
 import { runTable } from '../run-view.js';
+
+const withRunId = (r: RunRecord) => ({ runId: r.id, ...r });
 
 /** Rows the table shows when neither --limit nor --all is given. */
 export const TABLE_DEFAULT = 50;
@@ -19,10 +22,11 @@ const command: Command = {
     { name: 'limit', value: 'N', description: `only the N most recent runs (the table and --json show the newest ${TABLE_DEFAULT} unless told)` },
     { name: 'all', description: 'every run on record (the table, too)' },
     { name: 'kind', value: 'KIND', description: 'only runs of this kind (script, command, agent); repeatable', repeatable: true, choices: ['script', 'command', 'agent'] },
-    { name: 'since', value: 'MINUTES', description: 'only runs created in the last MINUTES' },
+    { name: 'since', value: 'DURATION', description: 'only runs created in the last 30m, 24h, 7d (a bare number: minutes)' },
+    QUIET_FLAG,
     JSON_FLAG,
   ],
-  examples: ['brig list', 'brig list --status running --status queued', 'brig list --limit 5', 'brig list --all', 'brig list --label nightly --json'],
+  examples: ['brig list', 'brig list --status running --status queued', 'brig list --limit 5', 'brig list --all', 'brig list --label nightly --json', 'brig list --since 24h', 'brig list -q --status running | xargs -n1 brig kill --confirm'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const status = p.flags.get('status') ?? [];
@@ -33,6 +37,7 @@ const command: Command = {
     const all = p.bools.has('all');
     if (all && limit !== undefined) throw new BrigError('invalid_input', '--all and --limit contradict each other', { hint: 'Give one of them.' });
     const json = p.bools.has('json');
+    const since = durationFlag(p, 'since', 'm');
     // A page of thousands of runs helps nobody, in a table or in JSON: the newest TABLE_DEFAULT
     // unless told. One more than shown is asked for, to know whether older runs were left out.
     const bound = limit ?? (all ? undefined : TABLE_DEFAULT + 1);
@@ -44,17 +49,19 @@ const command: Command = {
         ...(flag(p, 'parent') ? { parentRunId: flag(p, 'parent')! } : {}),
         ...(flag(p, 'label') ? { label: flag(p, 'label')! } : {}),
         ...(p.flags.get('kind')?.length ? { kind: p.flags.get('kind') as ('script' | 'command' | 'agent')[] } : {}),
-        ...(numberFlag(p, 'since') !== undefined ? { sinceMinutes: numberFlag(p, 'since')! } : {}),
+        ...(since !== undefined ? { sinceMinutes: since } : {}),
         ...(bound !== undefined ? { limit: bound } : {}),
       });
       // Oldest first, so the newest is next to the prompt; --limit keeps the newest N.
       const sorted = [...got].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
       const cut = limit === undefined && bound !== undefined && sorted.length > TABLE_DEFAULT;
       const runs = limit !== undefined ? sorted.slice(-limit) : cut ? sorted.slice(-TABLE_DEFAULT) : sorted;
-      if (json) writeJson(io, cut ? { runs, more: true, hint: `the newest ${TABLE_DEFAULT} runs; older ones: --limit N or --all` } : { runs });
+      if (p.bools.has('quiet')) io.stdout.write(runs.map((r) => `${r.id}\n`).join(''));
+      // `runId` as every other --json (spawn, wait, result) names a run; `id` is the record's own.
+      else if (json) writeJson(io, cut ? { runs: runs.map(withRunId), more: true, hint: `the newest ${TABLE_DEFAULT} runs; older ones: --limit N or --all` } : { runs: runs.map(withRunId) });
       else if (runs.length === 0) io.stdout.write('no runs\n');
       else {
-        io.stdout.write(runTable(runs));
+        io.stdout.write(runTable(runs, new Date(), colourOn(io)));
         if (cut) io.stdout.write(`(the newest ${TABLE_DEFAULT} shown; older runs: --limit N or --all)\n`);
       }
       return 0;

@@ -33,7 +33,7 @@ const command: Command = {
 
 async function serve(io: CliIO, readOnly: boolean, log: (line: string) => void): Promise<number> {
   const { createMcpServer, serveStdio } = await import('../../mcp/index.js');
-  const brig = await openBrig({ env: io.env, mode: 'auto', fallback: readOnly ? 'read' : 'local', reconcile: false });
+  const brig = await openBrig({ env: io.env, mode: 'auto', fallback: readOnly ? 'read' : 'local', reconcile: false, caller: 'mcp' });
   // A signal (or the client's SIGTERM after it closed stdin) ends the session; one that comes
   // while this process is still releasing its children is noted, not obeyed at once.
   let stopping = false;

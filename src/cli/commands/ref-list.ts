@@ -1,11 +1,11 @@
-import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
+import { JSON_FLAG, QUIET_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { needPositionals, withBrig } from './ref-shared.js';
 
 const command: Command = {
   name: 'ref list',
   summary: 'List the ResultRefs of a run: id, kind, size, rows, path.',
-  usage: 'brig ref list RUN [--json]',
-  flags: [JSON_FLAG],
+  usage: 'brig ref list RUN [-q] [--json]',
+  flags: [QUIET_FLAG, JSON_FLAG],
   examples: ['brig ref list r-0123456789abcdef'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
@@ -13,6 +13,10 @@ const command: Command = {
     const got = await withBrig(io, (brig) => brig.refs.manifest(run!));
     if (!got.ok) throw got.error;
     const m = got.value;
+    if (p.bools.has('quiet')) {
+      io.stdout.write(m.refs.map((r) => `${r.ref}\n`).join(''));
+      return 0;
+    }
     if (p.bools.has('json')) {
       writeJson(io, { runId: m.runId, rootRunId: m.rootRunId, refs: m.refs.map(({ preview: _preview, ...r }) => r), skipped: m.skipped });
       return 0;

@@ -1,8 +1,9 @@
 import { SUPERVISOR_DEFAULTS, loadConfig, startDaemon, type SupervisorSettings } from '../../index.js';
+import fs from 'node:fs';
 import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
 import { createLog, LOG_LEVELS, type LogLevel } from '../../util/log.js';
-import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
+import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs, durationFlag } from '../command.js';
 
 /**
  * The daemon's tunables from its flags. `maxConcurrent` caps running children across the
@@ -11,9 +12,9 @@ import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type P
  */
 export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
   const settings: Partial<SupervisorSettings> = {};
-  const pi = numberFlag(p, 'progress-interval');
+  const pi = durationFlag(p, 'progress-interval', 's');
   if (pi) settings.progressIntervalMs = Math.round(pi * 1000);
-  const sk = numberFlag(p, 'stuck-kill');
+  const sk = durationFlag(p, 'stuck-kill', 's');
   if (sk) settings.stuckKillThresholdMs = Math.round(sk * 1000);
   const mc = numberFlag(p, 'max-children');
   if (mc) settings.maxChildrenPerAgent = Math.max(1, Math.round(mc));
@@ -29,24 +30,37 @@ export function serveSettings(p: ParsedArgs): Partial<SupervisorSettings> {
     if (!(Number.isFinite(mb) && mb >= 0)) throw new BrigError('invalid_input', `--min-free-mb takes a number of MB from 0, not ${JSON.stringify(minFree.slice(0, 40))}`, { hint: 'The space kept free in $BRIG_HOME: `brig serve --min-free-mb 256` (0: no reserve).' });
     settings.minFreeBytes = Math.round(mb * 1024 * 1024);
   }
-  const drain = numberFlag(p, 'drain');
+  const drain = durationFlag(p, 'drain', 's');
   if (drain !== undefined) settings.drainMs = Math.max(0, Math.round(drain * 1000));
   return settings;
 }
 
 const DRAIN_QUEUE = ['keep', 'kill'] as const;
 
+/**
+ * Where the log goes: `--log-file PATH`; `-` for stderr; without the flag stderr, unless stderr
+ * is a terminal — `brig serve &` would write over the operator's prompt — then
+ * $BRIG_HOME/brig.log (said once on stdout).
+ */
+export function logFileFor(given: string | undefined, io: { stderr: NodeJS.WritableStream }, home: string): string | undefined {
+  if (given === '-') return undefined;
+  if (given !== undefined) return path.resolve(given);
+  if ((io.stderr as { isTTY?: boolean }).isTTY !== true) return undefined;
+  fs.mkdirSync(home, { recursive: true, mode: 0o700 });
+  return path.join(home, 'brig.log');
+}
+
 const command: Command = {
   name: 'serve',
   summary: 'Run the supervisor as a daemon on $BRIG_HOME/brig.sock (HTTP API /v1, SSE events).',
   usage: 'brig serve [FLAGS] [--ui [ADDR]]',
   flags: [
-    { name: 'progress-interval', value: 'SECONDS', description: 'how often a running child is asked for progress' },
-    { name: 'stuck-kill', value: 'SECONDS', description: 'kill a child that has shown no progress for this long' },
+    { name: 'progress-interval', value: 'DURATION', description: 'how often a running child is asked for progress (90s, 10m; a bare number: seconds)' },
+    { name: 'stuck-kill', value: 'DURATION', description: 'kill a child that has shown no progress for this long (90s, 10m; a bare number: seconds)' },
     { name: 'max-children', value: 'N', description: 'active children per parent (raises --max-concurrent with it)' },
     { name: 'max-concurrent', value: 'N', description: 'running children across the daemon (default 5)' },
     { name: 'max-queued', value: 'N', description: 'children waiting for a slot before spawns are refused' },
-    { name: 'drain', value: 'SECONDS', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30)' },
+    { name: 'drain', value: 'DURATION', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30) (90s, 10m; a bare number: seconds)' },
     { name: 'drain-queue', value: 'keep|kill', choices: DRAIN_QUEUE, description: 'on SIGTERM/Ctrl-C, what happens to queued runs: kept queued on disk for the next start (default), or killed' },
     { name: 'min-free-mb', value: 'MB', description: 'keep this much free in $BRIG_HOME: below it spawns are refused storage_full and collections skip what would not fit (default 64)' },
     { name: 'warm', value: 'N', description: 'keep up to N started, verified jails ready per limit shape (single-use; N of the default spawn\'s, a shape asked for since from 1 doubling with use; default 0: each jail is made at spawn)' },
@@ -54,7 +68,7 @@ const command: Command = {
     { name: 'ui', description: 'also serve the web console on loopback behind a random token; prints `console: URL`' },
     { name: 'ui-addr', value: 'ADDR', description: 'the console\'s loopback address (default 127.0.0.1 and a free port)' },
     { name: 'log-level', value: 'LEVEL', choices: LOG_LEVELS, description: `the daemon's log level (${LOG_LEVELS.join(', ')}; default info)` },
-    { name: 'log-file', value: 'PATH', description: 'log JSON lines to this file, rotated by size, instead of stderr' },
+    { name: 'log-file', value: 'PATH', description: 'log JSON lines to this file, rotated by size (default: stderr, or $BRIG_HOME/brig.log when stderr is a terminal; `-`: stderr always)' },
     { name: 'log-max-mb', value: 'MB', description: 'rotate --log-file past this size (default 10; 5 older files kept)' },
     JSON_FLAG,
   ],
@@ -64,12 +78,13 @@ const command: Command = {
     const settings = serveSettings(p);
     const level = flag(p, 'log-level') ?? 'info';
     if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new BrigError('invalid_input', `unknown log level ${level}`, { hint: `Known: ${LOG_LEVELS.join(', ')}.` });
-    const file = flag(p, 'log-file');
+    const cfg = loadConfig(io.env);
+    const file = logFileFor(flag(p, 'log-file'), io, cfg.home);
     const maxMb = numberFlag(p, 'log-max-mb');
     if (maxMb !== undefined && !(maxMb > 0)) throw new BrigError('invalid_input', '--log-max-mb must be a positive number of MB');
     const log = createLog({
       level: level as LogLevel,
-      ...(file ? { file: path.resolve(file) } : {}),
+      ...(file ? { file } : {}),
       ...(maxMb !== undefined ? { maxBytes: Math.round(maxMb * 1024 * 1024) } : {}),
       // The process's own stderr is written synchronously by fd (no line lost on a crash); any
       // other (an in-process caller's) through its stream.
@@ -86,10 +101,11 @@ const command: Command = {
     }
     const queue = flag(p, 'drain-queue') ?? 'keep';
     if (!(DRAIN_QUEUE as readonly string[]).includes(queue)) throw new BrigError('invalid_input', `--drain-queue takes keep or kill, not ${queue.slice(0, 40)}`, { hint: '`brig serve --drain-queue kill` ends queued runs at a stop; keep (the default) leaves them for the next start.' });
-    const d = await startDaemon(loadConfig(io.env), { settings, log, ...(ui !== undefined ? { ui } : {}), ...(warm ? { warm } : {}) });
+    const d = await startDaemon(cfg, { settings, log, ...(ui !== undefined ? { ui } : {}), ...(warm ? { warm } : {}) });
     // It serves now; what the start reconciled is said once the slow rest of it is done.
     if (!p.bools.has('json')) {
       io.stdout.write(`brig serving on ${d.socketPath}\n`);
+      if (file) io.stdout.write(`log: ${file}\n`);
       if (d.consoleUrl) io.stdout.write(`console: ${d.consoleUrl}\n`);
     }
     void d.reconciled.then((r) => {

@@ -1,9 +1,9 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { CAPABILITIES, REF_ID_RE, type Capability, type SpawnRequestInput } from '../../light.js';
+import { CAPABILITIES, REF_ID_RE, parseRepoSpec, type Capability, type SpawnRequestInput } from '../../light.js';
 import type { EgressRuleAsk } from '../../protocol/index.js';
 import { BrigError } from '../../util/errors.js';
-import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs } from '../command.js';
+import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs, durationFlag } from '../command.js';
 import { openBrig } from '../connect.js';
 import { exitForRuns } from '../exit-codes.js';
 import { spawnLive } from '../live-spawn.js';
@@ -33,7 +33,7 @@ const command: Command = {
     { name: 'egress', value: 'RULE', repeatable: true, description: 'reach a host through the egress gate: a rule id of the policy, or host[:port][,tls=inspect][,methods=GET|HEAD] inside one (never inherited; `brig policy check` lists the rules)' },
     { name: 'expect', value: 'PATH', repeatable: true, description: 'a file that must be in out/ when the run ends (relative; exit 9 when missing)' },
     { name: 'max-steps', value: 'N', description: 'the step budget of a script or agent child' },
-    { name: 'timeout', value: 'SECONDS', description: 'end the run as watchdog_timeout after this long' },
+    { name: 'timeout', value: 'DURATION', description: 'end the run as watchdog_timeout after this long (90s, 10m; a bare number: seconds)' },
     { name: 'memory', value: 'MB', description: 'memory limit of the jail' },
     { name: 'cpus', value: 'N', description: 'CPU limit of the jail (fractions allowed)' },
     { name: 'pids', value: 'N', description: 'process limit of the jail' },
@@ -44,7 +44,8 @@ const command: Command = {
     { name: 'knowledge', value: 'TEXT', repeatable: true, description: "a fact the child should know (its packet's domain knowledge; one per flag)" },
     { name: 'tool-group', value: 'GROUP', repeatable: true, description: "with --agent: offer only the tools of these policy groups (workspace, delegation, slicing, …: `brig policy check`) and finish" },
     { name: 'parent-summary', value: 'TEXT', description: "what the child should know of the work so far (include_parent_history summary; at most parentSummaryMaxTokens × 4 chars)" },
-    { name: 'image', value: 'TAG', description: 'the child image (default: the one `brig image build` made)' },
+    { name: 'repo', value: 'PATH', description: 'clone this host git repository (PATH or PATH@REF, REF default HEAD) into /workspace/repo; the change comes back as the changes.patch ref (`brig apply RUN` makes it a branch)' },
+    { name: 'image', value: 'TAG', description: 'a local image to run the child in, same hardened jail (default: brig\'s child image)' },
     { name: 'async', description: 'return once the run is admitted (needs `brig serve`); `brig wait RUN` later' },
     JSON_FLAG,
   ],
@@ -53,6 +54,7 @@ const command: Command = {
     `brig spawn --script job.mjs --task 'count the errors' --expect report.json`,
     `brig spawn --agent general --task 'list the TODOs in /artifacts/src into out/todo.md' --artifact ./src --expect todo.md`,
     `brig spawn --async --label nightly --artifact ./src -- sh -c 'find /artifacts/src -type f | wc -l > out/files.txt'`,
+    `brig spawn --repo .@main -- sh -c "sed -i s/teh/the/g README.md"   # then: brig apply RUN --branch fix-typo`,
     `brig spawn --json --timeout 60 --memory 256 -- node -e 'console.log(process.version)'`,
   ],
   async run(args, io) {
@@ -123,7 +125,7 @@ export function spawnRequestFromFlags(
   const { argv, script, scriptFile, agent } = o;
   const caps = o.caps ?? p.flags.get('cap') ?? [];
   const egress = o.egress ?? (p.flags.get('egress') ?? []).map(parseEgressFlag);
-  const timeout = numberFlag(p, 'timeout');
+  const timeout = durationFlag(p, 'timeout', 's');
   const maxSteps = numberFlag(p, 'max-steps');
   const memory = numberFlag(p, 'memory');
   const cpus = numberFlag(p, 'cpus');
@@ -155,6 +157,7 @@ export function spawnRequestFromFlags(
     ...(caps.length ? { caps: caps as Capability[] } : {}),
     ...(egress.length ? { egress: { rules: egress } } : {}),
     ...(flag(p, 'image') ? { image: flag(p, 'image')! } : {}),
+    ...(flag(p, 'repo') ? { repo: absoluteRepo(flag(p, 'repo')!) } : {}),
     ...(Object.keys(limits).length ? { limits } : {}),
     ...(timeout ? { timeout: Math.max(1, Math.round(timeout * 1000)) } : {}),
     ...(maxSteps ? { max_steps: Math.round(maxSteps) } : {}),
@@ -165,6 +168,12 @@ export function spawnRequestFromFlags(
     expected_outputs: p.flags.get('expect') ?? [],
     async: p.bools.has('async'),
   };
+}
+
+/** `--repo PATH[@REF]` with PATH made absolute against the working directory. */
+function absoluteRepo(spec: string): string {
+  const { path: p, ref } = parseRepoSpec(spec);
+  return spec === p ? path.resolve(p) : `${path.resolve(p)}@${ref}`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { elapsedMs, type Brig, type RunRecord } from '../../light.js';
 import { BrigError } from '../../util/errors.js';
-import { JSON_FLAG, numberFlag, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
+import { JSON_FLAG, numberFlag, parseArgs, writeJson, type CliIO, type Command, durationFlag } from '../command.js';
 import { openBrig } from '../connect.js';
 import { exitForRuns } from '../exit-codes.js';
 import { fmtMs, runBlock, runJsonOf } from '../run-view.js';
@@ -34,12 +34,12 @@ const command: Command = {
   name: 'wait',
   summary: 'Wait for runs to end; shows live progress on a terminal.',
   usage: 'brig wait RUN... [FLAGS]',
-  flags: [{ name: 'timeout', value: 'SECONDS', description: 'stop waiting after this long (the runs go on; exit 8)' }, JSON_FLAG],
+  flags: [{ name: 'timeout', value: 'DURATION', description: 'stop waiting after this long (the runs go on; exit 8) (90s, 10m; a bare number: seconds)' }, JSON_FLAG],
   examples: ['brig wait r-0123456789abcdef', 'brig wait RUN1 RUN2 --timeout 60', 'brig wait RUN --json'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     if (p.positionals.length === 0) throw new BrigError('invalid_input', 'wait needs at least one RUN', { hint: '`brig list` shows run ids.' });
-    const t = numberFlag(p, 'timeout');
+    const t = durationFlag(p, 'timeout', 's');
     const brig = await openBrig(io);
     const ac = new AbortController();
     try {

@@ -42,7 +42,7 @@ import { Transform } from 'node:stream';
 import tar from 'tar-stream';
 import { BrigError } from '../../util/errors.js';
 import { isNoSpace, mkdirAll } from '../../util/disk-space.js';
-import type { CollectCaps, CollectOptions, CollectReport, CollectedFile } from '../types.js';
+import { MAX_LINK_TARGET, type CollectCaps, type CollectOptions, type CollectReport, type CollectedFile } from '../types.js';
 import { SpaceBudget, fileSink } from './collect-sink.js';
 
 /** Deepest directory level and longest path collected; a deeper or longer entry (and a directory's whole subtree) is skipped. */
@@ -141,6 +141,7 @@ interface Taken {
   /** The destination could not be made for want of space: every file is skipped no_space. */
   noRoom: boolean;
   noSpace: { files: number; bytes: number };
+  links: { path: string; target: string }[];
 }
 
 /** Extracts a tar stream (as the engine's archive API gives it), or a source's archive, into destDir. */
@@ -163,7 +164,7 @@ export async function collectArchive(
     },
   );
   const space = opts.minFreeBytes ? new SpaceBudget(path.dirname(tmp), opts.minFreeBytes) : undefined;
-  const st: Taken = { files: [], skips: new Skips(), total: 0, dirs: new Set(), read: 0, consumed: 0, passedOver: undefined, tooLarge: [], space, noRoom, noSpace: { files: 0, bytes: 0 } };
+  const st: Taken = { files: [], skips: new Skips(), total: 0, dirs: new Set(), read: 0, consumed: 0, passedOver: undefined, tooLarge: [], space, noRoom, noSpace: { files: 0, bytes: 0 }, links: [] };
   let reread = 0;
   try {
     for (;;) {
@@ -188,8 +189,11 @@ export async function collectArchive(
     await fs.promises.rm(tmp, { recursive: true, force: true });
     throw e;
   }
-  const { files, skips, total, tooLarge, noSpace } = st;
-  return { dir: destDir, files, totalBytes: total, skipped: skips.list, skippedCount: skips.count, ...(tooLarge.length > 0 ? { tooLarge } : {}), ...(noSpace.files > 0 ? { noSpace } : {}) };
+  const { files, skips, total, tooLarge, noSpace, links } = st;
+  return {
+    dir: destDir, files, totalBytes: total, skipped: skips.list, skippedCount: skips.count,
+    ...(tooLarge.length > 0 ? { tooLarge } : {}), ...(noSpace.files > 0 ? { noSpace } : {}), ...(opts.links ? { links } : {}),
+  };
 }
 
 /**
@@ -275,6 +279,14 @@ async function placeEntry(entry: Entry, h: tar.Header, root: string, tmp: string
   if (h.type === 'directory') return (entry.resume(), undefined);
   // A file an earlier collection of this run passed over (a redo after a crash) is still too large.
   if (h.type === 'symlink' && h.linkname === PASSED_OVER) return (st.tooLarge.push({ path: where.rel }), skip(where.rel, 'too_large'));
+  // A link as data (its target text, counted against the run's cap): never made, never followed.
+  if (h.type === 'symlink' && opts.links && where.rel !== '' && h.linkname !== undefined && h.linkname !== null && Buffer.byteLength(h.linkname) <= MAX_LINK_TARGET) {
+    if (st.files.length + st.links.length >= caps.maxEntries) return skip(where.rel, 'too_many_entries');
+    st.total += Buffer.byteLength(h.linkname);
+    if (st.total > caps.perRunBytes) throw refuse(`the output is over the per-run cap of ${caps.perRunBytes} bytes`, { perRunBytes: caps.perRunBytes });
+    st.links.push({ path: where.rel, target: h.linkname });
+    return (entry.resume(), undefined);
+  }
   if (h.type !== 'file' && h.type !== 'contiguous-file') return skip(where.rel, h.type ?? 'unknown');
   if (st.files.length >= caps.maxEntries) return skip(where.rel, 'too_many_entries');
   const target = path.join(tmp, where.rel);
@@ -318,5 +330,6 @@ async function placeEntry(entry: Entry, h: tar.Header, root: string, tmp: string
   await pipeline(entry, counter, out.sink);
   // The disk refused midway: the file is gone, the archive read on; the rest of the run is kept.
   if (out.full()) return noSpace();
-  return observer ? { path: where.rel, bytes, observed: observer.end() } : { path: where.rel, bytes };
+  const exec = ((h.mode ?? 0) & 0o100) !== 0 ? { executable: true as const } : {};
+  return observer ? { path: where.rel, bytes, observed: observer.end(), ...exec } : { path: where.rel, bytes, ...exec };
 }

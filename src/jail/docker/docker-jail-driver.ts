@@ -19,7 +19,8 @@ import http from 'node:http';
 import path from 'node:path';
 import util from 'node:util';
 import { fileURLToPath } from 'node:url';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
+import LeanDocker from './dockerode.js';
 import { BrigError } from '../../util/errors.js';
 import type { EngineInfo, Jail, JailDriver, JailLimits, JailSpec, JailVerified, LabelledResource } from '../types.js';
 import { effectiveLimits } from './limits.js';
@@ -28,7 +29,10 @@ import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { CHILD_IMAGE_REPO, ensurePlanImage, fingerprint, planChildImage, type ImagePlan } from './image.js';
 import { ImageCache } from './image-cache.js';
 import { LABELS } from './labels.js';
-import { containerName, JAIL_USER, renderCreateBody, workspaceVolumeName, type CreateBody } from './profile.js';
+import { ensureToolbox, toolboxPresent, toolboxTag } from './toolbox.js';
+import { containerName, JAIL_USER, renderCreateBody, workspaceVolumeName, type CreateBody, type ForeignImage } from './profile.js';
+import { engineArch, imageTerms, type ImageConfigView } from './image-contract.js';
+import { ensureRuntimeBundle, planRuntimeBundle, runtimeRootFor, type RuntimeBundle } from './runtime-bundle.js';
 import { verifyInspect, type InspectView } from './verify.js';
 import { disksDirFor, WorkspaceDisks, type WorkspaceDisk, type WorkspaceQuota } from './workspace-disk.js';
 import { ArtifactStages, stageDirFor } from './artifact-stage.js';
@@ -59,6 +63,8 @@ export interface DockerJailDriverOptions {
    * the composition root gives one in the home. Default: this process only.
    */
   imageCacheFile?: string;
+  /** Where brig's runtime for foreign images is made (runtime-bundle.ts); default /var/lib/brig/runtime as root. */
+  runtimeRoot?: string;
 }
 
 /** The owner label for a brig home: one supervisor's jails are never swept by another's. */
@@ -75,7 +81,7 @@ const MIB = 1024 * 1024;
 const mb = (x: number | null) => (x === null ? null : Math.round((x / MIB) * 100) / 100);
 
 /** The verified jail as the engine reported it (verify passed on this same inspect). */
-export function verifiedSummary(inspect: InspectView & { Id?: string }, disk: { driver: string; type: string; options: string; diskMb: number } | null): JailVerified {
+export function verifiedSummary(inspect: InspectView & { Id?: string }, disk: { driver: string; type: string; options: string; diskMb: number } | null, foreign?: ForeignImage & { runtimeHash: string }): JailVerified {
   const h = (inspect.HostConfig ?? {}) as Record<string, unknown>;
   const sec = Array.isArray(h.SecurityOpt) ? (h.SecurityOpt as string[]) : [];
   const seccomp = sec.find((o) => o.startsWith('seccomp='));
@@ -101,16 +107,17 @@ export function verifiedSummary(inspect: InspectView & { Id?: string }, disk: { 
     workspace: disk ? { driver: disk.driver, type: disk.type, options: disk.options } : { driver: 'local', type: null, options: null },
     binds: (inspect.Mounts ?? []).filter((m) => m.Type === 'bind').map((m) => ({ target: m.Destination ?? '', readOnly: m.RW === false })),
     verifiedAt: new Date().toISOString(),
+    ...(foreign ? { foreignImage: { overridden: [...foreign.terms.overridden], envKept: Object.keys(foreign.terms.env).sort(), runtime: foreign.runtimeHash } } : {}),
   };
 }
 
 /** An engine client for DOCKER_HOST; `agent` (default Node's global one) carries its connections. */
 export function dockerFromHost(dockerHost: string | undefined, agent?: http.Agent): Docker {
   const a = agent ? { agent } : {};
-  if (dockerHost === undefined) return new Docker({ socketPath: '/var/run/docker.sock', ...a });
-  if (dockerHost.startsWith('unix://')) return new Docker({ socketPath: dockerHost.slice('unix://'.length), ...a });
+  if (dockerHost === undefined) return new LeanDocker({ socketPath: '/var/run/docker.sock', ...a });
+  if (dockerHost.startsWith('unix://')) return new LeanDocker({ socketPath: dockerHost.slice('unix://'.length), ...a });
   const u = new URL(dockerHost.replace(/^tcp:/, 'http:'));
-  return new Docker({ host: u.hostname, port: Number(u.port || 2375), protocol: 'http', ...a });
+  return new LeanDocker({ host: u.hostname, port: Number(u.port || 2375), protocol: 'http', ...a });
 }
 
 /**
@@ -138,6 +145,7 @@ export class DockerJailDriver implements JailDriver {
   private readonly imageCache: ImageCache;
   private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes' | 'workspaceQuota' | 'disksDir' | 'stageDir' | 'imageCacheFile'>> & { childRuntimeDir: string };
   private image: Promise<string> | undefined;
+  private runtime: Promise<RuntimeBundle> | undefined;
   /** This driver's connections to the engine (as Node's global agent keeps them): close() ends them all. */
   private readonly agent = new EngineAgent({ keepAlive: true, scheduling: 'lifo', timeout: 5000 });
   /** Aborted by close(): every jail's exit watch stops. */
@@ -157,6 +165,7 @@ export class DockerJailDriver implements JailDriver {
       childRuntimeDir: opts.childRuntimeDir ?? path.join(packageRoot(), 'dist', 'child'),
       nodePath: opts.nodePath ?? fs.realpathSync(process.execPath),
       busyboxPath: opts.busyboxPath ?? '/bin/busybox',
+      runtimeRoot: opts.runtimeRoot ?? runtimeRootFor(),
     };
   }
 
@@ -229,6 +238,20 @@ export class DockerJailDriver implements JailDriver {
     return { ...res, runtimeIncluded: hasRuntime(plan) };
   }
 
+  /** The toolbox image (toolbox.ts): its tag for the current recipe, and whether the engine holds it. */
+  async toolboxStatus(): Promise<{ tag: string; present: boolean }> {
+    const tag = toolboxTag();
+    const present = await toolboxPresent(this.docker, tag).catch((e: unknown) => {
+      throw engineError(e, 'engine_unavailable', 'the Docker engine did not answer');
+    });
+    return { tag, present };
+  }
+
+  /** Builds the toolbox image unless its recipe's tag is present (minutes: see docs/jail.md). */
+  async buildToolbox(opts: { force?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean }> {
+    return ensureToolbox(this.docker, opts);
+  }
+
   /** Removes child images other than `keep`; an image a container still uses is left alone. */
   async pruneChildImages(keep: string): Promise<string[]> {
     // By repository, not label: child images built before a label rename are pruned too.
@@ -250,23 +273,53 @@ export class DockerJailDriver implements JailDriver {
     return this.image;
   }
 
+  /** brig's runtime for foreign images, made once per content (runtime-bundle.ts). */
+  runtimeBundle(): Promise<RuntimeBundle> {
+    this.runtime ??= (async () => {
+      const childRuntimeDir = fs.existsSync(this.opts.childRuntimeDir) ? this.opts.childRuntimeDir : undefined;
+      const plan = await planRuntimeBundle({ nodePath: this.opts.nodePath, busyboxPath: this.opts.busyboxPath, childRuntimeDir }, this.imageCache);
+      const bundle = await ensureRuntimeBundle(this.opts.runtimeRoot, plan, this.imageCache);
+      await this.imageCache.save();
+      return bundle;
+    })();
+    this.runtime.catch(() => (this.runtime = undefined));
+    return this.runtime;
+  }
+
+  /**
+   * What a jail of `image` needs beyond the profile: nothing for brig's child image; for any
+   * other, the image contract's terms (or its refusal, `image_refused`) and the runtime bind.
+   */
+  async imageTermsFor(image: string, spec: Pick<JailSpec, 'env'>): Promise<(ForeignImage & { runtimeHash: string }) | undefined> {
+    if (image === (await this.ensureImage())) return undefined;
+    const view = (await this.docker.getImage(image).inspect().catch((e: unknown) => {
+      if (statusOf(e) === 404) throw new BrigError('image_missing', `the image ${image} is not in the engine`, { cause: e, hint: 'Build or load it locally (`docker images` lists what the engine holds); brig pulls nothing.' });
+      throw engineError(e, 'engine_unavailable', 'inspecting the image failed');
+    })) as ImageConfigView;
+    const terms = imageTerms(image, view, { brigEnv: spec.env, hostArch: engineArch() });
+    if (!terms.ok) throw terms.error;
+    const bundle = await this.runtimeBundle();
+    return { terms: terms.value, runtimeDir: bundle.dir, runtimeHash: bundle.hash };
+  }
+
   async create(given: JailSpec): Promise<Jail> {
     const image = given.image ?? (await this.ensureImage());
+    const foreign = await this.imageTermsFor(image, given);
     // Refused before anything is made or staged: a spec the profile would not render.
-    const checked = renderCreateBody(given, image, this.owner);
+    const checked = renderCreateBody(given, image, this.owner, foreign);
     if (!checked.ok) throw checked.error;
     // The artifacts bound are exactly the objects the spawn checked (artifact-stage.ts).
     const artifacts = await this.stages.stage(given.runId, given.artifacts);
     try {
-      return await this.#create({ ...given, artifacts }, image);
+      return await this.#create({ ...given, artifacts }, image, foreign);
     } catch (e) {
       await this.stages.release(given.runId).catch(() => undefined);
       throw e;
     }
   }
 
-  async #create(spec: JailSpec, image: string): Promise<Jail> {
-    const rendered = renderCreateBody(spec, image, this.owner);
+  async #create(spec: JailSpec, image: string, foreign?: ForeignImage & { runtimeHash: string }): Promise<Jail> {
+    const rendered = renderCreateBody(spec, image, this.owner, foreign);
     if (!rendered.ok) throw rendered.error;
     const body = rendered.value;
     if (spec.brokerDir !== undefined && !(await fs.promises.stat(spec.brokerDir).catch(() => undefined))?.isDirectory()) {
@@ -298,9 +351,10 @@ export class DockerJailDriver implements JailDriver {
       mark('jail: container created');
       const jail = new DockerJail(this.docker, container, spec.runId, volumeName, this.tailBytes, this.disks, this.stages, this.closing.signal);
       const inspect = await this.verify(container, body, spec.limits);
-      jail.verified = verifiedSummary(inspect, disk ? { driver: 'local', type: disk.volumeOptions.type, options: disk.volumeOptions.o, diskMb: spec.limits.diskMb } : null);
+      jail.verified = verifiedSummary(inspect, disk ? { driver: 'local', type: disk.volumeOptions.type, options: disk.volumeOptions.o, diskMb: spec.limits.diskMb } : null, foreign);
       mark('jail: verified');
       await jail.putInputs(spec.inputs ?? []);
+      if (spec.repoDir !== undefined) await jail.putRepo(spec.repoDir);
       return jail;
     } catch (e) {
       const undo = () => this.#removeCreated(spec.runId, volumeName, disk !== null);

@@ -19,7 +19,11 @@ import { type ArchiveSource, PASSED_OVER, collectArchive } from './collect.js';
 import { engineError, ignoreStatus, isUnreachable, statusOf } from './engine-errors.js';
 import { EXIT_WATCH_TIMING, watchExit, type ExitState, type ExitWatchTiming } from './exit-watch.js';
 import { WORKSPACE_DIR } from './profile.js';
+
+/** The child's output directory, relative to /workspace. */
+const OUT_DIR = 'out';
 import { TailBuffer } from './tail.js';
+import { putRepo } from './repo-copy.js';
 import type { ArtifactStages } from './artifact-stage.js';
 import type { WorkspaceDisks } from './workspace-disk.js';
 
@@ -38,7 +42,9 @@ export function workspaceRelative(p: string): string | undefined {
 /** A tar of the inputs, owned by the jail user, with their parent directories. */
 export async function inputsArchive(inputs: JailInput[]): Promise<Buffer> {
   const pack = tar.pack();
-  const dirs = new Set<string>();
+  // out/ is the jail user's in every image: a foreign image has no /workspace/out of its own.
+  pack.entry({ name: OUT_DIR, type: 'directory', mode: 0o755, uid: 65534, gid: 65534 });
+  const dirs = new Set<string>([OUT_DIR]);
   for (const input of inputs) {
     const rel = workspaceRelative(input.path);
     if (rel === undefined) throw new BrigError('invalid_input', 'an input path must be relative to /workspace without `..`', { data: { path: input.path } });
@@ -164,11 +170,15 @@ export class DockerJail implements Jail {
   }
 
   async putInputs(inputs: JailInput[]): Promise<void> {
-    if (inputs.length === 0) return;
     const archive = await inputsArchive(inputs);
     await this.container.putArchive(archive, { path: WORKSPACE_DIR }).catch((e: unknown) => {
       throw engineError(e, 'jail_failed', 'putting inputs into the workspace failed');
     });
+  }
+
+  /** The clean clone at /workspace/repo (repo-copy.ts), before start. */
+  async putRepo(dir: string): Promise<void> {
+    await putRepo(this.container, dir);
   }
 
   async start(): Promise<void> {

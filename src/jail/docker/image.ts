@@ -24,6 +24,8 @@ import { ImageCache } from './image-cache.js';
 const run = promisify(execFile);
 
 export const CHILD_IMAGE_REPO = 'brig-child';
+/** The node binary's mode in the image: execute-only (root's), see child/tool-bound.ts. */
+export const NODE_MODE = 0o711;
 /** Where the child runtime lives in the image. */
 export const CHILD_RUNTIME_DIR = '/opt/brig/child';
 
@@ -84,7 +86,13 @@ export async function planChildImage(src: ChildImageSources, cache: ImageCache =
   const applets = await cache.probe(`applets ${src.busyboxPath}`, [src.busyboxPath], async () => (await run(src.busyboxPath, ['--list'], { env: {} })).stdout.split('\n').filter((a) => /^[a-z0-9_.[-]+$/.test(a)));
   for (const a of applets.sort()) if (a !== 'busybox') entries.push({ kind: 'link', dest: `bin/${a}`, target: '/bin/busybox' });
 
-  entries.push({ kind: 'host', dest: 'usr/bin/node', mode: 0o755, hostPath: src.nodePath });
+  // Execute-only: every process that execs node is non-dumpable, so no other process of the
+  // jail's uid can read its memory, environment or fds (child/tool-bound.ts checks it).
+  entries.push({ kind: 'host', dest: 'usr/bin/node', mode: NODE_MODE, hostPath: src.nodePath });
+  // The paths a foreign image's runtime bind gives (runtime-bundle.ts): one argv for every image.
+  dir('opt/brig/bin');
+  entries.push({ kind: 'link', dest: 'opt/brig/bin/node', target: '/usr/bin/node' });
+  entries.push({ kind: 'link', dest: 'opt/brig/bin/busybox', target: '/bin/busybox' });
   const libDirs = new Set<string>();
   for (const lib of await cache.probe(`ldd ${src.nodePath}`, [src.nodePath, '/etc/ld.so.cache'], () => sharedLibraries(src.nodePath))) {
     const rel = lib.replace(/^\/+/, '');

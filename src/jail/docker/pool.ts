@@ -153,7 +153,7 @@ export class WarmPool implements JailDriver {
   }
 
   async #take(spec: JailSpec): Promise<Jail | null> {
-    if (spec.artifacts.length > 0 || spec.brokerDir === undefined) return null;
+    if (spec.artifacts.length > 0 || spec.repoDir !== undefined || spec.brokerDir === undefined) return null;
     const image = await this.o.driver.ensureImage();
     if (spec.image !== undefined && spec.image !== image) return null;
     if (!(await this.#runnable(spec.argv[0] ?? ''))) return null;
@@ -193,7 +193,7 @@ export class WarmPool implements JailDriver {
    * or a name on its PATH): a missing one must fail as the cold path fails, at start.
    */
   async #runnable(argv0: string): Promise<boolean> {
-    this.executables ??= this.o.driver.childPlan().then((plan) => new Set(plan.entries.filter((e) => (e.kind === 'host' && (e.mode & 0o111) !== 0) || (e.kind === 'link' && e.dest.startsWith('bin/'))).map((e) => `/${e.dest}`)));
+    this.executables ??= this.o.driver.childPlan().then((plan) => new Set(plan.entries.filter((e) => (e.kind === 'host' && (e.mode & 0o111) !== 0) || (e.kind === 'link' && (e.dest.startsWith('bin/') || e.dest.startsWith('opt/brig/bin/')))).map((e) => `/${e.dest}`)));
     const exe = await this.executables;
     if (argv0.includes('/')) return exe.has(path.posix.normalize(argv0));
     return JAIL_PATH.split(':').some((d) => exe.has(`${d}/${argv0}`));

@@ -31,6 +31,8 @@ export const JAIL_USER = '65534:65534';
 export const WORKSPACE_DIR = '/workspace';
 export const BROKER_DIR = '/run/brig';
 export const ARTIFACTS_DIR = '/artifacts';
+/** Where brig's runtime is in every jail: baked into the child image, bound read-only into a foreign one (runtime-bundle.ts). */
+export const RUNTIME_MOUNT = '/opt/brig';
 /** PATH inside the jail: the child env is built from nothing, so brig sets it itself. */
 export const JAIL_PATH = '/bin:/usr/bin';
 
@@ -69,12 +71,21 @@ export interface EngineMount {
   Source: string;
   Target: string;
   ReadOnly: boolean;
+  /**
+   * A foreign image's workspace: the engine copies nothing of the image into the volume — not
+   * the owner of a /workspace the image lacks (root), which would take the jail user's disk root.
+   */
+  VolumeOptions?: { NoCopy: true };
 }
 
 /** The Engine API create body: plain JSON, no adapter types. */
 export interface CreateBody {
   Image: string;
   Cmd: string[];
+  /** Empty: the run's argv is the whole command, whatever ENTRYPOINT the image names. */
+  Entrypoint: [];
+  /** No health check: the engine execs nothing in a jail that brig did not ask for. */
+  Healthcheck: { Test: ['NONE'] };
   Env: string[];
   User: string;
   WorkingDir: string;
@@ -114,8 +125,19 @@ function refuse(message: string, data: Record<string, unknown>): Result<never> {
   return err(new BrigError('invalid_input', message, { data }));
 }
 
+/**
+ * A foreign image's part of the body: what the image contract kept of its ENV (image-contract.ts)
+ * and brig's runtime directory, bound read-only at RUNTIME_MOUNT (runtime-bundle.ts).
+ */
+export interface ForeignImage {
+  /** image-contract.ts ImageTerms: the image ENV kept, its PATH, what was overridden. */
+  terms: { env: Record<string, string>; path: string; overridden: string[] };
+  runtimeDir: string;
+}
+
+
 /** Checks a spec and renders the create body. Refusals are values. */
-export function renderCreateBody(spec: JailSpec, image: string, owner = 'default'): Result<CreateBody> {
+export function renderCreateBody(spec: JailSpec, image: string, owner = 'default', foreign?: ForeignImage): Result<CreateBody> {
   for (const [k, v] of [['runId', spec.runId], ['leaseId', spec.leaseId], ['rootRunId', spec.rootRunId], ['owner', owner]] as const) {
     if (!ID_RE.test(v)) return refuse(`jail ${k} is not a safe identifier`, { field: k });
   }
@@ -129,12 +151,19 @@ export function renderCreateBody(spec: JailSpec, image: string, owner = 'default
     if (!ENV_NAME_RE.test(k) || v.includes('\0')) return refuse('jail env names must be identifiers and values NUL-free', { name: k });
     if (k !== 'PATH') env.push(`${k}=${v}`);
   }
-  env.push(`PATH=${spec.env.PATH ?? JAIL_PATH}`);
+  // A foreign image's own ENV, as the contract kept it, is written into the body: the engine then
+  // adds nothing of the image's, and verify reads back exactly this list.
+  for (const [k, v] of Object.entries(foreign?.terms.env ?? {})) if (!(k in spec.env) && k !== 'PATH') env.push(`${k}=${v}`);
+  env.push(`PATH=${spec.env.PATH ?? foreign?.terms.path ?? JAIL_PATH}`);
   env.sort();
 
   const mounts: EngineMount[] = [
-    { Type: 'volume', Source: workspaceVolumeName(spec.runId), Target: WORKSPACE_DIR, ReadOnly: false },
+    { Type: 'volume', Source: workspaceVolumeName(spec.runId), Target: WORKSPACE_DIR, ReadOnly: false, ...(foreign ? { VolumeOptions: { NoCopy: true as const } } : {}) },
   ];
+  if (foreign !== undefined) {
+    if (!path.isAbsolute(foreign.runtimeDir)) return refuse("brig's runtime directory must be an absolute host path", {});
+    mounts.push({ Type: 'bind', Source: path.normalize(foreign.runtimeDir), Target: RUNTIME_MOUNT, ReadOnly: true });
+  }
   if (spec.brokerDir !== undefined) {
     if (!path.isAbsolute(spec.brokerDir)) return refuse('brokerDir must be an absolute host path', {});
     mounts.push({ Type: 'bind', Source: path.normalize(spec.brokerDir), Target: BROKER_DIR, ReadOnly: true });
@@ -154,6 +183,8 @@ export function renderCreateBody(spec: JailSpec, image: string, owner = 'default
   const body: CreateBody = {
     Image: image,
     Cmd: [...spec.argv],
+    Entrypoint: [],
+    Healthcheck: { Test: ['NONE'] },
     Env: env,
     User: JAIL_USER,
     WorkingDir: WORKSPACE_DIR,

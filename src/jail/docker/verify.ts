@@ -26,6 +26,8 @@ export interface InspectView {
     User?: string;
     Image?: string;
     Cmd?: string[] | null;
+    Entrypoint?: string[] | null;
+    Healthcheck?: { Test?: string[] | null } | null;
     Env?: string[] | null;
     NetworkDisabled?: boolean;
     Labels?: Record<string, string> | null;
@@ -57,6 +59,9 @@ export function verifyInspect(inspect: InspectView, body: CreateBody, intent: Ja
   check('Config.User', body.User, c.User);
   check('Config.Image', body.Image, c.Image);
   check('Config.Cmd', body.Cmd, c.Cmd);
+  // The image's ENTRYPOINT must not wrap the run's argv, nor its HEALTHCHECK exec anything.
+  check('Config.Entrypoint', [], c.Entrypoint ?? [], list(c.Entrypoint).length === 0);
+  check('Config.Healthcheck', ['NONE'], c.Healthcheck?.Test ?? null, same(c.Healthcheck?.Test, ['NONE']));
   check('Config.Env', body.Env, [...list(c.Env)].sort());
   check('Config.NetworkDisabled', true, c.NetworkDisabled);
 

@@ -15,7 +15,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
+import { undici } from '../undici.js';
 import { BrigError } from '../../util/errors.js';
 import { TRANSPORT_DEFAULTS } from '../transport.js';
 
@@ -159,7 +160,7 @@ export class LocalModelHost {
       });
     }
     const idle = this.o.idleTimeoutMs ?? TRANSPORT_DEFAULTS.idleTimeoutMs;
-    const dispatcher = new Agent({ connect: { socketPath: socket }, keepAliveTimeout: 10_000, headersTimeout: idle + 1000, bodyTimeout: idle + 1000, connections: 8 });
+    const dispatcher = new (undici().Agent)({ connect: { socketPath: socket }, keepAliveTimeout: 10_000, headersTimeout: idle + 1000, bodyTimeout: idle + 1000, connections: 8 });
     return { dispatcher, model: ready.model ?? path.basename(this.o.gguf), contextSize: ready.contextSize ?? this.o.contextSize, loadMs: ready.loadMs ?? 0 };
   }
 

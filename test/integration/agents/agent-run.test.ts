@@ -118,7 +118,7 @@ test('[INV-6] [INV-2] an agent child runs its tool loop in its jail: shell is no
   assert.deepEqual(await leftovers(home), []);
 });
 
-test('an agent on the Anthropic wire (streamed, fragmented tool input, a 429 first) that spends its token budget salvages and reports partial', async (t) => {
+test('an agent on the Anthropic wire (streamed, fragmented tool input, a 429 first) that spends its token budget salvages, reports partial and ends failed (budget_exceeded)', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
   // A policy whose root grants a small token budget: the third call is refused budget_exceeded.
@@ -138,7 +138,10 @@ test('an agent on the Anthropic wire (streamed, fragmented tool input, a 429 fir
     const r = await c.supervisor.spawn({ task: 'Take notes until told otherwise.', kind: 'agent' });
     assert.ok(r.ok, JSON.stringify(!r.ok && r.error));
     const run = r.value;
-    assert.equal(run.endReason, 'completed', `${run.error?.message} ${run.stderrTail}`);
+    // Budget-stopped is not completed (issue 22): failed, with the budget's code.
+    assert.equal(run.endReason, 'failed', `${run.error?.message} ${run.stderrTail}`);
+    assert.equal(run.terminalStatus, 'failed');
+    assert.equal(run.error?.code, 'budget_exceeded');
     assert.equal(run.partial, true);
     const res = run.result as { answer: string; partial: boolean; endReason: string };
     assert.equal(res.partial, true);

@@ -103,7 +103,7 @@ test('a bad or unknown run id through the daemon answers 404 run_not_found on ev
         const what = `${method} /v1/runs/${id.slice(0, 20)}${sub}`;
         assert.equal(r.status, 404, `${what}: ${JSON.stringify(r.json)}`);
         assert.equal(r.json.error?.code, 'run_not_found', what);
-        assert.match(r.json.error!.hint, /brig list/, what);
+        assert.match(r.json.error!.hint, /GET \/v1\/runs/, `${what}: an HTTP client is shown the route, not a CLI command`);
         assert.ok(r.json.error!.message.length < 200, `${what}: the message does not echo a long id whole`);
       }
     }

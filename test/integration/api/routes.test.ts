@@ -56,6 +56,25 @@ test('the API refuses an unknown status filter (400), an unknown route (404), a 
       assert.equal(body.error?.code, 'ref_not_found', method);
       assert.match(body.error!.hint, /ref_…/);
     }
+    // An id the URL parser would fold (`..`, `.`) or an empty one is still the route's id: no ref, never another route.
+    for (const p of ['/v1/refs/../read', '/v1/refs/./sql', '/v1/refs//read', '/v1/refs/%2e%2e/grep']) {
+      const r = await c.request({ path: p, method: 'POST', body: '{}' });
+      const body = (await r.body.json()) as { error?: { code: string; hint: string } };
+      assert.equal(body.error?.code, 'ref_not_found', p);
+      assert.equal(r.statusCode, 404, p);
+    }
+    // Hints speak the caller's language: an HTTP client is shown routes, brig's CLI its commands.
+    for (const [p, method] of [['/v1/runs/r-0000000000000000', 'GET'], ['/v1/refs/nope/read', 'POST'], ['/v1/leases/ls_nope', 'GET'], ['/v1/runs?status=runing', 'GET']] as const) {
+      const http = await c.request({ path: p, method, ...(method === 'POST' ? { body: '{}' } : {}) });
+      const h = (await http.body.json()) as { error: { code: string; hint: string } };
+      assert.doesNotMatch(h.error.hint, /`brig |--[a-z]/, `${p}: an HTTP client is told no CLI command (${h.error.hint})`);
+      const cli = await c.request({ path: p, method, headers: { 'x-brig-client': 'cli' }, ...(method === 'POST' ? { body: '{}' } : {}) });
+      const k = (await cli.body.json()) as { error: { code: string; hint: string } };
+      assert.equal(k.error.code, h.error.code);
+      if (h.error.code !== 'invalid_input') assert.match(k.error.hint, /`brig /, `${p}: the CLI is told its command`);
+    }
+    const runHint = (await (await c.request({ path: '/v1/runs/r-0000000000000000', method: 'GET' })).body.json()) as { error: { hint: string } };
+    assert.match(runHint.error.hint, /GET \/v1\/runs/);
     const big = await c.request({ path: '/v1/runs', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: 'x'.repeat(3 * 1024 * 1024) }) });
     const bigBody = (await big.body.json()) as { error?: { code: string; hint: string } };
     assert.equal(big.statusCode, 413);

@@ -74,6 +74,11 @@ test('brig doctor passes every check on this host and reports them as JSON', asy
   const failed = rep.checks.filter((c) => !c.ok && c.name !== 'child runtime in image');
   assert.deepEqual(failed, []);
   assert.ok(rep.checks.some((c) => c.name === 'jail: no effective capabilities' && c.ok));
+  // Egress, proven from inside a probe jail with its own gate socket: the allowed host answers, another is refused before any DNS, no resolver.
+  const egress = Object.fromEntries(rep.checks.filter((c) => c.name.startsWith('egress: ')).map((c) => [c.name, [c.ok, c.detail]]));
+  assert.deepEqual(egress['egress: allowed host through the gate'], [true, '200']);
+  assert.deepEqual(egress['egress: other host refused'], [true, '403 host_not_allowed']);
+  assert.equal(egress['egress: no resolver in the jail']?.[0], true, JSON.stringify(egress));
 });
 
 test('brig spawn --json prints exactly one object with the issue-2 envelope; outputs are the materialized files', async (t) => {

@@ -2,7 +2,12 @@
  * A thin command through a daemon loads no heavy part: `brig list`, `brig ref read`,
  * `brig wait`, `brig --version` and `brig spawn -- ARGV` against a real `brig serve` load
  * neither dockerode, DuckDB, zod, undici, the YAML parser nor node:http (their answers are
- * checked too). A control proves the tracer sees such modules: `brig doctor --help` loads dockerode.
+ * checked too). A control proves the tracer sees such modules: `brig image build --help` loads dockerode.
+ *
+ * `brig` itself (package.json's bin) is dist/cli/brig.cjs, the bundle `make build` makes
+ * (scripts/bundle-cli.mjs, built afresh here from dist/): through a daemon its thin commands
+ * load no module of dist/ and no package at all — the one file and Node's built-ins — and give
+ * the full CLI's answers; any other command, and a thin one without a daemon, runs the full CLI.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { requireEngine } from '../../helpers/engine.js';
-import { daemonHome } from '../daemon/serve-proc.js';
+import { daemonHome, recordOnDisk } from '../daemon/serve-proc.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -19,11 +24,18 @@ const MAIN = path.join(ROOT, 'dist/cli/main.js');
 const TRACE = path.join(ROOT, 'test/helpers/module-trace.mjs');
 const HEAVY = [/node_modules\/dockerode\//, /node_modules\/@duckdb\//, /node_modules\/zod\//, /node_modules\/undici\//, /node_modules\/yaml\//, /node_modules\/tar-stream\//, /^node:http$/];
 
-async function traced(home: string, args: string[]): Promise<{ stdout: string; modules: string[] }> {
-  const file = path.join(home, `trace-${args[0]!.replace(/\W/g, '')}-${Date.now()}.txt`);
+async function traced(home: string, args: string[], entry = MAIN): Promise<{ stdout: string; modules: string[] }> {
+  const file = path.join(home, `trace-${args[0]!.replace(/\W/g, '')}-${process.hrtime.bigint()}.txt`);
   const env = { ...process.env, BRIG_HOME: home, BRIG_TEST_MODULE_TRACE: file };
-  const { stdout } = await run(process.execPath, ['--import', TRACE, MAIN, ...args], { env, cwd: ROOT });
+  const { stdout } = await run(process.execPath, ['--import', TRACE, entry, ...args], { env, cwd: ROOT });
   return { stdout, modules: fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) };
+}
+
+/** The bin bundle, made from this dist/ into `dir` (what `make build` writes to dist/cli/brig.cjs). */
+async function bundle(dir: string): Promise<string> {
+  const out = path.join(dir, 'brig.cjs');
+  await run(process.execPath, [path.join(ROOT, 'scripts/bundle-cli.mjs'), '--out', out], { cwd: ROOT });
+  return out;
 }
 
 const heavyIn = (modules: string[]) => modules.filter((m) => HEAVY.some((h) => h.test(m)));
@@ -56,5 +68,43 @@ test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, y
   }
   const control = await traced(h.home, ['image', 'build', '--help']);
   assert.ok(heavyIn(control.modules).some((m) => m.includes('/dockerode/')), 'the control loads dockerode, so the tracer would see it');
+
+  // The bin bundle: the same answers from one file and Node's built-ins.
+  const bin = await bundle(h.home);
+  const binUrl = `file://${bin}`;
+  const only = (modules: string[]) => modules.filter((m) => m !== binUrl && !m.startsWith('node:'));
+  const bList = await traced(h.home, ['list'], bin);
+  assert.match(bList.stdout, new RegExp(`${runId}\\s+ended\\s+completed`));
+  const bRead = await traced(h.home, ['ref', 'read', ref, '--length', '8'], bin);
+  assert.equal(bRead.stdout, read.stdout);
+  const bWait = await traced(h.home, ['wait', runId, '--json'], bin);
+  assert.equal(bWait.stdout, wait.stdout);
+  for (const [name, r] of [['list', bList], ['ref read', bRead], ['wait', bWait]] as const) {
+    assert.ok(r.modules.includes(binUrl), `${name}: the tracer saw the bundle`);
+    assert.deepEqual(only(r.modules), [], `${name} through the bundle loaded nothing but it and Node's built-ins`);
+  }
+  // Not a thin command: the full CLI (whose dockerode the tracer sees); its answer is the full CLI's.
+  const bControl = await traced(h.home, ['image', 'build', '--help'], bin);
+  assert.ok(bControl.modules.some((m) => m.endsWith('/dist/cli/main.js')) && heavyIn(bControl.modules).some((m) => m.includes('/dockerode/')), 'image build --help ran the full CLI');
+  assert.equal(bControl.stdout, control.stdout);
   await serve.signal('SIGTERM');
+  await serve.exited;
+  // No daemon: the full CLI reads the records on disk, as main.js does.
+  const offline = await traced(h.home, ['list'], bin);
+  assert.ok(offline.modules.some((m) => m.endsWith('/dist/cli/main.js')), 'without a daemon the bundle hands list to the full CLI');
+  assert.match(offline.stdout, new RegExp(`${runId}\\s+ended\\s+completed`));
+});
+
+/** What a one-shot spawn without a daemon must not load: a model client, dockerode's BuildKit session and SSH transport, a face. */
+const ONE_SHOT_UNNEEDED = [/node_modules\/undici\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//, /node_modules\/ssh2\//, /\/dist\/(api|console|mcp)\//];
+
+test('a one-shot spawn without a daemon loads no model client, BuildKit session, SSH transport or face — and ends as a daemon run does', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const r = await traced(h.home, ['spawn', '--json', '--', 'sh', '-c', 'echo one > out/o.txt']);
+  const end = JSON.parse(r.stdout) as { runId: string; endReason: string; outputs: { path: string }[] };
+  assert.deepEqual([end.endReason, end.outputs.map((o) => o.path)], ['completed', ['o.txt']]);
+  assert.equal(recordOnDisk(h.home, end.runId)?.endReason, 'completed', 'the end record is on disk');
+  assert.ok(r.modules.some((m) => m.includes('/node_modules/dockerode/')), 'the tracer saw the engine client it did load');
+  assert.deepEqual(r.modules.filter((m) => ONE_SHOT_UNNEEDED.some((u) => u.test(m))), [], 'nothing a one-shot command child does not use');
 });

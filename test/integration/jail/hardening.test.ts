@@ -210,11 +210,12 @@ async function engineEvents(since: number, until: number, filters: Record<string
 }
 
 // req: jail:verified
-test('[INV-2] no weakened container is ever started: an image that adds a VOLUME and an ENV is refused, removed, and never ran', async (t) => {
+test('[INV-2] no weakened container is ever started: an image that adds a VOLUME is refused before the engine makes anything', async (t) => {
   if (!(await requireEngine(t))) return;
   const base = await driver.ensureImage();
-  // A real engine really weakening the jail: the image's VOLUME becomes an extra writable
-  // mount brig never asked for, and its ENV leaks into the child's environment.
+  // A real engine would really weaken the jail: the image's VOLUME becomes an extra writable
+  // mount brig never asked for, outside the run's capped disk. The image contract refuses it
+  // before any create (image-contract.ts); verify stays the net behind it (profile.test.ts).
   const weakTag = `brig-test-weak:${ROOT.toLowerCase()}`;
   const dockerfile = `FROM ${base}\nENV INJECTED=1\nVOLUME /data\nLABEL brig.test=${ROOT}\n`;
   await new Promise<void>((resolve, reject) => {
@@ -223,27 +224,15 @@ test('[INV-2] no weakened container is ever started: an image that adds a VOLUME
   });
   t.after(() => driver.docker.getImage(weakTag).remove({ force: true }).catch(() => undefined));
   const s = spec('weak', ['sh', '-c', 'echo ran > /workspace/ran'], { image: weakTag });
-  const since = Math.floor(Date.now() / 1000) - 1;
-  let drift: string[] = [];
-  await assert.rejects(driver.create(s), (e) => {
-    drift = (isBrigError(e, 'jail_unverified') && ((e.data as { drift?: string[] }).drift ?? [])) || [];
-    return isBrigError(e, 'jail_unverified');
-  });
-  assert.ok(drift.includes('Config.Env'), `drift: ${drift}`);
-  assert.ok(drift.includes('Mounts[/data]'), `drift: ${drift}`);
+  // The window starts after the build's own containers and their volumes (whole seconds).
+  await new Promise((r) => setTimeout(r, 1100));
+  const since = Math.floor(Date.now() / 1000);
+  await assert.rejects(driver.create(s), (e) => isBrigError(e, 'image_refused') && (e.data as { volumes?: string[] }).volumes?.[0] === '/data');
   const until = Math.floor(Date.now() / 1000) + 1;
   await new Promise((r) => setTimeout(r, 1100)); // let `until` pass so the event stream ends
   const events = await engineEvents(since, until, { type: ['container'], label: [`${LABELS.runId}=${s.runId}`] });
-  const actions = events.map((e) => e.Action);
-  assert.ok(actions.includes('create'), `the engine saw the create: ${actions}`);
-  assert.ok(actions.includes('destroy'), `and the removal: ${actions}`);
-  assert.ok(!actions.includes('start'), `the weakened container was started: ${actions}`);
-  assert.deepEqual((await driver.listLabelled()).filter((r) => r.runId === s.runId), [], 'no container or workspace volume left');
-  // The anonymous volume the image's VOLUME made was removed with its container.
+  assert.deepEqual(events.map((e) => e.Action), [], 'the engine never saw a container of the refused run');
+  assert.deepEqual((await driver.listLabelled()).filter((r) => r.runId === s.runId), [], 'no container, workspace volume or disk left');
   const vols = await engineEvents(since, until, { type: ['volume'], event: ['create'] });
-  const anonymous = vols.filter((e) => /^[0-9a-f]{64}$/.test(e.Actor.ID));
-  assert.ok(anonymous.length > 0, 'the engine made the image\'s anonymous volume');
-  for (const v of anonymous) {
-    await assert.rejects(driver.docker.getVolume(v.Actor.ID).inspect(), (e: unknown) => (e as { statusCode?: number }).statusCode === 404, `anonymous volume ${v.Actor.ID} left`);
-  }
+  assert.deepEqual(vols.filter((e) => /^[0-9a-f]{64}$/.test(e.Actor.ID)), [], 'no anonymous volume was made');
 });

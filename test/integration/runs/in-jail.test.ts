@@ -83,7 +83,7 @@ test('brig lease revoke from another process ends the run of the daemon (killed 
     const errS = new PassThrough();
     errS.resume();
     out.resume();
-    const code = await main(['lease', 'revoke', leaseId], { stdout: out, stderr: errS, env: { BRIG_HOME: home }, isTTY: false });
+    const code = await main(['lease', 'revoke', leaseId, '--confirm'], { stdout: out, stderr: errS, env: { BRIG_HOME: home }, isTTY: false });
     assert.equal(code, 0);
     const w = await sup.wait(r.value.id);
     assert.ok(w.ok);

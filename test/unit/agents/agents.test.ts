@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadAgentCatalog, parseAgentSpec, shippedAgentsDir, toolSurface } from '../../../src/agents/index.js';
+import { AGENT_LOOP_METHODS, AGENT_TOOLS as AGENT_TOOLS_CAPS, AGENT_TOOL_NAMES, TOOL_METHODS, agentMethodSurface, loadAgentCatalog, parseAgentSpec, shippedAgentsDir, toolSurface } from '../../../src/agents/index.js';
+import { BROKER_METHODS, type BrokerMethod } from '../../../src/protocol/index.js';
 
 const SPEC = (fm: string, body = 'Do the task.') => `---\n${fm}\n---\n${body}\n`;
 
@@ -51,7 +52,9 @@ test('[INV-1] the tool surface follows the lease: no cap, no tool; a coordinator
   const all = toolSurface({ caps: ['exec', 'spawn', 'steer', 'kill', 'refs.read', 'llm'], role: 'worker' });
   assert.ok(all.includes('shell') && all.includes('spawn') && all.includes('ref_sql') && all.includes('finish'));
   const noExec = toolSurface({ caps: ['llm'], role: 'worker' });
-  assert.deepEqual(noExec, ['read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'finish']);
+  assert.deepEqual(noExec, ['read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'session_status', 'ctx_search', 'ctx_expand', 'finish']);
+  // A spawn's tool groups narrow what a run does to the world; looking at itself stays, as finish does.
+  assert.deepEqual(toolSurface({ caps: ['exec', 'llm'], role: 'worker', groupTools: ['shell'] }), ['shell', 'session_status', 'ctx_search', 'ctx_expand', 'finish']);
   const coord = toolSurface({ caps: ['exec', 'spawn', 'steer', 'kill', 'refs.read', 'llm'], role: 'coordinator' });
   assert.ok(!coord.includes('shell') && !coord.includes('write_file') && !coord.includes('edit_file'));
   assert.ok(coord.includes('spawn') && coord.includes('wait_children') && coord.includes('ref_grep'));
@@ -77,4 +80,40 @@ test('[INV-1] property: the role only narrows — a coordinator\'s surface is wi
     }),
     { numRuns: 300 },
   );
+});
+
+// req: lease:tool-surface-binds
+test('[INV-1] every broker method is the loop\'s, a tool\'s, or no agent\'s: a method added to the protocol must be placed before an agent may call it', () => {
+  const NO_AGENT: BrokerMethod[] = ['refs.list'];
+  const byTool = new Set<string>(Object.values(TOOL_METHODS).flat());
+  for (const m of Object.keys(BROKER_METHODS) as BrokerMethod[]) {
+    const placed = [(AGENT_LOOP_METHODS as readonly string[]).includes(m), byTool.has(m), NO_AGENT.includes(m)].filter(Boolean).length;
+    assert.equal(placed, 1, `${m}: exactly one of the loop's methods, a tool's, or NO_AGENT`);
+  }
+  // A tool's method needs the tool's capability: the surface never reaches past the lease's tool surface.
+  for (const [tool, methods] of Object.entries(TOOL_METHODS)) {
+    for (const m of methods) assert.equal(BROKER_METHODS[m], (AGENT_TOOLS_CAPS as Record<string, unknown>)[tool], `${tool} → ${m}`);
+  }
+  assert.deepEqual(Object.keys(TOOL_METHODS).sort(), [...AGENT_TOOL_NAMES].sort());
+  const shellOnly = agentMethodSurface(['shell', 'finish']);
+  assert.deepEqual(shellOnly, [...AGENT_LOOP_METHODS].sort());
+  assert.ok(!(shellOnly as string[]).includes('spawn'));
+  assert.ok(agentMethodSurface(['spawn', 'wait_children', 'ref_sql', 'finish']).includes('spawn'));
+  assert.ok(agentMethodSurface(['spawn', 'wait_children', 'ref_sql', 'finish']).includes('refs.sql'));
+  assert.deepEqual(agentMethodSurface(['not_a_tool']), [...AGENT_LOOP_METHODS].sort(), 'an unknown name adds nothing');
+});
+
+test('a spec written after the catalog loaded is found on its first use (a miss reads the directory again): no daemon restart', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-agents-'));
+  try {
+    const cat = loadAgentCatalog([dir]);
+    const before = cat.get('late');
+    assert.equal(before.ok, false);
+    fs.writeFileSync(path.join(dir, 'late.md'), '---\nname: late\ndescription: added while serving\n---\nDo it.\n');
+    const after = cat.get('late');
+    assert.ok(after.ok, JSON.stringify(!after.ok && after.error.message));
+    assert.equal(after.value.name, 'late');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -81,3 +81,28 @@ test('a verifier that throws is an internal error for that call, never a rejecti
   assert.equal(reply.error.code, 'internal');
   assert.doesNotMatch(r.line, /secret/);
 });
+
+// req: lease:tool-surface-binds
+test('[INV-1] a run opened with a method surface: a method off it is refused tool_not_offered after the capability check, on it the lease decides; hello lists the surface', async () => {
+  const all = lease(['spawn', 'refs.read', 'llm', 'steer', 'kill', 'exec']);
+  await fc.assert(
+    fc.asyncProperty(fc.subarray([...METHOD_NAMES]), fc.constantFrom(...METHOD_NAMES), async (surface, method) => {
+      const ledger = new MemoryLedger();
+      const r = { ...run(ledger), surface: new Set<string>(['hello', ...surface]) };
+      const d = deps(all, ledger);
+      delete d.handlers.hello; // the broker's own
+      const reply = JSON.parse((await dispatchLine(JSON.stringify({ v: 1, id: 1, method, token: 'good', params: {} }), r, d)).line);
+      if (method === 'hello') assert.deepEqual(reply.result.methods, METHOD_NAMES.filter((m) => r.surface.has(m)));
+      else if (r.surface.has(method)) assert.notEqual(reply.error?.code, 'tool_not_offered');
+      else {
+        assert.equal(reply.error.code, 'tool_not_offered');
+        assert.deepEqual(ledger.events.map((e) => [e.type, e.method, e.code]), [['broker.denied', method, 'tool_not_offered']]);
+      }
+    }),
+    { numRuns: 500 },
+  );
+  // The lease still says no first: a surface never widens it.
+  const narrow = { ...run(), surface: new Set<string>(METHOD_NAMES) };
+  const denied = JSON.parse((await dispatchLine(JSON.stringify({ v: 1, id: 2, method: 'spawn', token: 'good', params: {} }), narrow, deps(lease(['llm'])))).line);
+  assert.equal(denied.error.code, 'capability_denied');
+});

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { buildSystemPrompt } from '../../../src/child/agent/prompt.js';
 import { allTools, offeredTools, toolSchemas } from '../../../src/child/agent/tools/registry.js';
@@ -52,11 +53,40 @@ test('the workspace section is gathered inside the jail with Node built-ins: run
   fs.writeFileSync(path.join(r.workspace, 'one.txt'), '1');
   fs.mkdirSync(path.join(r.workspace, '.brig'));
   fs.writeFileSync(path.join(r.workspace, '.brig/packet.json'), '{}');
-  const lines = gatherWorkspaceInfo(r, ['/bin', '/usr/bin']);
+  const lines = gatherWorkspaceInfo(r, ['/bin', '/usr/bin'], path.join(r.workspace, 'no-such-root'));
+  const line = (prefix: string) => lines.find((l) => l.startsWith(prefix)) ?? '';
   assert.match(lines[0]!, new RegExp(`^runtime: node ${process.version.replace(/\./g, '\\.')}`));
-  assert.match(lines[1]!, /tools on PATH \(\/bin:\/usr\/bin\): .*\bsh\b/);
-  assert.match(lines[2]!, /^disk free in .*: [\d.]+ (B|KiB|MiB|GiB|TiB)$/);
-  assert.match(lines[3]!, /^files in .*: 1; in .*: 0$/, '.brig/ is not counted');
+  assert.match(line('tools on PATH'), /tools on PATH \(\/bin:\/usr\/bin\): .*\bsh\b/);
+  assert.match(line('disk free'), /^disk free in .*: [\d.]+ (B|KiB|MiB|GiB|TiB)$/);
+  assert.match(line('files in'), /^files in .*: 1; in .*: 0$/, '.brig/ is not counted');
+  assert.equal(line('workspace files'), 'workspace files: one.txt', '.brig/ is not listed');
+});
+
+test('the workspace section tells the truth for the image: its OS, language versions, dpkg/pip/npm lists (bounded)', (t) => {
+  const r = tempRoots();
+  t.after(r.cleanup);
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-image-root-'));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  const put = (rel: string, text: string, mode = 0o644) => {
+    fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    fs.writeFileSync(path.join(root, rel), text, { mode });
+  };
+  put('etc/os-release', 'NAME="Debian"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n');
+  const stanzas = Array.from({ length: 100 }, (_, i) => `Package: pkg${String(i).padStart(3, '0')}\nStatus: install ok installed\n`);
+  put('var/lib/dpkg/status', [...stanzas, 'Package: gone\nStatus: deinstall ok config-files\n'].join('\n'));
+  fs.mkdirSync(path.join(root, 'usr/lib/python3.11/site-packages/requests-2.31.0.dist-info'), { recursive: true });
+  fs.mkdirSync(path.join(root, 'usr/local/lib/node_modules/@scope/tool'), { recursive: true });
+  fs.mkdirSync(path.join(root, 'usr/local/lib/node_modules/typescript'), { recursive: true });
+  put('bin/python3', '#!/bin/sh\necho "Python 3.99.1"\n', 0o755);
+  const lines = gatherWorkspaceInfo(r, [path.join(root, 'bin')], root);
+  const line = (prefix: string) => lines.find((l) => l.startsWith(prefix)) ?? '';
+  assert.equal(line('image OS'), 'image OS: Debian GNU/Linux 12 (bookworm)');
+  assert.equal(line('language versions'), 'language versions: Python 3.99.1');
+  assert.match(line('installed (dpkg)'), /^installed \(dpkg\): 100: pkg000, pkg001, .*pkg059, … \(40 more\)$/, 'bounded to 60 names, the removed one not listed');
+  assert.equal(line('installed (pip)'), 'installed (pip): 1: requests');
+  assert.equal(line('installed (npm (global))'), 'installed (npm (global)): 2: @scope/tool, typescript');
+  assert.match(line('tools on PATH'), /: python3 \(1 executables in all\)$/);
+  assert.ok(Buffer.byteLength(lines.join('\n')) < 4096, 'the section stays small');
 });
 
 test('huge packet fields are cut with a pointer to packet.json; with every tool the model call line stays within 64 KiB', () => {
@@ -72,7 +102,7 @@ test('huge packet fields are cut with a pointer to packet.json; with every tool 
 
 test('every tool has a one-line description and an object schema whose required fields are properties', () => {
   const tools = [...allTools(), ...offeredTools([]).slice(-1)];
-  assert.deepEqual(tools.map((t) => t.name), ['shell', 'read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'finish']);
+  assert.deepEqual(tools.map((t) => t.name), ['shell', 'read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'session_status', 'ctx_search', 'ctx_expand', 'web_fetch', 'web_search', 'finish']);
   for (const t of tools) {
     assert.match(t.name, /^[a-zA-Z0-9_-]{1,64}$/);
     assert.ok(t.description.length > 10 && !t.description.includes('\n'), t.name);
@@ -102,4 +132,19 @@ test('the packet: the agent part is read with its defaults; a packet without one
   assert.throws(() => parseAgentPacket({ ...raw, agent: { ...raw.agent, maxSteps: 'x' } }), /agent\.maxSteps/);
   assert.throws(() => parseAgentPacket({ ...raw, agent: { ...raw.agent, role: 'boss' } }), /agent\.role/);
   assert.throws(() => parseAgentPacket({ ...raw, agent: { ...raw.agent, tools: 'shell' } }), /agent\.tools/);
+});
+
+test('a lease with egress changes what the prompt says about the network; web_search needs the packet\'s search endpoint', () => {
+  const none = buildSystemPrompt(packet({ tools: ALL }), offeredTools(ALL), null);
+  assert.match(none, /inside a jail with no network;/);
+  assert.match(none, /`shell`: Run a command .* \(no network\)/);
+  assert.ok(!/`web_search`/.test(none), 'no search endpoint: web_search is not offered');
+  const p = packet({ tools: ALL, webSearchUrl: 'https://search.test/?q={query}' }, { caps: ['exec', 'llm', 'net.egress'] });
+  const tools = offeredTools(ALL, { egress: true, webSearchUrl: p.agent.webSearchUrl });
+  const s = buildSystemPrompt(p, tools, null);
+  assert.doesNotMatch(s, /with no network/);
+  assert.match(s, /whose only network is brig's egress gate: it reaches just the hosts your lease's egress rules name \(use web_fetch and web_search\)/);
+  assert.match(s, /`shell`: Run a command .*network only through HTTP\(S\)_PROXY/);
+  assert.deepEqual(tools.map((t) => t.name).slice(-3), ['web_fetch', 'web_search', 'finish']);
+  assert.deepEqual(parseAgentPacket({ task: 't', agent: { name: 'a', tools: [], maxSteps: 3, contextWindow: 1000, maxOutputTokens: 100, webSearchUrl: 'https://s.test/?q={query}' } }).agent.webSearchUrl, 'https://s.test/?q={query}');
 });

@@ -31,7 +31,7 @@ const REFUSALS: { name: string; text: string; code?: string; says: RegExp[] }[] 
   { name: 'unknown node key', text: doc(cmd('a', '    dependson: [b]\n')), says: [/graph:6: unknown key "nodes\.0\.dependson"/] },
   { name: 'no nodes', text: 'graph: brig/v1\nnodes: []\n', says: [/nodes/] },
   { name: 'a bad node id', text: doc(cmd('A')), says: [/graph:3:/, /node id/] },
-  { name: 'a kind not available yet names it', text: doc('  - id: v\n    kind: map\n    spawn: { task: t }\n'), says: [/graph:4:/, /kind/] },
+  { name: 'a macro without its fields names them', text: doc('  - id: v\n    kind: map\n    spawn: { task: t }\n'), says: [/graph:3: node v: a map node needs map/] },
   { name: 'unknown kind', text: doc('  - id: v\n    kind: nope\n    spawn: { task: t }\n'), says: [/graph:4:/, /not one of agent, script, command/] },
   { name: 'duplicate id (both lines)', text: doc(cmd('a') + cmd('a')), says: [/graph:6: node a: duplicate id \(first at graph:3\)/] },
   { name: 'unknown dependency (nearest)', text: doc(cmd('alpha') + cmd('b', '    depends_on: [alpah]\n')), says: [/graph:6: node b: depends_on names unknown node alpah/] },
@@ -80,11 +80,6 @@ test('define refuses over 200 nodes, and depth over maxSpawnDepth (depth_exceede
   assert.deepEqual(deep.ok ? null : deep.error.data, { limit: 3, current: 4 });
 });
 
-test('a kind from the spec that this version does not run is refused with a hint naming it (never ignored)', () => {
-  const d = defineGraphText(doc('  - id: v\n    kind: debate\n    spawn: { task: t }\n'));
-  assert.ok(!d.ok);
-  assert.match(d.error.hint ?? '', /debate is part of the graph spec but not available/);
-});
 
 // ── properties over random DAGs ──
 

@@ -134,7 +134,7 @@ test('define refuses gates that cannot be: a spawn on a gate, an input from a ga
   const bad = (nodes: unknown[]) => defineGraphText(JSON.stringify({ graph: 'brig/v1', nodes }));
   const a = { id: 'a', kind: 'command', spawn: { task: 't', argv: ['x'] } };
   const cases: [unknown[], RegExp][] = [
-    [[a, { id: 'go', kind: 'gate', depends_on: ['a'], spawn: { task: 't' }, gate: { prompt: 'p', timeout_ms: 10 } }], /a gate runs nothing/],
+    [[a, { id: 'go', kind: 'gate', depends_on: ['a'], spawn: { task: 't' }, gate: { prompt: 'p', timeout_ms: 10 } }], /a gate node runs nothing: it takes no spawn/],
     [[a, { id: 'go', kind: 'gate', depends_on: ['a'], gate: { prompt: 'p', timeout_ms: 10 } }, { id: 'b', kind: 'command', depends_on: ['go'], inputs: [{ from: 'go', as: 'g' }], spawn: { task: 't', argv: ['x'] } }], /a gate: it commits no out\//],
     [[{ id: 'go', kind: 'gate', gate: { prompt: 'p', timeout_ms: 31 * 24 * 3600_000 } }], /timeout_ms/],
     [[{ id: 'go', kind: 'gate', retry: { max: 1 }, gate: { prompt: 'p', timeout_ms: 10 } }], /a gate takes no retry/],

@@ -23,7 +23,7 @@ function body(spec: JailSpec = GOLDEN_SPEC): CreateBody {
 /** What a faithful engine reports on inspect for a body (shape as Docker 20.10 gives it). */
 function faithfulInspect(b: CreateBody): InspectView {
   return {
-    Config: { User: b.User, Image: b.Image, Cmd: [...b.Cmd], Env: [...b.Env].reverse(), NetworkDisabled: true, Labels: { ...b.Labels, extra: 'x' } },
+    Config: { User: b.User, Image: b.Image, Cmd: [...b.Cmd], Entrypoint: [], Healthcheck: { Test: ['NONE'] }, Env: [...b.Env].reverse(), NetworkDisabled: true, Labels: { ...b.Labels, extra: 'x' } },
     HostConfig: JSON.parse(JSON.stringify(b.HostConfig)) as Record<string, unknown>,
     Mounts: b.HostConfig.Mounts.map((m) =>
       m.Type === 'volume'
@@ -125,6 +125,10 @@ test('[INV-2] every weakening the engine could report is caught as drift', () =>
     ['Config.User', (i) => (i.Config!.User = '')],
     ['Config.Env', (i) => i.Config!.Env!.push('OPENAI_API_KEY=sk-x')],
     ['Config.NetworkDisabled', (i) => (i.Config!.NetworkDisabled = false)],
+    // An image's own ENTRYPOINT wrapping the argv, its HEALTHCHECK exec'd into the jail.
+    ['Config.Entrypoint', (i) => (i.Config!.Entrypoint = ['/bin/sh', '-c'])],
+    ['Config.Healthcheck', (i) => (i.Config!.Healthcheck = { Test: ['CMD', '/bin/true'] })],
+    ['Config.Healthcheck', (i) => delete i.Config!.Healthcheck],
     ['NetworkSettings.Networks', (i) => (i.NetworkSettings = { Networks: { none: {}, bridge: {} } })],
     ['HostConfig.Runtime', (i) => (i.HostConfig!.Runtime = 'runsc-unknown')],
     ['HostConfig.IpcMode', (i) => (i.HostConfig!.IpcMode = 'private')],

@@ -40,11 +40,17 @@ test('brig lease list / show / revoke over a small tree', async () => {
     assert.equal(missing.code, 4);
     assert.match(missing.err, /lease_not_found/);
 
-    const rv = await brig(home, 'lease', 'revoke', root.value.record.id);
+    const unconfirmed = await brig(home, 'lease', 'revoke', root.value.record.id);
+    assert.equal(unconfirmed.code, 2, 'like kill, a revoke asks for --confirm');
+    assert.match(unconfirmed.err, /pass --confirm/);
+    assert.ok(s.verify(kid.value.token, 'r1').ok, 'nothing was revoked');
+    const quiet = await brig(home, 'lease', 'list', '-q');
+    assert.deepEqual(quiet.out.trim().split('\n').sort(), [kid.value.record.id, root.value.record.id].sort(), '-q: ids only');
+    const rv = await brig(home, 'lease', 'revoke', root.value.record.id, '--confirm');
     assert.equal(rv.code, 0);
     assert.match(rv.out, /revoked 2 lease/);
     assert.ok(!s.verify(kid.value.token, 'r1').ok, 'the in-process store sees the CLI revoke');
-    const again = await brig(home, 'lease', 'revoke', root.value.record.id);
+    const again = await brig(home, 'lease', 'revoke', root.value.record.id, '--confirm');
     assert.equal(again.code, 0);
     assert.match(again.out, /was already revoked by operator at .*\nrevoked 0 lease/);
     const after = JSON.parse((await brig(home, 'lease', 'list', '--json')).out).leases;

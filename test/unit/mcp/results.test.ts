@@ -23,7 +23,8 @@ test('a BrigError becomes an isError result with its code, kind, message and hin
   assert.deepEqual(e, { code: 'query_refused', kind: 'denied', message: 'read_csv may only read the ref', hint: 'Only one SELECT over the view `ref` is allowed.', data: { reason: 'file_function' } });
   assert.match(text(r), /^refused \[query_refused\]: read_csv may only read the ref\n→ Only one SELECT/);
   const nf = refusal(new BrigError('run_not_found', 'no run r-x'));
-  assert.match(text(nf), /\n→ Call `list` to see the known runs/, 'the next tool to call');
+  assert.match(text(nf), /\n→ .*call `list` to see the known runs/, 'the next tool to call');
+  assert.doesNotMatch(text(nf), /brig list/, 'never a CLI command');
 });
 
 test('anything else thrown is an internal refusal, its host paths scrubbed', () => {

@@ -11,8 +11,8 @@ import { ALL_TOOLS, toolsFor } from '../../../src/mcp/index.js';
 import { toSpawnRequest } from '../../../src/mcp/spawn-args.js';
 import { connected, state } from './fake-brig.js';
 
-const NAMES = ['spawn', 'list', 'status', 'steer', 'kill', 'send', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath'];
-const READ_ONLY = ['list', 'status', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath'];
+const NAMES = ['spawn', 'list', 'status', 'steer', 'kill', 'send', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_run', 'graph_status', 'graph_wait', 'graph_cancel'];
+const READ_ONLY = ['list', 'status', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_status', 'graph_wait'];
 
 test('the server lists exactly the tools of the brief, each with one actionable sentence and all four annotations', async () => {
   const { client, close } = await connected(state());
@@ -101,5 +101,30 @@ test('spawn arguments that cannot be a request are refused invalid_input with a 
     assert.equal(r.error.code, 'invalid_input');
     assert.match(r.error.message, re);
     assert.ok(r.error.hint.length > 0);
+  }
+});
+
+test('a refusal speaks MCP: no tool result tells a client to run `brig …` or pass a flag — an unknown run names `list`, a missing ref `ref_list`', async () => {
+  const { client, close } = await connected(state());
+  try {
+    const calls: [string, Record<string, unknown>][] = [
+      ['status', { runId: 'r-0000000000000000' }],
+      ['kill', { runId: 'r-0000000000000000', confirm: true }],
+      ['ref_read', { ref: 'ref_nope' }],
+      ['history', { runId: 'r-0000000000000000' }],
+    ];
+    const hints: string[] = [];
+    for (const [name, args] of calls) {
+      const r = (await client.callTool({ name, arguments: args })) as { isError?: boolean; content: { text: string }[]; structuredContent?: { error?: { code: string; hint: string } } };
+      assert.equal(r.isError, true, name);
+      const e = r.structuredContent!.error!;
+      hints.push(e.hint);
+      assert.doesNotMatch(e.hint, /`brig |--[a-z]/, `${name}: ${e.hint}`);
+      assert.doesNotMatch(r.content[0]!.text, /`brig |--[a-z]/, `${name}: ${r.content[0]!.text}`);
+    }
+    assert.match(hints[0]!, /`list`/);
+    assert.match(hints[2]!, /`ref_list`/);
+  } finally {
+    await close();
   }
 });

@@ -61,7 +61,7 @@ test('CLI: the flags of `brig spawn` are the table\'s cli column, and each lands
     '--task', 'T', '--agent', 'researcher', '--model', 'm', '--objective', 'O', '--label', 'L', '--profile', 'P', '--cap', 'refs.read', '--egress', 'pypi',
     '--image', 'img', '--memory', '256', '--cpus', '1', '--pids', '64', '--disk', '100', '--tokens', '5000', '--cost', '0.5', '--timeout', '60',
     '--max-steps', '40', '--knowledge', 'K1', '--knowledge', 'K2', '--tool-group', 'slicing', '--parent-summary', 'PS', '--artifact', REF,
-    '--expect', 'brief.md', '--async',
+    '--expect', 'brief.md', '--async', '--repo', '/src/project@main',
   ];
   const p = parseArgs(args, spawnCommand.flags);
   const req = spawnRequestFromFlags(p, { argv: [], agent: { name: 'researcher', model: 'm' } }) as unknown as Record<string, unknown>;
@@ -88,9 +88,9 @@ test('MCP: the spawn arguments are the table\'s mcp column, and each lands in it
   const listed = FIELDS.map((f) => SPAWN_FIELDS[f].mcp).filter((x: string | null): x is string => x !== null).sort();
   assert.deepEqual(args, listed);
   const all = {
-    task: 'T', agent: 'researcher', model: 'm', objective: 'O', artifacts: [REF], profile: 'P', caps: ['refs.read' as const],
+    task: 'T', agent: 'researcher', model: 'm', objective: 'O', image: 'my-image:1', artifacts: [REF], profile: 'P', caps: ['refs.read' as const],
     limits: { cpu: 1, memoryMb: 256, pids: 64, diskMb: 100, timeoutMs: 60_000, maxSteps: 40, tokens: 5000, costUsd: 0.5 },
-    expectedOutputs: ['brief.md'], label: 'L', domainKnowledge: ['K1'], toolGroups: ['slicing'], parentSummary: 'PS', egress: ['pypi'],
+    expectedOutputs: ['brief.md'], label: 'L', domainKnowledge: ['K1'], toolGroups: ['slicing'], parentSummary: 'PS', egress: ['pypi'], repo: '/src/project',
   };
   const r = toSpawnRequest(SpawnArgsSchema.parse(all));
   assert.ok(r.ok, JSON.stringify(!r.ok && r.error.message));
@@ -113,7 +113,7 @@ test('agent tool: the lead\'s spawn parameters are the table\'s agentTool column
   }
   const all = {
     task: 'T', agent: 'researcher', model: 'm', objective: 'O', async: true, tokens: 5000, cost_usd: 0.5, artifact_refs: [REF],
-    domain_knowledge: ['K1'], tool_groups: ['slicing'], include_parent_history: 'summary', expected_outputs: ['brief.md'], max_steps: 40,
+    domain_knowledge: ['K1'], tool_groups: ['slicing'], include_parent_history: 'summary', expected_outputs: ['brief.md'], max_steps: 40, egress: ['pypi'], repo: 'inherit',
   };
   const req = spawnRequestOf(all);
   for (const f of FIELDS) {
@@ -122,6 +122,7 @@ test('agent tool: the lead\'s spawn parameters are the table\'s agentTool column
     assert.notEqual(at(req, f), undefined, `${name} → ${f}`);
   }
   assert.equal(req.kind, 'agent');
+  assert.deepEqual(req.egress, { rules: ['pypi'] }, 'a lead asks for egress rules by id: never inherited, each granted only inside one of its own');
   assert.ok(SpawnRequestSchema.safeParse(req).success, 'the one schema takes what the lead sends');
 });
 

@@ -104,10 +104,13 @@ export const SPAWN_PARAMS = {
   tool_groups: { ...S.strs('agent only: offer only the tools of these policy groups (workspace, delegation, slicing, … — `brig policy check` lists them) and finish, never more than its lease allows', 32, { minLength: 1, maxLength: 64 }), minItems: 1 },
   include_parent_history: S.oneOf("`summary`: the child gets a bounded summary of its parent's conversation (default `none`)", ['none', 'summary']),
   expected_outputs: S.strs('files under /workspace/out that must exist when the child ends (missing ones are named in its envelope)', 64, { minLength: 1, maxLength: 1024 }),
+  repo: S.str("a host git repository PATH[@REF] (absolute PATH, REF default HEAD) cloned clean into /workspace/repo; the change comes back as the changes.patch ref, `brig apply` makes it a branch. A lead may give only `inherit`: its own repository, at its base", { minLength: 1, maxLength: 4096 }),
   max_steps: S.int('the step budget: at least 30 (or the configured default, if smaller), at most the configured default (50); outside is refused', 1, 1_000_000),
   tokens: S.int("the child's token budget (at most what its parent holds; more is clamped)", 1, 1_000_000_000),
   cost_usd: S.num("the child's cost budget in USD (at most what its parent holds; more is clamped)", 0, 1_000_000),
   async: S.bool('return once the run is admitted instead of waiting for its end'),
+  // Rule ids only: each must be one this lead holds (the supervisor grants a rule only inside one of the parent's).
+  egress: S.strs('hosts the child may reach through the egress gate: rule ids of the policy (the CLI also host[:port] inside one); never inherited (docs/egress.md)', 32, { minLength: 1, maxLength: 32 }),
 } satisfies Record<AgentSpawnParam, JsonSchema>;
 
 /** Where each parameter goes in the spawn request (the rest keep their names). */
@@ -118,9 +121,10 @@ const LIMIT_PARAMS = { tokens: 'tokens', cost_usd: 'costUsd' } as const;
  * request names, the budgets under `limits`. The supervisor applies the one spawn schema.
  */
 export function spawnRequestOf(a: Record<string, unknown>): Record<string, unknown> {
-  const named = Object.keys(SPAWN_PARAMS).filter((k) => !(k in LIMIT_PARAMS));
+  const named = Object.keys(SPAWN_PARAMS).filter((k) => !(k in LIMIT_PARAMS) && k !== 'egress');
   const limits = Object.fromEntries(Object.entries(LIMIT_PARAMS).filter(([k]) => a[k] !== undefined && a[k] !== null).map(([k, to]) => [to, a[k]]));
-  return { kind: 'agent', ...pick(a, named), ...(Object.keys(limits).length > 0 ? { limits } : {}) };
+  const egress = Array.isArray(a.egress) && a.egress.length > 0 ? { egress: { rules: a.egress } } : {};
+  return { kind: 'agent', ...pick(a, named), ...(Object.keys(limits).length > 0 ? { limits } : {}), ...egress };
 }
 
 /**
@@ -199,20 +203,22 @@ const killChild: ToolDef = {
 
 const sendChild: ToolDef = {
   name: 'send',
-  description: 'Send a running agent child a message at its next step; mode `wait` returns its next reply, `ping-pong` up to maxTurns replies.',
+  description:
+    'Send a running agent child a message at its next step; mode `wait` returns its next reply. Mode `ping-pong` is a conversation of maxTurns turns: this returns after each reply of the child with a conversation id — answer it by calling send again with `conversation` and your answer as text.',
   parameters: obj(
     {
       runId,
-      text: S.str('the message', { minLength: 1, maxLength: 4000 }),
+      text: S.str('the message (in a conversation: your answer to its last reply)', { minLength: 1, maxLength: 4000 }),
       mode: S.str('fire-and-forget (default), wait or ping-pong', { maxLength: 20 }),
-      timeoutMs: S.int(`how long to wait for replies (at most ${MAX_WAIT_MS})`, 1, MAX_WAIT_MS),
-      maxTurns: S.int('ping-pong: replies to collect (0–5)', 0, 5),
+      timeoutMs: S.int(`how long to wait for the reply (at most ${MAX_WAIT_MS})`, 1, MAX_WAIT_MS),
+      maxTurns: S.int('ping-pong: turns of the conversation (0–5, default 3)', 0, 5),
+      conversation: S.str('ping-pong: the conversation id the last send returned', { minLength: 1, maxLength: 64 }),
     },
     ['runId', 'text'],
   ),
   timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : 30_000) + 10_000,
   async run(a, ctx) {
-    return json(await ctx.broker.call('child.send', params('child.send', { child: a.runId, text: a.text, ...pick(a, ['mode', 'timeoutMs', 'maxTurns']) })));
+    return json(await ctx.broker.call('child.send', params('child.send', { child: a.runId, text: a.text, ...pick(a, ['mode', 'timeoutMs', 'maxTurns', 'conversation']) })));
   },
 };
 

@@ -6,8 +6,10 @@
 import type { LlmTool } from '../types.js';
 import { CHILD_TOOLS, REF_TOOLS } from './broker-tools.js';
 import { FS_TOOLS } from './fs-tools.js';
+import { SESSION_TOOLS } from './session-tools.js';
 import { shellTool } from './shell-tool.js';
 import { obj, S, type ToolDef } from './tool.js';
+import { webTools } from './web-tools.js';
 
 export const FINISH: ToolDef = {
   name: 'finish',
@@ -17,14 +19,22 @@ export const FINISH: ToolDef = {
   run: () => Promise.reject(new Error('finish is handled by the loop')),
 };
 
-export function allTools(shellPath?: string): ToolDef[] {
-  return [shellTool(shellPath), ...FS_TOOLS, ...REF_TOOLS, ...CHILD_TOOLS];
+/** How the run's tools are made: `egress` when the lease has egress rules (the shell's description says so), the search endpoint for web_search. */
+export interface ToolOptions {
+  shellPath?: string | undefined;
+  egress?: boolean | undefined;
+  webSearchUrl?: string | null | undefined;
 }
 
-/** The tools a packet allows, in registry order, `finish` last. Names brig has no tool for are ignored. */
-export function offeredTools(allowed: readonly string[], shellPath?: string): ToolDef[] {
+export function allTools(o: ToolOptions = {}): ToolDef[] {
+  return [shellTool(o.shellPath, o.egress === true), ...FS_TOOLS, ...REF_TOOLS, ...CHILD_TOOLS, ...SESSION_TOOLS, ...webTools(o.webSearchUrl)];
+}
+
+/** The tools a packet allows, in registry order, `finish` last. Names brig has no tool for are ignored; web_search needs the packet's search endpoint. */
+export function offeredTools(allowed: readonly string[], o: ToolOptions = {}): ToolDef[] {
   const want = new Set(allowed);
-  return [...allTools(shellPath).filter((t) => want.has(t.name)), FINISH];
+  if (!o.webSearchUrl) want.delete('web_search');
+  return [...allTools(o).filter((t) => want.has(t.name)), FINISH];
 }
 
 export function toolSchemas(tools: readonly ToolDef[]): LlmTool[] {

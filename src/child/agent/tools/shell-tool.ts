@@ -42,10 +42,12 @@ class HeadTail {
   }
 }
 
-export function shellTool(shellPath = '/bin/sh'): ToolDef {
+export function shellTool(shellPath = '/bin/sh', egress = false): ToolDef {
   return {
     name: 'shell',
-    description: 'Run a command with /bin/sh -c in /workspace (no network); returns exit code and stdout+stderr.',
+    description: egress
+      ? "Run a command with /bin/sh -c in /workspace (network only through HTTP(S)_PROXY, to the hosts your lease's egress rules name); returns exit code and stdout+stderr."
+      : 'Run a command with /bin/sh -c in /workspace (no network); returns exit code and stdout+stderr.',
     parameters: obj({ command: S.str('the shell command', { minLength: 1 }), timeoutMs: S.int(`kill it after this long (default ${DEFAULT_TIMEOUT_MS})`, 1000, MAX_TIMEOUT_MS) }, ['command']),
     // The command's own timeout ends it first; this one is the loop's backstop.
     timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : DEFAULT_TIMEOUT_MS) + 5000,

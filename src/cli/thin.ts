@@ -1,0 +1,48 @@
+/**
+ * The thin commands: the ones `brig` (dist/cli/brig.cjs, bin.ts) runs from one CommonJS file
+ * when a daemon listens — a read of the daemon's answer, printed. Everything else, and these
+ * too without a daemon, goes to the full CLI (main.js).
+ *
+ * Why a second entry: Node's ES module loader costs about a fifth of Node's own start-up before
+ * the first line of brig runs, and each module it resolves (a URL, a file handle, a compile)
+ * a little more; a thin command's forty modules as one CommonJS file cost neither
+ * (docs/performance.md, "The thin CLI"). The bundle is made by `make build`
+ * (scripts/bundle-cli.mjs) from the built dist/: these commands' modules and what they import
+ * statically are inside it; every other module it could reach stays dist/'s own ES module.
+ */
+import net from 'node:net';
+
+/** The command (as typed) → its module under dist/cli/commands/ (registry.ts loads the same). */
+export const THIN_COMMANDS: Readonly<Record<string, string>> = { list: 'list', wait: 'wait', 'ref read': 'ref-read' };
+
+/** True when argv names a thin command and asks for no help (help is rendered by the full CLI). */
+export function isThinCommand(argv: readonly string[]): boolean {
+  const dash = argv.indexOf('--');
+  const own = dash === -1 ? argv : argv.slice(0, dash);
+  if (own.some((a) => a === '--help' || a === '-h')) return false;
+  // The longest key first, as the CLI resolves it (`ref read` before `ref`).
+  for (let n = Math.min(2, argv.length); n >= 1; n--) {
+    const key = argv.slice(0, n).join(' ');
+    if (Object.hasOwn(THIN_COMMANDS, key)) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether something accepts connections on the daemon's socket (a connect, no request): a stale
+ * socket file of a daemon that died is refused here, and the command goes to the full CLI,
+ * which reads the home's files. Never throws.
+ */
+export function daemonListening(socketPath: string, timeoutMs = 1000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect(socketPath);
+    const done = (up: boolean) => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(up);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+  });
+}

@@ -1,0 +1,121 @@
+/**
+ * The graph tools: check a `graph: brig/v1` spec, start it, look at it, wait for its one
+ * envelope, cancel it. Each is one call of the Brig's graph surface (docs/graphs.md). There is
+ * deliberately no tool that decides a gate: an MCP client is a model that a page can
+ * prompt-inject, and approvals come only from people (the CLI, HTTP, the console).
+ */
+import { z } from 'zod';
+import { BrigError } from '../util/errors.js';
+import type { Brig, GraphRecord, GraphSurface } from '../index.js';
+import { READ_ONLY, tool, type ToolDef } from './tool-def.js';
+import { answer, outputShape, refusal } from './tool-result.js';
+
+const SpecSchema = z.string().min(1).max(2 * 1024 * 1024).describe('the graph spec, `graph: brig/v1`, as YAML or JSON text (docs/graphs.md)');
+const GraphIdSchema = z.string().min(1).max(64).describe('a graph id (g-…), as graph_run gave it');
+const NodeSchema = z.object({ id: z.string(), kind: z.string(), state: z.string(), attempts: z.number(), runId: z.string().nullable(), skipReason: z.string().nullable() });
+const GraphShape = {
+  graphId: z.string(),
+  state: z.string().describe('running | completed | failed | cancelled'),
+  endReason: z.string().nullable(),
+  nodes: z.array(NodeSchema),
+  envelope: z.string().nullable().describe('once ended: the one bounded answer (≤ 4 KiB), a line per node'),
+  manifestRef: z.string().nullable().describe('once ended: a JSONL ResultRef, one row per node attempt; drill in with ref_jq / ref_sql'),
+};
+
+function graphsOf(brig: Brig): GraphSurface | BrigError {
+  return brig.graphs ?? new BrigError('invalid_input', 'this brig serves no graphs (a read-only view of the home)', { hint: 'Run `brig serve`, or run this server where it may start a supervisor.' });
+}
+
+function view(r: GraphRecord) {
+  return {
+    graphId: r.id,
+    state: r.state,
+    endReason: r.endReason,
+    nodes: r.nodes.map((n) => ({ id: n.id, kind: n.kind, state: n.state, attempts: n.attempts.length, runId: n.attempts.at(-1)?.runId ?? null, skipReason: n.skipReason })),
+    envelope: r.envelope,
+    manifestRef: r.manifestRef,
+  };
+}
+const text = (r: GraphRecord) => r.envelope ?? `graph ${r.id} ${r.state}: ${r.nodes.map((n) => `${n.id} ${n.state}`).join(', ')}`;
+
+const graphDefine = tool({
+  name: 'graph_define',
+  title: 'Check a graph spec',
+  description: 'Use to check a graph spec before graph_run, without running anything: it answers the topological order and every node as it will run (macros expanded), or each refusal with its line.',
+  annotations: READ_ONLY,
+  input: z.strictObject({ spec: SpecSchema }),
+  output: outputShape({ order: z.array(z.string()), nodes: z.array(z.object({ id: z.string(), kind: z.string(), macro_of: z.string().optional(), depends_on: z.array(z.string()), depth: z.number() })), sinks: z.array(z.string()), criticalPathMs: z.number() }),
+  async run({ spec }, { brig }) {
+    const g = graphsOf(brig);
+    if (g instanceof BrigError) return refusal(g);
+    const d = await g.define(spec, { source: 'spec' });
+    if (!d.ok) return refusal(d.error);
+    const v = d.value;
+    return answer({ order: v.order, nodes: v.nodes, sinks: v.sinks, criticalPathMs: v.criticalPathMs }, `${v.nodes.length} nodes in order: ${v.order.join(', ')}`);
+  },
+});
+
+const graphRun = tool({
+  name: 'graph_run',
+  title: 'Run a graph of jailed children',
+  description: 'Use to hand a whole DAG of children (commands, scripts, agents, votes, maps, rounds) to brig at once: it answers the graph id, order and nodes at once (the graph runs on); then call graph_wait for its one bounded envelope.',
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  input: z.strictObject({ spec: SpecSchema }),
+  output: outputShape({ graphId: z.string(), order: z.array(z.string()), parallel: z.number() }),
+  async run({ spec }, { brig }) {
+    const g = graphsOf(brig);
+    if (g instanceof BrigError) return refusal(g);
+    const s = await g.run(spec, { source: 'spec', by: 'mcp' });
+    if (!s.ok) return refusal(s.error);
+    return answer({ graphId: s.value.graphId, order: s.value.order, parallel: s.value.parallel }, `started ${s.value.graphId} (${s.value.order.length} nodes, ≤ ${s.value.parallel} at once). Call \`graph_wait\` with graphId "${s.value.graphId}".`);
+  },
+});
+
+const graphStatus = tool({
+  name: 'graph_status',
+  title: 'Status of one graph',
+  description: 'Use to check on a graph without waiting: its state and each node\'s state, attempts and run id (drill into a node\'s run with status / result).',
+  annotations: READ_ONLY,
+  input: z.strictObject({ graphId: GraphIdSchema }),
+  output: outputShape(GraphShape),
+  async run({ graphId }, { brig }) {
+    const g = graphsOf(brig);
+    if (g instanceof BrigError) return refusal(g);
+    const s = await g.status(graphId);
+    return s.ok ? answer(view(s.value), text(s.value)) : refusal(s.error);
+  },
+});
+
+const graphWait = tool({
+  name: 'graph_wait',
+  title: 'Wait for a graph',
+  description: 'Use after graph_run to wait (at most timeoutMs) for a graph to end: an ended graph comes back with its one envelope (≤ 4 KiB) and its manifest ref; timedOut says it is still running — call again.',
+  annotations: READ_ONLY,
+  input: z.strictObject({ graphId: GraphIdSchema, timeoutMs: z.number().int().min(0).max(50_000).default(30_000).describe('how long to wait in this call') }),
+  output: outputShape({ ...GraphShape, timedOut: z.boolean() }),
+  async run({ graphId, timeoutMs }, { brig }, extra) {
+    const g = graphsOf(brig);
+    if (g instanceof BrigError) return refusal(g);
+    const w = await g.wait(graphId, { timeoutMs, signal: extra.signal });
+    if (!w.ok) return refusal(w.error);
+    const timedOut = w.value.state === 'running';
+    return answer({ ...view(w.value), timedOut }, timedOut ? `graph ${graphId} is still running; call graph_wait again\n${text(w.value)}` : text(w.value));
+  },
+});
+
+const graphCancel = tool({
+  name: 'graph_cancel',
+  title: 'Cancel a graph',
+  description: 'Use only to stop a graph you no longer want: its running nodes are killed (their whole subtrees) and the rest skipped; pass confirm: true — this call is the confirmation.',
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  input: z.strictObject({ graphId: GraphIdSchema, confirm: z.literal(true).describe('must be true: cancelling discards the running nodes’ in-flight work') }),
+  output: outputShape(GraphShape),
+  async run({ graphId }, { brig }) {
+    const g = graphsOf(brig);
+    if (g instanceof BrigError) return refusal(g);
+    const c = await g.cancel(graphId, { confirm: true });
+    return c.ok ? answer(view(c.value), text(c.value)) : refusal(c.error);
+  },
+});
+
+export const GRAPH_TOOLS: ToolDef[] = [graphDefine, graphRun, graphStatus, graphWait, graphCancel];
