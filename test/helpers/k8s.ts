@@ -22,7 +22,7 @@ export function testCluster(): Cluster | null {
   const fromFile: Record<string, string> = {};
   if (fs.existsSync(envFile)) {
     for (const line of fs.readFileSync(envFile, 'utf8').split('\n')) {
-      const m = /^export ([A-Z_]+)=(.*)$/.exec(line);
+      const m = /^export ([A-Z0-9_]+)=(.*)$/.exec(line);
       if (m) fromFile[m[1]!] = m[2]!;
     }
   }

@@ -86,7 +86,7 @@ const try1 = (t) => new Promise((res) => {
   s.on('timeout', () => { s.destroy(); res('ETIMEDOUT'); });
   s.on('error', (e) => res(e.code || String(e)));
 });
-net.createServer((s) => s.end('self')).listen(8081, '127.0.0.1', async () => {
+net.createServer((s) => { s.on('error', () => {}); s.end('self'); }).listen(8081, '127.0.0.1', async () => {
   for (const t of targets) console.log(t.name + ' ' + (await try1(t)));
   process.exit(0);
 });
@@ -135,14 +135,17 @@ test('[INV-2] no route out of a pod: the node address, a Service VIP, another po
   t.after(cleanup(c));
   // Another pod listening: pod-to-pod over the bridge must be dropped (isolated ports).
   const server = podName('server');
-  const serve = await apply(c, hardenedPod(c, server, ['/usr/bin/node', '-e', "require('node:net').createServer((s) => s.end('hi')).listen(8080)"]));
+  const serve = await apply(c, hardenedPod(c, server, ['/usr/bin/node', '-e', "require('node:net').createServer((s) => { s.on('error', () => {}); s.end('hi'); }).listen(8080)"]));
   assert.equal(serve.code, 0, serve.stderr);
   const serverIp = await podIp(c, server);
   assert.match(serverIp, /^10\.89\./);
 
   // The host side: a listener on every address, the pod bridge's link-local included.
   const { createServer } = await import('node:net');
-  const host = createServer((s) => s.end('host'));
+  const host = createServer((s) => {
+    s.on('error', () => {});
+    s.end('host');
+  });
   await new Promise<void>((r) => host.listen({ port: 0, host: '::', ipv6Only: false }, r));
   t.after(() => host.close());
   const hostPort = (host.address() as { port: number }).port;
