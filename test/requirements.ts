@@ -29,6 +29,8 @@ export const REQUIREMENTS: Readonly<Record<string, { inv: Inv; text: string }>> 
   'jail:read-only-root': { inv: 'INV-2', text: 'the root filesystem is read-only (a write to / fails EROFS)' },
   'jail:no-caps': { inv: 'INV-2', text: 'no capabilities: CapEff and CapBnd are zero' },
   'jail:runtime-unreadable': { inv: 'INV-2', text: "nothing an agent's tools start can read the in-jail runtime: its memory, environment and fds refuse (EACCES), the bearer file is gone before a tool runs" },
+  'cluster:pod-hardened': { inv: 'INV-2', text: "on brig's test cluster a pod is admitted only under PodSecurity restricted, and the hardened pod runs with CapEff 0, NoNewPrivs 1, seccomp filtering, a read-only root, uid 65534 and no service-account token" },
+  'cluster:no-route-out': { inv: 'INV-2', text: "on brig's test cluster a pod reaches nothing but itself: not the node address, a Service VIP, another pod (isolated bridge ports) or the host over IPv6 link-local" },
   'jail:no-new-privs': { inv: 'INV-2', text: 'no-new-privileges is set (NoNewPrivs 1): a set-uid binary gains nothing' },
   'jail:non-root': { inv: 'INV-2', text: 'the child runs as a non-root user and group' },
   'jail:pids-limit': { inv: 'INV-2', text: 'a pids limit is set in the cgroup and forks past it fail' },

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { kubectl, requireCluster, type Cluster } from '../helpers/k8s.js';
 
-// req: issue 33 item 1 — the test cluster is the project's own, hardened pods admitted under `restricted`, no route out
+// Issue 33 item 1: the test cluster is the project's own.
 
 const LABEL = 'brig.test/k8s-cluster';
 
@@ -103,6 +103,7 @@ async function hostLinkLocal(bridge: string): Promise<{ address: string; ifname:
     .flatMap((l) => (l.addr_info ?? []).filter((a) => a.scope === 'link').map((a) => ({ address: a.local, ifname: l.ifname })));
 }
 
+// req: cluster:pod-hardened
 test('[INV-2] the test namespace enforces PodSecurity restricted: a plain pod is refused with the reasons, a hardened one runs with CapEff 0, NoNewPrivs 1, seccomp filtering, a read-only root as 65534', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
@@ -129,6 +130,7 @@ test('[INV-2] the test namespace enforces PodSecurity restricted: a plain pod is
   assert.match(logs, /No such file or directory/, 'no service-account token is mounted');
 });
 
+// req: cluster:no-route-out
 test('[INV-2] no route out of a pod: the node address, a Service VIP, another pod and a host listener on IPv6 link-local all fail; a listener in its own pod answers', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
