@@ -78,8 +78,9 @@ Promise.all([connect('127.0.0.1', port), Promise.all(hostAddrs.map((a) => connec
       pids: read(cg + 'pids/pids.max', cg + 'pids.max'),
       cpu: read(cg + 'cpu.max') || [read(cg + 'cpu/cpu.cfs_quota_us'), read(cg + 'cpu/cpu.cfs_period_us')].join(' '),
     },
-    // The environment node was started with (its /proc/self/environ is root's: node is execute-only, so the probe is non-dumpable).
-    envKeys: Object.keys(process.env).sort(),
+    // node is execute-only, so this probe is non-dumpable and its own /proc/self/environ is root's:
+    // read the environment it hands a child (brig's busybox, readable, so dumpable) instead.
+    envKeys: require('node:child_process').execFileSync('/opt/brig/bin/busybox', ['cat', '/proc/self/environ'], { encoding: 'utf8' }).split('\0').filter(Boolean).map((l) => l.split('=')[0]).filter((k) => k !== 'PWD' && k !== 'SHLVL').sort(),
     workspace: (() => {
       const mi = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.split(' ')[4] === '/workspace').pop() || '';
       const st = fs.statfsSync('/workspace');

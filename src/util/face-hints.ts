@@ -23,6 +23,7 @@ const HTTP: Partial<Record<ErrorCode, string>> = {
   daemon_running: 'A daemon already serves this BRIG_HOME: use its socket, or stop it first.',
   child_failed: 'The child exited non-zero or ran out of memory; its stderr tail (GET /v1/runs/{run}/result) says why.',
   resume_unavailable: 'Only a timed-out run with a checkpoint and its pinned script can be resumed.',
+  storage_full: "Free space on the file system of the daemon's home (GET /v1/doctor shows it); it admits runs again once it has more than its reserve free, and writes what it held meanwhile.",
   internal: "This is a bug in brig; the daemon's log holds the details (X-Request-Id names the request), POST /v1/audit/query the events around it.",
 };
 
@@ -34,6 +35,7 @@ const MCP: Partial<Record<ErrorCode, string>> = {
   lease_not_found: 'Call `explain` with the run id to see its lease.',
   daemon_unavailable: "The operator starts the daemon on this host; this server's tools answer without one too.",
   child_failed: 'The child exited non-zero or ran out of memory; `result` with its run id shows its stderr tail.',
+  storage_full: "The daemon's home is out of space: tell the operator; it admits runs again once space returns.",
   internal: "This is a bug in brig; the operator finds the details in the daemon's log.",
 };
 

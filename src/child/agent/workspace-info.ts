@@ -9,7 +9,7 @@
  * Every list is bounded (names and characters) and the version probes share one time budget,
  * so a huge image or a hanging binary cannot stall the start or swell the prompt.
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Roots } from './confine.js';
@@ -192,7 +192,13 @@ export function jailPathDirs(environ = '/proc/self/environ'): string[] {
   try {
     text = fs.readFileSync(environ, 'utf8'); // a /proc file: its stat size is 0, read it whole
   } catch {
-    // no /proc here
+    // node is execute-only, so this runtime is non-dumpable and its own environ is root's: the
+    // environment it hands a child (brig's busybox, readable) is the same one.
+    try {
+      text = execFileSync('/opt/brig/bin/busybox', ['cat', environ], { encoding: 'utf8', timeout: 3000 });
+    } catch {
+      // no /proc here
+    }
   }
   const line = text.split('\0').find((l) => l.startsWith('PATH='));
   const dirs = (line?.slice(5) ?? '').split(':').filter((d) => d.startsWith('/'));
