@@ -120,7 +120,12 @@ export async function reconcile(d: ReconcileDeps): Promise<Reconciled> {
     }
     // Its child never started: nothing was lost but the launch, which is done again.
     if (!jail && r.status === 'starting') left.starting.push(r.id);
-    else left.ghosts.push({ id: r.id, status: r.status, jail });
+    else {
+      // Held off the health tick until tidy ends it ghost_sweep: its last progress is the dead
+      // supervisor's, so a tick before tidy would end it stuck-killed under another reason.
+      table.preparing.add(r.id);
+      left.ghosts.push({ id: r.id, status: r.status, jail });
+    }
   }
   const halfMade = new Set<string>();
   return { report, halfMade, tidy: () => tidy(d, report, left, halfMade) };
@@ -130,10 +135,14 @@ async function tidy(d: ReconcileDeps, report: ReconcileReport, left: Left, halfM
   const { table, deps } = d;
   const stopped = () => d.stopped?.() === true;
   for (const r of table.all()) if (!stopped() && r.status === 'ended' && r.unreleased) await d.finishEnd(r.id).catch(() => {});
-  for (const g of left.ghosts) {
-    if (stopped()) return report;
+  for (const [i, g] of left.ghosts.entries()) {
+    if (stopped()) {
+      for (const h of left.ghosts.slice(i)) table.preparing.delete(h.id);
+      return report;
+    }
     if (g.jail) await bestEffort(table, g.id, 'jail', () => g.jail!.destroy());
     const error = { code: 'internal' as const, message: `supervisor restarted; the run was ${g.status} and has no container` };
+    table.preparing.delete(g.id); // the end door claims it synchronously below
     if (await d.actions.endRun(g.id, 'ghost_sweep', { collect: false, error })) report.ghostSwept.push(g.id);
   }
   // `isLive` true means "leave it": unknown runs are kept when told not to sweep them
