@@ -42,7 +42,10 @@ test('[INV-2] a script child runs in a musl image with no glibc: brig\'s runtime
   assert.deepEqual(await leftovers(home), []);
 });
 
-// req: jail:verified
+/** The shell tool's attack on the runtime (PID 1): each of its /proc files opened, or not. */
+const ATTACK_PID1 = 'echo "pid1 $(tr \'\\0\' \' \' < /proc/1/cmdline)"; for f in environ mem maps; do (exec 3</proc/1/$f) 2>/dev/null && echo "$f OPENED" || echo "$f DENIED"; done; ls /proc/1/fd >/dev/null 2>&1 && echo "fd OPENED" || echo "fd DENIED"';
+
+// req: jail:verified jail:runtime-unreadable
 test('[INV-2] an agent child runs in a Debian image; its Workspace section is the image\'s truth, taken inside the jail', async (t) => {
   if (!(await requireEngine(t))) return;
   const tools = mmdebstrapTool();
@@ -50,7 +53,10 @@ test('[INV-2] an agent child runs in a Debian image; its Workspace section is th
   const image = await debianImage();
   const home = await freshHome(t);
   const m = await startModelServer({
-    script: [toolCallTurn('shell', { command: 'echo "$(id -u) $(bash -c \'echo $BASH_VERSION\')" > out/agent.txt; cat out/agent.txt' }), toolCallTurn('finish', { answer: 'wrote out/agent.txt' })],
+    script: [
+      toolCallTurn('shell', { command: `echo "$(id -u) $(bash -c 'echo $BASH_VERSION')" > out/agent.txt; cat out/agent.txt; ${ATTACK_PID1}` }),
+      toolCallTurn('finish', { answer: 'wrote out/agent.txt' }),
+    ],
   });
   t.after(() => m.close());
   const cfg = loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_CONTEXT_WINDOW: '20000' });
@@ -67,6 +73,11 @@ test('[INV-2] an agent child runs in a Debian image; its Workspace section is th
     assert.match(system, /tools on PATH \(\/usr\/local\/sbin:[^)]*\): [^"]*\bbash\b/, 'the image\'s own PATH');
     const tool = JSON.stringify(m.requests[1]!.body);
     assert.match(tool, /65534 5\.2/, 'the shell tool ran the image\'s bash as the jail user');
+    // The runtime here is brig's node started through the bundle's loader: the loader is
+    // execute-only, so the runtime is non-dumpable as in the child image (jail:runtime-unreadable).
+    const printed = String((m.requests[1]!.body.messages as { role: string; content: unknown }[]).filter((x) => x.role === 'tool').at(-1)?.content ?? '');
+    assert.match(printed, /^pid1 \/opt\/brig\/node\/lib\/ld-[^ ]+ --library-path \/opt\/brig\/node\/lib \/opt\/brig\/node\/bin\/node /m, 'PID 1 is the runtime, started through the bundle\'s loader');
+    for (const f of ['environ', 'mem', 'maps', 'fd']) assert.match(printed, new RegExp(`^${f} DENIED$`, 'm'), `/proc/1/${f} is closed to the shell in a foreign image: ${printed}`);
     assert.ok(r.value.outputs.some((o) => o.path === 'agent.txt'));
   } finally {
     await c.close();
