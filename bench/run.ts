@@ -41,10 +41,10 @@ interface BenchEntry {
  */
 export const BENCHES: readonly BenchEntry[] = [
   { name: 'warm', args: ['20'], quick: ['10'], timeoutS: 420 },
-  { name: 'spawn', args: ['20'], timeoutS: 360 },
+  { name: 'spawn', args: ['16'], timeoutS: 360 },
   { name: 'fanout', args: ['50'], quick: ['20'], timeoutS: 240 },
   { name: 'graphs', args: ['100'], quick: ['100'], timeoutS: 180 },
-  { name: 'cli', args: ['20'], quick: ['5'], timeoutS: 300 },
+  { name: 'cli', args: ['16'], quick: ['5'], timeoutS: 300 },
   { name: 'slice', args: [], quick: ['--quick'], timeoutS: 600 },
   { name: 'slice-fairness', args: [], timeoutS: 240 },
   { name: 'broker-flood', args: [], timeoutS: 180 },

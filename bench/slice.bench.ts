@@ -234,7 +234,7 @@ interface ProbeReport {
   collectMs?: number;
 }
 
-const MAT_ROUNDS = 5;
+const MAT_ROUNDS = 3; // 5 took 90 s more of `make bench`'s 15 min for a spread the p95 shows anyway
 const COLLECT_CAPS = { perFileBytes: 4 * 1024 ** 3, perRunBytes: 8 * 1024 ** 3, maxEntries: 10_000 };
 const MAT_VARIANTS = ['one-pass', 'two-pass'] as const;
 type MatVariant = (typeof MAT_VARIANTS)[number] | 'stream';
