@@ -6,7 +6,7 @@ BRIG := $(NODE) dist/cli/main.js
 # The test tiers, each timed against its budget (test/tiers/tiers.ts); one summary at the end.
 TIERS := $(NODE) --import tsx test/tiers/run.ts
 
-.PHONY: help deps test-deps build engine images model test test-fast test-unit test-integration test-long test-k8s k8s-up k8s-down demo bench bench-quick bench-doc soak typecheck clean
+.PHONY: help deps test-deps build engine images toolbox model test test-fast test-unit test-integration test-long test-k8s k8s-up k8s-down demo bench bench-quick bench-doc soak typecheck clean
 
 help:
 	@echo "make demo   - set up everything, then run the main job"
@@ -60,12 +60,17 @@ test-deps:
 images: build engine
 	$(BRIG) image build
 
+# The toolbox image (Debian 12 with git, python3, build tools: brig image toolbox) the coding-agent
+# test runs in: built once per machine and recipe (~70 s from nothing), present at once after.
+toolbox: images
+	$(BRIG) image toolbox --quiet
+
 # The Kubernetes tier runs against a cluster started for it and ended after, whatever the tiers did.
-test: build typecheck engine images test-deps model
+test: build typecheck engine images toolbox test-deps model
 	@bash scripts/k8s-up.sh up
 	@rc=0; $(TIERS) unit integration long k8s || rc=$$?; bash scripts/k8s-up.sh down || rc=$$((rc ? rc : 1)); exit $$rc
 
-test-fast: build typecheck engine images test-deps model
+test-fast: build typecheck engine images toolbox test-deps model
 	$(TIERS) unit integration long
 
 test-k8s: build engine images
@@ -82,7 +87,7 @@ k8s-down:
 test-unit: deps
 	$(TIERS) unit
 
-test-integration: build engine images model
+test-integration: build engine images toolbox model
 	$(TIERS) integration $(if $(AREA),--area $(AREA))
 
 test-long: build engine images test-deps model
