@@ -28,6 +28,7 @@ export { verifyInspect, type Drift } from './docker/verify.js';
 export { LIMIT_FLOORS } from './docker/limits.js';
 export { SECCOMP_PROFILE, SECCOMP_REMOVED, SECCOMP_RULES_REMOVED } from './docker/seccomp.js';
 export { CHILD_IMAGE_REPO, CHILD_RUNTIME_DIR } from './docker/image.js';
+export { TOOLBOX_NAME } from './docker/toolbox.js';
 export { LABELS } from './docker/labels.js';
 export { judgeDoctor, gatherDoctorFacts, type DoctorFacts, type HomeFacts } from './doctor.js';
 export { PROBE_SCRIPT, hostAddresses, judgeProbe, parseProbe, probeArgv, type ProbeReport, type ProbeCheck } from './probe.js';

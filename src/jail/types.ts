@@ -55,8 +55,13 @@ export interface JailSpec {
    * before start, owned by the jail user: copied onto the workspace disk, never mounted.
    */
   repoDir?: string;
-  /** Image reference; the driver's built child image when absent. */
+  /** Image reference; the driver's built child image when absent. `toolbox`: the toolbox's current tag. */
   image?: string;
+  /**
+   * `image` is `toolbox` because an agent spec named it: when the toolbox is not built, run in
+   * brig's child image instead of failing (the verified record says so, `imageFallback`).
+   */
+  imageFallback?: boolean;
   /**
    * Who asked for this jail: an operator's spawn (a root run) or a child's (through its
    * broker). The warm pool learns limit shapes from operators only (absent: operator).

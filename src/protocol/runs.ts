@@ -51,6 +51,8 @@ export interface JailVerified {
    * ENV the child kept, and the runtime directory's content hash bound at /opt/brig.
    */
   foreignImage?: { overridden: string[]; envKept: string[]; runtime: string };
+  /** The image asked for was not there and the jail runs in brig's child image instead (an agent spec's `image: toolbox`): why. */
+  imageFallback?: { asked: string; note: string };
 }
 
 /** Why a run did not complete: a code of the one catalog (util/error-codes.ts) and a message with no host paths. */

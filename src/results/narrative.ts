@@ -47,6 +47,8 @@ export interface EnvelopeInput {
   refs?: readonly (Pick<ResultRef, 'ref' | 'bytes' | 'kind'> & { path?: string })[];
   /** A repository's change, one line (brig's words: the counts, the patch and stat refs). */
   changes?: string;
+  /** brig's own notes on how the run was made (e.g. an image fallback), one line each. */
+  notes?: readonly string[];
   session?: string;
 }
 
@@ -82,6 +84,7 @@ export function renderEnvelope(e: EnvelopeInput): string {
     metrics.join(' | '),
     `Condensation: Level ${e.condensed.level} | Original: ${e.condensed.originalTokens} tokens | Ratio: ${e.condensed.ratio.toFixed(2)}`,
     e.changes ? oneLine(e.changes) : '',
+    ...(e.notes ?? []).map(oneLine),
     ...(e.refs ?? []).slice(0, MAX_ENVELOPE_REFS).map((r) => `Full result (drill in with read/grep/jq/sql/jsonpath): ${r.ref}${r.path ? ` ${oneLine(r.path).replace(/\s/g, '_')}` : ''} (${r.bytes}B, ${r.kind})`),
     (e.refs?.length ?? 0) > MAX_ENVELOPE_REFS
       ? `Full results: ${e.refs!.length - MAX_ENVELOPE_REFS} more ResultRefs not listed here (ref list on this run shows them all)`
@@ -94,7 +97,7 @@ export function renderEnvelope(e: EnvelopeInput): string {
 }
 
 /** Lines of the envelope's own framing, and of the run separator a multi-run answer uses. */
-const FRAMING = /^\s*(\[Subagent Result:|-{3,}\s*$|={2,}\s|(Status|Condensation|Runtime|Session|Changes|Full results?)\s*[:(|])/i;
+const FRAMING = /^\s*(\[Subagent Result:|-{3,}\s*$|={2,}\s|(Status|Condensation|Runtime|Session|Changes|Image|Full results?)\s*[:(|])/i;
 
 /** Each body line that could pass for the envelope's framing, quoted with `| ` (pure). */
 export function quoteFraming(body: string): string {

@@ -37,6 +37,8 @@ export interface EnvelopeRun {
   /** A repository's change (--repo): the stat, and its base. */
   repo?: { ref: string; base: string };
   changes?: { filesChanged: number; insertions: number; deletions: number; commits: number; error?: string };
+  /** The jail as verified: a fallback image is named in the footer (an agent spec's toolbox not built). */
+  jail?: { imageFallback?: { note: string } };
 }
 
 export type { RunEnvelope } from '../protocol/index.js';
@@ -170,6 +172,7 @@ export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRe
     ...(run.costUsd !== undefined ? { costUsd: run.costUsd } : {}),
     ...(run.modelLocal ? { costLocal: true } : {}),
     ...(run.changes && run.repo ? { changes: changesLine(run.id, run.repo, run.changes, refs) } : {}),
+    ...(run.jail?.imageFallback ? { notes: [`Image: ${run.jail.imageFallback.note}`] } : {}),
     // The result value first, then /workspace/out, then stdio: what the footer keeps when cut.
     refs: [...refs].sort((a, b) => SOURCE_RANK[a.source] - SOURCE_RANK[b.source]),
     session: `${run.rootRunId}/${run.id}`,

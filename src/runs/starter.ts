@@ -10,7 +10,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { Jail } from '../jail/index.js';
+import { TOOLBOX_NAME, type Jail } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError, toBrigError } from '../util/errors.js';
 import { nextToStart } from './admission.js';
@@ -60,6 +60,13 @@ export class RunStarter {
       table.runs.set(id, t.value);
       table.background(this.launch(id));
     }
+  }
+
+  /** An agent whose spec names the toolbox runs in brig's child image when it is not built (the driver notes it); a request's own `toolbox` does not. */
+  #specNamesToolbox(agent: string | undefined, image: string | undefined): boolean {
+    if (image !== TOOLBOX_NAME || !agent) return false;
+    const spec = this.d.deps.agents?.spec(agent);
+    return spec?.ok === true && spec.value.image === TOOLBOX_NAME;
   }
 
   async #clearCutLaunch(runId: string, brokerDir: string): Promise<void> {
@@ -131,7 +138,7 @@ export class RunStarter {
       const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent, artifacts);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
       await table.store.writeJson(runId, 'packet', packet);
-      const jailed = jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), artifacts);
+      const jailed = { ...jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), artifacts), ...(this.#specNamesToolbox(rec.agent, req.image) ? { imageFallback: true } : {}) };
       // A repository: a clean clone in the run's directory, copied onto the workspace disk (never mounted).
       const spec = rec.repo ? { ...jailed, repoDir: await stageRepo(table.store.dir(runId), rec.repo, Math.min(resultCapBytes, jailed.limits.diskMb * 1024 * 1024)) } : jailed;
       if (gone()) return await abandon();

@@ -29,7 +29,7 @@ import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { CHILD_IMAGE_REPO, ensurePlanImage, fingerprint, planChildImage, type ImagePlan } from './image.js';
 import { ImageCache } from './image-cache.js';
 import { LABELS } from './labels.js';
-import { ensureToolbox, toolboxPresent, toolboxTag } from './toolbox.js';
+import { TOOLBOX_NAME, ensureToolbox, toolboxPresent, toolboxTag } from './toolbox.js';
 import { containerName, JAIL_USER, renderCreateBody, workspaceVolumeName, type CreateBody, type ForeignImage } from './profile.js';
 import { engineArch, imageTerms, type ImageConfigView } from './image-contract.js';
 import { ensureRuntimeBundle, planRuntimeBundle, runtimeRootFor, type RuntimeBundle } from './runtime-bundle.js';
@@ -65,6 +65,8 @@ export interface DockerJailDriverOptions {
   imageCacheFile?: string;
   /** Where brig's runtime for foreign images is made (runtime-bundle.ts); default /var/lib/brig/runtime as root. */
   runtimeRoot?: string;
+  /** The tag `image: toolbox` resolves to; default the current recipe's (toolbox.ts). A test names an absent one. */
+  toolboxTag?: string;
 }
 
 /** The owner label for a brig home: one supervisor's jails are never swept by another's. */
@@ -143,7 +145,7 @@ export class DockerJailDriver implements JailDriver {
   readonly disks: WorkspaceDisks;
   readonly stages: ArtifactStages;
   private readonly imageCache: ImageCache;
-  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes' | 'workspaceQuota' | 'disksDir' | 'stageDir' | 'imageCacheFile'>> & { childRuntimeDir: string };
+  private readonly opts: Required<Omit<DockerJailDriverOptions, 'dockerHost' | 'childRuntimeDir' | 'owner' | 'tailBytes' | 'workspaceQuota' | 'disksDir' | 'stageDir' | 'imageCacheFile' | 'toolboxTag'>> & { toolboxTag: string | undefined } & { childRuntimeDir: string };
   private image: Promise<string> | undefined;
   private runtime: Promise<RuntimeBundle> | undefined;
   /** This driver's connections to the engine (as Node's global agent keeps them): close() ends them all. */
@@ -166,6 +168,7 @@ export class DockerJailDriver implements JailDriver {
       nodePath: opts.nodePath ?? fs.realpathSync(process.execPath),
       busyboxPath: opts.busyboxPath ?? '/bin/busybox',
       runtimeRoot: opts.runtimeRoot ?? runtimeRootFor(),
+      toolboxTag: opts.toolboxTag,
     };
   }
 
@@ -302,8 +305,21 @@ export class DockerJailDriver implements JailDriver {
     return { terms: terms.value, runtimeDir: bundle.dir, runtimeHash: bundle.hash };
   }
 
+  /**
+   * The image a spec runs in: its own tag, brig's child image when it names none, the current
+   * toolbox tag for `toolbox` — or, when that is not built and an agent spec asked for it
+   * (`imageFallback`), brig's child image with a note saying so; otherwise `image_missing`.
+   */
+  async #imageOf(given: JailSpec): Promise<{ image: string; fallback?: { asked: string; note: string } }> {
+    if (given.image !== TOOLBOX_NAME) return { image: given.image ?? (await this.ensureImage()) };
+    const tag = this.opts.toolboxTag ?? toolboxTag();
+    if (await toolboxPresent(this.docker, tag)) return { image: tag };
+    if (!given.imageFallback) throw new BrigError('image_missing', `the toolbox image ${tag} is not built`, { hint: 'Build it once: `brig image toolbox` (about a minute from Debian\'s packages; docs/jail.md).' });
+    return { image: await this.ensureImage(), fallback: { asked: TOOLBOX_NAME, note: `the toolbox image (${tag}) is not built, so this agent ran in brig's child image (busybox and node only); \`brig image toolbox\` builds it` } };
+  }
+
   async create(given: JailSpec): Promise<Jail> {
-    const image = given.image ?? (await this.ensureImage());
+    const { image, fallback } = await this.#imageOf(given);
     const foreign = await this.imageTermsFor(image, given);
     // Refused before anything is made or staged: a spec the profile would not render.
     const checked = renderCreateBody(given, image, this.owner, foreign);
@@ -311,7 +327,9 @@ export class DockerJailDriver implements JailDriver {
     // The artifacts bound are exactly the objects the spawn checked (artifact-stage.ts).
     const artifacts = await this.stages.stage(given.runId, given.artifacts);
     try {
-      return await this.#create({ ...given, artifacts }, image, foreign);
+      const jail = await this.#create({ ...given, artifacts }, image, foreign);
+      if (fallback && jail.verified) Object.assign(jail.verified, { imageFallback: fallback });
+      return jail;
     } catch (e) {
       await this.stages.release(given.runId).catch(() => undefined);
       throw e;

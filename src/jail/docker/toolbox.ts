@@ -24,6 +24,11 @@ import { BrigError } from '../../util/errors.js';
 import { LABELS } from './labels.js';
 
 export const TOOLBOX_IMAGE_REPO = 'brig-toolbox';
+/**
+ * The name a spawn or an agent spec may give for the toolbox (`--image toolbox`, frontmatter
+ * `image: toolbox`): the driver resolves it to the current recipe's tag at create.
+ */
+export const TOOLBOX_NAME = 'toolbox';
 
 /** What is in the toolbox, beyond Debian's required packages: the one list. */
 export const TOOLBOX_PACKAGES = [
