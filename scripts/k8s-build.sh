@@ -36,7 +36,7 @@ command -v go >/dev/null || { say "go is not installed (the binaries are built f
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/brig-k8s-build.XXXXXX")"
 GOCACHE_DIR="$WORK/gocache"
 trap 'rm -rf "$WORK"' EXIT
-say "building Kubernetes $K8S_VERSION into $BIN (once per machine; ~5 min on 2 idle cores)"
+say "building Kubernetes $K8S_VERSION into $BIN (once per machine; 5–10 min on 2 cores: 557 s on 2026-12-03)"
 cd "$WORK"
 cat > go.mod <<MOD
 module brig.local/k8s-build
