@@ -39,7 +39,7 @@ const files = walk(SRC);
 
 test('dangerous imports are quarantined', () => {
   const rules: { pkg: RegExp; allowed: (rel: string) => boolean; why: string }[] = [
-    { pkg: /^(dockerode|tar-fs|tar-stream)$/, allowed: (r) => r.startsWith('jail/docker/'), why: 'only jail/docker/ talks to the engine' },
+    { pkg: /^(dockerode|tar-stream)$/, allowed: (r) => r.startsWith('jail/docker/'), why: 'only jail/docker/ talks to the engine' },
     { pkg: /^@duckdb\//, allowed: (r) => r.startsWith('slice/'), why: 'only the DuckDB helper in slice/ loads DuckDB' },
     { pkg: /^(node-llama-cpp|@node-llama-cpp\/)/, allowed: (r) => r === 'models/local/llama-engine.ts', why: 'only the local model helper loads node-llama-cpp' },
   ];
