@@ -75,7 +75,7 @@ export function judgeDoctor(f: DoctorFacts): DoctorCheck[] {
     if (q.mode === 'none') out.push(check('workspace disk quota', true, 'off (BRIG_WORKSPACE_QUOTA=none): /workspace is not capped'));
     else out.push(check('workspace disk quota', q.unavailable === null, q.unavailable ?? "a per-run ext4 image of the lease's diskMb on a loop device, nosuid,nodev", 'Run brig as root with e2fsprogs and util-linux (`make deps`), or opt out with BRIG_WORKSPACE_QUOTA=none.'));
   }
-  if (f.helper && 'error' in f.helper) out.push(check('DuckDB helper', false, f.helper.error, 'Run `make deps`; `brig doctor` must be able to start one helper.'));
+  if (f.helper && 'error' in f.helper) out.push(check('DuckDB helper', false, f.helper.error, helperHint(f.helper.error)));
   else if (f.helper) {
     const h = f.helper;
     out.push(check('DuckDB helper isolated', h.privilegeLeft === null, h.privilegeLeft ?? `uid ${h.uid}, CapEff ${h.capEff}, own namespaces`, 'Helpers run as root with capabilities here: run brig as root with util-linux (unshare, setpriv).'));
@@ -168,4 +168,24 @@ async function gatherJailFacts(driver: DockerJailDriver, engine: DoctorFacts['en
     srv.close();
   }
   return { engine, image, probe };
+}
+
+/**
+ * What to do about a DuckDB helper that did not start, from what its start said: the hint names
+ * the cause it can see (a temp directory, a missing tool, the module, memory), else the general one.
+ */
+export function helperHint(error: string): string {
+  if (/\b(EACCES|EPERM|EROFS|ENOSPC)\b[^\n]*(tmp|TMPDIR)|(tmp|TMPDIR)[^\n]*\b(EACCES|EPERM|EROFS|ENOSPC)\b/i.test(error)) {
+    return 'brig makes its helpers\' directories under TMPDIR (or /tmp): it must be a writable directory of this user with space left — set TMPDIR to one.';
+  }
+  if (/\b(unshare|setpriv|prlimit)\b[^\n]*(ENOENT|not found)|(ENOENT|not found)[^\n]*\b(unshare|setpriv|prlimit)\b/i.test(error)) {
+    return 'The helper is started through util-linux (unshare, setpriv, prlimit): install it (`make deps`).';
+  }
+  if (/@duckdb|Cannot find (module|package)|ERR_MODULE_NOT_FOUND|ERR_DLOPEN_FAILED/i.test(error)) {
+    return 'The DuckDB module is missing or does not load on this platform: run `make deps` (npm ci) in brig\'s directory.';
+  }
+  if (/\b(ENOMEM|Cannot allocate memory|out of memory)\b/i.test(error)) {
+    return 'The helper could not get memory (its address-space cap, or the host): free memory on the host, or give the slicer a larger memory cap (docs/slicing.md).';
+  }
+  return 'Run `make deps`; `brig doctor` must be able to start one helper (its error above says why it did not).';
 }

@@ -30,7 +30,7 @@ export { SECCOMP_PROFILE, SECCOMP_REMOVED, SECCOMP_RULES_REMOVED } from './docke
 export { CHILD_IMAGE_REPO, CHILD_RUNTIME_DIR } from './docker/image.js';
 export { TOOLBOX_NAME } from './docker/toolbox.js';
 export { LABELS } from './docker/labels.js';
-export { judgeDoctor, gatherDoctorFacts, type DoctorFacts, type HomeFacts } from './doctor.js';
+export { judgeDoctor, gatherDoctorFacts, helperHint, type DoctorFacts, type HomeFacts } from './doctor.js';
 export { PROBE_SCRIPT, hostAddresses, judgeProbe, parseProbe, probeArgv, type ProbeReport, type ProbeCheck } from './probe.js';
 export { runJailOnce, endReasonOf, DEFAULT_COLLECT_CAPS, type RunOnceOptions, type RunOnceResult, type RunOnceTimings } from './run-once.js';
 export { artifactTreeProblem, identityOf, MAX_ARTIFACT_ENTRIES, type ArtifactIdentity } from './artifact-tree.js';

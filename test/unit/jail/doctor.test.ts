@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { judgeDoctor, type DoctorFacts } from '../../../src/jail/index.js';
+import { helperHint, judgeDoctor, type DoctorFacts } from '../../../src/jail/index.js';
 
 const INFO = { SecurityOptions: ['name=seccomp,profile=default'], Runtimes: { runc: {} }, MemoryLimit: true, SwapLimit: true, PidsLimit: true, CpuCfsQuota: true, CgroupVersion: '1' };
 const GOOD: DoctorFacts = {
@@ -78,4 +78,15 @@ test('doctor shows the free space in brig\'s home against its reserve, also with
   assert.deepEqual(noEngine.map((c) => [c.name, c.ok]), [['engine answers', false], ['home free space', false]]);
   const unreadable = judgeDoctor({ ...GOOD, home: { dir: '/gone', reserveBytes: 0, error: 'statfs failed' } }).find((c) => c.name === 'home free space')!;
   assert.equal(unreadable.ok, false);
+});
+
+test("a helper that did not start: the doctor's hint names the cause its error shows", () => {
+  assert.match(helperHint("no helper started: EACCES: permission denied, mkdtemp '/tmp/priv/brig-helper-XXXXXX'"), /TMPDIR/);
+  assert.match(helperHint('no helper started: spawn unshare ENOENT'), /util-linux/);
+  assert.match(helperHint("no helper started: Cannot find package '@duckdb/node-api'"), /DuckDB module/);
+  assert.match(helperHint('no helper started: Cannot allocate memory'), /memory/);
+  assert.match(helperHint('no helper started: the helper exited 3'), /make deps.*its error above/);
+  const judged = judgeDoctor({ ...GOOD, helper: { error: 'no helper started: spawn setpriv ENOENT' } }).find((c) => c.name === 'DuckDB helper');
+  assert.ok(judged && !judged.ok);
+  assert.match(judged.hint ?? '', /util-linux/);
 });
