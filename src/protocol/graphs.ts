@@ -251,8 +251,12 @@ export interface GraphSpec {
   inputs: Record<string, { text: string }>;
   concurrency: { max_parallel: number };
   on_failure: { policy: 'fail_fast' | 'continue' };
-  /** What a restart of the supervisor does to a running graph: only `fail` exists yet. */
-  on_restart: 'fail';
+  /**
+   * What a restart of the supervisor does to a graph it left running: `resume` continues it
+   * (no completed node re-runs; a running attempt is reattached, or ended `supervisor_restart`
+   * and retried only if its node is `retry.idempotent`); `fail` ends it `supervisor_restart`.
+   */
+  on_restart: 'resume' | 'fail';
   budget: { wall_ms?: number };
   /** Nodes whose line leads the envelope (default: the nodes nothing depends on). */
   sinks: string[];
@@ -370,6 +374,8 @@ export type GraphEvent =
   | { type: 'graph.started'; graphId: string; nodes: number; parallel: number }
   | { type: 'graph.node'; graphId: string; node: string; state: NodeState; attempt: number; runId: string | null }
   | { type: 'graph.ended'; graphId: string; state: GraphState; endReason: string | null }
+  /** A restart took up a graph left running (`on_restart: resume`): attempts reattached, lost (ended `supervisor_restart`), asked again (never spawned), re-armed gates. */
+  | { type: 'graph.resumed'; graphId: string; reattached: number; lost: number; respawned: number; gates: number }
   | { type: 'graph.gate_decided'; graphId: string; node: string; decision: 'approved' | 'rejected'; by: string; noteHash: string | null };
 
 /** An operator's decision on a gate. */
