@@ -17,7 +17,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import {
   GRAPH_BOUNDS,
   type GraphAttempt,
+  type GraphAttemptLease,
   type GraphDefinition,
+  type GraphExplanation,
   type GateDecision,
   type GraphEvent,
   type GraphNodeRecord,
@@ -40,6 +42,7 @@ import { graphEnd, plan, type PlanInput } from './plan.js';
 import type { GraphStore } from './store.js';
 import { graphEnvelope, manifestRows } from './envelope.js';
 import { readField, tally, type Ballot } from './tally.js';
+import { explainGraph } from './explain.js';
 
 export interface GraphPorts {
   supervisor: Pick<Supervisor, 'spawn' | 'wait' | 'kill' | 'list'>;
@@ -52,6 +55,8 @@ export interface GraphPorts {
   refOf?(runId: string): Promise<string | null>;
   /** A voter's ballot: its result value (`result`) or a JSON file of its out/ (`out/<path>`), parsed; undefined when not JSON; throws when it is not there. Bounded by the port. */
   readBallot?(runId: string, ballot: string): Promise<unknown>;
+  /** The lease an attempt's run got (for explain); null when it is not readable. */
+  leaseOf?(runId: string): Promise<GraphAttemptLease | null>;
   /** A committed file of a run's out/ (a map's items) as text; throws when it is not there or over maxBytes (never cut). */
   readText?(runId: string, file: string, maxBytes: number): Promise<string>;
   now?: () => Date;
@@ -635,6 +640,17 @@ export class GraphService {
     return ok(structuredClone(live.rec));
   }
 
+  /** An operator's view: per node its attempts, end reasons, skips, waits, retries and each attempt's lease. */
+  async explain(graphId: string): Promise<Result<GraphExplanation, BrigError>> {
+    const s = await this.status(graphId);
+    if (!s.ok) return s;
+    const def = await definitionOf(this.p.store, graphId, this.#defineOptions());
+    if (!def.ok) return def;
+    const leases = new Map<string, GraphAttemptLease | null>();
+    for (const n of s.value.nodes) for (const a of n.attempts) if (a.runId && this.p.leaseOf) leases.set(a.runId, await this.p.leaseOf(a.runId).catch(() => null));
+    return ok(explainGraph(s.value, def.value, leases, (this.p.now ?? (() => new Date()))().toISOString()));
+  }
+
   async list(): Promise<GraphRecord[]> {
     const out: GraphRecord[] = [];
     for (const id of await this.p.store.ids()) {
@@ -711,6 +727,14 @@ export class GraphService {
     await this.p.store.save(rec);
     this.p.onEvent?.({ type: 'graph.ended', graphId: rec.id, state: rec.state, endReason: rec.endReason });
   }
+}
+
+/** A graph's definition again, from the spec kept with it (define is deterministic over it). */
+export async function definitionOf(store: GraphStore, graphId: string, o: Parameters<typeof defineGraph>[2] = {}): Promise<Result<GraphDefinition, BrigError>> {
+  const spec = await store.loadSpec(graphId).catch((e: unknown) => (e instanceof BrigError ? e : new BrigError('internal', 'could not read the graph spec', { cause: e })));
+  if (spec instanceof BrigError) return err(spec);
+  if (!spec) return err(new BrigError('state_corrupt', `graph ${graphId} has no spec.json`, { data: { graphId, file: 'spec.json' } }));
+  return defineGraph(spec, [], o);
 }
 
 /** A JSON array, or JSON lines (blank lines ignored); null when any is not JSON. */

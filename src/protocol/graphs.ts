@@ -400,4 +400,69 @@ export interface GraphSurface {
   /** Kills the running nodes (their whole subtrees) and skips the rest; `confirm` must be true. */
   cancel(graphId: string, o: { confirm: boolean }): Promise<Result<GraphRecord, BrigError>>;
   list(): Promise<GraphRecord[]>;
+  /** An operator's view of a graph: per node its attempts, end reasons, why skipped, why it waited, retries, each attempt's lease. */
+  explain(graphId: string): Promise<Result<GraphExplanation, BrigError>>;
+}
+
+/** The lease an attempt's run got, as `brig graph explain` shows it (what was granted and refused, never secrets). */
+export interface GraphAttemptLease {
+  id: string;
+  profile: string;
+  depth: number;
+  caps: string[];
+  /** `what: code` per refusal. */
+  refused: string[];
+  /** Who revoked it (a run's end revokes its lease: `end`-like reasons), or null while it holds. */
+  revokedBy: string | null;
+}
+
+/** One attempt, explained: why it came, how it ended, the lease its run got. */
+export interface GraphAttemptExplained {
+  n: number;
+  /** `first`, `retry k of max after attempt n ended <result> (<reason>)`, `asked again after the restart lost attempt n`. */
+  why: string;
+  state: GraphAttempt['state'];
+  result: NodeResult | null;
+  endReason: string | null;
+  errorCode: string | null;
+  runId: string | null;
+  startedAt: string;
+  endedAt: string | null;
+  tokens: number | null;
+  /** null: no run (a tally, split, join or gate), or the lease is not readable here. */
+  lease: GraphAttemptLease | null;
+}
+
+/** One node, explained for an operator (`brig graph explain`). */
+export interface GraphNodeExplained {
+  id: string;
+  kind: GraphNodeKind;
+  macroOf: string | null;
+  dependsOn: string[];
+  /** The `when` as written (`all_succeeded`, `quorum 2`, `results a=failed`). */
+  when: string;
+  state: NodeState;
+  skipReason: SkipReason | null;
+  /** Why it was skipped, with the facts (which `when` failed on which dependency, which node tripped fail_fast…); null when it was not. */
+  skipped: string | null;
+  /** Why it waited before its first attempt (or still waits): its dependencies, a slot (the parallel cap), an operator (a gate). */
+  waited: string[];
+  retry: { max: number; on: RetryOn[]; idempotent: boolean };
+  attempts: GraphAttemptExplained[];
+  gate?: GateState;
+  tally?: TallyOutcome;
+}
+
+/** A graph explained: per node its attempts, end reasons, skips, waits, retries and leases. */
+export interface GraphExplanation {
+  graphId: string;
+  label: string | null;
+  state: GraphState;
+  endReason: string | null;
+  createdAt: string;
+  endedAt: string | null;
+  parallel: number;
+  onFailure: 'fail_fast' | 'continue';
+  onRestart: 'resume' | 'fail';
+  nodes: GraphNodeExplained[];
 }
