@@ -291,8 +291,8 @@ class LiveGraph {
     } catch (e) {
       errorCode = e instanceof BrigError ? e.code : 'internal';
     }
-    // The restart lost the attempt's run (its jail was gone): its side effects may have happened.
-    const lost = resumed && ended?.endReason === 'ghost_sweep';
+    // The restart lost the attempt's run (its jail was gone, or its record): its side effects may have happened.
+    const lost = resumed && (ended?.endReason === 'ghost_sweep' || (!ended && errorCode === 'run_not_found'));
     const result: NodeResult = ended && !lost ? nodeResultOf(ended, this.cancelled) : this.cancelled ? 'cancelled' : 'failed';
     a.state = 'ended';
     a.result = result;
@@ -496,7 +496,7 @@ class LiveGraph {
         const run = runOf(a);
         a.runId ??= run?.id ?? null;
         if (!a.runId) counts.respawned++;
-        else if (run?.status === 'ended' && run.endReason === 'ghost_sweep') counts.lost++;
+        else if (!run || (run.status === 'ended' && run.endReason === 'ghost_sweep')) counts.lost++;
         else counts.reattached++;
         open.push(() => this.#attempt(n, a, true));
       }

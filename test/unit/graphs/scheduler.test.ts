@@ -330,6 +330,22 @@ test('recover (on_restart: resume): a lost attempt ends supervisor_restart and i
       assert.equal(sup2.log.length, 0, 'nothing spawned');
     }
   }
+  // A run id on the record that no run answers to (its record gone): lost as well, not retried without idempotent.
+  {
+    const sup = new TwinSupervisor(() => 'completed', false);
+    const { g, store } = service(sup);
+    const started = await g.run(spec([node('a')], { on_restart: 'resume' }));
+    assert.ok(started.ok);
+    while (sup.runs.size === 0) await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 20));
+    const sup2 = new TwinSupervisor(() => 'completed', true, undefined, 'next');
+    const after = restarted(store, sup2, async () => []);
+    await after.g.recover();
+    assert.deepEqual(after.events[0], { type: 'graph.resumed', graphId: started.value.graphId, reattached: 0, lost: 1, respawned: 0, gates: 0 });
+    const w = await after.g.wait(started.value.graphId);
+    assert.ok(w.ok);
+    assert.deepEqual([w.value.state, w.value.nodes[0]!.attempts.map((x) => [x.endReason, x.errorCode])], ['failed', [['supervisor_restart', 'run_not_found']]]);
+  }
   // An attempt written `starting` whose spawn never made a run: asked again, same attempt, same key.
   const sup = new TwinSupervisor(() => 'completed', false);
   const { g, store } = service(sup);
