@@ -1,7 +1,7 @@
 /**
  * Crash tests (issue 25 item 6): a real `brig serve` runs a four-node graph of command
  * children on the real engine and is SIGKILLed right after the k-th node's end is on the
- * graph record; the next `brig serve` takes the graph up by its `on_restart`. With `resume`:
+ * graph record (k = 2 and 3 resume, k = 1 fails); the next `brig serve` takes the graph up by its `on_restart`. With `resume`:
  * no completed node runs again (one attempt, one run record, one run id in the ledger each),
  * the node running at the crash is reattached (its run id kept), the rest run, the graph
  * ends completed exactly once with the right envelope and manifest, and its last node read
@@ -132,6 +132,28 @@ test('on_restart resume: a daemon SIGKILLed after node 2 of 4 ended — the rest
   await (await h.serve()).signal('SIGTERM');
   assert.equal(onDisk(h, gid)!.endedAt, rec.endedAt);
   assert.equal(graphEvents(h, gid, 'graph.ended').length, 1);
+});
+
+test('on_restart resume: a daemon SIGKILLed after node 3 of 4 ended — the last node, in flight or not yet asked, runs once; the graph ends once', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const { gid, before } = await crashAfter(h, chain(h, 'resume'), 'c');
+  const dBefore = before.nodes[3]!.attempts[0]?.runId ?? null;
+  t.diagnostic(`d at the crash: ${before.nodes[3]!.state}, attempt ${before.nodes[3]!.attempts[0]?.state ?? 'none'}, run ${dBefore ?? 'none'}`);
+  const second = await h.serve();
+  const w = await h.run(['graph', 'wait', gid, '--json']);
+  assert.equal(w.code, 0, `${w.stderr}${w.stdout}\nserve stderr: ${second.stderr()}`);
+  const rec = (JSON.parse(w.stdout) as { graph: GraphRecord }).graph;
+  assert.deepEqual(rec.nodes.map((n) => [n.id, n.state, n.attempts.length]), [['a', 'succeeded', 1], ['b', 'succeeded', 1], ['c', 'succeeded', 1], ['d', 'succeeded', 1]]);
+  assert.deepEqual(rec.nodes.slice(0, 3).map((n) => n.attempts[0]!.runId), before.nodes.slice(0, 3).map((n) => n.attempts[0]!.runId), 'a, b, c kept their one run');
+  if (dBefore) assert.equal(rec.nodes[3]!.attempts[0]!.runId, dBefore, 'd reattached (or collected), not spawned again');
+  const runs = recordsOnDisk(h.home).filter((r) => r.label?.startsWith(`${gid}/`));
+  assert.deepEqual(['a', 'b', 'c', 'd'].map((n) => runs.filter((r) => r.label === `${gid}/${n}`).length), [1, 1, 1, 1]);
+  assert.deepEqual(['a', 'b', 'c', 'd'].map((n) => ledgerRuns(h, gid)[n]), rec.nodes.map((n) => [n.attempts[0]!.runId]));
+  assert.equal(graphEvents(h, gid, 'graph.ended').length, 1);
+  const d = rec.nodes[3]!.attempts[0]!.runId!;
+  assert.equal(fs.readFileSync(path.join(h.home, 'results', d, d, 'out', 'd.txt'), 'utf8'), 'c\nd\n');
+  await second.signal('SIGTERM');
 });
 
 test('on_restart fail: a daemon SIGKILLed after node 1 of 4 ended — the restart ends the graph failed (supervisor_restart) once; the completed node stays, nothing after it spawns', async (t) => {
