@@ -24,7 +24,7 @@ export { brigPaths } from './config/index.js';
 export { applyRun, type ApplyRunOptions, type ApplyOutcome } from './repo/index.js';
 export type { Daemon, PolicyCheck } from './daemon/index.js';
 export { agentCatalogFor, toolSurface } from './agents/index.js';
-export { defineGraphText, GraphStore, graphEnvelope } from './graphs/index.js';
+export { defineGraphText, definitionOf, explainGraph, GraphStore, graphEnvelope, renderGraphExplain } from './graphs/index.js';
 export type { GraphDefinition, GraphRecord, GraphStarted, GraphSurface, GraphSpec } from './protocol/index.js';
 export type { AgentSpec, AgentFrontmatter, AgentCatalog, AgentTool } from './agents/index.js';
 export { ApiClient } from './client/index.js';

@@ -381,6 +381,11 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
     ok: { 200: z.object({ graph: GraphView }) },
     handle: async ({ brig, params, input }) => reply({ graph: value(await graphsOf(brig).cancel(params.graph!, { confirm: input.confirm })) }),
   }),
+  graphExplain: route<'graphExplain'>()({
+    summary: 'A graph explained for an operator: per node its attempts and end reasons, why it was skipped (which when failed), why it waited (dependencies, a slot, a gate), its retries and the lease each attempt got',
+    ok: { 200: z.object({ explanation: z.looseObject({ graphId: z.string(), state: z.enum(GRAPH_STATES), nodes: z.array(z.looseObject({ id: z.string(), attempts: z.array(z.looseObject({ n: z.number() })) })) }) }) },
+    handle: async ({ brig, params }) => reply({ explanation: value(await graphsOf(brig).explain(params.graph!)) }),
+  }),
   graphDecide: route<'graphDecide'>()({
     summary: "An operator's decision on a waiting gate (approve or reject, with a note kept only as its hash)",
     body: z.object({ node: z.string().min(1).max(200), decision: z.enum(['approve', 'reject']), note: z.string().max(4096).optional(), by: z.string().min(1).max(128).optional() }),

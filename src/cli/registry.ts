@@ -54,6 +54,7 @@ export const COMMANDS: Record<string, Entry> = {
   'graph wait': { section: 'runs', summary: 'Wait for a graph to end; print its envelope (≤ 4 KiB: a line per node, the manifest ref).', load: async () => (await import('./commands/graph-wait.js')).default },
   'graph approve': { section: 'runs', summary: "Approve a waiting gate of a running graph (an operator decision, ledgered with who, when and the note's hash).", load: async () => (await import('./commands/graph-approve.js')).default },
   'graph reject': { section: 'runs', summary: "Reject a waiting gate of a running graph (an operator decision, ledgered with who, when and the note's hash).", load: async () => (await import('./commands/graph-reject.js')).default },
+  'graph explain': { section: 'runs', summary: 'A graph for an operator: per node its attempts and end reasons, why it was skipped (which when failed), why it waited (dependencies, a slot, a gate), its retries and the lease each attempt got.', load: async () => (await import('./commands/graph-explain.js')).default },
   'graph cancel': { section: 'runs', summary: "Cancel a running graph: its running nodes are killed (by operator), the rest end skipped.", load: async () => (await import('./commands/graph-cancel.js')).default },
   'agents list': {
     section: 'runs',

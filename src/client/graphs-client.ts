@@ -39,6 +39,10 @@ export class ApiGraphs implements GraphSurface {
     const r = await this.api.route('graphCancel', { params: { graph: graphId }, input: { confirm: o.confirm } });
     return r.ok ? ok(r.value.graph) : r;
   }
+  async explain(graphId: string): ReturnType<GraphSurface['explain']> {
+    const r = await this.api.route('graphExplain', { params: { graph: graphId } });
+    return r.ok ? ok(r.value.explanation) : r;
+  }
   async list(): Promise<Awaited<ReturnType<GraphSurface['list']>>> {
     const r = await this.api.route('listGraphs');
     if (!r.ok) throw r.error;

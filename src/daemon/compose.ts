@@ -202,7 +202,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   collectState(metrics, () => supervisor, drill.pools, warm);
   collectStorage(metrics, () => supervisor.storage(), supervisor.settings.minFreeBytes);
   const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs, reserveBytes: supervisor.settings.minFreeBytes });
-  const graphs = graphServiceFor({ dir: paths.graphs, supervisor, results, ledger });
+  const graphs = graphServiceFor({ dir: paths.graphs, supervisor, results, ledger, leases: operator.leases });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
   const close = async () => {

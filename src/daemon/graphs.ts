@@ -10,11 +10,12 @@ import { GraphService, GraphStore } from '../graphs/index.js';
 import type { Ledger } from '../ledger/index.js';
 import type { FsResultStore } from '../results/index.js';
 import type { SupervisorCore } from '../runs/index.js';
+import type { OperatorSurface } from '../protocol/index.js';
 
 /** A ballot over this is unreadable (counted invalid), never cut. */
 const BALLOT_MAX_BYTES = 64 * 1024;
 
-export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; results: FsResultStore; ledger: Ledger }): GraphService {
+export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; results: FsResultStore; ledger: Ledger; leases?: OperatorSurface['leases'] }): GraphService {
   const s = o.supervisor.settings;
   return new GraphService({
     supervisor: o.supervisor,
@@ -27,6 +28,15 @@ export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; re
     async refOf(runId) {
       const refs = await o.results.list(runId).catch(() => []);
       return (refs.find((r) => r.source === 'value') ?? refs.find((r) => r.source === 'out') ?? refs[0])?.ref ?? null;
+    },
+    // explain: the lease the attempt's run got (the one its record names), as granted and refused.
+    async leaseOf(runId) {
+      const run = await o.supervisor.get(runId);
+      if (!run?.leaseId || !o.leases) return null;
+      const shown = await o.leases.show(run.leaseId);
+      if (!shown.ok) return null;
+      const l = shown.value.lease;
+      return { id: l.id, profile: l.profile, depth: l.depth, caps: [...l.caps], refused: l.refused.map((r) => `${r.what}: ${r.code}`), revokedBy: l.revoked?.by ?? null };
     },
     // A ballot is small: one bounded read of a committed ref (never a file a child can still write).
     async readBallot(runId, ballot) {

@@ -48,7 +48,7 @@ export async function openLocal(o: LocalOptions = {}): Promise<Brig> {
   });
   mark('local: composed');
   await composed.supervisor.start();
-  // The owner of the home's runs also ends the graphs a dead supervisor left running (on_restart: fail).
+  // The owner of the home's runs also takes up the graphs a dead supervisor left running (resumes or ends them, by on_restart).
   if (o.reconcile !== false) await composed.graphs.recover();
   return composed.brig;
 }

@@ -44,7 +44,7 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
   const { reconciled: tidied } = await composed.supervisor.begin();
   // After the sweep: what a dead supervisor's pool left goes before this one fills.
   const reconciled = tidied.then(async (r) => {
-    // Once the runs are reconciled: the graphs a dead supervisor left running end (on_restart: fail).
+    // Once the runs are reconciled: the graphs a dead supervisor left running resume or end (by their on_restart).
     await composed.graphs.recover().catch(() => {});
     await composed.warm?.start().catch(() => {});
     return r;

@@ -9,5 +9,6 @@ export { expand } from './macros.js';
 export { readField, tally, tallyLine, type Ballot } from './tally.js';
 export { evaluateWhen, graphEnd, isEnded, plan, tripped, type PlanInput, type PlanStep, type WhenVerdict } from './plan.js';
 export { GraphStore, GRAPH_FILES } from './store.js';
-export { GraphService, newGraphId, nodeResultOf, parseItems, requestOf, stopHolds, type GraphPorts, type GraphWaitOptions, type RunGraphOptions } from './service.js';
+export { explainGraph, renderGraphExplain, whenText } from './explain.js';
+export { definitionOf, GraphService, newGraphId, nodeResultOf, parseItems, requestOf, stopHolds, type GraphPorts, type GraphWaitOptions, type RunGraphOptions } from './service.js';
 export { graphEnvelope, manifestRows } from './envelope.js';

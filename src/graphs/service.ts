@@ -17,7 +17,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import {
   GRAPH_BOUNDS,
   type GraphAttempt,
+  type GraphAttemptLease,
   type GraphDefinition,
+  type GraphExplanation,
   type GateDecision,
   type GraphEvent,
   type GraphNodeRecord,
@@ -35,11 +37,12 @@ import {
   type Supervisor,
 } from '../protocol/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
-import { defineGraphText, taskOf } from './define.js';
+import { defineGraph, defineGraphText, taskOf } from './define.js';
 import { graphEnd, plan, type PlanInput } from './plan.js';
 import type { GraphStore } from './store.js';
 import { graphEnvelope, manifestRows } from './envelope.js';
 import { readField, tally, type Ballot } from './tally.js';
+import { explainGraph } from './explain.js';
 
 export interface GraphPorts {
   supervisor: Pick<Supervisor, 'spawn' | 'wait' | 'kill' | 'list'>;
@@ -52,6 +55,8 @@ export interface GraphPorts {
   refOf?(runId: string): Promise<string | null>;
   /** A voter's ballot: its result value (`result`) or a JSON file of its out/ (`out/<path>`), parsed; undefined when not JSON; throws when it is not there. Bounded by the port. */
   readBallot?(runId: string, ballot: string): Promise<unknown>;
+  /** The lease an attempt's run got (for explain); null when it is not readable. */
+  leaseOf?(runId: string): Promise<GraphAttemptLease | null>;
   /** A committed file of a run's out/ (a map's items) as text; throws when it is not there or over maxBytes (never cut). */
   readText?(runId: string, file: string, maxBytes: number): Promise<string>;
   now?: () => Date;
@@ -163,6 +168,7 @@ class LiveGraph {
     try {
       for (;;) {
         const woke = new Promise<void>((r) => (this.#wake = r));
+        for (const go of this.#open.splice(0)) void go();
         const states = this.#states();
         const end = graphEnd({ def: this.#planDef, states, cancelled: this.cancelled });
         if (end) return await this.#finish(end.state, end.endReason);
@@ -246,20 +252,29 @@ class LiveGraph {
     });
   }
 
-  async #attempt(n: GraphNodeRecord, a: GraphAttempt): Promise<void> {
+  /**
+   * One attempt of a run kind: spawned under its key, then waited for. `resumed`: the attempt
+   * a dead supervisor left open — with a run id it is reattached (never spawned again); a run
+   * the restart lost (`ghost_sweep`) ends the attempt `supervisor_restart`, retried only when
+   * the node is `retry.idempotent` (and has attempts left).
+   */
+  async #attempt(n: GraphNodeRecord, a: GraphAttempt, resumed = false): Promise<void> {
     const spec = this.#nodes.get(n.id)!;
     const ctx: SpawnContext = { callerId: a.key, inputs: this.#mounts(spec), ...(this.rec.callerRunId ? { parentRunId: this.rec.callerRunId } : {}) };
     let ended: RunRecord | null = null;
     let errorCode: string | null = null;
     try {
-      const item = spec.item ? (await this.#itemsOf(spec.item.split))[spec.item.index] : undefined;
-      const r = await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id, item), ctx);
+      const item = spec.item && !a.runId ? (await this.#itemsOf(spec.item.split))[spec.item.index] : undefined;
+      const r = a.runId ? ok({ id: a.runId }) : await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id, item), ctx);
       if (!r.ok) errorCode = r.error.code;
       else {
+        const fresh = a.runId === null || a.state !== 'running';
         a.runId = r.value.id;
         a.state = 'running';
-        await this.save();
-        this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: 'running', attempt: a.n, runId: a.runId });
+        if (fresh) {
+          await this.save();
+          this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: 'running', attempt: a.n, runId: a.runId });
+        }
         if (this.cancelled) await this.p.supervisor.kill(a.runId, { confirm: true, by: 'operator' });
         for (;;) {
           const w = await this.p.supervisor.wait(a.runId);
@@ -276,16 +291,19 @@ class LiveGraph {
     } catch (e) {
       errorCode = e instanceof BrigError ? e.code : 'internal';
     }
-    const result: NodeResult = ended ? nodeResultOf(ended, this.cancelled) : this.cancelled ? 'cancelled' : 'failed';
+    // The restart lost the attempt's run (its jail was gone, or its record): its side effects may have happened.
+    const lost = resumed && (ended?.endReason === 'ghost_sweep' || (!ended && errorCode === 'run_not_found'));
+    const result: NodeResult = ended && !lost ? nodeResultOf(ended, this.cancelled) : this.cancelled ? 'cancelled' : 'failed';
     a.state = 'ended';
     a.result = result;
-    a.endReason = ended?.endReason ?? null;
+    a.endReason = lost ? 'supervisor_restart' : (ended?.endReason ?? null);
     a.errorCode = ended?.error?.code ?? errorCode;
     a.endedAt = this.#now();
     a.tokens = ended?.tokens ?? null;
     a.costUsd = ended?.costUsd ?? null;
     const retry = spec.retry;
-    const again = !this.cancelled && (retry.on as string[]).includes(result) && n.attempts.length < retry.max + 1;
+    const left = n.attempts.length < retry.max + 1;
+    const again = !this.cancelled && left && (lost ? retry.idempotent : (retry.on as string[]).includes(result));
     // A refine round's stop_when, on its committed result (unreadable or not holding: the chain goes on).
     const stop = result === 'succeeded' && spec.stop && a.runId && this.p.readBallot ? await this.p.readBallot(a.runId, spec.stop.when.file).then((v) => stopHolds(spec.stop!.when, v), () => false) : false;
     n.state = again ? 'pending' : result;
@@ -456,6 +474,41 @@ class LiveGraph {
     this.#resolveDone();
   }
 
+  /**
+   * After a restart (`on_restart: resume`): every attempt the record left open goes on, then
+   * the scheduler. A run kind's attempt with a run (by id, or found by its key among the
+   * runs) is reattached; one whose spawn never made a run is asked again under the same key;
+   * a gate re-arms with the deadline on the record (one past it rejects at once); a tally,
+   * split or join is redone (pure over committed runs and the graph's own store). Ended
+   * attempts — completed nodes above all — are never touched.
+   */
+  resume(runOf: (a: GraphAttempt) => Pick<RunRecord, 'id' | 'status' | 'endReason'> | null): { reattached: number; lost: number; respawned: number; gates: number } {
+    const counts = { reattached: 0, lost: 0, respawned: 0, gates: 0 };
+    const open: (() => Promise<void>)[] = [];
+    for (const n of this.rec.nodes) {
+      const a = n.attempts.at(-1);
+      if (!a || a.state === 'ended') continue;
+      if (n.kind === 'gate') {
+        counts.gates++;
+        open.push(() => this.#armGate(n, a));
+      } else if (n.kind === 'tally' || n.kind === 'split' || n.kind === 'join') open.push(() => this.#start(n, a));
+      else {
+        const run = runOf(a);
+        a.runId ??= run?.id ?? null;
+        if (!a.runId) counts.respawned++;
+        else if (!run || (run.status === 'ended' && run.endReason === 'ghost_sweep')) counts.lost++;
+        else counts.reattached++;
+        open.push(() => this.#attempt(n, a, true));
+      }
+    }
+    // drive() takes them up once its wake is armed (no end of one can be missed).
+    this.#open = open;
+    return counts;
+  }
+
+  /** The attempts resume() found open, for drive() to go on with. */
+  #open: (() => Promise<void>)[] = [];
+
   cancel(): void {
     this.cancelled = true;
     for (const t of this.#timers) clearTimeout(t);
@@ -587,6 +640,17 @@ export class GraphService {
     return ok(structuredClone(live.rec));
   }
 
+  /** An operator's view: per node its attempts, end reasons, skips, waits, retries and each attempt's lease. */
+  async explain(graphId: string): Promise<Result<GraphExplanation, BrigError>> {
+    const s = await this.status(graphId);
+    if (!s.ok) return s;
+    const def = await definitionOf(this.p.store, graphId, this.#defineOptions());
+    if (!def.ok) return def;
+    const leases = new Map<string, GraphAttemptLease | null>();
+    for (const n of s.value.nodes) for (const a of n.attempts) if (a.runId && this.p.leaseOf) leases.set(a.runId, await this.p.leaseOf(a.runId).catch(() => null));
+    return ok(explainGraph(s.value, def.value, leases, (this.p.now ?? (() => new Date()))().toISOString()));
+  }
+
   async list(): Promise<GraphRecord[]> {
     const out: GraphRecord[] = [];
     for (const id of await this.p.store.ids()) {
@@ -597,48 +661,80 @@ export class GraphService {
   }
 
   /**
-   * At the supervisor's start (`on_restart: fail`): a graph left running by a supervisor that
-   * died ends `failed` (`supervisor_restart`) once; its attempts' runs are killed, its pending
-   * nodes skipped. Answers the graphs it ended.
+   * At the supervisor's start, once its runs are reconciled (reattached, collected, requeued
+   * or ghost-swept): every graph a dead supervisor left running is taken up once. With
+   * `on_restart: resume` it goes on here (LiveGraph.resume); with `fail` — or when its spec no
+   * longer defines the same graph under this supervisor's bounds — it ends `failed`
+   * (`supervisor_restart`): its attempts' runs are killed, its pending nodes skipped.
+   * Answers the graphs it took up, each with what it did.
    */
-  async recover(): Promise<string[]> {
-    const ended: string[] = [];
-    let runs: Map<string, string> | null = null;
+  async recover(): Promise<{ graphId: string; action: 'resumed' | 'failed' }[]> {
+    const out: { graphId: string; action: 'resumed' | 'failed' }[] = [];
+    let runs: { byId: Map<string, RunRecord>; byKey: Map<string, RunRecord> } | null = null;
     // An attempt written `starting` may have been spawned before the crash: its key is its caller id.
-    const runOfKey = async (key: string) => {
-      runs ??= new Map((await this.p.supervisor.list({}).catch(() => [])).map((r) => [r.callerId, r.id]));
-      return runs.get(key) ?? null;
+    const lookup = async () => {
+      if (runs) return runs;
+      const all = await this.p.supervisor.list({}).catch(() => [] as RunRecord[]);
+      runs = { byId: new Map(all.map((r) => [r.id, r])), byKey: new Map(all.map((r) => [r.callerId, r])) };
+      return runs;
     };
     for (const id of await this.p.store.ids()) {
       if (this.#live.has(id)) continue;
       const rec = await this.p.store.load(id).catch(() => undefined);
       if (!rec || rec.state !== 'running') continue;
-      for (const n of rec.nodes) {
-        for (const a of n.attempts) {
-          if (a.state === 'ended') continue;
-          a.runId ??= await runOfKey(a.key);
-          if (a.runId) await this.p.supervisor.kill(a.runId, { confirm: true, by: 'system' }).catch(() => {});
-          a.state = 'ended';
-          a.result = 'failed';
-          a.endReason = 'supervisor_restart';
-          a.endedAt = (this.p.now ?? (() => new Date()))().toISOString();
-        }
-        if (n.state === 'running') n.state = 'failed';
-        if (n.gate && n.gate.decision === null && n.state === 'failed') n.gate = { ...n.gate, decision: 'rejected', by: 'supervisor_restart', at: rec.endedAt ?? (this.p.now ?? (() => new Date()))().toISOString() };
-        if (n.state === 'pending') {
-          n.state = 'skipped';
-          n.skipReason = 'supervisor_restart';
-        }
+      const { byId, byKey } = await lookup();
+      const spec = await this.p.store.loadSpec(id).catch(() => undefined);
+      const def = spec?.on_restart === 'resume' ? defineGraph(spec, [], this.#defineOptions()) : null;
+      if (def?.ok && def.value.specHash === rec.specHash) {
+        const live = new LiveGraph(rec, def.value, this.p);
+        this.#live.set(id, live);
+        const counts = live.resume((a) => (a.runId ? byId.get(a.runId) : byKey.get(a.key)) ?? null);
+        this.p.onEvent?.({ type: 'graph.resumed', graphId: id, ...counts });
+        void live.drive().catch(() => {}).finally(() => this.#live.delete(id));
+        out.push({ graphId: id, action: 'resumed' });
+        continue;
       }
-      rec.state = 'failed';
-      rec.endReason = 'supervisor_restart';
-      rec.endedAt = (this.p.now ?? (() => new Date()))().toISOString();
-      rec.envelope = graphEnvelope(rec, { refs: new Map(), sinks: [], label: rec.label, rows: manifestRows(rec).length });
-      await this.p.store.save(rec);
-      ended.push(id);
+      await this.#failOnRestart(rec, (key) => byKey.get(key)?.id ?? null);
+      out.push({ graphId: id, action: 'failed' });
     }
-    return ended;
+    return out;
   }
+
+  /** `on_restart: fail`: the graph ends `failed` (`supervisor_restart`) once; its attempts' runs killed, pending nodes skipped. */
+  async #failOnRestart(rec: GraphRecord, runOfKey: (key: string) => string | null): Promise<void> {
+    const now = () => (this.p.now ?? (() => new Date()))().toISOString();
+    for (const n of rec.nodes) {
+      for (const a of n.attempts) {
+        if (a.state === 'ended') continue;
+        a.runId ??= runOfKey(a.key);
+        if (a.runId) await this.p.supervisor.kill(a.runId, { confirm: true, by: 'system' }).catch(() => {});
+        a.state = 'ended';
+        a.result = 'failed';
+        a.endReason = 'supervisor_restart';
+        a.endedAt = now();
+      }
+      if (n.state === 'running') n.state = 'failed';
+      if (n.gate && n.gate.decision === null && n.state === 'failed') n.gate = { ...n.gate, decision: 'rejected', by: 'supervisor_restart', at: rec.endedAt ?? now() };
+      if (n.state === 'pending') {
+        n.state = 'skipped';
+        n.skipReason = 'supervisor_restart';
+      }
+    }
+    rec.state = 'failed';
+    rec.endReason = 'supervisor_restart';
+    rec.endedAt = now();
+    rec.envelope = graphEnvelope(rec, { refs: new Map(), sinks: [], label: rec.label, rows: manifestRows(rec).length });
+    await this.p.store.save(rec);
+    this.p.onEvent?.({ type: 'graph.ended', graphId: rec.id, state: rec.state, endReason: rec.endReason });
+  }
+}
+
+/** A graph's definition again, from the spec kept with it (define is deterministic over it). */
+export async function definitionOf(store: GraphStore, graphId: string, o: Parameters<typeof defineGraph>[2] = {}): Promise<Result<GraphDefinition, BrigError>> {
+  const spec = await store.loadSpec(graphId).catch((e: unknown) => (e instanceof BrigError ? e : new BrigError('internal', 'could not read the graph spec', { cause: e })));
+  if (spec instanceof BrigError) return err(spec);
+  if (!spec) return err(new BrigError('state_corrupt', `graph ${graphId} has no spec.json`, { data: { graphId, file: 'spec.json' } }));
+  return defineGraph(spec, [], o);
 }
 
 /** A JSON array, or JSON lines (blank lines ignored); null when any is not JSON. */

@@ -125,7 +125,7 @@ export const GraphSpecSchema = z.strictObject({
   inputs: z.record(z.string().regex(GRAPH_INPUT_NAME), z.strictObject({ text: z.string().max(GRAPH_BOUNDS.textInputBytes) })).default({}),
   concurrency: z.strictObject({ max_parallel: positive.max(GRAPH_BOUNDS.maxParallel) }).default({ max_parallel: 4 }),
   on_failure: z.strictObject({ policy: z.enum(['fail_fast', 'continue']) }).default({ policy: 'fail_fast' }),
-  on_restart: z.literal('fail').default('fail'),
+  on_restart: z.enum(['resume', 'fail']).default('fail'),
   budget: z.strictObject({ wall_ms: positive.optional() }).default({}),
   sinks: z.array(id).default([]),
   nodes: z.array(NodeSchema).min(1),

@@ -9,7 +9,7 @@ import type { FleetReport, LeaseView, LedgerReport, DoctorCheck, QueryResult } f
 import type { ResultRef, RunManifest, RunResult, SliceOutput, CondenseStrategy, GrepOptions } from './refs.js';
 import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnRequest, SpawnRequestInput } from './runs.js';
 import type { HistoryPage, ResumeOptions, SendMode, SendOutcome, SteerOutcome } from './supervisor.js';
-import type { GraphDefinition, GraphRecord, GraphStarted } from './graphs.js';
+import type { GraphDefinition, GraphExplanation, GraphRecord, GraphStarted } from './graphs.js';
 
 export const API_VERSION = 'v1';
 
@@ -51,6 +51,7 @@ export const API_ROUTES = {
   graphWait: { method: 'POST', path: '/v1/graphs/{graph}/wait' },
   graphCancel: { method: 'POST', path: '/v1/graphs/{graph}/cancel' },
   graphDecide: { method: 'POST', path: '/v1/graphs/{graph}/decide' },
+  graphExplain: { method: 'GET', path: '/v1/graphs/{graph}/explain' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
 
 export type RouteName = keyof typeof API_ROUTES;
@@ -111,6 +112,7 @@ export interface RouteInputs {
   graphWait: { timeoutMs?: number };
   graphCancel: { confirm: boolean };
   graphDecide: { node: string; decision: 'approve' | 'reject'; note?: string; by?: string };
+  graphExplain: undefined;
 }
 
 /** What each route answers on success (JSON routes; events and metrics stream text). */
@@ -152,6 +154,7 @@ export interface RouteReplies {
   graphWait: { graph: GraphRecord };
   graphCancel: { graph: GraphRecord };
   graphDecide: { graph: GraphRecord };
+  graphExplain: { explanation: GraphExplanation };
 }
 
 export type RouteReply<N extends RouteName> = RouteReplies[N];

@@ -251,8 +251,12 @@ export interface GraphSpec {
   inputs: Record<string, { text: string }>;
   concurrency: { max_parallel: number };
   on_failure: { policy: 'fail_fast' | 'continue' };
-  /** What a restart of the supervisor does to a running graph: only `fail` exists yet. */
-  on_restart: 'fail';
+  /**
+   * What a restart of the supervisor does to a graph it left running: `resume` continues it
+   * (no completed node re-runs; a running attempt is reattached, or ended `supervisor_restart`
+   * and retried only if its node is `retry.idempotent`); `fail` ends it `supervisor_restart`.
+   */
+  on_restart: 'resume' | 'fail';
   budget: { wall_ms?: number };
   /** Nodes whose line leads the envelope (default: the nodes nothing depends on). */
   sinks: string[];
@@ -370,6 +374,8 @@ export type GraphEvent =
   | { type: 'graph.started'; graphId: string; nodes: number; parallel: number }
   | { type: 'graph.node'; graphId: string; node: string; state: NodeState; attempt: number; runId: string | null }
   | { type: 'graph.ended'; graphId: string; state: GraphState; endReason: string | null }
+  /** A restart took up a graph left running (`on_restart: resume`): attempts reattached, lost (ended `supervisor_restart`), asked again (never spawned), re-armed gates. */
+  | { type: 'graph.resumed'; graphId: string; reattached: number; lost: number; respawned: number; gates: number }
   | { type: 'graph.gate_decided'; graphId: string; node: string; decision: 'approved' | 'rejected'; by: string; noteHash: string | null };
 
 /** An operator's decision on a gate. */
@@ -394,4 +400,69 @@ export interface GraphSurface {
   /** Kills the running nodes (their whole subtrees) and skips the rest; `confirm` must be true. */
   cancel(graphId: string, o: { confirm: boolean }): Promise<Result<GraphRecord, BrigError>>;
   list(): Promise<GraphRecord[]>;
+  /** An operator's view of a graph: per node its attempts, end reasons, why skipped, why it waited, retries, each attempt's lease. */
+  explain(graphId: string): Promise<Result<GraphExplanation, BrigError>>;
+}
+
+/** The lease an attempt's run got, as `brig graph explain` shows it (what was granted and refused, never secrets). */
+export interface GraphAttemptLease {
+  id: string;
+  profile: string;
+  depth: number;
+  caps: string[];
+  /** `what: code` per refusal. */
+  refused: string[];
+  /** Who revoked it (a run's end revokes its lease: `end`-like reasons), or null while it holds. */
+  revokedBy: string | null;
+}
+
+/** One attempt, explained: why it came, how it ended, the lease its run got. */
+export interface GraphAttemptExplained {
+  n: number;
+  /** `first`, `retry k of max after attempt n ended <result> (<reason>)`, `asked again after the restart lost attempt n`. */
+  why: string;
+  state: GraphAttempt['state'];
+  result: NodeResult | null;
+  endReason: string | null;
+  errorCode: string | null;
+  runId: string | null;
+  startedAt: string;
+  endedAt: string | null;
+  tokens: number | null;
+  /** null: no run (a tally, split, join or gate), or the lease is not readable here. */
+  lease: GraphAttemptLease | null;
+}
+
+/** One node, explained for an operator (`brig graph explain`). */
+export interface GraphNodeExplained {
+  id: string;
+  kind: GraphNodeKind;
+  macroOf: string | null;
+  dependsOn: string[];
+  /** The `when` as written (`all_succeeded`, `quorum 2`, `results a=failed`). */
+  when: string;
+  state: NodeState;
+  skipReason: SkipReason | null;
+  /** Why it was skipped, with the facts (which `when` failed on which dependency, which node tripped fail_fast…); null when it was not. */
+  skipped: string | null;
+  /** Why it waited before its first attempt (or still waits): its dependencies, a slot (the parallel cap), an operator (a gate). */
+  waited: string[];
+  retry: { max: number; on: RetryOn[]; idempotent: boolean };
+  attempts: GraphAttemptExplained[];
+  gate?: GateState;
+  tally?: TallyOutcome;
+}
+
+/** A graph explained: per node its attempts, end reasons, skips, waits, retries and leases. */
+export interface GraphExplanation {
+  graphId: string;
+  label: string | null;
+  state: GraphState;
+  endReason: string | null;
+  createdAt: string;
+  endedAt: string | null;
+  parallel: number;
+  onFailure: 'fail_fast' | 'continue';
+  onRestart: 'resume' | 'fail';
+  nodes: GraphNodeExplained[];
 }

@@ -57,6 +57,14 @@ function readOnlyGraphs(store: InstanceType<typeof import('../../index.js').Grap
     },
     cancel: async () => ({ ok: false, error: elsewhere() }),
     decide: async () => ({ ok: false, error: elsewhere() }),
+    // From the record and the spec kept with it; the leases are the daemon's to read (null here).
+    async explain(id) {
+      const s = await status(id);
+      if (!s.ok) return s;
+      const { definitionOf, explainGraph } = await import('../../index.js');
+      const def = await definitionOf(store, id);
+      return def.ok ? { ok: true, value: explainGraph(s.value, def.value) } : def;
+    },
     async list() {
       const out: GraphRecord[] = [];
       for (const id of await store.ids()) {

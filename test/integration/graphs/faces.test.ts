@@ -97,6 +97,11 @@ test('brig graph run without a daemon: the graph runs in that process to its end
   const st = await h.run(['graph', 'status', gid, '--json']);
   assert.equal(st.code, 0, st.stderr);
   assert.equal((JSON.parse(st.stdout) as { graph: GraphRecord }).graph.state, 'completed');
+  // explain reads the record and the kept spec from disk; the leases are the daemon's to read.
+  const ex = await h.run(['graph', 'explain', gid]);
+  assert.equal(ex.code, 0, ex.stderr);
+  assert.match(ex.stdout, /^join {2}command {2}succeeded\n {2}depends on left, right · when all_succeeded\n {2}waited \S+ for left, right \(the last to end: (left|right)\)$/m);
+  assert.equal(ex.stdout.match(/^ {5}lease: not readable here$/gm)?.length, 3, ex.stdout);
   const cancel = await h.run(['graph', 'cancel', gid, '--confirm']);
   assert.notEqual(cancel.code, 0, 'nothing to cancel from another process');
 });

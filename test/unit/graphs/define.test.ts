@@ -53,7 +53,7 @@ const REFUSALS: { name: string; text: string; code?: string; says: RegExp[] }[] 
   { name: 'max_parallel over its bound (not clamped)', text: doc(cmd('a'), `concurrency: { max_parallel: ${GRAPH_BOUNDS.maxParallel + 1} }\n`), says: [/graph:2:/, /max_parallel/] },
   { name: 'retries over the bound', text: doc(cmd('a', '    retry: { max: 4 }\n')), says: [/retry\.max/] },
   { name: 'a retry on cancelled', text: doc(cmd('a', '    retry: { max: 1, on: [cancelled] }\n')), says: [/retry\.on/] },
-  { name: 'on_restart resume is not available yet', text: doc(cmd('a'), 'on_restart: resume\n'), says: [/on_restart/] },
+  { name: 'an on_restart that is neither resume nor fail', text: doc(cmd('a'), 'on_restart: retry\n'), says: [/on_restart/] },
   { name: 'unknown sink', text: doc(cmd('a'), 'sinks: [b]\n'), says: [/sinks names unknown node b/] },
   { name: 'a critical path over the wall budget (the minimum said)', text: doc('  - id: a\n    kind: command\n    spawn: { task: t, argv: ["true"], timeout_ms: 1000 }\n    retry: { max: 1 }\n  - id: b\n    kind: command\n    depends_on: [a]\n    spawn: { task: t, argv: ["true"], timeout_ms: 500 }\n', 'budget: { wall_ms: 2000 }\n'), says: [/critical path needs up to 2500 ms/, /budget.wall_ms is 2000/] },
 ];

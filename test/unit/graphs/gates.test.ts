@@ -15,7 +15,7 @@ import { defineGraphText, GraphService, GraphStore } from '../../../src/graphs/i
 import type { GraphEvent, GraphRecord, RunRecord, SpawnRequestInput } from '../../../src/protocol/index.js';
 import { ok } from '../../../src/util/errors.js';
 
-function service() {
+function service(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-gate-'))) {
   let n = 0;
   const spawned: string[] = [];
   const events: GraphEvent[] = [];
@@ -29,17 +29,18 @@ function service() {
       kill: async () => ok({} as RunRecord),
       list: async () => [],
     },
-    store: new GraphStore(fs.mkdtempSync(path.join(os.tmpdir(), 'brig-gate-'))),
+    store: new GraphStore(dir),
     limits: { maxChildren: 5, maxDepth: 3, defaultTimeoutMs: 1000 },
     putManifest: async () => 'ref_m',
     onEvent: (e) => events.push(e),
   });
-  return { g, spawned, events };
+  return { g, spawned, events, dir };
 }
 
-const spec = (gate: Record<string, unknown> = {}) =>
+const spec = (gate: Record<string, unknown> = {}, head: Record<string, unknown> = {}) =>
   JSON.stringify({
     graph: 'brig/v1',
+    ...head,
     nodes: [
       { id: 'plan', kind: 'command', spawn: { task: 'plan', argv: ['true'] } },
       { id: 'go', kind: 'gate', depends_on: ['plan'], gate: { prompt: 'Ship it?', timeout_ms: 60_000, ...gate } },
@@ -145,4 +146,53 @@ test('define refuses gates that cannot be: a spawn on a gate, an input from a ga
     assert.ok(!d.ok, JSON.stringify(nodes));
     assert.match(d.error.message, re);
   }
+});
+
+/** The record on disk once it shows the gate waiting (the in-memory state runs a save ahead). */
+async function gateOnDisk(dir: string, id: string): Promise<GraphRecord> {
+  for (;;) {
+    const rec = await new GraphStore(dir).load(id);
+    if (rec?.nodes[1]!.gate && rec.nodes[0]!.state === 'succeeded') return rec;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+test('on_restart resume: a waiting gate survives a restart with the deadline on its record; one that passed while no supervisor ran rejects at once', async () => {
+  const first = service();
+  const started = await first.g.run(spec({}, { on_restart: 'resume' }));
+  assert.ok(started.ok);
+  await waiting(first.g, started.value.graphId);
+  const before = (await gateOnDisk(first.dir, started.value.graphId)).nodes[1]!.gate!.deadline;
+  // The supervisor after a crash: a second service over the same store.
+  const second = service(first.dir);
+  assert.deepEqual(await second.g.recover(), [{ graphId: started.value.graphId, action: 'resumed' }]);
+  assert.deepEqual(second.events[0], { type: 'graph.resumed', graphId: started.value.graphId, reattached: 0, lost: 0, respawned: 0, gates: 1 });
+  const w = await waiting(second.g, started.value.graphId);
+  assert.equal(w.nodes[1]!.gate!.deadline, before, 'the deadline is kept, never extended');
+  const d = await second.g.decide(started.value.graphId, 'go', { decision: 'approve', by: 'bob' });
+  assert.ok(d.ok, d.ok ? '' : d.error.message);
+  const end = await second.g.wait(started.value.graphId);
+  assert.ok(end.ok);
+  assert.equal(end.value.state, 'completed');
+  assert.deepEqual(second.spawned, ['ship'], 'plan did not run again');
+  await first.g.cancel(started.value.graphId, { confirm: true }); // the dead supervisor's copy (its timer) goes
+
+  // A deadline that passed while no supervisor ran: the gate is rejected by timeout at the resume.
+  const third = service();
+  const s2 = await third.g.run(spec({}, { on_restart: 'resume' }));
+  assert.ok(s2.ok);
+  await waiting(third.g, s2.value.graphId);
+  const store = new GraphStore(third.dir);
+  const rec = await gateOnDisk(third.dir, s2.value.graphId);
+  // The dead supervisor's copy goes (its timer with it); the disk is left as the crash left it, the deadline past.
+  await third.g.cancel(s2.value.graphId, { confirm: true });
+  await third.g.wait(s2.value.graphId);
+  rec.nodes[1]!.gate!.deadline = new Date(Date.now() - 1000).toISOString();
+  await store.save(rec);
+  const fourth = service(third.dir);
+  await fourth.g.recover();
+  const late = await fourth.g.wait(s2.value.graphId);
+  assert.ok(late.ok);
+  assert.deepEqual([late.value.nodes[1]!.state, late.value.nodes[1]!.gate!.decision, late.value.nodes[1]!.gate!.by, late.value.nodes[1]!.attempts[0]!.endReason], ['failed', 'rejected', 'timeout', 'gate_timeout']);
+  assert.equal(late.value.state, 'failed');
 });

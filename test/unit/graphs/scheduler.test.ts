@@ -28,13 +28,14 @@ class TwinSupervisor {
     readonly outcomes: (node: string, attempt: number) => End,
     readonly auto = true,
     readonly onSpawn?: (node: string) => void,
+    readonly prefix = 'twin',
   ) {}
 
   async spawn(req: SpawnRequestInput, ctx: SpawnContext = {}) {
     const node = req.label!.split('/')[1]!;
     const attempt = Number(ctx.callerId!.split(':').at(-1));
     this.onSpawn?.(node);
-    const id = `r-twin${String(++this.#n).padStart(6, '0')}`;
+    const id = `r-${this.prefix}${String(++this.#n).padStart(6, '0')}`;
     const rec = { id, status: 'running', endReason: null, tokens: null, costUsd: null } as unknown as RunRecord;
     let end!: () => void;
     const ended = new Promise<void>((r) => (end = r));
@@ -238,7 +239,7 @@ test('recover (on_restart: fail): a graph left running ends failed supervisor_re
   const killed: string[] = [];
   // The crash may come before or after the run id was written: the key finds it either way.
   const after = new GraphService({ supervisor: { spawn: sup2.spawn.bind(sup2), wait: sup2.wait.bind(sup2), list: sup.list.bind(sup), kill: async (id) => (killed.push(id), ok({} as RunRecord)) }, store, limits: { maxChildren: 5, maxDepth: 3, defaultTimeoutMs: 1000 }, putManifest: async () => 'x' });
-  assert.deepEqual(await after.recover(), [started.value.graphId]);
+  assert.deepEqual(await after.recover(), [{ graphId: started.value.graphId, action: 'failed' }]);
   assert.deepEqual(await after.recover(), [], 'once');
   const rec = (await store.load(started.value.graphId))!;
   assert.equal(rec.state, 'failed');
@@ -246,6 +247,125 @@ test('recover (on_restart: fail): a graph left running ends failed supervisor_re
   assert.deepEqual(rec.nodes.map((n) => [n.id, n.state, n.skipReason]), [['a', 'failed', null], ['b', 'skipped', 'supervisor_restart']]);
   assert.deepEqual(killed, [...sup.runs.keys()]);
   assert.equal(rec.nodes[0]!.attempts[0]!.runId, [...sup.runs.keys()][0]);
+});
+
+/** A second service over the same store: the supervisor after a crash, whose runs are `runs` (what its reconcile left). */
+function restarted(store: GraphStore, sup: TwinSupervisor, runs: () => Promise<RunRecord[]>, held?: { rec: RunRecord; ended: Promise<void> }) {
+  const events: { type: string }[] = [];
+  const manifests: string[] = [];
+  const g = new GraphService({
+    // A run the restart reattached (or swept) is the old supervisor's record; waited for through it.
+    supervisor: { spawn: sup.spawn.bind(sup), wait: async (id) => (id === held?.rec.id ? (await held.ended, ok(held.rec)) : sup.wait(id)), kill: sup.kill.bind(sup), list: runs },
+    store,
+    limits: { maxChildren: 5, maxDepth: 3, defaultTimeoutMs: 60_000 },
+    putManifest: async (_id, text) => (manifests.push(text), 'ref_m2'),
+    onEvent: (e) => events.push(e),
+  });
+  return { g, events, manifests };
+}
+
+test('recover (on_restart: resume): completed nodes never re-run, the running attempt is reattached, the graph ends once', async () => {
+  // The crash comes after a ended (its end written) while b runs.
+  const sup = new TwinSupervisor(() => 'completed', false);
+  const { g, store } = service(sup);
+  const started = await g.run(spec([node('a'), node('b', { depends_on: ['a'] }), node('c', { depends_on: ['b'] })], { on_restart: 'resume' }));
+  assert.ok(started.ok);
+  const gid = started.value.graphId;
+  while (sup.runs.size === 0) await new Promise((r) => setImmediate(r));
+  [...sup.runs.values()][0]!.end();
+  while (sup.runs.size < 2) await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setTimeout(r, 20));
+  const onDisk = (await store.load(gid))!;
+  assert.deepEqual(onDisk.nodes.map((n) => [n.id, n.state]), [['a', 'succeeded'], ['b', 'running'], ['c', 'pending']]);
+  // The restarted supervisor reattached b's run (the dead one's service stays blocked on its own wait).
+  const b = [...sup.runs.values()][1]!;
+  let release!: () => void;
+  const held = { rec: { ...b.rec, callerId: b.ctx.callerId! } as RunRecord, ended: new Promise<void>((r) => (release = r)) };
+  const a = [...sup.runs.values()][0]!;
+  const sup2 = new TwinSupervisor(() => 'completed');
+  const after = restarted(store, sup2, async () => [{ ...a.rec, callerId: a.ctx.callerId! } as RunRecord, held.rec], held);
+  assert.deepEqual(await after.g.recover(), [{ graphId: gid, action: 'resumed' }]);
+  assert.deepEqual(after.events[0], { type: 'graph.resumed', graphId: gid, reattached: 1, lost: 0, respawned: 0, gates: 0 });
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(sup2.runs.size, 0, 'nothing spawned while b runs');
+  Object.assign(held.rec, { status: 'ended', endReason: 'completed' });
+  release();
+  const w = await after.g.wait(gid);
+  assert.ok(w.ok);
+  assert.equal(w.value.state, 'completed');
+  assert.deepEqual(w.value.nodes.map((n) => [n.id, n.attempts.length]), [['a', 1], ['b', 1], ['c', 1]]);
+  assert.deepEqual(w.value.nodes.slice(0, 2).map((n) => n.attempts[0]!.runId), [a.rec.id, b.rec.id]);
+  assert.deepEqual(sup2.log.filter((l) => l.event === 'start').map((l) => l.node), ['c'], 'only c is spawned after the restart');
+  assert.equal(after.events.filter((e) => e.type === 'graph.ended').length, 1);
+  assert.equal(after.manifests.length, 1, 'one manifest');
+  assert.deepEqual(await after.g.recover(), [], 'an ended graph is not taken up again');
+});
+
+test('recover (on_restart: resume): a lost attempt ends supervisor_restart and is retried only when idempotent; a never-spawned one is asked again under its key', async () => {
+  for (const idempotent of [true, false]) {
+    const sup = new TwinSupervisor(() => 'completed', false);
+    const { g, store } = service(sup);
+    const started = await g.run(spec([node('a', { retry: { max: 1, idempotent } }), node('b', { depends_on: ['a'] })], { on_restart: 'resume' }));
+    assert.ok(started.ok);
+    const gid = started.value.graphId;
+    while (sup.runs.size === 0) await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 20));
+    // The restart's reconcile ghost-swept a's run (its jail was gone).
+    const aRun = [...sup.runs.values()][0]!;
+    const swept = { ...aRun.rec, status: 'ended', endReason: 'ghost_sweep', callerId: aRun.ctx.callerId! } as RunRecord;
+    const sup2 = new TwinSupervisor(() => 'completed', true, undefined, 'next');
+    const after = restarted(store, sup2, async () => [swept], { rec: swept, ended: Promise.resolve() });
+    await after.g.recover();
+    assert.deepEqual(after.events[0], { type: 'graph.resumed', graphId: gid, reattached: 0, lost: 1, respawned: 0, gates: 0 });
+    const w = await after.g.wait(gid);
+    assert.ok(w.ok);
+    const a = w.value.nodes[0]!;
+    assert.deepEqual([a.attempts[0]!.result, a.attempts[0]!.endReason], ['failed', 'supervisor_restart']);
+    if (idempotent) {
+      assert.equal(w.value.state, 'completed');
+      assert.deepEqual(a.attempts.map((x) => [x.n, x.key.endsWith(':2'), x.result]), [[1, false, 'failed'], [2, true, 'succeeded']]);
+    } else {
+      assert.equal(w.value.state, 'failed', 'not idempotent: no retry after a restart, though retry.max is 1');
+      assert.equal(a.attempts.length, 1);
+      assert.equal(sup2.log.length, 0, 'nothing spawned');
+    }
+  }
+  // A run id on the record that no run answers to (its record gone): lost as well, not retried without idempotent.
+  {
+    const sup = new TwinSupervisor(() => 'completed', false);
+    const { g, store } = service(sup);
+    const started = await g.run(spec([node('a')], { on_restart: 'resume' }));
+    assert.ok(started.ok);
+    while (sup.runs.size === 0) await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 20));
+    const sup2 = new TwinSupervisor(() => 'completed', true, undefined, 'next');
+    const after = restarted(store, sup2, async () => []);
+    await after.g.recover();
+    assert.deepEqual(after.events[0], { type: 'graph.resumed', graphId: started.value.graphId, reattached: 0, lost: 1, respawned: 0, gates: 0 });
+    const w = await after.g.wait(started.value.graphId);
+    assert.ok(w.ok);
+    assert.deepEqual([w.value.state, w.value.nodes[0]!.attempts.map((x) => [x.endReason, x.errorCode])], ['failed', [['supervisor_restart', 'run_not_found']]]);
+  }
+  // An attempt written `starting` whose spawn never made a run: asked again, same attempt, same key.
+  const sup = new TwinSupervisor(() => 'completed', false);
+  const { g, store } = service(sup);
+  const started = await g.run(spec([node('a')], { on_restart: 'resume' }));
+  assert.ok(started.ok);
+  while (sup.runs.size === 0) await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setTimeout(r, 20));
+  const rec = (await store.load(started.value.graphId))!;
+  rec.nodes[0]!.attempts[0]!.state = 'starting';
+  rec.nodes[0]!.attempts[0]!.runId = null;
+  await store.save(rec);
+  const sup2 = new TwinSupervisor(() => 'completed');
+  const after = restarted(store, sup2, async () => []);
+  await after.g.recover();
+  assert.deepEqual(after.events[0], { type: 'graph.resumed', graphId: started.value.graphId, reattached: 0, lost: 0, respawned: 1, gates: 0 });
+  const w = await after.g.wait(started.value.graphId);
+  assert.ok(w.ok);
+  assert.equal(w.value.state, 'completed');
+  assert.deepEqual(w.value.nodes[0]!.attempts.map((x) => [x.n, x.key]), [[1, rec.nodes[0]!.attempts[0]!.key]]);
+  assert.deepEqual([...sup2.runs.values()].map((r) => r.ctx.callerId), [rec.nodes[0]!.attempts[0]!.key]);
 });
 
 test('the envelope stays ≤ 4 KiB at 200 nodes with long ids, the rest counted (never cut mid-line)', () => {
