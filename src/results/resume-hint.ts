@@ -1,0 +1,23 @@
+/** What a resume hint needs of a run (structural: results/ does not import runs/). */
+export interface HintRun {
+  id: string;
+  kind?: string;
+  status: string;
+  endReason: string | null;
+  error?: { code?: string } | null;
+  result: unknown;
+  timeoutMs?: number;
+}
+
+/**
+ * How to continue an agent run cut short (watchdog_timeout, killed, budget_exceeded — the ends
+ * `brig resume` takes, agent-resume.ts): one line for the envelope's footer and the CLI's run
+ * view; null for any other run. A resumed run cut short again gets it too.
+ */
+export function resumeHint(run: HintRun): string | null {
+  if (run.kind !== 'agent' || run.status !== 'ended') return null;
+  const budget = run.error?.code === 'budget_exceeded' || (run.result as { endReason?: unknown } | null)?.endReason === 'budget_exceeded';
+  if (run.endReason !== 'watchdog_timeout' && run.endReason !== 'killed' && !budget) return null;
+  const timeout = run.endReason === 'watchdog_timeout' && run.timeoutMs ? ` --timeout ${Math.ceil((run.timeoutMs * 2) / 1000)}` : '';
+  return `resume with: brig resume ${run.id}${timeout} (a new run continues this conversation)`;
+}
