@@ -1,6 +1,5 @@
 import { endHue, paint } from './colour.js';
-import { resumeHint } from '../results/resume-hint.js';
-import { PREVIEW_BYTES, elapsedMs, type Brig, type ResultRef, type RunRecord } from '../light.js';
+import { PREVIEW_BYTES, elapsedMs, resumeHint, type Brig, type ResultRef, type RunRecord } from '../light.js';
 
 /** How the CLI shows a run: one JSON shape for --json, one line (or a block) for people. */
 

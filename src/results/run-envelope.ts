@@ -7,9 +7,8 @@ import fsp from 'node:fs/promises';
 import { CONDENSE_DEFAULTS, L2_INPUT_BUDGETS, type CondenseOptions, condense } from './condense.js';
 import { renderEnvelope } from './narrative.js';
 import { viewFile, type TextView } from './result-view.js';
-import { resumeHint } from './resume-hint.js';
 import { savingsFor } from './savings.js';
-import type { ResultRef, RunEnvelope } from '../protocol/index.js';
+import { resumeHint, type ResultRef, type RunEnvelope } from '../protocol/index.js';
 
 export interface EnvelopeRun {
   id: string;

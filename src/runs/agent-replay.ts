@@ -40,12 +40,3 @@ export async function replayAgent(sup: RunPorts, r: RunRecord): Promise<Result<R
   });
   return again;
 }
-
-/** The one-paragraph answer a face prints for an ended replay (content-free). */
-export function replaySummary(r: RunRecord): string {
-  const p = r.replay;
-  const end = `the replay ended ${r.endReason ?? r.status}${r.error ? ` (${r.error.code})` : ''}`;
-  if (!p) return `replay ${r.id} of ${r.replayOf ?? '?'}: no model call was made; ${end}`;
-  if (p.divergence) return `replay ${r.id} of ${p.of}: diverged at step ${p.divergence.step} (model call ${p.divergence.call} of ${p.recorded} recorded): ${p.divergence.what}; ${end}`;
-  return `replay ${r.id} of ${p.of}: replayed ${r.stepsExecuted} steps (${p.calls} of ${p.recorded} recorded model calls), no divergence; ${end}`;
-}

@@ -1,5 +1,5 @@
 import { BrigError } from '../../util/errors.js';
-import { replaySummary } from '../../runs/agent-replay.js';
+import { replaySummary } from '../../light.js';
 import { JSON_FLAG, parseArgs, writeJson, type Command } from '../command.js';
 import { openBrig } from '../connect.js';
 import { runJsonOf } from '../run-view.js';

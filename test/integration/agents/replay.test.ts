@@ -19,8 +19,8 @@ import { freshHome, leftovers } from '../runs/fixture.js';
 type Msg = { role: string; content: unknown };
 const turnsOf = (r: RecordedRequest) => (r.body.messages as Msg[]).filter((x) => x.role === 'assistant').length;
 
-// req: agents:replay
-test('[INV-7] an agent run of 3 scripted steps is replayed from its recording without the model (no divergence); an altered recorded reply is reported at the step it changes; a command run, a live run and a run without its recording are refused', async (t) => {
+// req: lease:steer-not-grant events:ledger-no-content
+test('[INV-1] [INV-7] an agent run of 3 scripted steps is replayed from its recording without the model (no divergence; a lease no wider); an altered recorded reply is reported at the step it changes; a command run, a live run and a run without its recording are refused', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
   const m = await startModelServer({

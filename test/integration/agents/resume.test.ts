@@ -96,7 +96,6 @@ test('[INV-1] a killed agent is resumed: the new run continues its held conversa
   assert.deepEqual(await leftovers(home), []);
 });
 
-// req: agents:resume-hint
 test('an agent cut short carries a resume hint in its envelope, and so does a resumed run cut short again; a completed one does not', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
