@@ -20,7 +20,7 @@ const command: Command = {
       // A replay is short and its answer is the divergence: wait for it whatever serves it.
       const done = await brig.wait(r.value.id);
       if (!done.ok) throw done.error;
-      if (p.bools.has('json')) writeJson(io, { ...(await runJsonOf(brig, done.value)), replay: done.value.replay ?? null, summary: replaySummary(done.value) });
+      if (p.bools.has('json')) writeJson(io, { ...(await runJsonOf(brig, done.value)), replayOf: done.value.replayOf ?? null, replay: done.value.replay ?? null, summary: replaySummary(done.value) });
       else io.stdout.write(`${replaySummary(done.value)}\n`);
       // 0: replayed with no divergence; 1: it diverged (what a debugging session looks for).
       return done.value.replay?.divergence ? 1 : 0;

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../../src/config/index.js';
-import { compose } from '../../../src/daemon/index.js';
+import { ApiClient } from '../../../src/client/index.js';
+import { compose, startDaemon } from '../../../src/daemon/index.js';
+import { runCli } from '../../helpers/cli.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { startModelServer, toolCallTurn, type RecordedRequest } from '../../helpers/model-server.js';
 import { freshHome, leftovers } from '../runs/fixture.js';
@@ -109,6 +111,42 @@ test('[INV-1] [INV-7] an agent run of 3 scripted steps is replayed from its reco
     assert.doesNotMatch(ledger, /twenty-two|done after two/, 'content-free');
   } finally {
     await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
+
+test('brig replay on its faces: the CLI (through a real daemon over its socket) prints no divergence and exits 0, --json carries the replay field; POST /v1/runs/RUN/replay answers 202 with the new run; a command run is refused 409 replay_unavailable (exit 5)', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const m = await startModelServer({
+    script: (req) => (turnsOf(req) === 0 ? toolCallTurn('shell', { command: 'echo one' }) : toolCallTurn('finish', { answer: 'ok' })),
+  });
+  t.after(() => m.close());
+  const d = await startDaemon(loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_CONTEXT_WINDOW: '20000' }), { tickMs: 200 });
+  const api = new ApiClient(d.socketPath);
+  try {
+    const r = await api.spawn({ task: 'Echo once, then finish.', kind: 'agent', max_steps: 30 });
+    assert.ok(r.ok && r.value.endReason === 'completed', JSON.stringify(r));
+    const before = m.requests.length;
+    const cli = await runCli(['replay', r.value.id], { home });
+    assert.equal(cli.code, 0, cli.out + cli.err);
+    assert.match(cli.out, new RegExp(`^replay r-[0-9a-f]+ of ${r.value.id}: replayed 2 steps \\(2 of 2 recorded model calls\\), no divergence; the replay ended completed\\n$`));
+    const json = await runCli(['replay', r.value.id, '--json'], { home });
+    assert.equal(json.code, 0, json.out + json.err);
+    const body = JSON.parse(json.out) as { replayOf: string; replay: { calls: number; divergence: unknown } };
+    assert.equal(body.replayOf, r.value.id);
+    assert.deepEqual([body.replay.calls, body.replay.divergence], [2, null]);
+    const http = await api.replay(r.value.id);
+    assert.ok(http.ok && http.value.replayOf === r.value.id, JSON.stringify(http));
+    assert.ok((await api.wait(http.value.id)).ok);
+    assert.equal(m.requests.length, before, 'no replay reached the model server');
+    const cmd = await api.spawn({ task: 'true', kind: 'command', argv: ['true'] });
+    assert.ok(cmd.ok);
+    const refused = await runCli(['replay', cmd.value.id, '--json'], { home });
+    assert.equal(refused.code, 5, refused.out + refused.err);
+    assert.equal(JSON.parse(refused.out).error.code, 'replay_unavailable');
+  } finally {
+    await d.close();
   }
   assert.deepEqual(await leftovers(home), []);
 });
