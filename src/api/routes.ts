@@ -230,6 +230,12 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
     ok: { 202: Run },
     handle: async ({ brig, params, input }) => reply({ run: value(await brig.resume(params.run!, input)) }, 202),
   }),
+  replay: route<'replay'>()({
+    summary: 'Replay an ended agent run against its recorded model replies (a new run; its `replay` says where it diverged)',
+    body: z.object({}),
+    ok: { 202: Run },
+    handle: async ({ brig, params }) => reply({ run: value(await brig.replay(params.run!)) }, 202),
+  }),
   send: route<'send'>()({
     summary: 'A message to a running agent child; in ping-pong one round of a conversation (answer with its id)',
     // The same bounds as the broker's child.send: over one is refused, never clamped.

@@ -30,6 +30,7 @@ export const COMMANDS: Record<string, Entry> = {
   steer: { section: 'runs', summary: 'Send a steering message to a running child (inject at its next step, or kill + respawn).', load: async () => (await import('./commands/steer.js')).default },
   send: { section: 'runs', summary: 'Send a message to a running agent child; --mode wait prints its next reply, ping-pong one round of a conversation.', load: async () => (await import('./commands/send.js')).default },
   history: { section: 'runs', summary: "A bounded page of a run's transcript: what its model was sent and answered (on explicit request only).", load: async () => (await import('./commands/history.js')).default },
+  replay: { section: 'runs', summary: 'Re-run an ended agent run against its recorded model replies in a fresh jail; say where it diverges.', load: async () => (await import('./commands/replay.js')).default },
   resume: { section: 'runs', summary: 'Continue an ended run in a new one: a timed-out script from its checkpoint, a cut-short agent from its conversation.', load: async () => (await import('./commands/resume.js')).default },
   events: {
     section: 'runs',

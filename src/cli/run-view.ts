@@ -1,5 +1,5 @@
 import { endHue, paint } from './colour.js';
-import { PREVIEW_BYTES, elapsedMs, type Brig, type ResultRef, type RunRecord } from '../light.js';
+import { PREVIEW_BYTES, elapsedMs, resumeHint, type Brig, type ResultRef, type RunRecord } from '../light.js';
 
 /** How the CLI shows a run: one JSON shape for --json, one line (or a block) for people. */
 
@@ -148,6 +148,8 @@ export function runBlock(r: RunRecord): string {
   if (r.result !== null && r.result !== undefined) lines.push(`result: ${JSON.stringify(r.result).slice(0, 2000)}`);
   if (r.error) lines.push(`error: ${termText(r.error.message)} [${r.error.code}]`);
   if (r.resumable) lines.push(`resumable: \`brig resume ${r.id}\``);
+  const hint = resumeHint(r);
+  if (hint) lines.push(hint);
   const out = r.stdoutTail.slice(-PREVIEW_BYTES);
   if (out) lines.push(`--- stdout (last ${PREVIEW_BYTES} bytes at most)`, termText(out.replace(/\n$/, '')));
   if (r.endReason !== 'completed' && r.stderrTail) lines.push('--- stderr', termText(r.stderrTail.slice(-PREVIEW_BYTES).replace(/\n$/, '')));

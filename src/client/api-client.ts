@@ -267,6 +267,10 @@ export class ApiClient implements Supervisor {
     return runOf(await this.route('resume', { params: { run: runId }, input: opts }));
   }
 
+  async replay(runId: string): Promise<Result<RunRecord, BrigError>> {
+    return runOf(await this.route('replay', { params: { run: runId }, input: {} }));
+  }
+
   events(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {
     const input = { ...(opts.runId ? { runId: opts.runId } : {}), ...(opts.rootRunId ? { rootRunId: opts.rootRunId } : {}) };
     return followEvents(this.socketPath, `${API_ROUTES.events.path}${queryOf(input)}`, opts.signal, this.caller);

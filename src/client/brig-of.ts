@@ -22,6 +22,7 @@ export function brigOf(s: Supervisor, mode: Brig['mode'], refs: RefSurface, oper
     send: (id, t, opts) => converse(s, id, t, opts ?? {}),
     history: (id, opts) => s.history(id, opts),
     resume: (id, opts) => s.resume(id, opts),
+    replay: (id) => s.replay(id),
     events: (opts) => s.events(opts),
     close,
   };

@@ -155,6 +155,10 @@ export class ReadOnlyRuns implements Supervisor {
     return err(new BrigError('daemon_unavailable', 'this view is read-only'));
   }
 
+  async replay(_id: string): Promise<Result<RunRecord, BrigError>> {
+    return err(new BrigError('daemon_unavailable', 'this view is read-only'));
+  }
+
   events(_o?: EventsOptions): AsyncIterableIterator<SupervisorEvent> {
     throw new BrigError('daemon_unavailable', 'events come from a running daemon', { hint: 'Start `brig serve`.' });
   }

@@ -27,6 +27,7 @@ export const API_ROUTES = {
   kill: { method: 'POST', path: '/v1/runs/{run}/kill' },
   steer: { method: 'POST', path: '/v1/runs/{run}/steer' },
   resume: { method: 'POST', path: '/v1/runs/{run}/resume' },
+  replay: { method: 'POST', path: '/v1/runs/{run}/replay' },
   send: { method: 'POST', path: '/v1/runs/{run}/send' },
   history: { method: 'GET', path: '/v1/runs/{run}/history' },
   listRefs: { method: 'GET', path: '/v1/runs/{run}/refs' },
@@ -88,6 +89,7 @@ export interface RouteInputs {
   kill: { confirm: boolean; by?: Extract<KilledBy, 'operator' | 'system'> };
   steer: { message: string };
   resume: ResumeOptions;
+  replay: Record<string, never>;
   send: { text: string; mode?: SendMode; timeoutMs?: number; maxTurns?: number; conversation?: string };
   history: { offset?: number; limit?: number };
   listRefs: undefined;
@@ -130,6 +132,7 @@ export interface RouteReplies {
   kill: { run: RunRecord };
   steer: { steer: SteerOutcome };
   resume: { run: RunRecord };
+  replay: { run: RunRecord };
   send: { send: SendOutcome };
   history: { history: HistoryPage };
   listRefs: { refs: ResultRef[] };

@@ -51,6 +51,7 @@ export const ERROR_CODES = {
   artifact_missing: { kind: 'invalid', hint: 'Give an existing regular file or directory as --artifact.' },
   repo_invalid: { kind: 'invalid', hint: 'Give --repo an absolute path to a git working tree, optionally @REF naming a commit there (default HEAD).' },
   repo_conflict: { kind: 'conflict', hint: 'The repository is not as the run left it (a branch of that name exists, or the base moved): name a new --branch, or --rebase onto the moved ref.' },
+  replay_unavailable: { kind: 'conflict', hint: 'Only an ended agent run whose transcript (its recorded model replies) is still on disk can be replayed; `data.reason` says which: not_an_agent, not_ended, recording_missing, recording_incomplete.' },
   resume_unavailable: { kind: 'conflict', hint: 'Only a timed-out run with a checkpoint and its pinned script can be resumed.' },
   daemon_running: { kind: 'conflict', hint: 'A daemon already serves this BRIG_HOME: use it (`brig list`), or stop it first.' },
   daemon_unavailable: { kind: 'unavailable', hint: 'Start it with `brig serve`, or run without a daemon.' },

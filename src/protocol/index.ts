@@ -4,6 +4,7 @@
  * (`satisfies z.ZodType<T>`), never the other way round, and nothing is copied across the
  * jail boundary: child/ imports its words from here.
  */
+export * from './run-hints.js';
 export * from './error-codes.js';
 export * from './errors.js';
 export * from './leases.js';

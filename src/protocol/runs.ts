@@ -70,6 +70,14 @@ export interface PendingEnd {
   oomKilled?: boolean;
 }
 
+/** Where a replay stands: calls answered from the recording, and its first divergence (null: none). */
+export interface ReplayReport {
+  of: string;
+  calls: number;
+  recorded: number;
+  divergence: { step: number; call: number; what: string } | null;
+}
+
 /** One run. Persisted as JSON under $BRIG_HOME/runs/<id>/run.json with atomic writes. */
 export interface RunRecord {
   v: 1;
@@ -119,6 +127,10 @@ export interface RunRecord {
   resumable: boolean;
   resumeOf: string | null;
   resumedBy: string | null;
+  /** `brig replay`: the agent run this one re-runs against its recorded model replies. */
+  replayOf?: string;
+  /** A replay's report so far: model calls answered, and the first request that differed (content-free). */
+  replay?: ReplayReport;
   hasCheckpoint: boolean;
   expectedOutputs: string[];
   missingOutputs: string[];
@@ -319,6 +331,8 @@ export interface SpawnContext {
   callerId?: string;
   /** Internal: this spawn re-runs a resumable run's pinned script. */
   resumeOf?: string;
+  /** Internal: this spawn replays an ended agent run against its recorded model replies. */
+  replayOf?: string;
   /** Set by the broker: the parent's step count when it spawned this child (attribution). */
   parentStep?: number;
   /** Set by the broker: the id of the parent's spawn call, kept on the child (`spawnCallId`) so a re-sent call finds it. */

@@ -182,6 +182,12 @@ export interface Supervisor {
    * (ended watchdog_timeout, killed or budget_exceeded) from the conversation its supervisor held.
    */
   resume(runId: string, opts?: ResumeOptions): Promise<Result<RunRecord, BrigError>>;
+  /**
+   * A new run re-running an ended agent run's pinned loop (same request, lease derived again)
+   * in a fresh jail, its model calls answered from the old run's recorded replies; the new
+   * run's `replay` says where its requests first differed from the recorded ones.
+   */
+  replay(runId: string): Promise<Result<RunRecord, BrigError>>;
   events(opts?: EventsOptions): AsyncIterableIterator<SupervisorEvent>;
   /** Stop timers and the broker; running containers keep running (a restart reattaches). */
   close(): Promise<void>;

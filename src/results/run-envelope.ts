@@ -8,7 +8,7 @@ import { CONDENSE_DEFAULTS, L2_INPUT_BUDGETS, type CondenseOptions, condense } f
 import { renderEnvelope } from './narrative.js';
 import { viewFile, type TextView } from './result-view.js';
 import { savingsFor } from './savings.js';
-import type { ResultRef, RunEnvelope } from '../protocol/index.js';
+import { resumeHint, type ResultRef, type RunEnvelope } from '../protocol/index.js';
 
 export interface EnvelopeRun {
   id: string;
@@ -39,6 +39,9 @@ export interface EnvelopeRun {
   changes?: { filesChanged: number; insertions: number; deletions: number; commits: number; error?: string };
   /** The jail as verified: a fallback image is named in the footer (an agent spec's toolbox not built). */
   jail?: { imageFallback?: { note: string } };
+  kind?: string;
+  /** The run's timeout (ms): a resume hint offers twice it. */
+  timeoutMs?: number;
 }
 
 export type { RunEnvelope } from '../protocol/index.js';
@@ -152,6 +155,12 @@ function changesLine(runId: string, repo: NonNullable<EnvelopeRun['repo']>, c: N
   return `Changes: ${counts} ${where}: ${handles}${patch && c.filesChanged > 0 ? ` — brig apply ${runId} --branch NAME` : ''}`;
 }
 
+/** brig's footer notes for a run: an image fallback, how to resume it. */
+function notesOf(run: EnvelopeRun): string[] {
+  const hint = resumeHint(run);
+  return [...(run.jail?.imageFallback ? [`Image: ${run.jail.imageFallback.note}`] : []), ...(hint ? [`Resume: ${hint}`] : [])];
+}
+
 export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRef[], opts: EnvelopeOptions = {}): Promise<RunEnvelope> {
   const keepErrors = opts.errorPreservation ?? CONDENSE_DEFAULTS.errorPreservation;
   const { fileOf: _fileOf, ...condenseOpts } = opts;
@@ -172,7 +181,7 @@ export async function buildRunEnvelope(run: EnvelopeRun, refs: readonly ResultRe
     ...(run.costUsd !== undefined ? { costUsd: run.costUsd } : {}),
     ...(run.modelLocal ? { costLocal: true } : {}),
     ...(run.changes && run.repo ? { changes: changesLine(run.id, run.repo, run.changes, refs) } : {}),
-    ...(run.jail?.imageFallback ? { notes: [`Image: ${run.jail.imageFallback.note}`] } : {}),
+    ...(notesOf(run).length > 0 ? { notes: notesOf(run) } : {}),
     // The result value first, then /workspace/out, then stdio: what the footer keeps when cut.
     refs: [...refs].sort((a, b) => SOURCE_RANK[a.source] - SOURCE_RANK[b.source]),
     session: `${run.rootRunId}/${run.id}`,

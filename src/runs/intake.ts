@@ -173,6 +173,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     expectedOutputs: req.expected_outputs,
     resumeOf: ctx.resumeOf ?? null,
   });
+  if (ctx.replayOf) rec.replayOf = ctx.replayOf;
   if (agent.value.spec) {
     rec.agentSpec = agent.value.spec.name;
     rec.model = req.model;

@@ -20,6 +20,7 @@ import { modelCallLine, type ConversationMessage, type ModelPort, type ToolSchem
 import type { LlmService, RunTable } from './run-table.js';
 import type { RunStore } from './run-store.js';
 import type { LlmReply, ParamsOf, RunRecord } from './types.js';
+import { messagesShape, recordedCalls, requestDifference, stampOf, type RecordedCall } from './replay-recording.js';
 
 /** The most a conversation may hold (the child compacts well before). */
 export const MAX_CONVERSATION_BYTES = 8 * 1024 * 1024;
@@ -63,6 +64,8 @@ interface RunCalls {
   last: Promise<unknown>;
   /** Refusal codes ledgered already for this run (the broker counts every refusal; the fact is written once). */
   refused: Set<string>;
+  /** A replay (`replayOf`): the source run's recorded calls, answered in order instead of the provider. */
+  replay?: { calls: RecordedCall[]; next: number };
 }
 
 /**
@@ -218,6 +221,7 @@ export function budgetLeft(table: RunTable, r: RunRecord): { tokensLeft: number 
 }
 
 async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: ParamsOf<'llm.complete'>, calls: RunCalls): Promise<LlmReply> {
+  if (r.replayOf) return replayComplete(p, d, conv, r, params, calls);
   if (!d.models) throw new BrigError('model_unavailable', 'no model is configured for this supervisor', { hint: 'Set BRIG_MODEL_BASE_URL and BRIG_MODEL (or $BRIG_HOME/config.yaml) and restart `brig serve`.' });
   const purpose = params.purpose === 'compact' || params.purpose === 'salvage' ? params.purpose : 'step';
   if (purpose === 'step' && r.stepsExecuted >= r.maxSteps) {
@@ -282,7 +286,9 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     throw new BrigError(pe.code === 'internal' ? 'model_unavailable' : pe.code, pe.message);
   }
   const step = typeof params.step === 'number' ? params.step : r.stepsExecuted;
-  await conv.reply(r.id, turn.message, { purpose, step, usage: turn.usage, costUsd: turn.costUsd, model: turn.model, finishReason: turn.finishReason });
+  // What was sent, as a digest and a content-free shape: a replay compares its requests to it.
+  const req = stampOf(system, messages, tools, info.value.contextWindow);
+  await conv.reply(r.id, turn.message, { purpose, step, usage: turn.usage, costUsd: turn.costUsd, model: turn.model, finishReason: turn.finishReason, req });
   d.onReply?.(r.id, { startedAt: started, step, text: turn.message.content, toolCalls: turn.message.toolCalls.map((c) => c.name) });
   const next = await p.table.update(r.id, (x) => ({
     ...x,
@@ -293,7 +299,8 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     ...(turn.local ? { modelLocal: true } : {}),
     lastProgressAt: p.table.clock.now().toISOString(),
   }));
-  p.table.ledger.append(modelCallLine(r, { purpose, step, alias: info.value.alias, turn, startedMs: started }));
+  // The request's digest rides the hash-chained ledger: the transcript's record of it can be checked.
+  p.table.ledger.append({ ...modelCallLine(r, { purpose, step, alias: info.value.alias, turn, startedMs: started }), reqDigest: req.digest });
   const after = budgetLeft(p.table, next);
   return {
     message: turn.message,
@@ -304,6 +311,74 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     contextWindow: info.value.contextWindow,
     contextUsed: turn.usage.input + turn.usage.output,
     budget: after,
+  };
+}
+
+/**
+ * A replay's model call: answered from the source run's recorded reply at the same position,
+ * never the provider (no network, no key). The request the replayed loop sends is compared to
+ * the recorded one; the first that differs is the divergence, kept on the run record (content-
+ * free). The lease checks hold as for any call: the tools offered must be the run's surface.
+ */
+async function replayComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: ParamsOf<'llm.complete'>, calls: RunCalls): Promise<LlmReply> {
+  const purpose = params.purpose === 'compact' || params.purpose === 'salvage' ? params.purpose : 'step';
+  if (purpose === 'step' && r.stepsExecuted >= r.maxSteps) {
+    throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted } });
+  }
+  const offered: ToolSchema[] = params.tools ?? [];
+  const tools = offered.length > 0 ? offered : (d.lastTools.get(r.id) ?? []);
+  const surface = await d.surfaceOf(r.id);
+  const outside = tools.map((t) => t.name).filter((n) => !(surface ?? []).includes(n));
+  if (outside.length > 0) {
+    throw new BrigError('capability_denied', `the lease does not offer ${outside.slice(0, 5).join(', ')} to this run`, { data: { what: outside.slice(0, 5).join(',') } });
+  }
+  if (offered.length > 0) d.lastTools.set(r.id, offered);
+  if (!calls.replay) {
+    const text = (await p.table.store.read(r.replayOf!, 'transcript'))?.toString('utf8') ?? '';
+    calls.replay = { calls: recordedCalls(text), next: 0 };
+  }
+  const rp = calls.replay;
+  const raw = await conv.messages(r.id);
+  const messages = microCompact(raw, d.microCompactKeep ?? 25);
+  const rec = rp.calls[rp.next];
+  const index = rp.next;
+  rp.next += 1;
+  const stamp = stampOf(params.system, messages, tools, rec?.stamp?.contextWindow ?? 0);
+  const step = typeof params.step === 'number' ? params.step : r.stepsExecuted;
+  const what = rec ? requestDifference(rec, purpose, stamp, messagesShape(raw)) : `the replayed loop made model call ${index + 1}; the recording holds ${rp.calls.length}`;
+  await p.table.update(r.id, (x) => ({
+    ...x,
+    replay: {
+      of: r.replayOf!,
+      calls: index + 1,
+      recorded: rp.calls.length,
+      divergence: x.replay?.divergence ?? (what ? { step, call: index + 1, what: what.slice(0, 1000) } : null),
+    },
+  }));
+  if (!rec) {
+    throw new BrigError('model_unavailable', `replay of ${r.replayOf}: the recording has no reply for model call ${index + 1} (it holds ${rp.calls.length})`, { data: { recorded: rp.calls.length } });
+  }
+  const turn = rec.reply;
+  await conv.reply(r.id, turn.message, { purpose, step, usage: turn.usage, costUsd: 0, model: turn.model, finishReason: turn.finishReason, req: stamp, replayed: index + 1 });
+  d.onReply?.(r.id, { startedAt: Date.now(), step, text: turn.message.content, toolCalls: turn.message.toolCalls.map((c) => c.name) });
+  const next = await p.table.update(r.id, (x) => ({
+    ...x,
+    // The recorded usage counts against the lease as it did (the same budget ends the same way); nothing is spent.
+    tokens: (x.tokens ?? 0) + turn.usage.total,
+    stepsExecuted: purpose === 'step' ? x.stepsExecuted + 1 : x.stepsExecuted,
+    costUsd: x.costUsd === null ? null : (x.costUsd ?? 0),
+    lastProgressAt: p.table.clock.now().toISOString(),
+  }));
+  p.table.ledger.append({ type: 'run.model_call', runId: r.id, rootRunId: r.rootRunId, step, purpose, model: turn.model, ok: true, replayed: true, input: turn.usage.input, output: turn.usage.output, costUsd: 0, finishReason: turn.finishReason, toolCalls: turn.message.toolCalls.length, reqDigest: stamp.digest, ms: 0 });
+  return {
+    message: turn.message,
+    finishReason: turn.finishReason,
+    usage: turn.usage,
+    costUsd: 0,
+    model: turn.model,
+    contextWindow: rec.stamp?.contextWindow ?? 0,
+    contextUsed: turn.usage.input + turn.usage.output,
+    budget: budgetLeft(p.table, next),
   };
 }
 

@@ -23,6 +23,7 @@
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { childCallHandlers, type ChildCallHandlers } from './child-calls.js';
 import { resumeRun, steerRun } from './control.js';
+import { replayAgent } from './agent-replay.js';
 import { RunEnder } from './ender.js';
 import { untilDoneOrSilent } from './engine-silence.js';
 import { checkSpawn, intake, loadRequest, storageState } from './intake.js';
@@ -385,6 +386,12 @@ class BrigSupervisor implements SupervisorCore {
     if (!r.ok) return r;
     if (r.value.status !== 'running' || this.#table.ending.has(runId)) return err(this.#notRunning(r.value, 'steer'));
     return steerRun(this.#ports(), r.value, message, opts.by ?? 'operator');
+  }
+
+  async replay(runId: string): Promise<Result<RunRecord, BrigError>> {
+    const r = await this.#acting(runId);
+    if (!r.ok) return r;
+    return replayAgent(this.#ports(), r.value);
   }
 
   async resume(runId: string, opts: ResumeOptions = {}): Promise<Result<RunRecord, BrigError>> {

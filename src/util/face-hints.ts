@@ -22,6 +22,7 @@ const HTTP: Partial<Record<ErrorCode, string>> = {
   graph_not_found: 'A graph id looks like g-…; GET /v1/graphs lists the known graphs.',
   daemon_running: 'A daemon already serves this BRIG_HOME: use its socket, or stop it first.',
   child_failed: 'The child exited non-zero or ran out of memory; its stderr tail (GET /v1/runs/{run}/result) says why.',
+  replay_unavailable: 'Only an ended agent run whose recorded model replies are still on disk can be replayed.',
   resume_unavailable: 'Only a timed-out run with a checkpoint and its pinned script can be resumed.',
   storage_full: "Free space on the file system of the daemon's home (GET /v1/doctor shows it); it admits runs again once it has more than its reserve free, and writes what it held meanwhile.",
   internal: "This is a bug in brig; the daemon's log holds the details (X-Request-Id names the request), POST /v1/audit/query the events around it.",

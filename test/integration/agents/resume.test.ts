@@ -95,3 +95,41 @@ test('[INV-1] a killed agent is resumed: the new run continues its held conversa
   }
   assert.deepEqual(await leftovers(home), []);
 });
+
+test('an agent cut short carries a resume hint in its envelope, and so does a resumed run cut short again; a completed one does not', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const m = await startModelServer({
+    script: (req) => (all(req).includes('Quick task') ? toolCallTurn('finish', { answer: 'quick' }) : toolCallTurn('shell', { command: 'sleep 60' }, { usage: { input: 100, output: 5 } })),
+  });
+  t.after(() => m.close());
+  const cfg = loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_CONTEXT_WINDOW: '20000' });
+  const c = await compose(cfg, { tickMs: 200, reconcile: true });
+  await c.supervisor.start();
+  try {
+    const cutShort = async (id: string) => {
+      const before = m.requests.length;
+      await until(() => m.requests.length > before, 'its first model call (a sleeping shell)');
+      await new Promise((res) => setTimeout(res, 1500));
+      const k = await c.brig.kill(id, { confirm: true });
+      assert.ok(k.ok && k.value.endReason === 'killed');
+      const env = await c.refs.result(id);
+      assert.ok(env.ok, JSON.stringify(!env.ok && env.error));
+      return env.value.envelope;
+    };
+    const r = await c.brig.spawn({ task: 'Wait a while.', kind: 'agent', async: true, max_steps: 30 });
+    assert.ok(r.ok);
+    assert.match(await cutShort(r.value.id), new RegExp(`Resume: resume with: brig resume ${r.value.id} \\(a new run continues this conversation\\)`));
+    const again = await c.brig.resume(r.value.id);
+    assert.ok(again.ok, JSON.stringify(!again.ok && again.error));
+    assert.match(await cutShort(again.value.id), new RegExp(`resume with: brig resume ${again.value.id} `), 'the resumed run, cut short, gets its own hint');
+    const quick = await c.brig.spawn({ task: 'Quick task', kind: 'agent' });
+    assert.ok(quick.ok && quick.value.endReason === 'completed');
+    const env = await c.refs.result(quick.value.id);
+    assert.ok(env.ok);
+    assert.doesNotMatch(env.value.envelope, /resume with/);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
