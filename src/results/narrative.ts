@@ -97,7 +97,7 @@ export function renderEnvelope(e: EnvelopeInput): string {
 }
 
 /** Lines of the envelope's own framing, and of the run separator a multi-run answer uses. */
-const FRAMING = /^\s*(\[Subagent Result:|-{3,}\s*$|={2,}\s|(Status|Condensation|Runtime|Session|Changes|Image|Full results?)\s*[:(|])/i;
+const FRAMING = /^\s*(\[Subagent Result:|-{3,}\s*$|={2,}\s|(Status|Condensation|Runtime|Session|Changes|Image|Resume|Full results?)\s*[:(|])/i;
 
 /** Each body line that could pass for the envelope's framing, quoted with `| ` (pure). */
 export function quoteFraming(body: string): string {
