@@ -134,7 +134,9 @@ export function nextToStart(live: readonly RunRecord[], s: Settings, blocked: Re
   }
   const queued = live
     .filter((r) => r.status === 'queued')
-    .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    // Stable: runs queued in one millisecond keep the order they were admitted in (the table's),
+    // not their random ids' — a burst queued while paused starts in the order it came.
+    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   const out: string[] = [];
   for (const r of queued) {
     if (allActive >= s.maxConcurrent) break;
