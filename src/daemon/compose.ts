@@ -173,7 +173,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};
   sup = createSupervisor({
     jail,
-    leases: leasePort(leases, pol.value),
+    leases: leasePort(leases, pol.value, () => policyFileFor(cfg.home)),
     broker,
     egress,
     ledger,
