@@ -73,6 +73,11 @@ function readBrig(env: NodeJS.ProcessEnv, home: string): Brig {
     },
     doctor: async (d) => (await load()).operator.doctor(d),
     fleet: async (f) => (await load()).operator.fleet(f),
+    admission: {
+      status: async () => (await load()).operator.admission.status(),
+      pause: async (c) => (await load()).operator.admission.pause(c),
+      resume: async (c) => (await load()).operator.admission.resume(c),
+    },
   };
   return readOnlyBrig(runsDirFor(home), refs, operator, async () => {
     if (parts) await (await parts).close();

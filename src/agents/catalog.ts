@@ -39,8 +39,13 @@ export function loadAgentCatalog(dirs: readonly string[]): AgentCatalog {
       if (s) return ok(s);
       const bad = broken.find((b) => path.basename(b.file, '.md') === name);
       if (bad) return err(bad.error);
-      const near = nearest(name, [...specs.keys()]);
-      return err(new BrigError('invalid_input', `no agent spec "${name}"`, { hint: near ? `Did you mean "${near}"? \`brig agents list\` shows them.` : '`brig agents list` shows the agent specs.' }));
+      const known = [...specs.keys()].sort();
+      const near = nearest(name, known);
+      // Refused before any run exists: the caller learns which name was unknown and which there are.
+      return err(new BrigError('invalid_input', `no agent spec "${name.slice(0, 64)}"`, {
+        data: { field: 'agent', agent: name.slice(0, 64), known },
+        hint: `${near ? `Did you mean "${near}"? ` : ''}Known: ${known.join(', ') || '(none)'} (\`brig agents list\`; a new $BRIG_HOME/agents/NAME.md is read at the next spawn naming it).`,
+      }));
     },
     list: () => [...specs.values()].sort((a, b) => a.name.localeCompare(b.name)),
     broken: () => [...broken],

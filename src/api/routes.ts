@@ -59,6 +59,10 @@ const GraphBody = z.object({ spec: z.string().min(1).max(2 * 1024 * 1024), sourc
 const GraphView = z.looseObject({ id: z.string(), state: z.enum(GRAPH_STATES), order: z.array(z.string()), envelope: z.string().nullable(), manifestRef: z.string().nullable() });
 const sourceOf = (i: { source?: string | undefined; by?: string | undefined }) => ({ ...(i.source !== undefined ? { source: i.source } : {}), ...(i.by !== undefined ? { by: i.by } : {}) });
 
+const Admission = z.object({ paused: z.boolean(), since: z.string().nullable(), by: z.string().nullable(), reasonHash: z.string().nullable(), queued: z.number().nullable() });
+const AdmissionBody = z.object({ by: z.string().min(1).max(128).optional(), reason: z.string().max(4096).optional() });
+const admissionChange = (i: { by?: string | undefined; reason?: string | undefined }) => ({ by: i.by ?? 'operator', ...(i.reason !== undefined ? { reason: i.reason } : {}) });
+
 function graphsOf(brig: Brig): GraphSurface {
   if (!brig.graphs) throw new BrigError('daemon_unavailable', 'this API serves no graphs', { hint: 'Run graphs through a daemon (`brig serve`) or in this process (`brig graph run`).' });
   return brig.graphs;
@@ -307,6 +311,23 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
     query: z.object({ build: z.enum(['true', 'false']).optional() }),
     ok: { 200: z.object({ checks: z.array(z.looseObject({ name: z.string(), ok: z.boolean() })) }) },
     handle: async ({ brig, input }) => reply({ checks: await brig.operator.doctor({ build: input.build === 'true' }) }),
+  }),
+  admissionStatus: route<'admissionStatus'>()({
+    summary: 'Whether admission is paused, since when and by whom, and how many spawns wait in the queue',
+    ok: { 200: z.object({ admission: Admission }) },
+    handle: async ({ brig }) => reply({ admission: await brig.operator.admission.status() }),
+  }),
+  admissionPause: route<'admissionPause'>()({
+    summary: 'Pause admission: running children go on, new spawns wait in the queue (refused admission_paused when it is full); kept across a restart, ledgered with who, when and the reason\'s hash',
+    body: AdmissionBody,
+    ok: { 200: z.object({ admission: Admission }) },
+    handle: async ({ brig, input }) => reply({ admission: value(await brig.operator.admission.pause(admissionChange(input))) }),
+  }),
+  admissionResume: route<'admissionResume'>()({
+    summary: 'Resume admission: the queue starts in order; ledgered like a pause',
+    body: AdmissionBody,
+    ok: { 200: z.object({ admission: Admission }) },
+    handle: async ({ brig, input }) => reply({ admission: value(await brig.operator.admission.resume(admissionChange(input))) }),
   }),
   refRead: route<'refRead'>()({
     summary: 'A slice by line or byte range',

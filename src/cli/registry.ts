@@ -8,6 +8,7 @@ export const GROUPS: Record<string, { summary: string; section: Section }> = {
   ref: { summary: "Drill into a run's ResultRefs: list, read, grep, jq, sql, jsonpath.", section: 'results' },
   graph: { summary: 'Execution graphs: define, run, status, wait, cancel, approve, reject (each node attempt an ordinary jailed run).', section: 'runs' },
   lease: { summary: 'Inspect and revoke leases: what each run may do.', section: 'host' },
+  admission: { summary: 'Pause and resume admission (running children go on, new spawns queue), and see its state.', section: 'host' },
   audit: { summary: 'Verify and query the hash-chained ledger.', section: 'host' },
   policy: { summary: 'Validate lease policy files and explain their profiles.', section: 'host' },
   image: { summary: 'Build the child image and the toolbox image.', section: 'host' },
@@ -113,6 +114,13 @@ export const COMMANDS: Record<string, Entry> = {
   'lease list': { section: 'host', summary: 'List lease records: id, run, parent, depth, profile, caps, state.', load: async () => (await import('./commands/lease-list.js')).default },
   'lease show': { section: 'host', summary: 'Show one lease: caps, limits, requested vs granted vs refused, lineage up to the root.', load: async () => (await import('./commands/lease-show.js')).default },
   'lease revoke': { section: 'host', summary: 'Revoke a lease and its whole subtree (their broker calls are refused from now on).', load: async () => (await import('./commands/lease-revoke.js')).default },
+  'admission pause': {
+    section: 'host',
+    summary: "Pause admission: running children go on, new spawns wait in the queue (refused `admission_paused` when it is full); kept across a daemon restart, ledgered with who, when and the reason's hash.",
+    load: async () => (await import('./commands/admission-pause.js')).default,
+  },
+  'admission resume': { section: 'host', summary: "Resume admission: the runs queued while paused start in order; ledgered with who, when and the reason's hash.", load: async () => (await import('./commands/admission-resume.js')).default },
+  'admission status': { section: 'host', summary: 'Whether admission is paused, since when and by whom, and how many spawns wait in the queue.', load: async () => (await import('./commands/admission-status.js')).default },
   'audit verify': { section: 'host', summary: 'Check the hash chain of every ledger segment; names the first bad line.', load: async () => (await import('./commands/audit-verify.js')).default },
   'audit query': {
     section: 'host',

@@ -26,6 +26,17 @@ export function apiOperator(api: ApiClient): OperatorSurface {
       query: (sql, maxRows) => api.route('auditQuery', { input: { sql, ...(maxRows !== undefined ? { maxRows } : {}) } }),
     },
     doctor: async (o = {}) => value(await api.route('doctor', { input: o.build ? { build: true } : {} })).checks,
+    admission: {
+      status: async () => value(await api.route('admissionStatus')).admission,
+      async pause(c = {}) {
+        const r = await api.route('admissionPause', { input: c });
+        return r.ok ? ok(r.value.admission) : r;
+      },
+      async resume(c = {}) {
+        const r = await api.route('admissionResume', { input: c });
+        return r.ok ? ok(r.value.admission) : r;
+      },
+    },
     fleet: async (o) => value(await api.route('fleet', { input: { since: `${o.sinceMinutes}m`, ...(o.top !== undefined ? { top: o.top } : {}) } })).fleet,
   };
 }

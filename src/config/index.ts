@@ -352,6 +352,8 @@ export function brigPaths(home: string) {
     warmShapes: path.join(home, 'warm-shapes.json'),
     /** The child image's plan and file hashes by file identity (jail/docker/image-cache.ts). */
     imageCache: path.join(home, 'image-cache.json'),
+    /** Whether an operator paused admission (runs/admission-pause.ts): kept across restarts. */
+    admission: path.join(home, 'admission.json'),
   };
 }
 export type BrigPaths = ReturnType<typeof brigPaths>;

@@ -32,7 +32,7 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
 </style>
 </head>
 <body>
-<header><h1>brig console</h1><nav><button data-tab="runs" class="on">runs</button><button data-tab="leases">leases</button><button data-tab="audit">audit</button><button data-tab="doctor">doctor</button><button data-tab="fleet">fleet</button></nav><span id="live">connecting…</span><span id="count"></span></header>
+<header><h1>brig console</h1><nav><button data-tab="runs" class="on">runs</button><button data-tab="leases">leases</button><button data-tab="audit">audit</button><button data-tab="doctor">doctor</button><button data-tab="fleet">fleet</button></nav><span id="live">connecting…</span><span id="count"></span><span id="admission"></span><button id="admission-toggle" hidden></button></header>
 <main id="tab-runs">
   <section><h2>Runs</h2>
     <table id="runs"><thead><tr><th>run</th><th>status</th><th>end</th><th>killed by</th><th>depth</th><th>steps</th><th>elapsed</th><th>progress</th></tr></thead><tbody></tbody></table>
@@ -93,8 +93,28 @@ async function refresh() {
     return tr;
   }));
   document.getElementById('count').textContent = runs.length + ' run(s)';
+  admission().catch(() => {});
   if (selected) { const r = runs.find((x) => x.id === selected); if (r) document.getElementById('status').textContent = r.status + (r.endReason ? ' / ' + r.endReason : '') + (r.killedBy ? ' by ' + r.killedBy : ''); }
 }
+
+/** Admission: open or paused (since, by, queued), and the one button that flips it (an operator action, confirmed). */
+async function admission() {
+  const { admission: a } = await api('/admission');
+  const span = document.getElementById('admission');
+  span.className = a.paused ? 'fail' : '';
+  span.textContent = 'admission ' + (a.paused ? 'PAUSED since ' + a.since + (a.by ? ' by ' + a.by : '') : 'open') + ' · ' + a.queued + ' queued';
+  const b = document.getElementById('admission-toggle');
+  b.textContent = a.paused ? 'resume admission' : 'pause admission';
+  b.className = a.paused ? '' : 'danger';
+  b.dataset.paused = String(a.paused);
+  b.hidden = false;
+}
+document.getElementById('admission-toggle').addEventListener('click', async (ev) => {
+  const paused = ev.currentTarget.dataset.paused === 'true';
+  if (!confirm(paused ? 'Resume admission? The queued runs start in order.' : 'Pause admission? Running children go on; new spawns wait in the queue.')) return;
+  try { await api('/admission/' + (paused ? 'resume' : 'pause'), { by: 'console' }); } catch (e) { alert(String(e.message)); }
+  admission().catch(() => {});
+});
 
 async function show(id) {
   selected = id;

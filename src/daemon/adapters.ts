@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { toolSurface, type AgentCatalog } from '../agents/index.js';
 import type { LeaseRecord, LeaseStore, Policy } from '../lease/index.js';
-import { profileFor, profileOf } from '../lease/index.js';
+import { loadPolicyFile, profileFor, profileOf } from '../lease/index.js';
 import { costOf, type ModelCatalog } from '../models/index.js';
 import { materializeRun, type FsResultStore } from '../results/index.js';
 import type { AgentPort, LeasePort, ModelPort, ResultsPort } from '../runs/index.js';
@@ -22,11 +22,25 @@ function egressAncestors(store: LeaseStore, r: LeaseRecord): { leaseId: string; 
   return out;
 }
 
-export function leasePort(store: LeaseStore, policy: Policy): LeasePort {
+/**
+ * `policyFile`: the file the policy was loaded from. The policy in force is the one loaded at
+ * start (the lease store, the egress gate and the broker were built from it); a profile added
+ * to the file since is not half-loaded, but a spawn naming it is told to restart the daemon.
+ */
+export function leasePort(store: LeaseStore, policy: Policy, policyFile?: () => string): LeasePort {
   return {
     checkProfile(name) {
       const p = profileOf(policy, name);
-      return p.ok ? ok(undefined) : err(p.error);
+      if (p.ok) return ok(undefined);
+      const file = policyFile?.();
+      const now = file ? loadPolicyFile(file) : undefined;
+      if (now?.ok && Object.hasOwn(now.value.profiles, name)) {
+        return err(new BrigError('invalid_input', `profile "${name.slice(0, 64)}" was added to ${file} after this supervisor loaded it`, {
+          data: { field: 'profile', profile: name.slice(0, 64), known: Object.keys(policy.profiles).sort() },
+          hint: 'Restart `brig serve` to load the policy file again (a policy is loaded whole, never in parts); the profiles in force now: ' + Object.keys(policy.profiles).sort().join(', ') + '.',
+        }));
+      }
+      return err(p.error);
     },
     async issue(req) {
       const profile = profileFor(req.profile, req.parentLeaseId ? store.get(req.parentLeaseId)?.profile : undefined);

@@ -173,14 +173,14 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};
   sup = createSupervisor({
     jail,
-    leases: leasePort(leases, pol.value),
+    leases: leasePort(leases, pol.value, () => policyFileFor(cfg.home)),
     broker,
     egress,
     ledger,
     results: resultsPort(results),
     agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools, pol.value.groups, cfg.egress.searchUrl),
     ...(models ? { models } : {}),
-    paths: { runs: paths.runs, brokers: paths.brokers },
+    paths: { runs: paths.runs, brokers: paths.brokers, admission: paths.admission },
     ...(o.settings ? { settings: o.settings } : {}),
     ...(o.tickMs ? { tickMs: o.tickMs } : {}),
     reconcile: o.reconcile !== false,
@@ -201,7 +201,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   Object.assign(handlers, supervisor.childCalls, childRefs.handlers);
   collectState(metrics, () => supervisor, drill.pools, warm);
   collectStorage(metrics, () => supervisor.storage(), supervisor.settings.minFreeBytes);
-  const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs, reserveBytes: supervisor.settings.minFreeBytes });
+  const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs, reserveBytes: supervisor.settings.minFreeBytes, admission: supervisor.admission });
   const graphs = graphServiceFor({ dir: paths.graphs, supervisor, results, ledger, leases: operator.leases });
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};

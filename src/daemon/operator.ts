@@ -13,10 +13,10 @@ import { brigPaths } from '../config/index.js';
 import { DockerJailDriver, gatherDoctorFacts, judgeDoctor, ownerForHome } from '../jail/index.js';
 import { explainPolicy, leaseState, LeaseStore, loadPolicyFile, policyFilesIn, shippedPoliciesDir, type LeaseRecord, type Policy } from '../lease/index.js';
 import { FileLedger, ledgerFiles, verifyLedger, type Ledger } from '../ledger/index.js';
-import type { DoctorCheck, FleetOptions, FleetReport, LeaseView, LedgerReport, ListFilter, OperatorSurface, QueryResult, RefSurface, RunRecord } from '../protocol/index.js';
+import type { AdmissionChange, AdmissionState, DoctorCheck, FleetOptions, FleetReport, LeaseView, LedgerReport, ListFilter, OperatorSurface, QueryResult, RefSurface, RunRecord } from '../protocol/index.js';
 import { lockedQuery, reportHelper, reportTools } from '../slice/index.js';
 import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js';
-import { DEFAULT_SETTINGS } from '../runs/index.js';
+import { AdmissionSwitch, DEFAULT_SETTINGS, readAdmission, type SupervisorCore } from '../runs/index.js';
 import { diskSpace } from '../util/disk-space.js';
 import { fleetReport } from './fleet.js';
 import { egressProbe } from './doctor-egress.js';
@@ -46,6 +46,8 @@ export interface OperatorParts {
   refs: Pick<RefSurface, 'peek'>;
   /** The bytes the supervisor keeps free in the home (its minFreeBytes): the doctor's mark. */
   reserveBytes?: number;
+  /** The supervisor's admission switch; absent (no supervisor here): the home's admission.json, read and written per call. */
+  admission?: SupervisorCore['admission'];
 }
 
 export class Operator implements OperatorSurface {
@@ -101,6 +103,34 @@ export class Operator implements OperatorSurface {
       }
     },
   };
+
+  /**
+   * Admission: the daemon's switch when this operator is the daemon's. Without one the file is
+   * the state (the next supervisor of this home starts in it): a change is written there and
+   * ledgered in a segment of its own; the queue is a supervisor's, so it is not counted.
+   */
+  readonly admission: OperatorSurface['admission'] = {
+    status: async () => this.#p.admission?.status() ?? { ...readAdmission(this.#paths.admission), queued: null },
+    pause: (c) => this.#setAdmission(true, c),
+    resume: (c) => this.#setAdmission(false, c),
+  };
+
+  async #setAdmission(paused: boolean, c: AdmissionChange = {}): Promise<Result<AdmissionState>> {
+    try {
+      const own = this.#p.admission;
+      if (own) return ok(paused ? own.pause(c) : own.resume(c));
+      const ledger = new FileLedger({ dir: this.#paths.ledger });
+      try {
+        const sw = new AdmissionSwitch(this.#paths.admission, ledger, { now: () => new Date() });
+        sw.set(paused, c, null);
+        return ok({ ...sw.state, queued: null });
+      } finally {
+        await ledger.close();
+      }
+    } catch (e) {
+      return err(toBrigError(e));
+    }
+  }
 
   async doctor(d: { build?: boolean } = {}): Promise<DoctorCheck[]> {
     const cfg = this.#p.cfg;

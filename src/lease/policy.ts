@@ -173,10 +173,12 @@ export function loadPolicyFile(file: string): Result<Policy> {
 export function profileOf(policy: Policy, name: string): Result<ResolvedProfile> {
   const p = Object.hasOwn(policy.profiles, name) ? policy.profiles[name] : undefined;
   if (p) return ok(p);
-  const near = nearest(name, Object.keys(policy.profiles));
+  const known = Object.keys(policy.profiles).sort();
+  const near = nearest(name, known);
   return err(
-    new BrigError('invalid_input', `unknown profile "${name}" in ${policy.source}`, {
-      hint: near ? `Did you mean "${near}"?` : `Profiles: ${Object.keys(policy.profiles).join(', ')}.`,
+    new BrigError('invalid_input', `unknown profile "${name.slice(0, 64)}" in ${policy.source}`, {
+      data: { field: 'profile', profile: name.slice(0, 64), known },
+      hint: `${near ? `Did you mean "${near}"? ` : ''}Profiles: ${known.join(', ')}.`,
     }),
   );
 }

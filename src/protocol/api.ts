@@ -5,7 +5,7 @@
  * `route_not_found` hint lists them. Nothing about a route is written twice.
  */
 import type { Result } from './errors.js';
-import type { FleetReport, LeaseView, LedgerReport, DoctorCheck, QueryResult } from './operator.js';
+import type { AdmissionChange, AdmissionState, FleetReport, LeaseView, LedgerReport, DoctorCheck, QueryResult } from './operator.js';
 import type { ResultRef, RunManifest, RunResult, SliceOutput, CondenseStrategy, GrepOptions } from './refs.js';
 import type { KilledBy, RunKind, RunRecord, RunStatus, SpawnRequest, SpawnRequestInput } from './runs.js';
 import type { HistoryPage, ResumeOptions, SendMode, SendOutcome, SteerOutcome } from './supervisor.js';
@@ -40,6 +40,9 @@ export const API_ROUTES = {
   auditVerify: { method: 'GET', path: '/v1/audit/verify' },
   auditQuery: { method: 'POST', path: '/v1/audit/query' },
   doctor: { method: 'GET', path: '/v1/doctor' },
+  admissionStatus: { method: 'GET', path: '/v1/admission' },
+  admissionPause: { method: 'POST', path: '/v1/admission/pause' },
+  admissionResume: { method: 'POST', path: '/v1/admission/resume' },
   refRead: { method: 'POST', path: '/v1/refs/{ref}/read' },
   refGrep: { method: 'POST', path: '/v1/refs/{ref}/grep' },
   refJq: { method: 'POST', path: '/v1/refs/{ref}/jq' },
@@ -102,6 +105,9 @@ export interface RouteInputs {
   auditVerify: undefined;
   auditQuery: { sql: string; maxRows?: number };
   doctor: { build?: boolean };
+  admissionStatus: undefined;
+  admissionPause: AdmissionChange;
+  admissionResume: AdmissionChange;
   refRead: { offset?: number; length?: number } | { line: number; lines?: number };
   refGrep: { pattern: string } & GrepOptions;
   refJq: { expr: string };
@@ -145,6 +151,9 @@ export interface RouteReplies {
   auditVerify: LedgerReport;
   auditQuery: QueryResult;
   doctor: { checks: DoctorCheck[] };
+  admissionStatus: { admission: AdmissionState };
+  admissionPause: { admission: AdmissionState };
+  admissionResume: { admission: AdmissionState };
   refRead: SliceOutput;
   refGrep: SliceOutput;
   refJq: SliceOutput;

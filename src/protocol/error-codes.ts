@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   children_exceeded: { kind: 'limit', hint: 'Wait for a running child to end, or raise maxChildrenPerAgent.' },
   tree_exceeded: { kind: 'limit', hint: 'The whole run tree is at its ceiling; wait for runs in it to end.' },
   queue_full: { kind: 'limit', hint: 'Too many children are waiting; retry after some end.' },
+  admission_paused: { kind: 'limit', hint: 'An operator paused admission (`brig admission status` says who and since when) and the queue is full; retry after `brig admission resume`.' },
   queue_timeout: { kind: 'limit', hint: 'The child waited too long for a slot; retry later.' },
   capability_denied: { kind: 'denied', hint: "The lease does not grant this; ask the parent's operator for a wider profile." },
   tool_not_offered: { kind: 'denied', hint: "The run's agent spec does not offer a tool that calls this method; the lease may allow it, the spec's `tools:` do not. Spawn under a spec that lists the tool." },

@@ -111,6 +111,31 @@ export interface FleetOptions {
 }
 
 /**
+ * Whether the home admits new runs (`brig admission pause|resume|status`): while paused,
+ * running children go on, new spawns wait in the queue (refused `admission_paused` only when
+ * it is full), and a resume starts them in order. Kept in $BRIG_HOME/admission.json: a
+ * restarted daemon is still paused.
+ */
+export interface AdmissionState {
+  paused: boolean;
+  /** When the current state began (the last pause or resume); null when never changed. */
+  since: string | null;
+  /** Who paused or resumed last; null when never changed. */
+  by: string | null;
+  /** sha256 of the last pause's or resume's reason (the text itself is kept nowhere); null when none. */
+  reasonHash: string | null;
+  /** Runs waiting in the queue now (null when no supervisor of this home answers). */
+  queued: number | null;
+}
+
+export interface AdmissionChange {
+  /** Who (default `operator`); kept on the state and in the ledger. */
+  by?: string;
+  /** Why; only its sha256 is kept. */
+  reason?: string;
+}
+
+/**
  * What an operator does with a home, on any Brig: leases (list, show, revoke: the daemon's
  * own store when one runs, so its runs end at once), the audit ledger (verify, a locked
  * query), the doctor, and the fleet roll-up.
@@ -130,4 +155,10 @@ export interface OperatorSurface {
   };
   doctor(o?: { build?: boolean }): Promise<DoctorCheck[]>;
   fleet(o: FleetOptions): Promise<FleetReport>;
+  /** Pause and resume admission (ledgered with who, when and the reason's hash); a repeat is not an error. */
+  readonly admission: {
+    status(): Promise<AdmissionState>;
+    pause(c?: AdmissionChange): Promise<Result<AdmissionState>>;
+    resume(c?: AdmissionChange): Promise<Result<AdmissionState>>;
+  };
 }

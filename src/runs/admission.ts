@@ -62,7 +62,12 @@ function countsGlobally(r: RunRecord, blocked: ReadonlySet<string>): boolean {
   return isActive(r.status) && !blocked.has(r.id);
 }
 
-export function decideAdmission(live: readonly RunRecord[], req: AdmissionRequest, s: Settings, blocked: ReadonlySet<string> = new Set()): AdmissionDecision {
+/**
+ * `paused` (admission-pause.ts): an operator paused admission. Every limit is judged as
+ * always, but nothing is admitted: a new run waits in the queue, and a full queue refuses it
+ * `admission_paused` (not `queue_full`: the wait is the operator's, not the load's).
+ */
+export function decideAdmission(live: readonly RunRecord[], req: AdmissionRequest, s: Settings, blocked: ReadonlySet<string> = new Set(), paused: { since: string | null } | null = null): AdmissionDecision {
   const dup = live.find(
     (r) => r.status !== 'ended' && r.callerId === req.callerId && r.agent === req.agent && r.requestHash === req.requestHash,
   );
@@ -97,7 +102,15 @@ export function decideAdmission(live: readonly RunRecord[], req: AdmissionReques
   const queued = siblings.filter((r) => r.status === 'queued').length;
   const allActive = live.filter((r) => countsGlobally(r, blocked)).length;
   // FIFO: while anyone of this parent waits, a newcomer waits behind them.
-  if (active < perParent && allActive < s.maxConcurrent && queued === 0) return { kind: 'admit' };
+  if (!paused && active < perParent && allActive < s.maxConcurrent && queued === 0) return { kind: 'admit' };
+  if (paused && queued >= s.maxQueued) {
+    return {
+      kind: 'refuse',
+      error: new BrigError('admission_paused', `admission is paused${paused.since ? ` since ${paused.since}` : ''} and ${queued} spawns already wait (maxQueued ${s.maxQueued})`, {
+        data: { limit: s.maxQueued, current: queued, pausedSince: paused.since },
+      }),
+    };
+  }
   if (queued >= s.maxQueued) {
     return {
       kind: 'refuse',
@@ -121,7 +134,9 @@ export function nextToStart(live: readonly RunRecord[], s: Settings, blocked: Re
   }
   const queued = live
     .filter((r) => r.status === 'queued')
-    .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    // Stable: runs queued in one millisecond keep the order they were admitted in (the table's),
+    // not their random ids' — a burst queued while paused starts in the order it came.
+    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   const out: string[] = [];
   for (const r of queued) {
     if (allActive >= s.maxConcurrent) break;

@@ -33,14 +33,17 @@ function childActivity(runs: readonly RunRecord[]): Map<string, { live: boolean;
   return m;
 }
 
-/** `all` may add ended runs to `live`: a child that just ended counts as its parent's last sign of life. */
-export function healthActions(live: readonly RunRecord[], now: Date, s: Settings, all: readonly RunRecord[] = live): HealthAction[] {
+/**
+ * `all` may add ended runs to `live`: a child that just ended counts as its parent's last sign of life.
+ * `paused`: admission is paused, so a queued run's wait is the operator's, not the queue's — no queue timeout.
+ */
+export function healthActions(live: readonly RunRecord[], now: Date, s: Settings, all: readonly RunRecord[] = live, paused = false): HealthAction[] {
   const t = now.getTime();
   const out: HealthAction[] = [];
   const kids = childActivity(all);
   for (const r of live) {
     if (r.status === 'queued') {
-      if (t - Date.parse(r.queuedAt ?? r.createdAt) >= s.queueTimeoutMs) out.push({ runId: r.id, reason: 'failed', code: 'queue_timeout' });
+      if (!paused && t - Date.parse(r.queuedAt ?? r.createdAt) >= s.queueTimeoutMs) out.push({ runId: r.id, reason: 'failed', code: 'queue_timeout' });
       continue;
     }
     if (r.status !== 'running' || r.startedAt === null) continue;

@@ -47,6 +47,7 @@ export type { LeasePort, LeaseGrant, LeaseIssue, BrokerPort, BrokerHandle, Resul
 export type { StorageState } from './admission.js';
 export type { ModelPort, ModelInfo, ModelTurn, ModelUsage, ConversationMessage, ToolSchema, ToolCall } from './model-port.js';
 export { decideAdmission, nextToStart } from './admission.js';
+export { AdmissionSwitch, readAdmission, reasonHash, type AdmissionRecord } from './admission-pause.js';
 export { RunStore, isRunId } from './run-store.js';
 export { elapsedMs } from './state-machine.js';
 export { SEND_MODES, MAX_SEND_WAIT_MS, MAX_HISTORY_PAGE } from './sessions.js';

@@ -178,8 +178,12 @@ export interface SupervisorDeps {
   results?: ResultsPort;
   clock?: Clock;
   timers?: Timers;
-  /** $BRIG_HOME/runs, and the broker sockets' runtime directory (config brokersDirFor). */
-  paths: { runs: string; brokers: string };
+  /**
+   * $BRIG_HOME/runs, the broker sockets' runtime directory (config brokersDirFor), and the
+   * admission state's file ($BRIG_HOME/admission.json; absent: admission is open and a pause
+   * lasts as long as this supervisor).
+   */
+  paths: { runs: string; brokers: string; admission?: string };
   settings?: Partial<SupervisorSettings>;
   hooks?: SupervisorHooks;
   /** Sweep labelled leftovers of runs this supervisor does not know (default true). */

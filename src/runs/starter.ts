@@ -37,6 +37,8 @@ export interface StarterDeps {
   accepting: () => boolean;
   /** True while draining: the operator's queued runs stay queued (kept for the next start). */
   holdRootQueue?: () => boolean;
+  /** True while an operator paused admission: no queued run starts (running ones go on). */
+  paused?: () => boolean;
   /** Told how many runs are live after each pump (the health tick keeps the process up while > 0). */
   onLive: (n: number) => void;
 }
@@ -54,6 +56,7 @@ export class RunStarter {
     const hold = this.d.holdRootQueue?.() === true;
     const startable = live.filter((r) => !(r.status === 'queued' && (table.preparing.has(r.id) || (hold && r.parentRunId === null))));
     this.d.onLive(live.length);
+    if (this.d.paused?.() === true) return;
     for (const id of nextToStart(startable, this.d.settings, table.blockedSet())) {
       const t = transition(table.get(id)!, 'starting', table.clock.now());
       if (!t.ok) continue;

@@ -28,6 +28,8 @@ import { RunEnder } from './ender.js';
 import { untilDoneOrSilent } from './engine-silence.js';
 import { checkSpawn, intake, loadRequest, storageState } from './intake.js';
 import type { StorageState } from './admission.js';
+import { AdmissionSwitch } from './admission-pause.js';
+import type { AdmissionChange, AdmissionState } from '../protocol/index.js';
 import { systemClock, type SupervisorDeps } from './ports.js';
 import { ProgressFork, realTimers } from './progress-fork.js';
 import { ensureDirs, reconcile, retentionSweep } from './reconcile.js';
@@ -118,6 +120,15 @@ export interface SupervisorCore extends Supervisor {
   peekAll(): RunRecord[];
   /** The home's storage as admission sees it: free space, and the writes held for want of it (metrics). */
   storage(): StorageState;
+  /**
+   * The operator's admission switch (admission-pause.ts): paused, running children go on and
+   * new spawns wait in the queue; resumed, the queue starts in order. Kept across a restart.
+   */
+  readonly admission: {
+    status(): AdmissionState;
+    pause(c?: AdmissionChange): AdmissionState;
+    resume(c?: AdmissionChange): AdmissionState;
+  };
 }
 
 export function createSupervisor(deps: SupervisorDeps): SupervisorCore {
@@ -137,6 +148,7 @@ class BrigSupervisor implements SupervisorCore {
   readonly childCalls: ChildCallHandlers;
   readonly #replies = new ReplyBus();
   readonly #pingPongs = new PingPongs();
+  readonly #admission: AdmissionSwitch;
   /** Each agent run's offered tools, read once from its packet. */
   readonly #surfaces = new Map<string, readonly string[] | undefined>();
   #tick: NodeJS.Timeout | undefined;
@@ -156,6 +168,7 @@ class BrigSupervisor implements SupervisorCore {
     this.settings = resolveSettings(deps.settings);
     this.#table = new RunTable(new RunStore(deps.paths.runs), deps.ledger, deps.clock ?? systemClock);
     this.#fork = new ProgressFork(deps.timers ?? realTimers);
+    this.#admission = new AdmissionSwitch(deps.paths.admission, this.#table.ledger, this.#table.clock);
     this.#views = deps.reconcile === false ? new LocalViews(this.#table) : new OwnedViews(this.#table);
     this.#actions = {
       spawn: (req, ctx) => this.spawn(req, ctx),
@@ -179,6 +192,7 @@ class BrigSupervisor implements SupervisorCore {
       // A drain starts none of the operator's queued runs (they are kept for the next start);
       // a draining parent's queued children may still start, so the parent can finish.
       holdRootQueue: () => this.#draining,
+      paused: () => this.#admission.paused,
       // The health tick keeps the process alive exactly while some run is alive: a library
       // caller awaiting wait() must not see the event loop drain under a watchdog.
       onLive: (n) => (n > 0 ? this.#tick?.ref() : this.#tick?.unref()),
@@ -197,7 +211,7 @@ class BrigSupervisor implements SupervisorCore {
     const rec = this.#deps.reconcile === false ? null : await reconcile({ ...this.#parts(), starter: this.#starter, finishEnd: (id) => this.#ender.finishEnd(id), stopped: () => this.#closed });
     mark('supervisor: reconciled (first phase)');
     this.#unsubscribe = this.#deps.leases.onRevoked((leaseId, by) => endRevoked(this.#table, this.#actions, leaseId, by));
-    this.#tick = setInterval(() => healthTick(this.#table, this.settings, this.#actions), this.#deps.tickMs ?? 1000);
+    this.#tick = setInterval(() => healthTick(this.#table, this.settings, this.#actions, this.#admission.paused), this.#deps.tickMs ?? 1000);
     this.#tick.unref();
     this.#retention = setInterval(() => void this.retentionSweep().catch(() => {}), this.settings.sweepIntervalMs);
     this.#retention.unref();
@@ -302,6 +316,31 @@ class BrigSupervisor implements SupervisorCore {
     return retentionSweep(this.#parts(), this.#halfMade);
   }
 
+  readonly admission: SupervisorCore['admission'] = {
+    status: () => this.#admissionState(),
+    pause: (c = {}) => {
+      this.#admission.set(true, c, this.#queued().length);
+      return this.#admissionState();
+    },
+    resume: (c = {}) => {
+      if (this.#admission.set(false, c, this.#queued().length)) {
+        // The wait while paused was the operator's: each queued run's queue clock starts now.
+        const now = this.#table.clock.now().toISOString();
+        for (const r of this.#queued()) this.#table.patch(r.id, (x) => ({ ...x, queuedAt: now }));
+      }
+      this.#starter.pump();
+      return this.#admissionState();
+    },
+  };
+
+  #queued(): RunRecord[] {
+    return this.#table.all().filter((r) => r.status === 'queued');
+  }
+
+  #admissionState(): AdmissionState {
+    return { ...this.#admission.state, queued: this.#queued().length };
+  }
+
   // ── the public surface ─────────────────────────────────────────────────────────────────
 
   async check(input: SpawnRequestInput): Promise<Result<SpawnRequest, BrigError>> {
@@ -311,6 +350,8 @@ class BrigSupervisor implements SupervisorCore {
 
   async spawn(input: SpawnRequestInput, ctx: SpawnContext = {}): Promise<Result<RunRecord, BrigError>> {
     if (this.#draining || this.#closed) return err(new BrigError('shutting_down', 'the supervisor is shutting down and admits no new run'));
+    // A supervisor that does not own the home (a one-shot CLI, reconcile false) keeps no queue past itself.
+    if (this.#admission.paused && this.#deps.reconcile === false) return err(this.#pausedHere());
     const got = await intake(this.#parts(), input, ctx);
     if (!got.ok) {
       this.#starter.pump();
@@ -433,7 +474,16 @@ class BrigSupervisor implements SupervisorCore {
   }
 
   #parts() {
-    return { table: this.#table, deps: this.#deps, settings: this.settings, actions: this.#actions };
+    const paused = () => (this.#admission.paused ? { since: this.#admission.state.since } : null);
+    return { table: this.#table, deps: this.#deps, settings: this.settings, actions: this.#actions, paused };
+  }
+
+  #pausedHere(): BrigError {
+    const since = this.#admission.state.since;
+    return new BrigError('admission_paused', `admission is paused${since ? ` since ${since}` : ''}, and this supervisor (no daemon) keeps no queue past itself`, {
+      data: { limit: 0, current: 0, pausedSince: since },
+      hint: 'Spawn through the daemon (`brig serve`): it queues the spawn until `brig admission resume`.',
+    });
   }
 
   #ports(): RunPorts {

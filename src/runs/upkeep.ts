@@ -7,9 +7,9 @@ import type { KilledBy, SupervisorSettings } from './types.js';
  * (watchdog, stuck-kill, ghost sweep, queue timeout), and a revoked lease ends its run.
  */
 
-export function healthTick(table: RunTable, settings: SupervisorSettings, actions: Pick<RunActions, 'endRun'>): void {
+export function healthTick(table: RunTable, settings: SupervisorSettings, actions: Pick<RunActions, 'endRun'>, paused = false): void {
   const live = table.all().filter((r) => r.status !== 'ended' && !table.ending.has(r.id) && !table.preparing.has(r.id));
-  for (const a of healthActions(live, table.clock.now(), settings, table.all())) {
+  for (const a of healthActions(live, table.clock.now(), settings, table.all(), paused)) {
     const error = a.code ? { code: a.code, message: 'waited too long for a slot' } : undefined;
     table.background(actions.endRun(a.runId, a.reason, { ...(a.killedBy ? { killedBy: a.killedBy } : {}), ...(error ? { error } : {}) }));
   }

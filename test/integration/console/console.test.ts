@@ -14,7 +14,7 @@ import { requireEngine } from '../../helpers/engine.js';
 import { daemonHome, warmReady } from '../daemon/serve-proc.js';
 import { until } from '../runs/fixture.js';
 
-test('the console: 401 without the token; with it (gone from the address bar after load), live runs, a run\'s detail, a grep slice, and a confirmed kill', async (t) => {
+test('the console: 401 without the token; with it (gone from the address bar after load), live runs, a run\'s detail, a grep slice, a confirmed kill, and admission paused and resumed from the header', async (t) => {
   if (!(await requireEngine(t))) return;
   if (!ensureChromium(t)) return;
   const h = await daemonHome(t);
@@ -136,6 +136,17 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   await page.click('nav button[data-tab="fleet"]');
   await page.waitForSelector('#fleet dd');
   assert.match((await page.textContent('#fleet')) ?? '', /runs3 \(0 live\)/);
+  // Admission from the header: paused (confirmed), as the CLI sees it, then resumed.
+  await page.waitForSelector('#admission:text("admission open")');
+  page.once('dialog', (d) => void d.accept());
+  await page.click('#admission-toggle');
+  await page.waitForSelector('#admission:text("admission PAUSED since")');
+  assert.match((await page.textContent('#admission')) ?? '', / by console · 0 queued$/);
+  const st = await h.run(['admission', 'status', '--json']);
+  assert.deepEqual((JSON.parse(st.stdout) as { admission: { paused: boolean; by: string } }).admission.by, 'console');
+  page.once('dialog', (d) => void d.accept());
+  await page.click('#admission-toggle');
+  await page.waitForSelector('#admission:text("admission open")');
   await serve.signal('SIGTERM');
   assert.doesNotMatch(serve.stderr(), new RegExp(token), 'the token is never logged');
   const ledger = fs.readdirSync(path.join(h.home, 'ledger')).map((f) => fs.readFileSync(path.join(h.home, 'ledger', f), 'utf8')).join('');

@@ -1,0 +1,3 @@
+import { admissionChangeCommand } from './admission-shared.js';
+
+export default admissionChangeCommand('resume');

@@ -1,0 +1,3 @@
+import { statusCommand } from './admission-shared.js';
+
+export default statusCommand;
