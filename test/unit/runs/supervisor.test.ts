@@ -37,6 +37,9 @@ async function until(cond: () => boolean | Promise<boolean>, what: string): Prom
 }
 
 const running = (sup: SupervisorCore, id: string) => () => sup.peek(id)?.status === 'running';
+/** The record on disk says running: memory says so before the (non-durable) save lands, and a close does not wait for it. */
+const savedRunning = (home: string, id: string) => async () =>
+  fs.readFile(path.join(home, 'runs', id, 'run.json'), 'utf8').then((t) => (JSON.parse(t) as { status: string }).status === 'running', () => false);
 
 // req: events:ledger-no-content end:one-reason end:released
 test('[INV-8] [INV-7] a run goes queued → running → ended completed, releases everything, events are content-free', async () => {
@@ -241,6 +244,8 @@ test('[INV-8] restart: a live container is reattached, a vanished one ends ghost
   const b = await first.sup.spawn({ task: 'vanishes', script: SCRIPT, async: true });
   assert.ok(a.ok && b.ok);
   await until(() => running(first.sup, a.value.id)() && running(first.sup, b.value.id)(), 'both running');
+  // A vanished container of a run saved `starting` is a launch cut short (relaunched), not a ghost.
+  await until(async () => (await savedRunning(first.home, a.value.id)()) && (await savedRunning(first.home, b.value.id)()), 'both saved running');
   await first.sup.close(); // the containers outlive the supervisor
   jail.jails.delete(b.value.id);
   const second = await setup({}, first.home, jail, leases);
