@@ -77,7 +77,7 @@ export function parseHooksConfig(text: string, source: string): Result<HooksSect
     err(
       new BrigError('invalid_input', ps[0]!.text, {
         data: { file: source, problems: ps.map((p) => (p.hint ? `${p.text} (${p.hint})` : p.text)) },
-        hint: `${ps[0]!.hint ? `${ps[0]!.hint} ` : ''}Fix ${source}; docs/operations.md describes its hooks section.`,
+        hint: `${ps[0]!.hint ? `${ps[0]!.hint} ` : ''}Fix ${source}; docs/supervisor.md ("Hooks") describes its hooks section.`,
       }),
     );
   if (problems.length > 0) return fail(problems);
