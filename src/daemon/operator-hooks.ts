@@ -13,8 +13,7 @@ import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { HookConfig, HooksSection } from '../config/index.js';
 import { webhookTarget } from '../config/index.js';
-import type { RunRecord } from '../protocol/runs.js';
-import type { RunEndMeta, SupervisorHooks } from '../runs/ports.js';
+import type { RunEndMeta, RunRecord, SupervisorHooks } from '../runs/index.js';
 import type { Logger } from '../util/log.js';
 
 /** What a prepareSpawn hook receives (phase `prepare`, then `rollback` if the spawn fails). */
