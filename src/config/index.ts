@@ -12,6 +12,8 @@ import { Secret } from './secret.js';
 
 export { Secret } from './secret.js';
 export { parseModelsConfig, validConfigKeysAt, MODEL_APIS, PROVIDER_APIS, LOCAL_TOOL_CHOICES, ConfigFileSchema, ModelsSectionSchema, ProviderSchema, AliasSchema, PriceConfigSchema } from './models-file.js';
+export { parseHooksConfig, webhookTarget, HOOK_TIMEOUT_DEFAULT_MS, HOOK_TIMEOUT_MAX_MS } from './hooks-file.js';
+export type { HooksSection, HookConfig } from './hooks-file.js';
 export type { ModelsSection, ProviderConfig, AliasConfig, PriceConfig } from './models-file.js';
 
 /** The BRIG_MODEL_* quick path: one endpoint, one model, the alias `default`. */

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import { at, describeIssue, lineOf, parseYaml, type Problem } from './yaml-issues.js';
+import { HooksSectionSchema, validHookKeysAt } from './hooks-file.js';
 
 export const MODEL_APIS = ['openai-chat', 'anthropic-messages'] as const;
 export const ModelApiSchema = z.enum(MODEL_APIS);
@@ -90,6 +91,8 @@ export const EgressConfigSchema = z.strictObject({
 export const ConfigFileSchema = z.strictObject({
   models: ModelsSectionSchema.optional(),
   egress: EgressConfigSchema.optional(),
+  /** Operator hooks (hooks-file.ts); checked in full by parseHooksConfig. */
+  hooks: HooksSectionSchema.optional(),
 });
 
 /** The valid keys at a path of config.yaml, for "did you mean" hints. */
@@ -97,6 +100,7 @@ export function validConfigKeysAt(path: readonly PropertyKey[]): readonly string
   const p = path.map(String);
   if (p.length === 0) return Object.keys(ConfigFileSchema.shape);
   if (p[0] === 'egress') return p.length === 1 ? Object.keys(EgressConfigSchema.shape) : [];
+  if (p[0] === 'hooks') return validHookKeysAt(p);
   if (p[0] !== 'models') return [];
   if (p.length === 1) return Object.keys(ModelsSectionSchema.shape);
   if (p[1] === 'providers' && p.length === 3) return Object.keys(ProviderSchema.shape);

@@ -39,14 +39,14 @@ export { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
  * A caller's onEnded hears of a run after its envelope was cast (condensed, kept), with the
  * context it saved; casting failing never keeps the hook from hearing of the end.
  */
-function castThenTell(hooks: SupervisorHooks, cast: (runId: string) => Promise<Result<{ savings: { estSavedTokens: number } }>>): SupervisorHooks {
+function castThenTell(hooks: SupervisorHooks, cast: (runId: string) => Promise<Result<{ savings: { estSavedTokens: number }; condensed: { level: 1 | 2 | 3 } }>>): SupervisorHooks {
   if (!hooks.onEnded) return hooks;
   const tell = hooks.onEnded;
   return {
     ...hooks,
     onEnded: async (end) => {
       const env = await cast(end.runId).catch(() => undefined);
-      await tell({ ...end, estSavedTokens: env?.ok ? env.value.savings.estSavedTokens : null });
+      await tell({ ...end, estSavedTokens: env?.ok ? env.value.savings.estSavedTokens : null, condensationLevel: env?.ok ? env.value.condensed.level : null });
     },
   };
 }

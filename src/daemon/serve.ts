@@ -1,5 +1,7 @@
 import { ApiClient } from '../client/index.js';
-import { brigPaths, type BrigConfig } from '../config/index.js';
+import { brigPaths, parseHooksConfig, type BrigConfig } from '../config/index.js';
+import { silentLog } from '../util/log.js';
+import { operatorHooks } from './operator-hooks.js';
 import type { ReconcileReport, ShutdownOptions, ShutdownReport } from '../runs/index.js';
 import { BrigError } from '../util/errors.js';
 import { compose, type ComposeOptions, type Composed } from './compose.js';
@@ -40,7 +42,13 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
   if (await ApiClient.probe(brigPaths(cfg.home).socket)) {
     throw new BrigError('daemon_running', `a daemon already answers on ${brigPaths(cfg.home).socket}`);
   }
-  const composed = await compose(cfg, { ...o, reconcile: true });
+  // The operator's hooks (config.yaml `hooks`): a bad section stops the daemon here, with its line.
+  const section = cfg.models.fileText === null ? { ok: true as const, value: {} } : parseHooksConfig(cfg.models.fileText, cfg.models.file);
+  if (!section.ok) throw section.error;
+  let peek: ((runId: string) => ReturnType<Composed['supervisor']['peek']>) | undefined;
+  const fromConfig = operatorHooks(section.value, { log: o.log ?? silentLog(), record: (id) => peek?.(id) });
+  const composed = await compose(cfg, { ...o, reconcile: true, ...(o.hooks ?? fromConfig ? { hooks: o.hooks ?? fromConfig } : {}) });
+  peek = (id) => composed.supervisor.peek(id);
   const { reconciled: tidied } = await composed.supervisor.begin();
   // After the sweep: what a dead supervisor's pool left goes before this one fills.
   const reconciled = tidied.then(async (r) => {

@@ -29,6 +29,11 @@ import { elapsedMs, end, transition } from './state-machine.js';
 import { jailKeyOf } from './run-record.js';
 import type { EndReason, PendingEnd, RunRecord, SupervisorSettings } from './types.js';
 
+/** A failed hook's reason for the ledger: its message, one line, bounded (never the hook's output). */
+export function hookWhy(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 200);
+}
+
 export function endMeta(r: RunRecord, now: Date): RunEndMeta {
   return {
     runId: r.id,
@@ -50,6 +55,7 @@ export function endMeta(r: RunRecord, now: Date): RunEndMeta {
     partial: r.partial === true,
     resumable: r.resumable,
     parentStep: r.parentStep ?? null,
+    resultPath: r.resultDir,
   };
 }
 
@@ -120,10 +126,11 @@ export class RunEnder {
       if (failed.length === 0) await this.#released(runId);
       else this.#retryLater(runId, failed);
       table.notifyEnded(runId);
+      table.rollbacks.delete(runId);
       try {
         await this.d.deps.hooks?.onEnded?.(endMeta(rec, table.clock.now()));
-      } catch {
-        table.ledger.append({ type: 'run.hook_failed', runId, hook: 'onEnded' });
+      } catch (e) {
+        table.ledger.append({ type: 'run.hook_failed', runId, hook: 'onEnded', why: hookWhy(e) });
       }
       return true;
     } finally {

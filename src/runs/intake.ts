@@ -25,6 +25,7 @@ import type { RunTable } from './run-table.js';
 import { effectiveMaxSteps, runTimeoutMs } from './timeouts.js';
 import { SPAWN_BOUNDS } from '../protocol/index.js';
 import { SpawnRequestSchema, type RunRecord, type SpawnContext, type SpawnRequest, type SpawnRequestInput, type SupervisorSettings } from './types.js';
+import { hookWhy } from './ender.js';
 
 export type Intake =
   | { kind: 'duplicate'; runId: string; async: boolean }
@@ -209,6 +210,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
     return err(hostFree(e));
   }
   table.preparing.delete(rec.id);
+  // A launch that fails later (no image, no lease, the engine refusing) undoes the hook too (starter.ts).
+  if (prepared.value.hookRollback) table.rollbacks.set(rec.id, prepared.value.hookRollback);
   // The starter takes the parsed request from memory; the file is for a restart or a respawn.
   table.requests.set(rec.id, req);
   if (named.length > 0) table.artifacts.set(rec.id, named);
@@ -227,7 +230,7 @@ export function storageState(d: Pick<IntakeDeps, 'deps' | 'table'>): StorageStat
 }
 
 /** The run's directory, its request, pinned script and carried checkpoint; then the hook. */
-async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: AgentSpec | undefined, artifacts: JailArtifact[]): Promise<Result<{ rollback(): Promise<void> }, BrigError>> {
+async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: AgentSpec | undefined, artifacts: JailArtifact[]): Promise<Result<{ rollback(): Promise<void>; hookRollback?: () => Promise<void> }, BrigError>> {
   const { store } = d.table;
   try {
     await store.ensureDir(rec.id);
@@ -249,15 +252,23 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: A
       rec.hasCheckpoint = true;
     }
     // A failing hook degrades: ledgered, and the spawn goes on without it.
-    const hook = await Promise.resolve(d.deps.hooks?.prepareSpawn?.(rec)).catch(() => {
-      d.table.ledger.append({ type: 'run.hook_failed', runId: rec.id, hook: 'prepareSpawn' });
+    const hook = await Promise.resolve(d.deps.hooks?.prepareSpawn?.(rec)).catch((e: unknown) => {
+      d.table.ledger.append({ type: 'run.hook_failed', runId: rec.id, hook: 'prepareSpawn', why: hookWhy(e) });
       return undefined;
     });
+    const hookRollback = hook
+      ? async () => {
+          await hook.rollback().catch((e: unknown) => {
+            d.table.ledger.append({ type: 'run.hook_failed', runId: rec.id, hook: 'prepareSpawn.rollback', why: hookWhy(e) });
+          });
+        }
+      : undefined;
     return ok({
       rollback: async () => {
-        await hook?.rollback().catch(() => {});
+        await hookRollback?.();
         await store.remove(rec.id);
       },
+      ...(hookRollback ? { hookRollback } : {}),
     });
   } catch (e) {
     await store.remove(rec.id).catch(() => {});

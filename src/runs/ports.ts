@@ -154,6 +154,10 @@ export interface RunEndMeta {
   parentStep: number | null;
   /** Set when the composition root cast the envelope first (openBrig's local hooks): tokens kept out of context. */
   estSavedTokens?: number | null;
+  /** Set with estSavedTokens: the condensation level (1 passthrough, 2 LLM summary, 3 head+tail) the envelope used. */
+  condensationLevel?: 1 | 2 | 3 | null;
+  /** Where the run's kept result lives on the host (its result directory), null when none was kept. */
+  resultPath: string | null;
 }
 
 /**

@@ -49,6 +49,8 @@ export class RunTable {
   readonly preparing = new Set<string>();
   /** The parsed request of each run this supervisor admitted, handed from intake to the starter in memory (until it ends). */
   readonly requests = new Map<string, SpawnRequest>();
+  /** prepareSpawn hooks' rollbacks of runs admitted but not yet started: run when the launch fails. */
+  readonly rollbacks = new Map<string, () => Promise<void>>();
   /** The artifacts intake checked for each run it admitted (their identities), until it ends. */
   readonly artifacts = new Map<string, JailArtifact[]>();
   /**

@@ -173,8 +173,13 @@ export class RunStarter {
       await table.update(runId, () => ({ ...running.value, lastProgressAt: running.value.startedAt }), { durable: false });
       if (table.get(runId)!.status === 'ended') return; // killed while saving: the end door released it
       table.emit(running.value, { type: 'started' });
+      table.rollbacks.delete(runId);
       this.watch(runId, handle.jail);
     } catch (e) {
+      // The spawn failed after prepareSpawn: its rollback runs (once), whatever failed.
+      const rollback = table.rollbacks.get(runId);
+      table.rollbacks.delete(runId);
+      await rollback?.();
       // Kept on the record and handed to a parent: no host path of an unknown error crosses.
       if (!(await this.d.actions.endRun(runId, 'failed', { collect: false, error: publicError(e) }))) await abandon();
     }
