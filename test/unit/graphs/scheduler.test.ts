@@ -233,11 +233,13 @@ test('recover (on_restart: fail): a graph left running ends failed supervisor_re
   const started = await g.run(spec([node('a'), node('b', { depends_on: ['a'] })]));
   assert.ok(started.ok);
   while (sup.runs.size === 0) await new Promise((r) => setImmediate(r));
-  await new Promise((r) => setImmediate(r));
+  // The first service lives on in this process (a real crash ends it): its last write, the
+  // attempt's run id, must land before the restart reads the record, or it overwrites the end.
+  while (!(await store.load(started.value.graphId))?.nodes[0]?.attempts[0]?.runId) await new Promise((r) => setTimeout(r, 2));
   // A second service over the same store stands for the supervisor after a crash.
   const sup2 = new TwinSupervisor(() => 'completed');
   const killed: string[] = [];
-  // The crash may come before or after the run id was written: the key finds it either way.
+  // An attempt caught before its run id was written is found by its key (test/integration/graphs/crash.test.ts).
   const after = new GraphService({ supervisor: { spawn: sup2.spawn.bind(sup2), wait: sup2.wait.bind(sup2), list: sup.list.bind(sup), kill: async (id) => (killed.push(id), ok({} as RunRecord)) }, store, limits: { maxChildren: 5, maxDepth: 3, defaultTimeoutMs: 1000 }, putManifest: async () => 'x' });
   assert.deepEqual(await after.recover(), [{ graphId: started.value.graphId, action: 'failed' }]);
   assert.deepEqual(await after.recover(), [], 'once');
