@@ -14,7 +14,10 @@
  * honest ends, conversations, resume, self-view, web tools, egress after restart, graph macros
  * and MCP, the quiet log, the CLI's promises, the thin path): integration 661 s and long 134 s
  * in a clean-checkout CI run at load 6–7 with other tests beside it (700 s in a second), so
- * integration 720 until a quiet run measures it, long 120. Every *.test.ts
+ * integration 720 until a quiet run measures it, long 120. Round 2026-12-03 (second part)
+ * added 10 integration files (graph crash and explain, replay, admission, operator hooks, the
+ * toolbox's coding agent, a private TMPDIR, graph_run): ~150 s more file time, so integration
+ * 840 until a clean-checkout run measures it. Every *.test.ts
  * file under test/ is in exactly one tier (test/arch/tiers.test.ts).
  */
 import fs from 'node:fs';
@@ -88,7 +91,7 @@ export const TIERS: readonly Tier[] = [
     name: 'integration',
     what: 'test/integration by area: the real engine, DuckDB helper, sockets, HTTP',
     concurrency: 2,
-    budgetS: 720,
+    budgetS: 840,
     shared: false,
     ownProcess: {},
     alone: INTEGRATION_ALONE,
@@ -103,6 +106,7 @@ export const TIERS: readonly Tier[] = [
       'test/integration/cli/live-spawn.test.ts',
       'test/integration/mcp/mcp.test.ts',
       'test/integration/daemon/restart.test.ts',
+      'test/integration/graphs/crash.test.ts',
     ],
   },
   {
