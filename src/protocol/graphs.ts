@@ -371,7 +371,8 @@ export interface GraphManifestRow {
 
 /** Content-free graph events: ids, states, counts. */
 export type GraphEvent =
-  | { type: 'graph.started'; graphId: string; nodes: number; parallel: number }
+  /** `runId`: the calling run, when an agent started it with `graph_run` (its ledger line's run). */
+  | { type: 'graph.started'; graphId: string; nodes: number; parallel: number; runId?: string }
   | { type: 'graph.node'; graphId: string; node: string; state: NodeState; attempt: number; runId: string | null }
   | { type: 'graph.ended'; graphId: string; state: GraphState; endReason: string | null }
   /** A restart took up a graph left running (`on_restart: resume`): attempts reattached, lost (ended `supervisor_restart`), asked again (never spawned), re-armed gates. */
