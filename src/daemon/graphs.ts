@@ -16,6 +16,9 @@ import { isGraphId } from '../protocol/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError } from '../util/errors.js';
 
+/** The broker methods the graphs answer (the composition root installs their handlers beside the supervisor's). */
+export const GRAPH_METHODS = ['graph.run'] as const;
+
 /** The longest one `graph_run` call blocks by default (under the agent loop's per-tool timeout); the graph goes on after it. */
 export const GRAPH_RUN_WAIT_MS = 50_000;
 

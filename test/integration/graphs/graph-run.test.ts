@@ -43,8 +43,8 @@ nodes:
     spawn: { task: add, argv: [sh, -c, "cat /artifacts/count/count.txt > /workspace/out/total.txt"], expected_outputs: [total.txt] }
 `;
 
-// req: graphs:agent-tool lease:caps-intersect lease:enforced
-test('[INV-1] [INV-3] a lead holding `graph` runs a graph with graph_run: nodes are its children with leases inside its own, it gets the envelope and slices the manifest ref', async (t) => {
+// req: lease:caps-intersect lease:graph-nodes-within-caller envelope:bounded slice:descendants-only
+test('[INV-1] [INV-3] [INV-5] a lead holding `graph` runs a graph with graph_run: nodes are its children with leases inside its own, it gets the envelope and slices the manifest ref', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
   const m = await startModelServer({
@@ -133,7 +133,7 @@ const tok=fs.readFileSync('/workspace/.brig/token','utf8').trim();
 const s=net.connect('/run/brig/broker.sock',()=>s.write(JSON.stringify({v:1,id:1,method:'graph.run',token:tok,params:{spec:'graph: brig/v1'}})+'\\n'));
 let b='';s.on('data',(d)=>{b+=d;if(b.includes('\\n')){console.log('REPLY '+b.split('\\n')[0]);s.end();}});`;
 
-// req: graphs:agent-tool lease:enforced
+// req: lease:enforced lease:tool-surface-binds
 test('[INV-1] without `graph`: a lead is not offered graph_run, and a forged graph.run call on the broker is refused capability_denied', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);

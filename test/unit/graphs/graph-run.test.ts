@@ -35,8 +35,8 @@ async function withStore(fn: (s: LeaseStore, ledger: MemoryLedger) => void | Pro
   }
 }
 
-// req: graphs:agent-tool
-test('`graph` is a capability; graph.run needs it; the shipped policies grant it to root and coordinator only, strict denylists it', () => {
+// req: lease:graph-nodes-within-caller
+test('[INV-1] `graph` is a capability; graph.run needs it; the shipped policies grant it to root and coordinator only, strict denylists it', () => {
   assert.ok((CAPABILITIES as readonly string[]).includes('graph'));
   assert.equal(requiredCapability('graph.run'), 'graph');
   const d = shipped('default.yaml');
@@ -47,8 +47,8 @@ test('`graph` is a capability; graph.run needs it; the shipped policies grant it
   assert.ok(Object.values(strict.profiles).every((p) => !p.grant.caps.includes('graph')));
 });
 
-// req: graphs:agent-tool
-test('the tool surface follows the lease: graph_run only with `graph` (a coordinator keeps it); its bearer reaches graph.run only when offered', () => {
+// req: lease:tool-surface-binds
+test('[INV-1] the tool surface follows the lease: graph_run only with `graph` (a coordinator keeps it); its bearer reaches graph.run only when offered', () => {
   assert.equal(AGENT_TOOLS.graph_run, 'graph');
   const base = ['llm', 'refs.read', 'spawn'];
   assert.ok(!toolSurface({ caps: base, role: 'coordinator' }).includes('graph_run'));
@@ -61,8 +61,8 @@ test('the tool surface follows the lease: graph_run only with `graph` (a coordin
   assert.ok(!agentMethodSurface(['spawn', 'ref_sql']).includes('graph.run'));
 });
 
-// req: graphs:agent-tool lease:caps-intersect
-test("a graph node's lease: made via graph, the parent must hold graph (not spawn); its caps are the parent's ∩ the node's request, never wider", () =>
+// req: lease:caps-intersect lease:graph-nodes-within-caller
+test("[INV-1] a graph node's lease: made via graph, the parent must hold graph (not spawn); its caps are the parent's ∩ the node's request, never wider", () =>
   withStore((s, ledger) => {
     const lead = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000, request: { caps: ['graph', 'llm', 'refs.read'] } });
     assert.ok(lead.ok);
@@ -135,8 +135,8 @@ function graphService(t: { after: (fn: () => void) => void }) {
   return { g, tw, events, store };
 }
 
-// req: graphs:agent-tool graphs:no-bypass
-test("a graph run by a caller is one child of it: every node spawned with it as parent, running ≤ min(max_parallel, its children cap), its depth + 1 under its maxDepth; graph.started names it", async (t) => {
+// req: lease:graph-nodes-within-caller
+test("[INV-1] a graph run by a caller is one child of it: every node spawned with it as parent, running ≤ min(max_parallel, its children cap), its depth + 1 under its maxDepth; graph.started names it", async (t) => {
   const { g, tw, events } = graphService(t);
   const started = await g.run(SPEC, { by: 'run:r-lead000001', caller: { runId: 'r-lead000001', depth: 1, maxChildren: 2, maxDepth: 3 } });
   assert.ok(started.ok, started.ok ? '' : started.error.message);
@@ -165,8 +165,8 @@ test("a graph run by a caller is one child of it: every node spawned with it as 
 const lease = (caps: string[]): LeaseRecord => ({ id: 'ls_x', depth: 1, caps, limits: { maxChildren: 3, maxDepth: 3 } }) as unknown as LeaseRecord;
 const call = (caps: string[]) => ({ runId: 'r-lead000001', rootRunId: 'r-lead000001', leaseId: 'ls_x', lease: lease(caps), method: 'graph.run' as const, params: { spec: SPEC }, callId: 1, resent: false });
 
-// req: graphs:agent-tool lease:enforced
-test('graph.run: the handler itself refuses a lease without graph and a caller that is not running; it answers the envelope and the manifest ref', async (t) => {
+// req: lease:enforced
+test('[INV-1] graph.run: the handler itself refuses a lease without graph and a caller that is not running; it answers the envelope and the manifest ref', async (t) => {
   const { g } = graphService(t);
   let status = 'running';
   const sup = { get: async () => ({ status }) as RunRecord, whileBlocked: <T>(_id: string, fn: () => Promise<T>) => fn() };
@@ -181,8 +181,8 @@ test('graph.run: the handler itself refuses a lease without graph and a caller t
   await assert.rejects(async () => h(call(['graph'])), (e: unknown) => e instanceof BrigError && e.code === 'not_running');
 });
 
-// req: graphs:agent-tool
-test("a graph's manifest is sliceable by the run that started it only", async (t) => {
+// req: slice:descendants-only
+test("[INV-5] a graph's manifest is sliceable by the run that started it only", async (t) => {
   const { g, store } = graphService(t);
   const started = await g.run(SPEC, { caller: { runId: 'r-lead000001', depth: 1, maxDepth: 3, maxChildren: 2 } });
   assert.ok(started.ok);
