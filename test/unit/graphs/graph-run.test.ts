@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { AGENT_TOOLS, agentMethodSurface, toolSurface } from '../../../src/agents/index.js';
-import { requiredCapability } from '../../../src/broker/index.js';
+import { METHOD_NAMES, requiredCapability } from '../../../src/broker/index.js';
 import { graphManifestReader, graphRunHandler } from '../../../src/daemon/graphs.js';
 import { GraphService, GraphStore } from '../../../src/graphs/index.js';
 import { CAPABILITIES, LeaseStore, loadPolicyFile, shippedPoliciesDir, type Policy } from '../../../src/lease/index.js';
@@ -39,6 +39,8 @@ async function withStore(fn: (s: LeaseStore, ledger: MemoryLedger) => void | Pro
 test('[INV-1] `graph` is a capability; graph.run needs it; the shipped policies grant it to root and coordinator only, strict denylists it', () => {
   assert.ok((CAPABILITIES as readonly string[]).includes('graph'));
   assert.equal(requiredCapability('graph.run'), 'graph');
+  // A gate is an operator's: no broker method decides one, whatever the lease.
+  assert.deepEqual(METHOD_NAMES.filter((m) => /gate|approve|reject|decide/.test(m)), []);
   const d = shipped('default.yaml');
   const holds = Object.fromEntries(Object.entries(d.profiles).map(([n, p]) => [n, p.grant.caps.includes('graph')]));
   assert.deepEqual(holds, { root: true, worker: false, researcher: false, coordinator: true });
