@@ -18,6 +18,7 @@ export const REQUIREMENTS: Readonly<Record<string, { inv: Inv; text: string }>> 
   'lease:limits-min': { inv: 'INV-1', text: 'every numeric limit of a child is the smaller of its parent’s and what it asked for; limits never grow down a chain' },
   'lease:posture-never-loosens': { inv: 'INV-1', text: 'network, filesystem and user posture never loosen from parent to child; a looser request is refused' },
   'lease:steer-not-grant': { inv: 'INV-1', text: 'a steer is a message, never a grant: the steered (or respawned) run keeps the lease it had' },
+  'lease:graph-nodes-within-caller': { inv: 'INV-1', text: "a graph an agent runs (graph_run, capability `graph`) is one child of it: each node's lease is the caller's ∩ the node's request at its depth + 1, running nodes ≤ its children cap; no graph without `graph`" },
   'lease:egress-narrows': { inv: 'INV-1', text: 'egress only narrows: each granted rule fits inside one parent rule, budgets never grow, and every connection a child is allowed its ancestors are allowed' },
   'lease:egress-never-inherited': { inv: 'INV-1', text: 'egress is never inherited: a child without an egress ask holds no rule, no net.egress and posture network none' },
   'lease:enforced': { inv: 'INV-1', text: 'what a lease does not grant is refused where it would be used: each broker method, agent tool, child kind and jail input' },

@@ -106,6 +106,8 @@ const PARAMS = {
   'session.status': z.strictObject({}),
   'session.search': z.strictObject({ query: z.string().min(1).max(200), limit: z.number().int().positive().max(20).optional() }),
   'session.expand': z.strictObject({ offset: z.number().int().nonnegative().optional(), limit: z.number().int().positive().max(20).optional() }),
+  // The spec travels whole in one line (MAX_LINE_BYTES): a graph bigger than that is not one an agent writes.
+  'graph.run': z.strictObject({ spec: z.string().min(1).max(48 * 1024), timeoutMs: z.number().int().positive().max(600_000).optional() }),
 } as const satisfies { [M in BrokerMethod]: z.ZodType<ParamsOf<M>> };
 
 export type Method = BrokerMethod;

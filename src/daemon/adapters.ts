@@ -46,7 +46,7 @@ export function leasePort(store: LeaseStore, policy: Policy, policyFile?: () => 
       const profile = profileFor(req.profile, req.parentLeaseId ? store.get(req.parentLeaseId)?.profile : undefined);
       const request = req.caps || req.limits || req.egress ? { ...(req.caps ? { caps: req.caps } : {}), ...(req.limits ? { limits: req.limits } : {}), ...(req.egress ? { egress: req.egress } : {}) } : undefined;
       const issued = req.parentLeaseId
-        ? store.issueChild({ parentLeaseId: req.parentLeaseId, request, profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0 })
+        ? store.issueChild({ parentLeaseId: req.parentLeaseId, ...(req.via ? { via: req.via } : {}), request, profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0 })
         : store.issueRoot({ profile, runId: req.runId, rootRunId: req.rootRunId, timeoutMs: req.timeoutMs, graceMs: req.graceMs ?? 0, ...(request ? { request } : {}) });
       if (!issued.ok) return err(issued.error);
       const r = issued.value.record;

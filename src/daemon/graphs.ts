@@ -11,6 +11,58 @@ import type { Ledger } from '../ledger/index.js';
 import type { FsResultStore } from '../results/index.js';
 import type { SupervisorCore } from '../runs/index.js';
 import type { OperatorSurface } from '../protocol/index.js';
+import type { Handler } from '../broker/index.js';
+import { isGraphId } from '../protocol/index.js';
+import { grantAllows } from '../lease/index.js';
+import { BrigError } from '../util/errors.js';
+
+/** The broker methods the graphs answer (the composition root installs their handlers beside the supervisor's). */
+export const GRAPH_METHODS = ['graph.run'] as const;
+
+/** The longest one `graph_run` call blocks by default (under the agent loop's per-tool timeout); the graph goes on after it. */
+export const GRAPH_RUN_WAIT_MS = 50_000;
+
+/**
+ * `graph.run`, the broker method behind an agent's `graph_run` tool: the calling run (the
+ * broker verified its bearer and that its lease grants `graph`) starts a graph as one child of
+ * its own — nodes spawned with it as parent, so each node's lease is attenuated from the
+ * caller's lease (caller ∩ the node's request: never the operator's, never wider than the
+ * caller), at its depth + 1 under its maxDepth, running nodes ≤ min(max_parallel, its
+ * maxChildren). It blocks (its slot freed) until the graph ends or the wait passes, and answers
+ * the bounded envelope (≤ 4 KiB) and the manifest ref, which the caller may slice (ChildRefs:
+ * a manifest of a graph it started is its descendant's ref). Gates wait for an operator: the
+ * broker has no method that decides one.
+ */
+export function graphRunHandler(graphs: GraphService, sup: Pick<SupervisorCore, 'get' | 'whileBlocked'>): Handler<'graph.run'> {
+  return async (call) => {
+    const run = await sup.get(call.runId);
+    if (!run || run.status !== 'running') throw new BrigError('not_running', `run ${call.runId} is not running`, { data: { status: run?.status ?? 'unknown' } });
+    // The broker checked it with the same predicate; a handler reached another way still refuses.
+    if (!grantAllows(call.lease, 'graph')) throw new BrigError('capability_denied', 'the lease does not grant `graph`', { data: { what: 'graph' } });
+    const l = call.lease;
+    const started = await graphs.run(call.params.spec, {
+      source: 'graph_run',
+      by: `run:${call.runId}`,
+      caller: { runId: call.runId, depth: l.depth, maxChildren: l.limits.maxChildren, maxDepth: l.limits.maxDepth },
+    });
+    if (!started.ok) throw started.error;
+    const { graphId, order } = started.value;
+    const waited = await sup.whileBlocked(call.runId, () => graphs.wait(graphId, { timeoutMs: call.params.timeoutMs ?? GRAPH_RUN_WAIT_MS }));
+    if (!waited.ok) throw waited.error;
+    const g = waited.value;
+    if (g.state === 'running') return { graphId, state: g.state, endReason: null, order, envelope: null, manifestRef: null, hint: 'the graph goes on: its nodes are your children (list_children, wait_children); an operator sees it with brig graph status' };
+    return { graphId, state: g.state, endReason: g.endReason, order, envelope: g.envelope ?? '', manifestRef: g.manifestRef };
+  };
+}
+
+/** May `callerRunId` slice the manifest of the graph that owns a ref (its id)? Only the run that started it. */
+export function graphManifestReader(store: GraphStore): (owner: string, callerRunId: string) => Promise<boolean> {
+  return async (owner, callerRunId) => {
+    if (!isGraphId(owner)) return false;
+    const rec = await store.load(owner).catch(() => null);
+    return rec !== null && rec !== undefined && rec.callerRunId === callerRunId;
+  };
+}
 
 /** A ballot over this is unreadable (counted invalid), never cut. */
 const BALLOT_MAX_BYTES = 64 * 1024;

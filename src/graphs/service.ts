@@ -67,6 +67,13 @@ export interface RunGraphOptions {
   source?: string;
   /** Who submits it (a gate's prevent_self compares the approver with it). */
   by?: string;
+  /**
+   * A running agent run calling `graph_run` through its broker: the graph counts as one child
+   * of it — every node is spawned with it as parent (so its lease is this run's lease ∩ the
+   * node's request, never the operator's), at its depth + 1 under maxDepth, and running
+   * nodes ≤ min(max_parallel, its children cap).
+   */
+  caller?: { runId: string; depth: number; maxChildren: number; maxDepth: number };
 }
 
 export interface GraphWaitOptions {
@@ -536,8 +543,9 @@ export class GraphService {
 
   constructor(readonly p: GraphPorts) {}
 
-  #defineOptions(source?: string) {
-    return { callerDepth: 0, maxDepth: this.p.limits.maxDepth, defaultTimeoutMs: this.p.limits.defaultTimeoutMs, ...(source ? { source } : {}) };
+  #defineOptions(source?: string, caller?: RunGraphOptions['caller']) {
+    const maxDepth = caller ? Math.min(caller.maxDepth, this.p.limits.maxDepth) : this.p.limits.maxDepth;
+    return { callerDepth: caller?.depth ?? 0, maxDepth, defaultTimeoutMs: this.p.limits.defaultTimeoutMs, ...(source ? { source } : {}) };
   }
 
   /** Define time alone: the topological order and the nodes, or every refusal with its line. Starts nothing. */
@@ -547,10 +555,10 @@ export class GraphService {
 
   /** Checks and starts a graph; answers at once with its id, order and nodes. */
   async run(text: string, o: RunGraphOptions = {}): Promise<Result<GraphStarted, BrigError>> {
-    const d = defineGraphText(text, this.#defineOptions(o.source));
+    const d = defineGraphText(text, this.#defineOptions(o.source, o.caller));
     if (!d.ok) return d;
     const def = d.value;
-    const parallel = Math.min(def.spec.concurrency.max_parallel, this.p.limits.maxChildren);
+    const parallel = Math.min(def.spec.concurrency.max_parallel, this.p.limits.maxChildren, o.caller?.maxChildren ?? Infinity);
     if (parallel < 1) return err(new BrigError('children_exceeded', 'the caller may have no children (maxChildren 0)', { data: { limit: 0, current: 0 } }));
     const now = (this.p.now ?? (() => new Date()))().toISOString();
     const rec: GraphRecord = {
@@ -562,7 +570,7 @@ export class GraphService {
       endReason: null,
       createdAt: now,
       endedAt: null,
-      callerRunId: null,
+      callerRunId: o.caller?.runId ?? null,
       submittedBy: o.by ?? null,
       parallel,
       order: def.order,
@@ -573,7 +581,7 @@ export class GraphService {
     await this.p.store.create(rec, def.spec);
     const live = new LiveGraph(rec, def, this.p);
     this.#live.set(rec.id, live);
-    this.p.onEvent?.({ type: 'graph.started', graphId: rec.id, nodes: rec.nodes.length, parallel });
+    this.p.onEvent?.({ type: 'graph.started', graphId: rec.id, nodes: rec.nodes.length, parallel, ...(rec.callerRunId ? { runId: rec.callerRunId } : {}) });
     void live.drive().catch(() => {}).finally(() => this.#live.delete(rec.id));
     return ok({ graphId: rec.id, order: def.order, nodes: def.nodes, parallel });
   }

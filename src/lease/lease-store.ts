@@ -58,6 +58,8 @@ export interface IssueRootArgs {
 
 export interface IssueChildArgs {
   parentLeaseId: string;
+  /** The capability the parent makes this child with: `spawn` (default), or `graph` for a node of a graph it runs (graph_run). */
+  via?: 'spawn' | 'graph';
   request: LeaseRequest | undefined;
   profile: string;
   runId: string;
@@ -141,7 +143,8 @@ export class LeaseStore {
     if (!parent) return refuse(new BrigError('lease_not_found', `no lease ${a.parentLeaseId}`));
     const live = this.chainLive(parent);
     if (!live.ok) return refuse(live.error);
-    if (!grantAllows(parent, 'spawn')) return refuse(new BrigError('capability_denied', `lease ${parent.id} does not hold spawn`, { data: { capability: 'spawn' } }));
+    const via = a.via ?? 'spawn';
+    if (!grantAllows(parent, via)) return refuse(new BrigError('capability_denied', `lease ${parent.id} does not hold ${via}`, { data: { capability: via } }));
     const depth = parent.depth + 1;
     if (depth > parent.limits.maxDepth) {
       return refuse(new BrigError('depth_exceeded', `depth ${depth} is past maxDepth ${parent.limits.maxDepth}`, { data: { depth, maxDepth: parent.limits.maxDepth } }));

@@ -48,6 +48,7 @@ export const BROKER_METHODS = {
   'session.status': null,
   'session.search': null,
   'session.expand': null,
+  'graph.run': 'graph',
 } as const satisfies Record<string, Capability | null>;
 export type BrokerMethod = keyof typeof BROKER_METHODS;
 
@@ -183,6 +184,8 @@ export interface BrokerParams {
   'session.search': { query: string; limit?: number | undefined };
   /** A page of the caller's own transcript from entry `offset` (the entry a search named). */
   'session.expand': { offset?: number | undefined; limit?: number | undefined };
+  /** A graph spec (`graph: brig/v1`, YAML or JSON text) run as one child of the caller; blocks until it ends or timeoutMs. */
+  'graph.run': { spec: string; timeoutMs?: number | undefined };
 }
 
 export interface BrokerReplies {
@@ -222,6 +225,12 @@ export interface BrokerReplies {
   'session.status': SessionStatus;
   'session.search': TranscriptMatches;
   'session.expand': HistoryPage;
+  /**
+   * The graph's id and state; once it ended, its bounded envelope (≤ 4 KiB) and its manifest
+   * ref (JSONL, one row per node attempt: the caller drills in with refs.*); `running` when
+   * timeoutMs passed first (the graph goes on; its end is in the ledger and `brig graph`).
+   */
+  'graph.run': { graphId: string; state: string; endReason: string | null; order: string[]; envelope: string | null; manifestRef: string | null; hint?: string };
 }
 
 /** What an agent sees of itself (`session_status`): what it used, what is left, its children. */

@@ -41,6 +41,16 @@ export function isGraphId(id: string): boolean {
   return GRAPH_ID.test(id);
 }
 
+/**
+ * A node attempt's spawn key (`graph:<graph id>:<node>:<attempt>`), the caller id its run
+ * carries. Only the graph service spawns under it with a parent run (a child's broker spawn
+ * has its parent as caller id), so a run with a parent and such a key is a graph node: its
+ * lease needs the parent to hold `graph`, not `spawn`.
+ */
+export function isGraphAttemptKey(key: string): boolean {
+  return key.startsWith('graph:') && isGraphId(key.split(':')[1] ?? '');
+}
+
 /** Kinds whose attempt is a run. */
 export const GRAPH_RUN_KINDS = ['agent', 'script', 'command'] as const satisfies readonly RunKind[];
 /** Macros: each expands at define into plain nodes (run kinds, tally, split, join) anyone can see. */
@@ -371,7 +381,8 @@ export interface GraphManifestRow {
 
 /** Content-free graph events: ids, states, counts. */
 export type GraphEvent =
-  | { type: 'graph.started'; graphId: string; nodes: number; parallel: number }
+  /** `runId`: the calling run, when an agent started it with `graph_run` (its ledger line's run). */
+  | { type: 'graph.started'; graphId: string; nodes: number; parallel: number; runId?: string }
   | { type: 'graph.node'; graphId: string; node: string; state: NodeState; attempt: number; runId: string | null }
   | { type: 'graph.ended'; graphId: string; state: GraphState; endReason: string | null }
   /** A restart took up a graph left running (`on_restart: resume`): attempts reattached, lost (ended `supervisor_restart`), asked again (never spawned), re-armed gates. */

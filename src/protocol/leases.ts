@@ -13,6 +13,7 @@ export const CAPABILITIES = [
   'kill', // kill its own children
   'artifacts.read', // see artifacts its parent handed it
   'exec', // run processes inside its own jail
+  'graph', // run an execution graph through the broker: its nodes are children of this run, each lease inside this run's
   'net.egress', // reach the hosts the lease's egress rules name, through the gate (the jail still has no network)
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];

@@ -100,6 +100,14 @@ export class ChildRefs {
   /** Unbound: every slice goes through `slicerFor(caller)`, in the children's lane. */
   private readonly slicer: Slicer;
 
+  /** Owners that are not runs but count as the caller's descendants: the graphs it started (their manifests). */
+  #graphManifests: ((owner: string, callerRunId: string) => Promise<boolean>) | undefined;
+
+  /** Set once the graphs exist (they are made after the supervisor these refs serve). */
+  allowGraphManifests(reader: (owner: string, callerRunId: string) => Promise<boolean>): void {
+    this.#graphManifests = reader;
+  }
+
   constructor(private readonly d: ChildRefsDeps) {
     this.slicer = new Slicer(d.store, { ...(d.scheduler ? { scheduler: d.scheduler } : {}), ...(d.pool ? { pool: d.pool } : {}), limits: { ...CHILD_SLICE_LIMITS, ...d.limits } });
     this.service = new RefService({ store: d.store, slicer: this.slicer, getRun: d.getRun });
@@ -170,12 +178,16 @@ export class ChildRefs {
 
   private async authorizeRef(call: ChildRefCall, caller: RunRecord, ref: string): Promise<void> {
     let owner: RunRecord | undefined;
+    let ownerId: string | undefined;
     try {
-      owner = await this.d.getRun((await this.d.store.get(ref)).runId);
+      ownerId = (await this.d.store.get(ref)).runId;
+      owner = await this.d.getRun(ownerId);
     } catch (e) {
       if (!(e instanceof BrigError && e.code === 'ref_not_found')) throw e;
     }
     if (isDescendant(caller.id, caller.rootRunId, owner)) return;
+    // A graph's manifest is kept under the graph's id: the run that started the graph reads it as its child's.
+    if (!owner && ownerId !== undefined && this.#graphManifests && (await this.#graphManifests(ownerId, caller.id))) return;
     // The same words as a missing ref: existence outside the subtree is not disclosed. A
     // missing ref is ledgered by the broker (as every handler refusal); this one here, with
     // the reason only this code knows, and marked so the broker writes no second line.

@@ -33,6 +33,8 @@ export interface LeaseIssue {
   depth: number;
   /** The parent run's lease, or null for an operator (root) spawn. */
   parentLeaseId: string | null;
+  /** What the parent does to make this child: `spawn` (a broker spawn) or `graph` (a node of a graph it runs with graph_run); the parent's lease must hold it. */
+  via?: 'spawn' | 'graph';
   /** The run's own timeout: the lease never outlives it. */
   timeoutMs: number;
   /** The bearer stays valid this long past timeoutMs (never past the parent lease). */

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { TOOLBOX_NAME, type Jail } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError, publicError, toBrigError } from '../util/errors.js';
+import { isGraphAttemptKey } from '../protocol/index.js';
 import { nextToStart } from './admission.js';
 import { loadArtifacts } from './intake.js';
 import { bestEffort } from './best-effort.js';
@@ -114,6 +115,7 @@ export class RunStarter {
         rootRunId: rec.rootRunId,
         depth: rec.depth,
         parentLeaseId: parentLease,
+        ...(parentLease && isGraphAttemptKey(rec.callerId) ? { via: 'graph' as const } : {}),
         timeoutMs: rec.timeoutMs,
         graceMs: settings.leaseGraceMs,
         ...(req.profile ? { profile: req.profile } : {}),

@@ -115,6 +115,8 @@ export interface SupervisorCore extends Supervisor {
   retentionSweep(): Promise<{ removed: string[]; swept: string[] }>;
   /** The broker's handlers for a running child's calls, one per method (child-calls.ts). */
   readonly childCalls: ChildCallHandlers;
+  /** Runs fn while `runId` waits on work done for it (a graph it started): it frees its global slot meanwhile. */
+  whileBlocked<T>(runId: string, fn: () => Promise<T>): Promise<T>;
   /** The in-memory record now (records are replaced on change, never mutated in place). */
   peek(runId: string): RunRecord | undefined;
   peekAll(): RunRecord[];
@@ -526,6 +528,10 @@ class BrigSupervisor implements SupervisorCore {
     if (signal.aborted) return kill();
     signal.addEventListener('abort', kill, { once: true });
     this.#table.onEnded(runId, () => signal.removeEventListener('abort', kill));
+  }
+
+  whileBlocked<T>(runId: string, fn: () => Promise<T>): Promise<T> {
+    return this.#whileBlocked(runId, fn);
   }
 
   /** Runs fn while `runId` is blocked on its own children: it frees its global slot (admission.ts). */

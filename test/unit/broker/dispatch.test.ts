@@ -84,7 +84,7 @@ test('a verifier that throws is an internal error for that call, never a rejecti
 
 // req: lease:tool-surface-binds
 test('[INV-1] a run opened with a method surface: a method off it is refused tool_not_offered after the capability check, on it the lease decides; hello lists the surface', async () => {
-  const all = lease(['spawn', 'refs.read', 'llm', 'steer', 'kill', 'exec']);
+  const all = lease(['spawn', 'refs.read', 'llm', 'steer', 'kill', 'exec', 'graph']);
   await fc.assert(
     fc.asyncProperty(fc.subarray([...METHOD_NAMES]), fc.constantFrom(...METHOD_NAMES), async (surface, method) => {
       const ledger = new MemoryLedger();

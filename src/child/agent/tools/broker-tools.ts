@@ -254,4 +254,23 @@ const historyTool: ToolDef = {
   },
 };
 
-export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild, sendChild, statusTool, explainTool, historyTool];
+const graphRunTool: ToolDef = {
+  name: 'graph_run',
+  description:
+    "Run an execution graph (a `graph: brig/v1` spec, YAML or JSON text: nodes with depends_on, inputs, when, retry; docs/graphs.md) as one child of yours. Every node is your child, its lease inside yours. Returns the graph's bounded envelope (a line per node) and its manifest ref (JSONL, one row per node attempt) to drill into with ref_sql / ref_jq. A gate waits for an operator.",
+  parameters: obj(
+    {
+      spec: S.str('the graph spec text (YAML or JSON), `graph: brig/v1`', { minLength: 1, maxLength: 48 * 1024 }),
+      timeoutMs: S.int(`how long to wait for its end (at most ${MAX_WAIT_MS}); the graph goes on after it`, 1, MAX_WAIT_MS),
+    },
+    ['spec'],
+  ),
+  timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS) + 10_000,
+  async run(a, ctx) {
+    const r = await ctx.broker.call('graph.run', params('graph.run', { spec: a.spec, timeoutMs: typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS }));
+    const { envelope, ...rest } = r;
+    return envelope ? `${envelope}\n${JSON.stringify(rest)}` : json(rest);
+  },
+};
+
+export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild, sendChild, statusTool, explainTool, historyTool, graphRunTool];
