@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { toolSurface, type AgentCatalog } from '../agents/index.js';
 import type { LeaseRecord, LeaseStore, Policy } from '../lease/index.js';
-import { loadPolicyFile, profileFor, profileOf } from '../lease/index.js';
+import { imageAllowed, loadPolicyFile, profileFor, profileOf } from '../lease/index.js';
 import { costOf, type ModelCatalog } from '../models/index.js';
 import { materializeRun, type FsResultStore } from '../results/index.js';
 import type { AgentPort, LeasePort, ModelPort, ResultsPort } from '../runs/index.js';
@@ -41,6 +41,14 @@ export function leasePort(store: LeaseStore, policy: Policy, policyFile?: () => 
         }));
       }
       return err(p.error);
+    },
+    checkImage(name, image) {
+      const p = profileOf(policy, profileFor(name, undefined));
+      if (!p.ok || p.value.images === null || imageAllowed(p.value.images, image)) return ok(undefined);
+      return err(new BrigError('capability_denied', `image "${image.slice(0, 128)}" is not allowed under profile ${p.value.name} (${policy.source})`, {
+        data: { what: 'image', image: image.slice(0, 128), profile: p.value.name, allowed: p.value.images },
+        hint: `Allowed besides brig's child image: ${p.value.images.join(', ') || 'none'}. An operator widens it with the profile's \`images\` in the policy file (\`brig policy check\` shows it).`,
+      }));
     },
     async issue(req) {
       const profile = profileFor(req.profile, req.parentLeaseId ? store.get(req.parentLeaseId)?.profile : undefined);

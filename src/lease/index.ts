@@ -23,7 +23,7 @@ export { decideEgress, parseAbsoluteTarget, plainPath, type EgressDecision, type
 export { attenuateEgress, egressWithin, normalizeRule, DEFAULT_EGRESS_BUDGETS } from './egress-attenuate.js';
 export { EMPTY_EGRESS_POLICY, type EgressPolicy } from './policy-egress.js';
 export type { CredentialBinding } from './policy-schema.js';
-export { parsePolicy, loadPolicyFile, profileOf, shippedPoliciesDir, policyFileFor, policyFilesIn, type Policy, type ResolvedProfile } from './policy.js';
+export { parsePolicy, loadPolicyFile, profileOf, imageAllowed, shippedPoliciesDir, policyFileFor, policyFilesIn, type Policy, type ResolvedProfile } from './policy.js';
 export { explainPolicy } from './policy-explain.js';
 export {
   LeaseStore,

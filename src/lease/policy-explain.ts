@@ -9,6 +9,7 @@ export function explainPolicy(policy: Policy): string[] {
   for (const p of Object.values(policy.profiles)) {
     out.push(`  profile ${p.name}${p.name === 'root' ? ' (the operator\'s ceiling)' : ''}: ${p.description}`);
     out.push(`    groups: ${p.groups.join(', ') || '(none)'}`);
+    out.push(`    images: ${p.images === null ? 'any local image' : ['brig\'s child image', ...p.images].join(', ')}`);
     out.push(`    caps:   ${p.grant.caps.join(', ') || '(none)'}`);
     out.push(`    tools:  ${p.tools.join(', ') || '(none)'}`);
     out.push(`    limits: ${LIMIT_KEYS.map((k) => `${k}=${p.grant.limits[k]}`).join(' ')}`);

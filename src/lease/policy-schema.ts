@@ -55,6 +55,12 @@ export const PolicyProfileSchema = z.strictObject({
   posture: PostureSchema.partial().optional(),
   /** The egress rules (policy rule ids) and budgets this profile may grant; root without `rules`: every policy rule. */
   egress: z.strictObject({ rules: z.array(RuleIdSchema).optional(), budgets: EgressBudgetsSchema.partial().optional() }).optional(),
+  /**
+   * The images a spawn under this profile may run in besides brig's child image: exact names
+   * (`my-app:1.2`, `toolbox`) or every tag of one repository (`my-app:*`). Absent: root's list;
+   * root's absent: any local image.
+   */
+  images: z.array(z.string().regex(/^[a-z0-9][a-z0-9._/:@-]{0,252}(:\*)?$/, 'an image name (lower case, no spaces), or REPO:* for every tag')).max(64).optional(),
 });
 
 export const PolicyFileSchema = z.strictObject({

@@ -27,6 +27,8 @@ export interface ResolvedProfile {
   grant: Grant;
   /** Tool names the child-side tool surface may expose. */
   tools: string[];
+  /** The images it may run in besides brig's child image (exact, or `REPO:*`); null: any local image. */
+  images: string[] | null;
 }
 
 export interface Policy {
@@ -117,12 +119,15 @@ function resolveProfiles(file: PolicyFile, source: string): Result<Policy, { tex
       if (grant.posture.network !== 'egress') problems.push({ text: `${source}: profiles.${name} lists egress rules but its posture is network: none`, hint: 'Set posture.network: egress (in root, or in this profile), or drop its egress rules.' });
       grant.egress = eg;
     }
-    profiles[name] = { name, description: p.description ?? '', groups: p.groups, grant, tools };
+    profiles[name] = { name, description: p.description ?? '', groups: p.groups, grant, tools, images: p.images ?? (name === 'root' ? null : (file.profiles.root?.images ?? null)) };
   }
   const rootProfile = profiles.root;
   for (const prof of Object.values(profiles)) {
     if (rootProfile && !grantWithin(prof.grant, rootProfile.grant)) {
       problems.push({ text: `${source}: profiles.${prof.name} is wider than profiles.root (caps, a limit or posture)`, hint: 'Every profile must fit inside root, the operator\'s ceiling.' });
+    }
+    for (const img of prof.images ?? []) {
+      if (rootProfile?.images && !imageAllowed(rootProfile.images, img)) problems.push({ text: `${source}: profiles.${prof.name}.images names "${img}", which profiles.root.images does not allow`, hint: 'Every profile must fit inside root, the operator\'s ceiling: add it to root\'s list, or drop it here.' });
     }
   }
   if (problems.length > 0) return err(problems);
@@ -207,4 +212,13 @@ export function policyFilesIn(dir: string): string[] {
     .filter((f) => /\.ya?ml$/.test(f))
     .sort()
     .map((f) => path.join(dir, f));
+}
+
+/**
+ * Whether `image` is in an allow list: an exact name, or `REPO:*` for every tag of REPO (a
+ * pattern in the list also covers the same pattern asked for, so a profile's `REPO:*` fits
+ * inside root's). brig's child image is never asked about: every profile may run it.
+ */
+export function imageAllowed(allowed: readonly string[], image: string): boolean {
+  return allowed.some((a) => a === image || (a.endsWith(':*') && image.startsWith(a.slice(0, -1)) && !image.slice(a.length - 1).includes('/')));
 }

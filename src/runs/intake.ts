@@ -72,6 +72,12 @@ export function checkSpawn(d: Pick<IntakeDeps, 'deps' | 'settings'>, input: Spaw
     const known = d.deps.leases.checkProfile(profile);
     if (!known.ok) return known;
   }
+  // The image the run will use (the request's or its agent spec's), against the profile's list.
+  const image = agent.value.req.image;
+  if (image !== undefined && d.deps.leases.checkImage) {
+    const allowed = d.deps.leases.checkImage(profile, image);
+    if (!allowed.ok) return allowed;
+  }
   return agent;
 }
 
