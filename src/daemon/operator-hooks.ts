@@ -3,7 +3,7 @@
  * for `brig serve`: a command (argv, no shell, the document on stdin) or a webhook POST (loopback
  * http or a unix socket), each killed / aborted past its timeout.
  *
- * Guarantees: the document is content-free — ids, enums, counts, the lease's id and caps, the
+ * Guarantees: the document is content-free — ids, enums, counts, the lease id, the
  * result path — never a child's output, a task, a key (INV-7). A hook that fails, exits non-zero
  * or times out throws; the supervisor ledgers `run.hook_failed` with why and goes on (ports.ts).
  * Threat: a hook runs as the daemon's user outside every jail (SECURITY.md); a hung hook

@@ -220,26 +220,34 @@ export function budgetLeft(table: RunTable, r: RunRecord): { tokensLeft: number 
   }
 }
 
-async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: ParamsOf<'llm.complete'>, calls: RunCalls): Promise<LlmReply> {
-  if (r.replayOf) return replayComplete(p, d, conv, r, params, calls);
-  if (!d.models) throw new BrigError('model_unavailable', 'no model is configured for this supervisor', { hint: 'Set BRIG_MODEL_BASE_URL and BRIG_MODEL (or $BRIG_HOME/config.yaml) and restart `brig serve`.' });
+/**
+ * What every model call checks first, a replayed one too: the step budget, and that the tools
+ * it offers are the run's surface (a summary or salvage call offers none and lists the last
+ * step's with tool choice `none`: Anthropic refuses tool blocks in a history without tools).
+ */
+async function callPreflight(d: LlmDeps, r: RunRecord, params: ParamsOf<'llm.complete'>): Promise<{ purpose: 'step' | 'compact' | 'salvage'; offered: ToolSchema[]; tools: ToolSchema[] }> {
   const purpose = params.purpose === 'compact' || params.purpose === 'salvage' ? params.purpose : 'step';
   if (purpose === 'step' && r.stepsExecuted >= r.maxSteps) {
     throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted } });
   }
   const offered: ToolSchema[] = params.tools ?? [];
-  // A summary or salvage call offers no tools; the last step's are listed with tool choice
-  // `none` (Anthropic refuses tool blocks in a history without tools; the prefix stays cached).
   const tools = offered.length > 0 ? offered : (d.lastTools.get(r.id) ?? []);
-  // Only a step may have the model call tools: a summary or a salvage that offered them gets
-  // `none` (else a compact call would be an uncounted step past max_steps).
-  const toolChoice = offered.length > 0 && purpose === 'step' ? 'auto' : 'none';
   const surface = await d.surfaceOf(r.id);
   const outside = tools.map((t) => t.name).filter((n) => !(surface ?? []).includes(n));
   if (outside.length > 0) {
     throw new BrigError('capability_denied', `the lease does not offer ${outside.slice(0, 5).join(', ')} to this run`, { data: { what: outside.slice(0, 5).join(',') } });
   }
   if (offered.length > 0) d.lastTools.set(r.id, offered);
+  return { purpose, offered, tools };
+}
+
+async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: ParamsOf<'llm.complete'>, calls: RunCalls): Promise<LlmReply> {
+  if (r.replayOf) return replayComplete(p, d, conv, r, params, calls);
+  if (!d.models) throw new BrigError('model_unavailable', 'no model is configured for this supervisor', { hint: 'Set BRIG_MODEL_BASE_URL and BRIG_MODEL (or $BRIG_HOME/config.yaml) and restart `brig serve`.' });
+  const { purpose, offered, tools } = await callPreflight(d, r, params);
+  // Only a step may have the model call tools: a summary or a salvage that offered them gets
+  // `none` (else a compact call would be an uncounted step past max_steps).
+  const toolChoice = offered.length > 0 && purpose === 'step' ? 'auto' : 'none';
   let budget: ReturnType<typeof budgetCheck>;
   try {
     budget = budgetCheck(p, r);
@@ -321,18 +329,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
  * free). The lease checks hold as for any call: the tools offered must be the run's surface.
  */
 async function replayComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversations, r: RunRecord, params: ParamsOf<'llm.complete'>, calls: RunCalls): Promise<LlmReply> {
-  const purpose = params.purpose === 'compact' || params.purpose === 'salvage' ? params.purpose : 'step';
-  if (purpose === 'step' && r.stepsExecuted >= r.maxSteps) {
-    throw new BrigError('timeout', `max_steps ${r.maxSteps} spent`, { data: { limit: r.maxSteps, current: r.stepsExecuted } });
-  }
-  const offered: ToolSchema[] = params.tools ?? [];
-  const tools = offered.length > 0 ? offered : (d.lastTools.get(r.id) ?? []);
-  const surface = await d.surfaceOf(r.id);
-  const outside = tools.map((t) => t.name).filter((n) => !(surface ?? []).includes(n));
-  if (outside.length > 0) {
-    throw new BrigError('capability_denied', `the lease does not offer ${outside.slice(0, 5).join(', ')} to this run`, { data: { what: outside.slice(0, 5).join(',') } });
-  }
-  if (offered.length > 0) d.lastTools.set(r.id, offered);
+  const { purpose, tools } = await callPreflight(d, r, params);
   if (!calls.replay) {
     const text = (await p.table.store.read(r.replayOf!, 'transcript'))?.toString('utf8') ?? '';
     calls.replay = { calls: recordedCalls(text), next: 0 };
