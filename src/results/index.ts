@@ -17,7 +17,7 @@ export type { ResultStoreOptions } from './fs-result-store.js';
 export type { CollectedScan, ResultStore } from './result-store.js';
 export type { SweepReport } from './result-retention.js';
 export { ScannedFile, scanObserver } from './content-scan.js';
-export { sniffKind, previewOf, utf8Boundary } from './kind.js';
+export { csvHasHeader, sniffKind, previewOf, utf8Boundary } from './kind.js';
 export { CONDENSE_DEFAULTS, CondensedSummarySchema, L2_INPUT_BUDGETS, condense, estimateTokens, headTail, headTailView, parseSummary, renderSummary } from './condense.js';
 export type { CondenseOptions, CondenseStrategy, Condensed, CondensationLevel, CondensedSummary } from './condense.js';
 export { MAX_ENVELOPE_REFS, renderEnvelope } from './narrative.js';

@@ -124,7 +124,42 @@ export function shapeOf(kind: ResultKind, head: Buffer, lines: number): { rows?:
   }
   if (kind === 'csv') {
     if (firstNl === -1 && head.length >= 65536) return { rows: Math.max(0, lines - 1) };
-    return { rows: Math.max(0, lines - 1), ...boundColumns(csvColumns(firstLine)) };
+    const names = csvColumns(firstLine);
+    if (csvHasHeader(head)) return { rows: Math.max(0, lines - 1), ...boundColumns(names) };
+    return { rows: lines, ...boundColumns(names.map((_, i) => `column${i}`)) };
   }
   return {};
+}
+
+/** Lines of the head the header decision looks at. */
+const HEADER_SAMPLE_LINES = 50;
+const NUMERIC = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+/**
+ * Whether a CSV's first line is a header (pure, from the head only). The ref's rows/columns and
+ * the sql verb's view both follow this one decision (the view reads the file with `header=` set
+ * from it), so what the metadata says is what SQL sees. A column is typed when every non-empty
+ * value below the first line is a number; the first line is data when every typed column's
+ * first value is a number too (or empty) and there is at least one typed column — DuckDB's
+ * sniffer rule, made explicit. With no line below it, the first line is data when it holds a
+ * number. Columns of text only: a header (as DuckDB assumes).
+ */
+export function csvHasHeader(head: Buffer): boolean {
+  const text = head.toString('utf8');
+  const lines = text.split('\n');
+  // A head cut mid-line: its last line is not whole.
+  if (head.length >= 65536) lines.pop();
+  const rows = lines.map((l) => l.replace(/\r$/, '')).filter((l) => l.length > 0).slice(0, HEADER_SAMPLE_LINES).map(csvColumns);
+  const [first, ...rest] = rows;
+  if (!first) return true;
+  const isNum = (v: string | undefined) => v !== undefined && NUMERIC.test(v);
+  if (rest.length === 0) return !first.some((v) => isNum(v));
+  let typed = 0;
+  for (let c = 0; c < first.length; c++) {
+    const below = rest.map((r) => r[c]).filter((v): v is string => v !== undefined && v !== '');
+    if (below.length === 0 || !below.every(isNum)) continue;
+    typed++;
+    if (first[c] !== '' && !isNum(first[c])) return true;
+  }
+  return typed === 0;
 }

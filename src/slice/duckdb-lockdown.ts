@@ -75,6 +75,8 @@ export function viewSql(v: ViewSpec, schema?: ViewSchema): string {
   const from =
     v.reader === 'read_lines'
       ? `read_csv(${files}, columns={'line': 'VARCHAR'}, header=false, delim=chr(1), quote='', escape='', auto_detect=false, null_padding=true, strict_mode=false)`
+      : v.reader === 'read_csv_header' || v.reader === 'read_csv_headerless'
+        ? `read_csv(${files}, header=${v.reader === 'read_csv_header'})`
       : v.reader === 'read_ndjson' && schema
         ? `read_ndjson(${files}, columns={${schema.map(([n, t]) => `${sqlString(n)}: ${sqlString(t)}`).join(', ')}})`
         : `${v.reader}(${files})`;

@@ -9,7 +9,9 @@ import { z } from 'zod';
 export const READERS = [
   'read_ndjson',
   'read_json_auto',
-  'read_csv_auto',
+  'read_csv_auto', // DuckDB's sniffer decides the header
+  'read_csv_header', // csv whose first line brig decided is a header (results/kind.ts csvHasHeader)
+  'read_csv_headerless', // csv whose first line is data: columns column0, column1, …
   'read_parquet',
   'read_lines', // text: one VARCHAR column `line`
   'read_ndjson_objects', // jsonpath over JSON lines: one JSON column `json` per line

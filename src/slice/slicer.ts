@@ -16,6 +16,7 @@
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import type { GrepOptions, ReadRange, ResultRef } from '../protocol/index.js';
+import { csvHasHeader } from '../results/index.js';
 import { BrigError, type Result, err, ok, toBrigError } from '../util/errors.js';
 import type { DuckdbHelperPool } from './duckdb-pool.js';
 import { type Reader, scrubPaths } from './helper-protocol.js';
@@ -241,8 +242,13 @@ async function readerFor(r: ResultRef, file: string): Promise<Reader> {
       return 'read_ndjson';
     case 'json':
       return 'read_json_auto';
-    case 'csv':
-      return 'read_csv_auto';
+    case 'csv': {
+      // The same decision the ref's rows/columns were made from: the file's first 64 KiB.
+      const fh = await fsp.open(file, 'r');
+      const head = Buffer.alloc(65536);
+      const { bytesRead } = await fh.read(head, 0, head.length, 0).finally(() => fh.close());
+      return csvHasHeader(head.subarray(0, bytesRead)) ? 'read_csv_header' : 'read_csv_headerless';
+    }
     case 'text':
       return 'read_lines';
     case 'binary': {

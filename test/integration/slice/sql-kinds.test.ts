@@ -71,6 +71,40 @@ test('sql reads csv, json, text and parquet refs with the right reader; jsonpath
   assert.equal(notJson.error.code, 'query_refused');
 });
 
+test('a csv ref\'s rows and columns are what sql sees: with a header, headerless, text only, one line', async (t) => {
+  const { pool, store } = await setup(t);
+  const out = store.outDir('root-c', 'run-c');
+  await fs.mkdir(out, { recursive: true });
+  const files: Record<string, string> = {
+    'header.csv': 'id,name,score\n1,ada,3.5\n2,alan,4\n',
+    'headerless.csv': '1,ada,3.5\n2,alan,4\n3,grace,1.25\n',
+    'text.csv': 'alice,bob\ncarol,dave\n',
+    'one.csv': '7,8,9\n',
+    'crlf.csv': 'k,v\r\na,1\r\nb,2\r\n',
+  };
+  for (const [n, body] of Object.entries(files)) await fs.writeFile(path.join(out, n), body);
+  const m = await store.indexDir('run-c', 'root-c', out);
+  const s = new Slicer(store, { pool });
+  const seen: Record<string, { rows: number | undefined; columns: string[] | undefined; sqlRows: unknown; sqlColumns: string[] }> = {};
+  for (const r of m.refs) {
+    assert.equal(r.kind, 'csv', r.path);
+    const q = await s.sql(r.ref, 'SELECT count(*) FROM ref');
+    assert.ok(q.ok, JSON.stringify(q));
+    const cols = await s.sql(r.ref, 'SELECT * FROM ref LIMIT 1');
+    assert.ok(cols.ok, JSON.stringify(cols));
+    seen[r.path.split('/').pop()!] = { rows: r.rows, columns: r.columns, sqlRows: q.value.rows?.[0]?.[0], sqlColumns: cols.value.columns as string[] };
+  }
+  for (const [n, v] of Object.entries(seen)) {
+    assert.equal(v.rows, v.sqlRows, `${n}: the ref's rows are the rows sql counts`);
+    assert.deepEqual(v.columns, v.sqlColumns, `${n}: the ref's columns are the view's`);
+  }
+  assert.deepEqual(seen['headerless.csv']!.columns, ['column0', 'column1', 'column2']);
+  assert.equal(seen['headerless.csv']!.rows, 3);
+  assert.deepEqual(seen['header.csv']!.columns, ['id', 'name', 'score']);
+  assert.deepEqual(seen['text.csv']!.columns, ['alice', 'bob']);
+  assert.equal(seen['one.csv']!.rows, 1);
+});
+
 // req: slice:helper-bounded
 test('[INV-5] an over-time query is interrupted, its helper recycled, and the next query is served', async (t) => {
   const { pool, store } = await setup(t);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { ContentScan } from '../../../src/results/content-scan.js';
-import { headTail, utf8Boundary } from '../../../src/results/index.js';
+import { csvHasHeader, headTail, utf8Boundary } from '../../../src/results/index.js';
 import { parseJsonPath } from '../../../src/slice/index.js';
 
 // req: envelope:bounded
@@ -75,4 +75,18 @@ test('[INV-5] jsonpath: any input either fails cleanly or compiles to a path of 
     }),
     { numRuns: 1000 },
   );
+});
+
+test('a csv header is decided from the head: numbers below a word make a header, numbers on the first line make data', () => {
+  const h = (s: string) => csvHasHeader(Buffer.from(s));
+  assert.equal(h('id,name\n1,ada\n2,alan\n'), true);
+  assert.equal(h('1,ada\n2,alan\n'), false);
+  assert.equal(h('alice,bob\ncarol,dave\n'), true, 'text only: a header, as DuckDB assumes');
+  assert.equal(h('7,8,9\n'), false, 'one line of numbers is data');
+  assert.equal(h('a,b,c\n'), true);
+  assert.equal(h(''), true);
+  assert.equal(h('x,,1\n1,2,3\n'), true, 'a word over a number column');
+  assert.equal(h(',2\n1,3\n'), false, 'an empty first value fits a number column');
+  // Whatever the text, the decision is a boolean and never throws.
+  fc.assert(fc.property(fc.string({ maxLength: 300 }), (s) => typeof h(s) === 'boolean'));
 });
