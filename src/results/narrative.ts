@@ -9,9 +9,14 @@
  *
  *   ---
  *   Runtime: 12.3s | Steps: 5 | Tokens: 4500 | Cost: $0.0135   (a local model's: Cost: local ($0))
- *   Condensation: Level 2 | Original: 15000 tokens | Ratio: 0.30
- *   Full result (drill in with read/grep/jq/sql/jsonpath): ref_… out/rows.jsonl (1234B, jsonl)
+ *   Full results (drill in with read/grep/jq/sql/jsonpath):
+ *   - out/events.jsonl — ref_… jsonl, 2.4 MB, 100,000 rows (id, kind)
+ *   - answer.txt — ref_… text, 12.1 KB, 310 lines
  *   Session: <session>
+ *
+ * Each ref line says first what a coordinator picks by: the path, then the handle, kind,
+ * humanized size and, for tables, rows and columns. How much condensation saved (the original's
+ * tokens, the ratio) is brig's own bookkeeping: it is in the JSON answer, not the text.
  *
  * Expected outputs the child did not leave are named on the status line; its error and, when
  * it did not complete, its stderr tail follow the body (errorPreservation) — no condensation
@@ -44,13 +49,16 @@ export interface EnvelopeInput {
   costUsd?: number | null;
   /** The model was brig's own local one: the cost line says `local ($0)`, not a price. */
   costLocal?: boolean;
-  refs?: readonly (Pick<ResultRef, 'ref' | 'bytes' | 'kind'> & { path?: string })[];
+  refs?: readonly EnvelopeRef[];
   /** A repository's change, one line (brig's words: the counts, the patch and stat refs). */
   changes?: string;
   /** brig's own notes on how the run was made (e.g. an image fallback), one line each. */
   notes?: readonly string[];
   session?: string;
 }
+
+/** What a ref line shows of a ResultRef. */
+export type EnvelopeRef = Pick<ResultRef, 'ref' | 'bytes' | 'kind'> & Partial<Pick<ResultRef, 'path' | 'rows' | 'columns' | 'columnCount' | 'lines'>>;
 
 /**
  * One handle line per ResultRef, up to this many: a child that writes thousands of files must
@@ -80,21 +88,48 @@ export function renderEnvelope(e: EnvelopeInput): string {
     e.tokens !== undefined ? `Tokens: ${e.tokens}` : '',
     e.costLocal && e.costUsd === 0 ? 'Cost: local ($0)' : e.costUsd === null ? 'Cost: unknown' : e.costUsd !== undefined ? `Cost: $${e.costUsd.toFixed(4)}` : '',
   ].filter(Boolean);
+  const refs = e.refs ?? [];
   const foot = [
     metrics.join(' | '),
-    `Condensation: Level ${e.condensed.level} | Original: ${e.condensed.originalTokens} tokens | Ratio: ${e.condensed.ratio.toFixed(2)}`,
     e.changes ? oneLine(e.changes) : '',
     ...(e.notes ?? []).map(oneLine),
-    ...(e.refs ?? []).slice(0, MAX_ENVELOPE_REFS).map((r) => `Full result (drill in with read/grep/jq/sql/jsonpath): ${r.ref}${r.path ? ` ${oneLine(r.path).replace(/\s/g, '_')}` : ''} (${r.bytes}B, ${r.kind})`),
-    (e.refs?.length ?? 0) > MAX_ENVELOPE_REFS
-      ? `Full results: ${e.refs!.length - MAX_ENVELOPE_REFS} more ResultRefs not listed here (ref list on this run shows them all)`
-      : '',
+    refs.length > 0 ? 'Full results (drill in with read/grep/jq/sql/jsonpath):' : '',
+    ...refs.slice(0, MAX_ENVELOPE_REFS).map(refLine),
+    refs.length > MAX_ENVELOPE_REFS ? `- and ${refs.length - MAX_ENVELOPE_REFS} more ResultRefs not listed here (the run's ref list shows them all)` : '',
     e.session ? `Session: ${oneLine(e.session)}` : '',
   ].filter(Boolean);
   const body = quoteFraming(e.condensed.body.trim());
   const errors = quoteFraming((e.errors ?? '').trim());
-  return [head.join('\n'), body, errors, `---\n${foot.join('\n')}`].filter((s) => s.length > 0).join('\n\n') + '\n';
+  return [head.join('\n'), body, errors, foot.length > 0 ? `---\n${foot.join('\n')}` : ''].filter((s) => s.length > 0).join('\n\n') + '\n';
 }
+
+/** Column names a ref line shows, and how much of each. */
+const LINE_COLUMNS = 8;
+const LINE_COLUMN_CHARS = 24;
+
+/** `- out/events.jsonl — ref_… jsonl, 2.4 MB, 100,000 rows (id, kind)` (pure). */
+export function refLine(r: EnvelopeRef): string {
+  const where = r.path ? `${oneLine(r.path).replace(/\s/g, '_')} — ` : '';
+  const facts = [`${r.ref} ${r.kind}`, humanBytes(r.bytes)];
+  if (r.rows !== undefined) {
+    const names = (r.columns ?? []).slice(0, LINE_COLUMNS).map((c) => oneLine(c).slice(0, LINE_COLUMN_CHARS));
+    const total = r.columnCount ?? r.columns?.length ?? 0;
+    const more = total > names.length ? `, +${total - names.length} more` : '';
+    facts.push(`${count(r.rows, 'row')}${names.length ? ` (${names.join(', ')}${more})` : ''}`);
+  } else if (r.lines !== undefined && r.kind === 'text') facts.push(count(r.lines, 'line'));
+  return `- ${where}${facts.join(', ')}`;
+}
+
+/** `2.4 MB`, `812 B` — decimal units, as `docker images` and `ls -h --si` print (pure). */
+export function humanBytes(n: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  let v = n;
+  for (; v >= 1000 && i < units.length - 1; i++) v /= 1000;
+  return i === 0 ? `${n} B` : `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}
+
+const count = (n: number, word: string) => `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
 
 /** Lines of the envelope's own framing, and of the run separator a multi-run answer uses. */
 const FRAMING = /^\s*(\[Subagent Result:|-{3,}\s*$|={2,}\s|(Status|Condensation|Runtime|Session|Changes|Image|Resume|Full results?)\s*[:(|])/i;

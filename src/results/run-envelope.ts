@@ -124,9 +124,9 @@ export async function resultInput(run: EnvelopeRun, refs: readonly ResultRef[], 
   }
 }
 
-/** Lines of a failed run's stderr kept in its envelope (errorPreservation), and their chars. */
+/** Lines of a failed run's stderr kept in its envelope (errorPreservation), and their chars (≤ 1 KB inline). */
 export const STDERR_TAIL_LINES = 20;
-export const STDERR_TAIL_CHARS = 2000;
+export const STDERR_TAIL_CHARS = 1024;
 
 /**
  * errorPreservation: a run's error and, for a run that did not complete, the tail of its

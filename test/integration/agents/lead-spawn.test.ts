@@ -111,7 +111,7 @@ test('[INV-3] a lead spawns with the whole packet; brig writes the parent summar
     const got = lastTool(afterA);
     assert.match(got, /^\[Subagent Result: general\]\nStatus: Completed\nCondensation: Level 1 \(passthrough\)\n\nTwo facts written to facts\.md\./);
     assert.match(got, /\n---\nRuntime: [\d.]+s \| Steps: 2 \| Tokens: 485 \| Cost: unknown\n/);
-    assert.match(got, /\nFull result \(drill in with read\/grep\/jq\/sql\/jsonpath\): ref_[a-z2-7]{26} out\/facts\.md \(26B, text\)\n/);
+    assert.match(got, /\nFull results \(drill in with read\/grep\/jq\/sql\/jsonpath\):\n(- .*\n)*- out\/facts\.md — ref_[a-z2-7]{26} text, 26 B, 2 lines\n/);
     assert.match(got, new RegExp(`\\nSession: ${lead.id}/${childA.id}\\nHandles: \\{"runId":"${childA.id}","endReason":"completed","refs":\\[`));
     const handles = JSON.parse(/\nHandles: (.*)$/.exec(got)![1]!) as { refs: { ref: string; path: string }[] };
     assert.ok(handles.refs.some((h) => h.path === 'out/facts.md' && /^ref_/.test(h.ref)), 'a handle it can call ref_* with');

@@ -74,7 +74,7 @@ test('[INV-5] refs over the API: list, read, grep, jq, sql, jsonpath, result; a 
 
     const result = await call('GET', `/v1/runs/${id}/result`);
     assert.equal(result.status, 200);
-    assert.match(result.json.envelope, /Full result \(drill in with read\/grep\/jq\/sql\/jsonpath\): ref_/);
+    assert.match(result.json.envelope, /Full results \(drill in with read\/grep\/jq\/sql\/jsonpath\):\n- .*ref_/);
     assert.ok(result.json.savings.estSavedTokens > 0);
 
     const missing = await call('POST', `/v1/refs/ref_doesnotexist00/read`, { offset: 0, length: 10 });

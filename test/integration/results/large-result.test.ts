@@ -47,7 +47,7 @@ test('[INV-3] a 6 MB result is condensed from its stored file: Level 3 keeps its
     assert.match(condensed.body, new RegExp(`omitted — the full result is ResultRef ${value.ref} \\(result\\.json\\); drill in`));
     assert.doesNotMatch(envelope, /slice it\)/, 'not the placeholder sentence');
     assert.ok(condensed.body.length <= 16_000, `within maxResultTokens × 4 (${condensed.body.length})`);
-    assert.match(envelope, new RegExp(`Full result \\(drill in with read/grep/jq/sql/jsonpath\\): ${value.ref} result\\.json \\(\\d+B, json\\)`), 'the ref line names its path');
+    assert.match(envelope, new RegExp(`\\n- result\\.json — ${value.ref} json, [\\d.]+ (B|KB|MB)\\n`), 'the ref line names its path');
   } finally {
     await c.close();
   }
@@ -105,7 +105,7 @@ test('errorPreservation: a failed child\'s error and stderr tail are in its enve
     assert.match(e, /^FATAL: cannot open input\.csv$/m);
     assert.match(e, /^trace line 40$/m);
     assert.doesNotMatch(e, /^trace line 5$/m, 'a tail, bounded');
-    assert.match(e, /out\/a\.txt \(8B, text\)/, 'what it wrote before it failed is listed by path');
+    assert.match(e, /^- out\/a\.txt — ref_[a-z2-7]{26} text, 8 B, 1 line$/m, 'what it wrote before it failed is listed by path');
   } finally {
     await c.close();
   }

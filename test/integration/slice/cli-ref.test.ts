@@ -71,7 +71,7 @@ test('[INV-3] brig result RUN prints the bounded envelope; brig explain RUN show
   const r = await brig(home, ['result', 'r-abc123']);
   assert.equal(r.code, 0, r.err);
   assert.match(r.out, /^\[Subagent Result: scan\]\nStatus: Completed\nCondensation: Level 3 \(head\+tail\)\n/);
-  assert.match(r.out, new RegExp(`Full result \\(drill in with read/grep/jq/sql/jsonpath\\): ${ref.ref} ${ref.path} \\(${ref.bytes}B, jsonl\\)`));
+  assert.match(r.out, new RegExp(`\\n- ${ref.path} — ${ref.ref} jsonl, [\\d.]+ (B|KB|MB), [\\d,]+ rows`));
   assert.match(r.out, /Runtime: 2\.5s \| Steps: 3/);
   assert.ok(r.out.length < 17_000, 'the envelope is bounded');
   const j = JSON.parse((await brig(home, ['result', 'r-abc123', '--json'])).out);
