@@ -20,6 +20,8 @@ export { BrokerServer, METHODS as BROKER_METHODS } from './broker/index.js';
 export type { BrokerCall, Handler as BrokerHandler, Handlers as BrokerHandlers, Method as BrokerMethod, BrokerRunHandle } from './broker/index.js';
 export { startDaemon, openOperator, explainRun, fleetReport, Operator } from './daemon/index.js';
 export { openBrig, type OpenBrigOptions } from './open-brig.js';
+export { open, clientOf, outcome } from './handles.js';
+export type { BrigClient, RunHandle, RunRefs, EventStream, Outcome, SpawnOptions } from './handles.js';
 export { brigPaths } from './config/index.js';
 export { applyRun, type ApplyRunOptions, type ApplyOutcome } from './repo/index.js';
 export type { Daemon, PolicyCheck } from './daemon/index.js';
@@ -30,6 +32,8 @@ export type { AgentSpec, AgentFrontmatter, AgentCatalog, AgentTool } from './age
 export { ApiClient } from './client/index.js';
 export {
   createSupervisor,
+  SpawnArgsSchema,
+  toSpawnRequest,
   SpawnRequestSchema,
   SPAWN_BOUNDS,
   SPAWN_FIELDS,

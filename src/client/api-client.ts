@@ -82,7 +82,7 @@ function parseJson<T>(text: string): T {
  * One SSE stream on its own connection. Ends quietly only on the caller's abort; the daemon's
  * end (a clean close or a torn socket) is `streamEnded`.
  */
-async function* followEvents(socketPath: string, path: string, signal: AbortSignal | undefined, caller: ApiCaller): AsyncGenerator<SupervisorEvent> {
+async function* followEvents(socketPath: string, path: string, signal: AbortSignal | undefined, caller: ApiCaller, onSubscribed?: () => void): AsyncGenerator<SupervisorEvent> {
   const aborted = () => signal?.aborted === true;
   // node:http only here: the stream is long-lived, and a short call should not load it.
   const http = await import('node:http');
@@ -104,6 +104,8 @@ async function* followEvents(socketPath: string, path: string, signal: AbortSign
       for await (const c of res) chunks.push(c as Buffer);
       throw replyError(res.statusCode ?? 0, parseJson<ErrorReply>(Buffer.concat(chunks).toString('utf8')));
     }
+    // The daemon subscribes in the tick it writes the head: from here nothing is missed.
+    onSubscribed?.();
     // Iterated by hand so that only the transport's failure reads as the daemon's end.
     const body = res[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
     const utf8 = new TextDecoder(); // streaming: a character split across chunks stays whole
@@ -273,7 +275,7 @@ export class ApiClient implements Supervisor {
 
   events(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {
     const input = { ...(opts.runId ? { runId: opts.runId } : {}), ...(opts.rootRunId ? { rootRunId: opts.rootRunId } : {}) };
-    return followEvents(this.socketPath, `${API_ROUTES.events.path}${queryOf(input)}`, opts.signal, this.caller);
+    return followEvents(this.socketPath, `${API_ROUTES.events.path}${queryOf(input)}`, opts.signal, this.caller, opts.onSubscribed);
   }
 
   /** Nothing is held between calls (an event stream closes with its iterator). */

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { RUN_STATUSES, type RunStatus } from '../index.js';
 import { BrigError } from '../util/errors.js';
-import { SpawnArgsSchema, toSpawnRequest } from './spawn-args.js';
+import { SpawnArgsSchema, toSpawnRequest } from '../index.js';
 import { READ_ONLY, tool, type ToolDef } from './tool-def.js';
 import { answer, outputShape, refusal } from './tool-result.js';
 import { RunStatusSchema, RunSummarySchema, runLine, runStatus, runSummary, statusText } from './views.js';

@@ -127,6 +127,11 @@ export interface EventsOptions {
   /** Only events of runs in this tree. */
   rootRunId?: string;
   runId?: string;
+  /**
+   * Called once the subscription is in place (the bus holds it; the daemon's stream answered):
+   * every event published after it is delivered. The stream starts on its first pull.
+   */
+  onSubscribed?: () => void;
 }
 
 export interface ReconcileReport {

@@ -45,6 +45,7 @@ export class EventBus {
   subscribe(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {
     const sub: Sub = { buf: [], wake: null, closed: false, dropped: 0, opts };
     this.#subs.add(sub);
+    opts.onSubscribed?.();
     const stop = (): void => {
       sub.closed = true;
       this.#subs.delete(sub);

@@ -1,4 +1,5 @@
 /** runs/: the supervisor — admission, lifecycle, watchdog, control, resume, events. */
+export { SpawnArgsSchema, toSpawnRequest, type SpawnArgs } from './spawn-args.js';
 export {
   RUN_STATUSES,
   END_REASONS,

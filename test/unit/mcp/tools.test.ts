@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SpawnRequestSchema } from '../../../src/index.js';
 import { ALL_TOOLS, toolsFor } from '../../../src/mcp/index.js';
-import { toSpawnRequest } from '../../../src/mcp/spawn-args.js';
+import { toSpawnRequest } from '../../../src/runs/spawn-args.js';
 import { connected, state } from './fake-brig.js';
 
 const NAMES = ['spawn', 'list', 'status', 'steer', 'kill', 'send', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_run', 'graph_status', 'graph_wait', 'graph_cancel'];

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { SPAWN_FIELDS, SpawnRequestSchema } from '../../../src/index.js';
 import type { SpawnField } from '../../../src/protocol/index.js';
-import { SpawnArgsSchema, toSpawnRequest } from '../../../src/mcp/spawn-args.js';
+import { SpawnArgsSchema, toSpawnRequest } from '../../../src/runs/spawn-args.js';
 import spawnCommand, { spawnRequestFromFlags } from '../../../src/cli/commands/spawn.js';
 import { parseArgs } from '../../../src/cli/command.js';
 import { SPAWN_PARAMS, spawnRequestOf } from '../../../src/child/agent/tools/broker-tools.js';

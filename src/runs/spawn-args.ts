@@ -1,13 +1,15 @@
 /**
- * The `spawn` tool's arguments and their translation into brig's one SpawnRequest. Exactly
+ * The spawn request in camelCase with units in its names (`limits.timeoutMs`) — the MCP `spawn`
+ * tool's arguments and the handle library's `spawn` options (src/handles.ts) — and their
+ * translation into brig's one SpawnRequest (the wire's names: SPAWN_FIELDS). Exactly
  * one of `argv` (a command child), `script` (a script child) or `agent` (an agent child);
- * artifacts are absolute host paths (this server's working directory is the MCP client's
- * choice, so a relative path would mean nothing stable). Always async: an MCP call must
- * answer in seconds, a child may run for minutes — `wait` follows it.
+ * artifacts are ref ids or absolute host paths (a server's working directory is its client's
+ * choice, so a relative path would mean nothing stable). Always async: a call must answer in
+ * seconds, a child may run for minutes — `wait` follows it.
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { CAPABILITIES, REF_ID_RE, SPAWN_BOUNDS, SPAWN_FIELDS, type SpawnRequestInput } from '../index.js';
+import { CAPABILITIES, REF_ID_RE, SPAWN_BOUNDS, SPAWN_FIELDS, type SpawnRequestInput } from './types.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 
 export const SpawnArgsSchema = z.strictObject({
