@@ -42,8 +42,9 @@ export function leasePort(store: LeaseStore, policy: Policy, policyFile?: () => 
       }
       return err(p.error);
     },
-    checkImage(name, image) {
-      const p = profileOf(policy, profileFor(name, undefined));
+    checkImage(name, image, parentLeaseId) {
+      // The profile `issue` will give the lease: a child without one of its own inherits its parent's.
+      const p = profileOf(policy, profileFor(name, parentLeaseId ? store.get(parentLeaseId)?.profile : undefined));
       if (!p.ok || p.value.images === null || imageAllowed(p.value.images, image)) return ok(undefined);
       return err(new BrigError('capability_denied', `image "${image.slice(0, 128)}" is not allowed under profile ${p.value.name} (${policy.source})`, {
         data: { what: 'image', image: image.slice(0, 128), profile: p.value.name, allowed: p.value.images },

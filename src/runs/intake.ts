@@ -126,6 +126,12 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
       hint: 'Hand ResultRef ids (ref_…) of your own children instead: they are mounted read-only from the result store.',
     }));
   }
+  // A child's run (an agent spec's image, named by the operator's spec file) is checked again
+  // against the profile its lease will inherit from the parent's — not root's.
+  if (parent?.leaseId && req.image !== undefined && d.deps.leases.checkImage) {
+    const allowed = d.deps.leases.checkImage(req.profile, req.image, parent.leaseId);
+    if (!allowed.ok) return allowed;
+  }
   // Each artifact is judged once, here; what the jail binds is the object judged (its identity).
   // A ResultRef id is its own kind: resolved from the result store, never a path (ref-artifact.ts).
   const artifacts: (JailArtifact & { runId?: string })[] = [];

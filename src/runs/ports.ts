@@ -55,7 +55,8 @@ export interface LeasePort {
   /** Whether the policy in force has this profile (the nearest name in the refusal); absent: not checked before launch. */
   checkProfile?(name: string): Result<void, BrigError>;
   /** Whether a spawn under this profile (absent: the operator's) may run in `image` (policy `images`); absent: any. */
-  checkImage?(profile: string | undefined, image: string): Result<void, BrigError>;
+  /** The image against the profile the run's lease will have: the named one, else the parent lease's, else root's. */
+  checkImage?(profile: string | undefined, image: string, parentLeaseId?: string): Result<void, BrigError>;
   revoke(leaseId: string, by: string, reason: string): Promise<void>;
   /**
    * Revokes the live lease this run holds, if any — also one a launch issued that no record

@@ -56,3 +56,38 @@ test('[INV-1] a profile\'s images: an image outside the list is refused at once 
   }
   assert.deepEqual(await leftovers(home), []);
 });
+
+/** Spawns the agent spec named in its task from inside its jail; reports the refusal. */
+const SPAWNER = `export default async function (brig) {
+  try { const c = await brig.spawn({ task: 'x', kind: 'agent', agent: brig.task }); return { code: 'allowed', runId: c.runId }; }
+  catch (e) { return { code: e.code, message: e.message }; }
+}`;
+
+// req: lease:caps-intersect
+test('[INV-1] a child\'s spawn of an agent spec with an image is checked against the profile its lease inherits, not root\'s', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  const image = await busyboxImage();
+  const repo = image.split(':')[0]!;
+  const policy = fs.readFileSync(path.join(shippedPoliciesDir(), 'default.yaml'), 'utf8')
+    .replace(/^  root:\n/m, `  root:\n    images: ["${repo}:*", toolbox]\n`)
+    .replace(/^  researcher:\n/m, '  researcher:\n    images: [toolbox]\n');
+  fs.writeFileSync(path.join(home, 'policy.yaml'), policy, { mode: 0o600 });
+  fs.mkdirSync(path.join(home, 'agents'), { recursive: true });
+  // No profile of its own: a child spawning it hands down its own.
+  fs.writeFileSync(path.join(home, 'agents', 'boxed.md'), `---\nname: boxed\ndescription: runs in the busybox test image\nimage: ${image}\n---\nDo it.\n`);
+  const c = await compose(loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: 'http://127.0.0.1:9', BRIG_MODEL: 'unused' }), { tickMs: 200, reconcile: true });
+  await c.supervisor.start();
+  try {
+    const parent = await c.supervisor.spawn({ task: 'boxed', kind: 'script', script: SPAWNER, profile: 'researcher' });
+    assert.ok(parent.ok, parent.ok ? '' : parent.error.message);
+    assert.equal(parent.value.endReason, 'completed', parent.value.stderrTail);
+    const got = parent.value.result as { code: string; message?: string };
+    assert.equal(got.code, 'capability_denied', JSON.stringify(got));
+    assert.match(got.message ?? '', /not allowed under profile researcher/);
+    assert.equal((await c.supervisor.list()).length, 1, 'no child recorded');
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});
