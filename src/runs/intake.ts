@@ -15,7 +15,7 @@ import { nearest } from '../util/nearest.js';
 import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import type { JailArtifact } from '../jail/index.js';
 import { decideAdmission, storageRefusal, type StorageState } from './admission.js';
-import { attestedConversation } from './agent-resume.js';
+import { attestedConversation, pairedMessages } from './agent-resume.js';
 import { checkArtifact, checkCommittedOutput } from './artifact-check.js';
 import { checkRefArtifact, isRefArtifact, uniqueNames } from './ref-artifact.js';
 import { repoForSpawn } from './run-repo.js';
@@ -24,7 +24,7 @@ import { createRunRecord, newRunId, requestHash } from './record.js';
 import type { RunTable } from './run-table.js';
 import { effectiveMaxSteps, runTimeoutMs } from './timeouts.js';
 import { SPAWN_BOUNDS } from '../protocol/index.js';
-import { SpawnRequestSchema, type RunRecord, type SpawnContext, type SpawnRequest, type SpawnRequestInput, type SupervisorSettings } from './types.js';
+import { SpawnRequestSchema, type LlmMessage, type RunRecord, type SpawnContext, type SpawnRequest, type SpawnRequestInput, type SupervisorSettings } from './types.js';
 import { hookWhy } from './ender.js';
 
 export type Intake =
@@ -242,6 +242,18 @@ export function storageState(d: Pick<IntakeDeps, 'deps' | 'table'>): StorageStat
 }
 
 /** The run's directory, its request, pinned script and carried checkpoint; then the hook. */
+/** A transcript's carried start (a resumed run's first `reset` line), its messages re-paired (pure). */
+export function carriedStart(transcript: string): { messages: LlmMessage[]; resumedFrom: string } | undefined {
+  const nl = transcript.indexOf('\n');
+  try {
+    const first = JSON.parse(nl < 0 ? transcript : transcript.slice(0, nl)) as { t?: unknown; messages?: unknown; resumedFrom?: unknown };
+    if (first.t !== 'reset' || typeof first.resumedFrom !== 'string' || !Array.isArray(first.messages)) return undefined;
+    return { messages: pairedMessages(first.messages), resumedFrom: first.resumedFrom };
+  } catch {
+    return undefined;
+  }
+}
+
 async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: AgentSpec | undefined, artifacts: JailArtifact[]): Promise<Result<{ rollback(): Promise<void>; hookRollback?: () => Promise<void> }, BrigError>> {
   const { store } = d.table;
   try {
@@ -258,6 +270,11 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: A
       const messages = attestedConversation(held.toString('utf8'), from);
       await store.write(rec.id, 'transcript', `${JSON.stringify({ at: new Date().toISOString(), t: 'reset', messages, resumedFrom: from.id })}\n`);
     }
+    // A replay starts where its source started: a resumed run's carried conversation (the
+    // first line of its transcript, written above for it) is carried again, re-checked as data.
+    const source = rec.replayOf && req.kind === 'agent' ? (await store.read(rec.replayOf, 'transcript'))?.toString('utf8') : undefined;
+    const start = source ? carriedStart(source) : undefined;
+    if (start) await store.write(rec.id, 'transcript', `${JSON.stringify({ at: new Date().toISOString(), t: 'reset', messages: start.messages, resumedFrom: start.resumedFrom })}\n`);
     const carried = rec.resumeOf && req.kind !== 'agent' ? await store.read(rec.resumeOf, 'checkpoint') : null;
     if (carried) {
       await store.write(rec.id, 'checkpoint', carried);

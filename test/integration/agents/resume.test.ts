@@ -75,6 +75,17 @@ test('[INV-1] a killed agent is resumed: the new run continues its held conversa
     assert.ok(oldLease && newLease && newLease.id !== oldLease.id, 'a lease of its own');
     assert.deepEqual([...newLease.caps].sort(), [...oldLease.caps].sort(), 'derived again from the same request: no capability more');
 
+    // The resumed run replays from where it started: its carried conversation comes along.
+    const beforeReplay = m.requests.length;
+    const rp = await c.brig.replay(again.value.id);
+    assert.ok(rp.ok, JSON.stringify(!rp.ok && rp.error));
+    const replayed = await c.brig.wait(rp.value.id);
+    assert.ok(replayed.ok);
+    assert.equal(replayed.value.endReason, 'completed', replayed.value.stderrTail);
+    assert.deepEqual(replayed.value.replay, { of: again.value.id, calls: 1, recorded: 1, divergence: null }, 'no divergence at call 1: the carried turns are the same');
+    assert.equal((replayed.value.result as { answer: string }).answer, 'continued from CLUE-42');
+    assert.equal(m.requests.length, beforeReplay, 'the replay never contacted the model server');
+
     const old = await c.brig.get(r.value.id);
     assert.equal(old?.resumedBy, again.value.id);
     const twice = await c.brig.resume(r.value.id);
