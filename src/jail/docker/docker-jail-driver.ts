@@ -318,6 +318,12 @@ export class DockerJailDriver implements JailDriver {
     return { image: await this.ensureImage(), fallback: { asked: TOOLBOX_NAME, note: `the toolbox image (${tag}) is not built, so this agent ran in brig's child image (busybox and node only); \`brig image toolbox\` builds it` } };
   }
 
+  /** The tag a spec runs in, as create resolves it; null when create would fall back or refuse (the cold path says so). */
+  async imageTagFor(given: Pick<JailSpec, 'image' | 'imageFallback'>): Promise<string | null> {
+    const r = await this.#imageOf(given as JailSpec).catch(() => null);
+    return r && !r.fallback ? r.image : null;
+  }
+
   async create(given: JailSpec): Promise<Jail> {
     const { image, fallback } = await this.#imageOf(given);
     const foreign = await this.imageTermsFor(image, given);

@@ -25,6 +25,7 @@ import type { DockerJail } from './docker-jail.js';
 import type { DockerJailDriver } from './docker-jail-driver.js';
 import { FIFO, SLOT_ENV, waiterReady, waiterScript } from './pool-waiter.js';
 import { JAIL_USER, renderCreateBody, type CreateBody } from './profile.js';
+import { RUNTIME_BUSYBOX } from './runtime-bundle.js';
 
 /** Through the command helper (util/spawner.ts): a fork from the daemon blocks its event loop. */
 const run = execInHelper;
@@ -47,6 +48,8 @@ export interface Slot {
   fifo: { dev: number; ino: number };
   /** Set once a run took it: from then on its run's ender destroys it. */
   taken: boolean;
+  /** A foreign image's slot: the image ENV names its waiter holds (unset by the assignment). */
+  imageEnvKeys?: string[];
 }
 
 /** A fresh slot key: `pool-` and 12 hex (the sweep knows a slot by its prefix). */
@@ -71,15 +74,17 @@ export async function makeSlot(o: MakeSlot): Promise<Slot> {
   try {
     const fifo = await slotDir(dir);
     const nonce = crypto.randomBytes(16).toString('hex');
-    const argv = ['/bin/sh', '-c', waiterScript(nonce)];
+    // A foreign image's waiter is brig's own busybox from the runtime bind: nothing of the image runs before the run.
+    const foreign = await o.driver.imageTermsFor(o.image, { env: { ...SLOT_ENV } });
+    const argv = [foreign ? RUNTIME_BUSYBOX : '/bin/sh', ...(foreign ? ['sh'] : []), '-c', waiterScript(nonce)];
     const spec: JailSpec = { runId: o.key, leaseId: 'pool', rootRunId: o.key, argv, env: { ...SLOT_ENV }, limits: o.limits, artifacts: [], brokerDir: dir, inputs: [], image: o.image };
-    const rendered = renderCreateBody(spec, o.image, o.driver.owner);
+    const rendered = renderCreateBody(spec, o.image, o.driver.owner, foreign);
     if (!rendered.ok) throw rendered.error;
     jail = (await o.driver.create(spec)) as DockerJail;
     await jail.start();
     if (!(await waiterReady(jail, 15_000))) throw new BrigError('jail_failed', 'the pooled jail\'s waiter did not start');
     jail.clearTails();
-    return { key: o.key, dir, jail, body: rendered.value, shape: o.shape, readyAt: new Date().toISOString(), taken: false, nonce, argv, fifo };
+    return { key: o.key, dir, jail, body: rendered.value, shape: o.shape, readyAt: new Date().toISOString(), taken: false, nonce, argv, fifo, ...(foreign ? { imageEnvKeys: Object.keys(foreign.terms.env) } : {}) };
   } catch (e) {
     await jail?.destroy().catch(() => {});
     await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});

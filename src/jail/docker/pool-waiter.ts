@@ -65,19 +65,37 @@ export function shQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
+/** A foreign image's part of an assignment (image-contract.ts terms): the run's and the slot's. */
+export interface ForeignAssign {
+  /** The image ENV the run keeps (its terms for the run's own env) and the image's PATH. */
+  env: Readonly<Record<string, string>>;
+  path: string;
+  /** Names the slot's waiter holds from the image (its terms for the slot's env): unset first. */
+  slotEnvKeys: readonly string[];
+}
+
 /**
  * The assignment the waiter evals: exactly the environment the cold path's container gets
- * (the spec's, PATH as render sets it, the engine's HOSTNAME), then exec of the spec's argv.
+ * (the spec's, a foreign image's ENV as its contract keeps it, PATH as render sets it, the
+ * engine's HOSTNAME), then exec of the spec's argv. In a foreign image the waiter is brig's
+ * busybox, whose shell runs its own applets before the image's programs: a bare argv[0] is
+ * found along the run's PATH by the script itself and exec'd by its path — the image's
+ * program, never brig's applet (not found: 127 and a line on stderr, as a shell says it).
  */
-export function assignScript(spec: Pick<JailSpec, 'argv' | 'env'>): string {
-  const env: Record<string, string> = { ...ENGINE_ENV, ...spec.env, PATH: spec.env.PATH ?? JAIL_PATH };
-  const unset = ['PWD', 'OLDPWD', 'SHLVL', 'PATH', ...Object.keys(ENGINE_ENV), ...Object.keys(SLOT_ENV)];
-  return [
-    `unset ${[...new Set(unset)].join(' ')}`,
-    `export ${Object.entries(env).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')}`,
-    `exec ${spec.argv.map(shQuote).join(' ')}`,
-    '',
-  ].join('\n');
+export function assignScript(spec: Pick<JailSpec, 'argv' | 'env'>, foreign?: ForeignAssign): string {
+  const image = Object.fromEntries(Object.entries(foreign?.env ?? {}).filter(([k]) => !(k in spec.env) && k !== 'PATH'));
+  const env: Record<string, string> = { ...ENGINE_ENV, ...image, ...spec.env, PATH: spec.env.PATH ?? foreign?.path ?? JAIL_PATH };
+  const unset = ['PWD', 'OLDPWD', 'SHLVL', 'PATH', ...Object.keys(ENGINE_ENV), ...Object.keys(SLOT_ENV), ...(foreign?.slotEnvKeys ?? [])];
+  const [argv0 = '', ...rest] = spec.argv;
+  const exec =
+    foreign && !argv0.includes('/')
+      ? [
+          `c=''; IFS=:; for d in $PATH; do [ -n "$d" ] || d=.; if [ -f "$d"/${shQuote(argv0)} ] && [ -x "$d"/${shQuote(argv0)} ]; then c="$d"/${shQuote(argv0)}; break; fi; done; unset IFS d`,
+          `[ -n "$c" ] || { echo ${shQuote(`brig: ${argv0}: not found in PATH`)} >&2; exit 127; }`,
+          `exec "$c"${rest.map((a) => ` ${shQuote(a)}`).join('')}`,
+        ]
+      : [`exec ${spec.argv.map(shQuote).join(' ')}`];
+  return [`unset ${[...new Set(unset)].join(' ')}`, `export ${Object.entries(env).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')}`, ...exec, ''].join('\n');
 }
 
 /** The waiter's whole ready line on its stderr (the stream may bring it in pieces), within the bound. */

@@ -154,12 +154,16 @@ export class WarmPool implements JailDriver {
 
   async #take(spec: JailSpec): Promise<Jail | null> {
     if (spec.artifacts.length > 0 || spec.repoDir !== undefined || spec.brokerDir === undefined) return null;
-    const image = await this.o.driver.ensureImage();
-    if (spec.image !== undefined && spec.image !== image) return null;
-    if (!(await this.#runnable(spec.argv[0] ?? ''))) return null;
+    // Any local image the cold path would run (its toolbox tag resolved); a fallback or a refusal is the cold path's to say.
+    const image = await this.o.driver.imageTagFor(spec);
+    if (image === null) return null;
+    const foreign = await this.o.driver.imageTermsFor(image, spec).catch(() => null);
+    if (foreign === null) return null;
+    // brig's image: only an argv[0] it holds (a foreign image's is found by the assignment along its PATH).
+    if (!foreign && !(await this.#runnable(spec.argv[0] ?? ''))) return null;
     // The checks the cold path's create makes of a spec (the assignment quotes every value,
     // but an argv with NUL or an env name that is not an identifier must be refused, not run).
-    if (!renderCreateBody(spec, image, this.o.driver.owner).ok) return null;
+    if (!renderCreateBody(spec, image, this.o.driver.owner, foreign).ok) return null;
     // A shape is learned from an operator's spawn only: a child's is served if kept, else cold.
     const key = this.#want(image, spec.limits, { learn: spec.askedBy !== 'child' });
     if (key === null) return null;
@@ -183,9 +187,15 @@ export class WarmPool implements JailDriver {
     // making the next slot does not hold up this one.
     const recheck = this.#recheck(slot, spec);
     recheck.catch(() => {});
-    const verified: JailVerified = { ...slot.jail.verified!, pooled: { slot: slot.key, readyAt: slot.readyAt, assignedAt: new Date().toISOString() } };
+    const verified: JailVerified = {
+      ...slot.jail.verified!,
+      // A foreign image's terms as they hold for this run (its env decides what was overridden).
+      ...(foreign ? { foreignImage: { overridden: [...foreign.terms.overridden], envKept: Object.keys(foreign.terms.env).sort(), runtime: foreign.runtimeHash } } : {}),
+      pooled: { slot: slot.key, readyAt: slot.readyAt, assignedAt: new Date().toISOString() },
+    };
     this.o.onEvent?.({ type: 'jail.pool_assigned', runId: spec.runId, slot: slot.key, containerId: verified.containerId });
-    return new PooledJail(slot, spec, verified, recheck, () => this.#pump(), () => this.owned.delete(slot.key));
+    const assign = foreign ? { env: foreign.terms.env, path: foreign.terms.path, slotEnvKeys: slot.imageEnvKeys ?? [] } : undefined;
+    return new PooledJail(slot, spec, verified, recheck, () => this.#pump(), () => this.owned.delete(slot.key), assign);
   }
 
   /**

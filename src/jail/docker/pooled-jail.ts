@@ -16,7 +16,7 @@ import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailSpec, JailVerified, StreamTails } from '../types.js';
 import { inputsArchive } from './docker-jail.js';
 import type { Slot } from './pool-slot.js';
-import { ASSIGN, FIFO, NONCE, assignScript } from './pool-waiter.js';
+import { ASSIGN, FIFO, NONCE, assignScript, type ForeignAssign } from './pool-waiter.js';
 
 export class PooledJail implements Jail {
   private assigned = false;
@@ -28,6 +28,8 @@ export class PooledJail implements Jail {
     private readonly recheck: Promise<void>,
     private readonly started: () => void,
     private readonly released: () => void,
+    /** A foreign image's terms for the assignment (pool-waiter.ts assignScript). */
+    private readonly foreign?: ForeignAssign,
   ) {}
 
   get runId(): string {
@@ -58,7 +60,7 @@ export class PooledJail implements Jail {
     await this.recheck;
     const archive = await inputsArchive([
       ...(this.spec.inputs ?? []),
-      { path: ASSIGN, data: assignScript(this.spec), mode: 0o444 },
+      { path: ASSIGN, data: assignScript(this.spec, this.foreign), mode: 0o444 },
       { path: NONCE, data: this.slot.nonce, mode: 0o444 },
     ]);
     const fifo = path.join(this.slot.dir, FIFO);

@@ -156,3 +156,34 @@ test('readShapes: only full sets of positive finite limits survive; a missing or
   fs.writeFileSync(file, JSON.stringify([good, { ...good, cpu: -1 }, { ...good, pids: 'many' }, { memoryMb: 512 }, null, { ...good, extra: 1 }]));
   assert.deepEqual(readShapes(file), [good, good], 'the bad entries dropped, unknown fields too');
 });
+
+test('assignScript in a foreign image: a bare argv[0] is found along the run\'s PATH and exec\'d by its path (never busybox\'s applet), hostile names stay bytes; not found is 127', async (t) => {
+  if (noBusybox(t)) return;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-assign-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const bin = path.join(dir, 'image bin');
+  fs.mkdirSync(bin);
+  // `ls` is a busybox applet: the image's own ls must win over it.
+  fs.writeFileSync(path.join(bin, 'ls'), '#!/bin/busybox sh\necho "image ls: $0 $*"\n', { mode: 0o755 });
+  const hostile = "it's $(touch x)";
+  fs.writeFileSync(path.join(bin, hostile), '#!/bin/busybox sh\necho "hostile ran: $1"\n', { mode: 0o755 });
+  const foreign = { env: { IMAGE_ONLY: 'kept', PATH: 'not this' }, path: `/nonexistent:${bin}`, slotEnvKeys: ['SLOT_IMAGE'] };
+  const go = (argv: string[]) =>
+    run(BUSYBOX, ['sh', '-c', `s=${shQuote(assignScript({ argv, env: { HOME: '/workspace' } }, foreign))}; eval "$s"`], { env: { SLOT_IMAGE: 'gone', HOSTNAME: 'brig', HOME: '/workspace' }, cwd: dir }).then(
+      (r) => ({ code: 0, ...r }),
+      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+    );
+  const ls = await go(['ls', '-l']);
+  assert.equal(ls.stdout, `image ls: ${bin}/ls -l\n`, 'the image\'s program, by its path');
+  const odd = await go([hostile, '$HOME']);
+  assert.equal(odd.stdout, 'hostile ran: $HOME\n');
+  assert.equal(fs.existsSync(path.join(dir, 'x')), false, 'the name never ran as shell code');
+  const env = await go(['env']);
+  assert.equal(env.code, 127, 'env is not on the run\'s PATH here: not busybox\'s env applet either');
+  assert.match(env.stderr, /brig: env: not found in PATH/);
+  const shown = await go([`${BUSYBOX}`, 'env']);
+  const vars = Object.fromEntries(shown.stdout.trim().split('\n').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  assert.equal(vars.IMAGE_ONLY, 'kept', 'the image ENV the contract kept');
+  assert.equal(vars.PATH, `/nonexistent:${bin}`, 'the image\'s PATH, not its ENV line');
+  assert.equal(vars.SLOT_IMAGE, undefined, 'what the slot\'s waiter held from the image is unset first');
+});
