@@ -1,0 +1,144 @@
+/**
+ * The few Kubernetes API calls the jail driver makes, over undici with the kubeconfig's TLS
+ * client certificate: pods in one namespace (create, get, list by label, patch, delete).
+ * No client library: `@kubernetes/client-node` 2.x needs Node ≥ 22 (reference
+ * kubernetes-here.md), and five verbs over one resource do not need one.
+ *
+ * Guarantees: every call goes to the kubeconfig's server with its CA (never an unverified TLS
+ * connection); an answer that is not 2xx is a BrigError naming the verb, the status and the
+ * API server's own message (a Status object's `message`, bounded).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import type * as Undici from 'undici';
+import { parse } from 'yaml';
+import { BrigError } from '../../util/errors.js';
+
+const require = createRequire(import.meta.url);
+
+export interface KubeConfig {
+  server: string;
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  token?: string;
+  /** The current context's namespace, if it names one. */
+  namespace?: string;
+}
+
+type Named<T> = { name?: string } & T;
+
+/** The current context of a kubeconfig file: its server, CA, client certificate or token. */
+export function readKubeconfig(file: string): KubeConfig {
+  let doc: Record<string, unknown>;
+  try {
+    doc = parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch (e) {
+    throw new BrigError('invalid_input', `the kubeconfig ${file} cannot be read: ${(e as Error).message}`, { hint: 'Point KUBECONFIG at a readable kubeconfig (`make k8s-up` prints one).' });
+  }
+  const dir = path.dirname(file);
+  const list = <T>(k: string) => (Array.isArray(doc[k]) ? (doc[k] as Named<T>[]) : []);
+  const current = String(doc['current-context'] ?? '');
+  const ctx = list<{ context?: { cluster?: string; user?: string; namespace?: string } }>('contexts').find((c) => c.name === current)?.context ?? {};
+  const cluster = (list<{ cluster?: Record<string, string> }>('clusters').find((c) => c.name === ctx.cluster) ?? list<{ cluster?: Record<string, string> }>('clusters')[0])?.cluster ?? {};
+  const user = (list<{ user?: Record<string, string> }>('users').find((u) => u.name === ctx.user) ?? list<{ user?: Record<string, string> }>('users')[0])?.user ?? {};
+  const bytes = (dataKey: string, fileKey: string, from: Record<string, string>) =>
+    from[dataKey] ? Buffer.from(from[dataKey]!, 'base64') : from[fileKey] ? fs.readFileSync(path.resolve(dir, from[fileKey]!)) : undefined;
+  if (!cluster.server) throw new BrigError('invalid_input', `the kubeconfig ${file} names no server for context "${current}"`);
+  const ca = bytes('certificate-authority-data', 'certificate-authority', cluster);
+  const cert = bytes('client-certificate-data', 'client-certificate', user);
+  const key = bytes('client-key-data', 'client-key', user);
+  return { server: cluster.server.replace(/\/+$/, ''), ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}), ...(user.token ? { token: user.token } : {}), ...(ctx.namespace ? { namespace: ctx.namespace } : {}) };
+}
+
+export class KubeApi {
+  readonly #agent: Undici.Agent;
+  readonly #undici: typeof Undici;
+
+  constructor(
+    readonly config: KubeConfig,
+    readonly namespace: string,
+  ) {
+    this.#undici = require('undici') as typeof Undici;
+    this.#agent = new this.#undici.Agent({ connect: { ...(config.ca ? { ca: config.ca } : {}), ...(config.cert ? { cert: config.cert } : {}), ...(config.key ? { key: config.key } : {}) }, connections: 8 });
+  }
+
+  #pods(name?: string): string {
+    return `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/pods${name ? `/${encodeURIComponent(name)}` : ''}`;
+  }
+
+  async #call<T>(verb: string, method: Undici.Dispatcher.HttpMethod, p: string, body?: unknown, contentType = 'application/json'): Promise<T> {
+    const res = await this.#undici
+      .request(`${this.config.server}${p}`, {
+        method,
+        dispatcher: this.#agent,
+        headers: { accept: 'application/json', ...(body !== undefined ? { 'content-type': contentType } : {}), ...(this.config.token ? { authorization: `Bearer ${this.config.token}` } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        headersTimeout: 30_000,
+        bodyTimeout: 30_000,
+      })
+      .catch((e: unknown) => {
+        throw new BrigError('engine_unavailable', `the Kubernetes API at ${this.config.server} did not answer (${verb}): ${(e as Error).message}`, { cause: e });
+      });
+    const text = await res.body.text();
+    if (res.statusCode >= 200 && res.statusCode < 300) return (text ? JSON.parse(text) : {}) as T;
+    let message = text.slice(0, 300);
+    try {
+      message = String((JSON.parse(text) as { message?: unknown }).message ?? message).slice(0, 300);
+    } catch {
+      // not a Status object: the raw text, bounded
+    }
+    const code = res.statusCode === 404 ? 'jail_failed' : res.statusCode === 403 || res.statusCode === 422 ? 'jail_unverified' : 'jail_failed';
+    throw new BrigError(code, `Kubernetes ${verb}: ${res.statusCode} ${message}`, { data: { status: res.statusCode } });
+  }
+
+  createPod(manifest: unknown): Promise<Record<string, unknown>> {
+    return this.#call('create pod', 'POST', this.#pods(), manifest);
+  }
+
+  /** The pod, or null when it is gone. */
+  async getPod(name: string): Promise<Record<string, unknown> | null> {
+    try {
+      return await this.#call('get pod', 'GET', this.#pods(name));
+    } catch (e) {
+      if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return null;
+      throw e;
+    }
+  }
+
+  async listPods(labelSelector: string): Promise<Record<string, unknown>[]> {
+    const r = await this.#call<{ items?: Record<string, unknown>[] }>('list pods', 'GET', `${this.#pods()}?labelSelector=${encodeURIComponent(labelSelector)}`);
+    return r.items ?? [];
+  }
+
+  /** The child container's log (bounded by `limitBytes`). */
+  async podLog(name: string, container: string, limitBytes = 65536): Promise<string> {
+    const res = await this.#undici.request(`${this.config.server}${this.#pods(name)}/log?container=${encodeURIComponent(container)}&limitBytes=${limitBytes}`, {
+      dispatcher: this.#agent,
+      headers: this.config.token ? { authorization: `Bearer ${this.config.token}` } : {},
+    });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw new BrigError('jail_failed', `Kubernetes pod log: ${res.statusCode} ${text.slice(0, 300)}`, { data: { status: res.statusCode } });
+    return text;
+  }
+
+  /** A JSON merge patch (`null` removes a field). */
+  patchPod(name: string, patch: unknown): Promise<Record<string, unknown>> {
+    return this.#call('patch pod', 'PATCH', this.#pods(name), patch, 'application/merge-patch+json');
+  }
+
+  /** Deletes the pod (gone already: fine). */
+  async deletePod(name: string, graceSeconds = 0): Promise<void> {
+    try {
+      await this.#call('delete pod', 'DELETE', `${this.#pods(name)}?gracePeriodSeconds=${graceSeconds}`);
+    } catch (e) {
+      if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return;
+      throw e;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Create → verify → start for a Kubernetes jail (issue 33 item 3): the pod is created behind
+ * brig's scheduling gate, read back as the API server admitted it, compared with what was asked
+ * (pod-spec.ts verifyPod), and only then is the gate lifted; drift is refused, the pod deleted
+ * before it was ever scheduled, and the refusal reported with every drifted field named.
+ *
+ * Guarantees: no container of a pod that drifted ever starts (the scheduler does not bind a
+ * gated pod, and the gate is lifted only after the read-back verified); the pod a run gets is
+ * the verified one — the gate is lifted with the resourceVersion that was verified, so a change
+ * between the read-back and the lift fails the lift (409) instead of running unverified.
+ * Threat: a mutating admission webhook or policy engine changing the pod (a sidecar, a volume,
+ * a RuntimeClass, a dropped security line). Trusts: the API server's stored object.
+ */
+import { BrigError } from '../../util/errors.js';
+import type { KubeApi } from './kube-api.js';
+import { CONTAINER, VERIFY_GATE, verifyPod, type Drift, type PodManifest } from './pod-spec.js';
+
+export interface LaunchedPod {
+  name: string;
+  uid: string;
+  /** The admitted pod, verified. */
+  admitted: Record<string, unknown>;
+}
+
+export interface LaunchHooks {
+  /** Drift found: called before the pod is deleted (the supervisor ledgers it). */
+  onDrift?(name: string, drift: Drift[]): void;
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
+
+/** Creates the pod gated, verifies the read-back, lifts the gate; drift: deleted and refused. */
+export async function launchVerified(api: KubeApi, manifest: PodManifest, hooks: LaunchHooks = {}): Promise<LaunchedPod> {
+  const name = manifest.metadata.name;
+  await api.createPod(manifest);
+  const admitted = await api.getPod(name);
+  if (!admitted) throw new BrigError('jail_failed', `pod ${name} was created but cannot be read back`);
+  const drift = verifyPod(manifest, admitted);
+  if (drift.length > 0) {
+    hooks.onDrift?.(name, drift);
+    await api.deletePod(name).catch(() => undefined);
+    throw new BrigError('jail_unverified', `pod ${name} was changed by admission before it ran (${drift.map((x) => x.field).join(', ')}): refused, deleted before it was scheduled`, {
+      data: { drift: drift.map((x) => x.field) },
+      hint: "Something in the cluster's admission chain (a mutating webhook, a policy engine) changes brig's pods: exempt brig's namespace from it.",
+    });
+  }
+  const meta = obj(admitted.metadata);
+  const gates = (obj(admitted.spec).schedulingGates as { name: string }[] | undefined) ?? [];
+  // Lifted at the verified version only: a change since the read-back is a conflict, not a run.
+  await api.patchPod(name, { metadata: { resourceVersion: meta.resourceVersion }, spec: { schedulingGates: gates.filter((g) => g.name !== VERIFY_GATE) } });
+  return { name, uid: String(meta.uid ?? ''), admitted };
+}
+
+export interface PodEnd {
+  exitCode: number;
+  oomKilled: boolean;
+  /** Pod phase at the end (Succeeded, Failed). */
+  phase: string;
+  reason: string | null;
+}
+
+/** The child container's end, when the pod has one (null while it runs). */
+export function podEnd(pod: unknown): PodEnd | null {
+  const status = obj(obj(pod).status);
+  const phase = String(status.phase ?? '');
+  const cs = ((status.containerStatuses as Obj[] | undefined) ?? []).find((c) => c.name === CONTAINER);
+  const term = obj(obj(cs?.state).terminated);
+  if (cs && Object.keys(term).length > 0) {
+    const reason = typeof term.reason === 'string' ? term.reason : null;
+    return { exitCode: Number(term.exitCode ?? -1), oomKilled: reason === 'OOMKilled', phase, reason };
+  }
+  // Ended before its container did (activeDeadlineSeconds, eviction): no exit code of its own.
+  if (phase === 'Failed' || phase === 'Succeeded') return { exitCode: phase === 'Succeeded' ? 0 : -1, oomKilled: false, phase, reason: typeof status.reason === 'string' ? status.reason : null };
+  return null;
+}
+
+/** Polls the pod until its child ended (or `timeoutMs`): its end, or null at the timeout. */
+export async function waitPodEnd(api: KubeApi, name: string, timeoutMs: number, everyMs = 250): Promise<PodEnd | null> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const pod = await api.getPod(name);
+    if (!pod) throw new BrigError('jail_failed', `pod ${name} is gone`);
+    const end = podEnd(pod);
+    if (end) return end;
+    if (Date.now() >= until) return null;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * The Kubernetes jail's pod (issue 33 items 2–3): one bare Pod per child, rendered from the
+ * same JailSpec as a Docker jail, created behind a scheduling gate, read back and compared
+ * with what was asked before the gate is lifted (pure).
+ *
+ * Guarantees: the rendered pod is PodSecurity `restricted` and stricter — read-only root, uid
+ * and gid 65534, no privilege escalation, every capability dropped, seccomp RuntimeDefault, no
+ * service-account token, no service links, no host namespaces, no hostPath, limits from the
+ * lease (requests = limits), `restartPolicy: Never`, `activeDeadlineSeconds` behind brig's own
+ * timeout, brig's labels (owner, run, lease); `verifyPod` names every way the admitted pod
+ * differs from it in what matters to the jail (a container or volume added, an image, command
+ * or env changed, a security field dropped, a RuntimeClass changed, a token mounted, a host
+ * namespace), so a mutating webhook's change is refused before anything runs.
+ * Threat: an admission chain (a webhook, a LimitRanger, a policy engine) that changes the pod
+ * between create and run. Trusts: the API server's read-back of the object it stored.
+ */
+import type { JailSpec } from '../types.js';
+
+/** The gate a pod is created behind; brig lifts it only after the read-back verified. */
+export const VERIFY_GATE = 'brig.dev/verified';
+export const LABEL_OWNER = 'brig.dev/owner';
+export const LABEL_RUN = 'brig.dev/run';
+export const LABEL_LEASE = 'brig.dev/lease';
+/** The jail user on every driver. */
+export const JAIL_UID = 65534;
+export const CONTAINER = 'child';
+
+export interface PodOptions {
+  namespace: string;
+  owner: string;
+  /** The image as the cluster knows it (imported: `imagePullPolicy: Never`). */
+  image: string;
+  /** An operator's RuntimeClass (gVisor, Kata), or none. */
+  runtimeClassName?: string;
+  /** Backs up brig's own timeout (the kubelet ends the pod past it). */
+  activeDeadlineSeconds?: number;
+}
+
+export type PodManifest = {
+  apiVersion: 'v1';
+  kind: 'Pod';
+  metadata: { name: string; namespace: string; labels: Record<string, string> };
+  spec: Record<string, unknown>;
+};
+
+/** A pod name for a run (DNS-1123: lowercase, ≤ 63). */
+export function podName(runId: string): string {
+  return `brig-${runId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63).replace(/-+$/, '');
+}
+
+/** A label value (≤ 63, alphanumerics, `-_.`, alphanumeric ends). */
+export function labelValue(s: string): string {
+  return s.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '') || 'x';
+}
+
+const mi = (mb: number) => `${Math.max(1, Math.round(mb))}Mi`;
+const milli = (cpu: number) => `${Math.max(1, Math.round(cpu * 1000))}m`;
+
+/** The pod for a jail spec, gated (pure). */
+export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
+  const limits = { cpu: milli(spec.limits.cpu), memory: mi(spec.limits.memoryMb), 'ephemeral-storage': mi(spec.limits.diskMb + spec.limits.tmpfsMb) };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: podName(spec.runId),
+      namespace: o.namespace,
+      labels: { [LABEL_OWNER]: labelValue(o.owner), [LABEL_RUN]: labelValue(spec.runId), [LABEL_LEASE]: labelValue(spec.leaseId) },
+    },
+    spec: {
+      schedulingGates: [{ name: VERIFY_GATE }],
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      hostNetwork: false,
+      hostPID: false,
+      hostIPC: false,
+      ...(o.runtimeClassName ? { runtimeClassName: o.runtimeClassName } : {}),
+      ...(o.activeDeadlineSeconds ? { activeDeadlineSeconds: Math.max(1, Math.ceil(o.activeDeadlineSeconds)) } : {}),
+      terminationGracePeriodSeconds: 2,
+      securityContext: { runAsNonRoot: true, runAsUser: JAIL_UID, runAsGroup: JAIL_UID, fsGroup: JAIL_UID, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [
+        {
+          name: CONTAINER,
+          image: o.image,
+          imagePullPolicy: 'Never',
+          command: [...spec.argv],
+          env: Object.entries(spec.env).map(([name, value]) => ({ name, value })),
+          workingDir: '/workspace',
+          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, runAsNonRoot: true, runAsUser: JAIL_UID, runAsGroup: JAIL_UID, capabilities: { drop: ['ALL'] } },
+          resources: { limits, requests: limits },
+          volumeMounts: [
+            { name: 'workspace', mountPath: '/workspace' },
+            { name: 'tmp', mountPath: '/tmp' },
+          ],
+        },
+      ],
+      volumes: [
+        { name: 'workspace', emptyDir: { sizeLimit: mi(spec.limits.diskMb) } },
+        { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: mi(spec.limits.tmpfsMb) } },
+      ],
+    },
+  };
+}
+
+export interface Drift {
+  field: string;
+  asked: unknown;
+  got: unknown;
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+/** JSON with object keys sorted: the API server writes fields back in its own order. */
+const canon = (v: unknown): string =>
+  Array.isArray(v) ? `[${v.map(canon).join(',')}]` : v && typeof v === 'object' ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon((v as Obj)[k])}`).join(',')}}` : JSON.stringify(v ?? null);
+const same = (a: unknown, b: unknown) => canon(a) === canon(b);
+
+/** Quantities as the API server writes them back (`500m` stays, `1` cpu may read `1`); compared by value. */
+function quantity(q: unknown): number | null {
+  if (typeof q === 'number') return q;
+  if (typeof q !== 'string') return null;
+  const m = /^([0-9.]+)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(q);
+  if (!m) return null;
+  const f: Record<string, number> = { m: 1e-3, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+  return Number(m[1]) * (m[2] ? f[m[2]]! : 1);
+}
+
+/**
+ * Every way the pod the API server holds differs from the one asked for, in what matters to
+ * the jail (pure). Defaults the server fills in that change nothing (a termination message
+ * path, a DNS policy, a scheduler name, tolerations for not-ready nodes) are not drift.
+ */
+export function verifyPod(asked: PodManifest, got: unknown): Drift[] {
+  const out: Drift[] = [];
+  const d = (field: string, a: unknown, g: unknown) => out.push({ field, asked: a, got: g });
+  const gs = obj(obj(got).spec);
+  const as = asked.spec;
+  for (const k of ['restartPolicy', 'automountServiceAccountToken', 'enableServiceLinks', 'runtimeClassName', 'activeDeadlineSeconds'] as const) {
+    if (!same(as[k], gs[k])) d(`spec.${k}`, as[k], gs[k]);
+  }
+  for (const k of ['hostNetwork', 'hostPID', 'hostIPC', 'shareProcessNamespace'] as const) if (gs[k] === true) d(`spec.${k}`, false, true);
+  if (!same(as.securityContext, gs.securityContext)) d('spec.securityContext', as.securityContext, gs.securityContext);
+  if (arr(gs.initContainers).length > 0) d('spec.initContainers', [], arr(gs.initContainers).map((c) => obj(c).name));
+  if (arr(gs.ephemeralContainers).length > 0) d('spec.ephemeralContainers', [], arr(gs.ephemeralContainers).map((c) => obj(c).name));
+  const askedC = arr(as.containers).map(obj);
+  const gotC = arr(gs.containers).map(obj);
+  if (!same(askedC.map((c) => c.name), gotC.map((c) => c.name))) d('spec.containers', askedC.map((c) => c.name), gotC.map((c) => c.name));
+  for (const a of askedC) {
+    const g = gotC.find((c) => c.name === a.name);
+    if (!g) continue;
+    for (const k of ['image', 'imagePullPolicy', 'command', 'args', 'env', 'envFrom', 'workingDir', 'securityContext', 'volumeMounts', 'volumeDevices', 'lifecycle'] as const) {
+      if (!same(a[k], g[k])) d(`containers.${String(a.name)}.${k}`, a[k], g[k]);
+    }
+    for (const side of ['limits', 'requests'] as const) {
+      const al = obj(obj(a.resources)[side]);
+      const gl = obj(obj(g.resources)[side]);
+      const keys = new Set([...Object.keys(al), ...Object.keys(gl)]);
+      for (const k of keys) if (quantity(al[k]) !== quantity(gl[k])) d(`containers.${String(a.name)}.resources.${side}.${k}`, al[k], gl[k]);
+    }
+  }
+  const askedV = arr(as.volumes).map(obj);
+  const gotV = arr(gs.volumes).map(obj);
+  if (!same(askedV.map((v) => v.name).sort(), gotV.map((v) => v.name).sort())) d('spec.volumes', askedV.map((v) => v.name), gotV.map((v) => v.name));
+  for (const a of askedV) {
+    const g = gotV.find((v) => v.name === a.name);
+    if (!g) continue;
+    const kinds = Object.keys(g).filter((k) => k !== 'name');
+    if (!same(Object.keys(a).filter((k) => k !== 'name'), kinds)) d(`volumes.${String(a.name)}`, a, g);
+    else if (a.emptyDir) {
+      const ae = obj(a.emptyDir);
+      const ge = obj(g.emptyDir);
+      if ((ae.medium ?? '') !== (ge.medium ?? '') || quantity(ae.sizeLimit) !== quantity(ge.sizeLimit)) d(`volumes.${String(a.name)}.emptyDir`, ae, ge);
+    }
+  }
+  const gates = arr(gs.schedulingGates).map((g) => obj(g).name);
+  if (!gates.includes(VERIFY_GATE)) d('spec.schedulingGates', [VERIFY_GATE], gates);
+  if (typeof gs.nodeName === 'string' && gs.nodeName !== '') d('spec.nodeName', undefined, gs.nodeName);
+  return out;
+}

@@ -1,0 +1,79 @@
+/**
+ * The Kubernetes jail's pod (src/jail/k8s/pod-spec.ts), pure: the rendered pod is gated,
+ * hardened and labelled; what the API server fills in without changing the jail is not drift,
+ * and each change that matters is named.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { podEnd } from '../../../src/jail/k8s/pod-launch.js';
+import { VERIFY_GATE, podName, renderPod, verifyPod } from '../../../src/jail/k8s/pod-spec.js';
+import type { JailSpec } from '../../../src/jail/index.js';
+
+const spec: JailSpec = { runId: 'r-0123456789abcdef', leaseId: 'l-1', rootRunId: 'r-0123456789abcdef', argv: ['sh', '-c', 'true'], env: { HOME: '/workspace' }, limits: { memoryMb: 256, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 128 }, artifacts: [] };
+const asked = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', activeDeadlineSeconds: 60 });
+
+/** What an API server writes back: defaults added, keys reordered, quantities respelled. */
+function admitted(): Record<string, any> {
+  const p = JSON.parse(JSON.stringify(asked)) as Record<string, any>;
+  p.metadata.uid = 'u-1';
+  p.metadata.resourceVersion = '42';
+  Object.assign(p.spec, { dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', serviceAccountName: 'default', priority: 0, preemptionPolicy: 'PreemptLowerPriority', tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }] });
+  const c = p.spec.containers[0];
+  Object.assign(c, { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' });
+  c.resources.limits.memory = '256Mi';
+  c.resources.limits.cpu = '500m';
+  c.securityContext = Object.fromEntries(Object.entries(c.securityContext as object).reverse());
+  return p;
+}
+
+test('the rendered pod: gated, restricted and stricter, labelled, limits from the lease', () => {
+  const s = asked.spec as Record<string, any>;
+  assert.deepEqual(s.schedulingGates, [{ name: VERIFY_GATE }]);
+  assert.equal(s.restartPolicy, 'Never');
+  assert.equal(s.automountServiceAccountToken, false);
+  assert.equal(s.enableServiceLinks, false);
+  assert.deepEqual(s.securityContext.seccompProfile, { type: 'RuntimeDefault' });
+  const c = s.containers[0];
+  assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'] });
+  assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+  assert.equal(c.securityContext.allowPrivilegeEscalation, false);
+  assert.equal(c.imagePullPolicy, 'Never');
+  assert.deepEqual(c.resources.limits, { cpu: '500m', memory: '256Mi', 'ephemeral-storage': '144Mi' });
+  assert.deepEqual(c.resources.requests, c.resources.limits);
+  assert.ok(!JSON.stringify(s).includes('hostPath'), 'no hostPath');
+  assert.equal(asked.metadata.labels['brig.dev/run'], 'r-0123456789abcdef');
+  assert.equal(podName('r-ABC_def'), 'brig-r-abc-def');
+});
+
+test('verifyPod: server defaults are not drift; every change that matters is named', () => {
+  assert.deepEqual(verifyPod(asked, admitted()), []);
+  const cases: [string, (p: Record<string, any>) => void][] = [
+    ['spec.containers', (p) => p.spec.containers.push({ name: 'sidecar', image: 'x' })],
+    ['spec.initContainers', (p) => (p.spec.initContainers = [{ name: 'init', image: 'x' }])],
+    ['spec.volumes', (p) => p.spec.volumes.push({ name: 'host', hostPath: { path: '/' } })],
+    ['containers.child.volumeMounts', (p) => p.spec.containers[0].volumeMounts.push({ name: 'workspace', mountPath: '/x' })],
+    ['spec.runtimeClassName', (p) => (p.spec.runtimeClassName = 'runc-plain')],
+    ['spec.automountServiceAccountToken', (p) => (p.spec.automountServiceAccountToken = true)],
+    ['containers.child.securityContext', (p) => (p.spec.containers[0].securityContext.capabilities = { drop: [] })],
+    ['spec.securityContext', (p) => delete p.spec.securityContext.seccompProfile],
+    ['containers.child.resources.limits.memory', (p) => (p.spec.containers[0].resources.limits.memory = '1Gi')],
+    ['containers.child.image', (p) => (p.spec.containers[0].image = 'evil:1')],
+    ['containers.child.env', (p) => p.spec.containers[0].env.push({ name: 'LD_PRELOAD', value: '/x.so' })],
+    ['spec.hostNetwork', (p) => (p.spec.hostNetwork = true)],
+    ['spec.schedulingGates', (p) => (p.spec.schedulingGates = [])],
+    ['volumes.workspace.emptyDir', (p) => (p.spec.volumes[0].emptyDir.sizeLimit = '10Gi')],
+    ['spec.nodeName', (p) => (p.spec.nodeName = 'node-1')],
+  ];
+  for (const [field, change] of cases) {
+    const p = admitted();
+    change(p);
+    assert.ok(verifyPod(asked, p).some((d) => d.field === field), `${field}: ${JSON.stringify(verifyPod(asked, p))}`);
+  }
+});
+
+test('podEnd: the child container\'s exit, OOM, and a pod ended without one', () => {
+  assert.equal(podEnd({ status: { phase: 'Running', containerStatuses: [{ name: 'child', state: { running: {} } }] } }), null);
+  assert.deepEqual(podEnd({ status: { phase: 'Failed', containerStatuses: [{ name: 'child', state: { terminated: { exitCode: 3, reason: 'Error' } } }] } }), { exitCode: 3, oomKilled: false, phase: 'Failed', reason: 'Error' });
+  assert.equal(podEnd({ status: { phase: 'Failed', containerStatuses: [{ name: 'child', state: { terminated: { exitCode: 137, reason: 'OOMKilled' } } }] } })?.oomKilled, true);
+  assert.deepEqual(podEnd({ status: { phase: 'Failed', reason: 'DeadlineExceeded' } }), { exitCode: -1, oomKilled: false, phase: 'Failed', reason: 'DeadlineExceeded' });
+});
