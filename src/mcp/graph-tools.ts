@@ -1,12 +1,12 @@
 /**
  * The graph tools: check a `graph: brig/v1` spec, start it, look at it, wait for its one
- * envelope, cancel it. Each is one call of the Brig's graph surface (docs/graphs.md). There is
+ * envelope, explain it, cancel it. Each is one call of the Brig's graph surface (docs/graphs.md). There is
  * deliberately no tool that decides a gate: an MCP client is a model that a page can
  * prompt-inject, and approvals come only from people (the CLI, HTTP, the console).
  */
 import { z } from 'zod';
 import { BrigError } from '../util/errors.js';
-import type { Brig, GraphRecord, GraphSurface } from '../index.js';
+import { renderGraphExplain, type Brig, type GraphRecord, type GraphSurface } from '../index.js';
 import { READ_ONLY, tool, type ToolDef } from './tool-def.js';
 import { answer, outputShape, refusal } from './tool-result.js';
 
@@ -103,6 +103,63 @@ const graphWait = tool({
   },
 });
 
+const LeaseSchema = z.object({ id: z.string(), profile: z.string(), depth: z.number(), caps: z.array(z.string()), refused: z.array(z.string()), revokedBy: z.string().nullable() });
+const AttemptSchema = z.object({
+  n: z.number(),
+  why: z.string().describe('first, a retry (which rule allowed it), or asked again after a restart'),
+  state: z.string(),
+  result: z.string().nullable(),
+  endReason: z.string().nullable(),
+  errorCode: z.string().nullable(),
+  runId: z.string().nullable().describe('drill further with explain on this run'),
+  startedAt: z.string(),
+  endedAt: z.string().nullable(),
+  tokens: z.number().nullable(),
+  lease: LeaseSchema.nullable().describe('the lease the attempt\'s run got: granted capabilities and each refusal'),
+});
+const ExplainedNodeSchema = z.object({
+  id: z.string(),
+  kind: z.string(),
+  macroOf: z.string().nullable(),
+  dependsOn: z.array(z.string()),
+  when: z.string(),
+  state: z.string(),
+  skipReason: z.string().nullable(),
+  skipped: z.string().nullable().describe('why it was skipped: which when could not hold on which dependency, the node that tripped fail_fast, …'),
+  waited: z.array(z.string()).describe('why it waited: its dependencies, a slot (the parallel cap), an operator (a gate)'),
+  retry: z.object({ max: z.number(), on: z.array(z.string()), idempotent: z.boolean() }),
+  attempts: z.array(AttemptSchema),
+  gate: z.object({ deadline: z.string(), decision: z.string().nullable(), by: z.string().nullable(), at: z.string().nullable(), noteHash: z.string().nullable() }).optional(),
+  tally: z.record(z.string(), z.unknown()).optional(),
+  budget: z.record(z.string(), z.unknown()).optional(),
+});
+
+const graphExplain = tool({
+  name: 'graph_explain',
+  title: 'Explain one graph',
+  description: 'Use to understand why a graph ran as it did: per node why it was skipped or waited, each attempt (why it came, how it ended, its run and the lease it got) and its retry rule.',
+  annotations: READ_ONLY,
+  input: z.strictObject({ graphId: GraphIdSchema }),
+  output: outputShape({
+    graphId: z.string(),
+    label: z.string().nullable(),
+    state: z.string(),
+    endReason: z.string().nullable(),
+    createdAt: z.string(),
+    endedAt: z.string().nullable(),
+    parallel: z.number(),
+    onFailure: z.string(),
+    onRestart: z.string(),
+    nodes: z.array(ExplainedNodeSchema),
+  }),
+  async run({ graphId }, { brig }) {
+    const g = graphsOf(brig);
+    if (g instanceof BrigError) return refusal(g);
+    const x = await g.explain(graphId);
+    return x.ok ? answer({ ...x.value }, renderGraphExplain(x.value)) : refusal(x.error);
+  },
+});
+
 const graphCancel = tool({
   name: 'graph_cancel',
   title: 'Cancel a graph',
@@ -118,4 +175,4 @@ const graphCancel = tool({
   },
 });
 
-export const GRAPH_TOOLS: ToolDef[] = [graphDefine, graphRun, graphStatus, graphWait, graphCancel];
+export const GRAPH_TOOLS: ToolDef[] = [graphDefine, graphRun, graphStatus, graphWait, graphExplain, graphCancel];

@@ -32,7 +32,7 @@ test('graph tools over MCP on real jails: define answers the expanded nodes, a r
   const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args }, undefined, { timeout: 60_000 })) as CallToolResult & { structuredContent: Record<string, unknown> };
   try {
     const names = (await client.listTools()).tools.map((x) => x.name);
-    assert.ok(['graph_define', 'graph_run', 'graph_status', 'graph_wait', 'graph_cancel'].every((n) => names.includes(n)));
+    assert.ok(['graph_define', 'graph_run', 'graph_status', 'graph_wait', 'graph_explain', 'graph_cancel'].every((n) => names.includes(n)));
     assert.ok(!names.some((n) => /approve|decide|reject/.test(n)), 'no tool decides a gate');
     const d = await call('graph_define', { spec: SPEC });
     assert.ok(!d.isError);
@@ -56,6 +56,19 @@ test('graph tools over MCP on real jails: define answers the expanded nodes, a r
     assert.deepEqual(String(rows.structuredContent.text).trim().split('\n'), ['"succeeded"', '"succeeded"']);
     const st = await call('graph_status', { graphId });
     assert.deepEqual((st.structuredContent.nodes as { id: string; state: string }[]).map((n) => `${n.id}:${n.state}`), ['shout.items:succeeded', 'shout.0:succeeded', 'shout.1:succeeded', 'shout:succeeded']);
+    // graph_explain: the operator's view over MCP, the same structure as `brig graph explain --json`
+    const x = await call('graph_explain', { graphId });
+    assert.ok(!x.isError, JSON.stringify(x.structuredContent));
+    const xs = x.structuredContent as { state: string; nodes: { id: string; dependsOn: string[]; attempts: { why: string; runId: string | null; lease: { caps: string[] } | null }[] }[] };
+    assert.equal(xs.state, 'completed');
+    const slot = xs.nodes.find((n) => n.id === 'shout.0')!;
+    assert.deepEqual(slot.dependsOn, ['shout.items']);
+    assert.equal(slot.attempts[0]!.why, 'first');
+    assert.match(String(slot.attempts[0]!.runId), /^r-/);
+    assert.ok(slot.attempts[0]!.lease?.caps.includes('exec'), 'each attempt shows the lease its run got');
+    assert.match(String((x.content as { text: string }[])[0]!.text), /shout\.0  command \(of shout\)  succeeded\n  depends on shout\.items/);
+    const none = await call('graph_explain', { graphId: 'g-nosuchgraph00' });
+    assert.equal((none.structuredContent.error as { code: string }).code, 'graph_not_found');
     const gone = await call('graph_cancel', { graphId, confirm: true });
     assert.equal(gone.isError, true, 'an ended graph is not_running');
     assert.equal((gone.structuredContent.error as { code: string }).code, 'not_running');

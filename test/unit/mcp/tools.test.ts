@@ -11,8 +11,8 @@ import { ALL_TOOLS, toolsFor } from '../../../src/mcp/index.js';
 import { toSpawnRequest } from '../../../src/mcp/spawn-args.js';
 import { connected, state } from './fake-brig.js';
 
-const NAMES = ['spawn', 'list', 'status', 'steer', 'kill', 'send', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_run', 'graph_status', 'graph_wait', 'graph_cancel'];
-const READ_ONLY = ['list', 'status', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_status', 'graph_wait'];
+const NAMES = ['spawn', 'list', 'status', 'steer', 'kill', 'send', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_run', 'graph_status', 'graph_wait', 'graph_explain', 'graph_cancel'];
+const READ_ONLY = ['list', 'status', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_status', 'graph_wait', 'graph_explain'];
 
 test('the server lists exactly the tools of the brief, each with one actionable sentence and all four annotations', async () => {
   const { client, close } = await connected(state());
