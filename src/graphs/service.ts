@@ -49,6 +49,12 @@ export interface GraphPorts {
   store: GraphStore;
   /** The operator's (the caller's) bounds: its children cap, maxSpawnDepth, the default run timeout. */
   limits: { maxChildren: number; maxDepth: number; defaultTimeoutMs: number };
+  /**
+   * A graph run by a run (graph_run) takes one child slot of it while it runs — the graph is
+   * one child of its caller; its nodes count as the graph's group, not as the caller's children
+   * one by one. Refused (`children_exceeded`) when the caller has none free; answers the release.
+   */
+  holdSlot?(callerRunId: string, graphId: string): Result<() => void, BrigError>;
   /** Writes the manifest (JSONL) as a ResultRef kept under the graph's id; answers the ref id. */
   putManifest(graphId: string, jsonl: string): Promise<string>;
   /** A run's main ResultRef (its result value, else its first out/ file), for the envelope line. */
@@ -561,9 +567,12 @@ export class GraphService {
     const parallel = Math.min(def.spec.concurrency.max_parallel, this.p.limits.maxChildren, o.caller?.maxChildren ?? Infinity);
     if (parallel < 1) return err(new BrigError('children_exceeded', 'the caller may have no children (maxChildren 0)', { data: { limit: 0, current: 0 } }));
     const now = (this.p.now ?? (() => new Date()))().toISOString();
+    const graphId = newGraphId();
+    const slot = o.caller && this.p.holdSlot ? this.p.holdSlot(o.caller.runId, graphId) : ok(() => {});
+    if (!slot.ok) return slot;
     const rec: GraphRecord = {
       v: 1,
-      id: newGraphId(),
+      id: graphId,
       label: def.spec.label ?? null,
       specHash: def.specHash,
       state: 'running',
@@ -578,11 +587,22 @@ export class GraphService {
       manifestRef: null,
       envelope: null,
     };
-    await this.p.store.create(rec, def.spec);
+    try {
+      await this.p.store.create(rec, def.spec);
+    } catch (e) {
+      slot.value();
+      throw e;
+    }
     const live = new LiveGraph(rec, def, this.p);
     this.#live.set(rec.id, live);
     this.p.onEvent?.({ type: 'graph.started', graphId: rec.id, nodes: rec.nodes.length, parallel, ...(rec.callerRunId ? { runId: rec.callerRunId } : {}) });
-    void live.drive().catch(() => {}).finally(() => this.#live.delete(rec.id));
+    void live
+      .drive()
+      .catch(() => {})
+      .finally(() => {
+        this.#live.delete(rec.id);
+        slot.value();
+      });
     return ok({ graphId: rec.id, order: def.order, nodes: def.nodes, parallel });
   }
 
@@ -698,7 +718,15 @@ export class GraphService {
         this.#live.set(id, live);
         const counts = live.resume((a) => (a.runId ? byId.get(a.runId) : byKey.get(a.key)) ?? null);
         this.p.onEvent?.({ type: 'graph.resumed', graphId: id, ...counts });
-        void live.drive().catch(() => {}).finally(() => this.#live.delete(id));
+        // The graph was admitted before the crash: it takes its caller's slot again if one is free (never refused for it).
+        const slot = rec.callerRunId && this.p.holdSlot ? this.p.holdSlot(rec.callerRunId, id) : null;
+        void live
+          .drive()
+          .catch(() => {})
+          .finally(() => {
+            this.#live.delete(id);
+            if (slot?.ok) slot.value();
+          });
         out.push({ graphId: id, action: 'resumed' });
         continue;
       }
