@@ -40,7 +40,7 @@ export function graphRunHandler(graphs: GraphService, sup: Pick<SupervisorCore, 
     const started = await graphs.run(call.params.spec, {
       source: 'graph_run',
       by: `run:${call.runId}`,
-      caller: { runId: call.runId, depth: l.depth, maxChildren: l.limits.maxChildren, maxDepth: l.limits.maxDepth },
+      caller: { runId: call.runId, depth: l.depth, maxChildren: l.limits.maxChildren, maxDepth: l.limits.maxDepth, tokens: l.limits.tokens, costUsd: l.limits.costUsd },
     });
     if (!started.ok) throw started.error;
     const { graphId, order } = started.value;

@@ -43,6 +43,7 @@ import type { GraphStore } from './store.js';
 import { graphEnvelope, manifestRows } from './envelope.js';
 import { readField, tally, type Ballot } from './tally.js';
 import { explainGraph } from './explain.js';
+import { budgetState, isRunNode, reserve, type Reservation } from './budget.js';
 
 export interface GraphPorts {
   supervisor: Pick<Supervisor, 'spawn' | 'wait' | 'kill' | 'list'>;
@@ -79,7 +80,7 @@ export interface RunGraphOptions {
    * node's request, never the operator's), at its depth + 1 under maxDepth, and running
    * nodes ≤ min(max_parallel, its children cap).
    */
-  caller?: { runId: string; depth: number; maxChildren: number; maxDepth: number };
+  caller?: { runId: string; depth: number; maxChildren: number; maxDepth: number; tokens?: number; costUsd?: number };
 }
 
 export interface GraphWaitOptions {
@@ -106,8 +107,12 @@ export function newGraphId(): string {
 }
 
 /** The spawn request of one node (its task's `{{inputs.<name>}}` filled). */
-export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: string, item?: string): SpawnRequestInput {
+export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: string, item?: string, reserved?: Reservation | null): SpawnRequestInput {
   const s = n.spawn;
+  // The attempt's reservation bounds its run's lease (limits only shrink: the smaller of the spawn's and the reservation).
+  const min = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
+  const limits = { ...s.limits, ...(reserved?.tokens !== undefined ? { tokens: min(s.limits?.tokens, reserved.tokens)! } : {}), ...(reserved?.costUsd !== undefined ? { costUsd: min(s.limits?.costUsd, reserved.costUsd)! } : {}) };
+  const timeout = s.timeout_ms ?? n.budget?.wall_ms;
   if (n.kind === 'tally' || n.kind === 'gate' || n.kind === 'split' || n.kind === 'join') throw new BrigError('internal', `node ${n.id} is a ${n.kind}: it makes no run`);
   return {
     task: taskOf(def.spec, n, item),
@@ -117,11 +122,11 @@ export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: strin
     ...(s.script !== undefined ? { script: s.script } : {}),
     ...(s.argv !== undefined ? { argv: s.argv } : {}),
     ...(s.caps !== undefined ? { caps: s.caps } : {}),
-    ...(s.limits !== undefined ? { limits: s.limits } : {}),
+    ...(Object.keys(limits).length > 0 ? { limits } : {}),
     ...(s.profile !== undefined ? { profile: s.profile } : {}),
     ...(s.objective !== undefined ? { objective: s.objective } : {}),
     ...(s.max_steps !== undefined ? { max_steps: s.max_steps } : {}),
-    ...(s.timeout_ms !== undefined ? { timeout: s.timeout_ms } : {}),
+    ...(timeout !== undefined ? { timeout } : {}),
     ...(s.expected_outputs !== undefined ? { expected_outputs: s.expected_outputs } : {}),
     label: `${graphId}/${n.id}`.slice(0, 128),
     async: true,
@@ -130,6 +135,8 @@ export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: strin
 
 class LiveGraph {
   cancelled = false;
+  /** Set once a reservation could not be made (kept on the record as the nodes skipped `budget_exhausted`). */
+  stopped: SkipReason | null;
   #wake: () => void = () => {};
   #saving: Promise<void> = Promise.resolve();
   #queued: Promise<void> | null = null;
@@ -148,6 +155,21 @@ class LiveGraph {
     this.done = new Promise((r) => (this.#resolveDone = r));
     this.#nodes = new Map(def.expanded.map((n) => [n.id, n]));
     this.#planDef = { order: def.order, sinks: def.sinks, spec: { nodes: def.expanded, on_failure: def.spec.on_failure } };
+    this.stopped = rec.nodes.some((n) => n.skipReason === 'budget_exhausted') ? 'budget_exhausted' : null;
+  }
+
+  /**
+   * An attempt's reservation out of the graph's budget, before it starts; none possible stops
+   * the graph (this node and every pending one skipped `budget_exhausted`, running ones finish).
+   */
+  #reserve(n: GraphNodeRecord): { ok: true; reserved: Reservation | null } | { ok: false } {
+    if (!isRunNode(n)) return { ok: true, reserved: null };
+    const waiting = this.rec.nodes.filter((x) => x.state === 'pending' && isRunNode(x)).length;
+    const r = reserve(this.def.spec.budget, budgetState(this.rec.nodes), this.#nodes.get(n.id)!.budget, waiting);
+    if (r.ok) return { ok: true, reserved: Object.keys(r.reserved).length > 0 ? r.reserved : null };
+    this.stopped = 'budget_exhausted';
+    this.rec.budgetStop = { node: n.id, why: r.why };
+    return { ok: false };
   }
 
   #now = () => (this.p.now ?? (() => new Date()))().toISOString();
@@ -183,15 +205,16 @@ class LiveGraph {
         const woke = new Promise<void>((r) => (this.#wake = r));
         for (const go of this.#open.splice(0)) void go();
         const states = this.#states();
-        const end = graphEnd({ def: this.#planDef, states, cancelled: this.cancelled });
+        const end = graphEnd({ def: this.#planDef, states, cancelled: this.cancelled, stopped: this.stopped });
         if (end) return await this.#finish(end.state, end.endReason);
-        const steps = plan({ def: this.#planDef, states, parallel: this.rec.parallel, cancelled: this.cancelled });
+        const steps = plan({ def: this.#planDef, states, parallel: this.rec.parallel, cancelled: this.cancelled, stopped: this.stopped });
         const starts: [GraphNodeRecord, GraphAttempt][] = [];
         for (const s of steps) {
           const n = this.#node(s.node);
-          if (s.kind === 'skip') {
+          const held = s.kind === 'start' && !this.stopped ? this.#reserve(n) : null;
+          if (s.kind === 'skip' || !held?.ok) {
             n.state = 'skipped';
-            n.skipReason = s.reason;
+            n.skipReason = s.kind === 'skip' ? s.reason : 'budget_exhausted';
           } else {
             const a: GraphAttempt = {
               n: n.attempts.length + 1,
@@ -205,6 +228,7 @@ class LiveGraph {
               endedAt: null,
               tokens: null,
               costUsd: null,
+              ...(held.reserved ? { reserved: held.reserved } : {}),
             };
             n.state = 'running';
             n.attempts.push(a);
@@ -278,7 +302,7 @@ class LiveGraph {
     let errorCode: string | null = null;
     try {
       const item = spec.item && !a.runId ? (await this.#itemsOf(spec.item.split))[spec.item.index] : undefined;
-      const r = a.runId ? ok({ id: a.runId }) : await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id, item), ctx);
+      const r = a.runId ? ok({ id: a.runId }) : await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id, item, a.reserved), ctx);
       if (!r.ok) errorCode = r.error.code;
       else {
         const fresh = a.runId === null || a.state !== 'running';
@@ -551,7 +575,8 @@ export class GraphService {
 
   #defineOptions(source?: string, caller?: RunGraphOptions['caller']) {
     const maxDepth = caller ? Math.min(caller.maxDepth, this.p.limits.maxDepth) : this.p.limits.maxDepth;
-    return { callerDepth: caller?.depth ?? 0, maxDepth, defaultTimeoutMs: this.p.limits.defaultTimeoutMs, ...(source ? { source } : {}) };
+    const callerBudget = caller ? { ...(caller.tokens !== undefined ? { tokens: caller.tokens } : {}), ...(caller.costUsd !== undefined ? { costUsd: caller.costUsd } : {}) } : undefined;
+    return { callerDepth: caller?.depth ?? 0, maxDepth, defaultTimeoutMs: this.p.limits.defaultTimeoutMs, ...(source ? { source } : {}), ...(callerBudget ? { callerBudget } : {}) };
   }
 
   /** Define time alone: the topological order and the nodes, or every refusal with its line. Starts nothing. */

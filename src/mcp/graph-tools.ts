@@ -115,6 +115,8 @@ const AttemptSchema = z.object({
   startedAt: z.string(),
   endedAt: z.string().nullable(),
   tokens: z.number().nullable(),
+  costUsd: z.number().nullable(),
+  reserved: z.object({ tokens: z.number().optional(), costUsd: z.number().optional() }).nullable().describe('what the attempt reserved out of the graph\'s budget before it started'),
   lease: LeaseSchema.nullable().describe('the lease the attempt\'s run got: granted capabilities and each refusal'),
 });
 const ExplainedNodeSchema = z.object({
@@ -131,7 +133,7 @@ const ExplainedNodeSchema = z.object({
   attempts: z.array(AttemptSchema),
   gate: z.object({ deadline: z.string(), decision: z.string().nullable(), by: z.string().nullable(), at: z.string().nullable(), noteHash: z.string().nullable() }).optional(),
   tally: z.record(z.string(), z.unknown()).optional(),
-  budget: z.record(z.string(), z.unknown()).optional(),
+  budget: z.object({ tokens: z.number().optional(), cost_usd: z.number().optional(), wall_ms: z.number().optional() }).optional(),
 });
 
 const graphExplain = tool({
@@ -150,6 +152,15 @@ const graphExplain = tool({
     parallel: z.number(),
     onFailure: z.string(),
     onRestart: z.string(),
+    budget: z.object({
+      wall_ms: z.number().optional(),
+      tokens: z.number().optional(),
+      cost_usd: z.number().optional(),
+      children: z.number().optional(),
+      spent: z.object({ tokens: z.number(), costUsd: z.number() }),
+      runs: z.number(),
+      stop: z.object({ node: z.string(), why: z.string() }).nullable(),
+    }).describe('the graph\'s budget, what its node runs spent, and the reservation that stopped it (budget_exhausted)'),
     nodes: z.array(ExplainedNodeSchema),
   }),
   async run({ graphId }, { brig }) {
