@@ -98,7 +98,9 @@ function skippedWhy(rec: GraphRecord, def: GraphDefinition, n: GraphNodeRecord, 
     }
     case 'budget_exhausted':
       return rec.budgetStop
-        ? rec.budgetStop.node === n.id
+        ? rec.budgetStop.node === null
+          ? `the graph stopped: ${rec.budgetStop.why}`
+          : rec.budgetStop.node === n.id
           ? `its reservation could not be made (${rec.budgetStop.why}): the graph stopped`
           : `the graph stopped: ${rec.budgetStop.node}'s reservation could not be made (${rec.budgetStop.why})`
         : 'the graph\'s budget could not make a reservation: the graph stopped';
@@ -202,7 +204,7 @@ export function renderGraphExplain(x: GraphExplanation): string {
   const bx = x.budget;
   const limits = [bx.tokens !== undefined ? `${bx.spent.tokens} of ${bx.tokens} tokens` : null, bx.cost_usd !== undefined ? `$${bx.spent.costUsd.toFixed(4)} of $${bx.cost_usd}` : null, bx.children !== undefined ? `${bx.runs} of ${bx.children} node runs` : null].filter((v) => v !== null);
   out.push(`started ${x.createdAt}${x.endedAt ? `, ended ${x.endedAt} (${dur(ms(x.createdAt, x.endedAt))})` : ''} · max ${x.parallel} running · on_failure ${x.onFailure} · on_restart ${x.onRestart}`);
-  if (limits.length > 0 || bx.stop) out.push(`budget: ${limits.join(' · ') || 'none'}${bx.stop ? ` · stopped at ${bx.stop.node}: ${bx.stop.why}` : ''}`);
+  if (limits.length > 0 || bx.stop) out.push(`budget: ${limits.join(' · ') || 'none'}${bx.stop ? ` · stopped${bx.stop.node ? ` at ${bx.stop.node}` : ''}: ${bx.stop.why}` : ''}`);
   for (const n of x.nodes) {
     out.push('');
     out.push(`${n.id}  ${n.kind}${n.macroOf ? ` (of ${n.macroOf})` : ''}  ${n.state}${n.skipReason ? ` (${n.skipReason})` : ''}`);

@@ -199,7 +199,46 @@ class LiveGraph {
     }
   }
 
+  /**
+   * The graph's wall budget at run time: past createdAt + budget.wall_ms (a restart re-arms it
+   * from the record, never extends it) the graph stops — running attempts killed (by system,
+   * whole subtrees), a waiting gate ended, pending nodes skipped `budget_exhausted`.
+   */
+  #armWall(): void {
+    const wall = this.def.spec.budget.wall_ms;
+    if (wall === undefined || this.rec.endedAt) return;
+    const left = Math.max(0, Date.parse(this.rec.createdAt) + wall - Date.now());
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      this.#wallPassed(wall);
+    }, Math.min(left, 2 ** 31 - 1));
+    timer.unref();
+    this.#timers.add(timer);
+  }
+
+  #wallPassed(wall: number): void {
+    if (this.rec.endedAt || this.cancelled || this.stopped) return;
+    this.stopped = 'budget_exhausted';
+    this.rec.budgetStop = { node: null, why: `budget.wall_ms ${wall} passed` };
+    for (const n of this.rec.nodes) {
+      const a = n.attempts.at(-1);
+      if (n.state !== 'running' || !a) continue;
+      if (n.kind === 'gate') {
+        for (const t of this.#timers) clearTimeout(t);
+        a.state = 'ended';
+        a.result = 'failed';
+        a.endReason = 'budget_exhausted';
+        a.endedAt = this.#now();
+        n.state = 'failed';
+        if (n.gate) n.gate = { ...n.gate, decision: 'rejected', by: 'budget_exhausted', at: a.endedAt };
+      } else if (a.runId) void this.p.supervisor.kill(a.runId, { confirm: true, by: 'system' }).catch(() => {});
+    }
+    this.#dirty = true;
+    this.#wake();
+  }
+
   async drive(): Promise<void> {
+    this.#armWall();
     try {
       for (;;) {
         const woke = new Promise<void>((r) => (this.#wake = r));
@@ -340,7 +379,7 @@ class LiveGraph {
     a.costUsd = ended?.costUsd ?? null;
     const retry = spec.retry;
     const left = n.attempts.length < retry.max + 1;
-    const again = !this.cancelled && left && (lost ? retry.idempotent : (retry.on as string[]).includes(result));
+    const again = !this.cancelled && !this.stopped && left && (lost ? retry.idempotent : (retry.on as string[]).includes(result));
     // A refine round's stop_when, on its committed result (unreadable or not holding: the chain goes on).
     const stop = result === 'succeeded' && spec.stop && a.runId && this.p.readBallot ? await this.p.readBallot(a.runId, spec.stop.when.file).then((v) => stopHolds(spec.stop!.when, v), () => false) : false;
     n.state = again ? 'pending' : result;

@@ -159,7 +159,7 @@ const graphExplain = tool({
       children: z.number().optional(),
       spent: z.object({ tokens: z.number(), costUsd: z.number() }),
       runs: z.number(),
-      stop: z.object({ node: z.string(), why: z.string() }).nullable(),
+      stop: z.object({ node: z.string().nullable(), why: z.string() }).nullable(),
     }).describe('the graph\'s budget, what its node runs spent, and the reservation that stopped it (budget_exhausted)'),
     nodes: z.array(ExplainedNodeSchema),
   }),

@@ -369,8 +369,8 @@ export interface GraphRecord {
   parallel: number;
   order: string[];
   nodes: GraphNodeRecord[];
-  /** The reservation that could not be made and stopped the graph (`budget_exhausted`): which node, and why. */
-  budgetStop?: { node: string; why: string } | null;
+  /** What stopped the graph (`budget_exhausted`): the node whose reservation could not be made (null: the graph's wall_ms passed), and why. */
+  budgetStop?: { node: string | null; why: string } | null;
   /** Set once the graph ended: the manifest ref and the envelope text. */
   manifestRef: string | null;
   envelope: string | null;
@@ -516,6 +516,6 @@ export interface GraphExplanation {
   onFailure: 'fail_fast' | 'continue';
   onRestart: 'resume' | 'fail';
   /** The graph's budget as written, what its node runs spent (ended attempts) and started, and the reservation that stopped it. */
-  budget: GraphBudget & { spent: { tokens: number; costUsd: number }; runs: number; stop: { node: string; why: string } | null };
+  budget: GraphBudget & { spent: { tokens: number; costUsd: number }; runs: number; stop: { node: string | null; why: string } | null };
   nodes: GraphNodeExplained[];
 }

@@ -160,3 +160,48 @@ test('budget.children counts every node run, retries included: a node that keeps
   assert.equal(done.value.nodes[0]!.skipReason, 'budget_exhausted');
   assert.match(done.value.budgetStop!.why, /budget.children 2: 2 node runs started/);
 });
+
+test("the graph's wall budget at run time: once createdAt + wall_ms passes, running attempts are killed (by system), pending nodes skipped budget_exhausted, the graph ends once (budget_exhausted)", async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-graphwall-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // A twin whose runs never end by themselves (a node stuck past the graph's wall).
+  const runs = new Map<string, { rec: RunRecord; end: () => void; ended: Promise<void> }>();
+  const kills: { id: string; by: string }[] = [];
+  const sup = {
+    async spawn() {
+      let end!: () => void;
+      const ended = new Promise<void>((r) => (end = r));
+      const rec = { id: `r-wall${String(runs.size + 1).padStart(8, '0')}`, status: 'running', endReason: null, tokens: null, costUsd: null } as unknown as RunRecord;
+      runs.set(rec.id, { rec, end, ended });
+      return ok(rec);
+    },
+    async wait(id: string) {
+      await runs.get(id)!.ended;
+      return ok(runs.get(id)!.rec);
+    },
+    async kill(id: string, o: { by?: string } = {}) {
+      kills.push({ id, by: o.by ?? '' });
+      const r = runs.get(id)!;
+      Object.assign(r.rec, { status: 'ended', endReason: 'killed' });
+      r.end();
+      return ok(r.rec);
+    },
+    async list() {
+      return [...runs.values()].map((r) => r.rec);
+    },
+  };
+  const g = new GraphService({ supervisor: sup, store: new GraphStore(dir), limits: { maxChildren: 5, maxDepth: 3, defaultTimeoutMs: 60_000 }, putManifest: async (id) => `ref_m_${id}` });
+  const text = JSON.stringify({ graph: 'brig/v1', budget: { wall_ms: 400 }, nodes: [{ id: 'a', kind: 'command', spawn: { task: 't', argv: ['true'], timeout_ms: 300 } }, { id: 'b', kind: 'command', depends_on: ['a'], when: 'all_done', spawn: { task: 't', argv: ['true'], timeout_ms: 100 } }] });
+  const s = await g.run(text);
+  assert.ok(s.ok, s.ok ? '' : s.error.message);
+  const t0 = Date.now();
+  const done = await g.wait(s.value.graphId, { timeoutMs: 5_000 });
+  assert.ok(done.ok);
+  assert.ok(Date.now() - t0 >= 300, 'not before the wall');
+  assert.equal(done.value.state, 'failed');
+  assert.equal(done.value.endReason, 'budget_exhausted');
+  assert.deepEqual(done.value.budgetStop, { node: null, why: 'budget.wall_ms 400 passed' });
+  assert.deepEqual(kills.map((k) => k.by), ['system'], 'the running attempt killed by system, once');
+  assert.deepEqual(done.value.nodes.map((n) => `${n.id}:${n.state}:${n.skipReason ?? ''}`), ['a:failed:', 'b:skipped:budget_exhausted'], 'b (when all_done) never started after the stop');
+  assert.equal(runs.size, 1);
+});
