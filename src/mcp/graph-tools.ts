@@ -1,8 +1,10 @@
 /**
  * The graph tools: check a `graph: brig/v1` spec, start it, look at it, wait for its one
- * envelope, explain it, cancel it. Each is one call of the Brig's graph surface (docs/graphs.md). There is
- * deliberately no tool that decides a gate: an MCP client is a model that a page can
- * prompt-inject, and approvals come only from people (the CLI, HTTP, the console).
+ * envelope, explain it, cancel it. Each is one call of the Brig's graph surface (docs/graphs.md). By
+ * default no tool decides a gate: an MCP client is a model that a page can prompt-inject, and
+ * approvals come from people (the CLI, HTTP, the console). An operator who runs the server with
+ * `--allow-gate-decisions` adds `graph_decide` (GATE_TOOLS) — decided `by: mcp`, so a gate with
+ * `prevent_self` of a graph MCP submitted still refuses it.
  */
 import { z } from 'zod';
 import { BrigError } from '../util/errors.js';
@@ -185,5 +187,28 @@ const graphCancel = tool({
     return c.ok ? answer(view(c.value), text(c.value)) : refusal(c.error);
   },
 });
+
+const graphDecide = tool({
+  name: 'graph_decide',
+  title: 'Approve or reject a waiting gate',
+  description: "Use only when a person told you the decision: approves or rejects a graph's waiting gate (recorded as decided by mcp, the note kept only as its hash).",
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  input: z.strictObject({
+    graphId: GraphIdSchema,
+    node: z.string().min(1).max(64).describe('the gate node id'),
+    decision: z.enum(['approve', 'reject']),
+    note: z.string().max(4096).optional().describe('why (kept only as its sha256)'),
+  }),
+  output: outputShape(GraphShape),
+  async run({ graphId, node, decision, note }, { brig }) {
+    const g = graphsOf(brig);
+    if (g instanceof BrigError) return refusal(g);
+    const d = await g.decide(graphId, node, { decision, by: 'mcp', ...(note !== undefined ? { note } : {}) });
+    return d.ok ? answer(view(d.value), text(d.value)) : refusal(d.error);
+  },
+});
+
+/** Offered only when the operator turns gate decisions over MCP on (`brig mcp --allow-gate-decisions`). */
+export const GATE_TOOLS: ToolDef[] = [graphDecide];
 
 export const GRAPH_TOOLS: ToolDef[] = [graphDefine, graphRun, graphStatus, graphWait, graphExplain, graphCancel];

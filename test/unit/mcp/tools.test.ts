@@ -69,6 +69,24 @@ test('--read-only offers only the tools that read', () => {
   assert.equal(toolsFor({}).length, ALL_TOOLS.length);
 });
 
+test('no tool decides a graph gate unless the operator turns it on (--allow-gate-decisions): then graph_decide, destructive, never with --read-only', async () => {
+  assert.ok(!toolsFor({}).some((t) => t.name === 'graph_decide'));
+  assert.ok(!ALL_TOOLS.some((t) => t.name === 'graph_decide'));
+  assert.ok(!toolsFor({ readOnly: true, gateDecisions: true }).some((t) => t.name === 'graph_decide'));
+  const on = toolsFor({ gateDecisions: true });
+  assert.deepEqual(on.map((t) => t.name).filter((n) => !NAMES.includes(n)), ['graph_decide']);
+  const { client, close } = await connected(state(), { gateDecisions: true });
+  try {
+    const d = (await client.listTools()).tools.find((t) => t.name === 'graph_decide')!;
+    assert.ok(d, 'listed when turned on');
+    assert.equal(d.annotations!.destructiveHint, true);
+    assert.deepEqual((d.inputSchema as { required?: string[] }).required?.sort(), ['decision', 'graphId', 'node']);
+    assert.equal((d.inputSchema as { additionalProperties?: unknown }).additionalProperties, false, 'no `by`: the face says who (mcp)');
+  } finally {
+    await close();
+  }
+});
+
 test('spawn arguments become a SpawnRequest the library accepts, always async', () => {
   const cmd = toSpawnRequest({ task: 't', argv: ['sh', '-c', 'echo hi'], limits: { memoryMb: 128, timeoutMs: 5000, maxSteps: 3 }, artifacts: ['/data/x'], label: 'L', caps: ['exec'] });
   assert.ok(cmd.ok);
