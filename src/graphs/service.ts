@@ -9,9 +9,12 @@
  * min(max_parallel, the caller's children cap); a dependent gets only its declared inputs'
  * committed out/ (the run of the node's succeeded attempt) as read-only mounts at
  * /artifacts/<as>, never a folder another node can write; each attempt ends once, the graph
- * ends once (one envelope ≤ 4 KiB and one manifest ref).
- * Crash safety today (`on_restart: fail`): at start a graph left `running` ends `failed`
- * (`supervisor_restart`) exactly once, its attempts' runs are killed; nothing resumes yet.
+ * ends once (one envelope ≤ 4 KiB and one manifest ref). A graph run by a run holds one of
+ * its child slots while it runs. Budgets (budget.ts): an attempt reserves before it starts (the
+ * reservation is its run's token/cost limit), settles at its end; a reservation that cannot be
+ * made, or the graph's wall time passing, stops it once (`budget_exhausted`).
+ * Crash safety: at start a graph left `running` resumes (`on_restart: resume`: recover, resume)
+ * or ends `failed` (`supervisor_restart`) exactly once, its attempts' runs killed.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
