@@ -12,6 +12,7 @@ import { z } from 'zod';
 import {
   BROKER_METHODS,
   LLM_PURPOSES,
+  GRAPH_ID,
   PROTOCOL_VERSION,
   SEND_MODES,
   MAX_SEND_TURNS,
@@ -107,7 +108,9 @@ const PARAMS = {
   'session.search': z.strictObject({ query: z.string().min(1).max(200), limit: z.number().int().positive().max(20).optional() }),
   'session.expand': z.strictObject({ offset: z.number().int().nonnegative().optional(), limit: z.number().int().positive().max(20).optional() }),
   // The spec travels whole in one line (MAX_LINE_BYTES): a graph bigger than that is not one an agent writes.
-  'graph.run': z.strictObject({ spec: z.string().min(1).max(48 * 1024), timeoutMs: z.number().int().positive().max(600_000).optional() }),
+  // timeoutMs 0: start it and answer at once (graph.wait polls or waits for it, bounded).
+  'graph.run': z.strictObject({ spec: z.string().min(1).max(48 * 1024), timeoutMs: z.number().int().min(0).max(600_000).optional() }),
+  'graph.wait': z.strictObject({ graphId: z.string().regex(GRAPH_ID), timeoutMs: z.number().int().min(0).max(600_000).optional() }),
 } as const satisfies { [M in BrokerMethod]: z.ZodType<ParamsOf<M>> };
 
 export type Method = BrokerMethod;

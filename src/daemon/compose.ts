@@ -30,7 +30,7 @@ import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
 import { Operator } from './operator.js';
 import { openDrillIn } from './refs.js';
-import { graphManifestReader, graphRunHandler, graphServiceFor } from './graphs.js';
+import { graphManifestReader, graphRunHandler, graphServiceFor, graphWaitHandler } from './graphs.js';
 import type { GraphService } from '../graphs/index.js';
 
 export { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
@@ -205,6 +205,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const graphs = graphServiceFor({ dir: paths.graphs, supervisor, results, ledger, leases: operator.leases });
   // An agent's graph_run (capability `graph`): its graph is one child of its own; it slices the manifest as a child's ref.
   handlers['graph.run'] = graphRunHandler(graphs, supervisor);
+  handlers['graph.wait'] = graphWaitHandler(graphs, supervisor);
   childRefs.allowGraphManifests(graphManifestReader(graphs.p.store));
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};

@@ -10,14 +10,14 @@ import { GraphService, GraphStore } from '../graphs/index.js';
 import type { Ledger } from '../ledger/index.js';
 import type { FsResultStore } from '../results/index.js';
 import type { SupervisorCore } from '../runs/index.js';
-import type { OperatorSurface } from '../protocol/index.js';
+import type { GraphCallReply, OperatorSurface } from '../protocol/index.js';
 import type { Handler } from '../broker/index.js';
 import { isGraphId } from '../protocol/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError } from '../util/errors.js';
 
 /** The broker methods the graphs answer (the composition root installs their handlers beside the supervisor's). */
-export const GRAPH_METHODS = ['graph.run'] as const;
+export const GRAPH_METHODS = ['graph.run', 'graph.wait'] as const;
 
 /** The longest one `graph_run` call blocks by default (under the agent loop's per-tool timeout); the graph goes on after it. */
 export const GRAPH_RUN_WAIT_MS = 50_000;
@@ -35,24 +35,54 @@ export const GRAPH_RUN_WAIT_MS = 50_000;
  */
 export function graphRunHandler(graphs: GraphService, sup: Pick<SupervisorCore, 'get' | 'whileBlocked'>): Handler<'graph.run'> {
   return async (call) => {
-    const run = await sup.get(call.runId);
-    if (!run || run.status !== 'running') throw new BrigError('not_running', `run ${call.runId} is not running`, { data: { status: run?.status ?? 'unknown' } });
-    // The broker checked it with the same predicate; a handler reached another way still refuses.
-    if (!grantAllows(call.lease, 'graph')) throw new BrigError('capability_denied', 'the lease does not grant `graph`', { data: { what: 'graph' } });
+    await callerMayAsk(sup, call);
     const l = call.lease;
     const started = await graphs.run(call.params.spec, {
       source: 'graph_run',
       by: `run:${call.runId}`,
-      caller: { runId: call.runId, depth: l.depth, maxChildren: l.limits.maxChildren, maxDepth: l.limits.maxDepth },
+      caller: { runId: call.runId, depth: l.depth, maxChildren: l.limits.maxChildren, maxDepth: l.limits.maxDepth, tokens: l.limits.tokens, costUsd: l.limits.costUsd },
     });
     if (!started.ok) throw started.error;
     const { graphId, order } = started.value;
-    const waited = await sup.whileBlocked(call.runId, () => graphs.wait(graphId, { timeoutMs: call.params.timeoutMs ?? GRAPH_RUN_WAIT_MS }));
-    if (!waited.ok) throw waited.error;
-    const g = waited.value;
-    if (g.state === 'running') return { graphId, state: g.state, endReason: null, order, envelope: null, manifestRef: null, hint: 'the graph goes on: its nodes are your children (list_children, wait_children); an operator sees it with brig graph status' };
-    return { graphId, state: g.state, endReason: g.endReason, order, envelope: g.envelope ?? '', manifestRef: g.manifestRef };
+    return { ...(await waitFor(graphs, sup, call.runId, graphId, call.params.timeoutMs ?? GRAPH_RUN_WAIT_MS)), order };
   };
+}
+
+/**
+ * `graph.wait`, behind the agent tool `graph_wait` (capability `graph`): a graph the calling run
+ * started with graph_run — its state now (timeoutMs 0), or once it ends, waiting at most
+ * timeoutMs (its slot freed meanwhile). Any other graph (another run's, the operator's) is
+ * `graph_not_found` to it, as one that does not exist.
+ */
+export function graphWaitHandler(graphs: GraphService, sup: Pick<SupervisorCore, 'get' | 'whileBlocked'>): Handler<'graph.wait'> {
+  return async (call) => {
+    await callerMayAsk(sup, call);
+    const s = await graphs.status(call.params.graphId);
+    if (!s.ok || s.value.callerRunId !== call.runId) {
+      throw new BrigError('graph_not_found', `no graph ${call.params.graphId} of yours`, { data: { graphId: call.params.graphId }, hint: 'graph_wait takes the graphId a graph_run of yours answered.' });
+    }
+    return waitFor(graphs, sup, call.runId, call.params.graphId, call.params.timeoutMs ?? GRAPH_RUN_WAIT_MS);
+  };
+}
+
+async function callerMayAsk(sup: Pick<SupervisorCore, 'get'>, call: { runId: string; lease: Parameters<typeof grantAllows>[0] }): Promise<void> {
+  const run = await sup.get(call.runId);
+  if (!run || run.status !== 'running') throw new BrigError('not_running', `run ${call.runId} is not running`, { data: { status: run?.status ?? 'unknown' } });
+  // The broker checked it with the same predicate; a handler reached another way still refuses.
+  if (!grantAllows(call.lease, 'graph')) throw new BrigError('capability_denied', 'the lease does not grant `graph`', { data: { what: 'graph' } });
+}
+
+/** Waits (the caller's slot freed; not at all for 0) and answers the graph as its caller sees it. */
+async function waitFor(graphs: GraphService, sup: Pick<SupervisorCore, 'whileBlocked'>, runId: string, graphId: string, timeoutMs: number): Promise<GraphCallReply> {
+  const waited = timeoutMs > 0 ? await sup.whileBlocked(runId, () => graphs.wait(graphId, { timeoutMs })) : await graphs.status(graphId);
+  if (!waited.ok) throw waited.error;
+  const g = waited.value;
+  const counts: Record<string, number> = {};
+  for (const n of g.nodes) counts[n.state] = (counts[n.state] ?? 0) + 1;
+  const running = g.nodes.filter((n) => n.state === 'running').map((n) => n.id);
+  const base = { graphId, state: g.state, endReason: g.endReason, counts, running: running.slice(0, 20) };
+  if (g.state === 'running') return { ...base, envelope: null, manifestRef: null, hint: 'the graph goes on: call graph_wait with its graphId (timeoutMs 0 looks without waiting)' };
+  return { ...base, envelope: g.envelope ?? '', manifestRef: g.manifestRef };
 }
 
 /** May `callerRunId` slice the manifest of the graph that owns a ref (its id)? Only the run that started it. */
@@ -73,6 +103,7 @@ export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; re
     supervisor: o.supervisor,
     store: new GraphStore(o.dir),
     limits: { maxChildren: s.maxChildrenPerAgent, maxDepth: s.maxSpawnDepth, defaultTimeoutMs: s.maxRunTimeoutMs },
+    holdSlot: (callerRunId, graphId) => o.supervisor.holdChildSlot(callerRunId, graphId),
     async putManifest(graphId, jsonl) {
       const ref = await o.results.writeStream(graphId, graphId, 'manifest.jsonl', Readable.from([Buffer.from(jsonl, 'utf8')]), {}, 'value');
       return ref.ref;

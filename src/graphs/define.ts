@@ -25,6 +25,8 @@ export interface DefineOptions {
   defaultTimeoutMs?: number;
   /** Names the spec in errors (a file name). */
   source?: string;
+  /** A run calling (graph_run): its lease's token and cost budgets — the graph's budget spends out of them, so it may not be larger. */
+  callerBudget?: { tokens?: number; costUsd?: number };
 }
 
 const PLACEHOLDER = /\{\{\s*([^}]*?)\s*\}\}/g;
@@ -88,8 +90,29 @@ function tallyProblems(t: TallySpec, deps: number): string[] {
   return p;
 }
 
-/** Node timeout (ms) as the supervisor will bound it: the spawn's, else the default. */
-const timeoutOf = (n: GraphNodeSpec, dflt: number) => n.spawn.timeout_ms ?? dflt;
+/** Node timeout (ms) as the supervisor will bound it: the spawn's, else its budget's wall time, else the default. */
+const timeoutOf = (n: GraphNodeSpec, dflt: number) => n.spawn.timeout_ms ?? n.budget?.wall_ms ?? dflt;
+
+const RUN_KINDS: readonly string[] = ['agent', 'script', 'command'];
+
+/** Budgets that cannot fit (define time): a node's over the graph's, a timeout over its wall, fewer node runs allowed than nodes, a graph's over its caller's. */
+function budgetProblems(spec: GraphSpec, nodes: readonly GraphNodeSpec[], o: DefineOptions): { at: number | null; text: string; hint?: string }[] {
+  const b = spec.budget;
+  const p: { at: number | null; text: string; hint?: string }[] = [];
+  nodes.forEach((n, i) => {
+    const nb = n.budget;
+    if (!nb) return;
+    if (nb.tokens !== undefined && b.tokens !== undefined && nb.tokens > b.tokens) p.push({ at: i, text: `budget.tokens ${nb.tokens} is over the graph's budget.tokens ${b.tokens}`, hint: 'A node reserves its budget out of the graph\'s: give it at most the graph\'s.' });
+    if (nb.cost_usd !== undefined && b.cost_usd !== undefined && nb.cost_usd > b.cost_usd) p.push({ at: i, text: `budget.cost_usd ${nb.cost_usd} is over the graph's budget.cost_usd ${b.cost_usd}` });
+    if (nb.wall_ms !== undefined && n.spawn.timeout_ms !== undefined && n.spawn.timeout_ms > nb.wall_ms) p.push({ at: i, text: `spawn.timeout_ms ${n.spawn.timeout_ms} is over its budget.wall_ms ${nb.wall_ms}`, hint: 'Drop spawn.timeout_ms (the budget\'s wall time is the attempt\'s timeout) or make it fit.' });
+  });
+  const runs = nodes.filter((n) => RUN_KINDS.includes(n.kind)).length;
+  if (b.children !== undefined && runs > b.children) p.push({ at: null, text: `budget.children ${b.children} cannot run every node once: the graph has ${runs} run node(s)${nodes.some((n) => n.item) ? ' (a map counts max_items slots)' : ''}`, hint: `Raise budget.children to at least ${runs}.` });
+  const c = o.callerBudget;
+  if (c?.tokens !== undefined && b.tokens !== undefined && b.tokens > c.tokens) p.push({ at: null, text: `budget.tokens ${b.tokens} is over the calling run's own token budget ${c.tokens}`, hint: 'A graph spends out of its caller\'s budget: ask for at most what the caller has.' });
+  if (c?.costUsd !== undefined && b.cost_usd !== undefined && b.cost_usd > c.costUsd) p.push({ at: null, text: `budget.cost_usd ${b.cost_usd} is over the calling run's own cost budget ${c.costUsd}` });
+  return p;
+}
 
 export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: DefineOptions = {}): Result<GraphDefinition, BrigError> {
   const source = o.source ?? 'graph';
@@ -179,6 +202,10 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
     }
   });
   for (const s of spec.sinks) if (!first.has(s)) problems.push({ text: `${source}: sinks names unknown node ${s}` });
+  for (const b of budgetProblems(spec, nodes, o)) {
+    if (b.at === null) problems.push({ text: `${source}: ${b.text}`, ...(b.hint ? { hint: b.hint } : {}) });
+    else add(b.at, b.text, b.hint);
+  }
   if (problems.length > 0) return err(specError(source, problems));
 
   const { order, cycle } = topoOrder(nodes);

@@ -28,6 +28,8 @@ export function manifestRows(rec: GraphRecord): GraphManifestRow[] {
         ended_at: a.endedAt,
         tokens: a.tokens,
         cost_usd: a.costUsd,
+        reserved_tokens: a.reserved?.tokens ?? null,
+        reserved_cost_usd: a.reserved?.costUsd ?? null,
         ref: null,
         ...(n.tally ? { tally: n.tally } : {}),
       });

@@ -20,6 +20,7 @@ import type {
   WhenPredicate,
 } from '../protocol/index.js';
 import { isEnded } from './plan.js';
+import { budgetState } from './budget.js';
 
 export function whenText(w: WhenPredicate): string {
   if (typeof w === 'string') return w;
@@ -95,6 +96,14 @@ function skippedWhy(rec: GraphRecord, def: GraphDefinition, n: GraphNodeRecord, 
       const by = def.expanded.find((x) => x.stop?.later.includes(n.id));
       return `stop_when held at ${by?.id ?? 'an earlier round'} (${by?.stop ? `${by.stop.when.field} ${by.stop.when.gte !== undefined ? `≥ ${by.stop.when.gte}` : `= ${JSON.stringify(by.stop.when.equals)}`}` : ''})`;
     }
+    case 'budget_exhausted':
+      return rec.budgetStop
+        ? rec.budgetStop.node === null
+          ? `the graph stopped: ${rec.budgetStop.why}`
+          : rec.budgetStop.node === n.id
+          ? `its reservation could not be made (${rec.budgetStop.why}): the graph stopped`
+          : `the graph stopped: ${rec.budgetStop.node}'s reservation could not be made (${rec.budgetStop.why})`
+        : 'the graph\'s budget could not make a reservation: the graph stopped';
     default:
       return n.skipReason ?? 'skipped';
   }
@@ -134,6 +143,8 @@ function attemptWhy(n: GraphNodeRecord, i: number, spec: GraphNodeSpec): string 
 
 export function explainGraph(rec: GraphRecord, def: GraphDefinition, leases: ReadonlyMap<string, GraphAttemptLease | null> = new Map(), now = new Date().toISOString()): GraphExplanation {
   const specs = new Map(def.expanded.map((n) => [n.id, n]));
+  const s0 = budgetState(rec.nodes);
+  const spent = { tokens: s0.spent.tokens, costUsd: s0.spent.costUsd, runs: s0.runs };
   const states = new Map(rec.nodes.map((n) => [n.id, n.state]));
   const state = (id: string) => states.get(id) ?? 'pending';
   const nodes: GraphNodeExplained[] = rec.order.map((id) => {
@@ -161,12 +172,16 @@ export function explainGraph(rec: GraphRecord, def: GraphDefinition, leases: Rea
         startedAt: a.startedAt,
         endedAt: a.endedAt,
         tokens: a.tokens,
+        costUsd: a.costUsd,
+        reserved: a.reserved ?? null,
         lease: a.runId ? (leases.get(a.runId) ?? null) : null,
       })),
       ...(n.gate ? { gate: n.gate } : {}),
       ...(n.tally ? { tally: n.tally } : {}),
+      ...(spec.budget ? { budget: { ...spec.budget } } : {}),
     };
   });
+  const b = def.spec.budget;
   return {
     graphId: rec.id,
     label: rec.label,
@@ -177,6 +192,7 @@ export function explainGraph(rec: GraphRecord, def: GraphDefinition, leases: Rea
     parallel: rec.parallel,
     onFailure: def.spec.on_failure.policy,
     onRestart: def.spec.on_restart,
+    budget: { ...b, spent: { tokens: spent.tokens, costUsd: spent.costUsd }, runs: spent.runs, stop: rec.budgetStop ?? null },
     nodes,
   };
 }
@@ -185,7 +201,10 @@ export function explainGraph(rec: GraphRecord, def: GraphDefinition, leases: Rea
 export function renderGraphExplain(x: GraphExplanation): string {
   const out: string[] = [];
   out.push(`graph ${x.graphId}${x.label ? ` (${x.label})` : ''}: ${x.state}${x.endReason && x.endReason !== x.state ? ` (${x.endReason})` : ''}`);
+  const bx = x.budget;
+  const limits = [bx.tokens !== undefined ? `${bx.spent.tokens} of ${bx.tokens} tokens` : null, bx.cost_usd !== undefined ? `$${bx.spent.costUsd.toFixed(4)} of $${bx.cost_usd}` : null, bx.children !== undefined ? `${bx.runs} of ${bx.children} node runs` : null].filter((v) => v !== null);
   out.push(`started ${x.createdAt}${x.endedAt ? `, ended ${x.endedAt} (${dur(ms(x.createdAt, x.endedAt))})` : ''} · max ${x.parallel} running · on_failure ${x.onFailure} · on_restart ${x.onRestart}`);
+  if (limits.length > 0 || bx.stop) out.push(`budget: ${limits.join(' · ') || 'none'}${bx.stop ? ` · stopped${bx.stop.node ? ` at ${bx.stop.node}` : ''}: ${bx.stop.why}` : ''}`);
   for (const n of x.nodes) {
     out.push('');
     out.push(`${n.id}  ${n.kind}${n.macroOf ? ` (of ${n.macroOf})` : ''}  ${n.state}${n.skipReason ? ` (${n.skipReason})` : ''}`);
@@ -197,7 +216,7 @@ export function renderGraphExplain(x: GraphExplanation): string {
     if (n.tally) out.push(`  tally: ${n.tally.outcome}${n.tally.winner ? ` → ${n.tally.winner}` : ''} (${n.tally.valid} valid, ${n.tally.invalid} invalid, ${n.tally.absent} absent)`);
     for (const a of n.attempts) {
       const took = a.endedAt ? dur(ms(a.startedAt, a.endedAt)) : 'running';
-      out.push(`  a${a.n} ${a.why}: ${a.result ?? a.state}${a.endReason ? ` (${a.endReason})` : ''}${a.errorCode ? ` [${a.errorCode}]` : ''} · ${took}${a.tokens ? ` · ${a.tokens} tokens` : ''}${a.runId ? ` · run ${a.runId}` : ''}`);
+      out.push(`  a${a.n} ${a.why}: ${a.result ?? a.state}${a.endReason ? ` (${a.endReason})` : ''}${a.errorCode ? ` [${a.errorCode}]` : ''} · ${took}${a.tokens ? ` · ${a.tokens} tokens` : ''}${a.reserved ? ` (reserved ${[a.reserved.tokens !== undefined ? `${a.reserved.tokens} tokens` : '', a.reserved.costUsd !== undefined ? `$${a.reserved.costUsd.toFixed(4)}` : ''].filter(Boolean).join(', ')})` : ''}${a.runId ? ` · run ${a.runId}` : ''}`);
       if (a.lease) out.push(`     lease ${a.lease.id} (profile ${a.lease.profile}, depth ${a.lease.depth})${a.lease.revokedBy ? `, revoked by ${a.lease.revokedBy}` : ''}: granted ${a.lease.caps.join(', ') || 'nothing'}${a.lease.refused.length ? `; refused ${a.lease.refused.join('; ')}` : ''}`);
       else if (a.runId) out.push('     lease: not readable here');
     }

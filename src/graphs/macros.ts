@@ -63,6 +63,8 @@ export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { no
   const problems: Problem[] = [];
   nodes.forEach((n, i) => {
     const push = (x: GraphNodeSpec) => {
+      // A node's budget is each run node's it makes (a macro's voters, slots, rounds, turns, reducer).
+      if (n.budget && isRunKind(x.kind)) x.budget = n.budget;
       out.push(x);
       outLines.push(lines[i]);
     };
@@ -70,6 +72,7 @@ export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { no
     const extra = OPTIONAL.filter((f) => n[f] !== undefined && !FIELDS[n.kind].includes(f));
     const runsNothing = n.kind === 'gate' || n.kind === 'tally' ? ' runs nothing: it' : '';
     if (extra.length > 0) say(`a ${n.kind} node${runsNothing} takes no ${extra.join(', ')}`, `A ${n.kind} node takes ${FIELDS[n.kind].join(', ')}.`);
+    if (n.budget && (n.kind === 'gate' || n.kind === 'tally')) say(`a ${n.kind} runs nothing: it takes no budget`);
     const missing = FIELDS[n.kind].filter((f) => n[f as (typeof OPTIONAL)[number]] === undefined);
     if (missing.length > 0) return say(`a ${n.kind} node needs ${missing.join(' and ')}${n.kind === 'vote' || n.kind.startsWith('map') || n.kind === 'refine' || n.kind === 'collaborate' || n.kind === 'debate' ? ' (spawn is the template of the nodes it makes)' : ''}`, 'docs/graphs.md has each kind\'s fields.');
     const base = { depends_on: n.depends_on, when: n.when, inputs: n.inputs, retry: n.retry };

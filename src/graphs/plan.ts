@@ -54,6 +54,8 @@ export interface PlanInput {
   states: ReadonlyMap<string, NodeState>;
   parallel: number;
   cancelled?: boolean;
+  /** The graph was stopped (its budget could not make a reservation): nothing new starts, every pending node is skipped with this reason. */
+  stopped?: SkipReason | null;
 }
 
 /** fail_fast has tripped: some node ended failed or timed out for good. */
@@ -67,7 +69,7 @@ export function plan(input: PlanInput): PlanStep[] {
   const states = new Map(input.states);
   const steps: PlanStep[] = [];
   const nodes = new Map(input.def.spec.nodes.map((n) => [n.id, n]));
-  const stopAll: SkipReason | null = input.cancelled ? 'cancelled' : tripped(input) ? 'fail_fast' : null;
+  const stopAll: SkipReason | null = input.cancelled ? 'cancelled' : (input.stopped ?? (tripped(input) ? 'fail_fast' : null));
   let running = [...states.values()].filter((s) => s === 'running').length;
   for (const id of input.def.order) {
     if (states.get(id) !== 'pending') continue;
@@ -91,11 +93,11 @@ export function plan(input: PlanInput): PlanStep[] {
 }
 
 /** The graph's end once no node is pending or running; null while any is. */
-export function graphEnd(input: Pick<PlanInput, 'def' | 'states' | 'cancelled'>): { state: GraphState; endReason: string } | null {
+export function graphEnd(input: Pick<PlanInput, 'def' | 'states' | 'cancelled' | 'stopped'>): { state: GraphState; endReason: string } | null {
   const all = [...input.states.values()];
   if (all.some((s) => s === 'pending' || s === 'running')) return null;
   if (input.cancelled) return { state: 'cancelled', endReason: 'cancelled' };
   const sinksOk = input.def.sinks.every((s) => input.states.get(s) === 'succeeded');
   if (sinksOk) return { state: 'completed', endReason: 'completed' };
-  return { state: 'failed', endReason: tripped(input) ? 'fail_fast' : 'sink_not_succeeded' };
+  return { state: 'failed', endReason: input.stopped ?? (tripped(input) ? 'fail_fast' : 'sink_not_succeeded') };
 }

@@ -9,9 +9,12 @@
  * min(max_parallel, the caller's children cap); a dependent gets only its declared inputs'
  * committed out/ (the run of the node's succeeded attempt) as read-only mounts at
  * /artifacts/<as>, never a folder another node can write; each attempt ends once, the graph
- * ends once (one envelope ≤ 4 KiB and one manifest ref).
- * Crash safety today (`on_restart: fail`): at start a graph left `running` ends `failed`
- * (`supervisor_restart`) exactly once, its attempts' runs are killed; nothing resumes yet.
+ * ends once (one envelope ≤ 4 KiB and one manifest ref). A graph run by a run holds one of
+ * its child slots while it runs. Budgets (budget.ts): an attempt reserves before it starts (the
+ * reservation is its run's token/cost limit), settles at its end; a reservation that cannot be
+ * made, or the graph's wall time passing, stops it once (`budget_exhausted`).
+ * Crash safety: at start a graph left `running` resumes (`on_restart: resume`: recover, resume)
+ * or ends `failed` (`supervisor_restart`) exactly once, its attempts' runs killed.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -43,12 +46,19 @@ import type { GraphStore } from './store.js';
 import { graphEnvelope, manifestRows } from './envelope.js';
 import { readField, tally, type Ballot } from './tally.js';
 import { explainGraph } from './explain.js';
+import { budgetState, isRunNode, reserve, type Reservation } from './budget.js';
 
 export interface GraphPorts {
   supervisor: Pick<Supervisor, 'spawn' | 'wait' | 'kill' | 'list'>;
   store: GraphStore;
   /** The operator's (the caller's) bounds: its children cap, maxSpawnDepth, the default run timeout. */
   limits: { maxChildren: number; maxDepth: number; defaultTimeoutMs: number };
+  /**
+   * A graph run by a run (graph_run) takes one child slot of it while it runs — the graph is
+   * one child of its caller; its nodes count as the graph's group, not as the caller's children
+   * one by one. Refused (`children_exceeded`) when the caller has none free; answers the release.
+   */
+  holdSlot?(callerRunId: string, graphId: string): Result<() => void, BrigError>;
   /** Writes the manifest (JSONL) as a ResultRef kept under the graph's id; answers the ref id. */
   putManifest(graphId: string, jsonl: string): Promise<string>;
   /** A run's main ResultRef (its result value, else its first out/ file), for the envelope line. */
@@ -73,7 +83,7 @@ export interface RunGraphOptions {
    * node's request, never the operator's), at its depth + 1 under maxDepth, and running
    * nodes ≤ min(max_parallel, its children cap).
    */
-  caller?: { runId: string; depth: number; maxChildren: number; maxDepth: number };
+  caller?: { runId: string; depth: number; maxChildren: number; maxDepth: number; tokens?: number; costUsd?: number };
 }
 
 export interface GraphWaitOptions {
@@ -100,8 +110,12 @@ export function newGraphId(): string {
 }
 
 /** The spawn request of one node (its task's `{{inputs.<name>}}` filled). */
-export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: string, item?: string): SpawnRequestInput {
+export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: string, item?: string, reserved?: Reservation | null): SpawnRequestInput {
   const s = n.spawn;
+  // The attempt's reservation bounds its run's lease (limits only shrink: the smaller of the spawn's and the reservation).
+  const min = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
+  const limits = { ...s.limits, ...(reserved?.tokens !== undefined ? { tokens: min(s.limits?.tokens, reserved.tokens)! } : {}), ...(reserved?.costUsd !== undefined ? { costUsd: min(s.limits?.costUsd, reserved.costUsd)! } : {}) };
+  const timeout = s.timeout_ms ?? n.budget?.wall_ms;
   if (n.kind === 'tally' || n.kind === 'gate' || n.kind === 'split' || n.kind === 'join') throw new BrigError('internal', `node ${n.id} is a ${n.kind}: it makes no run`);
   return {
     task: taskOf(def.spec, n, item),
@@ -111,11 +125,11 @@ export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: strin
     ...(s.script !== undefined ? { script: s.script } : {}),
     ...(s.argv !== undefined ? { argv: s.argv } : {}),
     ...(s.caps !== undefined ? { caps: s.caps } : {}),
-    ...(s.limits !== undefined ? { limits: s.limits } : {}),
+    ...(Object.keys(limits).length > 0 ? { limits } : {}),
     ...(s.profile !== undefined ? { profile: s.profile } : {}),
     ...(s.objective !== undefined ? { objective: s.objective } : {}),
     ...(s.max_steps !== undefined ? { max_steps: s.max_steps } : {}),
-    ...(s.timeout_ms !== undefined ? { timeout: s.timeout_ms } : {}),
+    ...(timeout !== undefined ? { timeout } : {}),
     ...(s.expected_outputs !== undefined ? { expected_outputs: s.expected_outputs } : {}),
     label: `${graphId}/${n.id}`.slice(0, 128),
     async: true,
@@ -124,6 +138,8 @@ export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: strin
 
 class LiveGraph {
   cancelled = false;
+  /** Set once a reservation could not be made (kept on the record as the nodes skipped `budget_exhausted`). */
+  stopped: SkipReason | null;
   #wake: () => void = () => {};
   #saving: Promise<void> = Promise.resolve();
   #queued: Promise<void> | null = null;
@@ -142,6 +158,21 @@ class LiveGraph {
     this.done = new Promise((r) => (this.#resolveDone = r));
     this.#nodes = new Map(def.expanded.map((n) => [n.id, n]));
     this.#planDef = { order: def.order, sinks: def.sinks, spec: { nodes: def.expanded, on_failure: def.spec.on_failure } };
+    this.stopped = rec.nodes.some((n) => n.skipReason === 'budget_exhausted') ? 'budget_exhausted' : null;
+  }
+
+  /**
+   * An attempt's reservation out of the graph's budget, before it starts; none possible stops
+   * the graph (this node and every pending one skipped `budget_exhausted`, running ones finish).
+   */
+  #reserve(n: GraphNodeRecord): { ok: true; reserved: Reservation | null } | { ok: false } {
+    if (!isRunNode(n)) return { ok: true, reserved: null };
+    const waiting = this.rec.nodes.filter((x) => x.state === 'pending' && isRunNode(x)).length;
+    const r = reserve(this.def.spec.budget, budgetState(this.rec.nodes), this.#nodes.get(n.id)!.budget, waiting);
+    if (r.ok) return { ok: true, reserved: Object.keys(r.reserved).length > 0 ? r.reserved : null };
+    this.stopped = 'budget_exhausted';
+    this.rec.budgetStop = { node: n.id, why: r.why };
+    return { ok: false };
   }
 
   #now = () => (this.p.now ?? (() => new Date()))().toISOString();
@@ -171,21 +202,61 @@ class LiveGraph {
     }
   }
 
+  /**
+   * The graph's wall budget at run time: past createdAt + budget.wall_ms (a restart re-arms it
+   * from the record, never extends it) the graph stops — running attempts killed (by system,
+   * whole subtrees), a waiting gate ended, pending nodes skipped `budget_exhausted`.
+   */
+  #armWall(): void {
+    const wall = this.def.spec.budget.wall_ms;
+    if (wall === undefined || this.rec.endedAt) return;
+    const left = Math.max(0, Date.parse(this.rec.createdAt) + wall - Date.now());
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      this.#wallPassed(wall);
+    }, Math.min(left, 2 ** 31 - 1));
+    timer.unref();
+    this.#timers.add(timer);
+  }
+
+  #wallPassed(wall: number): void {
+    if (this.rec.endedAt || this.cancelled || this.stopped) return;
+    this.stopped = 'budget_exhausted';
+    this.rec.budgetStop = { node: null, why: `budget.wall_ms ${wall} passed` };
+    for (const n of this.rec.nodes) {
+      const a = n.attempts.at(-1);
+      if (n.state !== 'running' || !a) continue;
+      if (n.kind === 'gate') {
+        for (const t of this.#timers) clearTimeout(t);
+        a.state = 'ended';
+        a.result = 'failed';
+        a.endReason = 'budget_exhausted';
+        a.endedAt = this.#now();
+        n.state = 'failed';
+        if (n.gate) n.gate = { ...n.gate, decision: 'rejected', by: 'budget_exhausted', at: a.endedAt };
+      } else if (a.runId) void this.p.supervisor.kill(a.runId, { confirm: true, by: 'system' }).catch(() => {});
+    }
+    this.#dirty = true;
+    this.#wake();
+  }
+
   async drive(): Promise<void> {
+    this.#armWall();
     try {
       for (;;) {
         const woke = new Promise<void>((r) => (this.#wake = r));
         for (const go of this.#open.splice(0)) void go();
         const states = this.#states();
-        const end = graphEnd({ def: this.#planDef, states, cancelled: this.cancelled });
+        const end = graphEnd({ def: this.#planDef, states, cancelled: this.cancelled, stopped: this.stopped });
         if (end) return await this.#finish(end.state, end.endReason);
-        const steps = plan({ def: this.#planDef, states, parallel: this.rec.parallel, cancelled: this.cancelled });
+        const steps = plan({ def: this.#planDef, states, parallel: this.rec.parallel, cancelled: this.cancelled, stopped: this.stopped });
         const starts: [GraphNodeRecord, GraphAttempt][] = [];
         for (const s of steps) {
           const n = this.#node(s.node);
-          if (s.kind === 'skip') {
+          const held = s.kind === 'start' && !this.stopped ? this.#reserve(n) : null;
+          if (s.kind === 'skip' || !held?.ok) {
             n.state = 'skipped';
-            n.skipReason = s.reason;
+            n.skipReason = s.kind === 'skip' ? s.reason : 'budget_exhausted';
           } else {
             const a: GraphAttempt = {
               n: n.attempts.length + 1,
@@ -199,6 +270,7 @@ class LiveGraph {
               endedAt: null,
               tokens: null,
               costUsd: null,
+              ...(held.reserved ? { reserved: held.reserved } : {}),
             };
             n.state = 'running';
             n.attempts.push(a);
@@ -272,7 +344,7 @@ class LiveGraph {
     let errorCode: string | null = null;
     try {
       const item = spec.item && !a.runId ? (await this.#itemsOf(spec.item.split))[spec.item.index] : undefined;
-      const r = a.runId ? ok({ id: a.runId }) : await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id, item), ctx);
+      const r = a.runId ? ok({ id: a.runId }) : await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id, item, a.reserved), ctx);
       if (!r.ok) errorCode = r.error.code;
       else {
         const fresh = a.runId === null || a.state !== 'running';
@@ -310,7 +382,7 @@ class LiveGraph {
     a.costUsd = ended?.costUsd ?? null;
     const retry = spec.retry;
     const left = n.attempts.length < retry.max + 1;
-    const again = !this.cancelled && left && (lost ? retry.idempotent : (retry.on as string[]).includes(result));
+    const again = !this.cancelled && !this.stopped && left && (lost ? retry.idempotent : (retry.on as string[]).includes(result));
     // A refine round's stop_when, on its committed result (unreadable or not holding: the chain goes on).
     const stop = result === 'succeeded' && spec.stop && a.runId && this.p.readBallot ? await this.p.readBallot(a.runId, spec.stop.when.file).then((v) => stopHolds(spec.stop!.when, v), () => false) : false;
     n.state = again ? 'pending' : result;
@@ -545,7 +617,8 @@ export class GraphService {
 
   #defineOptions(source?: string, caller?: RunGraphOptions['caller']) {
     const maxDepth = caller ? Math.min(caller.maxDepth, this.p.limits.maxDepth) : this.p.limits.maxDepth;
-    return { callerDepth: caller?.depth ?? 0, maxDepth, defaultTimeoutMs: this.p.limits.defaultTimeoutMs, ...(source ? { source } : {}) };
+    const callerBudget = caller ? { ...(caller.tokens !== undefined ? { tokens: caller.tokens } : {}), ...(caller.costUsd !== undefined ? { costUsd: caller.costUsd } : {}) } : undefined;
+    return { callerDepth: caller?.depth ?? 0, maxDepth, defaultTimeoutMs: this.p.limits.defaultTimeoutMs, ...(source ? { source } : {}), ...(callerBudget ? { callerBudget } : {}) };
   }
 
   /** Define time alone: the topological order and the nodes, or every refusal with its line. Starts nothing. */
@@ -561,9 +634,12 @@ export class GraphService {
     const parallel = Math.min(def.spec.concurrency.max_parallel, this.p.limits.maxChildren, o.caller?.maxChildren ?? Infinity);
     if (parallel < 1) return err(new BrigError('children_exceeded', 'the caller may have no children (maxChildren 0)', { data: { limit: 0, current: 0 } }));
     const now = (this.p.now ?? (() => new Date()))().toISOString();
+    const graphId = newGraphId();
+    const slot = o.caller && this.p.holdSlot ? this.p.holdSlot(o.caller.runId, graphId) : ok(() => {});
+    if (!slot.ok) return slot;
     const rec: GraphRecord = {
       v: 1,
-      id: newGraphId(),
+      id: graphId,
       label: def.spec.label ?? null,
       specHash: def.specHash,
       state: 'running',
@@ -578,11 +654,22 @@ export class GraphService {
       manifestRef: null,
       envelope: null,
     };
-    await this.p.store.create(rec, def.spec);
+    try {
+      await this.p.store.create(rec, def.spec);
+    } catch (e) {
+      slot.value();
+      throw e;
+    }
     const live = new LiveGraph(rec, def, this.p);
     this.#live.set(rec.id, live);
     this.p.onEvent?.({ type: 'graph.started', graphId: rec.id, nodes: rec.nodes.length, parallel, ...(rec.callerRunId ? { runId: rec.callerRunId } : {}) });
-    void live.drive().catch(() => {}).finally(() => this.#live.delete(rec.id));
+    void live
+      .drive()
+      .catch(() => {})
+      .finally(() => {
+        this.#live.delete(rec.id);
+        slot.value();
+      });
     return ok({ graphId: rec.id, order: def.order, nodes: def.nodes, parallel });
   }
 
@@ -698,7 +785,15 @@ export class GraphService {
         this.#live.set(id, live);
         const counts = live.resume((a) => (a.runId ? byId.get(a.runId) : byKey.get(a.key)) ?? null);
         this.p.onEvent?.({ type: 'graph.resumed', graphId: id, ...counts });
-        void live.drive().catch(() => {}).finally(() => this.#live.delete(id));
+        // The graph was admitted before the crash: it takes its caller's slot again if one is free (never refused for it).
+        const slot = rec.callerRunId && this.p.holdSlot ? this.p.holdSlot(rec.callerRunId, id) : null;
+        void live
+          .drive()
+          .catch(() => {})
+          .finally(() => {
+            this.#live.delete(id);
+            if (slot?.ok) slot.value();
+          });
         out.push({ graphId: id, action: 'resumed' });
         continue;
       }

@@ -97,6 +97,8 @@ const GateSchema = z.strictObject({
   prevent_self: z.boolean().default(false),
 });
 
+const NodeBudgetSchema = z.strictObject({ tokens: positive.optional(), cost_usd: z.number().positive().optional(), wall_ms: positive.max(24 * 3600_000).optional() });
+
 const NodeSchema = z.strictObject({
   id,
   kind: z.enum(GRAPH_NODE_KINDS),
@@ -117,6 +119,7 @@ const NodeSchema = z.strictObject({
   retry: z
     .strictObject({ max: z.number().int().min(0).max(GRAPH_BOUNDS.retries), on: z.array(z.enum(RETRY_ON)).min(1).default(['failed']), idempotent: z.boolean().default(false) })
     .default({ max: 0, on: ['failed'], idempotent: false }),
+  budget: NodeBudgetSchema.optional(),
 });
 
 export const GraphSpecSchema = z.strictObject({
@@ -126,7 +129,7 @@ export const GraphSpecSchema = z.strictObject({
   concurrency: z.strictObject({ max_parallel: positive.max(GRAPH_BOUNDS.maxParallel) }).default({ max_parallel: 4 }),
   on_failure: z.strictObject({ policy: z.enum(['fail_fast', 'continue']) }).default({ policy: 'fail_fast' }),
   on_restart: z.enum(['resume', 'fail']).default('fail'),
-  budget: z.strictObject({ wall_ms: positive.optional() }).default({}),
+  budget: z.strictObject({ wall_ms: positive.optional(), tokens: positive.optional(), cost_usd: z.number().positive().optional(), children: positive.max(GRAPH_BOUNDS.nodes * (GRAPH_BOUNDS.retries + 1)).optional() }).default({}),
   sinks: z.array(id).default([]),
   nodes: z.array(NodeSchema).min(1),
 }) satisfies z.ZodType<GraphSpec, unknown>;

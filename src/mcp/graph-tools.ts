@@ -1,12 +1,14 @@
 /**
  * The graph tools: check a `graph: brig/v1` spec, start it, look at it, wait for its one
- * envelope, cancel it. Each is one call of the Brig's graph surface (docs/graphs.md). There is
- * deliberately no tool that decides a gate: an MCP client is a model that a page can
- * prompt-inject, and approvals come only from people (the CLI, HTTP, the console).
+ * envelope, explain it, cancel it. Each is one call of the Brig's graph surface (docs/graphs.md). By
+ * default no tool decides a gate: an MCP client is a model that a page can prompt-inject, and
+ * approvals come from people (the CLI, HTTP, the console). An operator who runs the server with
+ * `--allow-gate-decisions` adds `graph_decide` (GATE_TOOLS) — decided `by: mcp`, so a gate with
+ * `prevent_self` of a graph MCP submitted still refuses it.
  */
 import { z } from 'zod';
 import { BrigError } from '../util/errors.js';
-import type { Brig, GraphRecord, GraphSurface } from '../index.js';
+import { renderGraphExplain, type Brig, type GraphRecord, type GraphSurface } from '../index.js';
 import { READ_ONLY, tool, type ToolDef } from './tool-def.js';
 import { answer, outputShape, refusal } from './tool-result.js';
 
@@ -103,6 +105,74 @@ const graphWait = tool({
   },
 });
 
+const LeaseSchema = z.object({ id: z.string(), profile: z.string(), depth: z.number(), caps: z.array(z.string()), refused: z.array(z.string()), revokedBy: z.string().nullable() });
+const AttemptSchema = z.object({
+  n: z.number(),
+  why: z.string().describe('first, a retry (which rule allowed it), or asked again after a restart'),
+  state: z.string(),
+  result: z.string().nullable(),
+  endReason: z.string().nullable(),
+  errorCode: z.string().nullable(),
+  runId: z.string().nullable().describe('drill further with explain on this run'),
+  startedAt: z.string(),
+  endedAt: z.string().nullable(),
+  tokens: z.number().nullable(),
+  costUsd: z.number().nullable(),
+  reserved: z.object({ tokens: z.number().optional(), costUsd: z.number().optional() }).nullable().describe('what the attempt reserved out of the graph\'s budget before it started'),
+  lease: LeaseSchema.nullable().describe('the lease the attempt\'s run got: granted capabilities and each refusal'),
+});
+const ExplainedNodeSchema = z.object({
+  id: z.string(),
+  kind: z.string(),
+  macroOf: z.string().nullable(),
+  dependsOn: z.array(z.string()),
+  when: z.string(),
+  state: z.string(),
+  skipReason: z.string().nullable(),
+  skipped: z.string().nullable().describe('why it was skipped: which when could not hold on which dependency, the node that tripped fail_fast, …'),
+  waited: z.array(z.string()).describe('why it waited: its dependencies, a slot (the parallel cap), an operator (a gate)'),
+  retry: z.object({ max: z.number(), on: z.array(z.string()), idempotent: z.boolean() }),
+  attempts: z.array(AttemptSchema),
+  gate: z.object({ deadline: z.string(), decision: z.string().nullable(), by: z.string().nullable(), at: z.string().nullable(), noteHash: z.string().nullable() }).optional(),
+  tally: z.record(z.string(), z.unknown()).optional(),
+  budget: z.object({ tokens: z.number().optional(), cost_usd: z.number().optional(), wall_ms: z.number().optional() }).optional(),
+});
+
+const graphExplain = tool({
+  name: 'graph_explain',
+  title: 'Explain one graph',
+  description: 'Use to understand why a graph ran as it did: per node why it was skipped or waited, each attempt (why it came, how it ended, its run and the lease it got) and its retry rule.',
+  annotations: READ_ONLY,
+  input: z.strictObject({ graphId: GraphIdSchema }),
+  output: outputShape({
+    graphId: z.string(),
+    label: z.string().nullable(),
+    state: z.string(),
+    endReason: z.string().nullable(),
+    createdAt: z.string(),
+    endedAt: z.string().nullable(),
+    parallel: z.number(),
+    onFailure: z.string(),
+    onRestart: z.string(),
+    budget: z.object({
+      wall_ms: z.number().optional(),
+      tokens: z.number().optional(),
+      cost_usd: z.number().optional(),
+      children: z.number().optional(),
+      spent: z.object({ tokens: z.number(), costUsd: z.number() }),
+      runs: z.number(),
+      stop: z.object({ node: z.string().nullable(), why: z.string() }).nullable(),
+    }).describe('the graph\'s budget, what its node runs spent, and the reservation that stopped it (budget_exhausted)'),
+    nodes: z.array(ExplainedNodeSchema),
+  }),
+  async run({ graphId }, { brig }) {
+    const g = graphsOf(brig);
+    if (g instanceof BrigError) return refusal(g);
+    const x = await g.explain(graphId);
+    return x.ok ? answer({ ...x.value }, renderGraphExplain(x.value)) : refusal(x.error);
+  },
+});
+
 const graphCancel = tool({
   name: 'graph_cancel',
   title: 'Cancel a graph',
@@ -118,4 +188,27 @@ const graphCancel = tool({
   },
 });
 
-export const GRAPH_TOOLS: ToolDef[] = [graphDefine, graphRun, graphStatus, graphWait, graphCancel];
+const graphDecide = tool({
+  name: 'graph_decide',
+  title: 'Approve or reject a waiting gate',
+  description: "Use only when a person told you the decision: approves or rejects a graph's waiting gate (recorded as decided by mcp, the note kept only as its hash).",
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  input: z.strictObject({
+    graphId: GraphIdSchema,
+    node: z.string().min(1).max(64).describe('the gate node id'),
+    decision: z.enum(['approve', 'reject']),
+    note: z.string().max(4096).optional().describe('why (kept only as its sha256)'),
+  }),
+  output: outputShape(GraphShape),
+  async run({ graphId, node, decision, note }, { brig }) {
+    const g = graphsOf(brig);
+    if (g instanceof BrigError) return refusal(g);
+    const d = await g.decide(graphId, node, { decision, by: 'mcp', ...(note !== undefined ? { note } : {}) });
+    return d.ok ? answer(view(d.value), text(d.value)) : refusal(d.error);
+  },
+});
+
+/** Offered only when the operator turns gate decisions over MCP on (`brig mcp --allow-gate-decisions`). */
+export const GATE_TOOLS: ToolDef[] = [graphDecide];
+
+export const GRAPH_TOOLS: ToolDef[] = [graphDefine, graphRun, graphStatus, graphWait, graphExplain, graphCancel];

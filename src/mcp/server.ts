@@ -7,7 +7,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Brig } from '../index.js';
 import { RESOURCE_DEFAULTS, registerRefResources, type ResourceOptions } from './resources.js';
-import { GRAPH_TOOLS } from './graph-tools.js';
+import { GATE_TOOLS, GRAPH_TOOLS } from './graph-tools.js';
 import { REF_TOOLS } from './ref-tools.js';
 import { RESULT_TOOLS } from './result-tools.js';
 import { RUN_TOOLS } from './run-tools.js';
@@ -18,6 +18,8 @@ export interface McpServerOptions {
   version: string;
   /** Offer only the tools that read (no spawn, steer, kill). */
   readOnly?: boolean;
+  /** The operator lets this server decide graph gates (`graph_decide`); off by default, never with readOnly. */
+  gateDecisions?: boolean;
   /** How often `wait` sends progress notifications (default 2 s). */
   progressEveryMs?: number;
   resources?: Partial<ResourceOptions>;
@@ -30,7 +32,8 @@ export interface McpServerOptions {
 export const ALL_TOOLS: ToolDef[] = [...RUN_TOOLS, ...RESULT_TOOLS, ...REF_TOOLS, ...GRAPH_TOOLS];
 
 /** The tools a server with these options offers. */
-export const toolsFor = (o: { readOnly?: boolean }): ToolDef[] => (o.readOnly === true ? ALL_TOOLS.filter((t) => t.annotations.readOnlyHint) : ALL_TOOLS);
+export const toolsFor = (o: { readOnly?: boolean; gateDecisions?: boolean }): ToolDef[] =>
+  o.readOnly === true ? ALL_TOOLS.filter((t) => t.annotations.readOnlyHint) : o.gateDecisions === true ? [...ALL_TOOLS, ...GATE_TOOLS] : ALL_TOOLS;
 
 const INSTRUCTIONS = `brig runs children — commands, scripts, LLM agents — each in its own fresh, network-less, hardened container under a lease, and keeps their outputs on disk as ResultRefs.
 Hand work off with spawn (it returns the run id at once), then wait for it: an ended run comes back as an envelope, a bounded summary plus one handle per ResultRef.

@@ -49,6 +49,7 @@ export const BROKER_METHODS = {
   'session.search': null,
   'session.expand': null,
   'graph.run': 'graph',
+  'graph.wait': 'graph',
 } as const satisfies Record<string, Capability | null>;
 export type BrokerMethod = keyof typeof BROKER_METHODS;
 
@@ -186,6 +187,8 @@ export interface BrokerParams {
   'session.expand': { offset?: number | undefined; limit?: number | undefined };
   /** A graph spec (`graph: brig/v1`, YAML or JSON text) run as one child of the caller; blocks until it ends or timeoutMs. */
   'graph.run': { spec: string; timeoutMs?: number | undefined };
+  /** A graph the caller started: its state now (timeoutMs 0) or once it ends, waiting at most timeoutMs. */
+  'graph.wait': { graphId: string; timeoutMs?: number | undefined };
 }
 
 export interface BrokerReplies {
@@ -230,7 +233,24 @@ export interface BrokerReplies {
    * ref (JSONL, one row per node attempt: the caller drills in with refs.*); `running` when
    * timeoutMs passed first (the graph goes on; its end is in the ledger and `brig graph`).
    */
-  'graph.run': { graphId: string; state: string; endReason: string | null; order: string[]; envelope: string | null; manifestRef: string | null; hint?: string };
+  'graph.run': GraphCallReply & { order: string[] };
+  'graph.wait': GraphCallReply;
+}
+
+/**
+ * A graph as its caller sees it through the broker: its state, its nodes counted by state and
+ * the ones running now (≤ 20 named), and once it ended its bounded envelope (≤ 4 KiB) and its
+ * manifest ref (JSONL, one row per node attempt: the caller drills in with refs.*).
+ */
+export interface GraphCallReply {
+  graphId: string;
+  state: string;
+  endReason: string | null;
+  counts: Record<string, number>;
+  running: string[];
+  envelope: string | null;
+  manifestRef: string | null;
+  hint?: string;
 }
 
 /** What an agent sees of itself (`session_status`): what it used, what is left, its children. */

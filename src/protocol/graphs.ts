@@ -179,7 +179,7 @@ export type NodeState = 'pending' | 'running' | NodeResult;
 export const GRAPH_STATES = ['running', 'completed', 'failed', 'cancelled'] as const;
 export type GraphState = (typeof GRAPH_STATES)[number];
 /** Why a node was skipped. */
-export const SKIP_REASONS = ['unsatisfiable', 'fail_fast', 'cancelled', 'supervisor_restart', 'no_item', 'stopped_early'] as const;
+export const SKIP_REASONS = ['unsatisfiable', 'fail_fast', 'cancelled', 'supervisor_restart', 'no_item', 'stopped_early', 'budget_exhausted'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
 /** The closed set of `when` predicates over the upstream results (nothing else is evaluated). */
@@ -207,6 +207,31 @@ export interface GraphSpawn {
   expected_outputs?: string[];
 }
 
+/**
+ * A node's budget: each attempt's reservation out of the graph's budget (tokens, cost) — its
+ * run's lease limits are at most that — and its wall time (the attempt's timeout). On a macro
+ * it is each run node's it makes. Without tokens/cost_usd an attempt reserves an equal share
+ * of what the graph's budget has left over its run nodes not yet started.
+ */
+export interface NodeBudget {
+  tokens?: number;
+  cost_usd?: number;
+  wall_ms?: number;
+}
+
+/**
+ * The graph's budget: its wall time (the critical path must fit, refused at define), the
+ * tokens and cost all its node runs may spend together (reserved per attempt before it
+ * starts, settled at its end), and `children`, the node runs it may start in all (retries
+ * counted). A reservation that cannot be made stops the graph: `budget_exhausted`.
+ */
+export interface GraphBudget {
+  wall_ms?: number;
+  tokens?: number;
+  cost_usd?: number;
+  children?: number;
+}
+
 /** A node as written: macros (`vote`) expand into plain nodes at define. */
 export interface GraphNodeInput {
   id: string;
@@ -217,6 +242,7 @@ export interface GraphNodeInput {
   spawn?: GraphSpawn;
   inputs: { from: string; as: string }[];
   retry: { max: number; on: RetryOn[]; idempotent: boolean };
+  budget?: NodeBudget;
   tally?: TallySpec;
   gate?: GateSpec;
   /** `vote`: the voters (names, each one node `<id>.<name>`), their kind, and the tally `<id>`. */
@@ -252,6 +278,8 @@ export interface GraphNodeSpec {
   /** Upstream committed out/ directories, mounted read-only at /artifacts/<as> (from a join with parts: /artifacts/<as>-<name> each). */
   inputs: { from: string; as: string }[];
   retry: { max: number; on: RetryOn[]; idempotent: boolean };
+  /** Run kinds: the node's budget (a macro's, on each run node it made). */
+  budget?: NodeBudget;
 }
 
 export interface GraphSpec {
@@ -267,7 +295,7 @@ export interface GraphSpec {
    * and retried only if its node is `retry.idempotent`); `fail` ends it `supervisor_restart`.
    */
   on_restart: 'resume' | 'fail';
-  budget: { wall_ms?: number };
+  budget: GraphBudget;
   /** Nodes whose line leads the envelope (default: the nodes nothing depends on). */
   sinks: string[];
   nodes: GraphNodeInput[];
@@ -301,6 +329,8 @@ export interface GraphAttempt {
   endedAt: string | null;
   tokens: number | null;
   costUsd: number | null;
+  /** What the attempt reserved out of the graph's budget before it started (its run's token and cost limits); settled at its end. */
+  reserved?: { tokens?: number; costUsd?: number } | null;
 }
 
 export interface GraphNodeRecord {
@@ -339,6 +369,8 @@ export interface GraphRecord {
   parallel: number;
   order: string[];
   nodes: GraphNodeRecord[];
+  /** What stopped the graph (`budget_exhausted`): the node whose reservation could not be made (null: the graph's wall_ms passed), and why. */
+  budgetStop?: { node: string | null; why: string } | null;
   /** Set once the graph ended: the manifest ref and the envelope text. */
   manifestRef: string | null;
   envelope: string | null;
@@ -374,6 +406,9 @@ export interface GraphManifestRow {
   ended_at: string | null;
   tokens: number | null;
   cost_usd: number | null;
+  /** What the attempt reserved out of the graph's budget (null: no reservation). */
+  reserved_tokens?: number | null;
+  reserved_cost_usd?: number | null;
   ref: string | null;
   /** Kind `tally`: the count. */
   tally?: TallyOutcome;
@@ -440,6 +475,9 @@ export interface GraphAttemptExplained {
   startedAt: string;
   endedAt: string | null;
   tokens: number | null;
+  costUsd: number | null;
+  /** What the attempt reserved out of the graph's budget before it started (its run's token/cost limits). */
+  reserved: { tokens?: number; costUsd?: number } | null;
   /** null: no run (a tally, split, join or gate), or the lease is not readable here. */
   lease: GraphAttemptLease | null;
 }
@@ -462,6 +500,8 @@ export interface GraphNodeExplained {
   attempts: GraphAttemptExplained[];
   gate?: GateState;
   tally?: TallyOutcome;
+  /** Its budget as written (a macro's on each run node it made). */
+  budget?: NodeBudget;
 }
 
 /** A graph explained: per node its attempts, end reasons, skips, waits, retries and leases. */
@@ -475,5 +515,7 @@ export interface GraphExplanation {
   parallel: number;
   onFailure: 'fail_fast' | 'continue';
   onRestart: 'resume' | 'fail';
+  /** The graph's budget as written, what its node runs spent (ended attempts) and started, and the reservation that stopped it. */
+  budget: GraphBudget & { spent: { tokens: number; costUsd: number }; runs: number; stop: { node: string | null; why: string } | null };
   nodes: GraphNodeExplained[];
 }

@@ -369,6 +369,11 @@ export interface SpawnPacket {
   resumed: boolean;
   /** Kind `agent`: what its in-jail loop runs (docs/agents.md, "The packet's agent part"). */
   agent?: AgentPacket;
+  /**
+   * A graph node's attempt: where the outputs it declared as inputs are — `/artifacts`, bound
+   * read-only (the seeds' `graphSharedDir`, made safe: nothing a node can write is shared).
+   */
+  graphSharedDir?: '/artifacts';
 }
 
 export interface AgentPacket {

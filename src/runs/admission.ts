@@ -1,5 +1,6 @@
 import { BrigError } from '../util/errors.js';
 import { mib } from '../util/disk-space.js';
+import { isGraphAttemptKey } from '../protocol/index.js';
 import { isActive } from './state-machine.js';
 import type { RunRecord, SupervisorSettings } from './types.js';
 
@@ -36,6 +37,20 @@ type Settings = Pick<SupervisorSettings, 'maxSpawnDepth' | 'maxChildrenPerAgent'
 export const parentKey = (parentRunId: string | null): string => parentRunId ?? 'operator';
 
 /**
+ * The slot group a run counts in: a graph node's is its graph (`graph:<id>`, from its attempt
+ * key), any other run's its parent's. A graph is one child of its caller (it holds one of the
+ * caller's slots while it runs: `held`), so its nodes never take the caller's other slots one
+ * by one; they are bounded by the caller's cap as a group (the scheduler's parallel is ≤ it).
+ */
+export function slotKey(r: Pick<RunRecord, 'parentRunId' | 'callerId'>): string {
+  if (r.parentRunId !== null && isGraphAttemptKey(r.callerId)) return `graph:${r.callerId.split(':')[1]}`;
+  return parentKey(r.parentRunId);
+}
+
+/** Graphs holding one slot each of their caller, per caller run id. */
+export type HeldSlots = ReadonlyMap<string, number>;
+
+/**
  * How many children may be active at once under one parent: the supervisor's setting, and,
  * for a run parent, also the `maxChildren` of its lease (INV-1: limits only shrink). The
  * operator is not a run: its spawns are bounded by `maxConcurrent` alone, so raising the
@@ -67,7 +82,14 @@ function countsGlobally(r: RunRecord, blocked: ReadonlySet<string>): boolean {
  * always, but nothing is admitted: a new run waits in the queue, and a full queue refuses it
  * `admission_paused` (not `queue_full`: the wait is the operator's, not the load's).
  */
-export function decideAdmission(live: readonly RunRecord[], req: AdmissionRequest, s: Settings, blocked: ReadonlySet<string> = new Set(), paused: { since: string | null } | null = null): AdmissionDecision {
+export function decideAdmission(
+  live: readonly RunRecord[],
+  req: AdmissionRequest,
+  s: Settings,
+  blocked: ReadonlySet<string> = new Set(),
+  paused: { since: string | null } | null = null,
+  held: HeldSlots = new Map(),
+): AdmissionDecision {
   const dup = live.find(
     (r) => r.status !== 'ended' && r.callerId === req.callerId && r.agent === req.agent && r.requestHash === req.requestHash,
   );
@@ -96,9 +118,9 @@ export function decideAdmission(live: readonly RunRecord[], req: AdmissionReques
       error: limitError('children_exceeded', `the lease of run ${req.parentRunId} allows no children (maxChildren 0)`, 0, 0),
     };
   }
-  const key = parentKey(req.parentRunId);
-  const siblings = live.filter((r) => parentKey(r.parentRunId) === key);
-  const active = siblings.filter((r) => isActive(r.status)).length;
+  const key = slotKey(req);
+  const siblings = live.filter((r) => slotKey(r) === key);
+  const active = siblings.filter((r) => isActive(r.status)).length + (held.get(key) ?? 0);
   const queued = siblings.filter((r) => r.status === 'queued').length;
   const allActive = live.filter((r) => countsGlobally(r, blocked)).length;
   // FIFO: while anyone of this parent waits, a newcomer waits behind them.
@@ -123,13 +145,13 @@ export function decideAdmission(live: readonly RunRecord[], req: AdmissionReques
 /**
  * Which queued runs may start now, oldest first, respecting the per-parent and global caps.
  */
-export function nextToStart(live: readonly RunRecord[], s: Settings, blocked: ReadonlySet<string> = new Set()): string[] {
-  const activeBy = new Map<string, number>();
+export function nextToStart(live: readonly RunRecord[], s: Settings, blocked: ReadonlySet<string> = new Set(), held: HeldSlots = new Map()): string[] {
+  const activeBy = new Map<string, number>(held);
   let allActive = 0;
   for (const r of live) {
     if (!isActive(r.status)) continue;
     if (countsGlobally(r, blocked)) allActive++;
-    const k = parentKey(r.parentRunId);
+    const k = slotKey(r);
     activeBy.set(k, (activeBy.get(k) ?? 0) + 1);
   }
   const queued = live
@@ -140,7 +162,7 @@ export function nextToStart(live: readonly RunRecord[], s: Settings, blocked: Re
   const out: string[] = [];
   for (const r of queued) {
     if (allActive >= s.maxConcurrent) break;
-    const k = parentKey(r.parentRunId);
+    const k = slotKey(r);
     const n = activeBy.get(k) ?? 0;
     if (n >= childLimit(live, r.parentRunId, s)) continue;
     activeBy.set(k, n + 1);

@@ -21,7 +21,7 @@ import path from 'node:path';
 import type { CollectCaps, CollectReport, Jail, JailArtifact, JailExit, JailInput, JailSpec } from '../jail/index.js';
 import { grantAllows } from '../lease/index.js';
 import { agentMethodSurface } from '../agents/index.js';
-import { EGRESS_JAIL } from '../protocol/index.js';
+import { EGRESS_JAIL, isGraphAttemptKey } from '../protocol/index.js';
 import { BrigError, publicError } from '../util/errors.js';
 import { isNoSpace, mkdirAll } from '../util/disk-space.js';
 import type { LeaseGrant, ResultsPort } from './ports.js';
@@ -97,6 +97,7 @@ export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGr
     lease: { id: lease.leaseId, caps: [...lease.caps], expiresAt: lease.expiresAt },
     resumed: r.resumeOf !== null,
     ...(agent ? { agent } : {}),
+    ...(isGraphAttemptKey(r.callerId) ? { graphSharedDir: '/artifacts' as const } : {}),
   };
 }
 

@@ -63,6 +63,8 @@ export class RunTable {
   readonly resuming = new Set<string>();
   /** Runs blocked on their own children (sync spawn, wait): calls in flight per run. */
   readonly blocked = new Map<string, number>();
+  /** Graphs holding one child slot of their caller run while they run (admission.ts slotKey): holders per caller. */
+  readonly graphSlots = new Map<string, Set<string>>();
   readonly bus = new EventBus();
   /**
    * Spawn refusals (`run.refused`) into the ledger: the first of a caller and code at once,
@@ -108,6 +110,11 @@ export class RunTable {
 
   blockedSet(): ReadonlySet<string> {
     return new Set(this.blocked.keys());
+  }
+
+  /** How many slots graphs hold, per caller run (admission's `held`). */
+  heldSlots(): ReadonlyMap<string, number> {
+    return new Map([...this.graphSlots].map(([k, v]) => [k, v.size]));
   }
 
   /** Calls fn once the run ended (or the table closed); the returned function takes it back. */

@@ -27,8 +27,9 @@ import { replayAgent } from './agent-replay.js';
 import { RunEnder } from './ender.js';
 import { untilDoneOrSilent } from './engine-silence.js';
 import { checkSpawn, intake, loadRequest, storageState } from './intake.js';
-import type { StorageState } from './admission.js';
+import { childLimit, parentKey, slotKey, type StorageState } from './admission.js';
 import { AdmissionSwitch } from './admission-pause.js';
+import { isActive } from './state-machine.js';
 import type { AdmissionChange, AdmissionState } from '../protocol/index.js';
 import { systemClock, type SupervisorDeps } from './ports.js';
 import { ProgressFork, realTimers } from './progress-fork.js';
@@ -117,6 +118,12 @@ export interface SupervisorCore extends Supervisor {
   readonly childCalls: ChildCallHandlers;
   /** Runs fn while `runId` waits on work done for it (a graph it started): it frees its global slot meanwhile. */
   whileBlocked<T>(runId: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * A graph takes one child slot of its caller run for as long as it runs (its nodes count in
+   * the graph's own group: admission.ts slotKey). Refused `children_exceeded` when the caller
+   * has no free slot; answers the release (idempotent), which lets queued children start.
+   */
+  holdChildSlot(callerRunId: string, holder: string): Result<() => void, BrigError>;
   /** The in-memory record now (records are replaced on change, never mutated in place). */
   peek(runId: string): RunRecord | undefined;
   peekAll(): RunRecord[];
@@ -532,6 +539,26 @@ class BrigSupervisor implements SupervisorCore {
 
   whileBlocked<T>(runId: string, fn: () => Promise<T>): Promise<T> {
     return this.#whileBlocked(runId, fn);
+  }
+
+  holdChildSlot(callerRunId: string, holder: string): Result<() => void, BrigError> {
+    const t = this.#table;
+    const live = t.all().filter((r) => r.status !== 'ended');
+    const limit = childLimit(live, callerRunId, this.settings);
+    const key = parentKey(callerRunId);
+    const used = live.filter((r) => isActive(r.status) && slotKey(r) === key).length + (t.graphSlots.get(callerRunId)?.size ?? 0);
+    if (used >= limit) {
+      return err(new BrigError('children_exceeded', `run ${callerRunId} has ${used} of its ${limit} children running (a graph counts as one)`, { data: { limit, current: used }, hint: 'Wait for a child or a graph of yours to end (wait_children, graph_wait), then run the graph.' }));
+    }
+    const mine = t.graphSlots.get(callerRunId) ?? new Set<string>();
+    mine.add(holder);
+    t.graphSlots.set(callerRunId, mine);
+    return ok(() => {
+      const m = t.graphSlots.get(callerRunId);
+      if (!m?.delete(holder)) return;
+      if (m.size === 0) t.graphSlots.delete(callerRunId);
+      this.#starter.pump();
+    });
   }
 
   /** Runs fn while `runId` is blocked on its own children: it frees its global slot (admission.ts). */

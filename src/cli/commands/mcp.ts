@@ -14,24 +14,29 @@ import { readVersion } from './version.js';
 const command: Command = {
   name: 'mcp',
   summary: 'Serve brig to an MCP client (Claude Code, …) over stdio: spawn, wait, result and ref_* tools; ResultRefs as resources.',
-  usage: 'brig mcp [--read-only]',
-  flags: [{ name: 'read-only', description: 'offer only the tools that read (no spawn, steer or kill) and start no supervisor' }],
-  examples: ['brig mcp', 'claude mcp add brig -- brig mcp', 'brig mcp --read-only'],
+  usage: 'brig mcp [--read-only | --allow-gate-decisions]',
+  flags: [
+    { name: 'read-only', description: 'offer only the tools that read (no spawn, steer or kill) and start no supervisor' },
+    { name: 'allow-gate-decisions', description: "also offer graph_decide: the client may approve or reject a graph's waiting gate (as `mcp`); off by default — a model can be prompt-injected" },
+  ],
+  examples: ['brig mcp', 'claude mcp add brig -- brig mcp', 'brig mcp --read-only', 'brig mcp --allow-gate-decisions'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     if (p.positionals.length > 0 || p.rest.length > 0) throw new BrigError('invalid_input', 'brig mcp takes no arguments', { hint: command.usage });
     const readOnly = p.bools.has('read-only');
+    const gateDecisions = p.bools.has('allow-gate-decisions');
+    if (readOnly && gateDecisions) throw new BrigError('invalid_input', '--read-only and --allow-gate-decisions exclude each other', { hint: command.usage });
     const log = (line: string) => io.stderr.write(`brig mcp: ${line}\n`);
     const restoreConsole = consoleToStderr(io);
     try {
-      return await serve(io, readOnly, log);
+      return await serve(io, readOnly, log, gateDecisions);
     } finally {
       restoreConsole();
     }
   },
 };
 
-async function serve(io: CliIO, readOnly: boolean, log: (line: string) => void): Promise<number> {
+async function serve(io: CliIO, readOnly: boolean, log: (line: string) => void, gateDecisions = false): Promise<number> {
   const { createMcpServer, serveStdio } = await import('../../mcp/index.js');
   const brig = await openBrig({ env: io.env, mode: 'auto', fallback: readOnly ? 'read' : 'local', reconcile: false, caller: 'mcp' });
   // A signal (or the client's SIGTERM after it closed stdin) ends the session; one that comes
@@ -44,9 +49,9 @@ async function serve(io: CliIO, readOnly: boolean, log: (line: string) => void):
   process.on('SIGTERM', onSignal);
   io.hangup?.addEventListener('abort', () => stop(), { once: true });
   try {
-    const server = createMcpServer(brig, { version: readVersion(), readOnly });
+    const server = createMcpServer(brig, { version: readVersion(), readOnly, gateDecisions });
     const session = await serveStdio(server, { stdin: process.stdin, stdout: io.stdout, onError: (e) => log(`transport: ${e.message}`) });
-    log(`serving over stdio${readOnly ? ' (read-only)' : ''}: ${describe(brig, io)}`);
+    log(`serving over stdio${readOnly ? ' (read-only)' : gateDecisions ? ' (graph gates decidable over MCP)' : ''}: ${describe(brig, io)}`);
     await Promise.race([session.closed, stopped]);
     stopping = true;
     await session.close();

@@ -165,3 +165,86 @@ test('[INV-1] without `graph`: a lead is not offered graph_run, and a forged gra
   }
   assert.deepEqual(await leftovers(home), []);
 });
+
+/** Two command nodes in parallel, each a few seconds long. */
+const PAIR = `graph: brig/v1
+label: lead-pair
+concurrency: { max_parallel: 8 }
+nodes:
+  - id: a
+    kind: command
+    spawn: { task: a, argv: [sh, -c, "sleep 4; echo a > /workspace/out/a.txt"] }
+  - id: b
+    kind: command
+    spawn: { task: b, argv: [sh, -c, "sleep 4; echo b > /workspace/out/b.txt"] }
+`;
+
+// req: lease:graph-nodes-within-caller
+test('[INV-1] a lead starts a graph (graph_run, timeoutMs 0), polls and waits for it with graph_wait; the graph is one child of the lead: with maxChildren 2 both nodes and a plain child run at once', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  // The lead's conversation starts from its task; the plain child's from its own (SLEEPER).
+  const isLead = (req: RecordedRequest) => JSON.stringify(msgs(req).slice(0, 2)).includes('LEAD: run the pair');
+  const graphIdOf = (req: RecordedRequest) => /"graphId":\s*"(g-[a-z0-9]+)"/.exec(lastTool(req))?.[1] ?? 'g-missing0000';
+  const m = await startModelServer({
+    script: (req) => {
+      if (!isLead(req)) return toolCallTurn('finish', { answer: 'slept' });
+      switch (turnsOf(req)) {
+        case 0:
+          return toolCallTurn('graph_run', { spec: PAIR, timeoutMs: 0 });
+        case 1:
+          return toolCallTurn('spawn', { task: 'SLEEPER: finish at once', async: true });
+        case 2: {
+          const first = msgs(req).find((x) => x.role === 'tool');
+          return toolCallTurn('graph_wait', { graphId: /"graphId":\s*"(g-[a-z0-9]+)"/.exec(String(first?.content))?.[1] ?? 'g-missing0000', timeoutMs: 0 });
+        }
+        case 3:
+          return toolCallTurn('graph_wait', { graphId: graphIdOf(req), timeoutMs: 45_000 });
+        default:
+          return toolCallTurn('finish', { answer: 'graph done' });
+      }
+    },
+  });
+  t.after(() => m.close());
+  const c = await compose(loadConfig({ BRIG_HOME: home, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_CONTEXT_WINDOW: '32000' }), { tickMs: 200, reconcile: true, settings: { maxChildrenPerAgent: 2 } });
+  await c.supervisor.start();
+  try {
+    const r = await c.supervisor.spawn({ task: 'LEAD: run the pair', kind: 'agent', agent: 'coordinator', caps: ['llm', 'refs.read', 'graph', 'exec', 'spawn'], timeout: 300_000 });
+    assert.ok(r.ok, JSON.stringify(!r.ok && r.error));
+    const lead = r.value;
+    assert.equal(lead.endReason, 'completed', `${lead.error?.message} ${lead.stderrTail}`);
+    assert.deepEqual(m.problems, []);
+    const leadReqs = m.requests.filter(isLead);
+    assert.ok(offered(leadReqs[0]!).includes('graph_wait'), `offered: ${offered(leadReqs[0]!).join(', ')}`);
+
+    // graph_run with timeoutMs 0 answered at once: running, no envelope yet.
+    const ran = JSON.parse(lastTool(leadReqs.find((q) => turnsOf(q) === 1)!)) as { graphId: string; state: string; envelope: string | null; order: string[] };
+    assert.equal(ran.state, 'running');
+    assert.equal(ran.envelope, undefined);
+    assert.deepEqual([...ran.order].sort(), ['a', 'b']);
+    // graph_wait with timeoutMs 0 looked without waiting: still running, the nodes counted.
+    const polled = JSON.parse(lastTool(leadReqs.find((q) => turnsOf(q) === 3)!)) as { state: string; counts: Record<string, number>; running: string[] };
+    assert.equal(polled.state, 'running', JSON.stringify(polled));
+    assert.equal((polled.counts.running ?? 0) + (polled.counts.succeeded ?? 0), 2);
+    // graph_wait waited for the end: the envelope, then the ids.
+    const end = lastTool(leadReqs.find((q) => turnsOf(q) === 4)!);
+    assert.match(end, /^\[Graph Result: lead-pair\] completed · 2 nodes \(2 succeeded\)/);
+    assert.match(end, /"manifestRef":"ref_/);
+
+    // One child of the lead: the graph holds one of its 2 slots, its nodes run as the graph's group.
+    const g = await c.graphs.status(ran.graphId);
+    assert.ok(g.ok);
+    assert.equal(g.value.parallel, 2, 'min(max_parallel 8, the lead’s children cap 2)');
+    const kids = await c.supervisor.list({ parentRunId: lead.id });
+    const nodeRuns = g.value.nodes.map((n) => kids.find((k) => k.id === n.attempts[0]!.runId)!);
+    const sleeper = kids.find((k) => !nodeRuns.includes(k))!;
+    assert.equal(kids.length, 3, 'two node runs and the plain child');
+    const at = (s: string | null) => Date.parse(s ?? '');
+    const [na, nb] = nodeRuns as [typeof lead, typeof lead];
+    assert.ok(at(na.startedAt) < at(nb.endedAt) && at(nb.startedAt) < at(na.endedAt), 'both nodes ran at once');
+    assert.ok(at(sleeper.startedAt) < Math.min(at(na.endedAt), at(nb.endedAt)), `the plain child started while both nodes ran (the graph is one child, not two): ${sleeper.startedAt} vs ${na.endedAt}, ${nb.endedAt}`);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home), []);
+});

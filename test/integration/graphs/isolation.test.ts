@@ -50,6 +50,7 @@ const SPEC = JSON.stringify({
           'find / -name b-secret.txt -not -path "/proc/*" 2>/dev/null > find-b.txt',
           'grep -rl secret-of-b /artifacts /workspace/out /tmp 2>/dev/null | grep -v find-b > grep-b.txt',
           'grep " /artifacts" /proc/self/mountinfo > mounts.txt',
+          'grep -o "\\"graphSharedDir\\": *\\"[^\\"]*\\"" /workspace/.brig/packet.json > shared.txt',
           'true',
         ].join('; ')),
       },
@@ -102,6 +103,8 @@ test('[INV-2] [INV-4] from inside a dependent: only its declared input, read-onl
     const mounts = read(cOut, 'mounts.txt').trim().split('\n');
     assert.equal(mounts.length, 1, mounts.join('\n'));
     assert.match(mounts[0]!, /^\S+ \S+ \S+ \S+ \/artifacts\/up ro[, ]/, 'bound read-only');
+    // The packet names that read-only directory as the graph's shared one (graphSharedDir: nothing writable is shared).
+    assert.match(read(cOut, 'shared.txt'), /^"graphSharedDir": *"\/artifacts"\n$/);
     // What a's dependent read is still a's, untouched.
     assert.equal(read(aOut, 'a.txt'), 'from-a\n');
     assert.equal(fs.existsSync(path.join(aOut, 'new.txt')), false);

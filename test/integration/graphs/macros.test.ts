@@ -1,7 +1,8 @@
 /**
  * The macros on real jails, each expanded node an ordinary run: a map_reduce over a JSONL file
- * a script committed (12 items, agent slots against the scripted model server, 4 slots without
- * an item skipped, a reducer that sees every item's out/ read-only), a refine that stops at round 2 and a collaborate whose last round
+ * a script committed (12 items, agent slots against the scripted model server — item 7 fails
+ * once and its retry succeeds —, 4 slots without an item skipped, a reducer that sees every
+ * item's out/ read-only, item 7's once, from its succeeded attempt), a refine that stops at round 2 and a collaborate whose last round
  * sees every earlier one read-only, and a debate whose turns see only earlier rounds.
  */
 import { test } from 'node:test';
@@ -12,7 +13,7 @@ import { loadConfig } from '../../../src/config/index.js';
 import { compose } from '../../../src/daemon/index.js';
 import type { GraphRecord } from '../../../src/protocol/index.js';
 import { requireEngine } from '../../helpers/engine.js';
-import { startModelServer, toolCallTurn, type RecordedRequest } from '../../helpers/model-server.js';
+import { startModelServer, statusTurn, toolCallTurn, type RecordedRequest } from '../../helpers/model-server.js';
 import { freshHome, leftovers, supervisorAt } from '../runs/fixture.js';
 
 const KEY = 'sk-brig-test-graphs-0123456789abcdef';
@@ -23,13 +24,18 @@ const outFile = (home: string, runId: string, file: string) => fs.readFileSync(p
 
 const PLAN = "import { writeFileSync } from 'node:fs';\nexport default async function () { writeFileSync('/workspace/out/items.jsonl', Array.from({ length: 12 }, (_, n) => JSON.stringify({ n }) + '\\n').join('')); return { items: 12 }; }";
 
-test('a map_reduce on real jails: 12 items from a committed JSONL, agent slots each with its own item, 4 empty slots skipped, the reducer sees every item read-only', async (t) => {
+test('a map_reduce on real jails: 12 items from a committed JSONL, agent slots each with its own item (item 7 fails once, its retry succeeds), 4 empty slots skipped, the reducer sees every item read-only', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
+  let sevenCalls = 0;
   const m = await startModelServer({
     script: (req) => {
       const n = /research item \{"n":(\d+)\}/.exec(sys(req))?.[1];
       if (n === undefined) return undefined;
+      // Item 7's first attempt: the model refuses its first call and the salvage after it (a 400 is not retried): the run fails.
+      if (n === '7' && sevenCalls++ < 2) {
+        return statusTurn(400, { body: { error: { message: 'scripted refusal: item 7 fails once' } } });
+      }
       if (turns(req) === 0) return toolCallTurn('write_file', { path: '/workspace/out/item.txt', content: `item ${n} researched\n` });
       return toolCallTurn('finish', { answer: `item ${n} done`, files: ['/workspace/out/item.txt'] });
     },
@@ -52,6 +58,7 @@ test('a map_reduce on real jails: 12 items from a committed JSONL, agent slots e
           depends_on: ['plan'],
           map: { over: { from: 'plan', path: 'out/items.jsonl' }, max_items: 16, item_kind: 'agent' },
           spawn: { task: 'research item {{item}}', agent: 'general' },
+          retry: { max: 1, on: ['failed'] },
           reduce: {
             kind: 'command',
             as: 'items',
@@ -72,7 +79,12 @@ test('a map_reduce on real jails: 12 items from a committed JSONL, agent slots e
     assert.equal(rec.state, 'completed', JSON.stringify(rec.nodes.map((n) => [n.id, n.state, n.attempts.map((a) => [a.endReason, a.errorCode])])));
     const node = (id: string) => rec.nodes.find((n) => n.id === id)!;
     assert.equal(node('research.items').items, 12);
-    for (let i = 0; i < 16; i++) assert.equal(st[`research.${i}`], i < 12 ? 'succeeded:a1' : 'skipped/no_item:a0', `slot ${i}`);
+    for (let i = 0; i < 16; i++) assert.equal(st[`research.${i}`], i === 7 ? 'succeeded:a2' : i < 12 ? 'succeeded:a1' : 'skipped/no_item:a0', `slot ${i}`);
+    // Item 7: a failed first attempt (its run ended failed), a retry under its own key that succeeded and is the one committed.
+    const s7 = node('research.7');
+    assert.deepEqual(s7.attempts.map((a) => a.result), ['failed', 'succeeded']);
+    assert.equal(s7.committedRunId, s7.attempts[1]!.runId);
+    assert.equal(node('research.map').parts!.find((p) => p.name === '7')?.runId, s7.attempts[1]!.runId, "the join mounts the retry's out/, never the failed attempt's");
     // Each slot an ordinary agent run whose task carried its own item (the model server saw each once).
     const seven = await c.supervisor.get(node('research.7').committedRunId!);
     assert.deepEqual([seven?.kind, seven?.endReason, seven?.label], ['agent', 'completed', `${rec.id}/research.7`]);

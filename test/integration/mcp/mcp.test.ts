@@ -80,7 +80,7 @@ async function exercise(t: TestContext, home: string, expectMode: RegExp): Promi
   t.diagnostic(`tools: ${tools.map((x) => `${x.name}${x.annotations?.readOnlyHint ? ' (ro)' : ''}${x.annotations?.destructiveHint ? ' (destructive)' : ''}`).join(', ')}`);
   assert.deepEqual(
     tools.map((x) => x.name).sort(),
-    ['explain', 'graph_cancel', 'graph_define', 'graph_run', 'graph_status', 'graph_wait', 'history', 'kill', 'list', 'ref_grep', 'ref_jq', 'ref_jsonpath', 'ref_list', 'ref_read', 'ref_sql', 'result', 'send', 'spawn', 'status', 'steer', 'wait'],
+    ['explain', 'graph_cancel', 'graph_define', 'graph_explain', 'graph_run', 'graph_status', 'graph_wait', 'history', 'kill', 'list', 'ref_grep', 'ref_jq', 'ref_jsonpath', 'ref_list', 'ref_read', 'ref_sql', 'result', 'send', 'spawn', 'status', 'steer', 'wait'],
   );
   const ann = Object.fromEntries(tools.map((x) => [x.name, x.annotations!]));
   assert.equal(ann.kill!.destructiveHint, true);

@@ -56,6 +56,13 @@ const REFUSALS: { name: string; text: string; code?: string; says: RegExp[] }[] 
   { name: 'an on_restart that is neither resume nor fail', text: doc(cmd('a'), 'on_restart: retry\n'), says: [/on_restart/] },
   { name: 'unknown sink', text: doc(cmd('a'), 'sinks: [b]\n'), says: [/sinks names unknown node b/] },
   { name: 'a critical path over the wall budget (the minimum said)', text: doc('  - id: a\n    kind: command\n    spawn: { task: t, argv: ["true"], timeout_ms: 1000 }\n    retry: { max: 1 }\n  - id: b\n    kind: command\n    depends_on: [a]\n    spawn: { task: t, argv: ["true"], timeout_ms: 500 }\n', 'budget: { wall_ms: 2000 }\n'), says: [/critical path needs up to 2500 ms/, /budget.wall_ms is 2000/] },
+  // Budgets that cannot fit: refused at define, never clamped.
+  { name: "a node's budget over the graph's", text: doc(cmd('a', '    budget: { tokens: 5000 }\n'), 'budget: { tokens: 4000 }\n'), says: [/graph:4: node a: budget.tokens 5000 is over the graph's budget.tokens 4000/] },
+  { name: "a node's cost over the graph's", text: doc(cmd('a', '    budget: { cost_usd: 2 }\n'), 'budget: { cost_usd: 1 }\n'), says: [/node a: budget.cost_usd 2 is over the graph's budget.cost_usd 1/] },
+  { name: "a timeout over the node's wall budget", text: doc('  - id: a\n    kind: command\n    spawn: { task: t, argv: ["true"], timeout_ms: 9000 }\n    budget: { wall_ms: 5000 }\n'), says: [/node a: spawn.timeout_ms 9000 is over its budget.wall_ms 5000/] },
+  { name: 'fewer node runs than run nodes (a map counts its slots)', text: doc(cmd('a') + '  - id: m\n    kind: map\n    map: { over: { items: [1, 2] }, max_items: 3, item_kind: command }\n    spawn: { task: "x {{item}}", argv: ["true"] }\n', 'budget: { children: 2 }\n'), says: [/budget.children 2 cannot run every node once: the graph has 3 run node\(s\) \(a map counts max_items slots\)/] },
+  { name: 'a budget on a gate', text: doc(cmd('a') + '  - id: g\n    kind: gate\n    depends_on: [a]\n    gate: { prompt: ok?, timeout_ms: 1000 }\n    budget: { tokens: 10 }\n'), says: [/node g: a gate runs nothing: it takes no budget/] },
+  { name: "a node's wall budget on the critical path", text: doc('  - id: a\n    kind: command\n    spawn: { task: t, argv: ["true"] }\n    budget: { wall_ms: 3000 }\n', 'budget: { wall_ms: 2000 }\n'), says: [/critical path needs up to 3000 ms/] },
 ];
 
 for (const r of REFUSALS) {
@@ -68,6 +75,23 @@ for (const r of REFUSALS) {
     assert.ok(d.error.hint, 'a refusal says what to do');
   });
 }
+
+test("a graph's budget is over its calling run's own: refused at define (a graph spends out of its caller's budget)", () => {
+  const text = doc(cmd('a'), 'budget: { tokens: 9000, cost_usd: 3 }\n');
+  assert.ok(defineGraphText(text).ok, "the operator's graph has no caller budget");
+  assert.ok(defineGraphText(text, { callerBudget: { tokens: 9000, costUsd: 3 } }).ok, 'exactly the caller\'s fits');
+  const d = defineGraphText(text, { callerBudget: { tokens: 8000, costUsd: 2 } });
+  assert.ok(!d.ok);
+  assert.match(d.error.message, /budget.tokens 9000 is over the calling run's own token budget 8000/);
+  assert.match(d.error.message, /budget.cost_usd 3 is over the calling run's own cost budget 2/);
+});
+
+test("a macro's budget is each run node's it makes; a node's wall budget is its attempt's timeout", () => {
+  const d = defineGraphText(doc('  - id: v\n    kind: vote\n    spawn: { task: "vote {{voter}}", argv: ["true"] }\n    vote: { voters: [x, y], voter_kind: command, field: $.v, choices: [A, B] }\n    budget: { tokens: 100, wall_ms: 4000 }\n'));
+  assert.ok(d.ok, d.ok ? '' : d.error.message);
+  assert.deepEqual(d.value.expanded.map((n) => [n.id, n.budget?.tokens ?? null]), [['v.x', 100], ['v.y', 100], ['v', null]]);
+  assert.equal(d.value.criticalPathMs, 4000);
+});
 
 test('define refuses over 200 nodes, and depth over maxSpawnDepth (depth_exceeded), naming the limits', () => {
   const many = doc(Array.from({ length: GRAPH_BOUNDS.nodes + 1 }, (_, i) => cmd(`n${i}`)).join(''));

@@ -12,11 +12,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { AGENT_TOOLS, agentMethodSurface, toolSurface } from '../../../src/agents/index.js';
 import { METHOD_NAMES, requiredCapability } from '../../../src/broker/index.js';
-import { graphManifestReader, graphRunHandler } from '../../../src/daemon/graphs.js';
+import { graphManifestReader, graphRunHandler, graphWaitHandler } from '../../../src/daemon/graphs.js';
 import { GraphService, GraphStore } from '../../../src/graphs/index.js';
 import { CAPABILITIES, LeaseStore, loadPolicyFile, shippedPoliciesDir, type Policy } from '../../../src/lease/index.js';
 import { isGraphAttemptKey, type GraphEvent, type LeaseRecord, type RunRecord, type SpawnContext } from '../../../src/protocol/index.js';
-import { BrigError, ok } from '../../../src/util/errors.js';
+import { BrigError, err, ok } from '../../../src/util/errors.js';
 import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 
 const shipped = (name: string): Policy => {
@@ -61,6 +61,12 @@ test('[INV-1] the tool surface follows the lease: graph_run only with `graph` (a
   assert.ok(!toolSurface({ caps: ['graph'], role: 'worker', wanted: ['ref_read'] }).includes('graph_run'), "a spec's tool list narrows it");
   assert.ok(agentMethodSurface(['graph_run']).includes('graph.run'));
   assert.ok(!agentMethodSurface(['spawn', 'ref_sql']).includes('graph.run'));
+  // graph_wait, its companion, goes with it: the same capability, the same narrowing.
+  assert.equal(AGENT_TOOLS.graph_wait, 'graph');
+  assert.ok(toolSurface({ caps: [...base, 'graph'], role: 'coordinator' }).includes('graph_wait'));
+  assert.ok(!toolSurface({ caps: base, role: 'coordinator' }).includes('graph_wait'));
+  assert.ok(agentMethodSurface(['graph_wait']).includes('graph.wait'));
+  assert.ok(!agentMethodSurface(['graph_run']).includes('graph.wait'));
 });
 
 // req: lease:caps-intersect lease:graph-nodes-within-caller
@@ -164,6 +170,45 @@ test("[INV-1] a graph run by a caller is one child of it: every node spawned wit
   assert.equal(tw.spawned.length, before, 'no spawn for a refused graph');
 });
 
+// req: lease:graph-nodes-within-caller
+test('[INV-1] a graph takes one child slot of its caller while it runs and gives it back once at its end; no free slot refuses it children_exceeded before anything is written or spawned', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-graphslot-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const tw = twin();
+  const held: string[] = [];
+  let released = 0;
+  let free = true;
+  const g = new GraphService({
+    supervisor: tw.sup,
+    store: new GraphStore(dir),
+    limits: { maxChildren: 10, maxDepth: 3, defaultTimeoutMs: 60_000 },
+    putManifest: async (id) => `ref_manifest_${id}`,
+    holdSlot: (caller, graphId) => {
+      if (!free) return err(new BrigError('children_exceeded', `run ${caller} has no free slot`, { data: { limit: 1, current: 1 } }));
+      held.push(`${caller}:${graphId}`);
+      return ok(() => void released++);
+    },
+  });
+  const caller = { runId: 'r-lead000001', depth: 1, maxChildren: 2, maxDepth: 3 };
+  const s1 = await g.run(SPEC, { caller });
+  assert.ok(s1.ok);
+  assert.deepEqual(held, [`r-lead000001:${s1.value.graphId}`], 'held under the graph id, for the caller run');
+  await g.wait(s1.value.graphId);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(released, 1, 'given back once the graph ended');
+  // The operator's graph holds nothing (the operator is no run with a children cap).
+  const op = await g.run(SPEC);
+  assert.ok(op.ok);
+  await g.wait(op.value.graphId);
+  assert.equal(held.length, 1);
+  free = false;
+  const spawnsBefore = tw.spawned.length;
+  const full = await g.run(SPEC, { caller });
+  assert.ok(!full.ok && full.error.code === 'children_exceeded', 'no free slot: refused');
+  assert.equal(tw.spawned.length, spawnsBefore, 'nothing spawned');
+  assert.equal((await g.list()).length, 2, 'nothing written');
+});
+
 const lease = (caps: string[]): LeaseRecord => ({ id: 'ls_x', depth: 1, caps, limits: { maxChildren: 3, maxDepth: 3 } }) as unknown as LeaseRecord;
 const call = (caps: string[]) => ({ runId: 'r-lead000001', rootRunId: 'r-lead000001', leaseId: 'ls_x', lease: lease(caps), method: 'graph.run' as const, params: { spec: SPEC }, callId: 1, resent: false });
 
@@ -181,6 +226,33 @@ test('[INV-1] graph.run: the handler itself refuses a lease without graph and a 
   assert.ok(r.envelope.length > 0 && Buffer.byteLength(r.envelope) <= 4096);
   status = 'ended';
   await assert.rejects(async () => h(call(['graph'])), (e: unknown) => e instanceof BrigError && e.code === 'not_running');
+});
+
+// req: lease:enforced
+test('[INV-1] graph.run with timeoutMs 0 answers at once; graph.wait polls (0) or waits bounded for a graph the caller started — another run\'s graph or the operator\'s is graph_not_found, a lease without graph is refused', async (t) => {
+  const { g } = graphService(t);
+  let status = 'running';
+  const sup = { get: async () => ({ status }) as RunRecord, whileBlocked: <T>(_id: string, fn: () => Promise<T>) => fn(), holdChildSlot: () => ok(() => {}) };
+  const run = graphRunHandler(g, sup);
+  const wait = graphWaitHandler(g, sup);
+  const started = (await run({ ...call(['graph']), params: { spec: SPEC, timeoutMs: 0 } })) as { graphId: string; state: string; envelope: string | null };
+  assert.equal(started.state, 'running', 'timeoutMs 0: the graph was started, not waited for');
+  assert.equal(started.envelope, null);
+  const waitCall = (graphId: string, caps = ['graph'], runId = 'r-lead000001', timeoutMs = 5_000) => ({ ...call(caps), runId, method: 'graph.wait' as const, params: { graphId, timeoutMs } });
+  const done = (await wait(waitCall(started.graphId))) as { state: string; envelope: string; manifestRef: string; counts: Record<string, number> };
+  assert.equal(done.state, 'completed');
+  assert.deepEqual(done.counts, { succeeded: 2 });
+  assert.match(done.envelope, /^\[Graph Result: g-[a-z0-9]+\] completed/);
+  assert.equal(done.manifestRef, `ref_manifest_${started.graphId}`);
+  const polled = (await wait(waitCall(started.graphId, ['graph'], 'r-lead000001', 0))) as { state: string };
+  assert.equal(polled.state, 'completed');
+  await assert.rejects(async () => wait(waitCall(started.graphId, ['graph'], 'r-other00001')), (e: unknown) => e instanceof BrigError && e.code === 'graph_not_found', "another run's graph is not there for it");
+  const op = await g.run(SPEC);
+  assert.ok(op.ok);
+  await assert.rejects(async () => wait(waitCall(op.value.graphId)), (e: unknown) => e instanceof BrigError && e.code === 'graph_not_found', "the operator's graph is not the lead's");
+  await assert.rejects(async () => wait(waitCall(started.graphId, ['llm', 'spawn'])), (e: unknown) => e instanceof BrigError && e.code === 'capability_denied');
+  status = 'ended';
+  await assert.rejects(async () => wait(waitCall(started.graphId)), (e: unknown) => e instanceof BrigError && e.code === 'not_running');
 });
 
 // req: slice:descendants-only

@@ -11,8 +11,8 @@ import { ALL_TOOLS, toolsFor } from '../../../src/mcp/index.js';
 import { toSpawnRequest } from '../../../src/runs/spawn-args.js';
 import { connected, state } from './fake-brig.js';
 
-const NAMES = ['spawn', 'list', 'status', 'steer', 'kill', 'send', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_run', 'graph_status', 'graph_wait', 'graph_cancel'];
-const READ_ONLY = ['list', 'status', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_status', 'graph_wait'];
+const NAMES = ['spawn', 'list', 'status', 'steer', 'kill', 'send', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_run', 'graph_status', 'graph_wait', 'graph_explain', 'graph_cancel'];
+const READ_ONLY = ['list', 'status', 'history', 'wait', 'result', 'explain', 'ref_list', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'graph_define', 'graph_status', 'graph_wait', 'graph_explain'];
 
 test('the server lists exactly the tools of the brief, each with one actionable sentence and all four annotations', async () => {
   const { client, close } = await connected(state());
@@ -67,6 +67,24 @@ test('input schemas: spawn takes task and one of argv/script/agent; wait is boun
 test('--read-only offers only the tools that read', () => {
   assert.deepEqual(toolsFor({ readOnly: true }).map((t) => t.name).sort(), [...READ_ONLY].sort());
   assert.equal(toolsFor({}).length, ALL_TOOLS.length);
+});
+
+test('no tool decides a graph gate unless the operator turns it on (--allow-gate-decisions): then graph_decide, destructive, never with --read-only', async () => {
+  assert.ok(!toolsFor({}).some((t) => t.name === 'graph_decide'));
+  assert.ok(!ALL_TOOLS.some((t) => t.name === 'graph_decide'));
+  assert.ok(!toolsFor({ readOnly: true, gateDecisions: true }).some((t) => t.name === 'graph_decide'));
+  const on = toolsFor({ gateDecisions: true });
+  assert.deepEqual(on.map((t) => t.name).filter((n) => !NAMES.includes(n)), ['graph_decide']);
+  const { client, close } = await connected(state(), { gateDecisions: true });
+  try {
+    const d = (await client.listTools()).tools.find((t) => t.name === 'graph_decide')!;
+    assert.ok(d, 'listed when turned on');
+    assert.equal(d.annotations!.destructiveHint, true);
+    assert.deepEqual((d.inputSchema as { required?: string[] }).required?.sort(), ['decision', 'graphId', 'node']);
+    assert.equal((d.inputSchema as { additionalProperties?: unknown }).additionalProperties, false, 'no `by`: the face says who (mcp)');
+  } finally {
+    await close();
+  }
 });
 
 test('spawn arguments become a SpawnRequest the library accepts, always async', () => {

@@ -225,3 +225,33 @@ test('exitEnd: a child\'s own exit as an end — exit 0 completes, anything else
   // A process of the jail OOM-killed while the child still exited 0: said, and the run still completes.
   assert.deepEqual(exitEnd({ exitCode: 0, oomKilled: true }), { reason: 'completed', exitCode: 0, oomKilled: true });
 });
+
+// req: lease:graph-nodes-within-caller
+test('[INV-1] admission: a graph is one child of its caller — its nodes share the graph\'s slot, not the caller\'s children one by one; a graph holds one of the caller\'s slots while it runs', () => {
+  const s = { ...DEFAULT_SETTINGS, maxChildrenPerAgent: 3, maxConcurrent: 50 };
+  const lead = run({ status: 'running', depth: 1 });
+  const G = 'g-abcdefgh1234';
+  const node = (n: string) => run({ status: 'running', parentRunId: lead.id, rootRunId: lead.id, depth: 2, callerId: `graph:${G}:${n}:1` });
+  const child = () => run({ status: 'running', parentRunId: lead.id, rootRunId: lead.id, depth: 2, callerId: lead.id });
+  const held = new Map([[lead.id, 1]]);
+  // The lead has one plain child and runs a graph (holding one slot): 2 of its 3 slots.
+  const live = [lead, child(), node('a'), node('b')];
+  // A third node of the graph is admitted: its siblings are the graph's nodes (2 < 3), not the lead's 3 children.
+  const n3 = decideAdmission(live, req({ depth: 2, parentRunId: lead.id, rootRunId: lead.id, callerId: `graph:${G}:c:1` }), s, new Set(), null, held);
+  assert.equal(n3.kind, 'admit');
+  // A plain child of the lead: 1 child + 1 graph = 2 < 3 → admitted, whatever the graph's nodes.
+  const c2 = decideAdmission(live, req({ depth: 2, parentRunId: lead.id, rootRunId: lead.id, callerId: lead.id }), s, new Set(), null, held);
+  assert.equal(c2.kind, 'admit');
+  // With two plain children and the graph the lead is full: the next plain child waits.
+  const full = decideAdmission([...live, child()], req({ depth: 2, parentRunId: lead.id, rootRunId: lead.id, callerId: lead.id }), s, new Set(), null, held);
+  assert.equal(full.kind, 'queue');
+  // The graph's own nodes are bounded by the caller's cap too (the scheduler's parallel is ≤ it): the 4th waits.
+  const n4 = decideAdmission([...live, node('c')], req({ depth: 2, parentRunId: lead.id, rootRunId: lead.id, callerId: `graph:${G}:d:1` }), s, new Set(), null, held);
+  assert.equal(n4.kind, 'queue');
+  // The queue: a queued plain child starts when the lead has a slot, counting the graph as one.
+  const q = run({ status: 'queued', parentRunId: lead.id, rootRunId: lead.id, depth: 2, callerId: lead.id });
+  assert.deepEqual(nextToStart([...live, q], s, new Set(), held), [q.id]);
+  assert.deepEqual(nextToStart([...live, child(), q], s, new Set(), held), []);
+  const qn = run({ status: 'queued', parentRunId: lead.id, rootRunId: lead.id, depth: 2, callerId: `graph:${G}:e:1` });
+  assert.deepEqual(nextToStart([...live, child(), child(), qn], s, new Set(), held), [qn.id], 'a node waits only for its graph\'s own slots');
+});

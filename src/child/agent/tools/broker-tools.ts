@@ -257,20 +257,41 @@ const historyTool: ToolDef = {
 const graphRunTool: ToolDef = {
   name: 'graph_run',
   description:
-    "Run an execution graph (a `graph: brig/v1` spec, YAML or JSON text: nodes with depends_on, inputs, when, retry; docs/graphs.md) as one child of yours. Every node is your child, its lease inside yours. Returns the graph's bounded envelope (a line per node) and its manifest ref (JSONL, one row per node attempt) to drill into with ref_sql / ref_jq. A gate waits for an operator.",
+    "Run an execution graph (a `graph: brig/v1` spec, YAML or JSON text: nodes with depends_on, inputs, when, retry; docs/graphs.md) as one child of yours. Every node is your child, its lease inside yours. Returns the graph's bounded envelope (a line per node) and its manifest ref (JSONL, one row per node attempt) to drill into with ref_sql / ref_jq. With timeoutMs 0 it starts the graph and returns its graphId at once: follow it with graph_wait. A gate waits for an operator.",
   parameters: obj(
     {
       spec: S.str('the graph spec text (YAML or JSON), `graph: brig/v1`', { minLength: 1, maxLength: 48 * 1024 }),
-      timeoutMs: S.int(`how long to wait for its end (at most ${MAX_WAIT_MS}); the graph goes on after it`, 1, MAX_WAIT_MS),
+      timeoutMs: S.int(`how long to wait for its end (0: not at all; at most ${MAX_WAIT_MS}); the graph goes on after it`, 0, MAX_WAIT_MS),
     },
     ['spec'],
   ),
   timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS) + 10_000,
   async run(a, ctx) {
-    const r = await ctx.broker.call('graph.run', params('graph.run', { spec: a.spec, timeoutMs: typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS }));
-    const { envelope, ...rest } = r;
-    return envelope ? `${envelope}\n${JSON.stringify(rest)}` : json(rest);
+    return graphReply(await ctx.broker.call('graph.run', params('graph.run', { spec: a.spec, timeoutMs: typeof a.timeoutMs === 'number' ? a.timeoutMs : MAX_WAIT_MS })));
   },
 };
 
-export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild, sendChild, statusTool, explainTool, historyTool, graphRunTool];
+const graphWaitTool: ToolDef = {
+  name: 'graph_wait',
+  description:
+    "A graph you started with graph_run: its state and node counts now (timeoutMs 0), or its envelope and manifest ref once it ends, waiting at most timeoutMs. Still running after the wait: call it again.",
+  parameters: obj(
+    {
+      graphId: S.str('the graphId graph_run answered', { minLength: 1, maxLength: 64 }),
+      timeoutMs: S.int(`how long to wait for its end (0: look without waiting; at most ${MAX_WAIT_MS}, default 30000)`, 0, MAX_WAIT_MS),
+    },
+    ['graphId'],
+  ),
+  timeoutMs: (a) => (typeof a.timeoutMs === 'number' ? a.timeoutMs : 30_000) + 10_000,
+  async run(a, ctx) {
+    return graphReply(await ctx.broker.call('graph.wait', params('graph.wait', { graphId: a.graphId, timeoutMs: typeof a.timeoutMs === 'number' ? a.timeoutMs : 30_000 })));
+  },
+};
+
+/** The envelope first (as a child's envelope reads), then the ids and counts. */
+function graphReply(r: { envelope: string | null }): string {
+  const { envelope, ...rest } = r;
+  return envelope ? `${envelope}\n${JSON.stringify(rest)}` : json(rest);
+}
+
+export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild, sendChild, statusTool, explainTool, historyTool, graphRunTool, graphWaitTool];
