@@ -17,8 +17,10 @@
  * (rule, canonical host, port, mode, address class, bytes, duration, requests by method) and
  * `egress.deny` at once (a denied host only as its last two labels, its length and a short
  * hash). Closing a run (end, kill, revoke) destroys its open connections.
- * Not yet: `tls: inspect` (a per-run CA terminating TLS) — an inspect-only match is refused
- * `scheme_not_allowed`, never passed blind; credential bindings ride on it.
+ * `tls: inspect`: the tunnel's TLS is terminated with a leaf of the run's own CA (run-ca.ts; its
+ * key never leaves memory; ALPN http/1.1 only), every request on it decided (Host, method, path)
+ * and re-originated once over TLS verified for the host. Not yet: credential bindings (they
+ * ride on inspect), websocket inside an inspected connection, plain HTTP inside a CONNECT.
  * Threat: a hostile child choosing every byte it sends, a hostile DNS answer. Trusts: the lease
  * as issued, the operator's resolvers. Fails closed: any error is a refusal or a close.
  */
