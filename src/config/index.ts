@@ -97,15 +97,17 @@ export interface BrigConfig {
    * comma-separated; empty: the system's) and, for tests on loopback only, addresses inside
    * 127.0.0.0/8 treated as public (BRIG_EGRESS_TEST_PUBLIC_CIDRS; anything outside is refused);
    * the search endpoint agents' `web_search` calls (BRIG_EGRESS_SEARCH_URL, an http(s) URL with
-   * `{query}`; reached from the jail through the gate like any host, so a lease must allow it).
+   * `{query}`; reached from the jail through the gate like any host, so a lease must allow it);
+   * extra roots (a PEM file) the gate trusts, beside the system's, when it re-originates an
+   * inspected connection (BRIG_EGRESS_UPSTREAM_CA_FILE: a corporate CA, or a test upstream's).
    */
-  egress: { resolvers: string[]; testPublicCidrs: string[]; searchUrl?: string };
+  egress: { resolvers: string[]; testPublicCidrs: string[]; searchUrl?: string; upstreamCaFile?: string };
 }
 
 /** BRIG_EGRESS_* (see BrigConfig.egress); a test-public range outside 127.0.0.0/8 is refused. */
 export function egressConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null = null): BrigConfig['egress'] {
   const list = (v: string | undefined) => (v ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
-  let file: { resolvers?: string[] | undefined; testPublicCidrs?: string[] | undefined; searchUrl?: string | undefined } = {};
+  let file: { resolvers?: string[] | undefined; testPublicCidrs?: string[] | undefined; searchUrl?: string | undefined; upstreamCaFile?: string | undefined } = {};
   if (fileText !== null) {
     // Only the egress section is read here; the models section has its own loader (and errors).
     let doc: unknown;
@@ -117,7 +119,7 @@ export function egressConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null
     const section = doc && typeof doc === 'object' ? (doc as Record<string, unknown>).egress : undefined;
     if (section !== undefined) {
       const parsed = EgressConfigSchema.safeParse(section);
-      if (!parsed.success) throw new BrigError('invalid_input', `config.yaml egress: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(section)'}: ${i.message}`).join('; ')}`, { hint: 'egress takes resolvers: [address[:port]], testPublicCidrs: [127.x.y.z/n] and searchUrl: https://host/path?q={query}.' });
+      if (!parsed.success) throw new BrigError('invalid_input', `config.yaml egress: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(section)'}: ${i.message}`).join('; ')}`, { hint: 'egress takes resolvers: [address[:port]], testPublicCidrs: [127.x.y.z/n], searchUrl: https://host/path?q={query} and upstreamCaFile: /abs/path.pem.' });
       file = parsed.data;
     }
   }
@@ -138,7 +140,11 @@ export function egressConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null
   if (searchUrl !== undefined && !validSearchUrl(searchUrl)) {
     throw new BrigError('invalid_input', `BRIG_EGRESS_SEARCH_URL: "${searchUrl.slice(0, 80)}" is not an http(s) URL with {query} in it`, { hint: 'e.g. https://search.example/api?q={query}&count={count}: web_search fills {query} (URL-encoded) and {count}.' });
   }
-  return { resolvers, testPublicCidrs, ...(searchUrl !== undefined ? { searchUrl } : {}) };
+  const upstreamCaFile = set(env.BRIG_EGRESS_UPSTREAM_CA_FILE) ? env.BRIG_EGRESS_UPSTREAM_CA_FILE!.trim() : file.upstreamCaFile;
+  if (upstreamCaFile !== undefined && !upstreamCaFile.startsWith('/')) {
+    throw new BrigError('invalid_input', `BRIG_EGRESS_UPSTREAM_CA_FILE: "${upstreamCaFile.slice(0, 80)}" is not an absolute path`, { hint: 'Name a PEM file of CA certificates by its absolute path, e.g. /etc/brig/upstream-ca.pem.' });
+  }
+  return { resolvers, testPublicCidrs, ...(searchUrl !== undefined ? { searchUrl } : {}), ...(upstreamCaFile !== undefined ? { upstreamCaFile } : {}) };
 }
 
 /** An absolute http(s) URL with `{query}` after its authority, and no credentials in it (a key goes in a credential binding, never in the jail). */

@@ -86,6 +86,7 @@ export const EgressConfigSchema = z.strictObject({
   resolvers: z.array(z.string().min(1).max(64)).max(8).optional(),
   testPublicCidrs: z.array(z.string().min(1).max(32)).max(16).optional(),
   searchUrl: z.string().min(1).max(2048).optional(),
+  upstreamCaFile: z.string().min(1).max(4096).optional(),
 });
 
 export const ConfigFileSchema = z.strictObject({

@@ -103,6 +103,15 @@ async function refuseOpenHome(home: string): Promise<void> {
 }
 
 /** The jail's user (profile.ts JAIL_USER): the one uid, besides root, that may reach a run's socket. */
+/** egress.upstreamCaFile: PEM certificates the gate trusts (beside the system's) when it re-originates an inspected connection. */
+async function readUpstreamCa(file: string): Promise<string> {
+  const text = await fs.readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
+    throw new BrigError('invalid_input', `egress.upstreamCaFile ${file}: ${e.code ?? e.message}`, { hint: 'Name a readable PEM file of CA certificates, or drop the setting.' });
+  });
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new BrigError('invalid_input', `egress.upstreamCaFile ${file}: no PEM certificate in it`, { hint: 'The file holds CA certificates as PEM (-----BEGIN CERTIFICATE-----).' });
+  return text;
+}
+
 function jailUser(): SocketOwner {
   const [uid, gid] = JAIL_USER.split(':').map(Number);
   return { uid: uid!, gid: gid! };
@@ -168,6 +177,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     classify: systemClassifier({ denyCidrs: pol.value.egress.denyCidrs, allowPrivateCidrs: pol.value.egress.allowPrivateCidrs, testPublicCidrs: cfg.egress.testPublicCidrs }),
     policy: { denyHosts: pol.value.egress.denyHosts },
     grantSocket: (dir, p) => grantRunSocket(dir, p, jailUser()),
+    ...(cfg.egress.upstreamCaFile ? { upstreamCa: await readUpstreamCa(cfg.egress.upstreamCaFile) } : {}),
   });
   // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts).
   const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};

@@ -18,6 +18,14 @@ import type { DoctorCheck, EgressGrant } from '../protocol/index.js';
 import { CHILD_PATHS, egressEnv } from '../runs/index.js';
 import { toBrigError } from '../util/errors.js';
 
+/** The gate's operator-only settings, when set: testPublicCidrs above all (loopback dialled as if public is for tests only). */
+export function egressSettingsChecks(e: { testPublicCidrs: readonly string[]; upstreamCaFile?: string | undefined }): DoctorCheck[] {
+  return [
+    ...(e.testPublicCidrs.length > 0 ? [{ name: 'egress: testPublicCidrs', ok: true, detail: `${e.testPublicCidrs.join(', ')} treated as public by the gate — a test-only setting (egress.testPublicCidrs / BRIG_EGRESS_TEST_PUBLIC_CIDRS); unset it outside tests` }] : []),
+    ...(e.upstreamCaFile ? [{ name: 'egress: upstreamCaFile', ok: true, detail: `inspected connections also trust the CA certificates in ${e.upstreamCaFile}` }] : []),
+  ];
+}
+
 const ALLOWED = 'allowed.doctor.brig.invalid';
 const OTHER = 'other.doctor.brig.invalid';
 

@@ -30,13 +30,15 @@ export function leaseDecisions(lease: LeaseView | undefined): string[] {
 /** The run's egress from the ledger, content-free: connections and bytes by rule, refusals by reason. Empty when it had none. */
 export async function egressLines(audit: Brig['operator']['audit'], runId: string): Promise<string[]> {
   if (!/^[A-Za-z0-9_-]{1,80}$/.test(runId)) return [];
-  const q = await audit.query(`SELECT type, CAST(reason AS VARCHAR), CAST("ruleId" AS VARCHAR), CAST("bytesUp" AS BIGINT), CAST("bytesDown" AS BIGINT) FROM ledger WHERE "runId" = '${runId}' AND type IN ('egress.conn', 'egress.deny')`, 10_000).catch(() => undefined);
+  const q = await audit.query(`SELECT type, CAST(reason AS VARCHAR), CAST("ruleId" AS VARCHAR), CAST("bytesUp" AS BIGINT), CAST("bytesDown" AS BIGINT), CAST("addrClass" AS VARCHAR) FROM ledger WHERE "runId" = '${runId}' AND type IN ('egress.conn', 'egress.deny')`, 10_000).catch(() => undefined);
   if (!q?.ok || q.value.rows.length === 0) return [];
   const byRule = new Map<string, number>();
   const byReason = new Map<string, number>();
   let up = 0;
   let down = 0;
-  for (const [type, reason, rule, u, d] of q.value.rows as [string, string | null, string | null, number | bigint | null, number | bigint | null][]) {
+  let testPublic = 0;
+  for (const [type, reason, rule, u, d, cls] of q.value.rows as [string, string | null, string | null, number | bigint | null, number | bigint | null, string | null][]) {
+    if (cls === 'test_public') testPublic++;
     if (type === 'egress.conn') {
       byRule.set(rule ?? '?', (byRule.get(rule ?? '?') ?? 0) + 1);
       up += Number(u ?? 0);
@@ -46,7 +48,11 @@ export async function egressLines(audit: Brig['operator']['audit'], runId: strin
   const conns = [...byRule.values()].reduce((a, b) => a + b, 0);
   const refused = [...byReason.values()].reduce((a, b) => a + b, 0);
   const list = (m: Map<string, number>) => [...m].map(([k, n]) => `${k} ${n}`).join(', ');
-  return [`egress: ${conns} connection(s)${conns ? ` (${list(byRule)}; ${up} B up, ${down} B down)` : ''}, ${refused} refused${refused ? ` (${list(byReason)})` : ''}`];
+  return [
+    `egress: ${conns} connection(s)${conns ? ` (${list(byRule)}; ${up} B up, ${down} B down)` : ''}, ${refused} refused${refused ? ` (${list(byReason)})` : ''}`,
+    // An operator must see when the test-only setting made a loopback address count as public.
+    ...(testPublic > 0 ? [`egress: ${testPublic} to loopback addresses egress.testPublicCidrs treats as public (a test-only setting)`] : []),
+  ];
 }
 
 /** A root's savings rolled up over every run of its tree (the root included); undefined when it ran alone. */

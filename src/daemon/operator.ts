@@ -19,7 +19,7 @@ import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js'
 import { AdmissionSwitch, DEFAULT_SETTINGS, readAdmission, type SupervisorCore } from '../runs/index.js';
 import { diskSpace } from '../util/disk-space.js';
 import { fleetReport } from './fleet.js';
-import { egressProbe } from './doctor-egress.js';
+import { egressProbe, egressSettingsChecks } from './doctor-egress.js';
 import { JAIL_USER } from '../jail/index.js';
 
 export type { LeaseView } from '../protocol/index.js';
@@ -149,6 +149,7 @@ export class Operator implements OperatorSurface {
       const [uid, gid] = JAIL_USER.split(':').map(Number);
       checks.push(...(await egressProbe(driver, facts.image.tag, brigPaths(cfg.home).brokers, { uid: uid!, gid: gid! })));
     }
+    checks.push(...egressSettingsChecks(cfg.egress));
     return checks;
   }
 

@@ -17,22 +17,27 @@
  * (rule, canonical host, port, mode, address class, bytes, duration, requests by method) and
  * `egress.deny` at once (a denied host only as its last two labels, its length and a short
  * hash). Closing a run (end, kill, revoke) destroys its open connections.
- * Not yet: `tls: inspect` (a per-run CA terminating TLS) — an inspect-only match is refused
- * `scheme_not_allowed`, never passed blind; credential bindings ride on it.
+ * `tls: inspect`: the tunnel's TLS is terminated with a leaf of the run's own CA (run-ca.ts; its
+ * key never leaves memory; ALPN http/1.1 only), every request on it decided (Host, method, path)
+ * and re-originated once over TLS verified for the host. Not yet: credential bindings (they
+ * ride on inspect), websocket inside an inspected connection, plain HTTP inside a CONNECT.
  * Threat: a hostile child choosing every byte it sends, a hostile DNS answer. Trusts: the lease
  * as issued, the operator's resolvers. Fails closed: any error is a refusal or a close.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
+import tls from 'node:tls';
 import type { EgressAddressClass, EgressBudgets, EgressDenyReason, EgressGrant, EgressRule } from '../protocol/index.js';
 import { decideEgress, hostText, parseAbsoluteTarget, type CanonHost, type EgressDecision, type EgressPolicyView, type EgressQuery } from '../lease/index.js';
 import type { LedgerEvent } from '../ledger/index.js';
 import { readFirstBytes } from './client-hello.js';
 import { DIALLABLE } from './classify.js';
 import { listenOn } from '../util/listen.js';
+import { RunCa } from './run-ca.js';
 
 export interface EgressResolver {
   resolve4(name: string): Promise<string[]>;
@@ -50,6 +55,8 @@ export interface EgressGateDeps {
   /** After listen: hand the socket to the jail's user (broker's grantRunSocket rules). */
   grantSocket?: (dir: string, socketPath: string) => Promise<void>;
   helloTimeoutMs?: number;
+  /** Extra roots the gate trusts when it re-originates an inspected connection (PEM; egress.upstreamCaFile), beside the system's. */
+  upstreamCa?: string;
 }
 
 export interface EgressRunArgs {
@@ -87,7 +94,33 @@ interface RunUse {
   closed: boolean;
   /** This lease's usage, then each ancestor's (shared with the runs under it). */
   chain: Usage[];
+  /** A lease with an inspect rule: its CA (key in memory only) and the server its terminated connections are handed to. */
+  ca?: RunCa;
+  inspector?: http.Server;
 }
+
+/** One terminated (inspected) connection: what every request on it is decided and forwarded against. */
+interface InspectConn {
+  authority: string;
+  first: { kind: 'tls'; sni: string | null; ech: boolean };
+  host: CanonHost;
+  port: number;
+  addr: string;
+  cls: EgressAddressClass;
+  rule: EgressRule;
+  t0: number;
+  bytesUp: number;
+  bytesDown: number;
+  requests: number;
+  methods: Set<string>;
+  statusClasses: Set<string>;
+  closedBy: string;
+}
+
+const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
+const CA_FILE = 'egress-ca.pem';
+/** Whether a grant needs the per-run CA. */
+export const grantInspects = (g: EgressGrant): boolean => g.rules.some((r) => r.scheme === 'https' && r.tls === 'inspect');
 
 const SOCKET = 'egress.sock';
 const MAX_HEADER = 64 * 1024;
@@ -106,10 +139,15 @@ function refuseRaw(s: net.Socket, reason: EgressDenyReason, status = 403): void 
   setTimeout(() => s.destroy(), 1000).unref();
 }
 
+const fbTls = (b: Buffer): { kind: 'tls'; sni: string | null; ech: boolean } | null => {
+  const f = readFirstBytes(b);
+  return f.kind === 'tls' ? f : null;
+};
+
 const statusOf = (r: EgressDenyReason): number => (r === 'host_mismatch' ? 421 : r === 'dns_failed' || r === 'upstream_unreachable' ? 502 : r === 'bad_request' ? 400 : 403);
 
 export class EgressGate {
-  readonly #d: Required<Omit<EgressGateDeps, 'grantSocket'>> & Pick<EgressGateDeps, 'grantSocket'>;
+  readonly #d: Required<Omit<EgressGateDeps, 'grantSocket' | 'upstreamCa'>> & Pick<EgressGateDeps, 'grantSocket' | 'upstreamCa'>;
   readonly #runs = new Map<string, RunUse>();
   readonly #usage = new Map<string, Usage>();
 
@@ -145,6 +183,7 @@ export class EgressGate {
       refuseRaw(s, 'upgrade_refused');
     });
     server.on('clientError', (_e, s: net.Socket) => refuseRaw(s, 'bad_request', 400));
+    if (grantInspects(a.grant)) this.#openInspect(use);
     await listenOn(server, socketPath);
     if (this.#d.grantSocket) await this.#d.grantSocket(a.dir, socketPath);
     else await fs.promises.chmod(socketPath, 0o600);
@@ -160,8 +199,10 @@ export class EgressGate {
     this.#runs.delete(runId);
     use.closed = true;
     for (const s of use.sockets) s.destroy();
+    use.inspector?.closeAllConnections();
     await new Promise<void>((resolve) => use.server.close(() => resolve()));
     await fs.promises.rm(path.join(use.args.dir, SOCKET), { force: true }).catch(() => {});
+    if (use.ca) await fs.promises.rm(path.join(use.args.dir, CA_FILE), { force: true }).catch(() => {});
     this.#d.ledger.append({ type: 'egress.closed', runId, leaseId: use.args.leaseId, reason, connections: use.connections, bytesUp: use.bytesUp, bytesDown: use.bytesDown });
   }
 
@@ -335,7 +376,7 @@ export class EgressGate {
       const fb = readFirstBytes(first);
       const q2: EgressQuery = fb.kind === 'tls' ? { ...q, first: { kind: 'tls', sni: fb.sni, ech: fb.ech } } : fb.kind === 'http' ? { ...q, first: { kind: 'http' } } : q;
       decision = fb.kind === 'not_tls' || fb.kind === 'need_more' ? { allow: false, reason: 'not_tls', host: d0.host, port: d0.port, rule: d0.rule } : decideEgress(use.args.grant, this.#d.policy, q2);
-      if (decision.allow && decision.mode !== 'tunnel') decision = { allow: false, reason: 'scheme_not_allowed', host: d0.host, port: d0.port, rule: decision.rule }; // inspect and plain-in-CONNECT: not yet
+      if (decision.allow && decision.mode !== 'tunnel' && !(decision.mode === 'inspect' && use.ca)) decision = { allow: false, reason: 'scheme_not_allowed', host: d0.host, port: d0.port, rule: decision.rule }; // plain-in-CONNECT: not yet
       if (!decision.allow) {
         release();
         this.#deny(use, authority, decision.reason, decision);
@@ -350,6 +391,10 @@ export class EgressGate {
       if (d0.mode === 'raw') return refuseRaw(s, vet.reason, statusOf(vet.reason));
       return void s.destroy();
     }
+    if (decision.mode === 'inspect' && fbTls(first)) {
+      counted = false; // the inspected connection's close releases it
+      return this.#terminate(use, s, first, { authority, first: fbTls(first)!, host: decision.host, port: decision.port, addr: vet.addr, cls: vet.cls, rule: decision.rule });
+    }
     const up = await this.#dial(vet.addr, decision.port);
     if (!up || s.destroyed || use.closed) {
       release();
@@ -361,6 +406,150 @@ export class EgressGate {
     if (d0.mode === 'raw') s.write('HTTP/1.1 200 Connection established\r\n\r\n');
     counted = false; // #pipe's close releases it
     this.#pipe(use, s, up, first, { rule: decision.rule, host: decision.host, port: decision.port, mode: decision.mode, cls: vet.cls });
+  }
+
+  /**
+   * A lease with an inspect rule: a CA made now (its key never leaves this process), its
+   * certificate with the system's roots written beside the socket (what the jail's CA
+   * variables name), and the HTTP server its terminated connections are handed to.
+   */
+  #openInspect(use: RunUse): void {
+    use.ca = new RunCa(use.args.runId, this.#d.now);
+    const bundle = path.join(use.args.dir, CA_FILE);
+    fs.writeFileSync(bundle, [use.ca.certPem, ...tls.rootCertificates].join('\n'), { mode: 0o644 });
+    fs.chmodSync(bundle, 0o644);
+    const srv = http.createServer({ maxHeaderSize: MAX_HEADER, requestTimeout: 60_000 });
+    srv.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const c = this.#conns.get(req.socket);
+      if (!c) return void res.destroy();
+      void this.#inspected(use, c, req, res).catch(() => res.destroy());
+    });
+    // Inside a terminated connection: no CONNECT, no upgrade (websocket over inspect: not yet).
+    srv.on('connect', (req: http.IncomingMessage, s: net.Socket) => this.#refuseInside(use, req, s, 'method_not_allowed'));
+    srv.on('upgrade', (req: http.IncomingMessage, s: net.Socket) => this.#refuseInside(use, req, s, 'upgrade_refused'));
+    srv.on('clientError', (_e, s: net.Socket) => refuseRaw(s, 'bad_request', 400));
+    use.inspector = srv;
+  }
+
+  readonly #conns = new WeakMap<net.Socket, InspectConn>();
+
+  #refuseInside(use: RunUse, _req: http.IncomingMessage, s: net.Socket, reason: EgressDenyReason): void {
+    const c = this.#conns.get(s);
+    if (c) this.#d.ledger.append({ type: 'egress.deny', runId: use.args.runId, leaseId: use.args.leaseId, reason, host: hostText(c.host), ruleId: c.rule.id, port: c.port });
+    refuseRaw(s, reason);
+  }
+
+  /** Terminates the client's TLS with a leaf for the CONNECT host (ALPN pinned to http/1.1); each request on it is then decided and re-originated. */
+  #terminate(use: RunUse, s: net.Socket, first: Buffer, m: Omit<InspectConn, 't0' | 'bytesUp' | 'bytesDown' | 'requests' | 'methods' | 'statusClasses' | 'closedBy'>): void {
+    const leaf = use.ca!.leaf(hostText(m.host));
+    if (!leaf || !use.inspector) {
+      this.#count(use, 'open', -1);
+      return void s.destroy();
+    }
+    const c: InspectConn = { ...m, t0: this.#d.now(), bytesUp: 0, bytesDown: 0, requests: 0, methods: new Set(), statusClasses: new Set(), closedBy: 'closed' };
+    s.unshift(first);
+    const t = new tls.TLSSocket(s, { isServer: true, key: leaf.key, cert: leaf.cert, ALPNProtocols: ['http/1.1'] });
+    this.#conns.set(t, c);
+    use.sockets.add(t);
+    const b = use.args.grant.budgets;
+    t.setTimeout(b.idleMs, () => {
+      c.closedBy = 'idle';
+      t.destroy();
+    });
+    const life = setTimeout(() => {
+      c.closedBy = 'lifetime';
+      t.destroy();
+    }, b.lifetimeMs);
+    life.unref();
+    let done = false;
+    const closed = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(life);
+      use.sockets.delete(t);
+      this.#count(use, 'open', -1);
+      s.destroy();
+      this.#d.ledger.append({
+        type: 'egress.conn', runId: use.args.runId, leaseId: use.args.leaseId, ruleId: c.rule.id, host: hostText(c.host), port: c.port, scheme: 'https', mode: 'inspect',
+        addrClass: c.cls, decision: 'allow', closedBy: use.closed ? 'run_closed' : c.closedBy, bytesUp: c.bytesUp, bytesDown: c.bytesDown, durationMs: this.#d.now() - c.t0,
+        requests: c.requests, methods: [...c.methods], statusClasses: [...c.statusClasses],
+      });
+    };
+    t.once('close', closed);
+    s.once('close', closed);
+    t.on('error', () => t.destroy());
+    s.on('error', () => t.destroy());
+    use.inspector.emit('connection', t);
+  }
+
+  /** One request on an inspected connection: decided (Host, method, path against the rules), forwarded once over TLS verified to the host, its response relayed. */
+  async #inspected(use: RunUse, c: InspectConn, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const request = { method: req.method ?? '', path: req.url ?? '', hostHeader: req.headers.host, upgrade: req.headers.upgrade ?? (req.headers['http2-settings'] !== undefined ? 'h2c' : undefined) };
+    const d = decideEgress(use.args.grant, this.#d.policy, { authority: c.authority, via: 'connect', first: c.first, request });
+    const refuse = (reason: EgressDenyReason, rule?: EgressRule) => {
+      this.#d.ledger.append({ type: 'egress.deny', runId: use.args.runId, leaseId: use.args.leaseId, reason, host: hostText(c.host), ruleId: (rule ?? c.rule).id, port: c.port });
+      res.writeHead(statusOf(reason), { 'X-Brig-Egress': reason, 'Content-Type': 'text/plain', Connection: 'close' });
+      res.end(`brig egress: ${reason}\n`);
+    };
+    if (!d.allow) return refuse(d.reason, d.rule);
+    if (use.closed) return refuse('lease_revoked');
+    const b = use.args.grant.budgets;
+    const len = Number(req.headers['content-length'] ?? 0);
+    if (!(len <= b.requestBodyMax)) return refuse('body_too_large', d.rule);
+    if (!use.chain.every((u) => u.bytesUp < u.budgets.bytesUp && u.bytesDown < u.budgets.bytesDown)) return refuse('budget_exhausted', d.rule);
+    c.requests++;
+    c.methods.add(request.method);
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP.has(k)) headers[k] = v;
+    if (req.headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = 'chunked';
+    const name = c.host.kind === 'name' ? c.host.name : undefined;
+    const opts: https.RequestOptions & tls.ConnectionOptions = {
+      host: c.addr, port: c.port, method: request.method, path: request.path, headers, setHost: false, agent: false,
+      ...(name ? { servername: name } : {}), ALPNProtocols: ['http/1.1'],
+      ...(this.#d.upstreamCa ? { ca: [...tls.rootCertificates, this.#d.upstreamCa] } : {}),
+      checkServerIdentity: (_h: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(hostText(c.host), cert),
+      timeout: b.idleMs,
+    };
+    const up = https.request(opts);
+    let status = 0;
+    up.on('response', (ur) => {
+      status = ur.statusCode ?? 0;
+      c.statusClasses.add(`${Math.floor(status / 100)}xx`);
+      const out: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP.has(k)) out[k] = v;
+      res.writeHead(status, out);
+      ur.on('data', (chunk: Buffer) => {
+        c.bytesDown += chunk.length;
+        if (!this.#count(use, 'bytesDown', chunk.length)) {
+          c.closedBy = 'budget_exhausted';
+          ur.destroy();
+          req.socket.destroy();
+        }
+      });
+      ur.pipe(res);
+    });
+    res.once('close', () => up.destroy());
+    up.on('timeout', () => up.destroy());
+    up.on('error', (e: NodeJS.ErrnoException) => {
+      if (status !== 0) return void req.socket.destroy();
+      const reason: EgressDenyReason = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS|altname/i.test(`${e.code ?? ''} ${e.message}`) ? 'upstream_tls_failed' : 'upstream_unreachable';
+      this.#d.ledger.append({ type: 'egress.deny', runId: use.args.runId, leaseId: use.args.leaseId, reason, host: hostText(c.host), ruleId: d.rule.id, port: c.port });
+      if (!res.headersSent) {
+        res.writeHead(502, { 'X-Brig-Egress': reason, Connection: 'close' });
+        res.end(`brig egress: ${reason}\n`);
+      }
+    });
+    let sent = 0;
+    req.on('data', (chunk: Buffer) => {
+      sent += chunk.length;
+      c.bytesUp += chunk.length;
+      if (sent > b.requestBodyMax || !this.#count(use, 'bytesUp', chunk.length)) {
+        c.closedBy = sent > b.requestBodyMax ? 'body_too_large' : 'budget_exhausted';
+        up.destroy();
+        req.socket.destroy();
+      }
+    });
+    req.pipe(up);
   }
 
   /** The first bytes of a tunnel: until a whole ClientHello record (or clearly not one), within the hello timeout. */

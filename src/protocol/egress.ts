@@ -110,6 +110,7 @@ export const EGRESS_DENY_REASONS = [
   'address_not_allowed', // a resolved address (or the literal) is not a public one: private, loopback, link-local, CGNAT, metadata, the host's own, …
   'dns_failed', // the name did not resolve (or not in time)
   'upstream_unreachable', // the vetted address did not accept the connection
+  'upstream_tls_failed', // inspect: the upstream's certificate did not verify for the host (the gate re-originates TLS and checks it)
   'no_sni', // a TLS ClientHello without a server name
   'sni_mismatch', // the ClientHello names another host than the CONNECT
   'ech_refused', // a ClientHello with Encrypted Client Hello (its real name is hidden)

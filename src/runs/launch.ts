@@ -42,9 +42,13 @@ export interface CollectContext {
  * kept direct. No ALL_PROXY/SOCKS (a socks5:// client resolves names itself). The jail has no
  * resolver and no route, so a tool that ignores them fails closed.
  */
-export function egressEnv(): Record<string, string> {
+export function egressEnv(inspect = false): Record<string, string> {
   const url = `http://${EGRESS_JAIL.proxyHost}:${EGRESS_JAIL.proxyPort}`;
+  // An inspect rule: the run's CA with the system roots (the gate writes it beside egress.sock), for every common TLS stack.
+  const ca = EGRESS_JAIL.caBundle;
+  const caEnv: Record<string, string> = inspect ? { SSL_CERT_FILE: ca, NODE_EXTRA_CA_CERTS: ca, REQUESTS_CA_BUNDLE: ca, CURL_CA_BUNDLE: ca, GIT_SSL_CAINFO: ca } : {};
   return {
+    ...caEnv,
     HTTP_PROXY: url,
     HTTPS_PROXY: url,
     http_proxy: url,
@@ -177,7 +181,7 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
     leaseId: lease.leaseId,
     rootRunId: r.rootRunId,
     argv,
-    env: { BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace, ...(lease.egress ? egressEnv() : {}) },
+    env: { BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace, ...(lease.egress ? egressEnv(lease.egress.rules.some((x) => x.scheme === 'https' && x.tls === 'inspect')) : {}) },
     limits: jailLimitsFor(lease.limits),
     artifacts,
     brokerDir,

@@ -204,6 +204,7 @@ test('brig spawn --egress RULE: a policy rule id or a narrowed host:port reaches
     assert.equal(ex.code, 0, ex.err);
     assert.match(ex.out, /egress rule plain: allowed\.test, other\.test, private\.test, meta\.test port \d+ http GET\|HEAD/);
     assert.match(ex.out, /egress: 1 connection\(s\) \(plain 1; \d+ B up, \d+ B down\), 0 refused/);
+    assert.match(ex.out, /egress: 1 to loopback addresses egress\.testPublicCidrs treats as public \(a test-only setting\)/);
     const narrowed = await runCli(['spawn', '--json', '--egress', `other.test:${httpPort},scheme=http,methods=GET`, ...get('other.test')], { home, env });
     assert.equal(narrowed.code, 0, narrowed.err);
     const run = JSON.parse(narrowed.out).run as { leaseId: string };

@@ -14,3 +14,9 @@ test('egress settings: config.yaml egress.resolvers/testPublicCidrs, the env win
   assert.throws(() => egressConfigFrom({ BRIG_EGRESS_RESOLVERS: 'dns.example' }), /not an address/);
   assert.throws(() => egressConfigFrom({}, 'egress:\n  resolverz: [1.1.1.1]\n'), /config\.yaml egress/);
 });
+
+test('egress.upstreamCaFile / BRIG_EGRESS_UPSTREAM_CA_FILE: an absolute path, the env wins; a relative one is refused', () => {
+  assert.deepEqual(egressConfigFrom({}, 'egress:\n  upstreamCaFile: /etc/brig/up.pem\n'), { resolvers: [], testPublicCidrs: [], upstreamCaFile: '/etc/brig/up.pem' });
+  assert.equal(egressConfigFrom({ BRIG_EGRESS_UPSTREAM_CA_FILE: '/tmp/x.pem' }, 'egress:\n  upstreamCaFile: /etc/brig/up.pem\n').upstreamCaFile, '/tmp/x.pem');
+  assert.throws(() => egressConfigFrom({ BRIG_EGRESS_UPSTREAM_CA_FILE: 'up.pem' }), /not an absolute path/);
+});
