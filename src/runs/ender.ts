@@ -157,6 +157,7 @@ export class RunEnder {
     const t = transition(table.get(runId)!, 'materializing', table.clock.now());
     // The durable point: a kill or an exit is on disk before the engine is asked anything.
     await bestEffort(table, runId, 'save_pending_end', () => table.update(runId, (x) => ({ ...(t.ok ? t.value : x), pendingEnd: pending, ...(cutShort ? { partial: true } : {}) })));
+    table.mark(runId, 'pending_end_durable');
     onRecorded?.();
     const persist: Persist = { signal: this.d.stopping, retryable: engineDown };
     // An agent gets SIGTERM and a grace for its one salvage call and its partial result;

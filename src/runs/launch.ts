@@ -288,6 +288,7 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     const caps = collectCapsFor(sup.settings, r.resultCapBytes);
     const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe, minFreeBytes: sup.settings.minFreeBytes });
     mark('run: outputs collected');
+    sup.table.mark(runId, 'outputs_read');
     collected = rep;
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;
