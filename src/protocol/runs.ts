@@ -79,7 +79,7 @@ export interface ReplayReport {
 }
 
 /** The steps of a run's life the supervisor stamps, in the order they usually happen (runs/run-timing.ts). */
-export const TIMING_MARKS = ['requested', 'admitted', 'launched', 'leased', 'jail_ready', 'started', 'exit_detected', 'pending_end_durable', 'outputs_read', 'collected', 'ended_durable', 'envelope', 'released'] as const;
+export const TIMING_MARKS = ['requested', 'admitted', 'launched', 'leased', 'jail_ready', 'started', 'exit_detected', 'pending_end_durable', 'collect_cleared', 'outputs_read', 'collected', 'ended_durable', 'envelope', 'released'] as const;
 export type TimingMark = (typeof TIMING_MARKS)[number];
 
 /**

@@ -16,6 +16,7 @@ export const PHASE_OF: Readonly<Record<Exclude<TimingMark, 'requested'>, string>
   started: 'first instruction',
   exit_detected: 'run, exit detected',
   pending_end_durable: 'pending end durable',
+  collect_cleared: 'collect: clear a redo',
   outputs_read: 'collect: read outputs',
   collected: 'collect: index refs',
   ended_durable: 'ended durable',

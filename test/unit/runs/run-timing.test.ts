@@ -5,10 +5,10 @@ import { TIMING_MARKS } from '../../../src/runs/types.js';
 import { SCRIPT, setupSup, until } from './setup.js';
 
 test('timing: the split is the differences of consecutive marks in the order they happened, and sums to the whole', () => {
-  const s = splitTiming({ marks: { requested: 0, admitted: 1.5, launched: 1.5, leased: 4, jail_ready: 6, started: 10, exit_detected: 40, pending_end_durable: 41, outputs_read: 43, collected: 45, ended_durable: 50, released: 70, envelope: 71 } });
+  const s = splitTiming({ marks: { requested: 0, admitted: 1.5, launched: 1.5, leased: 4, jail_ready: 6, started: 10, exit_detected: 40, pending_end_durable: 41, collect_cleared: 42, outputs_read: 43, collected: 45, ended_durable: 50, released: 70, envelope: 71 } });
   assert.deepEqual(
     s.phases.map((p) => [p.phase, p.ms]),
-    [['intake', 1.5], ['queue', 0], ['lease', 2.5], ['jail assign/create', 2], ['first instruction', 4], ['run, exit detected', 30], ['pending end durable', 1], ['collect: read outputs', 2], ['collect: index refs', 2], ['ended durable', 5], ['release', 20], ['envelope', 1]],
+    [['intake', 1.5], ['queue', 0], ['lease', 2.5], ['jail assign/create', 2], ['first instruction', 4], ['run, exit detected', 30], ['pending end durable', 1], ['collect: clear a redo', 1], ['collect: read outputs', 1], ['collect: index refs', 2], ['ended durable', 5], ['release', 20], ['envelope', 1]],
   );
   assert.equal(s.totalMs, 71);
   assert.equal(s.phases.reduce((a, p) => a + p.ms, 0), s.totalMs);
