@@ -28,6 +28,7 @@ import { ApiClient } from '../src/client/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { startDaemon, type Daemon } from '../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
+import { splitTiming } from '../src/index.js';
 
 const docker = new DockerJailDriver({ owner: `bench-warm-${process.pid}` }).docker;
 
@@ -81,13 +82,13 @@ async function firstInstruction(api: ApiClient): Promise<number> {
   return statTime(r.value.stdoutTail ?? '') - t0;
 }
 
-async function roundTrip(api: ApiClient): Promise<{ ms: number; pooled: boolean }> {
+async function roundTrip(api: ApiClient): Promise<{ ms: number; pooled: boolean; id: string }> {
   const t0 = performance.now();
   const r = await api.spawn({ task: 'trivial', kind: 'command', argv: ['true'] });
   if (!r.ok || r.value.endReason !== 'completed') throw new Error(`spawn failed: ${JSON.stringify(r)}`);
   const env = await api.route('result', { params: { run: r.value.id } });
   if (!env.ok) throw new Error(`no envelope: ${JSON.stringify(env)}`);
-  return { ms: performance.now() - t0, pooled: r.value.jail?.pooled !== undefined };
+  return { ms: performance.now() - t0, pooled: r.value.jail?.pooled !== undefined, id: r.value.id };
 }
 
 /** The raw engine API, no hardening, no volume, NetworkDisabled: create, start, wait, remove. */
@@ -143,12 +144,29 @@ async function rawBatch(image: string): Promise<number> {
   return performance.now() - t0;
 }
 
+/** Where a pooled round trip's time went: each phase of the runs' own timing (brig explain --timing), p50 and p95. */
+async function phases(api: ApiClient, ids: string[]): Promise<void> {
+  const by = new Map<string, number[]>();
+  for (const id of ids) {
+    const t = (await api.get(id))?.timing;
+    if (!t) continue;
+    const s = splitTiming(t);
+    for (const p of [...s.phases, { phase: 'total (supervisor)', ms: s.totalMs }]) by.set(p.phase, [...(by.get(p.phase) ?? []), p.ms]);
+  }
+  console.log(`${'pooled round trip, by phase'.padEnd(28)}     p50     p95   (ms, ${ids.length} runs, the supervisor's monotonic marks)`);
+  for (const [phase, v] of by) {
+    report.samples(`round trip, pooled: ${phase}`, v);
+    console.log(`${phase.padEnd(28)}${fmt(pct(v, 0.5))}${fmt(pct(v, 0.95))}`);
+  }
+}
+
 async function main(): Promise<void> {
   const pooled = await daemon('pooled', WARM);
   const cold = await daemon('cold', 0);
   const image = await new DockerJailDriver({ owner: ownerForHome(pooled.home) }).ensureImage();
   const xs = { pf: [] as number[], cf: [] as number[], rf: [] as number[], af: [] as number[], pr: [] as number[], cr: [] as number[], rr: [] as number[], ar: [] as number[] };
   let missed = 0;
+  const pooledIds: string[] = [];
   try {
     // Warm-up, then round-robin so load from elsewhere hits every variant alike.
     await firstInstruction(pooled.api);
@@ -165,6 +183,7 @@ async function main(): Promise<void> {
       const p = await roundTrip(pooled.api);
       if (!p.pooled) missed++;
       xs.pr.push(p.ms);
+      if (p.pooled) pooledIds.push(p.id);
       xs.cr.push((await roundTrip(cold.api)).ms);
       xs.rr.push(await rawTrue(image));
       xs.ar.push((await apiRun(image, ['true'])).ms);
@@ -193,6 +212,7 @@ async function main(): Promise<void> {
     row('docker run --rm (raw)', xs.rr, xs.rr);
     row('engine API (raw)', xs.ar, xs.rr);
     if (missed > 0) console.log(`(${missed} pooled round trips found no ready slot and went cold)`);
+    await phases(pooled.api, pooledIds);
 
     const raw = await rawBatch(image);
     await pooled.d.composed.warm!.filled();

@@ -43,6 +43,8 @@ export {
   KILLED_BY,
   RUN_STATUSES,
   elapsedMs,
+  renderTiming,
+  splitTiming,
 } from './runs/index.js';
 export type { RefService } from './refs/index.js';
 export type {

@@ -78,6 +78,19 @@ export interface ReplayReport {
   divergence: { step: number; call: number; what: string } | null;
 }
 
+/** The steps of a run's life the supervisor stamps, in the order they usually happen (runs/run-timing.ts). */
+export const TIMING_MARKS = ['requested', 'admitted', 'launched', 'leased', 'jail_ready', 'started', 'exit_detected', 'pending_end_durable', 'collect_cleared', 'outputs_read', 'collected', 'ended_durable', 'envelope', 'released'] as const;
+export type TimingMark = (typeof TIMING_MARKS)[number];
+
+/**
+ * Where a run's time went: each mark's time in ms since `requested`, on the supervisor's
+ * monotonic clock (never the wall clock). Content-free; absent on runs ended by another
+ * supervisor or before this existed; a mark is missing when the run never got there.
+ */
+export interface RunTiming {
+  marks: Partial<Record<TimingMark, number>>;
+}
+
 /** One run. Persisted as JSON under $BRIG_HOME/runs/<id>/run.json with atomic writes. */
 export interface RunRecord {
   v: 1;
@@ -162,6 +175,8 @@ export interface RunRecord {
    * (collected all the same, INV-8), not a finished result.
    */
   partial?: boolean;
+  /** Where this run's time went, stamped by the supervisor that ran it (`brig explain RUN --timing`). */
+  timing?: RunTiming;
   /** Set only while `materializing`: the end it is collecting for. */
   pendingEnd?: PendingEnd;
   error: RunError | null;

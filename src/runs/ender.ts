@@ -97,6 +97,7 @@ export class RunEnder {
         }, o.onRecorded);
         // The supervisor stopped while the engine kept the end waiting: the next start finishes it.
         if (!done) return false;
+        table.mark(runId, 'collected');
       }
       const cur = table.get(runId)!;
       if (reason === 'completed' && cur.error) reason = 'failed';
@@ -114,19 +115,23 @@ export class RunEnder {
       table.runs.set(runId, rec);
       // The durable end (INV-8): a crash from here on finishes the release at the next start.
       await bestEffort(table, runId, 'save_end', () => table.store.save(rec));
+      table.mark(runId, 'ended_durable');
       o.onRecorded?.();
       // Children go first, attributed to their parent, before the parent's lease revoke
       // cascades to theirs (which would read as a `system` kill).
       const children = table.all().filter((c) => c.parentRunId === runId && c.status !== 'ended');
       await Promise.all(children.map((c) => this.endRun(c.id, 'killed', { killedBy: 'parent' })));
       const failed = await this.#release(rec, handle);
+      table.mark(runId, 'released');
       table.live.delete(runId);
       this.#announce(rec);
       // Released: `unreleased` goes. Not: the record keeps it while the failed steps are tried again.
       if (failed.length === 0) await this.#released(runId);
       else this.#retryLater(runId, failed);
+      table.mark(runId, 'envelope');
       table.notifyEnded(runId);
       table.rollbacks.delete(runId);
+      await this.#saveTiming(runId);
       try {
         await this.d.deps.hooks?.onEnded?.(endMeta(rec, table.clock.now()));
       } catch (e) {
@@ -152,6 +157,7 @@ export class RunEnder {
     const t = transition(table.get(runId)!, 'materializing', table.clock.now());
     // The durable point: a kill or an exit is on disk before the engine is asked anything.
     await bestEffort(table, runId, 'save_pending_end', () => table.update(runId, (x) => ({ ...(t.ok ? t.value : x), pendingEnd: pending, ...(cutShort ? { partial: true } : {}) })));
+    table.mark(runId, 'pending_end_durable');
     onRecorded?.();
     const persist: Persist = { signal: this.d.stopping, retryable: engineDown };
     // An agent gets SIGTERM and a grace for its one salvage call and its partial result;
@@ -188,6 +194,15 @@ export class RunEnder {
     if (!this.d.table.ledger.hasRunEvent?.('run.lifecycle_ended', runId)) this.#announce(r);
     if (failed.length === 0) await this.#released(runId);
     else this.#retryLater(runId, failed);
+  }
+
+  /** The run's marks onto its record, after its waiters were told (not durable: a crash loses only the timing). */
+  async #saveTiming(runId: string): Promise<void> {
+    const { table } = this.d;
+    const sw = table.timing.get(runId);
+    if (!sw) return;
+    table.timing.delete(runId);
+    await bestEffort(table, runId, 'save_timing', () => table.update(runId, (x) => ({ ...x, timing: sw.toJSON() }), { durable: false }));
   }
 
   /** The release is done: the flag goes. Not durable: losing it only repeats the (idempotent) release at the next start. */

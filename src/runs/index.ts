@@ -51,5 +51,6 @@ export { decideAdmission, nextToStart } from './admission.js';
 export { AdmissionSwitch, readAdmission, reasonHash, type AdmissionRecord } from './admission-pause.js';
 export { RunStore, isRunId } from './run-store.js';
 export { elapsedMs } from './state-machine.js';
+export { splitTiming, renderTiming, PHASE_OF, type TimingSplit, type TimingPhase } from './run-timing.js';
 export { SEND_MODES, MAX_SEND_WAIT_MS, MAX_HISTORY_PAGE } from './sessions.js';
 export type { SendMode, SendOptions, SendOutcome, HistoryPage } from './sessions.js';

@@ -290,9 +290,11 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
     await mkdirAll(path.dirname(dest), 0o700).catch((e: unknown) => {
       if (!isNoSpace(e)) throw e;
     });
+    sup.table.mark(runId, 'collect_cleared');
     const caps = collectCapsFor(sup.settings, r.resultCapBytes);
     const rep = await jail.collect(dest, caps, CHILD_PATHS.out, { observe: sup.results?.observe, minFreeBytes: sup.settings.minFreeBytes });
     mark('run: outputs collected');
+    sup.table.mark(runId, 'outputs_read');
     collected = rep;
     patch.resultDir = dest;
     patch.outputBytes = rep.totalBytes;

@@ -1,11 +1,13 @@
 import type { Jail, JailArtifact } from '../jail/index.js';
 import { RefusalLog, type Ledger } from '../ledger/index.js';
 import { toBrigError, type BrigError, type Result } from '../util/errors.js';
+import { performance } from 'node:perf_hooks';
 import { EventBus } from './event-bus.js';
+import { RunStopwatch } from './run-timing.js';
 import type { BrokerHandle, Clock, EnvelopeOf, HandlesOf, LeaseGrant } from './ports.js';
 import type { RunStore, SaveOptions } from './run-store.js';
 import type { SupervisorEvent } from './types.js';
-import type { EndReason, KilledBy, RunError, RunRecord } from './types.js';
+import type { EndReason, KilledBy, RunError, RunRecord, TimingMark } from './types.js';
 import type { SpawnContext, SpawnRequest, SpawnRequestInput } from './types.js';
 import type { KillOptions, SteerOutcome, WaitOptions } from './types.js';
 import type { Capability, HistoryPage, LlmMessage, LlmReply, ParamsOf, SendOptions, SendOutcome } from './types.js';
@@ -71,6 +73,10 @@ export class RunTable {
    * repeats counted per window (a client retrying a 429 costs a line per window, not per retry).
    */
   readonly refusals: RefusalLog;
+  /** The marks of each run this supervisor admitted (run-timing.ts), until its timing is saved. */
+  readonly timing = new Map<string, RunStopwatch>();
+  /** The monotonic clock the marks are taken on. */
+  readonly mono: () => number = () => performance.now();
   readonly #waiters = new Map<string, (() => void)[]>();
   readonly #bg = new Set<Promise<unknown>>();
 
@@ -106,6 +112,11 @@ export class RunTable {
     const next = fn(this.runs.get(runId)!);
     this.runs.set(runId, next);
     return next;
+  }
+
+  /** Stamps a step of a run's life (run-timing.ts); nothing for a run this supervisor did not admit. */
+  mark(runId: string, m: TimingMark): void {
+    this.timing.get(runId)?.mark(m);
   }
 
   blockedSet(): ReadonlySet<string> {

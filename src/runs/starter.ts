@@ -84,6 +84,7 @@ export class RunStarter {
     const { table, deps, settings } = this.d;
     const handle: Live = { caps: [], steers: [] };
     table.live.set(runId, handle);
+    table.mark(runId, 'launched');
     const brokerDir = path.join(deps.paths.brokers, runId);
     // A kill can land at any await below: after each, a run that is no longer `starting`
     // gives back whatever this launch acquired so far (the end door releases what it saw).
@@ -150,7 +151,9 @@ export class RunStarter {
       // The driver may hand a warm-pool jail made before this run: its key and socket
       // directory are the slot's, kept on the record before the child starts.
       mark('run: leased, packet written');
+      table.mark(runId, 'leased');
       handle.jail = await deps.jail.create(spec);
+      table.mark(runId, 'jail_ready');
       if (gone()) return await abandon();
       const jail = handle.jail;
       const key = jail.key ?? runId;
@@ -168,6 +171,7 @@ export class RunStarter {
       }
       await handle.jail.start();
       mark('run: child started');
+      table.mark(runId, 'started');
       if (gone()) return await abandon();
       const running = transition(table.get(runId)!, 'running', table.clock.now());
       if (!running.ok) return await abandon();
@@ -239,6 +243,7 @@ export class RunStarter {
     void jail.wait().then(
       (exit) => {
         mark('run: child exited');
+        table.mark(runId, 'exit_detected');
         const { reason, ...o } = exitEnd(exit, table.get(runId));
         table.background(this.d.actions.endRun(runId, reason, o));
       },

@@ -63,6 +63,7 @@ import type {
   WaitOptions,
 } from './types.js';
 import { mark } from '../util/timing.js';
+import { RunStopwatch } from './run-timing.js';
 
 export interface ShutdownOptions {
   /** How long running children may go on finishing (default: the drainMs setting). */
@@ -361,6 +362,7 @@ class BrigSupervisor implements SupervisorCore {
     if (this.#draining || this.#closed) return err(new BrigError('shutting_down', 'the supervisor is shutting down and admits no new run'));
     // A supervisor that does not own the home (a one-shot CLI, reconcile false) keeps no queue past itself.
     if (this.#admission.paused && this.#deps.reconcile === false) return err(this.#pausedHere());
+    const t0 = this.#table.mono();
     const got = await intake(this.#parts(), input, ctx);
     if (!got.ok) {
       this.#starter.pump();
@@ -368,6 +370,8 @@ class BrigSupervisor implements SupervisorCore {
     }
     const i = got.value;
     if (i.kind === 'duplicate') return i.async ? ok(this.#table.get(i.runId)!) : this.wait(i.runId);
+    this.#table.timing.set(i.run.id, new RunStopwatch(this.#table.mono, t0));
+    this.#table.mark(i.run.id, 'admitted');
     if (i.started) this.#table.background(this.#starter.launch(i.run.id));
     this.#starter.pump();
     if (ctx.signal) this.#killOnAbort(i.run.id, ctx.signal);
