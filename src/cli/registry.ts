@@ -135,7 +135,7 @@ export const COMMANDS: Record<string, Entry> = {
   help: { section: 'cli', summary: 'Show help for brig, a command or a group (`brig help lease list`).', load: async () => (await import('./commands/help.js')).helpCommand(TABLE) },
   fleet: { section: 'host', summary: 'Roll up a window across every run tree: ends, kills, refusals, tokens and cost, what stayed out of context, top trees.', load: async () => (await import('./commands/fleet.js')).default },
   version: { section: 'cli', summary: "Print brig's version.", load: async () => (await import('./commands/version.js')).default },
-  completion: { section: 'cli', summary: 'Print a shell completion script (bash or zsh) for every command and flag.', load: async () => (await import('./commands/completion.js')).completionCommand(TABLE) },
+  completion: { section: 'cli', summary: 'Print a shell completion script (bash, zsh or fish) for every command, flag and id.', load: async () => (await import('./commands/completion.js')).completionCommand(TABLE) },
 };
 
 /** The table help and completion are handed (they list it; they do not import it). */

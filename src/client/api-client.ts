@@ -5,6 +5,7 @@
  * replies become BrigErrors with the daemon's code and hint, so a face cannot tell (and need
  * not care) whether it talks to a daemon or to an in-process supervisor.
  */
+import { SseParser, type SseEvent } from '../util/sse.js';
 import {
   API_ROUTES,
   BrigError,
@@ -46,18 +47,6 @@ function replyError(status: number, json: ErrorReply): BrigError {
   return new BrigError(code, e?.message ?? `HTTP ${status}`, { ...(e?.hint ? { hint: e.hint } : {}), ...(e?.data ? { data: e.data } : {}) });
 }
 
-/** The blocks of an SSE buffer that are complete, as events, and the incomplete rest. */
-function takeEvents(buf: string): { events: SupervisorEvent[]; rest: string } {
-  const events: SupervisorEvent[] = [];
-  let sep: number;
-  while ((sep = buf.indexOf('\n\n')) !== -1) {
-    const data = buf.slice(0, sep).split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-    buf = buf.slice(sep + 2);
-    if (data) events.push(JSON.parse(data) as SupervisorEvent);
-  }
-  return { events, rest: buf };
-}
-
 /**
  * The stream only ends when the daemon does (it stopped, was killed, or its socket closed):
  * the caller hears that as daemon_unavailable, never as a transport error.
@@ -79,23 +68,46 @@ function parseJson<T>(text: string): T {
 }
 
 /**
- * One SSE stream on its own connection. Ends quietly only on the caller's abort; the daemon's
- * end (a clean close or a torn socket) is `streamEnded`.
+ * The event stream, on its own connection, parsed by the project's one SSE parser. A stream
+ * torn after it delivered something (the daemon drops a reader that lags) is reconnected once
+ * with `Last-Event-ID`, so the daemon replays what was missed (or says `gap`); a stream that
+ * ends again before delivering anything, or a daemon that no longer answers, is
+ * `streamEnded`. Ends quietly only on the caller's abort.
  */
 async function* followEvents(socketPath: string, path: string, signal: AbortSignal | undefined, caller: ApiCaller, onSubscribed?: () => void): AsyncGenerator<SupervisorEvent> {
+  const aborted = () => signal?.aborted === true;
+  let lastId: string | undefined;
+  for (;;) {
+    let delivered = false;
+    for await (const ev of oneStream(socketPath, path, signal, caller, lastId, onSubscribed)) {
+      if (ev.id !== undefined) lastId = ev.id;
+      // `gap`: the daemon no longer holds what came after lastId; the stream goes on from now.
+      if (ev.event === 'gap') continue;
+      delivered = true;
+      yield JSON.parse(ev.data) as SupervisorEvent;
+    }
+    if (aborted()) return;
+    if (!delivered || lastId === undefined) throw streamEnded();
+  }
+}
+
+/** One connection's events until it ends (returns) or the daemon does not answer (throws). */
+async function* oneStream(socketPath: string, path: string, signal: AbortSignal | undefined, caller: ApiCaller, lastId: string | undefined, onSubscribed?: () => void): AsyncGenerator<SseEvent> {
   const aborted = () => signal?.aborted === true;
   // node:http only here: the stream is long-lived, and a short call should not load it.
   const http = await import('node:http');
   let res: import('node:http').IncomingMessage;
   try {
     res = await new Promise((resolve, reject) => {
-      const req = http.request({ socketPath, method: 'GET', path, agent: false, headers: { 'x-brig-client': caller }, ...(signal ? { signal } : {}) });
+      const headers: Record<string, string> = { 'x-brig-client': caller, ...(lastId !== undefined ? { 'last-event-id': lastId } : {}) };
+      const req = http.request({ socketPath, method: 'GET', path, agent: false, headers, ...(signal ? { signal } : {}) });
       req.once('response', resolve);
       req.once('error', reject);
       req.end();
     });
   } catch (e) {
     if (aborted()) return;
+    if (lastId !== undefined) throw streamEnded(e);
     throw new BrigError('daemon_unavailable', `the daemon at ${socketPath} did not answer`, { cause: e });
   }
   try {
@@ -106,25 +118,18 @@ async function* followEvents(socketPath: string, path: string, signal: AbortSign
     }
     // The daemon subscribes in the tick it writes the head: from here nothing is missed.
     onSubscribed?.();
-    // Iterated by hand so that only the transport's failure reads as the daemon's end.
+    const parser = new SseParser();
+    // Iterated by hand so that only the transport's failure reads as the stream's end.
     const body = res[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    const utf8 = new TextDecoder(); // streaming: a character split across chunks stays whole
-    let buf = '';
     for (;;) {
       let next: IteratorResult<Buffer>;
       try {
         next = await body.next();
-      } catch (e) {
-        if (aborted()) return;
-        throw streamEnded(e);
+      } catch {
+        return;
       }
-      if (next.done) {
-        if (aborted()) return;
-        throw streamEnded();
-      }
-      const got = takeEvents(buf + utf8.decode(next.value, { stream: true }));
-      buf = got.rest;
-      yield* got.events;
+      if (next.done) return;
+      yield* parser.push(next.value);
     }
   } finally {
     res.destroy();

@@ -9,7 +9,7 @@
  * sum); `ping` is ignored and a mid-stream `error` event fails the call.
  */
 import { count, estimateUsage, IdMinter, parseToolArguments, usageOf, WireError, type ReplySink } from './wire-common.js';
-import type { SseEvent } from './sse.js';
+import type { SseEvent } from '../util/sse.js';
 import type { Completion, CompletionRequest, CompletionTuning, FinishReason, LlmMessage, LlmToolCall, Usage } from './types.js';
 
 type Obj = Record<string, unknown>;

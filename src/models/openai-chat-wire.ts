@@ -10,7 +10,7 @@
  * ends without `[DONE]` once a finish reason was seen.
  */
 import { count, estimateUsage, IdMinter, parseToolArguments, usageOf, WireError, type ReplySink } from './wire-common.js';
-import type { SseEvent } from './sse.js';
+import type { SseEvent } from '../util/sse.js';
 import type { Completion, CompletionRequest, CompletionTuning, FinishReason, LlmMessage, LlmToolCall, Usage } from './types.js';
 
 type Obj = Record<string, unknown>;

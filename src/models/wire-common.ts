@@ -4,7 +4,7 @@
  * metered as free), and reading a reply that is SSE or — from a server that ignored
  * `stream: true` — one JSON object.
  */
-import { SseParser, type SseEvent } from './sse.js';
+import { SseParser, type SseEvent } from '../util/sse.js';
 import type { FailReason, OpenedStream } from './transport.js';
 import type { CompletionRequest, LlmToolCall, Usage } from './types.js';
 

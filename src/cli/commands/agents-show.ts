@@ -6,7 +6,7 @@ import { offeredTools, sourceOf } from './agents-shared.js';
 const command: Command = {
   name: 'agents show',
   summary: 'Show one agent spec: its frontmatter, its instructions, and the tools it would be offered under this home\'s policy.',
-  usage: 'brig agents show NAME [--json]',
+  usage: 'brig agents show AGENT [--json]',
   flags: [JSON_FLAG],
   examples: ['brig agents show general', 'brig agents show coordinator --json'],
   async run(args, io) {

@@ -13,17 +13,17 @@ import { mark } from '../../util/timing.js';
 /**
  * `brig spawn`: one child through the supervisor (admission, lease, broker, jail, collect).
  * `-- ARGV...` runs a command; `--script FILE` runs an ES-module script with the brig SDK;
- * `--agent NAME --task TEXT` runs an agent spec (an LLM tool loop inside the jail, its model
+ * `--agent AGENT --task TEXT` runs an agent spec (an LLM tool loop inside the jail, its model
  * calls through the broker). Without a daemon the command runs an in-process supervisor,
  * which cannot outlive the command: `--async` then needs `brig serve`.
  */
 const command: Command = {
   name: 'spawn',
   summary: 'Run a child (a command, a script or an agent) in a fresh hardened jail through the supervisor.',
-  usage: 'brig spawn [FLAGS] (--script FILE | --agent NAME --task TEXT | -- ARGV...)',
+  usage: 'brig spawn [FLAGS] (--script FILE | --agent AGENT --task TEXT | -- ARGV...)',
   flags: [
     { name: 'script', value: 'FILE', description: 'run an ES-module script with the brig SDK (instead of `-- ARGV...`)' },
-    { name: 'agent', value: 'NAME', description: 'run an agent spec (`brig agents list`) on --task, instead of a script or `-- ARGV...`' },
+    { name: 'agent', value: 'AGENT', description: 'run an agent spec (`brig agents list`) on --task, instead of a script or `-- ARGV...`' },
     { name: 'model', value: 'ALIAS', description: "with --agent: the model alias to use (default: the spec's, else the configured default)" },
     { name: 'task', value: 'TEXT', description: 'what the child is asked to do (required with --agent; default: the command line or the script name)' },
     { name: 'objective', value: 'TEXT', description: "the goal the task serves (in the script's packet)" },

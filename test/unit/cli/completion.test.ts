@@ -71,7 +71,9 @@ test('the zsh script is valid zsh and offers commands and flags with their descr
 });
 
 test('brig completion refuses an unknown shell, naming the ones it knows', async () => {
-  const r = await runCli(['completion', 'fish'], { home: tmp });
+  const r = await runCli(['completion', 'tcsh'], { home: tmp });
   assert.equal(r.code, 2);
-  assert.match(r.err, /completion needs one shell: bash or zsh/);
+  assert.match(r.err, /completion needs one shell: bash, zsh, fish/);
+  const k = await runCli(['completion', 'ids', 'graph'], { home: tmp });
+  assert.equal(k.code, 2, 'ids of a kind it does not know');
 });

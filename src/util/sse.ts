@@ -2,7 +2,8 @@
  * A small incremental server-sent-events parser (the WHATWG event-stream rules brig needs):
  * bytes in any fragmentation → events. Lines end in LF, CRLF or CR (a CRLF split across two
  * chunks counts once); `data:` lines of one event join with LF; `:` lines are comments; `id`
- * and `retry` are ignored (brig never reconnects a model stream). UTF-8 split across chunks is
+ * sets the last event id every later event carries (brig's event client resumes with it as
+ * `Last-Event-ID`; a model stream is never reconnected); `retry` is ignored. UTF-8 split across chunks is
  * decoded correctly. Pure: no I/O, no timers.
  */
 
@@ -10,6 +11,8 @@ export interface SseEvent {
   /** `message` when the stream named none. */
   event: string;
   data: string;
+  /** The stream's last event id when this event was dispatched (absent until an `id:` line). */
+  id?: string;
 }
 
 export class SseParser {
@@ -19,6 +22,7 @@ export class SseParser {
   private eventName = '';
   private data: string[] = [];
   private hasData = false;
+  private lastId = '';
 
   /** Feeds a chunk; returns the events it completed. */
   push(chunk: Uint8Array | string): SseEvent[] {
@@ -73,10 +77,11 @@ export class SseParser {
       this.data.push(value);
       this.hasData = true;
     } else if (field === 'event') this.eventName = value;
+    else if (field === 'id' && !value.includes('\0')) this.lastId = value;
   }
 
   private dispatch(out: SseEvent[]): void {
-    if (this.hasData) out.push({ event: this.eventName || 'message', data: this.data.join('\n') });
+    if (this.hasData) out.push({ event: this.eventName || 'message', data: this.data.join('\n'), ...(this.lastId ? { id: this.lastId } : {}) });
     this.eventName = '';
     this.data = [];
     this.hasData = false;

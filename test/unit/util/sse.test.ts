@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { SseParser, type SseEvent } from '../../../src/models/sse.js';
+import { SseParser, type SseEvent } from '../../../src/util/sse.js';
 
 const parseAll = (chunks: (string | Uint8Array)[]): SseEvent[] => {
   const p = new SseParser();
@@ -25,8 +25,9 @@ const EXPECTED: SseEvent[] = [
   { event: 'message_start', data: '{"type":"message_start"}' },
   { event: 'message', data: 'line one\nline two' },
   { event: 'ping', data: '{"type":"ping"}' },
-  { event: 'message', data: 'no-space' },
-  { event: 'message', data: '[DONE]' },
+  // An `id:` line names its own event and every later one (the last event id).
+  { event: 'message', data: 'no-space', id: '7' },
+  { event: 'message', data: '[DONE]', id: '7' },
 ];
 
 test('SSE: events, names, multi-line data, comments, all three line ends', () => {
@@ -40,7 +41,7 @@ test('SSE: every two-way split of the bytes gives the same events (CRLF split ac
 
 test('SSE: any fragmentation into byte chunks gives the same events (property)', () => {
   const bytes = Buffer.from(`${STREAM}data: ünïcødé ✓ 🚀\n\n`);
-  const want = [...EXPECTED, { event: 'message', data: 'ünïcødé ✓ 🚀' }];
+  const want = [...EXPECTED, { event: 'message', data: 'ünïcødé ✓ 🚀', id: '7' }];
   fc.assert(
     fc.property(fc.uniqueArray(fc.integer({ min: 1, max: bytes.length - 1 }), { maxLength: 30 }), (cuts) => {
       const at = [0, ...cuts.sort((a, b) => a - b), bytes.length];
