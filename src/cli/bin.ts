@@ -2,8 +2,10 @@
 /**
  * `brig`: the thin commands (thin.ts) through a listening daemon run here, from this one file
  * once bundled (dist/cli/brig.cjs, scripts/bundle-cli.mjs); every other command — and a thin
- * one without a daemon — is the full CLI's (main.js), loaded whole, so that no command runs
- * half in the bundle and half in dist/'s modules.
+ * one without a daemon — is the full CLI's, loaded whole, so that no command runs half in the
+ * bundle and half in dist/'s modules. The full CLI is dist/full/main.mjs when the build made it
+ * (scripts/bundle-full.mjs: the same modules as one graph of a few dozen files, which a one-shot
+ * `brig spawn` loads in about half the time — docs/performance.md), else dist/cli/main.js.
  */
 import { homeFrom, socketPathFor } from '../config/paths.js';
 import { runCli } from './entry.js';
@@ -11,11 +13,17 @@ import { daemonListening, isThinCommand } from './thin.js';
 
 const argv = process.argv.slice(2);
 const env = process.env;
+// Not a literal: the bundle leaves it to be resolved beside brig.cjs at run time (dist/full/).
+const BUNDLED = ['..', 'full', 'main.mjs'].join('/');
+const missing = (e: unknown) =>
+  e instanceof Error && (e as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND' && e.message.includes(`/full/main.mjs'`);
 const full = () =>
-  import('./main.js').catch((e: unknown) => {
-    process.stderr.write(`brig: internal error: the full CLI did not load: ${String(e)}\n`);
-    process.exitCode = 70;
-  });
+  import(BUNDLED)
+    .catch((e: unknown) => (missing(e) ? import('./main.js') : Promise.reject(e)))
+    .catch((e: unknown) => {
+      process.stderr.write(`brig: internal error: the full CLI did not load: ${String(e)}\n`);
+      process.exitCode = 70;
+    });
 
 if (!isThinCommand(argv)) void full();
 else

@@ -108,3 +108,30 @@ test('a one-shot spawn without a daemon loads no model client, BuildKit session,
   assert.ok(r.modules.some((m) => m.includes('/node_modules/dockerode/')), 'the tracer saw the engine client it did load');
   assert.deepEqual(r.modules.filter((m) => ONE_SHOT_UNNEEDED.some((u) => u.test(m))), [], 'nothing a one-shot command child does not use');
 });
+
+// req: issue 34 item 2 — a one-shot spawn loads the full CLI as one bundled graph (scripts/bundle-full.mjs), not dist/'s ~500 files.
+test('a one-shot spawn through `brig` without a daemon runs the bundled full CLI — no module of dist/ besides it — and ends as a daemon run does', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  // The layout `make build` writes to dist/: cli/brig.cjs beside full/main.mjs and its chunks,
+  // inside the checkout (the bundle's package imports resolve from its node_modules).
+  const dir = fs.mkdtempSync(path.join(ROOT, '.cache', 'thin-path-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const bin = path.join(dir, 'cli', 'brig.cjs');
+  await run(process.execPath, [path.join(ROOT, 'scripts/bundle-cli.mjs'), '--out', bin], { cwd: ROOT });
+  await run(process.execPath, [path.join(ROOT, 'scripts/bundle-full.mjs'), '--out', path.join(dir, 'full')], { cwd: ROOT });
+  const r = await traced(h.home, ['spawn', '--json', '--', 'sh', '-c', 'echo one > out/o.txt'], bin);
+  const end = JSON.parse(r.stdout) as { runId: string; endReason: string; outputs: { path: string }[] };
+  assert.deepEqual([end.endReason, end.outputs.map((o) => o.path)], ['completed', ['o.txt']]);
+  const record = recordOnDisk(h.home, end.runId);
+  assert.equal(record?.endReason, 'completed', 'the end record is on disk');
+  assert.ok(r.modules.includes(`file://${path.join(dir, 'full', 'main.mjs')}`), 'the tracer saw the bundled full CLI');
+  assert.deepEqual(r.modules.filter((m) => m.includes('/dist/')), [], 'no module of dist/ was loaded beside the bundle');
+  assert.deepEqual(r.modules.filter((m) => /node_modules\/(zod|yaml)\//.test(m)), [], 'zod and yaml are inside the bundle');
+  assert.deepEqual(r.modules.filter((m) => ONE_SHOT_UNNEEDED.some((u) => u.test(m))), [], 'nothing a one-shot command child does not use');
+  // The same run as the full CLI from dist/ makes: the same end and the same record's shape.
+  const plain = await traced(h.home, ['spawn', '--json', '--', 'sh', '-c', 'echo one > out/o.txt']);
+  const plainEnd = JSON.parse(plain.stdout) as { runId: string; endReason: string; outputs: { path: string }[] };
+  assert.deepEqual([plainEnd.endReason, plainEnd.outputs.map((o) => o.path)], [end.endReason, end.outputs.map((o) => o.path)]);
+  assert.deepEqual(Object.keys(recordOnDisk(h.home, plainEnd.runId) ?? {}).sort(), Object.keys(record ?? {}).sort(), 'the same record fields');
+});
