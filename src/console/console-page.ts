@@ -29,13 +29,17 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
   .ok { color: #1a7f37; } .fail { color: #cf222e; }
   textarea { width: 100%; }
   [hidden] { display: none !important; }
+  tr.bad td { color: #cf222e; } a.id { color: #0969da; cursor: pointer; text-decoration: underline; }
+  #filters { display: flex; flex-wrap: wrap; gap: 6px; margin-bottom: 6px; }
+  @media (max-width: 1000px) { main { grid-template-columns: 1fr; } }
 </style>
 </head>
 <body>
 <header><h1>brig console</h1><nav><button data-tab="runs" class="on">runs</button><button data-tab="leases">leases</button><button data-tab="audit">audit</button><button data-tab="doctor">doctor</button><button data-tab="fleet">fleet</button></nav><span id="live">connecting…</span><span id="count"></span><span id="admission"></span><button id="admission-toggle" hidden></button></header>
 <main id="tab-runs">
   <section><h2>Runs</h2>
-    <table id="runs"><thead><tr><th>run</th><th>status</th><th>end</th><th>killed by</th><th>depth</th><th>steps</th><th>elapsed</th><th>progress</th></tr></thead><tbody></tbody></table>
+    <div id="filters"><select id="f-status"><option value="">any status</option><option>queued</option><option>starting</option><option>running</option><option>materializing</option><option>ended</option></select><select id="f-kind"><option value="">any kind</option><option>agent</option><option>script</option><option>command</option></select><input id="f-label" size="12" placeholder="label"><input id="f-root" size="22" placeholder="root run id"><select id="f-since"><option value="">any time</option><option value="60">1h</option><option value="1440">24h</option><option value="10080">7d</option></select></div>
+    <table id="runs"><thead><tr><th>run</th><th>label</th><th>kind</th><th>status</th><th>end</th><th>killed by</th><th>depth</th><th>steps</th><th>age</th><th>elapsed</th><th>progress</th></tr></thead><tbody></tbody></table>
   </section>
   <section id="detail"><h2>Run</h2><p id="hint">Select a run.</p></section>
 </main>
@@ -49,7 +53,7 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
 const token = new URLSearchParams(location.search).get('token') || '';
 // Out of the address bar and this history entry (screens, shared screenshots, synced history);
 // the page keeps it in memory for its own calls. A reload needs the printed address again.
-if (location.search) history.replaceState(null, '', location.pathname);
+if (location.search) history.replaceState(null, '', location.pathname + location.hash);
 const api = async (path, body) => {
   const r = await fetch('/api/v1' + path, body === undefined ? { headers: { authorization: 'Bearer ' + token } } : { method: 'POST', headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const j = await r.json().catch(() => ({}));
@@ -67,6 +71,16 @@ const elapsed = (r) => {
   const ms = Math.max(0, b - a);
   return ms < 1000 ? ms + 'ms' : ms < 60000 ? (ms / 1000).toFixed(1) + 's' : Math.round(ms / 60000) + 'm';
 };
+/** 1536 → "1.5 KiB"; a duration in ms → "1.2s", "3m", "2h"; an ISO time → the browser's local time. */
+const bytes = (n) => { n = Number(n) || 0; const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB']; let i = 0; while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; } return (i ? n.toFixed(1) : n) + ' ' + u[i]; };
+const dur = (ms) => ms < 1000 ? ms + 'ms' : ms < 60000 ? (ms / 1000).toFixed(1) + 's' : ms < 3600000 ? Math.round(ms / 60000) + 'm' : (ms / 3600000).toFixed(1) + 'h';
+const local = (iso) => iso ? new Date(iso).toLocaleString() : '—';
+const age = (r) => dur(Math.max(0, Date.now() - Date.parse(r.createdAt)));
+const bad = (r) => r.endReason && r.endReason !== 'completed';
+/** A run id that opens that run (and gives it its own URL, #run=ID). */
+const runLink = (id) => { if (!id) return '—'; const a = el('a', { class: 'id', 'data-open': id }, id); a.addEventListener('click', () => open_(id)); return a; };
+const open_ = (id) => { location.hash = 'run=' + encodeURIComponent(id); };
+window.addEventListener('hashchange', () => { const m = /^#run=(.+)$/.exec(location.hash); if (m) show(decodeURIComponent(m[1])).catch((e) => alert(String(e.message))); });
 let selected = null;
 let runs = [];
 
@@ -77,24 +91,28 @@ function tree(list) {
   const ids = new Set(list.map((r) => r.id));
   const out = [];
   const walk = (p) => { for (const r of kids.get(p) || []) { out.push(r); walk(r.id); } };
+  // Newest trees first; a tree's children in the order they were spawned.
+  if (kids.has('')) kids.get('').sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt)));
   walk('');
   for (const r of list) if (r.parentRunId && !ids.has(r.parentRunId) && !out.includes(r)) { out.push(r); walk(r.id); }
   return out;
 }
 
 async function refresh() {
-  runs = (await api('/runs?limit=200')).runs;
+  const q = new URLSearchParams({ limit: '200' });
+  for (const [k, id] of [['status', 'f-status'], ['kind', 'f-kind'], ['label', 'f-label'], ['rootRunId', 'f-root'], ['since', 'f-since']]) { const v = document.getElementById(id).value.trim(); if (v) q.set(k, v); }
+  runs = (await api('/runs?' + q)).runs;
   const body = document.querySelector('#runs tbody');
   body.replaceChildren(...tree(runs).map((r) => {
-    const tr = el('tr', { class: 'run' + (r.id === selected ? ' sel' : ''), 'data-run': r.id, 'data-status': r.status },
-      el('td', { style: 'padding-left:' + (6 + 14 * (r.depth - 1)) + 'px' }, r.id), el('td', { class: r.status }, r.status), el('td', {}, r.endReason || ''),
-      el('td', {}, r.killedBy || ''), el('td', {}, r.depth), el('td', {}, r.stepsExecuted), el('td', {}, elapsed(r)), el('td', {}, r.progressLine || ''));
-    tr.addEventListener('click', () => show(r.id));
+    const tr = el('tr', { class: 'run' + (r.id === selected ? ' sel' : '') + (bad(r) ? ' bad' : ''), 'data-run': r.id, 'data-status': r.status },
+      el('td', { style: 'padding-left:' + (6 + 14 * (r.depth - 1)) + 'px' }, r.id), el('td', {}, r.label || ''), el('td', {}, r.kind), el('td', { class: r.status }, r.status), el('td', {}, r.endReason || ''),
+      el('td', {}, r.killedBy || ''), el('td', {}, r.depth), el('td', {}, r.stepsExecuted), el('td', { title: local(r.createdAt) }, age(r)), el('td', {}, elapsed(r)), el('td', {}, r.progressLine || ''));
+    tr.addEventListener('click', () => open_(r.id));
     return tr;
   }));
   document.getElementById('count').textContent = runs.length + ' run(s)';
   admission().catch(() => {});
-  if (selected) { const r = runs.find((x) => x.id === selected); if (r) document.getElementById('status').textContent = r.status + (r.endReason ? ' / ' + r.endReason : '') + (r.killedBy ? ' by ' + r.killedBy : ''); }
+  if (selected) { const r = runs.find((x) => x.id === selected); if (r) { document.getElementById('status').textContent = r.status + (r.endReason ? ' / ' + r.endReason : '') + (r.killedBy ? ' by ' + r.killedBy : ''); for (const b of ['kill', 'steer']) { const x = document.getElementById(b); if (x) x.disabled = r.status === 'ended'; } } }
 }
 
 /** Admission: open or paused (since, by, queued), and the one button that flips it (an operator action, confirmed). */
@@ -123,9 +141,9 @@ async function show(id) {
   const env = await api('/runs/' + encodeURIComponent(id) + '/envelope').catch(() => null);
   const refs = (await api('/runs/' + encodeURIComponent(id) + '/refs').catch(() => ({ refs: [] }))).refs;
   if (selected !== id) return; // another run was opened while this one loaded: it shows that one
-  const facts = [['run', run.id], ['status', ''], ['kind', run.kind], ['parent', run.parentRunId || '—'], ['root', run.rootRunId], ['depth', run.depth],
-    ['lease', run.leaseId || '—'], ['created', run.createdAt], ['started', run.startedAt || '—'], ['ended', run.endedAt || '—'], ['error', run.error ? run.error.code + ': ' + run.error.message : '—'],
-    ['outputs', (run.outputFiles || 0) + ' file(s), ' + (run.outputBytes || 0) + ' bytes'], ['skipped', (run.skipped || []).length]];
+  const facts = [['run', run.id], ['status', ''], ['kind', run.kind], ['label', run.label || '—'], ['parent', runLink(run.parentRunId)], ['root', runLink(run.rootRunId)], ['depth', run.depth],
+    ['lease', run.leaseId || '—'], ['created', local(run.createdAt)], ['started', local(run.startedAt)], ['ended', local(run.endedAt)], ['error', run.error ? run.error.code + ': ' + run.error.message : '—'],
+    ['outputs', (run.outputFiles || 0) + ' file(s), ' + bytes(run.outputBytes)], ['skipped', (run.skipped || []).length]];
   const dl = el('dl', {});
   for (const [k, v] of facts) dl.append(el('dt', {}, k), el('dd', k === 'status' ? { id: 'status' } : {}, v));
   const kill = el('button', { id: 'kill', class: 'danger' }, 'kill');
@@ -135,12 +153,14 @@ async function show(id) {
     refresh();
   });
   const steer = el('button', { id: 'steer' }, 'steer');
+  // An ended run has nothing left to kill or steer.
+  kill.disabled = steer.disabled = run.status === 'ended';
   steer.addEventListener('click', async () => {
     const message = prompt('Steering message for ' + run.id);
     if (!message) return;
     try { await api('/runs/' + encodeURIComponent(run.id) + '/steer', { message }); } catch (e) { alert(String(e.message)); }
   });
-  const pick = el('select', { id: 'ref' }, ...refs.map((r) => el('option', { value: r.ref }, (r.path || r.ref) + ' (' + r.kind + ', ' + r.bytes + ' B)')));
+  const pick = el('select', { id: 'ref' }, ...refs.map((r) => el('option', { value: r.ref }, (r.path || r.ref) + ' (' + r.kind + ', ' + bytes(r.bytes) + ')')));
   const verb = el('select', { id: 'verb' }, ...['grep', 'read', 'jq', 'sql', 'jsonpath'].map((v) => el('option', { value: v }, v)));
   const arg = el('input', { id: 'arg', size: 40, placeholder: 'pattern / line / expression / SELECT … FROM ref' });
   const go = el('button', { id: 'go' }, 'slice');
@@ -256,7 +276,9 @@ function follow() {
   for (const t of ['spawned', 'started', 'progress', 'completed', 'failed', 'lifecycle_ended', 'steered', 'gap']) es.addEventListener(t, soon);
   es.onerror = () => { document.getElementById('live').textContent = 'reconnecting…'; };
 }
+for (const id of ['f-status', 'f-kind', 'f-label', 'f-root', 'f-since']) document.getElementById(id).addEventListener(id === 'f-label' || id === 'f-root' ? 'input' : 'change', soon);
 refresh().catch((e) => { document.getElementById('live').textContent = String(e.message); });
+if (/^#run=/.test(location.hash)) window.dispatchEvent(new HashChangeEvent('hashchange'));
 follow();
 </script>
 </body>

@@ -85,7 +85,13 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   await page.click('#kill');
   await page.locator(`tr[data-run="${long.runId}"][data-status="ended"]`).waitFor({ timeout: 30_000 });
   const cells = await page.locator(`tr[data-run="${long.runId}"] td`).allTextContents();
-  assert.deepEqual([cells[2], cells[3]], ['killed', 'operator']);
+  assert.deepEqual([cells[4], cells[5]], ['killed', 'operator']);
+  // A killed run is red, and its kill and steer buttons are off (its detail is still open).
+  assert.match((await page.locator(`tr[data-run="${long.runId}"]`).getAttribute('class')) ?? '', /\bbad\b/);
+  await page.waitForSelector('#kill:disabled');
+  assert.equal(await page.isDisabled('#steer'), true);
+  // A URL per run: the detail's address opens the same run in a fresh page.
+  assert.match(page.url(), new RegExp(`#run=${long.runId}$`));
   // The run's lease beside what it asked for (here: the root profile's grant, nothing asked).
   await page.locator(`tr[data-run="${runId}"]`).click();
   // This run's detail, not the killed one's still on screen.
@@ -114,7 +120,7 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   await page.click('nav button[data-tab="runs"]');
   await page.locator(`tr[data-run="${third.runId}"][data-status="ended"]`).waitFor({ timeout: 30_000 });
   const ended = await page.locator(`tr[data-run="${third.runId}"] td`).allTextContents();
-  assert.deepEqual([ended[2], ended[3]], ['killed', 'operator']);
+  assert.deepEqual([ended[4], ended[5]], ['killed', 'operator']);
 
   // Audit: the chain verified, and a query as a table.
   await page.click('nav button[data-tab="audit"]');
