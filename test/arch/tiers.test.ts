@@ -30,10 +30,11 @@ test('every test file is in exactly one tier, and every file a tier names exists
 
 // 8 minutes and 30 s until round 2026-12-02's proofs (egress, graphs, a full home, outages): 11 and 40.
 // 15 minutes from round 2026-12-03 (14 integration files more; a quiet run should bring it back), 16 minutes 40 s with its
-// second part's 10 (graph crash tests, replay, admission, hooks, the toolbox). The Kubernetes tier has its own
+// second part's 10 (graph crash tests, replay, admission, hooks, the toolbox), 17 minutes 40 s with its third
+// part's 16 (handles and the package, a foreign warm pool, graph budgets, inspected TLS, timing). The Kubernetes tier has its own
 // bound: its pods cost ~1 s each (the kubelet's relist).
-test('the engine tiers add up to at most 16 minutes 40 s, the Kubernetes tier to at most 3, and the unit tier to at most 40 s', () => {
-  assert.ok(TIERS.filter((t) => t.name !== 'k8s').reduce((n, t) => n + t.budgetS, 0) <= 1000);
+test('the engine tiers add up to at most 17 minutes 40 s, the Kubernetes tier to at most 3, and the unit tier to at most 40 s', () => {
+  assert.ok(TIERS.filter((t) => t.name !== 'k8s').reduce((n, t) => n + t.budgetS, 0) <= 1060);
   assert.ok(TIERS.find((t) => t.name === 'k8s')!.budgetS <= 180);
   assert.ok(TIERS.find((t) => t.name === 'unit')!.budgetS <= 40);
   assert.ok(TIERS.find((t) => t.name === 'integration')!.concurrency <= 2, 'integration files run at most two at a time');
