@@ -129,6 +129,8 @@ export class RunEnder {
       if (failed.length === 0) await this.#released(runId);
       else this.#retryLater(runId, failed);
       table.mark(runId, 'envelope');
+      // Through the door: a wait() from here on must see the end at once, not wait for a notify already sent.
+      table.ending.delete(runId);
       table.notifyEnded(runId);
       table.rollbacks.delete(runId);
       await this.#saveTiming(runId);

@@ -109,7 +109,7 @@ test('a one-shot spawn without a daemon loads no model client, BuildKit session,
   assert.deepEqual(r.modules.filter((m) => ONE_SHOT_UNNEEDED.some((u) => u.test(m))), [], 'nothing a one-shot command child does not use');
 });
 
-// req: issue 34 item 2 — a one-shot spawn loads the full CLI as one bundled graph (scripts/bundle-full.mjs), not dist/'s ~500 files.
+// Issue 34 item 2: a one-shot spawn loads the full CLI as one bundled graph (scripts/bundle-full.mjs), not dist/'s ~500 files.
 test('a one-shot spawn through `brig` without a daemon runs the bundled full CLI — no module of dist/ besides it — and ends as a daemon run does', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);
