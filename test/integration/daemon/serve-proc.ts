@@ -4,6 +4,7 @@
  * (`npx tsc -p tsconfig.json`). One t.after per home kills every process still alive first,
  * then sweeps the home's labelled jails and removes it, in that order.
  */
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -11,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ApiClient } from '../../../src/client/index.js';
 import { brigPaths } from '../../../src/config/index.js';
-import type { ReconcileReport, RunRecord } from '../../../src/runs/index.js';
+import type { ReconcileReport, RunRecord, SpawnRequestInput } from '../../../src/runs/index.js';
 import { sweepOwner, until } from '../runs/fixture.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -181,4 +182,19 @@ export async function warmReady(socket: string, state: 'ready' | 'filling' = 're
   const m = new RegExp(`^brig_warm_jails\\{state="${state}"\\} (\\d+)$`, 'm').exec(text);
   if (!m) throw new Error('the daemon exposes no brig_warm_jails gauge');
   return Number(m[1]);
+}
+
+/** A spawn through the daemon's API, followed to its end (it fails the test, with serve's stderr, when refused or not ended). */
+export async function spawnToEnd(serve: Serve, req: SpawnRequestInput): Promise<RunRecord> {
+  const api = new ApiClient(serve.socket);
+  try {
+    const r = await api.spawn(req);
+    assert.ok(r.ok, r.ok ? '' : `${r.error.code}: ${r.error.message}\nserve stderr: ${serve.stderr()}`);
+    if (r.value.status === 'ended') return r.value;
+    const w = await api.wait(r.value.id, { timeoutMs: 60_000 });
+    assert.ok(w.ok && w.value.status === 'ended', `run did not end: ${JSON.stringify(w)}`);
+    return w.value;
+  } finally {
+    await api.close();
+  }
 }

@@ -9,28 +9,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiClient } from '../../../src/client/index.js';
-import type { RunRecord, SpawnRequestInput } from '../../../src/runs/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { debianImage, mmdebstrapTool, muslImage, muslTools } from '../../helpers/foreign-images.js';
 import { until } from '../runs/fixture.js';
-import { daemonHome, warmReady, type Serve } from './serve-proc.js';
+import { daemonHome, warmReady, type Serve, spawnToEnd } from './serve-proc.js';
 
 const ready = (serve: Serve, n: number) => until(async () => (await warmReady(serve.socket)) === n, `${n} warm jails ready`);
 
-async function spawn(serve: Serve, req: SpawnRequestInput): Promise<RunRecord> {
-  const api = new ApiClient(serve.socket);
-  try {
-    const r = await api.spawn(req);
-    assert.ok(r.ok, r.ok ? '' : `${r.error.code}: ${r.error.message}\nserve stderr: ${serve.stderr()}`);
-    if (r.value.status === 'ended') return r.value;
-    const w = await api.wait(r.value.id, { timeoutMs: 60_000 });
-    assert.ok(w.ok && w.value.status === 'ended', `run did not end: ${JSON.stringify(w)}`);
-    return w.value;
-  } finally {
-    await api.close();
-  }
-}
+const spawn = spawnToEnd;
 
 const ENV = ['sh', '-c', 'env | grep -v ^BRIG_RUN_ID= | sort; umask; id -u; ls -ld /workspace /workspace/out | cut -c1-10'];
 

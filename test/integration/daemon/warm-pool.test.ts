@@ -13,12 +13,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiClient } from '../../../src/client/index.js';
-import type { RunRecord, SpawnRequestInput } from '../../../src/runs/index.js';
+import type { RunRecord } from '../../../src/runs/index.js';
 import net from 'node:net';
 import { judgeProbe, parseProbe, probeArgv } from '../../../src/jail/index.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { leftovers, until } from '../runs/fixture.js';
-import { brokerSockets, daemonHome, recordOnDisk, warmReady, type DaemonHome, type Serve } from './serve-proc.js';
+import { brokerSockets, daemonHome, recordOnDisk, warmReady, type DaemonHome, type Serve, spawnToEnd } from './serve-proc.js';
 
 const ready = (serve: Serve, n: number) => until(async () => (await warmReady(serve.socket)) === n, `${n} warm jails ready`);
 
@@ -37,19 +37,7 @@ const SELF_REPORT = [
   'echo x > /workspace/left-by-earlier',
 ].join('; ');
 
-async function spawn(serve: Serve, req: SpawnRequestInput): Promise<RunRecord> {
-  const api = new ApiClient(serve.socket);
-  try {
-    const r = await api.spawn(req);
-    assert.ok(r.ok, r.ok ? '' : `${r.error.code}: ${r.error.message}\nserve stderr: ${serve.stderr()}`);
-    if (r.value.status === 'ended') return r.value;
-    const w = await api.wait(r.value.id, { timeoutMs: 60_000 });
-    assert.ok(w.ok && w.value.status === 'ended', `run did not end: ${JSON.stringify(w)}`);
-    return w.value;
-  } finally {
-    await api.close();
-  }
-}
+const spawn = spawnToEnd;
 
 const report = (r: RunRecord): Map<string, string[]> => {
   const m = new Map<string, string[]>();
