@@ -238,8 +238,9 @@ test('[INV-8] a refused out/ does not cost the run its result value or its stdio
   const base = await tmp(t);
   const store = new FsResultStore({ dir: path.join(base, 'results') });
   const record = { id: 'r-refused', rootRunId: 'r-root', resultCapBytes: 64 * 1024, expectedOutputs: [], result: { answer: 42 }, resultSpooled: false };
+  const marks: string[] = [];
   const sup = {
-    table: { get: () => record, store: { dir: () => path.join(base, 'run') } },
+    table: { get: () => record, store: { dir: () => path.join(base, 'run') }, mark: (_id: string, what: string) => marks.push(what) },
     results: resultsPort(store),
     settings: { stdoutTailBytes: 16 * 1024, resultPerFileBytes: 64 * 1024, resultPerRunBytes: 64 * 1024, resultMaxEntries: 100 },
   };
@@ -250,6 +251,7 @@ test('[INV-8] a refused out/ does not cost the run its result value or its stdio
     patch = (await collectOutputs(sup as unknown as Parameters<typeof collectOutputs>[0], record.id, jail)) as Record<string, unknown>;
   });
   assert.equal((patch.error as { code: string }).code, 'ref_too_large', 'the refusal is the run\'s error');
+  assert.deepEqual(marks, ['collect_cleared'], 'the timing marks: cleared, and out/ never read (it was refused)');
   const refs = await store.list(record.id);
   assert.deepEqual(refs.map((r) => `${r.source} ${r.path}`).sort(), ['stderr stderr.txt', 'stdout stdout.txt', 'value result.json']);
   const text = (name: string) => fs.readFileSync(store.resolvePath(refs.find((r) => r.path === name)!), 'utf8');
@@ -289,8 +291,9 @@ test('[INV-4] a 100 GB sparse file is skipped (too_large) at its header, never s
   const base = await tmp(t);
   const store = new FsResultStore({ dir: path.join(base, 'results') });
   const record = { id: 'r-sparse', rootRunId: 'r-root', resultCapBytes: 64 * 1024, expectedOutputs: [], result: null, resultSpooled: false };
+  const marks: string[] = [];
   const sup = {
-    table: { get: () => record, store: { dir: () => path.join(base, 'run') } },
+    table: { get: () => record, store: { dir: () => path.join(base, 'run') }, mark: (_id: string, what: string) => marks.push(what) },
     results: resultsPort(store),
     settings: { stdoutTailBytes: 16 * 1024, resultPerFileBytes: 32 * 1024, resultPerRunBytes: 64 * 1024, resultMaxEntries: 100 },
   };
@@ -306,6 +309,7 @@ test('[INV-4] a 100 GB sparse file is skipped (too_large) at its header, never s
   assert.ok(Date.now() - t0 < 60_000, 'the 100 GB were not streamed');
   const error = patch.error as { code: string; message: string };
   assert.equal(error?.code, 'ref_too_large', 'the run still says what was refused');
+  assert.deepEqual(marks, ['collect_cleared', 'outputs_read'], 'the timing marks of a collection that read out/');
   assert.match(error.message, /m-sparse/);
   assert.deepEqual(patch.skipped, [{ path: 'm-sparse', reason: 'too_large' }]);
   assert.deepEqual((patch.outputs as { path: string }[]).map((o) => o.path).sort(), ['a.txt', 'sub/b.txt']);
