@@ -156,6 +156,8 @@ export interface CollectReport {
   links?: { path: string; target: string }[];
   /** Files skipped `no_space` (the home had no room for them), and their declared bytes: the caller's error to name. */
   noSpace?: { files: number; bytes: number };
+  /** out/ was known empty by the engine's stat (unchanged since the start): no archive was read. */
+  unchanged?: true;
 }
 
 export interface StreamTails {

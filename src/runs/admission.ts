@@ -47,7 +47,7 @@ export function slotKey(r: Pick<RunRecord, 'parentRunId' | 'callerId'>): string 
   return parentKey(r.parentRunId);
 }
 
-/** Graphs holding one slot each of their caller, per caller run id. */
+/** Slots held beside the active runs, per slot key: a graph's one of its caller's, an ended run's until its release is done. */
 export type HeldSlots = ReadonlyMap<string, number>;
 
 /**
@@ -89,6 +89,7 @@ export function decideAdmission(
   blocked: ReadonlySet<string> = new Set(),
   paused: { since: string | null } | null = null,
   held: HeldSlots = new Map(),
+  heldGlobally = 0,
 ): AdmissionDecision {
   const dup = live.find(
     (r) => r.status !== 'ended' && r.callerId === req.callerId && r.agent === req.agent && r.requestHash === req.requestHash,
@@ -122,7 +123,7 @@ export function decideAdmission(
   const siblings = live.filter((r) => slotKey(r) === key);
   const active = siblings.filter((r) => isActive(r.status)).length + (held.get(key) ?? 0);
   const queued = siblings.filter((r) => r.status === 'queued').length;
-  const allActive = live.filter((r) => countsGlobally(r, blocked)).length;
+  const allActive = live.filter((r) => countsGlobally(r, blocked)).length + heldGlobally;
   // FIFO: while anyone of this parent waits, a newcomer waits behind them.
   if (!paused && active < perParent && allActive < s.maxConcurrent && queued === 0) return { kind: 'admit' };
   if (paused && queued >= s.maxQueued) {
@@ -145,9 +146,9 @@ export function decideAdmission(
 /**
  * Which queued runs may start now, oldest first, respecting the per-parent and global caps.
  */
-export function nextToStart(live: readonly RunRecord[], s: Settings, blocked: ReadonlySet<string> = new Set(), held: HeldSlots = new Map()): string[] {
+export function nextToStart(live: readonly RunRecord[], s: Settings, blocked: ReadonlySet<string> = new Set(), held: HeldSlots = new Map(), heldGlobally = 0): string[] {
   const activeBy = new Map<string, number>(held);
-  let allActive = 0;
+  let allActive = heldGlobally;
   for (const r of live) {
     if (!isActive(r.status)) continue;
     if (countsGlobally(r, blocked)) allActive++;

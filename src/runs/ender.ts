@@ -6,8 +6,11 @@
  * collected however it ended — a run cut short is stopped first and marked partial — and the
  * end being collected is saved before anything waits on the engine (a kill is recorded at
  * once, `onRecorded`), so a crash mid-way is redone at the next start; live children end
- * first (`killedBy: parent`); then container, volume, broker socket and lease are released
- * and waiters told. Fails: a failing hook or ledger never changes how the run ended.
+ * first (`killedBy: parent`); then the run's broker and egress close, its lease is revoked and
+ * waiters are told; the container, its disk and the socket directory are released after
+ * (issue 26: off the envelope's path), the run's slot held until they are (`table.releasing`)
+ * and `unreleased` on its record until then, so a crash in between is released by the next
+ * start. Fails: a failing hook or ledger never changes how the run ended.
  *
  * Through an engine outage: stopping and collecting wait for the engine (tried again until it
  * answers, while the supervisor lives), so a kill during an outage still collects what the
@@ -27,6 +30,7 @@ import type { ProgressFork } from './progress-fork.js';
 import type { EndOptions, Live, RunTable } from './run-table.js';
 import { elapsedMs, end, transition } from './state-machine.js';
 import { jailKeyOf } from './run-record.js';
+import { slotKey } from './admission.js';
 import type { EndReason, PendingEnd, RunRecord, SupervisorSettings } from './types.js';
 
 /** A failed hook's reason for the ledger: its message, one line, bounded (never the hook's output). */
@@ -121,18 +125,30 @@ export class RunEnder {
       // cascades to theirs (which would read as a `system` kill).
       const children = table.all().filter((c) => c.parentRunId === runId && c.status !== 'ended');
       await Promise.all(children.map((c) => this.endRun(c.id, 'killed', { killedBy: 'parent' })));
-      const failed = await this.#release(rec, handle);
-      table.mark(runId, 'released');
+      // Before anyone is told: the run's channels close and its lease is revoked, so nothing
+      // the run held answers or authorizes after its end is announced.
+      // A jail not collected (a start that failed, a ghost) may still run: it is killed first.
+      const failed = await this.#revoke(rec, handle, o.collect === false);
       table.live.delete(runId);
+      // The slot stays taken (admission's `held`) until the jail is released below.
+      table.releasing.set(runId, slotKey(rec));
       this.#announce(rec);
-      // Released: `unreleased` goes. Not: the record keeps it while the failed steps are tried again.
-      if (failed.length === 0) await this.#released(runId);
-      else this.#retryLater(runId, failed);
       table.mark(runId, 'envelope');
       // Through the door: a wait() from here on must see the end at once, not wait for a notify already sent.
       table.ending.delete(runId);
       table.notifyEnded(runId);
       table.rollbacks.delete(runId);
+      // Off the critical path (issue 26): the jail, its disk and its files go after the waiters
+      // were told. The record says `unreleased` (durable since the end): a crash from here on
+      // is released by the next start (reconcile's finishEnd), never twice.
+      // Background work idle() waits for, whoever called this door.
+      const release = this.#release(rec, handle).finally(() => table.releasing.delete(runId));
+      table.background(release);
+      failed.push(...(await release));
+      table.mark(runId, 'released');
+      // Released: `unreleased` goes. Not: the record keeps it while the failed steps are tried again.
+      if (failed.length === 0) await this.#released(runId);
+      else this.#retryLater(runId, failed);
       await this.#saveTiming(runId);
       try {
         await this.d.deps.hooks?.onEnded?.(endMeta(rec, table.clock.now()));
@@ -190,7 +206,7 @@ export class RunEnder {
   async finishEnd(runId: string): Promise<void> {
     const r = this.d.table.get(runId);
     if (!r || r.status !== 'ended' || !r.unreleased) return;
-    const failed = await this.#release(r, undefined);
+    const failed = [...(await this.#revoke(r, undefined)), ...(await this.#release(r, undefined))];
     // The dead supervisor may have announced before it could clear the flag (its ledger lines
     // are on disk as soon as appended): exactly one announcement, whichever side the crash fell.
     if (!this.d.table.ledger.hasRunEvent?.('run.lifecycle_ended', runId)) this.#announce(r);
@@ -233,15 +249,41 @@ export class RunEnder {
     if (done.every(Boolean)) await this.#released(runId);
   }
 
-  /** Releases what the run held; returns the steps that failed (ledgered), to be tried again. */
-  async #release(r: RunRecord, handle: Live | undefined): Promise<Step[]> {
-    const { deps, table } = this.d;
-    const id = r.id;
-    const failed: Step[] = [];
-    const step = async (what: string, run: () => Promise<unknown>) => {
+  /** A release step, ledgered when it fails and kept in `failed` to be tried again. */
+  #stepper(id: string, failed: Step[]) {
+    const { table } = this.d;
+    return async (what: string, run: () => Promise<unknown>) => {
       if (!(await bestEffort(table, id, what, run))) failed.push({ what, run });
     };
-    // The jail and the broker socket go side by side (neither needs the other); the lease last.
+  }
+
+  /**
+   * What must end with the run, before its end is announced: the broker and egress channels
+   * close (side by side) and the lease is revoked (idempotent: a redo after a crash revokes
+   * nothing twice). Returns the steps that failed.
+   */
+  async #revoke(r: RunRecord, handle: Live | undefined, kill = false): Promise<Step[]> {
+    const failed: Step[] = [];
+    const step = this.#stepper(r.id, failed);
+    // Collected jails were stopped (or had exited) before their outputs were read.
+    if (kill) await handle?.jail?.kill().catch(() => {});
+    const broker = handle?.broker;
+    const egress = handle?.egress;
+    await Promise.all([
+      broker ? step('broker', () => broker.close()) : undefined,
+      egress ? step('egress', () => egress.close(r.error?.code === 'lease_expired' ? 'lease_revoked' : 'ended')) : undefined,
+    ]);
+    const leaseId = r.leaseId;
+    if (leaseId) await step('lease', () => this.d.deps.leases.revoke(leaseId, 'system', `run_${r.endReason}`));
+    return failed;
+  }
+
+  /** Releases what the run held on the host (jail, disk, socket directory, files); returns the steps that failed. */
+  async #release(r: RunRecord, handle: Live | undefined): Promise<Step[]> {
+    const { deps, table } = this.d;
+    const failed: Step[] = [];
+    const step = this.#stepper(r.id, failed);
+    // The jail and the socket directory go side by side (neither needs the other).
     const jail = async () => {
       // A kill of a jail that already exited is no failure: only its destroy must succeed.
       await handle?.jail?.kill().catch(() => {});
@@ -253,10 +295,6 @@ export class RunEnder {
       }
     };
     const socket = async () => {
-      const broker = handle?.broker;
-      if (broker) await step('broker', () => broker.close());
-      const egress = handle?.egress;
-      if (egress) await step('egress', () => egress.close(r.error?.code === 'lease_expired' ? 'lease_revoked' : 'ended'));
       for (const dir of new Set([r.id, jailKeyOf(r)])) await step('socket_dir', () => fs.rm(path.join(deps.paths.brokers, dir), { recursive: true, force: true }));
     };
     await Promise.all([jail(), socket()]);
@@ -264,8 +302,6 @@ export class RunEnder {
       await step('checkpoint', () => table.store.removeFile(r.id, 'checkpoint'));
       await step('script', () => table.store.removeFile(r.id, 'script'));
     }
-    const leaseId = r.leaseId;
-    if (leaseId) await step('lease', () => deps.leases.revoke(leaseId, 'system', `run_${r.endReason}`));
     return failed;
   }
 

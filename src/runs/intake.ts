@@ -161,7 +161,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   const depth = parent ? parent.depth + 1 : 1;
   const hash = requestHash(req);
   const live = table.all().filter((r) => r.status !== 'ended');
-  const decided = decideAdmission(live, { depth, parentRunId: parent?.id ?? null, rootRunId: parent?.rootRunId ?? null, callerId, agent: req.agent, requestHash: hash }, settings, table.blockedSet(), d.paused?.() ?? null, table.heldSlots());
+  const decided = decideAdmission(live, { depth, parentRunId: parent?.id ?? null, rootRunId: parent?.rootRunId ?? null, callerId, agent: req.agent, requestHash: hash }, settings, table.blockedSet(), d.paused?.() ?? null, table.heldSlots(), table.heldGlobally());
   // A home with no room for the run's records (or below its reserve) admits nothing new.
   const full = decided.kind === 'admit' || decided.kind === 'queue' ? storageRefusal(storageState(d), settings.minFreeBytes) : undefined;
   const decision = full ? ({ kind: 'refuse', error: full } as const) : decided;

@@ -65,6 +65,11 @@ export class RunTable {
   readonly resuming = new Set<string>();
   /** Runs blocked on their own children (sync spawn, wait): calls in flight per run. */
   readonly blocked = new Map<string, number>();
+  /**
+   * Ended runs whose jail is still being released (ender.ts), by their slot key: each keeps its
+   * slot — in its parent's group and globally — until the release is done.
+   */
+  readonly releasing = new Map<string, string>();
   /** Graphs holding one child slot of their caller run while they run (admission.ts slotKey): holders per caller. */
   readonly graphSlots = new Map<string, Set<string>>();
   readonly bus = new EventBus();
@@ -123,9 +128,16 @@ export class RunTable {
     return new Set(this.blocked.keys());
   }
 
-  /** How many slots graphs hold, per caller run (admission's `held`). */
+  /** How many slots graphs and releasing runs hold, per slot key (admission's `held`). */
   heldSlots(): ReadonlyMap<string, number> {
-    return new Map([...this.graphSlots].map(([k, v]) => [k, v.size]));
+    const held = new Map([...this.graphSlots].map(([k, v]) => [k, v.size]));
+    for (const k of this.releasing.values()) held.set(k, (held.get(k) ?? 0) + 1);
+    return held;
+  }
+
+  /** Slots held across the supervisor (admission's `heldGlobally`): the runs still releasing. */
+  heldGlobally(): number {
+    return this.releasing.size;
   }
 
   /** Calls fn once the run ended (or the table closed); the returned function takes it back. */

@@ -58,7 +58,7 @@ export class RunStarter {
     const startable = live.filter((r) => !(r.status === 'queued' && (table.preparing.has(r.id) || (hold && r.parentRunId === null))));
     this.d.onLive(live.length);
     if (this.d.paused?.() === true) return;
-    for (const id of nextToStart(startable, this.d.settings, table.blockedSet(), table.heldSlots())) {
+    for (const id of nextToStart(startable, this.d.settings, table.blockedSet(), table.heldSlots(), table.heldGlobally())) {
       const t = transition(table.get(id)!, 'starting', table.clock.now());
       if (!t.ok) continue;
       table.runs.set(id, t.value);

@@ -237,12 +237,13 @@ class BrigSupervisor implements SupervisorCore {
     this.#closed = true;
     // Start-up's phase two stops between its steps once closed; bounded, so a stuck engine call cannot hold the close.
     if (this.#tidying) await Promise.race([this.#tidying, new Promise((r) => setTimeout(r, 10_000).unref())]);
-    // Ends already through the door's claim finish (release, announce) before the ledger
+    // Ends already through the door's claim finish (announce, release) before the ledger
     // can close under them; bounded, and cut short when the engine does not answer: an end
     // waiting on it is left as saved (pending) for the next start.
-    if (this.#table.ending.size > 0) {
+    const through = () => this.#table.ending.size + this.#table.releasing.size;
+    if (through() > 0) {
       const ended = (async () => {
-        for (let i = 0; i < 200 && this.#table.ending.size > 0; i++) await new Promise((r) => setTimeout(r, 50));
+        for (let i = 0; i < 200 && through() > 0; i++) await new Promise((r) => setTimeout(r, 50));
       })();
       await untilDoneOrSilent(ended, this.#answers());
     }
@@ -550,7 +551,7 @@ class BrigSupervisor implements SupervisorCore {
     const live = t.all().filter((r) => r.status !== 'ended');
     const limit = childLimit(live, callerRunId, this.settings);
     const key = parentKey(callerRunId);
-    const used = live.filter((r) => isActive(r.status) && slotKey(r) === key).length + (t.graphSlots.get(callerRunId)?.size ?? 0);
+    const used = live.filter((r) => isActive(r.status) && slotKey(r) === key).length + (t.heldSlots().get(key) ?? 0);
     if (used >= limit) {
       return err(new BrigError('children_exceeded', `run ${callerRunId} has ${used} of its ${limit} children running (a graph counts as one)`, { data: { limit, current: used }, hint: 'Wait for a child or a graph of yours to end (wait_children, graph_wait), then run the graph.' }));
     }

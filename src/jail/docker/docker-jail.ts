@@ -40,11 +40,16 @@ export function workspaceRelative(p: string): string | undefined {
 }
 
 /** A tar of the inputs, owned by the jail user, with their parent directories. */
-export async function inputsArchive(inputs: JailInput[]): Promise<Buffer> {
+export async function inputsArchive(inputs: JailInput[], o: { outDir?: boolean } = {}): Promise<Buffer> {
   const pack = tar.pack();
   // out/ is the jail user's in every image: a foreign image has no /workspace/out of its own.
-  pack.entry({ name: OUT_DIR, type: 'directory', mode: 0o755, uid: 65534, gid: 65534 });
-  const dirs = new Set<string>([OUT_DIR]);
+  // Not again for a pooled jail's assignment (`outDir: false`): its create() made out/, and an
+  // entry extracted over it would move its mtime, so collect could not know it empty by a stat.
+  const dirs = new Set<string>();
+  if (o.outDir !== false) {
+    pack.entry({ name: OUT_DIR, type: 'directory', mode: 0o755, uid: 65534, gid: 65534 });
+    dirs.add(OUT_DIR);
+  }
   for (const input of inputs) {
     const rel = workspaceRelative(input.path);
     if (rel === undefined) throw new BrigError('invalid_input', 'an input path must be relative to /workspace without `..`', { data: { path: input.path } });
@@ -234,7 +239,7 @@ export class DockerJail implements Jail {
     // its own output, as not writing it would.
     if (rel === 'out' && typeof this.outBefore === 'string') {
       const now = await statPath(this.container, `${WORKSPACE_DIR}/out`).catch(() => undefined);
-      if (now === this.outBefore) return emptyCollect(destDir);
+      if (now === this.outBefore) return { ...(await emptyCollect(destDir)), unchanged: true };
     }
     let first: NodeJS.ReadableStream | undefined;
     try {

@@ -62,7 +62,7 @@ export class PooledJail implements Jail {
       ...(this.spec.inputs ?? []),
       { path: ASSIGN, data: assignScript(this.spec, this.foreign), mode: 0o444 },
       { path: NONCE, data: this.slot.nonce, mode: 0o444 },
-    ]);
+    ], { outDir: false });
     const fifo = path.join(this.slot.dir, FIFO);
     const fd = await openWriter(fifo, 1000);
     // Gone before the child runs: the waiter holds its end, and nothing in the jail can open it again.

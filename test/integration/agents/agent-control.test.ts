@@ -55,7 +55,7 @@ test('a steer reaches the agent as a user turn at its next step boundary, never 
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('near its window the agent compacts: a no-tools summary call, then [Objective Reinforcement] with the objective', async (t) => {
@@ -95,7 +95,7 @@ test('near its window the agent compacts: a no-tools summary call, then [Objecti
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('a killed agent gets SIGTERM and a grace: its one salvage call reports partial; the run is killed (operator) with that report', async (t) => {
@@ -128,7 +128,7 @@ test('a killed agent gets SIGTERM and a grace: its one salvage call reports part
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('an agent spawning an agent: the child carries the parent step that spawned it (attribution); its lease is within the parent\'s', async (t) => {
@@ -166,7 +166,7 @@ test('an agent spawning an agent: the child carries the parent step that spawned
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 /**
@@ -223,7 +223,7 @@ test('a hostile child on the broker gets nothing: tools outside its surface are 
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 /** A script child that sends six model calls at once (a hostile child, speaking the broker protocol itself). */
@@ -255,7 +255,7 @@ test('model calls sent side by side are metered one after the other: the budget 
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 /** A script child that fills its conversation, then asks for a completion on a small budget. */
@@ -282,7 +282,7 @@ test('a call whose input alone is more than the token budget left is refused bef
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('an adversarial model gets nothing: unknown and malformed calls get error results, paths outside the workspace are refused, a flood is spilled, the loop goes on', async (t) => {
@@ -330,7 +330,7 @@ test('an adversarial model gets nothing: unknown and malformed calls get error r
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('sessions: send (wait) delivers a message at the next step and returns the agent\'s next reply; history pages its transcript', async (t) => {
@@ -371,7 +371,7 @@ test('sessions: send (wait) delivers a message at the next step and returns the 
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('a coordinator lead talks to its running child with `send` (wait) and reads it with `status`; the child answers at its next step', async (t) => {
@@ -423,7 +423,7 @@ test('a coordinator lead talks to its running child with `send` (wait) and reads
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('an agent child runs its whole tool loop in a warm jail: its model calls through the broker, a shell tool, its answer', async (t) => {
@@ -448,5 +448,5 @@ test('an agent child runs its whole tool loop in a warm jail: its model calls th
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), [], 'the pool\'s idle slot went with close()');
+  assert.deepEqual(await leftovers(home, { released: true }), [], 'the pool\'s idle slot went with close()');
 });

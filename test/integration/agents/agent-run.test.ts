@@ -115,7 +115,7 @@ test('[INV-6] [INV-2] an agent child runs its tool loop in its jail: shell is no
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('an agent on the Anthropic wire (streamed, fragmented tool input, a 429 first) that spends its token budget salvages, reports partial and ends failed (budget_exceeded)', async (t) => {
@@ -159,7 +159,7 @@ test('an agent on the Anthropic wire (streamed, fragmented tool input, a 429 fir
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 function walk(dir: string): string[] {

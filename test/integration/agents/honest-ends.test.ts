@@ -45,7 +45,7 @@ test('an agent whose model cannot be reached ends failed (model_unavailable), no
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('a tool call longer than stuckKillThresholdMs is work, not silence: the loop heartbeats and the run completes', async (t) => {
@@ -68,7 +68,7 @@ test('a tool call longer than stuckKillThresholdMs is work, not silence: the loo
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('a steer to a command child is refused (only agent and script children take steers); the child runs on', async (t) => {
@@ -90,5 +90,5 @@ test('a steer to a command child is refused (only agent and script children take
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });

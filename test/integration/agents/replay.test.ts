@@ -112,7 +112,7 @@ test('[INV-1] [INV-7] an agent run of 3 scripted steps is replayed from its reco
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('brig replay on its faces: the CLI (through a real daemon over its socket) prints no divergence and exits 0, --json carries the replay field; POST /v1/runs/RUN/replay answers 202 with the new run; a command run is refused 409 replay_unavailable (exit 5)', async (t) => {
@@ -148,5 +148,5 @@ test('brig replay on its faces: the CLI (through a real daemon over its socket) 
   } finally {
     await d.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });

@@ -87,7 +87,7 @@ test('[INV-2] nothing an agent\'s shell starts can read the in-jail runtime: its
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 /** With a leaked bearer: what the broker says to a call on and off the run's surface. */
@@ -162,5 +162,5 @@ test('[INV-1] a spec with tools [shell, finish]: its bearer, leaked to the shell
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });

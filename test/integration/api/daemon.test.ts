@@ -66,7 +66,7 @@ test('the API over a real unix socket (0600) with undici: spawn, list, get, wait
     await d.close();
   }
   assert.equal(fs.existsSync(d.socketPath), false);
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 // req: end:one-reason end:released
@@ -116,7 +116,7 @@ test('[INV-8] the daemon SIGKILLed mid-run and restarted: every run ends with ex
   }
   const ends = ledgerEvents(home).filter((e) => e.type === 'run.lifecycle_ended');
   for (const id of ids) assert.equal(ends.filter((e) => e.runId === id).length, 1, `exactly one end for ${id}`);
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
   // The home's broker runtime directory (brigPaths().brokers, not under the home) goes once empty.
   const brokers = brigPaths(home).brokers;
   assert.deepEqual(fs.existsSync(brokers) ? fs.readdirSync(brokers) : [], [], 'no broker socket dir left');

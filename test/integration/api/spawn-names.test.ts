@@ -63,5 +63,5 @@ test('over the real daemon, a spawn naming an unknown agent spec or profile is r
     await api.close();
     await d.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });

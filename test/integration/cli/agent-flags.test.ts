@@ -28,7 +28,7 @@ async function nothingMade(home: string): Promise<void> {
   assert.deepEqual(runs.runs, [], 'no run record');
   const leases = JSON.parse((await runCli(['lease', 'list', '--json'], { home })).out) as { leases: unknown[] };
   assert.deepEqual(leases.leases, [], 'no lease');
-  assert.deepEqual(await leftovers(home), [], 'no container or volume');
+  assert.deepEqual(await leftovers(home, { released: true }), [], 'no container or volume');
 }
 
 test('brig spawn --agent: usage errors (exit 2) before any run — with --script or `-- ARGV`, without --task or NAME, --model alone', async (t) => {

@@ -52,7 +52,7 @@ async function waitEnded(serve: Serve, runId: string, timeoutMs = 60_000): Promi
 
 /** Nothing of the home's is left in the engine, and no broker socket on disk. */
 async function assertNothingLeft(h: DaemonHome): Promise<void> {
-  assert.deepEqual(await leftovers(h.home), [], 'no container or volume labelled for this home');
+  assert.deepEqual(await leftovers(h.home, { released: true }), [], 'no container or volume labelled for this home');
   assert.deepEqual(brokerSockets(h.home), [], 'no broker socket under the home\'s broker runtime directory');
 }
 

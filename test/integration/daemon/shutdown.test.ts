@@ -53,7 +53,7 @@ async function listed(h: DaemonHome): Promise<Map<string, RunRecord>> {
 
 /** Nothing of the home's is left: no container, volume, broker socket or API socket; the ledger verifies. */
 async function assertNothingLeft(h: DaemonHome): Promise<void> {
-  assert.deepEqual(await leftovers(h.home), [], 'no container or volume labelled for this home');
+  assert.deepEqual(await leftovers(h.home, { released: true }), [], 'no container or volume labelled for this home');
   assert.deepEqual(brokerSockets(h.home), [], 'no broker socket under the home\'s broker runtime directory');
   assert.equal(fs.existsSync(h.paths.socket), false, 'the API socket is removed');
   const v = await h.run(['audit', 'verify']);
@@ -169,7 +169,7 @@ test('[INV-8] Ctrl-C on an in-process brig spawn kills its child (killedBy opera
   assert.equal(r.killedBy, 'operator', why);
   assert.equal(r.partial, true, why);
   assert.ok(r.outputs.some((o) => o.path === 'partial.txt'), why);
-  assert.deepEqual(await leftovers(h.home), [], 'no container or volume labelled for this home');
+  assert.deepEqual(await leftovers(h.home, { released: true }), [], 'no container or volume labelled for this home');
   assert.deepEqual(brokerSockets(h.home), [], 'no broker socket under the home\'s broker runtime directory');
 });
 
@@ -215,7 +215,7 @@ test('[INV-8] SIGTERM keeps queued runs queued on disk; the next daemon starts t
   for (const id of runs.queued) assert.equal(onDisk.get(id)?.status, 'queued', `kept queued: ${JSON.stringify(onDisk.get(id))}`);
   const shut = ledgerLines(h).filter((e) => e.type === 'supervisor.shutdown');
   assert.deepEqual(shut.map((e) => [e.drained, e.killed, e.kept]), [[0, 1, 3]]);
-  assert.deepEqual(await leftovers(h.home), [], 'no jail is left by the stop');
+  assert.deepEqual(await leftovers(h.home, { released: true }), [], 'no jail is left by the stop');
 
   const next = await h.serve();
   const api2 = new ApiClient(next.socket);

@@ -55,7 +55,7 @@ async function poolContainers(home: string): Promise<string[]> {
 }
 
 async function assertNothingLeft(h: DaemonHome): Promise<void> {
-  assert.deepEqual(await leftovers(h.home), [], 'no container, volume or disk labelled for this home');
+  assert.deepEqual(await leftovers(h.home, { released: true }), [], 'no container, volume or disk labelled for this home');
   assert.deepEqual(brokerSockets(h.home), [], 'no broker socket left');
   const dirs = fs.existsSync(h.paths.brokers) ? fs.readdirSync(h.paths.brokers) : [];
   assert.deepEqual(dirs, [], 'no run or slot directory left under the brokers directory');

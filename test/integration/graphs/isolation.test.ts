@@ -115,7 +115,7 @@ test('[INV-2] [INV-4] from inside a dependent: only its declared input, read-onl
       assert.equal(run?.endReason, 'completed');
       assert.equal(run?.label, `${rec.id}/${n.id}`);
     }
-    assert.deepEqual(await leftovers(home), []);
+    assert.deepEqual(await leftovers(home, { released: true }), []);
   } finally {
     await c.close();
   }

@@ -54,7 +54,7 @@ test('a script node feeds an agent node: the agent reads the committed output re
     assert.match(tool, /Read-only file system|WRITE-REFUSED/);
     // The script's result value is its ref on the envelope line.
     assert.match(rec.envelope!, /^gen\s+script\s+succeeded\s+a1\s+.*ref_[a-z2-7]{26}$/m);
-    assert.deepEqual(await leftovers(home), []);
+    assert.deepEqual(await leftovers(home, { released: true }), []);
   } finally {
     await c.close();
   }

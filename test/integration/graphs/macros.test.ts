@@ -97,7 +97,7 @@ test('a map_reduce on real jails: 12 items from a committed JSONL, agent slots e
     assert.match(outFile(home, reducer, 'write.txt'), /Read-only file system/);
     assert.match(rec.envelope!, /^research\.items\s+split\s+succeeded .*12 items$/m);
     assert.ok(Buffer.byteLength(rec.envelope!) <= 4096);
-    assert.deepEqual(await leftovers(home), []);
+    assert.deepEqual(await leftovers(home, { released: true }), []);
   } finally {
     await c.close();
   }
@@ -148,7 +148,7 @@ test('refine stops at round 2 (stop_when on its committed result; rounds 3 and 4
     assert.deepEqual(seen('team.r3'), { saw: ['r1', 'r2'], write: 'EROFS' });
     assert.deepEqual(seen('draft.r2'), { saw: ['prev'], write: 'EROFS' });
     assert.deepEqual(seen('draft.r1'), { saw: [], write: 'none' });
-    assert.deepEqual(await leftovers(home), []);
+    assert.deepEqual(await leftovers(home, { released: true }), []);
   } finally {
     await c.close();
   }
@@ -192,7 +192,7 @@ test('a debate on real jails: round 1 sides see nothing of each other, round 2 s
     assert.equal(said('d.r1.con'), 'con1 after []\n');
     assert.equal(said('d.r2.con'), 'con2 after [con1 after [] | pro1 after []]\n', 'round 2 heard the committed round 1, not its own side');
     assert.equal(said('d'), 'judge after [con1 after [] | pro1 after [] | con2 after [con1 after [] | pro1 after []] | pro2 after [con1 after [] | pro1 after []]]\n');
-    assert.deepEqual(await leftovers(home), []);
+    assert.deepEqual(await leftovers(home, { released: true }), []);
   } finally {
     await c.close();
   }

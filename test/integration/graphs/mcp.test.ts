@@ -72,7 +72,7 @@ test('graph tools over MCP on real jails: define answers the expanded nodes, a r
     const gone = await call('graph_cancel', { graphId, confirm: true });
     assert.equal(gone.isError, true, 'an ended graph is not_running');
     assert.equal((gone.structuredContent.error as { code: string }).code, 'not_running');
-    assert.deepEqual(await leftovers(home), []);
+    assert.deepEqual(await leftovers(home, { released: true }), []);
   } finally {
     await client.close();
     await server.close();
@@ -145,5 +145,5 @@ test('gate decisions over MCP only when the operator turns them on: graph_decide
     await on.close();
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });

@@ -54,7 +54,7 @@ test('a vote on real jails: a malformed ballot is counted invalid and the majori
     assert.match(rec.envelope!, /^split\s+tally\s+failed .*BUY 1 · SELL 1 · invalid 0 · absent 0 → tie$/m);
     // Every voter an ordinary run, ended once.
     for (const n of rec.nodes.filter((x) => x.kind === 'command')) assert.equal((await c.supervisor.get(n.attempts[0]!.runId!))?.endReason, 'completed');
-    assert.deepEqual(await leftovers(home), []);
+    assert.deepEqual(await leftovers(home, { released: true }), []);
   } finally {
     await c.close();
   }

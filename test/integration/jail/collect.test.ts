@@ -279,6 +279,7 @@ test('an empty out/ is known by the engine\'s stat (no archive); anything made i
       const { exit } = await runToEnd(spec(`empty-${tag}`, ['sh', '-c', sh], { limits: { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 32 } }), async (jail) => {
         const rep = await jail.collect(dest, CAPS);
         assert.deepEqual(rep.files.map((f) => f.path).sort(), want, `${tag}: collected`);
+        assert.equal(rep.unchanged, tag === 'nothing' ? true : undefined, `${tag}: known by the stat alone only when out/ was left as it was`);
       });
       assert.equal(exit.exitCode, 0, tag);
       assert.deepEqual(fs.readdirSync(dest, { recursive: true }).map(String).filter((p) => want.includes(p)).sort(), want, `${tag}: on disk`);

@@ -106,7 +106,7 @@ test('[INV-6] a real local model drives an agent in its jail through the broker:
   // Nothing of the provider went into the jail: its packet names no socket, path or model file.
   const packetText = fs.readFileSync(path.join(home, 'runs', runId, 'packet.json'), 'utf8');
   assert.doesNotMatch(packetText, /brig-llm-|llm\.sock|\.gguf|SmolLM2/i);
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
   assert.deepEqual(helpersOf(process.pid), [], 'the model helper process ended with the supervisor');
 });
 

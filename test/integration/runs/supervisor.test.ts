@@ -19,7 +19,7 @@ test('depth 4 is refused: a script spawning itself through the broker stops at d
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 // req: end:released
@@ -53,7 +53,7 @@ test('[INV-8] the 6th child is queued then run; a full queue is refused; kill mi
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('the watchdog fires (watchdog_timeout) and a silent child is killed by health_monitor', async (t) => {
@@ -73,7 +73,7 @@ test('the watchdog fires (watchdog_timeout) and a silent child is killed by heal
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('steer: inject reaches the running child; kill + respawn gives a new run; an ended run fails fast with not_running', async (t) => {
@@ -120,7 +120,7 @@ test('steer: inject reaches the running child; kill + respawn gives a new run; a
   } finally {
     await c2.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('checkpoint → timeout → resume continues from the checkpoint, across a supervisor restart', async (t) => {
@@ -152,7 +152,7 @@ test('checkpoint → timeout → resume continues from the checkpoint, across a 
   } finally {
     await second.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });
 
 test('100 concurrent spawn requests with a cap of 5: none lost — each ends or is refused with a code', async (t) => {
@@ -173,5 +173,5 @@ test('100 concurrent spawn requests with a cap of 5: none lost — each ends or 
   } finally {
     await c.close();
   }
-  assert.deepEqual(await leftovers(home), []);
+  assert.deepEqual(await leftovers(home, { released: true }), []);
 });

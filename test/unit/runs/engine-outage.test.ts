@@ -77,6 +77,7 @@ test('[INV-8] a kill while the engine is down is answered once recorded; the chi
   assert.ok(w.ok);
   assert.deepEqual([w.value.endReason, w.value.killedBy, w.value.partial, w.value.error], ['killed', 'operator', true, null]);
   assert.deepEqual(w.value.outputs, [{ path: 'kept.txt', bytes: 4 }]);
+  await sup.idle(); // the release follows the envelope (issue 26)
   assert.ok(j.killed && j.destroyed);
   assert.deepEqual(ledger.events.filter((e) => e.type === 'run.release_failed').map((e) => [e.what, e.code]), [['stop', 'engine_unavailable']], 'the first refusal is ledgered, not each try');
   assert.deepEqual(ledger.events.filter((e) => e.type === 'run.release_retried').map((e) => e.what), ['stop']);

@@ -75,6 +75,7 @@ test('[INV-8] a release step that fails is ledgered as run.release_failed (what,
   const w = await sup.wait(r.value.id);
   assert.ok(w.ok);
   assert.equal(w.value.endReason, 'completed');
+  await sup.idle(); // the release follows the envelope (issue 26)
   const failed = ledger.events.filter((e) => e.type === 'run.release_failed');
   assert.deepEqual(failed.map((e) => [e.runId, e.what, e.code]), [[r.value.id, 'jail', 'engine_unavailable']]);
   assert.equal(ledger.events.filter((e) => e.type === 'run.lifecycle_ended' && e.runId === r.value.id).length, 1);

@@ -28,6 +28,7 @@ test('the step past max_steps is refused with `timeout` and the run ends failed;
   assert.equal(w.value.error?.code, 'timeout');
   assert.equal(fake.killed, true, 'the child that ignored the refusal was stopped');
   assert.equal(fake.collectedRunning, false, 'nothing was collected while it could still write');
+  await sup.idle(); // the release follows the envelope (issue 26)
   assert.ok(jail.jails.get(r.value.id) === undefined, 'container destroyed');
   await sup.close();
 });

@@ -58,9 +58,11 @@ test('[INV-8] [INV-7] a run goes queued → running → ended completed, release
   assert.equal(w.value.stepsExecuted, 1);
   assert.deepEqual(w.value.missingOutputs, ['missing.txt']);
   assert.equal(w.value.outputFiles, 1);
-  assert.ok(j.destroyed, 'container and volume removed');
+  // Before the envelope: the channels closed and the lease revoked. After it (issue 26): the jail.
   assert.equal(broker.open.size, 0, 'broker socket closed');
   assert.ok(leases.leases.get(w.value.leaseId!)!.revoked, 'lease revoked at the end');
+  await sup.idle();
+  assert.ok(j.destroyed, 'container and volume removed');
   const types = ledger.events.filter((e) => e.runId === id).map((e) => e.type);
   assert.deepEqual(types.filter((t) => t !== 'run.progress'), ['run.spawned', 'run.started', 'run.completed', 'run.lifecycle_ended']);
   assert.doesNotMatch(JSON.stringify(ledger.events), /SECRET-TASK-TEXT|step one/);
@@ -507,5 +509,45 @@ test('a spawn call re-sent after a reconnect returns the child it made, even one
   await assert.rejects(childCall(sup, parent, 'child.kill', { child: victim.runId }, { callId: 'k-2' }), (e: { code?: string }) => e.code === 'not_running');
   jail.jails.get(parent)!.exit(0);
   await sup.wait(parent);
+  await sup.close();
+});
+
+// req: end:released
+test('[INV-8] the envelope does not wait for the jail\'s release (issue 26): wait() answers with the lease revoked and the jail still going; the run\'s slot stays taken until the release is done', async () => {
+  const { sup, jail, leases } = await setup({ maxConcurrent: 1 });
+  const first = await sup.spawn({ task: 'a', script: SCRIPT, async: true });
+  assert.ok(first.ok);
+  await until(running(sup, first.value.id), 'running');
+  const j = jail.jails.get(first.value.id)!;
+  let letGo!: () => void;
+  const gate = new Promise<void>((r) => (letGo = r));
+  const destroy = j.destroy.bind(j);
+  j.destroy = async () => {
+    await gate;
+    await destroy();
+  };
+  const second = await sup.spawn({ task: 'b', script: SCRIPT, async: true });
+  assert.ok(second.ok);
+  assert.equal(sup.peek(second.value.id)!.status, 'queued', 'one slot: the second waits');
+  j.exit(0);
+  const w = await sup.wait(first.value.id);
+  assert.ok(w.ok);
+  assert.equal(w.value.endReason, 'completed');
+  assert.ok(leases.leases.get(w.value.leaseId!)!.revoked, 'the lease is revoked before the end is told');
+  assert.equal(j.destroyed, false, 'the jail is still being released');
+  // The ended run still holds its slot: nothing starts in it while its jail is there.
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(sup.peek(second.value.id)!.status, 'queued', 'the slot is held until the release is done');
+  const refused = await sup.spawn({ task: 'c', script: SCRIPT, async: true });
+  assert.ok(refused.ok);
+  assert.equal(sup.peek(refused.value.id)!.status, 'queued', 'admission counts the releasing run');
+  letGo();
+  await until(running(sup, second.value.id), 'the queued run starts once the release is done');
+  assert.equal(j.destroyed, true);
+  assert.equal((await sup.wait(first.value.id)).ok, true);
+  jail.jails.get(second.value.id)!.exit(0);
+  await until(running(sup, refused.value.id), 'the third runs once the second is released');
+  jail.jails.get(refused.value.id)!.exit(0);
+  await sup.idle();
   await sup.close();
 });
