@@ -73,6 +73,8 @@ export interface JailExit {
   exitCode: number;
   /** The engine's State.OOMKilled: the kernel's OOM killer ended a process of the jail (read for a non-zero exit). */
   oomKilled: boolean;
+  /** Who said the end: a pooled jail's reaper, confirmed from the host (issue 26), or (absent) the engine. */
+  by?: 'reaper';
 }
 
 /**

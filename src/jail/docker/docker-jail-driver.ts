@@ -22,9 +22,10 @@ import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 import LeanDocker from './dockerode.js';
 import { BrigError } from '../../util/errors.js';
-import type { EngineInfo, Jail, JailDriver, JailLimits, JailSpec, JailVerified, LabelledResource } from '../types.js';
+import { isPoolKey, type EngineInfo, type Jail, type JailDriver, type JailLimits, type JailSpec, type JailVerified, type LabelledResource } from '../types.js';
 import { effectiveLimits } from './limits.js';
 import { DockerJail, removeVolume } from './docker-jail.js';
+import { reattachPooled } from './reaper.js';
 import { engineError, ignoreStatus, statusOf } from './engine-errors.js';
 import { CHILD_IMAGE_REPO, ensurePlanImage, fingerprint, planChildImage, type ImagePlan } from './image.js';
 import { ImageCache } from './image-cache.js';
@@ -462,7 +463,8 @@ export class DockerJailDriver implements JailDriver {
     if (!c) return null;
     const jail = new DockerJail(this.docker, this.docker.getContainer(c.Id), runId, workspaceVolumeName(runId), this.tailBytes, this.disks, this.stages, this.closing.signal);
     if (c.State === 'running') await jail.attachStreams();
-    return jail;
+    // A pool slot's run: its reaper says its end (it outlives its child, so the engine would not).
+    return c.State === 'running' && isPoolKey(runId) ? reattachPooled(jail) : jail;
   }
 
   async listLabelled(): Promise<LabelledResource[]> {

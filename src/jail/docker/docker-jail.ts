@@ -153,6 +153,23 @@ export class DockerJail implements Jail {
     return this.runId;
   }
 
+  /**
+   * Waits until both streams end with `marker` (written by a pooled jail's reaper after its child
+   * ended: everything the child wrote came before it), then takes it off both tails. False when
+   * it did not come within the bound: the tails are what arrived, as after a stuck stream.
+   */
+  async drained(marker: string, timeoutMs: number): Promise<boolean> {
+    const m = Buffer.from(marker);
+    const end = Date.now() + timeoutMs;
+    while (!(this.out.endsWith(m) && this.err.endsWith(m))) {
+      if (Date.now() > end) return false;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    this.out.dropEnd(m.length);
+    this.err.dropEnd(m.length);
+    return true;
+  }
+
   /** Both tails emptied: what a pool slot's waiter wrote is not its run's output. */
   clearTails(): void {
     this.out.clear();
@@ -212,13 +229,15 @@ export class DockerJail implements Jail {
     await this.container.kill({ signal: 'SIGKILL' }).catch(ignoreStatus(404, 409));
   }
 
-  async stop(graceMs: number): Promise<void> {
+  /** `ended`: a pooled jail's confirmed reaper report (pooled-jail.ts) also ends the grace: the child is gone. */
+  async stop(graceMs: number, ended?: Promise<unknown>): Promise<void> {
     // Not the engine's `stop`: the hardened profile's StopSignal is SIGKILL (a child must not
     // be able to linger). SIGTERM is sent by hand; past the grace, SIGKILL.
     await this.container.kill({ signal: 'SIGTERM' }).catch(ignoreStatus(404, 409));
     let timer: NodeJS.Timeout | undefined;
     const exited = await Promise.race([
       this.exit().then(() => true, () => true),
+      ...(ended ? [ended.then(() => true)] : []),
       new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs))),
     ]);
     clearTimeout(timer);

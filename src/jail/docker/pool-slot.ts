@@ -23,9 +23,10 @@ import { execInHelper } from '../../util/spawner.js';
 import { POOL_KEY_PREFIX, type JailLimits, type JailSpec } from '../types.js';
 import type { DockerJail } from './docker-jail.js';
 import type { DockerJailDriver } from './docker-jail-driver.js';
-import { FIFO, SLOT_ENV, waiterReady, waiterScript } from './pool-waiter.js';
+import { EXIT_FIFO, FIFO, SLOT_ENV, waiterReady, waiterScript } from './pool-waiter.js';
 import { JAIL_USER, renderCreateBody, type CreateBody } from './profile.js';
 import { RUNTIME_BUSYBOX } from './runtime-bundle.js';
+import { REAPER_SLEEPS, cgroupFilesOf, type ReaperTerms } from './reaper.js';
 
 /** Through the command helper (util/spawner.ts): a fork from the daemon blocks its event loop. */
 const run = execInHelper;
@@ -46,10 +47,17 @@ export interface Slot {
   argv: string[];
   /** The FIFO's device and inode when it was made. */
   fifo: { dev: number; ino: number };
+  /** The reaper's: its exit FIFO's identity, the waiter's host pid and its cgroups (null: no reaper, the engine says the end). */
+  reaper: SlotReaper | null;
   /** Set once a run took it: from then on its run's ender destroys it. */
   taken: boolean;
   /** A foreign image's slot: the image ENV names its waiter holds (unset by the assignment). */
   imageEnvKeys?: string[];
+}
+
+/** What the host needs to believe a slot's reaper (reaper.ts), and the sleep it execs once it reported. */
+export interface SlotReaper extends ReaperTerms {
+  sleep: string[];
 }
 
 /** A fresh slot key: `pool-` and 12 hex (the sweep knows a slot by its prefix). */
@@ -72,7 +80,7 @@ export async function makeSlot(o: MakeSlot): Promise<Slot> {
   const dir = path.join(o.brokersDir, o.key);
   let jail: DockerJail | undefined;
   try {
-    const fifo = await slotDir(dir);
+    const { fifo, exitFifo } = await slotDir(dir);
     const nonce = crypto.randomBytes(16).toString('hex');
     // A foreign image's waiter is brig's own busybox from the runtime bind: nothing of the image runs before the run.
     const foreign = await o.driver.imageTermsFor(o.image, { env: { ...SLOT_ENV } });
@@ -84,7 +92,9 @@ export async function makeSlot(o: MakeSlot): Promise<Slot> {
     await jail.start();
     if (!(await waiterReady(jail, 15_000))) throw new BrigError('jail_failed', 'the pooled jail\'s waiter did not start');
     jail.clearTails();
-    return { key: o.key, dir, jail, body: rendered.value, shape: o.shape, readyAt: new Date().toISOString(), taken: false, nonce, argv, fifo, ...(foreign ? { imageEnvKeys: Object.keys(foreign.terms.env) } : {}) };
+    const sleep = [...REAPER_SLEEPS[foreign ? 1 : 0]!];
+    const reaper = exitFifo ? await reaperOf(jail, dir, exitFifo, sleep) : null;
+    return { key: o.key, dir, jail, body: rendered.value, shape: o.shape, readyAt: new Date().toISOString(), taken: false, nonce, argv, fifo, reaper, ...(foreign ? { imageEnvKeys: Object.keys(foreign.terms.env) } : {}) };
   } catch (e) {
     await jail?.destroy().catch(() => {});
     await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
@@ -100,20 +110,43 @@ export async function destroySlot(slot: Slot): Promise<void> {
 }
 
 /**
- * The slot's socket directory with its FIFO (see the header for the modes); the FIFO's
- * identity, to know it again.
+ * The reaper's terms: the waiter's host pid and the cgroup files the host reads to believe a
+ * report (reaper.ts). Null — the engine alone says the end — when any is not found: a doubt
+ * costs speed, never a wrong end.
  */
-async function slotDir(dir: string): Promise<{ dev: number; ino: number }> {
+async function reaperOf(jail: DockerJail, dir: string, fifo: { dev: number; ino: number }, sleep: string[]): Promise<SlotReaper | null> {
+  const pid = ((await jail.inspect().catch(() => null)) as { State?: { Pid?: number } } | null)?.State?.Pid;
+  if (!pid) return null;
+  const files = await cgroupFilesOf(pid);
+  return files ? { fifoPath: path.join(dir, EXIT_FIFO), fifo, pid, ...files, sleep } : null;
+}
+
+/**
+ * The slot's socket directory with its FIFOs (see the header for the modes); their
+ * identities, to know them again. The exit FIFO is the jail's to write and root's alone to
+ * read (0620, the jail's group); not root, there is none (no reaper: the engine says the end).
+ */
+async function slotDir(dir: string): Promise<{ fifo: { dev: number; ino: number }; exitFifo: { dev: number; ino: number } | null }> {
   await fs.promises.mkdir(dir, { mode: 0o700 });
   const fifo = path.join(dir, FIFO);
   if (!MKFIFO) throw new BrigError('jail_failed', "the warm pool needs coreutils' mkfifo (/usr/bin/mkfifo); install coreutils or run without --warm");
   await run(MKFIFO, ['-m', '0600', fifo], { env: {} }).catch((e: unknown) => {
     throw new BrigError('jail_failed', `making the pooled jail's FIFO failed: ${(e as Error).message}`);
   });
+  let exitFifo: { dev: number; ino: number } | null = null;
   if (process.getuid?.() === 0) {
     // The jail reads its assignment through its group; only root writes one.
     await fs.promises.chown(fifo, 0, JAIL_IDS[1]);
     await fs.promises.chmod(fifo, 0o640);
+    // The reaper writes its report through its group; only root reads one.
+    const exit = path.join(dir, EXIT_FIFO);
+    await run(MKFIFO, ['-m', '0600', exit], { env: {} }).catch((e: unknown) => {
+      throw new BrigError('jail_failed', `making the pooled jail's exit FIFO failed: ${(e as Error).message}`);
+    });
+    await fs.promises.chown(exit, 0, JAIL_IDS[1]);
+    await fs.promises.chmod(exit, 0o620);
+    const est = await fs.promises.lstat(exit);
+    exitFifo = { dev: est.dev, ino: est.ino };
     await fs.promises.chown(dir, 0, JAIL_IDS[1]);
     await fs.promises.chmod(dir, 0o750);
   } else {
@@ -122,7 +155,7 @@ async function slotDir(dir: string): Promise<{ dev: number; ino: number }> {
     await fs.promises.chmod(dir, 0o711);
   }
   const st = await fs.promises.lstat(fifo);
-  return { dev: st.dev, ino: st.ino };
+  return { fifo: { dev: st.dev, ino: st.ino }, exitFifo };
 }
 
 /**
@@ -137,5 +170,10 @@ export async function intact(slot: Slot): Promise<{ ok: true } | { ok: false; wh
   const st = await fs.promises.lstat(path.join(slot.dir, FIFO)).catch(() => null);
   if (!st || !st.isFIFO() || st.dev !== slot.fifo.dev || st.ino !== slot.fifo.ino) return { ok: false, why: 'fifo_changed' };
   if (process.getuid?.() === 0 && (st.uid !== 0 || (st.mode & 0o777) !== 0o640)) return { ok: false, why: 'fifo_changed' };
+  if (slot.reaper) {
+    const ex = await fs.promises.lstat(path.join(slot.dir, EXIT_FIFO)).catch(() => null);
+    if (!ex || !ex.isFIFO() || ex.dev !== slot.reaper.fifo.dev || ex.ino !== slot.reaper.fifo.ino || ex.uid !== 0 || (ex.mode & 0o777) !== 0o620) return { ok: false, why: 'fifo_changed' };
+    if (inspect.State.Pid !== slot.reaper.pid) return { ok: false, why: 'not_its_waiter' };
+  }
   return { ok: true };
 }

@@ -10,6 +10,16 @@
  * code inside the jail. Trusts: POSIX sh single quoting (busybox sh in the image); the caller
  * (pool.ts) has refused argv and env the cold path's render refuses (NUL, bad names).
  * Fails closed: any step of the waiter that fails exits 70, and the pool destroys the slot.
+ *
+ * The reaper (issue 26, when the slot has an exit FIFO: brig runs as root): the waiter stays
+ * PID 1 and runs the argv as its child, passes TERM/INT/HUP/QUIT/USR1/USR2 on, and once the
+ * child ended kills what it left (SIGKILL to every process but itself, as the kernel does when
+ * a cold jail's PID 1 ends), writes a per-run marker to both streams and the child's status to
+ * /run/brig/exit, then execs a sleep whose argv carries the status. It guarantees nothing the host takes on its word: the
+ * status is believed only once the host saw the jail's pids cgroup hold PID 1 alone
+ * (pooled-jail.ts), the marker only bounds the wait for the streams. It trusts the shell's
+ * `wait` for the status (the child's to choose either way) and the kernel's ptrace refusal
+ * (seccomp.ts) to keep its memory — the marker — from the child.
  */
 import type { JailSpec } from '../types.js';
 import type { DockerJail } from './docker-jail.js';
@@ -24,6 +34,16 @@ const READY = 'brig-pool: ready';
 
 /** Written by the pool beside the assignment: the slot's nonce, which the waiter checks first. */
 export const NONCE = '.brig/nonce';
+
+/**
+ * The FIFO the reaper reports its child's exit status on (/run/brig/exit inside). Writable by
+ * the jail (so by the child too: a report is believed only once the host saw the jail hold its
+ * reaper alone, pooled-jail.ts), readable only by root.
+ */
+export const EXIT_FIFO = 'exit';
+
+/** Signals the reaper passes on to its child (what stop() and an operator send to PID 1). */
+const FORWARDED = ['TERM', 'INT', 'HUP', 'QUIT', 'USR1', 'USR2'] as const;
 
 /**
  * PID 1 of a pooled jail. It says it is ready, blocks opening the FIFO (no CPU while it
@@ -82,7 +102,7 @@ export interface ForeignAssign {
  * found along the run's PATH by the script itself and exec'd by its path — the image's
  * program, never brig's applet (not found: 127 and a line on stderr, as a shell says it).
  */
-export function assignScript(spec: Pick<JailSpec, 'argv' | 'env'>, foreign?: ForeignAssign): string {
+export function assignScript(spec: Pick<JailSpec, 'argv' | 'env'>, foreign?: ForeignAssign, reaper?: Reaper): string {
   const image = Object.fromEntries(Object.entries(foreign?.env ?? {}).filter(([k]) => !(k in spec.env) && k !== 'PATH'));
   const env: Record<string, string> = { ...ENGINE_ENV, ...image, ...spec.env, PATH: spec.env.PATH ?? foreign?.path ?? JAIL_PATH };
   const unset = ['PWD', 'OLDPWD', 'SHLVL', 'PATH', ...Object.keys(ENGINE_ENV), ...Object.keys(SLOT_ENV), ...(foreign?.slotEnvKeys ?? [])];
@@ -95,7 +115,44 @@ export function assignScript(spec: Pick<JailSpec, 'argv' | 'env'>, foreign?: For
           `exec "$c"${rest.map((a) => ` ${shQuote(a)}`).join('')}`,
         ]
       : [`exec ${spec.argv.map(shQuote).join(' ')}`];
-  return [`unset ${[...new Set(unset)].join(' ')}`, `export ${Object.entries(env).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')}`, ...exec, ''].join('\n');
+  return [`unset ${[...new Set(unset)].join(' ')}`, `export ${Object.entries(env).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')}`, ...(reaper ? reaped(exec, reaper) : exec), ''].join('\n');
+}
+
+/** How the reaper waits once it reported: a sleep by absolute path (brig's busybox in a foreign image). */
+export interface Reaper {
+  sleep: readonly string[];
+  /** Written to both streams after the child ended: the host knows all it wrote has arrived (random per run, never the child's to know). */
+  marker: string;
+}
+
+/**
+ * The reaper (issue 26): the child runs as the waiter's child instead of replacing it, so its
+ * end is known without waiting for the engine's exit handling. The waiter passes the usual
+ * signals on, waits for the child, SIGKILLs whatever it left (what the kernel does when a
+ * cold jail's PID 1 ends), writes the child's status to /run/brig/exit and then sleeps as PID
+ * 1 (exec: nothing else runs in the jail) until the release kills the container. Its variables
+ * are not exported: the child's environment is exactly the assignment's. The report is a
+ * claim: pooled-jail.ts believes it only once the host saw the jail's pids cgroup hold the
+ * reaper alone.
+ */
+function reaped(exec: string[], r: Reaper): string[] {
+  const last = exec[exec.length - 1]!.replace(/^exec /, '');
+  return [
+    ...exec.slice(0, -1),
+    ...FORWARDED.map((sig) => `trap 'kill -${sig} "$brig_p" 2>/dev/null' ${sig}`),
+    `${last} &`,
+    'brig_p=$!',
+    // A trapped signal ends the wait early: wait again while the child lives.
+    'while :; do wait "$brig_p" 2>/dev/null; brig_r=$?; kill -0 "$brig_p" 2>/dev/null || break; done',
+    'trap - ' + FORWARDED.join(' '),
+    'kill -KILL -1 2>/dev/null',
+    `printf %s ${shQuote(r.marker)}`,
+    `printf %s ${shQuote(r.marker)} >&2`,
+    `echo "$brig_r" >/run/brig/${EXIT_FIFO}`,
+    // The status rides in the sleep's argv too (busybox sleep adds its arguments): a supervisor
+    // that restarted after the report was read finds it in PID 1's cmdline (reaper.ts).
+    `exec ${r.sleep.map(shQuote).join(' ')} "$brig_r"`,
+  ];
 }
 
 /** The waiter's whole ready line on its stderr (the stream may bring it in pieces), within the bound. */

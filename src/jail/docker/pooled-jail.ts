@@ -9,17 +9,21 @@
  * not listening or does not take the tar within its bound fails the start (`jail_failed`,
  * `jail_unverified`) before the child exists; the run's ender destroys the slot.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailSpec, JailVerified, StreamTails } from '../types.js';
 import { inputsArchive } from './docker-jail.js';
-import type { Slot } from './pool-slot.js';
-import { ASSIGN, FIFO, NONCE, assignScript, type ForeignAssign } from './pool-waiter.js';
+import type { Slot, SlotReaper } from './pool-slot.js';
+import { ASSIGN, FIFO, NONCE, assignScript, type ForeignAssign, type Reaper } from './pool-waiter.js';
+import { ReaperWatch } from './reaper.js';
 
 export class PooledJail implements Jail {
   private assigned = false;
+  /** The reaper's watch (issue 26): its confirmed end is not the engine's exit handling waited for. */
+  #reaper: ReaperWatch | null = null;
 
   constructor(
     private readonly slot: Slot,
@@ -58,9 +62,10 @@ export class PooledJail implements Jail {
 
   async #assign(): Promise<void> {
     await this.recheck;
+    const reaper = this.slot.reaper ? await this.#listen(this.slot.reaper) : undefined;
     const archive = await inputsArchive([
       ...(this.spec.inputs ?? []),
-      { path: ASSIGN, data: assignScript(this.spec, this.foreign), mode: 0o444 },
+      { path: ASSIGN, data: assignScript(this.spec, this.foreign, reaper), mode: 0o444 },
       { path: NONCE, data: this.slot.nonce, mode: 0o444 },
     ], { outDir: false });
     const fifo = path.join(this.slot.dir, FIFO);
@@ -82,14 +87,28 @@ export class PooledJail implements Jail {
     }
   }
 
+  /** The reaper's watch, before the child exists; undefined (the engine says the end) without one. */
+  async #listen(r: SlotReaper): Promise<Reaper | undefined> {
+    const marker = `brig-end-${crypto.randomBytes(16).toString('hex')}`;
+    this.#reaper = await ReaperWatch.open(this.slot.jail, r, marker);
+    return this.#reaper ? { sleep: r.sleep, marker } : undefined;
+  }
+
   wait(): Promise<JailExit> {
-    return this.slot.jail.wait();
+    const engine = this.slot.jail.wait();
+    return this.#reaper ? Promise.race([this.#reaper.ended, engine]) : engine;
   }
   kill(): Promise<void> {
     return this.slot.jail.kill();
   }
-  stop(graceMs: number): Promise<void> {
-    return this.slot.jail.stop(graceMs);
+  /**
+   * SIGTERM reaches the child through its reaper; the grace ends with the child's confirmed end
+   * (the reaper's sleep, PID 1, would ignore SIGTERM and hold the grace to its bound). After
+   * the end nothing of the child is left to stop: the reaper alone holds still.
+   */
+  async stop(graceMs: number): Promise<void> {
+    if (this.#reaper?.confirmed) return;
+    await this.slot.jail.stop(graceMs, this.#reaper?.ended);
   }
   tails(): StreamTails {
     return this.slot.jail.tails();
@@ -98,6 +117,7 @@ export class PooledJail implements Jail {
     return this.slot.jail.collect(destDir, caps, from, opts);
   }
   async destroy(): Promise<void> {
+    this.#reaper?.close();
     await this.slot.jail.destroy();
     await fs.promises.rm(this.slot.dir, { recursive: true, force: true });
     this.released();

@@ -22,6 +22,21 @@ export class TailBuffer {
     this.total = 0;
   }
 
+  /** Whether what was pushed last ends with `suffix`. */
+  endsWith(suffix: Buffer): boolean {
+    const all = Buffer.concat(this.chunks);
+    return all.length >= suffix.length && all.subarray(all.length - suffix.length).equals(suffix);
+  }
+
+  /** Drops the last `n` bytes (a marker that was not the stream's), from the held and the count. */
+  dropEnd(n: number): void {
+    const all = Buffer.concat(this.chunks);
+    const keep = Math.max(0, all.length - n);
+    this.chunks = keep > 0 ? [all.subarray(0, keep)] : [];
+    this.held = keep;
+    this.total = Math.max(0, this.total - n);
+  }
+
   text(): string {
     const all = Buffer.concat(this.chunks);
     return all.subarray(Math.max(0, all.length - this.cap)).toString('utf8');

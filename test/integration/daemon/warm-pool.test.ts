@@ -61,7 +61,7 @@ async function assertNothingLeft(h: DaemonHome): Promise<void> {
   assert.deepEqual(dirs, [], 'no run or slot directory left under the brokers directory');
 }
 
-test('a pooled run is the cold path\'s run: PID 1 its argv, the same env, workspace, socket directory and fds, the lease\'s limits from inside, a fresh jail each time', async (t) => {
+test('a pooled run is the cold path\'s run: the same env, workspace, socket directory and fds, the lease\'s limits from inside, a fresh jail each time', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);
   const serve = await h.serve(['--warm', '2']);
@@ -84,16 +84,19 @@ test('a pooled run is the cold path\'s run: PID 1 its argv, the same env, worksp
   assert.equal(cold.jailKey, undefined);
 
   const [p, a, c] = [report(pooled), report(again), report(cold)];
-  assert.deepEqual(p.get('pid1'), [`${argv.join(' ')} `], 'PID 1 of the pooled jail is the run\'s argv (the waiter exec\'d it)');
-  assert.deepEqual(p.get('self'), ['1']);
-  assert.deepEqual(c.get('pid1'), p.get('pid1'));
+  // PID 1 of a pooled jail is its reaper (issue 26: the waiter runs the argv as its child and
+  // says its end); the cold path's PID 1 is the argv itself.
+  assert.match(p.get('pid1')![0]!, /^\/bin\/sh -c BRIG_NONCE=[0-9a-f]{32}$/, 'PID 1 of the pooled jail is its reaper');
+  assert.notDeepEqual(p.get('self'), ['1'], 'the run\'s argv is the reaper\'s child');
+  assert.deepEqual(c.get('pid1'), [`${argv.join(' ')} `]);
+  assert.deepEqual(c.get('self'), ['1']);
   const env = (m: Map<string, string[]>, id: string) => m.get('env')!.map((x) => x.replace(id, '<run>'));
   assert.deepEqual(env(p, pooled.id), env(c, cold.id), 'the same environment, built from nothing');
   // PWD and SHLVL are the reporting shell's own, in both.
   assert.deepEqual(env(p, pooled.id), ['BRIG_RUN_ID=<run>', 'HOME=/workspace', 'HOSTNAME=brig', 'PATH=/bin:/usr/bin', 'PWD=/workspace', 'SHLVL=1']);
   assert.deepEqual(p.get('ws'), c.get('ws'), 'the same workspace: inputs with their modes and owner, nothing of the pool\'s');
   assert.ok(!(p.get('ws') ?? []).some((x) => x.endsWith('assign.sh')), 'the assignment is gone before the child runs');
-  assert.deepEqual(p.get('run'), ['broker.sock'], 'the FIFO is gone before the child runs: only the socket');
+  assert.deepEqual(p.get('run'), ['broker.sock', 'exit'], 'the assignment FIFO is gone before the child runs: the socket and the reaper\'s exit FIFO');
   assert.deepEqual(p.get('fd'), c.get('fd'), 'no descriptor of the waiter\'s is left open');
   assert.deepEqual(p.get('umask'), c.get('umask'));
   const lease = pooled.jail!.limits;
