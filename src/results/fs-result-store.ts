@@ -26,7 +26,7 @@ import { BrigError } from '../util/errors.js';
 import { mkdirAll } from '../util/disk-space.js';
 import { ContentScan, ScannedFile, decodeLineIndex, scanObserver } from './content-scan.js';
 import { ResultRetention, type SweepReport } from './result-retention.js';
-import type { CollectedScan, ResultStore } from './result-store.js';
+import { valueItem, type CollectedScan, type ResultStore, type StreamItem } from './result-store.js';
 import { RunManifests } from './run-manifests.js';
 import {
   checkRunId,
@@ -92,6 +92,53 @@ export class FsResultStore implements ResultStore {
     caps: Partial<ResultCaps> = {},
     source: RefSource = 'stdout',
   ): Promise<ResultRef> {
+    return (await this.writeStreams(runId, rootRunId, [{ name, readable, source }], caps))[0]!;
+  }
+
+  /** One manifest commit for the batch; a refused item keeps the ones before it committed, as one write after another would. */
+  async writeStreams(runId: string, rootRunId: string, items: readonly StreamItem[], caps: Partial<ResultCaps> = {}): Promise<ResultRef[]> {
+    const before = (await this.manifests.read(rootRunId, runId))?.refs.length ?? 0;
+    if (items.length === 0) return [];
+    const m = await this.#writeAndCommit(runId, rootRunId, [], [], items, caps, false);
+    return m.refs.slice(before);
+  }
+
+  /**
+   * Writes `items` one after another (each counted against the run's cap with the refs before
+   * it, committed or not), then commits them with `refs` and `skipped` in one manifest commit.
+   * A refused item keeps what came before it committed, as one write after another would.
+   */
+  async #writeAndCommit(runId: string, rootRunId: string, refs: ResultRef[], skipped: RunManifest['skipped'], items: readonly StreamItem[], caps: Partial<ResultCaps>, always = true): Promise<RunManifest> {
+    const dir = this.runDir(rootRunId, runId);
+    const all = [...refs];
+    const commit = async () => {
+      await fsyncDir(path.join(dir, INDEX_DIR));
+      return this.manifests.commit(rootRunId, runId, all, skipped);
+    };
+    let pending = all.reduce((n, r) => n + r.bytes, 0);
+    for (const it of items) {
+      try {
+        all.push(await this.#writeOne(runId, rootRunId, it.name, it.readable, caps, it.source, pending));
+      } catch (e) {
+        // An indexed out/ is committed even empty (the run has results); bare writes only with something written.
+        if (always || all.length > 0) await commit();
+        throw e;
+      }
+      pending += all[all.length - 1]!.bytes;
+    }
+    return commit();
+  }
+
+  /** One output's bytes into its file (durable) and its line index; the caller commits the ref. */
+  async #writeOne(
+    runId: string,
+    rootRunId: string,
+    name: string,
+    readable: NodeJS.ReadableStream | Readable,
+    caps: Partial<ResultCaps>,
+    source: RefSource,
+    pendingBytes: number,
+  ): Promise<ResultRef> {
     const rel = safeRelPath(name);
     if (rel.split('/')[0] === 'out') throw new BrigError('invalid_input', 'out/ is filled by indexDir, not writeStream');
     const dir = this.runDir(rootRunId, runId);
@@ -99,7 +146,7 @@ export class FsResultStore implements ResultStore {
     await mkdirAll(path.join(dir, path.dirname(rel)), 0o777);
     const final = path.join(dir, rel);
     if (await exists(final)) throw new BrigError('invalid_input', `run ${runId} already has a ref at ${rel}`);
-    const used = await this.manifests.bytes(rootRunId, runId);
+    const used = (await this.manifests.bytes(rootRunId, runId)) + pendingBytes;
     const tmp = path.join(dir, `.tmp-${randomBytes(8).toString('hex')}`);
     const scan = new ContentScan();
     const key = `${rootRunId}/${runId}`;
@@ -129,16 +176,12 @@ export class FsResultStore implements ResultStore {
     const facts = new ScannedFile(rel, scan.finish());
     const ref = this.describe(runId, rootRunId, rel, source, facts);
     await this.writeIndex(dir, ref.ref, facts.lineIndex);
-    await fsyncDir(path.join(dir, INDEX_DIR));
-    await this.manifests.commit(rootRunId, runId, [ref], []);
     return ref;
   }
 
   /** The child's result value: a string becomes result.txt, anything else result.json. */
   async writeValue(runId: string, rootRunId: string, value: unknown, caps: Partial<ResultCaps> = {}): Promise<ResultRef> {
-    const text = typeof value === 'string' ? value : JSON.stringify(value ?? null, null, 2);
-    const name = typeof value === 'string' ? 'result.txt' : 'result.json';
-    return this.writeStream(runId, rootRunId, name, Readable.from([Buffer.from(text, 'utf8')]), caps, 'value');
+    return (await this.writeStreams(runId, rootRunId, [valueItem(value)], caps))[0]!;
   }
 
   /**
@@ -163,6 +206,7 @@ export class FsResultStore implements ResultStore {
     dir: string,
     scans: Iterable<CollectedScan>,
     caps: Partial<ResultCaps> = {},
+    more: readonly StreamItem[] = [],
   ): Promise<RunManifest> {
     const runDir = this.runDir(rootRunId, runId);
     const abs = path.resolve(dir);
@@ -191,8 +235,8 @@ export class FsResultStore implements ResultStore {
       await this.writeIndex(runDir, ref.ref, facts.lineIndex);
       refs[i] = ref;
     });
-    await fsyncDir(path.join(runDir, INDEX_DIR));
-    return this.manifests.commit(rootRunId, runId, refs, skipped);
+    // `more` (a run's value, transcript, stdio) rides on the same commit: one durable point.
+    return this.#writeAndCommit(runId, rootRunId, refs, skipped, more, caps);
   }
 
   /** The observer the jail's collect feeds each out/ file through (ResultsPort.observe). */

@@ -4,7 +4,7 @@
  * its retention is result-retention.ts. Host paths it hands out (runDir, outDir, resolvePath)
  * are for brig's own use: never shown to a user or a child.
  */
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { scanObserver } from './content-scan.js';
 import type { SweepReport } from './result-retention.js';
 import type { RefSource, ResultCaps, ResultRef, RunManifest } from './types.js';
@@ -15,17 +15,36 @@ export interface CollectedScan {
   observed?: unknown;
 }
 
+/** One output for writeStreams: its name in the run's directory, its bytes, what it is. */
+export interface StreamItem {
+  name: string;
+  readable: NodeJS.ReadableStream | Readable;
+  source: RefSource;
+}
+
+/** The child's result value as a writeStreams item: a string becomes result.txt, anything else result.json. */
+export function valueItem(value: unknown): StreamItem {
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null, null, 2);
+  return { name: typeof value === 'string' ? 'result.txt' : 'result.json', readable: Readable.from([Buffer.from(text, 'utf8')]), source: 'value' };
+}
+
 export interface ResultStore {
   /** The host directory of a run's results (ids checked against the run-id alphabet). */
   runDir(rootRunId: string, runId: string): string;
   /** Streams one output into a ref. `name` is relative (`stdout.txt`, `result.json`). */
   writeStream(runId: string, rootRunId: string, name: string, readable: NodeJS.ReadableStream | Readable, caps?: Partial<ResultCaps>, source?: RefSource): Promise<ResultRef>;
+  /**
+   * Several outputs into refs, one after another against the run's cap, with one manifest
+   * commit for all of them (issue 26: a run's stdio, value and transcript are one durable
+   * point, not one each). A failure commits none of them.
+   */
+  writeStreams(runId: string, rootRunId: string, items: readonly StreamItem[], caps?: Partial<ResultCaps>): Promise<ResultRef[]>;
   /** The child's result value: a string becomes result.txt, anything else result.json. */
   writeValue(runId: string, rootRunId: string, value: unknown, caps?: Partial<ResultCaps>): Promise<ResultRef>;
   /** A directory inside the run's result directory made into refs, in place; regular files only. */
   indexDir(runId: string, rootRunId: string, dir: string, caps?: Partial<ResultCaps>): Promise<RunManifest>;
   /** indexDir, describing the files collect scanned on the way in from those scans. */
-  indexCollected(runId: string, rootRunId: string, dir: string, scans: Iterable<CollectedScan>, caps?: Partial<ResultCaps>): Promise<RunManifest>;
+  indexCollected(runId: string, rootRunId: string, dir: string, scans: Iterable<CollectedScan>, caps?: Partial<ResultCaps>, more?: readonly StreamItem[]): Promise<RunManifest>;
   /** The observer the jail's collect feeds each out/ file through (ResultsPort.observe). */
   readonly observe: typeof scanObserver;
   manifest(runId: string): Promise<RunManifest>;

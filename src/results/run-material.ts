@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import type { CollectedScan, ResultStore } from './result-store.js';
+import { valueItem, type CollectedScan, type ResultStore, type StreamItem } from './result-store.js';
 import { answerText } from './result-view.js';
 
 /**
@@ -35,20 +35,24 @@ function inlineAnswer(v: unknown): string | undefined {
 }
 
 export async function materializeRun(store: ResultStore, rootRunId: string, runId: string, outDir: string, m: RunMaterial = {}): Promise<number> {
-  await store.indexCollected(runId, rootRunId, outDir, m.collected ?? []);
-  if (m.result !== undefined) await store.writeValue(runId, rootRunId, m.result);
-  if (m.resultFile) await store.writeStream(runId, rootRunId, 'result.json', createReadStream(m.resultFile), {}, 'value');
+  // out/ and the rest as one batch: one manifest commit (issue 26), in this order against the run's cap.
+  // Streams are made lazily, each when its turn comes (a file read opens when it is written).
+  const items: StreamItem[] = [];
+  const lazy = (file: string): NodeJS.ReadableStream => Readable.from((async function* () { yield* createReadStream(file) as AsyncIterable<Buffer>; })());
+  const text = (t: string) => Readable.from([Buffer.from(t, 'utf8')]);
+  if (m.result !== undefined) items.push(valueItem(m.result));
+  if (m.resultFile) items.push({ name: 'result.json', readable: lazy(m.resultFile), source: 'value' });
   if (m.agent) {
     const inline = inlineAnswer(m.result);
-    if (inline !== undefined) await store.writeStream(runId, rootRunId, 'answer.txt', Readable.from([Buffer.from(inline, 'utf8')]), {}, 'value');
+    if (inline !== undefined) items.push({ name: 'answer.txt', readable: text(inline), source: 'value' });
     // A spooled value is decoded as it streams: memory does not grow with the answer.
-    else if (m.resultFile) await store.writeStream(runId, rootRunId, 'answer.txt', Readable.from(answerText(m.resultFile)), {}, 'value');
+    else if (m.resultFile) items.push({ name: 'answer.txt', readable: Readable.from(answerText(m.resultFile)), source: 'value' });
   }
-  if (m.changesPatch) await store.writeStream(runId, rootRunId, 'changes.patch', createReadStream(m.changesPatch), {}, 'changes');
-  if (m.changesStat) await store.writeStream(runId, rootRunId, 'changes.stat', createReadStream(m.changesStat), {}, 'changes');
-  if (m.transcriptFile) await store.writeStream(runId, rootRunId, 'transcript.jsonl', createReadStream(m.transcriptFile), {}, 'transcript');
-  for (const [name, text, source] of [['stdout.txt', m.stdout, 'stdout'], ['stderr.txt', m.stderr, 'stderr']] as const) {
-    if (text) await store.writeStream(runId, rootRunId, name, Readable.from([Buffer.from(text, 'utf8')]), {}, source);
+  if (m.changesPatch) items.push({ name: 'changes.patch', readable: lazy(m.changesPatch), source: 'changes' });
+  if (m.changesStat) items.push({ name: 'changes.stat', readable: lazy(m.changesStat), source: 'changes' });
+  if (m.transcriptFile) items.push({ name: 'transcript.jsonl', readable: lazy(m.transcriptFile), source: 'transcript' });
+  for (const [name, t, source] of [['stdout.txt', m.stdout, 'stdout'], ['stderr.txt', m.stderr, 'stderr']] as const) {
+    if (t) items.push({ name, readable: text(t), source });
   }
-  return (await store.manifest(runId)).refs.length;
+  return (await store.indexCollected(runId, rootRunId, outDir, m.collected ?? [], {}, items)).refs.length;
 }
