@@ -11,7 +11,8 @@
  *                    envelope (/v1/runs/RUN/result). Raw floors: `docker run --rm … true`,
  *                    and the engine API's create, start, wait, remove.
  * batch              50 `true` children, 5 clients at once, against
- *                    `xargs -P5` of `docker run --rm --network none IMAGE true`.
+ *                    `xargs -P5` of `docker run --rm --network none IMAGE true`; then
+ *                    200 at 10 (issue 26: ≤ ×0.12), pooled only, against `xargs -P10`.
  *
  * pooled = `--warm 5` (each latency round waits until the pool refilled, so a measurement
  * never overlaps a refill); cold = the same daemon without a pool. Prints p50/p95 and ratios;
@@ -39,6 +40,8 @@ import { BenchReport, type Goal } from './report.js';
 const report = new BenchReport('warm');
 const BATCH = 50;
 const CONC = 5;
+const BIG = 200;
+const BIG_CONC = 10;
 const WARM = 5;
 
 const pct = (xs: number[], p: number) => {
@@ -61,7 +64,7 @@ const FIRST = ['sh', '-c', 'touch /tmp/t; stat -c %y /tmp/t'];
 async function daemon(tag: string, warm: number): Promise<{ d: Daemon; home: string; api: ApiClient }> {
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), `brig-warm-${tag}-`));
   await fs.promises.chmod(home, 0o700);
-  const d = await startDaemon(loadConfig({ BRIG_HOME: home }), { ...(warm > 0 ? { warm } : {}), settings: { maxRunsPerTree: 10_000, maxQueued: 500 } });
+  const d = await startDaemon(loadConfig({ BRIG_HOME: home }), { ...(warm > 0 ? { warm } : {}), settings: { maxRunsPerTree: 10_000, maxQueued: 500, maxConcurrent: BIG_CONC } });
   // The pool starts filling once the start-up sweep is done (the daemon serves before).
   await d.reconciled;
   await d.composed.warm?.filled(120_000);
@@ -118,13 +121,13 @@ async function rawTrue(image: string): Promise<number> {
   return performance.now() - t0;
 }
 
-async function batch(api: ApiClient): Promise<{ ms: number; pooled: number }> {
+async function batch(api: ApiClient, n = BATCH, conc = CONC): Promise<{ ms: number; pooled: number }> {
   let next = 0;
   let pooled = 0;
   const t0 = performance.now();
   await Promise.all(
-    Array.from({ length: CONC }, async () => {
-      while (next < BATCH) {
+    Array.from({ length: conc }, async () => {
+      while (next < n) {
         next++;
         const r = await api.spawn({ task: 'batch', kind: 'command', argv: ['true'] });
         if (!r.ok || r.value.endReason !== 'completed') throw new Error(`spawn failed: ${JSON.stringify(r)}`);
@@ -135,10 +138,10 @@ async function batch(api: ApiClient): Promise<{ ms: number; pooled: number }> {
   return { ms: performance.now() - t0, pooled };
 }
 
-async function rawBatch(image: string): Promise<number> {
+async function rawBatch(image: string, n = BATCH, conc = CONC): Promise<number> {
   const t0 = performance.now();
   await new Promise<void>((resolve, reject) => {
-    const p = spawn('sh', ['-c', `seq ${BATCH} | xargs -P${CONC} -I{} docker run --rm --network none -u 65534:65534 ${image} true`], { stdio: 'ignore' });
+    const p = spawn('sh', ['-c', `seq ${n} | xargs -P${conc} -I{} docker run --rm --network none -u 65534:65534 ${image} true`], { stdio: 'ignore' });
     p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`xargs exited ${c}`))));
   });
   return performance.now() - t0;
@@ -225,6 +228,16 @@ async function main(): Promise<void> {
     console.log(`${'pooled'.padEnd(28)}${fmt(pb.ms)}   ×${(pb.ms / raw).toFixed(2)}   (${pb.pooled} of ${BATCH} served warm)`);
     console.log(`${'cold'.padEnd(28)}${fmt(cb.ms)}   ×${(cb.ms / raw).toFixed(2)}`);
     console.log(`${'xargs docker run (raw)'.padEnd(28)}${fmt(raw)}`);
+
+    // Issue 26's fleet figure: 200 trivial children at concurrency 10, pooled, against xargs -P10.
+    const raw200 = await rawBatch(image, BIG, BIG_CONC);
+    await pooled.d.composed.warm!.filled();
+    const pb200 = await batch(pooled.api, BIG, BIG_CONC);
+    report.value(`${BIG} children at ${BIG_CONC}, xargs docker run`, raw200);
+    report.value(`${BIG} children at ${BIG_CONC}, pooled`, pb200.ms, { floor: `${BIG} children at ${BIG_CONC}, xargs docker run`, headline: true, goal: { ratioMax: 0.12 } });
+    console.log(`${BIG} children at concurrency ${BIG_CONC} (ms)      total   vs xargs -P${BIG_CONC} docker run`);
+    console.log(`${'pooled'.padEnd(28)}${fmt(pb200.ms)}   ×${(pb200.ms / raw200).toFixed(2)}   (${pb200.pooled} of ${BIG} served warm)`);
+    console.log(`${'xargs docker run (raw)'.padEnd(28)}${fmt(raw200)}`);
   } finally {
     await close(pooled);
     await close(cold);
