@@ -193,9 +193,10 @@ test('[INV-8] a release the engine refused is retried while the daemon lives, ea
   assert.ok(r.ok, JSON.stringify(r));
   assert.equal(r.value.endReason, 'completed', JSON.stringify(r.value));
   assertKeptFile(r.value, 'q.txt');
-  assert.equal(proxy.triggered, 1, 'the removal met the outage');
+  // The release follows the envelope (the end door answers first), so its outage is waited for.
+  await until(() => proxy.triggered === 1, 'the removal met the outage');
+  await until(() => ledgered(h, 'run.release_failed').some((e) => e.runId === r.value.id), 'the failed removal is ledgered');
   const failed = ledgered(h, 'run.release_failed').filter((e) => e.runId === r.value.id);
-  assert.ok(failed.length >= 1, 'the failed removal is ledgered');
   assert.deepEqual([failed[0]!.what, failed[0]!.code], ['jail', 'engine_unavailable'], JSON.stringify(failed));
 
   await until(async () => (await leftovers(h.home)).length === 0, 'the release retried while the daemon lives');
