@@ -28,6 +28,7 @@ export const REQUIREMENTS: Readonly<Record<string, { inv: Inv; text: string }>> 
   'jail:network-none': { inv: 'INV-2', text: 'no network: loopback only, no route out, the host (its loopback and its own addresses) unreachable' },
   'jail:egress-gated': { inv: 'INV-2', text: "a lease with egress rules keeps NetworkMode none: its only way out is the run's egress socket, where the gate reaches the hosts its rules name before any DNS and refuses everything else (other names, IP literals, private/metadata answers, another SNI, a redirect's private target)" },
   'jail:egress-inspect': { inv: 'INV-2', text: "an inspect rule's TLS is terminated by the gate with a leaf of the run's own CA (its key only in the supervisor's memory, ALPN http/1.1 only), every request on it is decided (Host, method, path prefix) before it is re-originated over TLS verified to the host" },
+  'jail:egress-credentials': { inv: 'INV-2', text: "an operator's credential reaches only its binding's hosts and paths: the secret never enters the jail, the ledger, a log or a record, and nothing bound is carried to another host" },
   'jail:read-only-root': { inv: 'INV-2', text: 'the root filesystem is read-only (a write to / fails EROFS)' },
   'jail:no-caps': { inv: 'INV-2', text: 'no capabilities: CapEff and CapBnd are zero' },
   'jail:runtime-unreadable': { inv: 'INV-2', text: "nothing an agent's tools start can read the in-jail runtime: its memory, environment and fds refuse (EACCES), the bearer file is gone before a tool runs" },

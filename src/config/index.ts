@@ -102,6 +102,11 @@ export interface BrigConfig {
    * inspected connection (BRIG_EGRESS_UPSTREAM_CA_FILE: a corporate CA, or a test upstream's).
    */
   egress: { resolvers: string[]; testPublicCidrs: string[]; searchUrl?: string; upstreamCaFile?: string };
+  /**
+   * The values of the variables the home's policy.yaml names as egress credential bindings'
+   * secretEnv — those only, never the whole environment; the egress gate alone reveals them.
+   */
+  egressSecrets?: Readonly<Record<string, Secret>>;
 }
 
 /** BRIG_EGRESS_* (see BrigConfig.egress); a test-public range outside 127.0.0.0/8 is refused. */
@@ -147,6 +152,38 @@ export function egressConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null
   return { resolvers, testPublicCidrs, ...(searchUrl !== undefined ? { searchUrl } : {}), ...(upstreamCaFile !== undefined ? { upstreamCaFile } : {}) };
 }
 
+/**
+ * The secrets the home's policy.yaml binds (egress.credentials.*.secretEnv), read leniently: a
+ * broken policy yields what it can (the policy loader reports its problems). Only the named
+ * variables are read.
+ */
+export function egressSecretsFrom(env: NodeJS.ProcessEnv, home: string): Readonly<Record<string, Secret>> {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(home, 'policy.yaml'), 'utf8');
+  } catch {
+    return Object.freeze({});
+  }
+  if (!text.includes('secretEnv')) return Object.freeze({});
+  let doc: unknown;
+  try {
+    doc = YAML.parse(text, { maxAliasCount: 50 });
+  } catch {
+    return Object.freeze({});
+  }
+  const creds = (doc as { egress?: { credentials?: unknown } } | null)?.egress?.credentials;
+  const out: Record<string, Secret> = {};
+  if (creds && typeof creds === 'object') {
+    for (const b of Object.values(creds as Record<string, unknown>)) {
+      const name = (b as { secretEnv?: unknown } | null)?.secretEnv;
+      if (typeof name !== 'string' || !/^[A-Z_][A-Z0-9_]{0,127}$/.test(name)) continue;
+      const v = env[name];
+      if (set(v)) out[name] = new Secret(v.trim());
+    }
+  }
+  return Object.freeze(out);
+}
+
 /** An absolute http(s) URL with `{query}` after its authority, and no credentials in it (a key goes in a credential binding, never in the jail). */
 function validSearchUrl(t: string): boolean {
   if (!t.includes('{query}')) return false;
@@ -166,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
     dockerHost: env.DOCKER_HOST && env.DOCKER_HOST.length > 0 ? env.DOCKER_HOST : undefined,
     workspaceQuota: workspaceQuotaFrom(env.BRIG_WORKSPACE_QUOTA),
     egress: egressConfigFrom(env, models.fileText),
+    egressSecrets: egressSecretsFrom(env, home),
     ci: env.CI === 'true' || env.CI === '1',
     model: legacyModel(models.env),
     models,

@@ -8,7 +8,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { agentCatalogFor } from '../agents/index.js';
 import { BrokerServer, ensurePrivateDirs, grantRunSocket, type Handlers, type SocketOwner } from '../broker/index.js';
-import { EgressGate, makeResolver, systemClassifier } from '../egress/index.js';
+import { EgressGate, egressCredentials, makeResolver, systemClassifier } from '../egress/index.js';
 import { brigPaths, type BrigConfig } from '../config/index.js';
 import { DockerJailDriver, JAIL_USER, ownerForHome, WarmPool } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
@@ -102,7 +102,6 @@ async function refuseOpenHome(home: string): Promise<void> {
   });
 }
 
-/** The jail's user (profile.ts JAIL_USER): the one uid, besides root, that may reach a run's socket. */
 /** egress.upstreamCaFile: PEM certificates the gate trusts (beside the system's) when it re-originates an inspected connection. */
 async function readUpstreamCa(file: string): Promise<string> {
   const text = await fs.readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
@@ -112,6 +111,7 @@ async function readUpstreamCa(file: string): Promise<string> {
   return text;
 }
 
+/** The jail's user (profile.ts JAIL_USER): the one uid, besides root, that may reach a run's socket. */
 function jailUser(): SocketOwner {
   const [uid, gid] = JAIL_USER.split(':').map(Number);
   return { uid: uid!, gid: gid! };
@@ -178,6 +178,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     policy: { denyHosts: pol.value.egress.denyHosts },
     grantSocket: (dir, p) => grantRunSocket(dir, p, jailUser()),
     ...(cfg.egress.upstreamCaFile ? { upstreamCa: await readUpstreamCa(cfg.egress.upstreamCaFile) } : {}),
+    credentials: egressCredentials(pol.value.egress.credentials, cfg.egressSecrets ?? {}),
   });
   // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts).
   const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};

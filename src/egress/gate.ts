@@ -19,8 +19,10 @@
  * hash). Closing a run (end, kill, revoke) destroys its open connections.
  * `tls: inspect`: the tunnel's TLS is terminated with a leaf of the run's own CA (run-ca.ts; its
  * key never leaves memory; ALPN http/1.1 only), every request on it decided (Host, method, path)
- * and re-originated once over TLS verified for the host. Not yet: credential bindings (they
- * ride on inspect), websocket inside an inspected connection, plain HTTP inside a CONNECT.
+ * and re-originated once over TLS verified for the host. Credential bindings (credentials.ts)
+ * ride on inspect: the secret injected on its own hosts and paths, a request carrying it (or the
+ * run's placeholder) anywhere else refused, its echo masked in the response. Not yet: websocket
+ * inside an inspected connection, plain HTTP inside a CONNECT.
  * Threat: a hostile child choosing every byte it sends, a hostile DNS answer. Trusts: the lease
  * as issued, the operator's resolvers. Fails closed: any error is a refusal or a close.
  */
@@ -38,6 +40,7 @@ import { readFirstBytes } from './client-hello.js';
 import { DIALLABLE } from './classify.js';
 import { listenOn } from '../util/listen.js';
 import { RunCa } from './run-ca.js';
+import { bindingCovers, bindingsOf, carried, CLIENT_CREDENTIAL_HEADERS, leakNeedles, maskText, NeedleScan, placeholderFor, type EgressCredential } from './credentials.js';
 
 export interface EgressResolver {
   resolve4(name: string): Promise<string[]>;
@@ -57,6 +60,8 @@ export interface EgressGateDeps {
   helloTimeoutMs?: number;
   /** Extra roots the gate trusts when it re-originates an inspected connection (PEM; egress.upstreamCaFile), beside the system's. */
   upstreamCa?: string;
+  /** The operator's credential bindings by name (policy egress.credentials, each secret from the supervisor's environment). */
+  credentials?: Readonly<Record<string, EgressCredential>>;
 }
 
 export interface EgressRunArgs {
@@ -115,6 +120,8 @@ interface InspectConn {
   methods: Set<string>;
   statusClasses: Set<string>;
   closedBy: string;
+  /** Requests the binding's secret was set on. */
+  injected: number;
 }
 
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
@@ -156,8 +163,30 @@ export class EgressGate {
       now: () => Date.now(),
       dial: (addr, port) => net.connect({ host: addr, port, family: net.isIPv6(addr) ? 6 : 4 }),
       helloTimeoutMs: 10_000,
+      credentials: {},
       ...deps,
     };
+  }
+
+  /**
+   * The environment a run's child gets for its lease's bindings that ask for one: each
+   * binding's placeholderEnv set to the run's placeholder (never the secret). Empty without.
+   */
+  placeholders(runId: string, grant: EgressGrant): Record<string, string> {
+    const env: Record<string, string> = {};
+    for (const b of bindingsOf(grant, this.#d.credentials)) if (b.placeholderEnv !== undefined) env[b.placeholderEnv] = placeholderFor(b, runId);
+    return env;
+  }
+
+  /** A request carrying a bound secret or placeholder to a host its binding does not cover: refused and ledgered (the binding's name only). */
+  #leak(use: RunUse, host: CanonHost, headers: NodeJS.Dict<string | string[]>, target: string): { binding: string | null; scan: NeedleScan; bindingAt(i: number): string } {
+    const needles = leakNeedles(this.#d.credentials, use.args.runId, host);
+    const binding = carried(needles, headers, target) ?? null;
+    return { binding, scan: new NeedleScan(needles.map((n) => n.needle)), bindingAt: (i) => needles[i]?.binding ?? 'unknown' };
+  }
+
+  #leakDenied(use: RunUse, host: CanonHost, port: number, ruleId: string, binding: string): void {
+    this.#d.ledger.append({ type: 'egress.deny', runId: use.args.runId, leaseId: use.args.leaseId, reason: 'credential_leak', host: hostText(host), ruleId, port, credential: binding });
   }
 
   async openRun(a: EgressRunArgs): Promise<EgressRunHandle> {
@@ -440,13 +469,13 @@ export class EgressGate {
   }
 
   /** Terminates the client's TLS with a leaf for the CONNECT host (ALPN pinned to http/1.1); each request on it is then decided and re-originated. */
-  #terminate(use: RunUse, s: net.Socket, first: Buffer, m: Omit<InspectConn, 't0' | 'bytesUp' | 'bytesDown' | 'requests' | 'methods' | 'statusClasses' | 'closedBy'>): void {
+  #terminate(use: RunUse, s: net.Socket, first: Buffer, m: Omit<InspectConn, 't0' | 'bytesUp' | 'bytesDown' | 'requests' | 'methods' | 'statusClasses' | 'closedBy' | 'injected'>): void {
     const leaf = use.ca!.leaf(hostText(m.host));
     if (!leaf || !use.inspector) {
       this.#count(use, 'open', -1);
       return void s.destroy();
     }
-    const c: InspectConn = { ...m, t0: this.#d.now(), bytesUp: 0, bytesDown: 0, requests: 0, methods: new Set(), statusClasses: new Set(), closedBy: 'closed' };
+    const c: InspectConn = { ...m, t0: this.#d.now(), bytesUp: 0, bytesDown: 0, requests: 0, methods: new Set(), statusClasses: new Set(), closedBy: 'closed', injected: 0 };
     s.unshift(first);
     const t = new tls.TLSSocket(s, { isServer: true, key: leaf.key, cert: leaf.cert, ALPNProtocols: ['http/1.1'] });
     this.#conns.set(t, c);
@@ -473,6 +502,7 @@ export class EgressGate {
         type: 'egress.conn', runId: use.args.runId, leaseId: use.args.leaseId, ruleId: c.rule.id, host: hostText(c.host), port: c.port, scheme: 'https', mode: 'inspect',
         addrClass: c.cls, decision: 'allow', closedBy: use.closed ? 'run_closed' : c.closedBy, bytesUp: c.bytesUp, bytesDown: c.bytesDown, durationMs: this.#d.now() - c.t0,
         requests: c.requests, methods: [...c.methods], statusClasses: [...c.statusClasses],
+        ...(c.rule.credential !== undefined ? { credential: c.rule.credential, credentialInjected: c.injected } : {}),
       });
     };
     t.once('close', closed);
@@ -497,11 +527,34 @@ export class EgressGate {
     const len = Number(req.headers['content-length'] ?? 0);
     if (!(len <= b.requestBodyMax)) return refuse('body_too_large', d.rule);
     if (!use.chain.every((u) => u.bytesUp < u.budgets.bytesUp && u.bytesDown < u.budgets.bytesDown)) return refuse('budget_exhausted', d.rule);
+    // Credentials: nothing bound goes to a host its binding does not cover; a rule naming a
+    // binding gets the client's credential headers removed and the secret set on its own hosts and paths.
+    const leak = this.#leak(use, c.host, req.headers, request.path);
+    if (leak.binding !== null) {
+      this.#leakDenied(use, c.host, c.port, d.rule.id, leak.binding);
+      res.writeHead(403, { 'X-Brig-Egress': 'credential_leak', 'Content-Type': 'text/plain', Connection: 'close' });
+      return void res.end('brig egress: credential_leak\n');
+    }
+    const binding = d.rule.credential !== undefined ? this.#d.credentials[d.rule.credential] : undefined;
+    if (d.rule.credential !== undefined && !binding) return refuse('credential_unavailable', d.rule);
+    const secret = binding && bindingCovers(binding, c.host, request.path) ? binding.secret() : undefined;
+    if (binding && bindingCovers(binding, c.host, request.path) && secret === undefined) return refuse('credential_unavailable', d.rule);
     c.requests++;
     c.methods.add(request.method);
     const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP.has(k)) headers[k] = v;
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (v === undefined || HOP.has(k)) continue;
+      if (binding && (CLIENT_CREDENTIAL_HEADERS.has(k) || k === binding.header)) continue;
+      headers[k] = v;
+    }
     if (req.headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = 'chunked';
+    // The secret's echo is masked in the response: asked unencoded, so it can be scanned.
+    const mask = secret !== undefined ? [Buffer.from(secret)] : [];
+    if (binding && secret !== undefined) {
+      headers[binding.header] = binding.format.replaceAll('{}', secret);
+      headers['accept-encoding'] = 'identity';
+      c.injected++;
+    }
     const name = c.host.kind === 'name' ? c.host.name : undefined;
     const opts: https.RequestOptions & tls.ConnectionOptions = {
       host: c.addr, port: c.port, method: request.method, path: request.path, headers, setHost: false, agent: false,
@@ -513,20 +566,38 @@ export class EgressGate {
     const up = https.request(opts);
     let status = 0;
     up.on('response', (ur) => {
+      const encoding = String(ur.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+      if (mask.length > 0 && encoding !== 'identity' && encoding !== '') {
+        // An encoded body cannot be scanned for the secret: refused, never relayed.
+        ur.destroy();
+        this.#d.ledger.append({ type: 'egress.deny', runId: use.args.runId, leaseId: use.args.leaseId, reason: 'response_unscannable', host: hostText(c.host), ruleId: d.rule.id, port: c.port });
+        res.writeHead(502, { 'X-Brig-Egress': 'response_unscannable', 'Content-Type': 'text/plain', Connection: 'close' });
+        return void res.end('brig egress: response_unscannable\n');
+      }
       status = ur.statusCode ?? 0;
       c.statusClasses.add(`${Math.floor(status / 100)}xx`);
       const out: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP.has(k)) out[k] = v;
+      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP.has(k)) out[k] = mask.length === 0 ? v : Array.isArray(v) ? v.map((x) => maskText(x, mask)) : maskText(v, mask);
       res.writeHead(status, out);
+      const echo = new NeedleScan(mask, { mask: true });
       ur.on('data', (chunk: Buffer) => {
         c.bytesDown += chunk.length;
         if (!this.#count(use, 'bytesDown', chunk.length)) {
           c.closedBy = 'budget_exhausted';
           ur.destroy();
           req.socket.destroy();
+          return;
+        }
+        if (!echo.empty) {
+          const safe = echo.push(chunk)!;
+          if (safe.length > 0 && !res.write(safe)) ur.pause();
         }
       });
-      ur.pipe(res);
+      if (echo.empty) ur.pipe(res);
+      else {
+        res.on('drain', () => ur.resume());
+        ur.once('end', () => res.end(echo.end()));
+      }
     });
     res.once('close', () => up.destroy());
     up.on('timeout', () => up.destroy());
@@ -539,17 +610,46 @@ export class EgressGate {
         res.end(`brig egress: ${reason}\n`);
       }
     });
-    let sent = 0;
-    req.on('data', (chunk: Buffer) => {
-      sent += chunk.length;
-      c.bytesUp += chunk.length;
-      if (sent > b.requestBodyMax || !this.#count(use, 'bytesUp', chunk.length)) {
-        c.closedBy = sent > b.requestBodyMax ? 'body_too_large' : 'budget_exhausted';
+    this.#sendBody(req, up, leak.scan, b.requestBodyMax, {
+      counted: (n) => {
+        c.bytesUp += n;
+        return this.#count(use, 'bytesUp', n);
+      },
+      stop: (why) => {
+        c.closedBy = why;
+        if (why === 'credential_leak') this.#leakDenied(use, c.host, c.port, d.rule.id, leak.bindingAt(leak.scan.foundAt));
         up.destroy();
         req.socket.destroy();
+      },
+    });
+  }
+
+  /**
+   * A request body to the upstream: counted, capped at requestBodyMax, and scanned for bound
+   * needles (held back by the longest one's length, so a needle split over two chunks never
+   * leaves in part); pauses the client while the upstream is full.
+   */
+  #sendBody(req: http.IncomingMessage, up: http.ClientRequest, scan: NeedleScan, max: number, o: { counted(n: number): boolean; stop(why: 'body_too_large' | 'budget_exhausted' | 'credential_leak'): void }): void {
+    let sent = 0;
+    let stopped = false;
+    req.on('data', (chunk: Buffer) => {
+      if (stopped) return;
+      sent += chunk.length;
+      const within = o.counted(chunk.length);
+      const why = sent > max ? 'body_too_large' : !within ? 'budget_exhausted' : null;
+      const safe = why === null ? scan.push(chunk) : null;
+      if (why !== null || safe === null) {
+        stopped = true;
+        return o.stop(why ?? 'credential_leak');
+      }
+      if (safe.length > 0 && !up.write(safe)) {
+        req.pause();
+        up.once('drain', () => req.resume());
       }
     });
-    req.pipe(up);
+    req.once('end', () => {
+      if (!stopped) up.end(scan.end());
+    });
   }
 
   /** The first bytes of a tunnel: until a whole ClientHello record (or clearly not one), within the hello timeout. */
@@ -595,6 +695,13 @@ export class EgressGate {
     if (!this.#budget(use)) return refuse('budget_exhausted', target.authority, { allow: false, reason: 'budget_exhausted', host: d.host, port: d.port, rule: d.rule });
     const len = Number(req.headers['content-length'] ?? 0);
     if (req.headers['transfer-encoding'] !== undefined || !(len <= use.args.grant.budgets.requestBodyMax)) return refuse('body_too_large', target.authority, { allow: false, reason: 'body_too_large', host: d.host, port: d.port, rule: d.rule });
+    // A bound secret (or the run's placeholder) never rides plain HTTP to a host its binding does not cover.
+    const leak = this.#leak(use, d.host, req.headers, target.path);
+    if (leak.binding !== null) {
+      this.#leakDenied(use, d.host, d.port, d.rule.id, leak.binding);
+      res.writeHead(403, { 'X-Brig-Egress': 'credential_leak', 'Content-Type': 'text/plain', Connection: 'close' });
+      return void res.end('brig egress: credential_leak\n');
+    }
     this.#count(use, 'connections', 1);
     this.#count(use, 'open', 1);
     const vet = await this.#vet(use, d.host);
@@ -651,7 +758,17 @@ export class EgressGate {
       }
       if (status === 0) finish('upstream_unreachable');
     });
-    req.on('data', (c: Buffer) => (bytesUp += c.length));
-    req.pipe(up);
+    this.#sendBody(req, up, leak.scan, use.args.grant.budgets.requestBodyMax, {
+      counted: (n) => {
+        bytesUp += n;
+        return true;
+      },
+      stop: (why) => {
+        if (why === 'credential_leak') this.#leakDenied(use, d.host, d.port, d.rule.id, leak.bindingAt(leak.scan.foundAt));
+        up.destroy();
+        res.destroy();
+        finish(why);
+      },
+    });
   }
 }

@@ -3,3 +3,4 @@ export { EgressGate, deniedHostDigest, type EgressGateDeps, type EgressResolver,
 export { classifyAddress, embeddedIPv4, DIALLABLE, type ClassifyOptions } from './classify.js';
 export { readFirstBytes, type FirstBytes } from './client-hello.js';
 export { systemClassifier, makeResolver } from './setup.js';
+export { egressCredentials, placeholderFor, bindingCovers, NeedleScan, CLIENT_CREDENTIAL_HEADERS, type EgressCredential } from './credentials.js';

@@ -21,6 +21,10 @@ export function explainPolicy(policy: Policy): string[] {
   }
   const e = policy.egress;
   for (const r of Object.values(e.rules)) out.push(`  egress rule ${describeRule(r)}`);
+  for (const [name, b] of Object.entries(e.credentials)) {
+    const where = `${b.hosts.join(', ')}${b.paths ? ` under ${b.paths.join(', ')}` : ''}`;
+    out.push(`  egress credential ${name}: the supervisor's $${b.secretEnv} set as "${b.header}: ${b.format.replaceAll('{}', '<secret>')}" on inspected requests to ${where} (client credential headers removed first); a request carrying it${b.placeholderEnv ? ` or the child's $${b.placeholderEnv} placeholder` : ''} to another host is refused; its echo is masked in responses`);
+  }
   if (e.denyHosts.length > 0) out.push(`  egress denyHosts: ${e.denyHosts.join(', ')}`);
   if (e.denyCidrs.length > 0) out.push(`  egress denyCidrs: ${e.denyCidrs.join(', ')}`);
   if (e.allowPrivateCidrs.length > 0) out.push(`  egress allowPrivateCidrs: ${e.allowPrivateCidrs.join(', ')} — the gate may dial these private ranges`);

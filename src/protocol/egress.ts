@@ -122,6 +122,8 @@ export const EGRESS_DENY_REASONS = [
   'upgrade_refused', // Upgrade (h2c always; websocket unless the rule allows it)
   'body_too_large', // a request body over requestBodyMax
   'credential_leak', // a request carrying a bound secret (or its placeholder) to a host it is not bound to
+  'credential_unavailable', // the rule's binding is not defined, or its secret is not in the supervisor's environment
+  'response_unscannable', // a response to a request the secret was injected into came encoded (it cannot be scanned for the secret's echo)
   'budget_exhausted', // a connection, concurrency, byte or name budget of the lease or an ancestor is spent
   'lease_revoked', // the lease is revoked or expired
   'idle', // no byte either way for idleMs

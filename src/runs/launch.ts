@@ -167,7 +167,7 @@ export function jailLimitsFor(l: Pick<LeaseGrant['limits'], 'memoryMb' | 'cpu' |
 }
 
 /** The jail spec of a run; `artifacts` are the ones intake checked (their identities, bound as checked). */
-export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, packet: SpawnPacket, brokerDir: string, script: Buffer | null, artifacts: JailArtifact[] = []): JailSpec {
+export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, packet: SpawnPacket, brokerDir: string, script: Buffer | null, artifacts: JailArtifact[] = [], placeholders: Record<string, string> = {}): JailSpec {
   const inputs: JailInput[] = [
     { path: CHILD_PATHS.packet, data: JSON.stringify(packet), mode: 0o444 },
     { path: CHILD_PATHS.token, data: lease.token, mode: 0o400 },
@@ -181,7 +181,8 @@ export function jailSpecFor(r: RunRecord, req: SpawnRequest, lease: LeaseGrant, 
     leaseId: lease.leaseId,
     rootRunId: r.rootRunId,
     argv,
-    env: { BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace, ...(lease.egress ? egressEnv(lease.egress.rules.some((x) => x.scheme === 'https' && x.tls === 'inspect')) : {}) },
+    // A credential binding's placeholder (never its secret) first: brig's own variables win.
+    env: { ...placeholders, BRIG_RUN_ID: r.id, HOME: CHILD_PATHS.workspace, ...(lease.egress ? egressEnv(lease.egress.rules.some((x) => x.scheme === 'https' && x.tls === 'inspect')) : {}) },
     limits: jailLimitsFor(lease.limits),
     artifacts,
     brokerDir,

@@ -48,6 +48,8 @@ export interface LeaseIssue {
 /** The egress gate, per run: its socket beside broker.sock; close() destroys open connections. */
 export interface EgressPort {
   openRun(o: { runId: string; leaseId: string; dir: string; grant: EgressGrant; ancestors?: { leaseId: string; budgets: EgressBudgets }[] }): Promise<{ socketPath: string; close(reason?: 'ended' | 'lease_revoked'): Promise<void> }>;
+  /** The child's environment for its lease's credential bindings that ask for a placeholder (never a secret). */
+  placeholders?(runId: string, grant: EgressGrant): Record<string, string>;
 }
 
 export interface LeasePort {

@@ -6,6 +6,7 @@ import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 
 export function testCert(names: string[]): { key: string; cert: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-egress-cert-'));
@@ -56,6 +57,35 @@ export async function trapUpstream(host: string, port: number): Promise<Upstream
     u.accepted++;
     c.destroy();
   });
+  await new Promise<void>((r) => s.listen(port, host, () => r()));
+  u.close = closer(s);
+  return u;
+}
+
+/** What an echo upstream received: every request's headers, target and body. */
+export interface EchoUpstream extends Upstream {
+  seen: { headers: http.IncomingHttpHeaders; url: string; body: string }[];
+}
+
+/**
+ * HTTPS answering every request with its own headers, target and body as JSON (and the
+ * authorization header as `x-echo-auth`): an endpoint that reflects a credential. `/gzip`
+ * answers gzip-encoded whatever the request asked.
+ */
+export async function echoUpstream(host: string, port: number, cert: { key: string; cert: string }): Promise<EchoUpstream> {
+  const u = { accepted: 0, seen: [] } as unknown as EchoUpstream;
+  const s = https.createServer({ ...cert }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const got = { headers: req.headers, url: req.url ?? '', body: Buffer.concat(chunks).toString() };
+      u.seen.push(got);
+      const text = JSON.stringify(got);
+      if (req.url?.startsWith('/v1/gzip')) return void res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'application/json' }).end(zlib.gzipSync(text));
+      res.writeHead(200, { 'content-type': 'application/json', ...(req.headers.authorization ? { 'x-echo-auth': req.headers.authorization } : {}) }).end(text);
+    });
+  });
+  s.on('secureConnection', () => u.accepted++);
   await new Promise<void>((r) => s.listen(port, host, () => r()));
   u.close = closer(s);
   return u;

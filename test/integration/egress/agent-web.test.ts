@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +21,7 @@ import { loadConfig } from '../../../src/config/index.js';
 import { compose } from '../../../src/daemon/compose.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
 import { startFakeDns, type FakeDns } from '../../helpers/fake-dns.js';
-import { trapUpstream, type Upstream } from '../../helpers/tls-upstream.js';
+import { testCert, trapUpstream, type Upstream } from '../../helpers/tls-upstream.js';
 
 let dns: FakeDns;
 let trap: Upstream;
@@ -155,6 +156,77 @@ test('[INV-2] an agent\'s web_fetch and web_search reach only what its lease all
   } finally {
     await c.close().catch(() => {});
     await m.close();
+    await new DockerJailDriver({ owner: ownerForHome(home) }).sweep(() => false).catch(() => {});
+    await fs.promises.rm(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  }
+});
+
+// req: jail:egress-credentials
+test('[INV-2] an agent\'s web_search reaches a keyed search endpoint through a credential binding: the gate sets the key, the jail holds none, the key\'s echo reaches the model masked', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const KEY = 'search-key-5d1e7a90c3b24f68';
+  const cert = testCert(['search.test']);
+  const probe = net.createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.2', () => r()));
+  const sport = (probe.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => probe.close(() => r()));
+  const auths: (string | undefined)[] = [];
+  const search = https.createServer({ ...cert }, (req, res) => {
+    const u = new URL(req.url ?? '/', 'https://search.test');
+    auths.push(req.headers['x-api-key'] as string | undefined);
+    if (req.headers['x-api-key'] !== KEY) return void res.writeHead(401).end('{"error":"no key"}');
+    // The endpoint echoes the key in a result (a careless API): the model must never see it.
+    const results = [{ title: `Keyed result for ${u.searchParams.get('q')}`, url: 'https://search.test/r1', content: `served with key ${req.headers['x-api-key']}` }];
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ results }));
+  });
+  await new Promise<void>((r) => search.listen(sport, '127.0.0.2', () => r()));
+  const searchDns = await startFakeDns({ 'search.test': ['127.0.0.2'] });
+  const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-egress-search-'));
+  const caFile = path.join(home, 'upstream-ca.pem');
+  fs.writeFileSync(caFile, cert.cert);
+  fs.writeFileSync(path.join(home, 'policy.yaml'), `version: 1
+groups:
+  workspace: { caps: [exec], tools: [shell, read_file, write_file, list_files, grep_files] }
+  models: { caps: [llm], tools: [llm_complete] }
+  web: { caps: [net.egress], tools: [web_fetch, web_search] }
+egress:
+  credentials:
+    search: { secretEnv: BRIG_TEST_SEARCH_KEY, header: x-api-key, hosts: [search.test], paths: [/api/] }
+  rules:
+    search: { hosts: [search.test], ports: [${sport}], scheme: https, tls: inspect, methods: [GET], paths: [/api/], credential: search }
+profiles:
+  root:
+    groups: [workspace, web, models]
+    limits: { cpu: 1, memoryMb: 512, pids: 128, diskMb: 256, timeoutMs: 180000, maxSteps: 20, tokens: 400000, costUsd: 1, resultBytes: 1048576, maxChildren: 0, maxDepth: 1 }
+    posture: { network: egress, runtime: docker-hardened, user: nonroot }
+`);
+  const steps: Turn[] = [
+    toolCallTurn('web_search', { query: 'keyed search', count: 1 }),
+    toolCallTurn('shell', { command: 'env | grep -c search-key- || true' }),
+    toolCallTurn('finish', { answer: 'searched' }),
+  ];
+  const m = await startModelServer({ script: (req) => steps[toolResults(req).length] ?? toolCallTurn('finish', { answer: 'unscripted' }) });
+  const c = await compose(loadConfig({
+    BRIG_HOME: home, BRIG_EGRESS_RESOLVERS: searchDns.server, BRIG_EGRESS_TEST_PUBLIC_CIDRS: '127.0.0.2/32', BRIG_EGRESS_UPSTREAM_CA_FILE: caFile,
+    BRIG_EGRESS_SEARCH_URL: `https://search.test:${sport}/api/search?q={query}&n={count}`, BRIG_TEST_SEARCH_KEY: KEY,
+    BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_API: 'openai-chat', BRIG_MODEL_CONTEXT_WINDOW: '64000',
+  }), { reconcile: false });
+  try {
+    await c.supervisor.start();
+    const r = await c.supervisor.spawn({ task: 'search with the operator key', kind: 'agent', agent: 'general', egress: { rules: ['search'] }, timeout: 170_000 });
+    assert.ok(r.ok, r.ok ? '' : r.error.message);
+    assert.equal(r.value.endReason, 'completed', `${r.value.error?.message} ${r.value.stderrTail}`);
+    assert.deepEqual(auths, [KEY], `the endpoint got the operator key, set by the gate: ${JSON.stringify(toolResults(m.requests.at(-1)!))}`);
+    const [result, envCount] = toolResults(m.requests.at(-1)!);
+    assert.match(String(result), new RegExp(`^1\\. Keyed result for keyed search\\n {3}https://search\\.test/r1\\n {3}served with key \\*{${KEY.length}}$`));
+    assert.ok(!m.requests.some((q) => JSON.stringify(q.body).includes(KEY)), 'the key never reached the model (its echo masked)');
+    assert.match(String(envCount), /\n0\s*$/, 'the jail\'s environment holds no key (grep -c counts 0)');
+  } finally {
+    await c.close().catch(() => {});
+    await m.close();
+    search.closeAllConnections();
+    await new Promise<void>((res) => search.close(() => res()));
+    await searchDns.close();
     await new DockerJailDriver({ owner: ownerForHome(home) }).sweep(() => false).catch(() => {});
     await fs.promises.rm(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }

@@ -355,6 +355,9 @@ test('brig policy check explains each egress rule; a wildcard over a multi-tenan
   assert.match(lines, /egress rule api: \*\.api\.example on port 80 — plain HTTP, each request decided \(methods GET\)/);
   assert.match(lines, /profile root.*\n(.*\n)*\s+egress: rules pypi, api/);
   assert.match(lines, /egress denyHosts: metadata\.google\.internal/);
+  const withCred = parsePolicy(POLICY('    gh: { hosts: [api.github.com], scheme: https, tls: inspect, credential: gh }').replace('  denyHosts:', '  credentials:\n    gh: { secretEnv: GH_TOKEN, header: authorization, format: "Bearer {}", hosts: [api.github.com], paths: [/repos/], placeholderEnv: GH }\n  denyHosts:'), 'p.yaml');
+  assert.ok(withCred.ok, withCred.ok ? '' : withCred.error.message);
+  assert.match(explainPolicy(withCred.value).join('\n'), /egress credential gh: the supervisor's \$GH_TOKEN set as "authorization: Bearer <secret>" on inspected requests to api\.github\.com under \/repos\/ .*\$GH placeholder/);
   for (const bad of ['    x: { hosts: ["*.github.io"] }', '    x: { hosts: ["*.com"] }', '    x: { hosts: ["a*.example.com"] }', '    x: { hosts: [pypi.org], tls: tunnel, methods: [GET] }']) {
     const r = parsePolicy(POLICY(bad), 'p.yaml');
     assert.equal(r.ok, false, bad);

@@ -101,7 +101,9 @@ export async function webRequest(url: URL, o: WebRequest): Promise<WebResponse> 
         reject(e.code === 'ECONNRESET' || e.message.includes('socket disconnected') ? new WebRefusal('tunnel_closed', 'the TLS tunnel was closed before the handshake finished (the egress gate refuses a ClientHello that does not name the allowed host, and a host whose address is not public)') : new Error(`TLS failed: ${e.code ?? e.message}`));
       });
     });
-    opts = { method: o.method, path: `${url.pathname}${url.search}`, headers, agent: false, signal: o.signal, createConnection: () => secure };
+    // No `agent` here: Node uses createConnection only without one (`agent: false` makes a fresh
+    // Agent that dials host:port itself — a name lookup the jail cannot answer).
+    opts = { method: o.method, path: `${url.pathname}${url.search}`, headers, signal: o.signal, createConnection: () => secure };
   } else {
     throw new Error(`only http:// and https:// URLs are fetched, not ${url.protocol}`);
   }
