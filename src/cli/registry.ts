@@ -133,7 +133,7 @@ export const COMMANDS: Record<string, Entry> = {
     load: async () => (await import('./commands/policy-check.js')).default,
   },
   help: { section: 'cli', summary: 'Show help for brig, a command or a group (`brig help lease list`).', load: async () => (await import('./commands/help.js')).helpCommand(TABLE) },
-  fleet: { section: 'host', summary: 'Roll up a window across every run tree: ends, kills, refusals, tokens and cost, what stayed out of context, top trees.', load: async () => (await import('./commands/fleet.js')).default },
+  fleet: { section: 'host', summary: 'Roll up a window across every run tree: ends, kills, refusals, egress, tokens and cost, what stayed out of context, top trees.', load: async () => (await import('./commands/fleet.js')).default },
   version: { section: 'cli', summary: "Print brig's version.", load: async () => (await import('./commands/version.js')).default },
   completion: { section: 'cli', summary: 'Print a shell completion script (bash, zsh or fish) for every command, flag and id.', load: async () => (await import('./commands/completion.js')).completionCommand(TABLE) },
 };

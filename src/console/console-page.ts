@@ -178,13 +178,28 @@ async function show(id) {
     } catch (e) { out.replaceChildren(el('p', { class: 'danger' }, String(e.message))); }
   });
   const leaseBox = el('div', { id: 'lease' }, run.leaseId ? 'loading…' : 'no lease (not started)');
-  if (run.leaseId) api('/leases/' + encodeURIComponent(run.leaseId)).then(({ lease, lineage }) => leaseBox.replaceChildren(leaseTable(lease, lineage))).catch((e) => leaseBox.replaceChildren(String(e.message)));
+  const egressBox = el('div', { id: 'egress' }, run.leaseId ? 'loading…' : '—');
+  if (run.leaseId) api('/leases/' + encodeURIComponent(run.leaseId)).then(({ lease, lineage }) => {
+    leaseBox.replaceChildren(leaseTable(lease, lineage));
+    egressOf(run.id, lease.egress).then((n) => egressBox.replaceChildren(n)).catch((e) => egressBox.replaceChildren(String(e.message)));
+  }).catch((e) => leaseBox.replaceChildren(String(e.message)));
   const j = run.jail;
   const jailBox = el('div', { id: 'jail' }, j ? jailTable(j) : 'not verified yet (the jail is made when the run starts)');
   d.replaceChildren(el('h2', {}, 'Run ' + run.id), dl, el('p', {}, kill, ' ', steer), el('h2', {}, 'Lease'), leaseBox, el('h2', {}, 'Jail (as the engine reported it, verified)'), jailBox,
+    el('h2', {}, 'Egress'), egressBox,
     el('h2', {}, 'Envelope'), el('pre', { id: 'envelope' }, env ? env.envelope : '—'),
     el('h2', {}, 'ResultRefs'), refs.length ? el('p', {}, pick, ' ', verb, ' ', arg, ' ', go) : el('p', {}, 'none yet'), out);
   refresh();
+}
+
+/** A run's egress: its lease's rules, and from the ledger (content-free) its connections and bytes by rule, its refusals by reason. */
+async function egressOf(runId, grant) {
+  if (!grant || !grant.rules || grant.rules.length === 0) return el('p', {}, 'none: the lease names no egress rule (the jail has no network)');
+  const rules = el('ul', {}, ...grant.rules.map((r) => el('li', {}, r.id + ': ' + r.hosts.join(', ') + ' port ' + r.ports.join(', ') + ' ' + r.scheme + (r.scheme === 'https' ? ' ' + r.tls : '') + (r.methods ? ' ' + r.methods.join('|') : '') + (r.paths ? ' ' + r.paths.join(' ') : '') + (r.credential ? ' credential ' + r.credential : ''))));
+  if (!/^r-[0-9a-f]+$/.test(runId)) return rules;
+  const sql = 'SELECT type, CAST("ruleId" AS VARCHAR) AS rule, CAST(reason AS VARCHAR) AS reason, count(*) AS n, sum(CAST("bytesUp" AS BIGINT)) AS bytes_up, sum(CAST("bytesDown" AS BIGINT)) AS bytes_down FROM ledger WHERE "runId" = \'' + runId + '\' AND type IN (\'egress.conn\', \'egress.deny\') GROUP BY ALL ORDER BY type, n DESC';
+  const got = await api('/audit/query', { sql }).catch(() => null);
+  return el('div', {}, rules, got && got.rows.length ? rowsTable(got) : el('p', {}, 'no connection or refusal recorded yet'));
 }
 
 /** Granted beside requested, the refusals with their reasons, and the lineage up to the root. */
@@ -255,6 +270,7 @@ async function fleet() {
   const { fleet: f } = await api('/fleet?since=' + encodeURIComponent(document.getElementById('fleet-since').value));
   const pairs = [['window', f.since + ' → ' + f.until], ['runs', f.runs + ' (' + f.live + ' live)'], ['end reasons', JSON.stringify(f.byEndReason)], ['killed by', JSON.stringify(f.byKilledBy)], ['stuck kills', f.stuckKills],
     ['refusals', f.refusals.total + ' ' + JSON.stringify(f.refusals.byCode)], ['tokens', f.tokens], ['cost', '$' + f.costUsd.toFixed(4) + (f.costUnknownRuns ? ' (+' + f.costUnknownRuns + ' unknown)' : '')],
+    ['egress', f.egress ? f.egress.connections + ' connection(s), ' + f.egress.bytesUp + ' B up, ' + f.egress.bytesDown + ' B down ' + JSON.stringify(Object.fromEntries(Object.entries(f.egress.byRule).map(([k, r]) => [k, r.connections]))) + '; ' + f.egress.refusals + ' refused ' + JSON.stringify(f.egress.refusalsByReason) : '—'],
     ['kept out of context', '~' + f.keptOutOfContext.estSavedTokens + ' tokens (estimate)'], ['top trees', f.topTrees.map((t) => t.rootRunId + ' $' + t.costUsd.toFixed(4)).join(', ') || '—']];
   document.getElementById('fleet').replaceChildren(...pairs.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
 }

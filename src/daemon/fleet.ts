@@ -5,7 +5,9 @@
  * spent the most. Ids, enums, counts and sums only (INV-7).
  *
  * Runs are those created within the window (their records); refusals are the ledger's lines
- * within it (`run.refused`, `lease.refused`, and `broker.denied` with its aggregated `count`).
+ * within it (`run.refused`, `lease.refused`, `broker.denied` with its aggregated `count`, and
+ * the egress gate's `egress.deny` as `egress:<reason>`); egress is the gate's `egress.conn`
+ * lines (connections and bytes by rule id).
  */
 import { scanLedger } from '../ledger/index.js';
 import type { FleetOptions, FleetReport, RefSurface, RunRecord } from '../protocol/index.js';
@@ -25,17 +27,42 @@ const REFUSALS: Record<string, string> = { 'run.refused': 'spawn', 'lease.refuse
 
 const bump = (o: Record<string, number>, k: string, by = 1) => void (o[k] = (o[k] ?? 0) + by);
 
-function refusalsSince(dir: string, sinceMs: number): FleetReport['refusals'] {
-  const out: FleetReport['refusals'] = { total: 0, byCode: {}, byKind: {} };
-  for (const ev of scanLedger(dir, (t) => t.includes('refused') || t.includes('denied'))) {
+const num = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) && x > 0 ? x : 0);
+
+/** One pass over the ledger's lines in the window: the refusals (the gate's among them, kind `egress`) and the gate's connections. */
+function ledgerSince(dir: string, sinceMs: number): Pick<FleetReport, 'refusals' | 'egress'> {
+  const refusals: FleetReport['refusals'] = { total: 0, byCode: {}, byKind: {} };
+  const egress: FleetReport['egress'] = { connections: 0, bytesUp: 0, bytesDown: 0, byRule: {}, refusals: 0, refusalsByReason: {} };
+  for (const ev of scanLedger(dir, (t) => t.includes('refused') || t.includes('denied') || t.includes('"egress.'))) {
+    if (typeof ev.ts !== 'string' || Date.parse(ev.ts) < sinceMs) continue;
+    if (ev.type === 'egress.conn') {
+      const rule = typeof ev.ruleId === 'string' ? ev.ruleId : 'unknown';
+      const r = (egress.byRule[rule] ??= { connections: 0, bytesUp: 0, bytesDown: 0 });
+      r.connections++;
+      r.bytesUp += num(ev.bytesUp);
+      r.bytesDown += num(ev.bytesDown);
+      egress.connections++;
+      egress.bytesUp += num(ev.bytesUp);
+      egress.bytesDown += num(ev.bytesDown);
+      continue;
+    }
+    if (ev.type === 'egress.deny') {
+      const reason = typeof ev.reason === 'string' ? ev.reason : 'unknown';
+      egress.refusals++;
+      bump(egress.refusalsByReason, reason);
+      refusals.total++;
+      bump(refusals.byCode, `egress:${reason}`);
+      bump(refusals.byKind, 'egress');
+      continue;
+    }
     const kind = typeof ev.type === 'string' ? REFUSALS[ev.type] : undefined;
-    if (!kind || typeof ev.ts !== 'string' || Date.parse(ev.ts) < sinceMs) continue;
+    if (!kind) continue;
     const n = typeof ev.count === 'number' && ev.count > 0 ? ev.count : 1;
-    out.total += n;
-    bump(out.byCode, typeof ev.code === 'string' ? ev.code : 'unknown', n);
-    bump(out.byKind, kind, n);
+    refusals.total += n;
+    bump(refusals.byCode, typeof ev.code === 'string' ? ev.code : 'unknown', n);
+    bump(refusals.byKind, kind, n);
   }
-  return out;
+  return { refusals, egress };
 }
 
 export async function fleetReport(d: FleetDeps, o: FleetOptions): Promise<FleetReport> {
@@ -50,7 +77,7 @@ export async function fleetReport(d: FleetDeps, o: FleetOptions): Promise<FleetR
     byEndReason: {},
     byKilledBy: {},
     stuckKills: 0,
-    refusals: refusalsSince(d.ledgerDir, since.getTime()),
+    ...ledgerSince(d.ledgerDir, since.getTime()),
     tokens: 0,
     costUsd: 0,
     costUnknownRuns: 0,

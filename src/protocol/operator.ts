@@ -102,6 +102,18 @@ export interface FleetReport {
   costUnknownRuns: number;
   keptOutOfContext: { runs: number; materializedBytes: number; charsReentered: number; estSavedTokens: number };
   topTrees: { rootRunId: string; runs: number; tokens: number; costUsd: number }[];
+  /**
+   * Egress through the gate (ledger `egress.conn` and `egress.deny` in the window): connections
+   * and bytes by rule, refusals by reason — rule ids, reasons and counts only.
+   */
+  egress: {
+    connections: number;
+    bytesUp: number;
+    bytesDown: number;
+    byRule: Record<string, { connections: number; bytesUp: number; bytesDown: number }>;
+    refusals: number;
+    refusalsByReason: Record<string, number>;
+  };
 }
 
 export interface FleetOptions {

@@ -20,6 +20,14 @@ function render(f: FleetReport, window: string): string {
     `model        ${n(f.tokens)} tokens, $${f.costUsd.toFixed(4)}${f.costUnknownRuns ? ` (+ ${n(f.costUnknownRuns)} run(s) of unknown cost)` : ''}`,
     `kept out of context  ~${n(f.keptOutOfContext.estSavedTokens)} tokens (estimate; ${n(f.keptOutOfContext.runs)} envelopes: ${n(f.keptOutOfContext.materializedBytes)} bytes materialized, ${n(f.keptOutOfContext.charsReentered)} chars re-entered)`,
   ];
+  const e = f.egress;
+  if (e && (e.connections > 0 || e.refusals > 0)) {
+    const rules = Object.entries(e.byRule)
+      .sort((a, b) => b[1].connections - a[1].connections || a[0].localeCompare(b[0]))
+      .map(([id, r]) => `${id} ${n(r.connections)} (${n(r.bytesUp)} up, ${n(r.bytesDown)} down)`)
+      .join(', ');
+    lines.push(`egress       ${n(e.connections)} connection(s), ${n(e.bytesUp)} bytes up, ${n(e.bytesDown)} down${rules ? `: ${rules}` : ''}; ${n(e.refusals)} refused${e.refusals ? `: ${counts(e.refusalsByReason)}` : ''}`);
+  } else lines.push('egress       none');
   if (f.topTrees.length > 0) {
     lines.push('top trees by spend');
     for (const t of f.topTrees) lines.push(`  ${t.rootRunId}  ${n(t.runs)} run(s)  ${n(t.tokens)} tokens  $${t.costUsd.toFixed(4)}`);
@@ -29,7 +37,7 @@ function render(f: FleetReport, window: string): string {
 
 const command: Command = {
   name: 'fleet',
-  summary: 'Roll up a window across every run tree: ends, kills, refusals, tokens and cost, what stayed out of context, top trees.',
+  summary: 'Roll up a window across every run tree: ends, kills, refusals, egress, tokens and cost, what stayed out of context, top trees.',
   usage: 'brig fleet [--since WINDOW] [--top N] [--json]',
   flags: [
     { name: 'since', value: 'WINDOW', description: 'the window: minutes, or 30m, 24h, 7d (default 24h)' },

@@ -99,6 +99,9 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   await page.waitForSelector('#lease table');
   assert.match((await page.textContent('#lease')) ?? '', /profile root/);
   assert.match((await page.textContent('#lease')) ?? '', /diskMb/);
+  // Its egress: the lease names no rule, so the page says the jail has no network.
+  await page.waitForSelector('#egress p');
+  assert.match((await page.textContent('#egress')) ?? '', /none: the lease names no egress rule \(the jail has no network\)/);
   const jail = (await page.textContent('#jail')) ?? '';
   for (const want of [/user65534:65534/, /networknone/, /root filesystemread-only/, /capabilities droppedALL/, /no-new-privilegesyes/, /seccompbrig's profile [0-9a-f]{12}/, /\/workspace\d+ MiB ext4 nosuid,nodev/, /\/run\/brig \(ro\)/]) {
     assert.match(jail, want, `the jail as verified: ${jail}`);
@@ -142,6 +145,7 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   await page.click('nav button[data-tab="fleet"]');
   await page.waitForSelector('#fleet dd');
   assert.match((await page.textContent('#fleet')) ?? '', /runs3 \(0 live\)/);
+  assert.match((await page.textContent('#fleet')) ?? '', /egress0 connection\(s\), 0 B up, 0 B down \{\}; 0 refused \{\}/);
   // Admission from the header: paused (confirmed), as the CLI sees it, then resumed.
   await page.waitForSelector('#admission:text("admission open")');
   page.once('dialog', (d) => void d.accept());
