@@ -61,3 +61,18 @@ const result = await esbuild.build({
 });
 const inputs = Object.keys(result.metafile.inputs);
 console.log(`${path.relative(ROOT, OUT)}: ${inputs.length} modules of dist/ in one file`);
+
+// The child's fetch() preload (scripts/fetch-proxy.cjs, copied as is) and the undici it loads
+// on a first fetch() only (bundled: the jail has no node_modules).
+await import('node:fs').then((fs) => fs.promises.copyFile(path.join(ROOT, 'scripts/fetch-proxy.cjs'), path.join(DIST, 'child/fetch-proxy.cjs')));
+await esbuild.build({
+  stdin: { contents: "export { EnvHttpProxyAgent, setGlobalDispatcher } from 'undici';", resolveDir: ROOT, loader: 'js' },
+  outfile: path.join(DIST, 'child/undici.cjs'),
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  minify: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+});

@@ -56,9 +56,14 @@ export function egressEnv(inspect = false): Record<string, string> {
     NO_PROXY: 'localhost,127.0.0.1,::1',
     no_proxy: 'localhost,127.0.0.1,::1',
     NODE_USE_ENV_PROXY: '1',
+    // Node before 24 ignores the proxy variables for fetch(): brig's preload sets its dispatcher (scripts/fetch-proxy.cjs).
+    NODE_OPTIONS: `--require ${CHILD_PATHS_FETCH_PROXY}`,
     JAVA_TOOL_OPTIONS: `-Dhttp.proxyHost=${EGRESS_JAIL.proxyHost} -Dhttp.proxyPort=${EGRESS_JAIL.proxyPort} -Dhttps.proxyHost=${EGRESS_JAIL.proxyHost} -Dhttps.proxyPort=${EGRESS_JAIL.proxyPort}`,
   };
 }
+
+/** The fetch() preload every node of a child with egress loads (built by scripts/bundle-cli.mjs). */
+const CHILD_PATHS_FETCH_PROXY = '/opt/brig/child/fetch-proxy.cjs';
 
 export const CHILD_PATHS = {
   netrelay: '/opt/brig/child/netrelay.js',

@@ -113,6 +113,9 @@ const PROBE = (P: number, H: number) => `export default async function () {
   out.follow = [rf.status, rf.reason];
   const ok = await plain('http://other.test:${H}/x');
   out.plain = ok.body;
+  // Node's own fetch(): through the relay too (brig's preload sets its dispatcher from HTTP_PROXY).
+  out.fetched = await fetch('http://other.test:${H}/fetched').then((r) => r.text(), (e) => 'ERR:' + (e.cause?.code ?? e.message));
+  out.fetchDenied = await fetch('http://denied.test:${H}/x').then((r) => [r.status, r.headers.get('x-brig-egress')], (e) => 'ERR:' + (e.cause?.code ?? e.message));
   try { await dns.lookup('allowed.test'); out.dns = 'resolved'; } catch (e) { out.dns = e.code; }
   out.direct = await new Promise((r) => { const s = net.connect(${P}, '127.0.0.2'); s.on('connect', () => { r('connected'); s.destroy(); }); s.on('error', (e) => r(e.code)); });
   return out;
@@ -142,6 +145,8 @@ test('[INV-2] egress from inside a real jail: the allowed host is reached throug
     assert.deepEqual(v.redirect, [302, `http://private.test:${httpPort}/`]);
     assert.deepEqual(v.follow, [403, 'address_not_allowed']);
     assert.match(String(v.plain), /hello from other\.test/);
+    assert.match(String(v.fetched), /hello from other\.test/, 'node\'s fetch() goes through the relay');
+    assert.deepEqual(v.fetchDenied, [403, 'host_not_allowed'], 'and the gate decides it like any client');
     assert.notEqual(v.dns, 'resolved', 'a name lookup from inside fails');
     assert.notEqual(v.direct, 'connected', 'no route past the gate');
     assert.equal(dns.queries.get('denied.test') ?? 0, 0, 'a denied name caused no DNS query');
