@@ -311,7 +311,8 @@ test('recover (on_restart: resume): a lost attempt ends supervisor_restart and i
     assert.ok(started.ok);
     const gid = started.value.graphId;
     while (sup.runs.size === 0) await new Promise((r) => setImmediate(r));
-    await new Promise((r) => setTimeout(r, 20));
+    // The attempt's run id is on disk before the "crash" (a fixed sleep lost that race on a loaded machine).
+    while (!(await store.load(gid))?.nodes[0]?.attempts[0]?.runId) await new Promise((r) => setTimeout(r, 5));
     // The restart's reconcile ghost-swept a's run (its jail was gone).
     const aRun = [...sup.runs.values()][0]!;
     const swept = { ...aRun.rec, status: 'ended', endReason: 'ghost_sweep', callerId: aRun.ctx.callerId! } as RunRecord;
