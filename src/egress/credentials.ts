@@ -130,9 +130,9 @@ function decodedOr(s: string): string {
 }
 
 /**
- * Scans a stream for needles across chunk boundaries, holding back the longest needle's length
- * less one: `push` gives the bytes safe to pass on (and, with `mask`, every needle masked to `*`),
- * or null at the first needle when not masking.
+ * Scans a stream for needles across chunk boundaries, holding back only a tail that could begin
+ * a needle (at most the longest needle's length less one): `push` gives the bytes safe to pass
+ * on (and, with `mask`, every needle masked to `*`), or null at the first needle when not masking.
  */
 export class NeedleScan {
   readonly #needles: readonly Buffer[];
@@ -168,9 +168,18 @@ export class NeedleScan {
         at = buf.indexOf(n, at + n.length);
       }
     }
-    const keep = Math.min(this.#hold, buf.length);
+    const keep = this.#pending(buf);
     this.#tail = Buffer.from(buf.subarray(buf.length - keep));
     return buf.subarray(0, buf.length - keep);
+  }
+
+  /** How many of the last bytes could begin a needle (the longest such suffix): only those are held back, so a stream that pauses loses no time unless its end looks like a needle's start. */
+  #pending(buf: Buffer): number {
+    for (let k = Math.min(this.#hold, buf.length); k > 0; k--) {
+      const suffix = buf.subarray(buf.length - k);
+      if (this.#needles.some((n) => n.length > k && n.subarray(0, k).equals(suffix))) return k;
+    }
+    return 0;
   }
 
   /** What was held back, once the stream ended (already scanned). */

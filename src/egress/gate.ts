@@ -21,8 +21,10 @@
  * key never leaves memory; ALPN http/1.1 only), every request on it decided (Host, method, path)
  * and re-originated once over TLS verified for the host. Credential bindings (credentials.ts)
  * ride on inspect: the secret injected on its own hosts and paths, a request carrying it (or the
- * run's placeholder) anywhere else refused, its echo masked in the response. Not yet: websocket
- * inside an inspected connection, plain HTTP inside a CONNECT.
+ * run's placeholder) anywhere else refused, its echo masked in the response. A websocket (a
+ * rule with `websocket: true`): `ws://` as an absolute-form upgrade and `wss://` on an inspected
+ * connection, the handshake decided, then the frames piped unread within the budgets. Not yet:
+ * plain HTTP inside a CONNECT.
  * Threat: a hostile child choosing every byte it sends, a hostile DNS answer. Trusts: the lease
  * as issued, the operator's resolvers. Fails closed: any error is a refusal or a close.
  */
@@ -207,10 +209,7 @@ export class EgressGate {
     });
     server.on('connect', (req: http.IncomingMessage, s: net.Socket, head: Buffer) => void this.#connect(use, req, s, head).catch(() => s.destroy()));
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => void this.#plain(use, req, res).catch(() => res.destroy()));
-    server.on('upgrade', (req: http.IncomingMessage, s: net.Socket) => {
-      this.#deny(use, req.url ?? '', 'upgrade_refused');
-      refuseRaw(s, 'upgrade_refused');
-    });
+    server.on('upgrade', (req: http.IncomingMessage, s: net.Socket, head: Buffer) => void this.#plainUpgrade(use, req, s, head).catch(() => s.destroy()));
     server.on('clientError', (_e, s: net.Socket) => refuseRaw(s, 'bad_request', 400));
     if (grantInspects(a.grant)) this.#openInspect(use);
     await listenOn(server, socketPath);
@@ -453,9 +452,13 @@ export class EgressGate {
       if (!c) return void res.destroy();
       void this.#inspected(use, c, req, res).catch(() => res.destroy());
     });
-    // Inside a terminated connection: no CONNECT, no upgrade (websocket over inspect: not yet).
+    // Inside a terminated connection: no CONNECT; an upgrade only to a websocket a rule allows.
     srv.on('connect', (req: http.IncomingMessage, s: net.Socket) => this.#refuseInside(use, req, s, 'method_not_allowed'));
-    srv.on('upgrade', (req: http.IncomingMessage, s: net.Socket) => this.#refuseInside(use, req, s, 'upgrade_refused'));
+    srv.on('upgrade', (req: http.IncomingMessage, s: net.Socket, head: Buffer) => {
+      const c = this.#conns.get(s);
+      if (!c) return void s.destroy();
+      void this.#inspectedUpgrade(use, c, req, s as tls.TLSSocket, head).catch(() => s.destroy());
+    });
     srv.on('clientError', (_e, s: net.Socket) => refuseRaw(s, 'bad_request', 400));
     use.inspector = srv;
   }
@@ -650,6 +653,146 @@ export class EgressGate {
     req.once('end', () => {
       if (!stopped) up.end(scan.end());
     });
+  }
+
+  /** A request head as the upstream gets it: the client's headers less the hop ones (Upgrade and Connection kept for the handshake). */
+  #head(method: string, path: string, headers: Record<string, string | string[]>): Buffer {
+    const lines = [`${method} ${path} HTTP/1.1`];
+    for (const [k, v] of Object.entries(headers)) for (const x of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${x.replace(/[\r\n]/g, '')}`);
+    return Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
+  }
+
+  /** The client's headers for an upgrade: hop headers out, `connection: Upgrade` and its `upgrade` kept. */
+  #upgradeHeaders(req: http.IncomingMessage, drop: (k: string) => boolean = () => false): Record<string, string | string[]> {
+    const out: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP.has(k) && !drop(k)) out[k] = v;
+    out.connection = 'Upgrade';
+    out.upgrade = String(req.headers.upgrade ?? 'websocket');
+    return out;
+  }
+
+  /**
+   * `ws://` through the proxy (an absolute-form GET with `Upgrade: websocket`): decided like any
+   * plain request (the rule must allow websocket), the vetted address dialled, the handshake
+   * forwarded once, then both ways piped with the connection's budgets — one `egress.conn` (mode
+   * websocket) at close. The frames are not read; a bound needle in the handshake is refused.
+   */
+  async #plainUpgrade(use: RunUse, req: http.IncomingMessage, s: net.Socket, head: Buffer): Promise<void> {
+    const target = parseAbsoluteTarget(req.url ?? '');
+    if (!target) {
+      this.#deny(use, '', 'bad_request');
+      return refuseRaw(s, 'bad_request', 400);
+    }
+    const request = { method: req.method ?? '', path: target.path, hostHeader: req.headers.host, upgrade: req.headers.upgrade ?? (req.headers['http2-settings'] !== undefined ? 'h2c' : undefined) };
+    const d = decideEgress(use.args.grant, this.#d.policy, { authority: target.authority, via: 'absolute', request });
+    if (!d.allow) {
+      this.#deny(use, target.authority, d.reason, d);
+      return refuseRaw(s, d.reason, statusOf(d.reason));
+    }
+    if (use.closed) return refuseRaw(s, 'lease_revoked');
+    const leak = this.#leak(use, d.host, req.headers, target.path);
+    if (leak.binding !== null) {
+      this.#leakDenied(use, d.host, d.port, d.rule.id, leak.binding);
+      return refuseRaw(s, 'credential_leak');
+    }
+    if (!this.#budget(use)) {
+      this.#deny(use, target.authority, 'budget_exhausted', { allow: false, reason: 'budget_exhausted', host: d.host, port: d.port, rule: d.rule });
+      return refuseRaw(s, 'budget_exhausted');
+    }
+    this.#count(use, 'connections', 1);
+    this.#count(use, 'open', 1);
+    const vet = await this.#vet(use, d.host);
+    const up = 'addr' in vet ? await this.#dial(vet.addr, d.port) : null;
+    if (!('addr' in vet) || !up || s.destroyed || use.closed) {
+      this.#count(use, 'open', -1);
+      up?.destroy();
+      const reason: EgressDenyReason = !('addr' in vet) ? vet.reason : use.closed ? 'lease_revoked' : 'upstream_unreachable';
+      this.#deny(use, target.authority, reason, d, !('addr' in vet) && vet.cls ? { addrClass: vet.cls } : {});
+      return refuseRaw(s, reason, statusOf(reason));
+    }
+    const first = Buffer.concat([this.#head(request.method, target.path, this.#upgradeHeaders(req)), head]);
+    this.#pipe(use, s, up, first, { rule: d.rule, host: d.host, port: d.port, mode: 'websocket', cls: vet.cls });
+  }
+
+  /**
+   * `wss://` on an inspected connection: the upgrade request decided like every request on it
+   * (Host, method, path, a rule that allows websocket), a credential binding applied to its
+   * headers, then re-originated over TLS verified for the host and both ways piped, counted on
+   * the inspected connection (its `egress.conn` at close says `websocket`). The frames are not read.
+   */
+  async #inspectedUpgrade(use: RunUse, c: InspectConn, req: http.IncomingMessage, s: tls.TLSSocket, head: Buffer): Promise<void> {
+    const request = { method: req.method ?? '', path: req.url ?? '', hostHeader: req.headers.host, upgrade: req.headers.upgrade ?? (req.headers['http2-settings'] !== undefined ? 'h2c' : undefined) };
+    const d = decideEgress(use.args.grant, this.#d.policy, { authority: c.authority, via: 'connect', first: c.first, request });
+    const refuse = (reason: EgressDenyReason, rule?: EgressRule) => {
+      this.#d.ledger.append({ type: 'egress.deny', runId: use.args.runId, leaseId: use.args.leaseId, reason, host: hostText(c.host), ruleId: (rule ?? c.rule).id, port: c.port, ...(reason === 'credential_leak' ? { credential: leakName } : {}) });
+      refuseRaw(s, reason, statusOf(reason));
+    };
+    let leakName = '';
+    if (!d.allow) return refuse(d.reason, d.rule);
+    if (use.closed) return refuse('lease_revoked');
+    const leak = this.#leak(use, c.host, req.headers, request.path);
+    if (leak.binding !== null) {
+      leakName = leak.binding;
+      return refuse('credential_leak', d.rule);
+    }
+    const binding = d.rule.credential !== undefined ? this.#d.credentials[d.rule.credential] : undefined;
+    if (d.rule.credential !== undefined && !binding) return refuse('credential_unavailable', d.rule);
+    const covers = binding !== undefined && bindingCovers(binding, c.host, request.path);
+    const secret = covers ? binding!.secret() : undefined;
+    if (covers && secret === undefined) return refuse('credential_unavailable', d.rule);
+    const headers = this.#upgradeHeaders(req, (k) => binding !== undefined && (CLIENT_CREDENTIAL_HEADERS.has(k) || k === binding.header));
+    if (binding && secret !== undefined) {
+      headers[binding.header] = binding.format.replaceAll('{}', secret);
+      c.injected++;
+    }
+    c.requests++;
+    c.methods.add(request.method);
+    c.statusClasses.add('websocket');
+    const name = c.host.kind === 'name' ? c.host.name : undefined;
+    const up = tls.connect({
+      host: c.addr, port: c.port, ...(name ? { servername: name } : {}), ALPNProtocols: ['http/1.1'],
+      ...(this.#d.upstreamCa ? { ca: [...tls.rootCertificates, this.#d.upstreamCa] } : {}),
+      checkServerIdentity: (_h: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(hostText(c.host), cert),
+    });
+    const ok = await new Promise<boolean>((resolve) => {
+      up.once('secureConnect', () => resolve(true));
+      up.once('error', () => resolve(false));
+      up.setTimeout(10_000, () => resolve(false));
+    });
+    if (!ok || s.destroyed || use.closed) {
+      up.destroy();
+      return refuse(use.closed ? 'lease_revoked' : 'upstream_unreachable', d.rule);
+    }
+    up.setTimeout(0);
+    const mask = secret !== undefined ? [Buffer.from(secret)] : [];
+    // The secret's echo is masked in what comes back (a handshake header or a frame's bytes).
+    const echo = new NeedleScan(mask, { mask: true });
+    up.write(Buffer.concat([this.#head(request.method, request.path, headers), head]));
+    s.on('data', (chunk: Buffer) => {
+      c.bytesUp += chunk.length;
+      if (!this.#count(use, 'bytesUp', chunk.length)) {
+        c.closedBy = 'budget_exhausted';
+        return void s.destroy();
+      }
+      if (!up.write(chunk)) s.pause();
+    });
+    up.on('drain', () => s.resume());
+    up.on('data', (chunk: Buffer) => {
+      c.bytesDown += chunk.length;
+      if (!this.#count(use, 'bytesDown', chunk.length)) {
+        c.closedBy = 'budget_exhausted';
+        return void s.destroy();
+      }
+      const out = echo.push(chunk)!;
+      if (out.length > 0 && !s.write(out)) up.pause();
+    });
+    s.on('drain', () => up.resume());
+    // A half-close goes on to the other side, as a tunnel's does.
+    s.once('end', () => up.end());
+    up.once('end', () => s.end(echo.end()));
+    up.once('close', () => s.destroy());
+    s.once('close', () => up.destroy());
+    up.on('error', () => s.destroy());
   }
 
   /** The first bytes of a tunnel: until a whole ClientHello record (or clearly not one), within the hello timeout. */
