@@ -23,8 +23,9 @@
  * ride on inspect: the secret injected on its own hosts and paths, a request carrying it (or the
  * run's placeholder) anywhere else refused, its echo masked in the response. A websocket (a
  * rule with `websocket: true`): `ws://` as an absolute-form upgrade and `wss://` on an inspected
- * connection, the handshake decided, then the frames piped unread within the budgets. Not yet:
- * plain HTTP inside a CONNECT.
+ * connection, the handshake decided, then the frames piped unread within the budgets. Plain
+ * HTTP inside a CONNECT to an http rule: every request on the tunnel decided as on an inspected
+ * connection, forwarded as plain HTTP to the vetted address.
  * Threat: a hostile child choosing every byte it sends, a hostile DNS answer. Trusts: the lease
  * as issued, the operator's resolvers. Fails closed: any error is a refusal or a close.
  */
@@ -109,7 +110,8 @@ interface RunUse {
 /** One terminated (inspected) connection: what every request on it is decided and forwarded against. */
 interface InspectConn {
   authority: string;
-  first: { kind: 'tls'; sni: string | null; ech: boolean };
+  /** The tunnel's first bytes: a ClientHello (inspect: the gate terminates TLS) or an HTTP request (plain HTTP inside a CONNECT). */
+  first: { kind: 'tls'; sni: string | null; ech: boolean } | { kind: 'http' };
   host: CanonHost;
   port: number;
   addr: string;
@@ -404,7 +406,8 @@ export class EgressGate {
       const fb = readFirstBytes(first);
       const q2: EgressQuery = fb.kind === 'tls' ? { ...q, first: { kind: 'tls', sni: fb.sni, ech: fb.ech } } : fb.kind === 'http' ? { ...q, first: { kind: 'http' } } : q;
       decision = fb.kind === 'not_tls' || fb.kind === 'need_more' ? { allow: false, reason: 'not_tls', host: d0.host, port: d0.port, rule: d0.rule } : decideEgress(use.args.grant, this.#d.policy, q2);
-      if (decision.allow && decision.mode !== 'tunnel' && !(decision.mode === 'inspect' && use.ca)) decision = { allow: false, reason: 'scheme_not_allowed', host: d0.host, port: d0.port, rule: decision.rule }; // plain-in-CONNECT: not yet
+      // A tunnel, an inspected TLS connection (with the run's CA) or plain HTTP requests (each decided); nothing else.
+      if (decision.allow && decision.mode !== 'tunnel' && !(decision.mode === 'inspect' && use.ca) && !(decision.mode === 'plain' && fb.kind === 'http')) decision = { allow: false, reason: 'scheme_not_allowed', host: d0.host, port: d0.port, rule: decision.rule };
       if (!decision.allow) {
         release();
         this.#deny(use, authority, decision.reason, decision);
@@ -422,6 +425,10 @@ export class EgressGate {
     if (decision.mode === 'inspect' && fbTls(first)) {
       counted = false; // the inspected connection's close releases it
       return this.#terminate(use, s, first, { authority, first: fbTls(first)!, host: decision.host, port: decision.port, addr: vet.addr, cls: vet.cls, rule: decision.rule });
+    }
+    if (decision.mode === 'plain' && readFirstBytes(first).kind === 'http') {
+      counted = false;
+      return this.#terminate(use, s, first, { authority, first: { kind: 'http' }, host: decision.host, port: decision.port, addr: vet.addr, cls: vet.cls, rule: decision.rule });
     }
     const up = await this.#dial(vet.addr, decision.port);
     if (!up || s.destroyed || use.closed) {
@@ -446,6 +453,12 @@ export class EgressGate {
     const bundle = path.join(use.args.dir, CA_FILE);
     fs.writeFileSync(bundle, [use.ca.certPem, ...tls.rootCertificates].join('\n'), { mode: 0o644 });
     fs.chmodSync(bundle, 0o644);
+    this.#inspectorOf(use);
+  }
+
+  /** The run's HTTP server its terminated connections (TLS, or plain HTTP inside a CONNECT) are handed to; made once. */
+  #inspectorOf(use: RunUse): http.Server {
+    if (use.inspector) return use.inspector;
     const srv = http.createServer({ maxHeaderSize: MAX_HEADER, requestTimeout: 60_000 });
     srv.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       const c = this.#conns.get(req.socket);
@@ -457,10 +470,11 @@ export class EgressGate {
     srv.on('upgrade', (req: http.IncomingMessage, s: net.Socket, head: Buffer) => {
       const c = this.#conns.get(s);
       if (!c) return void s.destroy();
-      void this.#inspectedUpgrade(use, c, req, s as tls.TLSSocket, head).catch(() => s.destroy());
+      void this.#inspectedUpgrade(use, c, req, s, head).catch(() => s.destroy());
     });
     srv.on('clientError', (_e, s: net.Socket) => refuseRaw(s, 'bad_request', 400));
     use.inspector = srv;
+    return srv;
   }
 
   readonly #conns = new WeakMap<net.Socket, InspectConn>();
@@ -473,14 +487,17 @@ export class EgressGate {
 
   /** Terminates the client's TLS with a leaf for the CONNECT host (ALPN pinned to http/1.1); each request on it is then decided and re-originated. */
   #terminate(use: RunUse, s: net.Socket, first: Buffer, m: Omit<InspectConn, 't0' | 'bytesUp' | 'bytesDown' | 'requests' | 'methods' | 'statusClasses' | 'closedBy' | 'injected'>): void {
-    const leaf = use.ca!.leaf(hostText(m.host));
-    if (!leaf || !use.inspector) {
+    const isTls = m.first.kind === 'tls';
+    const leaf = isTls ? use.ca?.leaf(hostText(m.host)) : undefined;
+    if (isTls && (!leaf || !use.inspector)) {
       this.#count(use, 'open', -1);
       return void s.destroy();
     }
     const c: InspectConn = { ...m, t0: this.#d.now(), bytesUp: 0, bytesDown: 0, requests: 0, methods: new Set(), statusClasses: new Set(), closedBy: 'closed', injected: 0 };
     s.unshift(first);
-    const t = new tls.TLSSocket(s, { isServer: true, key: leaf.key, cert: leaf.cert, ALPNProtocols: ['http/1.1'] });
+    // Plain HTTP inside a CONNECT: the tunnel's own socket carries the requests, each decided as on an inspected one.
+    const t: net.Socket = leaf ? new tls.TLSSocket(s, { isServer: true, key: leaf.key, cert: leaf.cert, ALPNProtocols: ['http/1.1'] }) : s;
+    const inspector = this.#inspectorOf(use);
     this.#conns.set(t, c);
     use.sockets.add(t);
     const b = use.args.grant.budgets;
@@ -502,7 +519,7 @@ export class EgressGate {
       this.#count(use, 'open', -1);
       s.destroy();
       this.#d.ledger.append({
-        type: 'egress.conn', runId: use.args.runId, leaseId: use.args.leaseId, ruleId: c.rule.id, host: hostText(c.host), port: c.port, scheme: 'https', mode: 'inspect',
+        type: 'egress.conn', runId: use.args.runId, leaseId: use.args.leaseId, ruleId: c.rule.id, host: hostText(c.host), port: c.port, scheme: isTls ? 'https' : 'http', mode: isTls ? 'inspect' : 'plain',
         addrClass: c.cls, decision: 'allow', closedBy: use.closed ? 'run_closed' : c.closedBy, bytesUp: c.bytesUp, bytesDown: c.bytesDown, durationMs: this.#d.now() - c.t0,
         requests: c.requests, methods: [...c.methods], statusClasses: [...c.statusClasses],
         ...(c.rule.credential !== undefined ? { credential: c.rule.credential, credentialInjected: c.injected } : {}),
@@ -512,7 +529,8 @@ export class EgressGate {
     s.once('close', closed);
     t.on('error', () => t.destroy());
     s.on('error', () => t.destroy());
-    use.inspector.emit('connection', t);
+    inspector.emit('connection', t);
+    if (!leaf) s.resume(); // #firstBytes paused it: the inspector's parser reads on
   }
 
   /** One request on an inspected connection: decided (Host, method, path against the rules), forwarded once over TLS verified to the host, its response relayed. */
@@ -566,7 +584,8 @@ export class EgressGate {
       checkServerIdentity: (_h: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(hostText(c.host), cert),
       timeout: b.idleMs,
     };
-    const up = https.request(opts);
+    // Plain HTTP inside a CONNECT goes on as plain HTTP to the same vetted address.
+    const up = c.first.kind === 'tls' ? https.request(opts) : http.request({ host: c.addr, port: c.port, method: request.method, path: request.path, headers, setHost: false, agent: false, timeout: b.idleMs });
     let status = 0;
     up.on('response', (ur) => {
       const encoding = String(ur.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
@@ -720,7 +739,7 @@ export class EgressGate {
    * headers, then re-originated over TLS verified for the host and both ways piped, counted on
    * the inspected connection (its `egress.conn` at close says `websocket`). The frames are not read.
    */
-  async #inspectedUpgrade(use: RunUse, c: InspectConn, req: http.IncomingMessage, s: tls.TLSSocket, head: Buffer): Promise<void> {
+  async #inspectedUpgrade(use: RunUse, c: InspectConn, req: http.IncomingMessage, s: net.Socket, head: Buffer): Promise<void> {
     const request = { method: req.method ?? '', path: req.url ?? '', hostHeader: req.headers.host, upgrade: req.headers.upgrade ?? (req.headers['http2-settings'] !== undefined ? 'h2c' : undefined) };
     const d = decideEgress(use.args.grant, this.#d.policy, { authority: c.authority, via: 'connect', first: c.first, request });
     const refuse = (reason: EgressDenyReason, rule?: EgressRule) => {
@@ -749,13 +768,16 @@ export class EgressGate {
     c.methods.add(request.method);
     c.statusClasses.add('websocket');
     const name = c.host.kind === 'name' ? c.host.name : undefined;
-    const up = tls.connect({
-      host: c.addr, port: c.port, ...(name ? { servername: name } : {}), ALPNProtocols: ['http/1.1'],
-      ...(this.#d.upstreamCa ? { ca: [...tls.rootCertificates, this.#d.upstreamCa] } : {}),
-      checkServerIdentity: (_h: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(hostText(c.host), cert),
-    });
+    const secure = c.first.kind === 'tls';
+    const up: net.Socket = secure
+      ? tls.connect({
+          host: c.addr, port: c.port, ...(name ? { servername: name } : {}), ALPNProtocols: ['http/1.1'],
+          ...(this.#d.upstreamCa ? { ca: [...tls.rootCertificates, this.#d.upstreamCa] } : {}),
+          checkServerIdentity: (_h: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(hostText(c.host), cert),
+        })
+      : this.#d.dial(c.addr, c.port);
     const ok = await new Promise<boolean>((resolve) => {
-      up.once('secureConnect', () => resolve(true));
+      up.once(secure ? 'secureConnect' : 'connect', () => resolve(true));
       up.once('error', () => resolve(false));
       up.setTimeout(10_000, () => resolve(false));
     });

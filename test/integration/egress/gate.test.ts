@@ -354,3 +354,39 @@ test('a tcp rule opens an opaque stream to its exact host and port only after th
     fs.rmSync(d, { recursive: true, force: true });
   }
 });
+
+// req: jail:egress-gated
+test('[INV-2] plain http inside a CONNECT (undici’s default for http://): each request on the tunnel decided — a GET answered, a POST refused 403, another Host 421; one egress.conn of mode plain at close', async (t) => {
+  if (!httpPort) await setup();
+  const g = new EgressGate({ ledger: { append: (e) => void ledger.push(e) }, resolver: makeResolver([dns.server]), classify: systemClassifier({ testPublicCidrs: ['127.0.0.2/32'] }), policy: { denyHosts: [] } });
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-eg-'));
+  const h = await g.openRun({ runId: 'r-pic', leaseId: 'l-pic', dir: d, grant: { rules: [{ id: 'plain', hosts: ['allowed.test', 'other.test'], ports: [httpPort], scheme: 'http', tls: 'tunnel', methods: ['GET', 'HEAD'], websocket: false }], budgets: { ...DEFAULT_EGRESS_BUDGETS } } });
+  t.after(async () => {
+    await g.close();
+    fs.rmSync(d, { recursive: true, force: true });
+  });
+  /** One request on a fresh tunnel: the raw answer. */
+  const onTunnel = async (line: string, host: string): Promise<string> => {
+    const c = await new Promise<{ status: number; socket: net.Socket }>((resolve, reject) => {
+      const req = http.request({ socketPath: h.socketPath, method: 'CONNECT', path: `allowed.test:${httpPort}` });
+      req.on('connect', (res, socket) => resolve({ status: res.statusCode ?? 0, socket }));
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(c.status, 200);
+    c.socket.write(`${line}\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    let got = '';
+    c.socket.on('data', (d: Buffer) => (got += d.toString()));
+    await new Promise((r) => c.socket.once('close', r));
+    return got;
+  };
+  const ok = await onTunnel('GET /inside HTTP/1.1', `allowed.test:${httpPort}`);
+  assert.match(ok, /^HTTP\/1\.1 200 [\s\S]*hello from allowed\.test/);
+  const post = await onTunnel('POST /inside HTTP/1.1', `allowed.test:${httpPort}`);
+  assert.match(post, /^HTTP\/1\.1 403 [\s\S]*X-Brig-Egress: method_not_allowed/i);
+  const other = await onTunnel('GET /inside HTTP/1.1', `other.test:${httpPort}`);
+  assert.match(other, /^HTTP\/1\.1 421 [\s\S]*X-Brig-Egress: host_mismatch/i);
+  await new Promise((r) => setTimeout(r, 100));
+  const conns = ledger.filter((e) => e.type === 'egress.conn' && e.runId === 'r-pic' && e.mode === 'plain' && e.scheme === 'http' && Array.isArray(e.methods));
+  assert.ok(conns.some((e) => e.requests === 1 && (e.statusClasses as string[]).includes('2xx')), JSON.stringify(conns));
+});
