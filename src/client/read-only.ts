@@ -1,5 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import fs, { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import {
   BrigError,
@@ -49,7 +48,8 @@ class RecordsOnDisk {
     if (!isRunId(id)) return undefined;
     let text: string;
     try {
-      text = await readFile(this.#file(id), 'utf8');
+      // fs.promises, not node:fs/promises: its module (and readline's, which it loads) only when read here.
+      text = await fs.promises.readFile(this.#file(id), 'utf8');
     } catch {
       return undefined;
     }

@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BrigError } from '../util/errors.js';
 import { git } from './host-git.js';
-import { parseRepoSpec } from './repo-spec.js';
+import { parseRepoSpec } from '../util/repo-spec.js';
 
 /** What intake resolved: the repository's real top directory, the ref asked for and its commit. */
 export interface RepoSource {

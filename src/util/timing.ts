@@ -5,15 +5,15 @@
  * since the mark before; cli/entry.ts turns it on (only config/ and the CLI entries read the
  * environment). Off, a mark is one branch; nothing is recorded or printed.
  */
-import { performance } from 'node:perf_hooks';
-
 let on = false;
+// The global, read only when timing is on: importing node:perf_hooks loaded ~10 internal modules on every command.
+const now = (): number => globalThis.performance.now();
 const marks: { name: string; at: number }[] = [];
 
 /** Records that `name` happened now (ms since the process started). The first of a name counts. */
 export function mark(name: string): void {
   if (!on || marks.some((m) => m.name === name)) return;
-  marks.push({ name, at: performance.now() });
+  marks.push({ name, at: now() });
 }
 
 export function timingEnabled(): boolean {
