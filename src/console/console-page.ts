@@ -32,10 +32,15 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
   tr.bad td { color: #cf222e; } a.id { color: #0969da; cursor: pointer; text-decoration: underline; }
   #filters { display: flex; flex-wrap: wrap; gap: 6px; margin-bottom: 6px; }
   @media (max-width: 1000px) { main { grid-template-columns: 1fr; } }
+  svg.graph { display: block; margin: 8px 0; } svg.graph g.node { cursor: pointer; } svg.graph text { font: 11px ui-monospace, monospace; }
+  svg.graph rect { stroke: #57606a; rx: 4; } svg.graph line { stroke: #8c959f; }
+  .n-pending rect { fill: #fff; } .n-running rect { fill: #ddf4ff; stroke: #0969da; } .n-succeeded rect { fill: #dafbe1; stroke: #1a7f37; }
+  .n-failed rect { fill: #ffebe9; stroke: #cf222e; } .n-skipped rect { fill: #eaeef2; } .n-waiting rect { fill: #fff8c5; stroke: #9a6700; }
+  tr.graph { cursor: pointer; } tr.graph:hover { background: #f0f6ff; }
 </style>
 </head>
 <body>
-<header><h1>brig console</h1><nav><button data-tab="runs" class="on">runs</button><button data-tab="leases">leases</button><button data-tab="audit">audit</button><button data-tab="doctor">doctor</button><button data-tab="fleet">fleet</button></nav><span id="live">connecting…</span><span id="count"></span><span id="admission"></span><button id="admission-toggle" hidden></button></header>
+<header><h1>brig console</h1><nav><button data-tab="runs" class="on">runs</button><button data-tab="leases">leases</button><button data-tab="audit">audit</button><button data-tab="doctor">doctor</button><button data-tab="fleet">fleet</button><button data-tab="graphs">graphs</button></nav><span id="live">connecting…</span><span id="count"></span><span id="admission"></span><button id="admission-toggle" hidden></button></header>
 <main id="tab-runs">
   <section><h2>Runs</h2>
     <div id="filters"><select id="f-status"><option value="">any status</option><option>queued</option><option>starting</option><option>running</option><option>materializing</option><option>ended</option></select><select id="f-kind"><option value="">any kind</option><option>agent</option><option>script</option><option>command</option></select><input id="f-label" size="12" placeholder="label"><input id="f-root" size="22" placeholder="root run id"><select id="f-since"><option value="">any time</option><option value="60">1h</option><option value="1440">24h</option><option value="10080">7d</option></select></div>
@@ -47,6 +52,7 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
 <div class="page" id="tab-audit" hidden><section><h2>Audit ledger</h2><p id="verify">…</p>
   <textarea id="sql" rows="3">SELECT type, count(*) AS n FROM ledger GROUP BY type ORDER BY n DESC</textarea><p><button id="query">query</button></p><div id="audit-result"></div></section></div>
 <div class="page" id="tab-doctor" hidden><section><h2>Doctor</h2><p><button id="doctor-run">run doctor</button> (starts a probe jail)</p><ul id="doctor"></ul></section></div>
+<div class="page" id="tab-graphs" hidden><section><h2>Graphs</h2><div id="graphs"></div><div id="graph"></div></section></div>
 <div class="page" id="tab-fleet" hidden><section><h2>Fleet</h2><p><select id="fleet-since"><option>1h</option><option selected>24h</option><option>7d</option></select></p><dl id="fleet"></dl></section></div>
 <script>
 "use strict";
@@ -275,9 +281,82 @@ async function fleet() {
   document.getElementById('fleet').replaceChildren(...pairs.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
 }
 document.getElementById('fleet-since').addEventListener('change', () => fleet().catch(() => {}));
+/** The graphs on record, newest first; a click draws one. */
+async function graphs() {
+  const { graphs: gs } = await api('/graphs');
+  const t = el('table', {}, el('tr', {}, ...['graph', 'label', 'state', 'nodes', 'created'].map((h) => el('th', {}, h))));
+  for (const g of gs.slice().reverse()) {
+    const tr = el('tr', { class: 'graph', 'data-graph': g.id, 'data-state': g.state }, el('td', {}, g.id), el('td', {}, g.label || '—'), el('td', {}, g.state), el('td', {}, g.nodes.length), el('td', {}, local(g.createdAt)));
+    tr.addEventListener('click', () => showGraph(g.id).catch((e) => alert(String(e.message))));
+    t.append(tr);
+  }
+  document.getElementById('graphs').replaceChildren(gs.length ? t : el('p', {}, 'no graph on record (brig graph run SPEC)'));
+}
+
+let openGraph = null;
+let graphTimer = null;
+const svg = (tag, attrs, ...kids) => {
+  const e = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  return e;
+};
+/** A node's state as drawn: a gate with no decision yet waits for an operator. */
+const drawnState = (n) => (n.kind === 'gate' && n.state === 'running' && n.gate && !n.gate.decision ? 'waiting' : n.state);
+
+/** One graph, drawn live (every second until it ends): nodes in columns by depth, coloured by state; a click opens the node's run; a waiting gate gets approve / reject. */
+async function showGraph(id) {
+  openGraph = id;
+  clearTimeout(graphTimer);
+  const { explanation: x } = await api('/graphs/' + encodeURIComponent(id) + '/explain');
+  if (openGraph !== id) return;
+  const depth = new Map();
+  for (const n of x.nodes) depth.set(n.id, n.dependsOn.length ? 1 + Math.max(...n.dependsOn.map((d) => depth.get(d) ?? 0)) : 0);
+  const rows = new Map();
+  const at = new Map();
+  for (const n of x.nodes) {
+    const d = depth.get(n.id), r = rows.get(d) ?? 0;
+    rows.set(d, r + 1);
+    at.set(n.id, { x: 10 + d * 200, y: 10 + r * 64 });
+  }
+  const W = 200 * (Math.max(0, ...depth.values()) + 1) + 20, H = 64 * Math.max(1, ...rows.values()) + 20;
+  const pic = svg('svg', { class: 'graph', id: 'graph-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H });
+  for (const n of x.nodes) for (const d of n.dependsOn) {
+    const a = at.get(d), b = at.get(n.id);
+    if (a && b) pic.append(svg('line', { x1: a.x + 160, y1: a.y + 24, x2: b.x, y2: b.y + 24 }));
+  }
+  for (const n of x.nodes) {
+    const p = at.get(n.id), st = drawnState(n), last = n.attempts[n.attempts.length - 1];
+    const g = svg('g', { class: 'node n-' + st, 'data-node': n.id, 'data-state': st, transform: 'translate(' + p.x + ',' + p.y + ')' },
+      svg('rect', { width: 160, height: 48 }), svg('text', { x: 8, y: 18 }, n.id.length > 22 ? n.id.slice(0, 21) + '…' : n.id),
+      svg('text', { x: 8, y: 36 }, n.kind + ' · ' + st + (n.attempts.length > 1 ? ' · ' + n.attempts.length + ' attempts' : '')));
+    if (last && last.runId) g.addEventListener('click', () => {
+      document.querySelector('nav button[data-tab="runs"]').click();
+      location.hash = '#run=' + encodeURIComponent(last.runId);
+    });
+    pic.append(g);
+  }
+  const gates = x.nodes.filter((n) => drawnState(n) === 'waiting').map((n) => {
+    const decide = (decision) => async () => {
+      const note = prompt((decision === 'approve' ? 'Approve' : 'Reject') + ' gate ' + n.id + ' of ' + x.graphId + '? A note (kept only as its hash):', '');
+      if (note === null) return;
+      try { await api('/graphs/' + encodeURIComponent(x.graphId) + '/decide', { node: n.id, decision, by: 'console', ...(note ? { note } : {}) }); } catch (e) { alert(String(e.message)); }
+      showGraph(x.graphId).catch(() => {});
+    };
+    const ok = el('button', { class: 'approve', 'data-gate': n.id }, 'approve ' + n.id), no = el('button', { class: 'reject danger', 'data-gate': n.id }, 'reject ' + n.id);
+    ok.addEventListener('click', decide('approve'));
+    no.addEventListener('click', decide('reject'));
+    return el('p', {}, 'gate ', n.id, ' waits for an operator until ', local(n.gate.deadline), ': ', ok, ' ', no);
+  });
+  document.getElementById('graph').replaceChildren(el('h2', {}, 'Graph ' + x.graphId + (x.label ? ' (' + x.label + ')' : '')),
+    el('p', { id: 'graph-state', 'data-state': x.state }, x.state + (x.endReason ? ' — ' + x.endReason : '') + ' · max ' + x.parallel + ' at once'), pic, ...gates);
+  if (x.state === 'running') graphTimer = setTimeout(() => { if (!document.getElementById('tab-graphs').hidden) showGraph(id).catch(() => {}); }, 1000);
+}
+
 for (const b of document.querySelectorAll('nav button')) b.addEventListener('click', () => {
   for (const x of document.querySelectorAll('nav button')) x.classList.toggle('on', x === b);
-  for (const name of ['runs', 'leases', 'audit', 'doctor', 'fleet']) document.getElementById('tab-' + name).hidden = name !== b.dataset.tab;
+  for (const name of ['runs', 'leases', 'audit', 'doctor', 'fleet', 'graphs']) document.getElementById('tab-' + name).hidden = name !== b.dataset.tab;
+  if (b.dataset.tab === 'graphs') graphs().then(() => openGraph && showGraph(openGraph)).catch((e) => alert(String(e.message)));
   if (b.dataset.tab === 'leases') leases_();
   if (b.dataset.tab === 'audit') audit().catch((e) => alert(String(e.message)));
   if (b.dataset.tab === 'fleet') fleet().catch((e) => alert(String(e.message)));

@@ -61,6 +61,7 @@ export const LONG: Readonly<Record<string, string>> = {
   'test/integration/agents/longevity.test.ts': 'a coordinator delegating 50 children of 5 MB each, one after another (60–110 s)',
   'test/integration/runs/long-lived.test.ts': 'children silent for 11 s twice, a watchdog timeout, admission at the default caps (~40 s)',
   'test/integration/console/console.test.ts': 'a real browser (chromium, installed with apt when missing) against a daemon',
+  'test/integration/console/console-graph.test.ts': 'a real browser drawing a graph live and approving its gate against a daemon',
   'test/integration/demo/main-job.test.ts': "`make demo`'s main job end to end: doctor, three jailed children, drill-in",
 };
 
