@@ -9,7 +9,7 @@
  */
 import { homeFrom, socketPathFor } from '../config/paths.js';
 import { runCli } from './entry.js';
-import { daemonListening, isThinCommand } from './thin.js';
+import { daemonListening, isThinCommand, thinVersion } from './thin.js';
 
 const argv = process.argv.slice(2);
 const env = process.env;
@@ -25,7 +25,10 @@ const full = () =>
       process.exitCode = 70;
     });
 
-if (!isThinCommand(argv)) void full();
+// The version needs no daemon and no module beyond this file.
+const version = argv.length === 1 && argv[0] === '--version' ? thinVersion() : undefined;
+if (version !== undefined) process.stdout.write(`brig ${version}\n`);
+else if (!isThinCommand(argv)) void full();
 else
   void daemonListening(socketPathFor(homeFrom(env))).then((up) => {
     if (up) runCli(argv, env);

@@ -10,7 +10,9 @@
  * (scripts/bundle-cli.mjs) from the built dist/: these commands' modules and what they import
  * statically are inside it; every other module it could reach stays dist/'s own ES module.
  */
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 
 /** The command (as typed) → its module under dist/cli/commands/ (registry.ts loads the same). */
 export const THIN_COMMANDS: Readonly<Record<string, string>> = { list: 'list', wait: 'wait', 'ref read': 'ref-read' };
@@ -45,4 +47,18 @@ export function daemonListening(socketPath: string, timeoutMs = 1000): Promise<b
     sock.once('connect', () => done(true));
     sock.once('error', () => done(false));
   });
+}
+
+/**
+ * `brig --version` without loading the full CLI: package.json's version, two directories above
+ * the entry (dist/cli/brig.cjs, dist/cli/bin.js and src/cli/bin.ts alike, through any bin
+ * symlink). Undefined when it cannot be read: the full CLI's `version` answers then.
+ */
+export function thinVersion(entry: string | undefined = process.argv[1]): string | undefined {
+  try {
+    const pkg = JSON.parse(fs.readFileSync(path.join(path.dirname(fs.realpathSync(entry!)), '..', '..', 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
+    return pkg.name === 'brig' && typeof pkg.version === 'string' ? pkg.version : undefined;
+  } catch {
+    return undefined;
+  }
 }

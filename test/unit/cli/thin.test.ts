@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { daemonListening, isThinCommand } from '../../../src/cli/thin.js';
+import { daemonListening, isThinCommand, thinVersion } from '../../../src/cli/thin.js';
 
 test('the thin commands are list, ref read and wait, without --help; every other line goes to the full CLI', () => {
   for (const argv of [['list'], ['list', '--json', '--all'], ['wait', 'r-1', '--json'], ['ref', 'read', 'ref_x', '--length', '8']]) assert.equal(isThinCommand(argv), true, argv.join(' '));
@@ -33,4 +33,22 @@ test('a daemon listens only when its socket accepts: a stale socket file, a plai
   assert.equal(await daemonListening(stale), false, 'stale socket');
   await fs.promises.writeFile(path.join(dir, 'plain'), '');
   assert.equal(await daemonListening(path.join(dir, 'plain')), false, 'a file that is no socket');
+});
+
+test('brig --version is thin: package.json two levels above the entry (through a symlink); undefined when that is not brig’s', () => {
+  const root = path.resolve(import.meta.dirname, '..', '..', '..');
+  const version = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
+  assert.equal(thinVersion(path.join(root, 'src', 'cli', 'bin.ts')), version);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-thin-version-'));
+  try {
+    fs.symlinkSync(path.join(root, 'src', 'cli', 'bin.ts'), path.join(dir, 'brig'));
+    assert.equal(thinVersion(path.join(dir, 'brig')), version, 'a bin symlink is followed');
+    fs.mkdirSync(path.join(dir, 'a', 'b'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'package.json'), '{"name":"other","version":"9.9.9"}');
+    assert.equal(thinVersion(path.join(dir, 'a', 'b', 'x.js')), undefined, 'another package is not brig');
+    assert.equal(thinVersion(path.join(dir, 'missing', 'x', 'y.js')), undefined);
+    assert.equal(thinVersion(''), undefined, 'no entry path');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
