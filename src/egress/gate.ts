@@ -105,6 +105,8 @@ interface RunUse {
   /** A lease with an inspect rule: its CA (key in memory only) and the server its terminated connections are handed to. */
   ca?: RunCa;
   inspector?: http.Server;
+  /** What a request to each host must not carry (credentials.ts leakNeedles), worked out once per host for the run. */
+  needles: Map<string, { binding: string; needle: Buffer }[]>;
 }
 
 /** One terminated (inspected) connection: what every request on it is decided and forwarded against. */
@@ -184,9 +186,28 @@ export class EgressGate {
 
   /** A request carrying a bound secret or placeholder to a host its binding does not cover: refused and ledgered (the binding's name only). */
   #leak(use: RunUse, host: CanonHost, headers: NodeJS.Dict<string | string[]>, target: string): { binding: string | null; scan: NeedleScan; bindingAt(i: number): string } {
-    const needles = leakNeedles(this.#d.credentials, use.args.runId, host);
+    const key = hostText(host);
+    let needles = use.needles.get(key);
+    if (!needles) use.needles.set(key, (needles = leakNeedles(this.#d.credentials, use.args.runId, host)));
     const binding = carried(needles, headers, target) ?? null;
     return { binding, scan: new NeedleScan(needles.map((n) => n.needle)), bindingAt: (i) => needles[i]?.binding ?? 'unknown' };
+  }
+
+  /**
+   * The rule's credential binding on one request: none; refused (`credential_unavailable`: the
+   * binding is undefined, or covers this host and path and the supervisor holds no secret); or
+   * the headers to drop (every client credential header and the binding's own) and, where the
+   * binding covers host and path, the header to set and the secret to mask in what comes back.
+   */
+  #credential(rule: EgressRule, host: CanonHost, path: string): { refused: true } | { refused: false; drop(k: string): boolean; set?: [string, string]; mask: Buffer[] } {
+    if (rule.credential === undefined) return { refused: false, drop: () => false, mask: [] };
+    const b = this.#d.credentials[rule.credential];
+    if (!b) return { refused: true };
+    const drop = (k: string) => CLIENT_CREDENTIAL_HEADERS.has(k) || k === b.header;
+    if (!bindingCovers(b, host, path)) return { refused: false, drop, mask: [] };
+    const secret = b.secret();
+    if (secret === undefined) return { refused: true };
+    return { refused: false, drop, set: [b.header, b.format.replaceAll('{}', secret)], mask: [Buffer.from(secret)] };
   }
 
   #leakDenied(use: RunUse, host: CanonHost, port: number, ruleId: string, binding: string): void {
@@ -204,7 +225,7 @@ export class EgressGate {
       return u;
     };
     const chain = [usage(a.leaseId, a.grant.budgets), ...(a.ancestors ?? []).map((x) => usage(x.leaseId, x.budgets))];
-    const use: RunUse = { args: a, server, sockets: new Set(), connections: 0, open: 0, bytesUp: 0, bytesDown: 0, names: new Set(), closed: false, chain };
+    const use: RunUse = { args: a, server, sockets: new Set(), connections: 0, open: 0, bytesUp: 0, bytesDown: 0, names: new Set(), closed: false, chain, needles: new Map() };
     server.on('connection', (s: net.Socket) => {
       use.sockets.add(s);
       s.once('close', () => use.sockets.delete(s));
@@ -556,23 +577,17 @@ export class EgressGate {
       res.writeHead(403, { 'X-Brig-Egress': 'credential_leak', 'Content-Type': 'text/plain', Connection: 'close' });
       return void res.end('brig egress: credential_leak\n');
     }
-    const binding = d.rule.credential !== undefined ? this.#d.credentials[d.rule.credential] : undefined;
-    if (d.rule.credential !== undefined && !binding) return refuse('credential_unavailable', d.rule);
-    const secret = binding && bindingCovers(binding, c.host, request.path) ? binding.secret() : undefined;
-    if (binding && bindingCovers(binding, c.host, request.path) && secret === undefined) return refuse('credential_unavailable', d.rule);
+    const cred = this.#credential(d.rule, c.host, request.path);
+    if (cred.refused) return refuse('credential_unavailable', d.rule);
     c.requests++;
     c.methods.add(request.method);
     const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (v === undefined || HOP.has(k)) continue;
-      if (binding && (CLIENT_CREDENTIAL_HEADERS.has(k) || k === binding.header)) continue;
-      headers[k] = v;
-    }
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP.has(k) && !cred.drop(k)) headers[k] = v;
     if (req.headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = 'chunked';
     // The secret's echo is masked in the response: asked unencoded, so it can be scanned.
-    const mask = secret !== undefined ? [Buffer.from(secret)] : [];
-    if (binding && secret !== undefined) {
-      headers[binding.header] = binding.format.replaceAll('{}', secret);
+    const mask = cred.mask;
+    if (cred.set) {
+      headers[cred.set[0]] = cred.set[1];
       headers['accept-encoding'] = 'identity';
       c.injected++;
     }
@@ -754,14 +769,11 @@ export class EgressGate {
       leakName = leak.binding;
       return refuse('credential_leak', d.rule);
     }
-    const binding = d.rule.credential !== undefined ? this.#d.credentials[d.rule.credential] : undefined;
-    if (d.rule.credential !== undefined && !binding) return refuse('credential_unavailable', d.rule);
-    const covers = binding !== undefined && bindingCovers(binding, c.host, request.path);
-    const secret = covers ? binding!.secret() : undefined;
-    if (covers && secret === undefined) return refuse('credential_unavailable', d.rule);
-    const headers = this.#upgradeHeaders(req, (k) => binding !== undefined && (CLIENT_CREDENTIAL_HEADERS.has(k) || k === binding.header));
-    if (binding && secret !== undefined) {
-      headers[binding.header] = binding.format.replaceAll('{}', secret);
+    const cred = this.#credential(d.rule, c.host, request.path);
+    if (cred.refused) return refuse('credential_unavailable', d.rule);
+    const headers = this.#upgradeHeaders(req, cred.drop);
+    if (cred.set) {
+      headers[cred.set[0]] = cred.set[1];
       c.injected++;
     }
     c.requests++;
@@ -786,9 +798,8 @@ export class EgressGate {
       return refuse(use.closed ? 'lease_revoked' : 'upstream_unreachable', d.rule);
     }
     up.setTimeout(0);
-    const mask = secret !== undefined ? [Buffer.from(secret)] : [];
     // The secret's echo is masked in what comes back (a handshake header or a frame's bytes).
-    const echo = new NeedleScan(mask, { mask: true });
+    const echo = new NeedleScan(cred.mask, { mask: true });
     up.write(Buffer.concat([this.#head(request.method, request.path, headers), head]));
     s.on('data', (chunk: Buffer) => {
       c.bytesUp += chunk.length;
@@ -878,8 +889,7 @@ export class EgressGate {
     }
     const t0 = this.#d.now();
     const headers: Record<string, string | string[]> = {};
-    const hop = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !hop.has(k)) headers[k] = v;
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP.has(k)) headers[k] = v;
     headers.connection = 'close';
     let bytesUp = 0;
     let bytesDown = 0;
@@ -899,7 +909,7 @@ export class EgressGate {
     up.on('response', (ur) => {
       status = ur.statusCode ?? 0;
       const out: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !hop.has(k)) out[k] = v;
+      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP.has(k)) out[k] = v;
       res.writeHead(status, out);
       ur.on('data', (c: Buffer) => {
         bytesDown += c.length;

@@ -90,3 +90,12 @@ export async function echoUpstream(host: string, port: number, cert: { key: stri
   u.close = closer(s);
   return u;
 }
+
+/** A port free on `host` now (listen on 0, close): for upstreams whose port goes into a lease's rules before they start. */
+export async function freePort(host: string): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, host, () => r()));
+  const p = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return p;
+}

@@ -19,7 +19,7 @@ import type { LedgerEvent } from '../../../src/ledger/index.js';
 import { DEFAULT_EGRESS_BUDGETS } from '../../../src/lease/index.js';
 import type { EgressGrant } from '../../../src/protocol/index.js';
 import { startFakeDns, type FakeDns } from '../../helpers/fake-dns.js';
-import { echoUpstream, httpUpstream, testCert, type EchoUpstream, type Upstream } from '../../helpers/tls-upstream.js';
+import { freePort, echoUpstream, httpUpstream, testCert, type EchoUpstream, type Upstream } from '../../helpers/tls-upstream.js';
 
 const SECRET = 'sk-live-7f3a9c1e5b2d4806aa11';
 let dns: FakeDns;
@@ -41,13 +41,6 @@ const credentials = () =>
     { API_TOKEN: new Secret(SECRET) },
   );
 
-async function freePort(host: string): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, host, () => r()));
-  const p = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
 
 before(async () => {
   const cert = testCert(['allowed.test', 'other.test', 'unset.test']);

@@ -16,7 +16,7 @@ import type { LedgerEvent } from '../../../src/ledger/index.js';
 import { DEFAULT_EGRESS_BUDGETS } from '../../../src/lease/index.js';
 import type { EgressGrant } from '../../../src/protocol/index.js';
 import { startFakeDns, type FakeDns } from '../../helpers/fake-dns.js';
-import { httpUpstream, httpsUpstream, testCert, trapUpstream, type Upstream } from '../../helpers/tls-upstream.js';
+import { freePort, httpUpstream, httpsUpstream, testCert, trapUpstream, type Upstream } from '../../helpers/tls-upstream.js';
 
 let dns: FakeDns;
 let ups: Upstream[] = [];
@@ -57,14 +57,6 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** Upstreams on fixed free ports of 127.0.0.2 (the port numbers go into the lease's rules). */
-async function freePort(host: string): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, host, () => r()));
-  const p = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
 
 async function setup(): Promise<void> {
   if (gate) return;

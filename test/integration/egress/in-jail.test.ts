@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -17,21 +16,13 @@ import { loadConfig } from '../../../src/config/index.js';
 import { compose } from '../../../src/daemon/compose.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
 import { startFakeDns, type FakeDns } from '../../helpers/fake-dns.js';
-import { httpUpstream, httpsUpstream, testCert, trapUpstream, type Upstream } from '../../helpers/tls-upstream.js';
+import { freePort, httpUpstream, httpsUpstream, testCert, trapUpstream, type Upstream } from '../../helpers/tls-upstream.js';
 
 let dns: FakeDns;
 const ups: Upstream[] = [];
 let trap: Upstream;
 let httpsPort = 0;
 let httpPort = 0;
-
-async function freePort(host: string): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, host, () => r()));
-  const p = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
 
 before(async () => {
   const cert = testCert(['allowed.test', 'other.test']);

@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -21,7 +20,7 @@ import { compose } from '../../../src/daemon/compose.js';
 import { DockerJailDriver, ownerForHome } from '../../../src/jail/index.js';
 import { toolboxPresent } from '../../../src/jail/docker/toolbox.js';
 import { startFakeDns, type FakeDns } from '../../helpers/fake-dns.js';
-import { httpsUpstream, testCert, type Upstream } from '../../helpers/tls-upstream.js';
+import { freePort, httpsUpstream, testCert, type Upstream } from '../../helpers/tls-upstream.js';
 
 let dns: FakeDns;
 let up: Upstream;
@@ -31,13 +30,6 @@ let gitSite: https.Server;
 let repoDir = '';
 let caFile = '';
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.2', () => r()));
-  const p = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
 
 /** A bare repository served as static files (git's dumb https protocol): one commit with one file. */
 function bareRepo(): string {
@@ -56,13 +48,10 @@ function bareRepo(): string {
 
 before(async () => {
   const cert = testCert(['allowed.test']);
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.2', () => r()));
-  port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
+  port = await freePort('127.0.0.2');
   up = await httpsUpstream('127.0.0.2', port, cert);
   repoDir = bareRepo();
-  gitPort = await freePort();
+  gitPort = await freePort('127.0.0.2');
   gitSite = https.createServer({ ...cert }, (req, res) => {
     const rel = decodeURIComponent(new URL(req.url ?? '/', 'https://x').pathname);
     const file = path.join(repoDir, path.normalize(rel));

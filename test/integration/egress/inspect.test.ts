@@ -17,7 +17,7 @@ import type { LedgerEvent } from '../../../src/ledger/index.js';
 import { DEFAULT_EGRESS_BUDGETS } from '../../../src/lease/index.js';
 import type { EgressGrant } from '../../../src/protocol/index.js';
 import { startFakeDns, type FakeDns } from '../../helpers/fake-dns.js';
-import { httpsUpstream, testCert, type Upstream } from '../../helpers/tls-upstream.js';
+import { freePort, httpsUpstream, testCert, type Upstream } from '../../helpers/tls-upstream.js';
 
 let dns: FakeDns;
 let up: Upstream;
@@ -28,13 +28,6 @@ let gate: EgressGate;
 let handle: EgressRunHandle;
 let dir: string;
 
-async function freePort(host: string): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, host, () => r()));
-  const p = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
 
 before(async () => {
   // The upstream's certificate names allowed.test only: other.test reaches the same server and must fail verification.

@@ -20,7 +20,7 @@ import type { LedgerEvent } from '../../../src/ledger/index.js';
 import { DEFAULT_EGRESS_BUDGETS } from '../../../src/lease/index.js';
 import type { EgressGrant } from '../../../src/protocol/index.js';
 import { startFakeDns, type FakeDns } from '../../helpers/fake-dns.js';
-import { testCert } from '../../helpers/tls-upstream.js';
+import { freePort, testCert } from '../../helpers/tls-upstream.js';
 
 const SECRET = 'ws-secret-0a1b2c3d4e5f6789';
 let dns: FakeDns;
@@ -34,13 +34,6 @@ let gate: EgressGate;
 let handle: EgressRunHandle;
 let dir: string;
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.2', () => r()));
-  const p = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
 
 /** Answers 101, says which authorization it got, then echoes every byte. */
 function echoUpgrade(req: http.IncomingMessage, sock: net.Socket, head: Buffer): void {
@@ -55,8 +48,8 @@ function echoUpgrade(req: http.IncomingMessage, sock: net.Socket, head: Buffer):
 
 before(async () => {
   const cert = testCert(['allowed.test', 'other.test']);
-  tlsPort = await freePort();
-  plainPort = await freePort();
+  tlsPort = await freePort('127.0.0.2');
+  plainPort = await freePort('127.0.0.2');
   wss = https.createServer({ ...cert }, (_q, r) => r.end('no'));
   wss.on('upgrade', echoUpgrade);
   ws = http.createServer((_q, r) => r.end('no'));
