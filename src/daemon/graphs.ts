@@ -15,6 +15,7 @@ import type { Handler } from '../broker/index.js';
 import { isGraphId } from '../protocol/index.js';
 import { grantAllows } from '../lease/index.js';
 import { BrigError } from '../util/errors.js';
+import { headBytes } from '../util/utf8.js';
 
 /** The broker methods the graphs answer (the composition root installs their handlers beside the supervisor's). */
 export const GRAPH_METHODS = ['graph.run', 'graph.wait'] as const;
@@ -132,6 +133,33 @@ export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; re
         return JSON.parse(text) as unknown;
       } catch {
         return undefined;
+      }
+    },
+    // A graph input's items: one bounded read of the ref's stored file; over the bound is refused, never cut.
+    async readRefText(ref, maxBytes) {
+      const found = await o.results.get(ref);
+      if (found.bytes > maxBytes) throw new Error('items file too large');
+      return fs.readFile(o.results.resolvePath(found), 'utf8');
+    },
+    checkRef: (ref, callerRunId) => o.supervisor.mayHandRef(ref, callerRunId),
+    // A node's summary: the head of its committed result value (an agent's answer.txt), from the store.
+    async summaryOf(runId, maxBytes) {
+      const refs = await o.results.list(runId);
+      const ref = refs.find((r) => r.source === 'value' && r.path === 'answer.txt') ?? refs.find((r) => r.source === 'value');
+      if (!ref) {
+        const out = refs.filter((r) => r.source === 'out').slice(0, 8);
+        return out.length > 0 ? `(no result value; out/: ${out.map((r) => `${r.path} (${r.bytes} B)`).join(', ')})` : null;
+      }
+      const fh = await fs.open(o.results.resolvePath(ref), 'r');
+      try {
+        const buf = Buffer.alloc(Math.min(ref.bytes, maxBytes));
+        const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+        const text = buf.subarray(0, bytesRead).toString('utf8');
+        if (ref.bytes <= maxBytes) return text;
+        const marker = ` …[cut at ${maxBytes} of ${ref.bytes} bytes; the whole is ${ref.ref}]`;
+        return headBytes(text, maxBytes - Buffer.byteLength(marker)) + marker;
+      } finally {
+        await fh.close();
       }
     },
     // A map's items: one bounded read of a committed out/ file; over the bound is refused, never cut.

@@ -10,7 +10,7 @@
  * Nothing is clamped or raised silently.
  */
 import { createHash } from 'node:crypto';
-import { GRAPH_BOUNDS, type GraphDefinition, type GraphNodeSpec, type GraphSpec, type TallySpec } from '../protocol/index.js';
+import { GRAPH_BOUNDS, graphInputOf, type GraphDefinition, type GraphNodeSpec, type GraphSpec, type TallySpec } from '../protocol/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import { expand } from './macros.js';
@@ -90,8 +90,34 @@ function tallyProblems(t: TallySpec, deps: number): string[] {
   return p;
 }
 
-/** Node timeout (ms) as the supervisor will bound it: the spawn's, else its budget's wall time, else the default. */
-const timeoutOf = (n: GraphNodeSpec, dflt: number) => n.spawn.timeout_ms ?? n.budget?.wall_ms ?? dflt;
+/** Node timeout (ms) as the supervisor will bound it: the spawn's, else its budget's wall time, else the lease ceiling's, else the default. */
+const timeoutOf = (n: GraphNodeSpec, dflt: number, ceiling?: number) => n.spawn.timeout_ms ?? n.budget?.wall_ms ?? ceiling ?? dflt;
+
+const LIMIT_KEYS = ['cpu', 'memoryMb', 'pids', 'diskMb', 'tokens', 'costUsd'] as const;
+
+/**
+ * A run node's ask against the graph's lease ceiling: caps outside it, a command or script node
+ * under a ceiling without `exec`, limits or a timeout over it. Refused, never narrowed silently
+ * (the caller's own lease still attenuates each node's as any spawn's: caller ∩ ask).
+ */
+function leaseProblems(spec: GraphSpec, n: GraphNodeSpec): { text: string; hint?: string }[] {
+  const p: { text: string; hint?: string }[] = [];
+  const c = spec.lease;
+  const s = n.spawn;
+  if (c?.caps) {
+    const over = (s.caps ?? []).filter((x) => !c.caps!.includes(x));
+    if (over.length > 0) p.push({ text: `spawn.caps ${over.join(', ')} ${over.length > 1 ? 'are' : 'is'} outside the graph's lease ceiling (${c.caps.join(', ') || 'none'})`, hint: 'A node asks for at most the ceiling\'s capabilities: drop them, or widen lease.caps.' });
+    if ((n.kind === 'command' || n.kind === 'script') && !c.caps.includes('exec')) p.push({ text: `a ${n.kind} node runs its own code, which needs exec: the graph's lease ceiling does not grant it`, hint: 'Add exec to lease.caps, or make the node an agent.' });
+  }
+  for (const k of LIMIT_KEYS) {
+    const max = c?.limits?.[k];
+    const asked = s.limits?.[k];
+    if (max !== undefined && asked !== undefined && asked > max) p.push({ text: `spawn.limits.${k} ${asked} is over the graph's lease ceiling ${max}`, hint: `Ask for at most ${max}, or raise lease.limits.${k}.` });
+  }
+  const t = s.timeout_ms ?? n.budget?.wall_ms;
+  if (c?.timeout_ms !== undefined && t !== undefined && t > c.timeout_ms) p.push({ text: `its timeout ${t} ms is over the graph's lease ceiling timeout_ms ${c.timeout_ms}` });
+  return p;
+}
 
 const RUN_KINDS: readonly string[] = ['agent', 'script', 'command'];
 
@@ -168,6 +194,15 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
     if (w === 'any_succeeded' && deps.size === 0) add(i, 'when any_succeeded can never hold: it depends on nothing');
     const as = new Set<string>();
     for (const inp of n.inputs) {
+      const input = graphInputOf(inp.from);
+      if (input !== null) {
+        const v = spec.inputs[input];
+        if (!v) add(i, `input ${inp.as} is from $inputs.${input}, which names no graph input`, `Known inputs: ${Object.keys(spec.inputs).join(', ') || 'none'}`);
+        else if (!('ref' in v)) add(i, `input ${inp.as} is from $inputs.${input}, a text input`, `A text input goes into a task as {{inputs.${input}}}; only a ref input is mounted.`);
+        if (as.has(inp.as)) add(i, `two inputs are named ${inp.as}`);
+        as.add(inp.as);
+        continue;
+      }
       if (!deps.has(inp.from)) add(i, `input ${inp.as} is from ${inp.from}, which is not in its depends_on`, 'Add it to depends_on: a node sees only the outputs of nodes it waits for.');
       if (kindOf.get(inp.from) === 'gate') add(i, `input ${inp.as} is from ${inp.from}, a gate: it commits no out/`, 'Depend on it with when.');
       if (kindOf.get(inp.from) === 'tally') add(i, `input ${inp.as} is from ${inp.from}, a tally: it commits no out/`, 'Its count is in the envelope and the manifest; depend on it with when.');
@@ -177,6 +212,10 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
       if (as.has(inp.as)) add(i, `two inputs are named ${inp.as}`);
       as.add(inp.as);
     }
+    for (const d of n.context?.summaries_of ?? []) {
+      const k = kindOf.get(d);
+      if (k === 'gate' || k === 'tally' || k === 'split' || partSuffix(d) !== null) add(i, `context.summaries_of names ${d}, a ${k === 'join' ? `${byIdAll.get(d)!.macro_of ? 'macro' : 'join'} with several parts` : k} with no single committed result`, 'Name a node that runs (or a refine, a map_reduce, a debate with a synthesizer).');
+    }
     if (n.kind === 'tally') {
       for (const p of tallyProblems(n.tally!, deps.size)) add(i, p);
       return;
@@ -184,6 +223,12 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
     if (n.kind === 'gate' || n.kind === 'join') return;
     if (n.kind === 'split') {
       const over = n.split!.over;
+      const input = 'from' in over ? graphInputOf(over.from) : null;
+      if (input !== null) {
+        const v = spec.inputs[input];
+        if (!v || !('ref' in v)) add(i, `map.over.from names $inputs.${input}, which is ${v ? 'a text input' : 'no graph input'}`, 'Give the items as a graph input that is a ref of a JSONL or JSON-array file ({ ref: ref_… }).');
+        return;
+      }
       const k = 'from' in over ? kindOf.get(over.from) : undefined;
       if (k === 'tally' || k === 'gate' || k === 'split' || ('from' in over && partSuffix(over.from) !== null)) add(i, `map.over.from names ${'from' in over ? over.from : ''}, a ${k} with no single committed out/`, 'Read the items from a node that writes them (out/items.jsonl).');
       return;
@@ -199,7 +244,9 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
       if (inner === 'item' && n.item) continue;
       if (!name) add(i, `task placeholder {{${inner.slice(0, 40)}}} is not {{inputs.<name>}}`, 'Only graph text inputs are interpolated; upstream outputs are files under /artifacts.');
       else if (!spec.inputs[name]) add(i, `task placeholder {{inputs.${name}}} names no graph input`, `Known inputs: ${Object.keys(spec.inputs).join(', ') || 'none'}`);
+      else if ('ref' in spec.inputs[name]) add(i, `task placeholder {{inputs.${name}}} names a ref input: a ref is never spliced into a task`, `Declare it as an input ({ from: $inputs.${name}, as: ${name} }): it is mounted at /artifacts/${name}.`);
     }
+    for (const text of leaseProblems(spec, n)) add(i, text.text, text.hint);
   });
   for (const s of spec.sinks) if (!first.has(s)) problems.push({ text: `${source}: sinks names unknown node ${s}` });
   for (const b of budgetProblems(spec, nodes, o)) {
@@ -227,7 +274,7 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
   for (const id of order) {
     const n = byId.get(id)!;
     level.set(id, Math.max(0, ...n.depends_on.map((d) => level.get(d)! + 1)));
-    finish.set(id, Math.max(0, ...n.depends_on.map((d) => finish.get(d)!)) + (n.kind === 'tally' || n.kind === 'split' || n.kind === 'join' ? 0 : n.kind === 'gate' ? n.gate!.timeout_ms : timeoutOf(n, dflt) * (n.retry.max + 1)));
+    finish.set(id, Math.max(0, ...n.depends_on.map((d) => finish.get(d)!)) + (n.kind === 'tally' || n.kind === 'split' || n.kind === 'join' ? 0 : n.kind === 'gate' ? n.gate!.timeout_ms : timeoutOf(n, dflt, spec.lease?.timeout_ms) * (n.retry.max + 1)));
   }
   const criticalPathMs = Math.max(...finish.values());
   if (spec.budget.wall_ms !== undefined && criticalPathMs > spec.budget.wall_ms) {
@@ -259,5 +306,9 @@ export function defineGraphText(text: string, o: DefineOptions = {}): Result<Gra
 
 /** A node's task with its `{{inputs.<name>}}` placeholders filled (define checked every one). */
 export function taskOf(spec: Pick<GraphSpec, 'inputs'>, n: Pick<GraphNodeSpec, 'spawn'>, item?: string): string {
-  return n.spawn.task.replace(PLACEHOLDER, (_m, inner: string) => (inner === 'item' && item !== undefined ? item : (spec.inputs[inner.slice('inputs.'.length)]?.text ?? '')));
+  return n.spawn.task.replace(PLACEHOLDER, (_m, inner: string) => {
+    if (inner === 'item' && item !== undefined) return item;
+    const v = spec.inputs[inner.slice('inputs.'.length)];
+    return v && 'text' in v ? v.text : '';
+  });
 }

@@ -20,6 +20,7 @@
  */
 import {
   GRAPH_RUN_KINDS,
+  graphInputOf,
   SPAWN_BOUNDS,
   type GraphNodeInput,
   type GraphNodeSpec,
@@ -65,6 +66,7 @@ export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { no
     const push = (x: GraphNodeSpec) => {
       // A node's budget is each run node's it makes (a macro's voters, slots, rounds, turns, reducer).
       if (n.budget && isRunKind(x.kind)) x.budget = n.budget;
+      if (n.context && isRunKind(x.kind)) x.context = n.context;
       out.push(x);
       outLines.push(lines[i]);
     };
@@ -73,6 +75,9 @@ export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { no
     const runsNothing = n.kind === 'gate' || n.kind === 'tally' ? ' runs nothing: it' : '';
     if (extra.length > 0) say(`a ${n.kind} node${runsNothing} takes no ${extra.join(', ')}`, `A ${n.kind} node takes ${FIELDS[n.kind].join(', ')}.`);
     if (n.budget && (n.kind === 'gate' || n.kind === 'tally')) say(`a ${n.kind} runs nothing: it takes no budget`);
+    if (n.context && (n.kind === 'gate' || n.kind === 'tally')) say(`a ${n.kind} runs nothing: it takes no context`);
+    for (const d of n.context?.summaries_of ?? []) if (!n.depends_on.includes(d)) say(`context.summaries_of names ${d}, which is not in its depends_on`, 'A node is told only of nodes it waits for.');
+    if (n.context && new Set(n.context.summaries_of).size !== n.context.summaries_of.length) say('context.summaries_of names a node twice');
     const missing = FIELDS[n.kind].filter((f) => n[f as (typeof OPTIONAL)[number]] === undefined);
     if (missing.length > 0) return say(`a ${n.kind} node needs ${missing.join(' and ')}${n.kind === 'vote' || n.kind.startsWith('map') || n.kind === 'refine' || n.kind === 'collaborate' || n.kind === 'debate' ? ' (spawn is the template of the nodes it makes)' : ''}`, 'docs/graphs.md has each kind\'s fields.');
     const base = { depends_on: n.depends_on, when: n.when, inputs: n.inputs, retry: n.retry };
@@ -100,7 +105,7 @@ export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { no
       const m = n.map!;
       const over = m.over;
       if ('items' in over && over.items.length > m.max_items) say(`map lists ${over.items.length} items; max_items is ${m.max_items}`, 'Raise max_items (≤ 100) or split the list: items are never dropped.');
-      if ('from' in over && !n.depends_on.includes(over.from)) say(`map.over.from names ${over.from}, which is not in its depends_on`, 'Add it to depends_on: the items are read from its committed out/.');
+      if ('from' in over && graphInputOf(over.from) === null && !n.depends_on.includes(over.from)) say(`map.over.from names ${over.from}, which is not in its depends_on`, 'Add it to depends_on: the items are read from its committed out/.');
       if (spawn.task.length + m.item_max_bytes > SPAWN_BOUNDS.taskChars) say(`the template (${spawn.task.length} characters) with an item of item_max_bytes ${m.item_max_bytes} would be over the task bound ${SPAWN_BOUNDS.taskChars}`);
       if (!/\{\{\s*item\s*\}\}/.test(spawn.task)) say('a map template names no {{item}}', 'Each slot runs the template with its item in place of {{item}}.');
       const split = `${n.id}.items`;

@@ -19,6 +19,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
   GRAPH_BOUNDS,
+  SUMMARY_BOUNDS,
+  graphInputOf,
   type GraphAttempt,
   type GraphAttemptLease,
   type GraphDefinition,
@@ -69,6 +71,16 @@ export interface GraphPorts {
   leaseOf?(runId: string): Promise<GraphAttemptLease | null>;
   /** A committed file of a run's out/ (a map's items) as text; throws when it is not there or over maxBytes (never cut). */
   readText?(runId: string, file: string, maxBytes: number): Promise<string>;
+  /** A graph input's ResultRef (a map's items) as text; throws when it is gone or over maxBytes (never cut). */
+  readRefText?(ref: string, maxBytes: number): Promise<string>;
+  /**
+   * May the caller (a run; null: the operator) hand this ref to its nodes? The rule a spawner's
+   * `artifact_refs` obey (a run: refs of its own descendants, under refs.read and
+   * artifacts.read); checked before the graph starts, and again by each node's spawn.
+   */
+  checkRef?(ref: string, callerRunId: string | null): Promise<Result<void, BrigError>>;
+  /** The head (≤ maxBytes) of a run's committed result value — else a line naming its out/ files — for `context.summaries_of`; null when it has none. */
+  summaryOf?(runId: string, maxBytes: number): Promise<string | null>;
   now?: () => Date;
   onEvent?(e: GraphEvent): void;
 }
@@ -114,8 +126,12 @@ export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: strin
   const s = n.spawn;
   // The attempt's reservation bounds its run's lease (limits only shrink: the smaller of the spawn's and the reservation).
   const min = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
-  const limits = { ...s.limits, ...(reserved?.tokens !== undefined ? { tokens: min(s.limits?.tokens, reserved.tokens)! } : {}), ...(reserved?.costUsd !== undefined ? { costUsd: min(s.limits?.costUsd, reserved.costUsd)! } : {}) };
-  const timeout = s.timeout_ms ?? n.budget?.wall_ms;
+  // The lease ceiling (define refused a node asking over it): a node naming no caps asks for exactly the ceiling's, no limit for the ceiling's.
+  const ceiling = def.spec.lease;
+  const caps = s.caps ?? ceiling?.caps;
+  const asked = { ...ceiling?.limits, ...s.limits };
+  const limits = { ...asked, ...(reserved?.tokens !== undefined ? { tokens: min(asked.tokens, reserved.tokens)! } : {}), ...(reserved?.costUsd !== undefined ? { costUsd: min(asked.costUsd, reserved.costUsd)! } : {}) };
+  const timeout = s.timeout_ms ?? n.budget?.wall_ms ?? ceiling?.timeout_ms;
   if (n.kind === 'tally' || n.kind === 'gate' || n.kind === 'split' || n.kind === 'join') throw new BrigError('internal', `node ${n.id} is a ${n.kind}: it makes no run`);
   return {
     task: taskOf(def.spec, n, item),
@@ -124,7 +140,7 @@ export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: strin
     ...(s.model !== undefined ? { model: s.model } : {}),
     ...(s.script !== undefined ? { script: s.script } : {}),
     ...(s.argv !== undefined ? { argv: s.argv } : {}),
-    ...(s.caps !== undefined ? { caps: s.caps } : {}),
+    ...(caps !== undefined ? { caps } : {}),
     ...(Object.keys(limits).length > 0 ? { limits } : {}),
     ...(s.profile !== undefined ? { profile: s.profile } : {}),
     ...(s.objective !== undefined ? { objective: s.objective } : {}),
@@ -323,9 +339,14 @@ class LiveGraph {
     return got;
   }
 
-  /** Declared inputs → mounts: a node's committed run at /artifacts/<as>, a join's parts at /artifacts/<as>-<name>. */
-  #mounts(spec: GraphNodeSpec): { as: string; runId: string }[] {
-    return spec.inputs.flatMap((i) => {
+  /** Declared inputs → mounts: a node's committed run at /artifacts/<as>, a join's parts at /artifacts/<as>-<name>, a graph input's ref at /artifacts/<as>. */
+  #mounts(spec: GraphNodeSpec): NonNullable<SpawnContext['inputs']> {
+    return spec.inputs.flatMap((i): NonNullable<SpawnContext['inputs']> => {
+      const input = graphInputOf(i.from);
+      if (input !== null) {
+        const v = this.def.spec.inputs[input];
+        return v && 'ref' in v ? [{ as: i.as, ref: v.ref }] : [];
+      }
       const from = this.#node(i.from);
       return from.parts ? from.parts.map((p) => ({ as: `${i.as}-${p.name}`, runId: p.runId })) : [{ as: i.as, runId: from.committedRunId ?? '' }];
     });
@@ -343,6 +364,7 @@ class LiveGraph {
     let ended: RunRecord | null = null;
     let errorCode: string | null = null;
     try {
+      if (spec.context && !a.runId) ctx.summaries = await this.#summaries(spec.context.summaries_of);
       const item = spec.item && !a.runId ? (await this.#itemsOf(spec.item.split))[spec.item.index] : undefined;
       const r = a.runId ? ok({ id: a.runId }) : await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id, item, a.reserved), ctx);
       if (!r.ok) errorCode = r.error.code;
@@ -395,6 +417,22 @@ class LiveGraph {
     this.#wake();
   }
 
+  /**
+   * `context.summaries_of`: each named node's committed result, its head (≤ 1 KiB) as data —
+   * read from the result store (never a file a child can still write); a node with nothing to
+   * tell (skipped, failed, no result value) is said so, never left out silently.
+   */
+  async #summaries(ids: readonly string[]): Promise<{ node: string; text: string }[]> {
+    const out: { node: string; text: string }[] = [];
+    for (const id of ids) {
+      const n = this.#node(id);
+      const runId = n.committedRunId;
+      const text = runId && this.p.summaryOf ? await this.p.summaryOf(runId, SUMMARY_BOUNDS.bytes).catch(() => null) : null;
+      out.push({ node: id, text: text ?? `(no result: ${id} ${n.state === 'succeeded' ? 'committed no result value' : `ended ${n.state}`})` });
+    }
+    return out;
+  }
+
   readonly #timers = new Set<NodeJS.Timeout>();
 
   /** A gate waits for an operator; its timer rejects it at the deadline. */
@@ -418,6 +456,10 @@ class LiveGraph {
       return err(new BrigError('not_running', `gate ${node} is not waiting (${n.state}${n.gate?.decision ? `, ${n.gate.decision} by ${n.gate.by}` : ''})`, { data: { status: n.state } }));
     }
     const spec = this.#nodes.get(node)!.gate!;
+    const system = by === 'timeout' || by === 'budget_exhausted';
+    if (!system && Array.isArray(spec.approvers) && !spec.approvers.includes(by)) {
+      return err(new BrigError('capability_denied', `gate ${node} is decided only by its approvers (${spec.approvers.join(', ').slice(0, 300)}); ${by.slice(0, 128)} is not one of them`, { data: { what: 'approvers' }, hint: 'One of the approvers the spec lists decides it (the CLI names you by your user name; HTTP by its `by` field).' }));
+    }
     if (decision === 'approved' && spec.prevent_self && this.rec.submittedBy && by === this.rec.submittedBy) {
       return err(new BrigError('capability_denied', `gate ${node} may not be approved by the graph's submitter (${by})`, { data: { what: 'prevent_self' }, hint: 'Another operator approves it.' }));
     }
@@ -470,8 +512,17 @@ class LiveGraph {
     const s = this.#nodes.get(n.id)!.split!;
     const why = await (async (): Promise<string | string[]> => {
       let values: unknown[];
+      const input = 'items' in s.over ? null : graphInputOf(s.over.from);
       if ('items' in s.over) values = s.over.items;
-      else {
+      else if (input !== null) {
+        const v = this.def.spec.inputs[input];
+        if (!v || !('ref' in v) || !this.p.readRefText) return 'no_items_file';
+        const text = await this.p.readRefText(v.ref, s.max_items * (s.item_max_bytes + 2) + 2).catch(() => null);
+        if (text === null) return 'items_unreadable';
+        const parsed = parseItems(text);
+        if (!parsed) return 'items_not_json';
+        values = parsed;
+      } else if ('path' in s.over) {
         const runId = this.#node(s.over.from).committedRunId;
         if (!runId || !this.p.readText) return 'no_items_file';
         const text = await this.p.readText(runId, s.over.path, s.max_items * (s.item_max_bytes + 2) + 2).catch(() => null);
@@ -479,7 +530,7 @@ class LiveGraph {
         const parsed = parseItems(text);
         if (!parsed) return 'items_not_json';
         values = parsed;
-      }
+      } else return 'no_items_file';
       if (values.length > s.max_items) return 'too_many_items';
       const texts = values.map((v) => JSON.stringify(v));
       if (texts.some((t) => Buffer.byteLength(t) > s.item_max_bytes)) return 'item_too_large';
@@ -631,6 +682,13 @@ export class GraphService {
     const d = defineGraphText(text, this.#defineOptions(o.source, o.caller));
     if (!d.ok) return d;
     const def = d.value;
+    // Every ref input is one the caller may hand over, before anything starts (each node's spawn checks it again).
+    for (const [name, v] of Object.entries(def.spec.inputs)) {
+      if (!('ref' in v)) continue;
+      if (!this.p.checkRef) return err(new BrigError('ref_not_found', `input ${name}: this supervisor has no result store to hand refs from`));
+      const c = await this.p.checkRef(v.ref, o.caller?.runId ?? null);
+      if (!c.ok) return err(new BrigError(c.error.code, `input ${name}: ${c.error.message}`, { ...(c.error.hint ? { hint: c.error.hint } : {}), ...(c.error.data ? { data: c.error.data } : {}) }));
+    }
     const parallel = Math.min(def.spec.concurrency.max_parallel, this.p.limits.maxChildren, o.caller?.maxChildren ?? Infinity);
     if (parallel < 1) return err(new BrigError('children_exceeded', 'the caller may have no children (maxChildren 0)', { data: { limit: 0, current: 0 } }));
     const now = (this.p.now ?? (() => new Date()))().toISOString();

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { describeIssue, parseYaml, type Problem } from '../config/yaml-issues.js';
 import {
   CAPABILITIES,
+  GRAPH_INPUT_REF,
   GATE_MAX_MS,
   GRAPH_BOUNDS,
   GRAPH_INPUT_NAME,
@@ -19,12 +20,17 @@ import {
   NODE_RESULTS,
   RETRY_ON,
   SPAWN_BOUNDS,
+  SUMMARY_BOUNDS,
+  REF_ID_RE,
   type GraphSpec,
 } from '../protocol/index.js';
 import { BrigError, err, ok, type Result } from '../util/errors.js';
 
 const id = z.string().regex(GRAPH_NODE_ID, 'a node id is lowercase letters, digits, _ and -, starting with a letter, at most 48 characters');
 const positive = z.number().int().positive();
+/** A node id, or a graph input (`$inputs.<name>`) where an input may come from either. */
+const source = z.union([id, z.string().regex(GRAPH_INPUT_REF)], { error: 'a node id, or $inputs.<name> for a graph input that is a ref' });
+const Limits = z.strictObject({ cpu: z.number().positive().optional(), memoryMb: positive.optional(), pids: positive.optional(), diskMb: positive.optional(), tokens: positive.optional(), costUsd: z.number().positive().optional() });
 
 const SpawnSchema = z.strictObject({
   task: z.string().min(1).max(SPAWN_BOUNDS.taskChars),
@@ -33,9 +39,7 @@ const SpawnSchema = z.strictObject({
   script: z.string().min(1).max(SPAWN_BOUNDS.scriptBytes).optional(),
   argv: z.array(z.string().max(4096)).min(1).max(SPAWN_BOUNDS.argvItems).optional(),
   caps: z.array(z.enum(CAPABILITIES)).optional(),
-  limits: z
-    .strictObject({ cpu: z.number().positive().optional(), memoryMb: positive.optional(), pids: positive.optional(), diskMb: positive.optional(), tokens: positive.optional(), costUsd: z.number().positive().optional() })
-    .optional(),
+  limits: Limits.optional(),
   profile: z.string().min(1).max(64).optional(),
   objective: z.string().min(1).max(SPAWN_BOUNDS.taskChars).optional(),
   max_steps: positive.max(10_000).optional(),
@@ -72,6 +76,7 @@ const MapSchema = z.strictObject({
   over: z.union([
     z.strictObject({ items: z.array(z.unknown()).min(1).max(GRAPH_BOUNDS.mapItems) }),
     z.strictObject({ from: id, path: z.string().regex(/^out\/[A-Za-z0-9._/-]{1,200}$/, 'out/<path> of a JSONL or JSON-array file the node committed') }),
+    z.strictObject({ from: z.string().regex(GRAPH_INPUT_REF, '$inputs.<name> of a graph input that is a ref (a node\'s file takes a path too)') }),
   ]),
   max_items: positive.max(GRAPH_BOUNDS.mapItems).default(16),
   item_max_bytes: positive.max(GRAPH_BOUNDS.itemBytes).default(2048),
@@ -95,6 +100,7 @@ const GateSchema = z.strictObject({
   timeout_ms: positive.max(GATE_MAX_MS),
   on_timeout: z.literal('reject').default('reject'),
   prevent_self: z.boolean().default(false),
+  approvers: z.union([z.literal('operators'), z.array(z.string().min(1).max(128)).min(1).max(32)]).default('operators'),
 });
 
 const NodeBudgetSchema = z.strictObject({ tokens: positive.optional(), cost_usd: z.number().positive().optional(), wall_ms: positive.max(24 * 3600_000).optional() });
@@ -113,19 +119,26 @@ const NodeSchema = z.strictObject({
   rounds: RoundsSchema.optional(),
   debate: DebateSchema.optional(),
   inputs: z
-    .array(z.strictObject({ from: id, as: z.string().regex(GRAPH_INPUT_NAME, 'an input name is lowercase letters, digits, _ and -, starting with a letter') }))
+    .array(z.strictObject({ from: source, as: z.string().regex(GRAPH_INPUT_NAME, 'an input name is lowercase letters, digits, _ and -, starting with a letter') }))
     .max(GRAPH_BOUNDS.inputs)
     .default([]),
   retry: z
     .strictObject({ max: z.number().int().min(0).max(GRAPH_BOUNDS.retries), on: z.array(z.enum(RETRY_ON)).min(1).default(['failed']), idempotent: z.boolean().default(false) })
     .default({ max: 0, on: ['failed'], idempotent: false }),
   budget: NodeBudgetSchema.optional(),
+  context: z.strictObject({ summaries_of: z.array(id).min(1).max(SUMMARY_BOUNDS.count) }).optional(),
 });
+
+const GraphInputSchema = z.union([
+  z.strictObject({ text: z.string().max(GRAPH_BOUNDS.textInputBytes) }),
+  z.strictObject({ ref: z.string().regex(REF_ID_RE, 'a ResultRef id (ref_…)') }),
+]);
 
 export const GraphSpecSchema = z.strictObject({
   graph: z.literal(GRAPH_VERSION),
   label: z.string().min(1).max(GRAPH_BOUNDS.labelChars).optional(),
-  inputs: z.record(z.string().regex(GRAPH_INPUT_NAME), z.strictObject({ text: z.string().max(GRAPH_BOUNDS.textInputBytes) })).default({}),
+  inputs: z.record(z.string().regex(GRAPH_INPUT_NAME), GraphInputSchema).default({}),
+  lease: z.strictObject({ caps: z.array(z.enum(CAPABILITIES)).optional(), limits: Limits.optional(), timeout_ms: positive.max(24 * 3600_000).optional() }).optional(),
   concurrency: z.strictObject({ max_parallel: positive.max(GRAPH_BOUNDS.maxParallel) }).default({ max_parallel: 4 }),
   on_failure: z.strictObject({ policy: z.enum(['fail_fast', 'continue']) }).default({ policy: 'fail_fast' }),
   on_restart: z.enum(['resume', 'fail']).default('fail'),

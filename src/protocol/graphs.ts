@@ -66,8 +66,46 @@ export type GraphNodeKind = (typeof GRAPH_RUN_KINDS)[number] | 'tally' | 'gate' 
 export type GraphSpecKind = (typeof GRAPH_NODE_KINDS)[number];
 type RunKindOf = (typeof GRAPH_RUN_KINDS)[number];
 
-/** Where a map's items come from: listed in the spec, or a JSONL / JSON-array file an upstream node committed. */
-export type MapOver = { items: unknown[] } | { from: string; path: string };
+/**
+ * Where a map's items come from: listed in the spec, a JSONL / JSON-array file an upstream
+ * node committed, or a graph input that is an existing ResultRef (`from: $inputs.<name>`).
+ */
+export type MapOver = { items: unknown[] } | { from: string; path: string } | { from: string };
+
+/** A node input naming a graph input (`$inputs.<name>`) rather than a node. */
+export const GRAPH_INPUT_REF = /^\$inputs\.([a-z][a-z0-9_-]{0,47})$/;
+/** The graph input a `from` names (`$inputs.<name>` → name), else null (it names a node). */
+export function graphInputOf(from: string): string | null {
+  return GRAPH_INPUT_REF.exec(from)?.[1] ?? null;
+}
+
+/**
+ * A graph input: text for `{{inputs.<name>}}` in a task (≤ 4 KiB), or an existing ResultRef
+ * the caller may read, handed to the nodes that declare it (`inputs: [{from: $inputs.<name>,
+ * as}]`) read-only at /artifacts/<as>, or read as a map's items (`over: {from: $inputs.<name>}`).
+ */
+export type GraphInputValue = { text: string } | { ref: string };
+
+/**
+ * The graph's lease ceiling: no node's lease exceeds it. A node's `spawn.caps` must be a
+ * subset of `caps` (a node naming none asks for exactly these), its limits and timeout at most
+ * these (a node naming none gets these) — refused at define otherwise, never clamped. A graph
+ * an agent runs is further bounded by its caller's lease (caller ∩ ceiling ∩ the node's ask).
+ */
+export interface GraphLease {
+  caps?: Capability[];
+  limits?: SpawnLimits;
+  timeout_ms?: number;
+}
+
+/** Bytes of one upstream summary in a node's packet (`context.summaries_of`), and how many. */
+export const SUMMARY_BOUNDS = { bytes: 1024, count: 8 } as const;
+
+/** What a node is told of its upstream nodes beyond its mounted inputs: bounded summaries, as data. */
+export interface NodeContext {
+  /** Dependencies (of the node as written) whose committed result's head (≤ 1 KiB each) the packet carries. */
+  summaries_of: string[];
+}
 
 /** A map: one slot node per possible item (max_items of them, expanded at define), each run with `{{item}}`. */
 export interface MapSpec {
@@ -123,6 +161,12 @@ export interface GateSpec {
   on_timeout: 'reject';
   /** The graph's submitter may not approve it. */
   prevent_self: boolean;
+  /**
+   * Who may decide it: `operators` (anyone a face names as the deciding operator), or a list
+   * of names — the decision's `by` must be one of them (the CLI's is the OS user name, HTTP's
+   * its `by` field, the console's `console`, MCP's `mcp`). A timeout rejects it whoever is listed.
+   */
+  approvers: 'operators' | string[];
 }
 
 /** A gate's state on the record: its deadline (kept across saves) and the one decision. */
@@ -243,6 +287,8 @@ export interface GraphNodeInput {
   inputs: { from: string; as: string }[];
   retry: { max: number; on: RetryOn[]; idempotent: boolean };
   budget?: NodeBudget;
+  /** Summaries of upstream nodes, in the packet as data (on a macro: every run node it makes). */
+  context?: NodeContext;
   tally?: TallySpec;
   gate?: GateSpec;
   /** `vote`: the voters (names, each one node `<id>.<name>`), their kind, and the tally `<id>`. */
@@ -275,18 +321,25 @@ export interface GraphNodeSpec {
   join?: JoinSpec;
   /** A refine round: once it succeeded and this holds, `later` rounds are skipped (`stopped_early`). */
   stop?: { when: StopWhen; later: string[] };
-  /** Upstream committed out/ directories, mounted read-only at /artifacts/<as> (from a join with parts: /artifacts/<as>-<name> each). */
+  /**
+   * Upstream committed out/ directories, mounted read-only at /artifacts/<as> (from a join with
+   * parts: /artifacts/<as>-<name> each); `from: $inputs.<name>` a graph input's ResultRef (one file).
+   */
   inputs: { from: string; as: string }[];
   retry: { max: number; on: RetryOn[]; idempotent: boolean };
   /** Run kinds: the node's budget (a macro's, on each run node it made). */
   budget?: NodeBudget;
+  /** Run kinds: upstream summaries in its packet (a macro's, on each run node it made). */
+  context?: NodeContext;
 }
 
 export interface GraphSpec {
   graph: typeof GRAPH_VERSION;
   label?: string;
-  /** Text inputs for `{{inputs.<name>}}` in a node's task (data only). */
-  inputs: Record<string, { text: string }>;
+  /** Text inputs for `{{inputs.<name>}}` in a node's task (data only), and existing ResultRefs nodes may declare as inputs. */
+  inputs: Record<string, GraphInputValue>;
+  /** The ceiling every node's lease stays under. */
+  lease?: GraphLease;
   concurrency: { max_parallel: number };
   on_failure: { policy: 'fail_fast' | 'continue' };
   /**

@@ -332,6 +332,12 @@ export interface SpawnRequest {
   timeout?: number;
   label?: string;
   async: boolean;
+  /**
+   * Never from a wire (the schema has no such key): a graph node's upstream summaries
+   * (SpawnContext.summaries) as intake admitted them, kept with the request so a relaunch
+   * hands the same packet.
+   */
+  upstream?: { node: string; text: string }[];
 }
 
 /** A spawn request as a caller writes it: the fields with defaults may be left out. */
@@ -356,9 +362,15 @@ export interface SpawnContext {
   signal?: AbortSignal;
   /**
    * In-process only (graphs/, never from a wire): the committed out/ of each named run — ended
-   * `completed` — bound read-only at /artifacts/<as>, checked as an artifact is.
+   * `completed` — bound read-only at /artifacts/<as>, checked as an artifact is; or a ResultRef
+   * (a graph input), checked as a spawner's `artifact_refs` are and bound at /artifacts/<as>.
    */
-  inputs?: { as: string; runId: string }[];
+  inputs?: ({ as: string; runId: string } | { as: string; ref: string })[];
+  /**
+   * In-process only (graphs/ `context.summaries_of`): upstream nodes' bounded summaries, carried
+   * in the packet (`upstream`) as data — never spliced into the task.
+   */
+  summaries?: { node: string; text: string }[];
 }
 
 /** Read-only to the child: written into /workspace/.brig/packet.json, 0444. */
@@ -389,6 +401,12 @@ export interface SpawnPacket {
    * read-only (the seeds' `graphSharedDir`, made safe: nothing a node can write is shared).
    */
   graphSharedDir?: '/artifacts';
+  /**
+   * A graph node's `context.summaries_of`: each upstream node's committed result, its head
+   * (≤ 1 KiB). Data written by other children: an agent's prompt shows it fenced and labelled
+   * as data, never as instructions.
+   */
+  upstream?: { node: string; text: string }[];
 }
 
 export interface AgentPacket {

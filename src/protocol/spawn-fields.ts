@@ -9,8 +9,8 @@
  */
 import type { SpawnRequest, SpawnLimits } from './runs.js';
 
-/** A request field, a limit as `limits.<name>`. */
-export type SpawnField = Exclude<keyof SpawnRequest, 'limits'> | `limits.${keyof SpawnLimits}`;
+/** A request field, a limit as `limits.<name>` (`upstream` is intake's, never on a face). */
+export type SpawnField = Exclude<keyof SpawnRequest, 'limits' | 'upstream'> | `limits.${keyof SpawnLimits}`;
 
 export interface SpawnFieldFaces {
   /** The `brig spawn` flag (`-- ARGV` for argv), or null. */

@@ -12,6 +12,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BrigError, err, ok, publicError, type Result } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
+import { headBytes } from '../util/utf8.js';
 import { DEFAULT_AGENT, type AgentSpec } from '../agents/index.js';
 import type { JailArtifact } from '../jail/index.js';
 import { decideAdmission, storageRefusal, type StorageState } from './admission.js';
@@ -23,7 +24,7 @@ import type { SupervisorDeps } from './ports.js';
 import { createRunRecord, newRunId, requestHash } from './record.js';
 import type { RunTable } from './run-table.js';
 import { effectiveMaxSteps, runTimeoutMs } from './timeouts.js';
-import { SPAWN_BOUNDS } from '../protocol/index.js';
+import { SPAWN_BOUNDS, SUMMARY_BOUNDS } from '../protocol/index.js';
 import { SpawnRequestSchema, type LlmMessage, type RunRecord, type SpawnContext, type SpawnRequest, type SpawnRequestInput, type SupervisorSettings } from './types.js';
 import { hookWhy } from './ender.js';
 
@@ -102,6 +103,8 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   const agent = checkSpawn(d, input);
   if (!agent.ok) return agent;
   const req = agent.value.req;
+  // A graph node's upstream summaries (in-process only): bounded here, whoever built them.
+  if (ctx.summaries && ctx.summaries.length > 0) req.upstream = ctx.summaries.slice(0, SUMMARY_BOUNDS.count).map((u) => ({ node: u.node.slice(0, 200), text: headBytes(u.text, SUMMARY_BOUNDS.bytes) }));
   const maxSummaryChars = settings.parentSummaryMaxTokens * 4;
   if (req.parent_summary !== undefined && req.parent_summary.length > maxSummaryChars) {
     return err(new BrigError('invalid_input', `parent_summary is ${req.parent_summary.length} characters; the bound is ${maxSummaryChars} (parentSummaryMaxTokens ${settings.parentSummaryMaxTokens} × 4)`, {
@@ -154,7 +157,7 @@ export async function intake(d: IntakeDeps, input: SpawnRequestInput, ctx: Spawn
   if (!repo.ok) return repo;
   const named = uniqueNames(artifacts).map(({ runId: _r, ...a }) => a);
   // Graph inputs (in-process only): completed runs' committed out/, named `as`.
-  const inputs = await committedInputs(d, ctx.inputs ?? [], named.map((a) => a.name));
+  const inputs = await committedInputs(d, ctx.inputs ?? [], named.map((a) => a.name), parent);
   if (!inputs.ok) return inputs;
   named.push(...inputs.value);
   const callerId = ctx.callerId ?? ctx.parentRunId ?? 'operator';
@@ -353,8 +356,12 @@ function hostFree(e: unknown): BrigError {
   return new BrigError(pe.code, pe.message);
 }
 
-/** Graph inputs (SpawnContext.inputs): each an ended, completed run's committed out/, named `as`. */
-async function committedInputs(d: IntakeDeps, inputs: readonly { as: string; runId: string }[], taken: string[]): Promise<Result<JailArtifact[], BrigError>> {
+/**
+ * Graph inputs (SpawnContext.inputs): each an ended, completed run's committed out/, or a graph
+ * input's ResultRef — judged by the rule a spawner's artifact_refs obey (checkRefArtifact: a
+ * run's own descendants' refs, under refs.read and artifacts.read) — named `as`.
+ */
+async function committedInputs(d: IntakeDeps, inputs: NonNullable<SpawnContext['inputs']>, taken: string[], parent: RunRecord | null): Promise<Result<JailArtifact[], BrigError>> {
   const out: JailArtifact[] = [];
   const names = new Set(taken);
   for (const i of inputs) {
@@ -362,6 +369,12 @@ async function committedInputs(d: IntakeDeps, inputs: readonly { as: string; run
       return err(new BrigError('invalid_input', `input name ${i.as.slice(0, 60)} is not a free name under /artifacts`, { data: { field: 'inputs' } }));
     }
     names.add(i.as);
+    if ('ref' in i) {
+      const checked = await checkRefArtifact({ table: d.table, results: d.deps.results }, i.ref, parent);
+      if (!checked.ok) return checked;
+      out.push({ name: i.as, hostPath: checked.value.hostPath, identity: checked.value.identity });
+      continue;
+    }
     const run = d.table.get(i.runId);
     if (!run || run.status !== 'ended' || run.endReason !== 'completed') {
       return err(new BrigError('artifact_missing', `input ${i.as}: run ${i.runId} has not completed, so it committed nothing`, { data: { artifact: i.as, runId: i.runId } }));

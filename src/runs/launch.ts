@@ -107,6 +107,7 @@ export function buildPacket(r: RunRecord, req: SpawnRequest, lease: Pick<LeaseGr
     resumed: r.resumeOf !== null,
     ...(agent ? { agent } : {}),
     ...(isGraphAttemptKey(r.callerId) ? { graphSharedDir: '/artifacts' as const } : {}),
+    ...(req.upstream && req.upstream.length > 0 ? { upstream: req.upstream.map((u) => ({ ...u })) } : {}),
   };
 }
 

@@ -38,7 +38,7 @@ import path from 'node:path';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import { isNoSpace, mkdirAll } from '../util/disk-space.js';
 import { BrigError } from '../util/errors.js';
-import { RUN_FILES, isRunId, runRecordProblem, type AgentPacket, type SpawnPacket } from '../protocol/index.js';
+import { RUN_FILES, SUMMARY_BOUNDS, isRunId, runRecordProblem, type AgentPacket, type SpawnPacket } from '../protocol/index.js';
 import { AgentFrontmatterSchema, type AgentSpec } from '../agents/index.js';
 import type { JailArtifact } from '../jail/index.js';
 import { z } from 'zod';
@@ -97,6 +97,9 @@ function packetProblem(v: unknown): string | null {
   if (v.agent !== undefined && (!isObj(v.agent) || !Array.isArray((v.agent as Partial<AgentPacket>).tools))) return 'agent is of the wrong type';
   return null;
 }
+
+/** A graph node's upstream summaries as intake bounded them (SUMMARY_BOUNDS). */
+const UpstreamSchema = z.array(z.strictObject({ node: z.string().min(1).max(200), text: z.string().max(4 * SUMMARY_BOUNDS.bytes) })).max(SUMMARY_BOUNDS.count);
 
 const ArtifactsSchema = z.array(
   z.strictObject({
@@ -353,9 +356,13 @@ export class RunStore {
     if (v === null) return null;
     // A request admitted before domain_knowledge was a list held one string: it is that list of one.
     if (isObj(v) && typeof v.domain_knowledge === 'string') v.domain_knowledge = [v.domain_knowledge];
-    const parsed = SpawnRequestSchema.safeParse(v);
+    // What intake added (a graph node's upstream summaries) is no wire key: checked on its own.
+    const { upstream, ...wire } = isObj(v) ? v : { upstream: undefined };
+    const up = upstream === undefined ? undefined : UpstreamSchema.safeParse(upstream);
+    if (up && !up.success) throw corrupt(runId, RUN_FILES.request, `upstream: ${up.error.issues[0]?.message ?? 'invalid'}`);
+    const parsed = SpawnRequestSchema.safeParse(isObj(v) ? wire : v);
     if (!parsed.success) throw corrupt(runId, RUN_FILES.request, `${parsed.error.issues[0]?.path.join('.') || '(root)'}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-    return parsed.data;
+    return up ? { ...parsed.data, upstream: up.data } : parsed.data;
   }
 
   async readAgent(runId: string): Promise<AgentSpec | null> {

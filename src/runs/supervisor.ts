@@ -27,6 +27,7 @@ import { replayAgent } from './agent-replay.js';
 import { RunEnder } from './ender.js';
 import { untilDoneOrSilent } from './engine-silence.js';
 import { checkSpawn, intake, loadRequest, storageState } from './intake.js';
+import { checkRefArtifact } from './ref-artifact.js';
 import { childLimit, parentKey, slotKey, type StorageState } from './admission.js';
 import { AdmissionSwitch } from './admission-pause.js';
 import { isActive } from './state-machine.js';
@@ -125,6 +126,12 @@ export interface SupervisorCore extends Supervisor {
    * has no free slot; answers the release (idempotent), which lets queued children start.
    */
   holdChildSlot(callerRunId: string, holder: string): Result<() => void, BrigError>;
+  /**
+   * May this spawner (a running run; null: the operator) hand `ref` to a child? The one rule
+   * `artifact_refs` obey (ref-artifact.ts): a run its own descendants' refs, under refs.read
+   * and artifacts.read; anything else `ref_not_found` or `capability_denied`.
+   */
+  mayHandRef(ref: string, spawnerRunId: string | null): Promise<Result<void, BrigError>>;
   /** The in-memory record now (records are replaced on change, never mutated in place). */
   peek(runId: string): RunRecord | undefined;
   peekAll(): RunRecord[];
@@ -544,6 +551,13 @@ class BrigSupervisor implements SupervisorCore {
 
   whileBlocked<T>(runId: string, fn: () => Promise<T>): Promise<T> {
     return this.#whileBlocked(runId, fn);
+  }
+
+  async mayHandRef(ref: string, spawnerRunId: string | null): Promise<Result<void, BrigError>> {
+    const parent = spawnerRunId ? (this.#table.get(spawnerRunId) ?? null) : null;
+    if (spawnerRunId && (!parent || parent.status === 'ended')) return err(new BrigError('not_running', `run ${spawnerRunId} is not running`, { data: { status: parent?.status ?? 'unknown' } }));
+    const checked = await checkRefArtifact({ table: this.#table, results: this.#deps.results }, ref, parent);
+    return checked.ok ? ok(undefined) : checked;
   }
 
   holdChildSlot(callerRunId: string, holder: string): Result<() => void, BrigError> {

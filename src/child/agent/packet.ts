@@ -16,6 +16,8 @@ export interface LoopPacket
   /** The lease's capabilities (packet.lease.caps). */
   caps: string[];
   agent: AgentSpec;
+  /** A graph node's upstream summaries (packet.upstream): data other children wrote. */
+  upstream: { node: string; text: string }[];
 }
 
 export const AGENT_DEFAULTS = {
@@ -47,6 +49,12 @@ function num(o: Obj, k: string, path: string, dflt: number | undefined, min: num
   return typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max ? v : bad(path + k, `a number in [${min}, ${max}]`);
 }
 
+function upstreamOf(v: unknown): { node: string; text: string }[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v) || !v.every((u) => isObj(u) && typeof u.node === 'string' && typeof u.text === 'string')) bad('upstream', 'a list of {node, text}');
+  return (v as { node: string; text: string }[]).map((u) => ({ node: u.node, text: u.text }));
+}
+
 export function parseAgentPacket(raw: unknown): LoopPacket {
   if (!isObj(raw)) bad('(root)', 'an object');
   const a = raw.agent;
@@ -67,6 +75,7 @@ export function parseAgentPacket(raw: unknown): LoopPacket {
     maxDepth: num(raw, 'maxDepth', '', 1, 0),
     timeoutMs: num(raw, 'timeoutMs', '', AGENT_DEFAULTS.timeoutMs, 1),
     caps: strs(lease, 'caps', 'lease.'),
+    upstream: upstreamOf(raw.upstream),
     agent: {
       name: str(a, 'name', p),
       instructions: optStr(a, 'instructions', p) ?? '',

@@ -116,7 +116,7 @@ export const call = (name: string, input: unknown, extra: Record<string, unknown
 export function packet(agent: Partial<LoopPacket['agent']> = {}, rest: Partial<LoopPacket> = {}): LoopPacket {
   return {
     runId: 'r-0000000000000001', task: 'count the lines', objective: 'know the size of the code', artifactRefs: [], domainKnowledge: [],
-    parentSummary: null, depth: 1, maxDepth: 3, timeoutMs: 600_000, caps: ['exec', 'llm'],
+    parentSummary: null, depth: 1, maxDepth: 3, timeoutMs: 600_000, caps: ['exec', 'llm'], upstream: [],
     ...rest,
     agent: {
       name: 'tester', instructions: 'Be brief.', tools: ['shell', 'read_file', 'write_file', 'edit_file', 'list_files', 'grep_files'], maxSteps: 10,

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { defineGraph, defineGraphText, topoOrder } from '../../../src/graphs/index.js';
+import { defineGraph, defineGraphText, requestOf, topoOrder } from '../../../src/graphs/index.js';
 import { GRAPH_BOUNDS, type GraphSpec } from '../../../src/protocol/index.js';
 
 const cmd = (id: string, extra = '') => `  - id: ${id}\n    kind: command\n    spawn: { task: t, argv: ["true"] }\n${extra}`;
@@ -63,6 +63,21 @@ const REFUSALS: { name: string; text: string; code?: string; says: RegExp[] }[] 
   { name: 'fewer node runs than run nodes (a map counts its slots)', text: doc(cmd('a') + '  - id: m\n    kind: map\n    map: { over: { items: [1, 2] }, max_items: 3, item_kind: command }\n    spawn: { task: "x {{item}}", argv: ["true"] }\n', 'budget: { children: 2 }\n'), says: [/budget.children 2 cannot run every node once: the graph has 3 run node\(s\) \(a map counts max_items slots\)/] },
   { name: 'a budget on a gate', text: doc(cmd('a') + '  - id: g\n    kind: gate\n    depends_on: [a]\n    gate: { prompt: ok?, timeout_ms: 1000 }\n    budget: { tokens: 10 }\n'), says: [/node g: a gate runs nothing: it takes no budget/] },
   { name: "a node's wall budget on the critical path", text: doc('  - id: a\n    kind: command\n    spawn: { task: t, argv: ["true"] }\n    budget: { wall_ms: 3000 }\n', 'budget: { wall_ms: 2000 }\n'), says: [/critical path needs up to 3000 ms/] },
+  // Graph inputs that are refs, the lease ceiling, context.summaries_of: refused at define, never narrowed silently.
+  { name: 'a ref input that is not a ref id', text: doc(cmd('a'), 'inputs:\n  data: { ref: "out/x.json" }\n'), says: [/graph:3:/, /ResultRef id/] },
+  { name: 'a ref input spliced into a task', text: doc('  - id: a\n    kind: command\n    spawn: { task: "use {{inputs.data}}", argv: ["true"] }\n', `inputs:\n  data: { ref: ref_${'a'.repeat(26)} }\n`), says: [/node a: task placeholder \{\{inputs.data\}\} names a ref input: a ref is never spliced into a task/] },
+  { name: 'an input from an unknown graph input', text: doc(cmd('a', '    inputs: [{ from: $inputs.nope, as: x }]\n')), says: [/node a: input x is from \$inputs.nope, which names no graph input/] },
+  { name: 'an input from a text graph input', text: doc(cmd('a', '    inputs: [{ from: $inputs.t, as: x }]\n'), 'inputs:\n  t: { text: hi }\n'), says: [/input x is from \$inputs.t, a text input/] },
+  { name: 'a map over a text graph input', text: doc('  - id: m\n    kind: map\n    map: { over: { from: $inputs.t }, item_kind: command }\n    spawn: { task: "x {{item}}", argv: ["true"] }\n', 'inputs:\n  t: { text: hi }\n'), says: [/map.over.from names \$inputs.t, which is a text input/] },
+  { name: 'caps outside the lease ceiling', text: doc('  - id: a\n    kind: agent\n    spawn: { task: t, caps: [llm, net.egress] }\n', 'lease: { caps: [llm, refs.read] }\n'), says: [/graph:4: node a: spawn.caps net.egress is outside the graph's lease ceiling \(llm, refs.read\)/] },
+  { name: 'a command node under a ceiling without exec', text: doc(cmd('a'), 'lease: { caps: [llm] }\n'), says: [/node a: a command node runs its own code, which needs exec/] },
+  { name: 'limits over the lease ceiling', text: doc('  - id: a\n    kind: command\n    spawn: { task: t, argv: ["true"], limits: { memoryMb: 512 } }\n', 'lease: { limits: { memoryMb: 256 } }\n'), says: [/node a: spawn.limits.memoryMb 512 is over the graph's lease ceiling 256/] },
+  { name: 'a timeout over the lease ceiling', text: doc('  - id: a\n    kind: command\n    spawn: { task: t, argv: ["true"], timeout_ms: 9000 }\n', 'lease: { timeout_ms: 5000 }\n'), says: [/node a: its timeout 9000 ms is over the graph's lease ceiling timeout_ms 5000/] },
+  { name: 'an unknown lease ceiling key', text: doc(cmd('a'), 'lease: { posture: none }\n'), says: [/graph:2:/, /lease\.posture/] },
+  { name: 'summaries_of outside depends_on', text: doc(cmd('a') + cmd('b', '    context: { summaries_of: [a] }\n')), says: [/node b: context.summaries_of names a, which is not in its depends_on/] },
+  { name: 'summaries_of a gate', text: doc(cmd('a') + '  - id: g\n    kind: gate\n    depends_on: [a]\n    gate: { prompt: ok?, timeout_ms: 1000 }\n' + cmd('b', '    depends_on: [g]\n    context: { summaries_of: [g] }\n')), says: [/node b: context.summaries_of names g, a gate with no single committed result/] },
+  { name: 'context on a gate', text: doc(cmd('a') + '  - id: g\n    kind: gate\n    depends_on: [a]\n    gate: { prompt: ok?, timeout_ms: 1000 }\n    context: { summaries_of: [a] }\n'), says: [/node g: a gate runs nothing: it takes no context/] },
+  { name: 'approvers as an empty list', text: doc(cmd('a') + '  - id: g\n    kind: gate\n    depends_on: [a]\n    gate: { prompt: ok?, timeout_ms: 1000, approvers: [] }\n'), says: [/graph:\d+:/, /approvers/] },
 ];
 
 for (const r of REFUSALS) {
@@ -189,4 +204,33 @@ test('property: adding one back edge to a random DAG is refused as a cycle whose
 
 test('topoOrder breaks ties by the spec order (stable)', () => {
   assert.deepEqual(topoOrder([{ id: 'c', depends_on: [] }, { id: 'a', depends_on: [] }, { id: 'b', depends_on: ['c'] }]).order, ['c', 'a', 'b']);
+});
+
+test('the lease ceiling shapes each request: caps the ceiling\'s when a node names none, limits the smaller, the timeout its own else the ceiling\'s; the critical path counts it', () => {
+  const d = defineGraphText(
+    doc('  - id: a\n    kind: command\n    spawn: { task: t, argv: ["true"], limits: { memoryMb: 128 } }\n  - id: b\n    kind: command\n    depends_on: [a]\n    spawn: { task: t, argv: ["true"], caps: [exec], timeout_ms: 2000 }\n', 'lease: { caps: [exec, refs.read], limits: { memoryMb: 256, pids: 64 }, timeout_ms: 5000 }\n'),
+  );
+  assert.ok(d.ok, d.ok ? '' : d.error.message);
+  const [a, b] = d.value.expanded;
+  const ra = requestOf(d.value, a!, 'g-test0000');
+  const rb = requestOf(d.value, b!, 'g-test0000', undefined, { tokens: 10 });
+  assert.deepEqual([ra.caps, ra.limits, ra.timeout], [['exec', 'refs.read'], { memoryMb: 128, pids: 64 }, 5000]);
+  assert.deepEqual([rb.caps, rb.limits, rb.timeout], [['exec'], { memoryMb: 256, pids: 64, tokens: 10 }, 2000]);
+  assert.equal(d.value.criticalPathMs, 7000, 'a (the ceiling\'s 5000) then b (2000)');
+  const none = defineGraphText(doc(cmd('a')));
+  assert.ok(none.ok);
+  assert.equal(requestOf(none.value, none.value.expanded[0]!, 'g-test0000').caps, undefined, 'no ceiling: the request names no caps (the profile decides)');
+});
+
+test('graph inputs that are refs: mounted only where declared, a map may read its items from one, macros hand them to every run node they make', () => {
+  const ref = `ref_${'b'.repeat(26)}`;
+  const d = defineGraphText(
+    doc('  - id: a\n    kind: command\n    inputs: [{ from: $inputs.corpus, as: corpus }]\n    spawn: { task: t, argv: ["true"] }\n  - id: m\n    kind: map\n    map: { over: { from: $inputs.corpus }, max_items: 2, item_kind: command }\n    inputs: [{ from: $inputs.corpus, as: all }]\n    spawn: { task: "x {{item}}", argv: ["true"] }\n', `inputs:\n  corpus: { ref: ${ref} }\n  topic: { text: t }\n`),
+  );
+  assert.ok(d.ok, d.ok ? '' : d.error.message);
+  const byId = new Map(d.value.expanded.map((n) => [n.id, n]));
+  assert.deepEqual(byId.get('a')!.inputs, [{ from: '$inputs.corpus', as: 'corpus' }]);
+  assert.deepEqual(byId.get('m.items')!.split!.over, { from: '$inputs.corpus' });
+  assert.deepEqual([byId.get('m.0')!.inputs, byId.get('m.1')!.inputs], [[{ from: '$inputs.corpus', as: 'all' }], [{ from: '$inputs.corpus', as: 'all' }]]);
+  assert.deepEqual(byId.get('m.items')!.depends_on, [], 'a graph input is no dependency');
 });

@@ -119,6 +119,26 @@ test('prevent_self: the submitter may not approve (another operator may); anyone
   assert.equal(w.value.state, 'completed');
 });
 
+test('approvers: only a listed name decides (approve or reject); the deadline rejects whoever is listed', async () => {
+  const { g, events } = service();
+  const s = await g.run(spec({ approvers: ['alice', 'bob'] }), { by: 'carol' });
+  assert.ok(s.ok);
+  await waiting(g, s.value.graphId);
+  for (const decision of ['approve', 'reject'] as const) {
+    const mallory = await g.decide(s.value.graphId, 'go', { decision, by: 'mallory' });
+    assert.ok(!mallory.ok && mallory.error.code === 'capability_denied' && /decided only by its approvers \(alice, bob\); mallory is not one of them/.test(mallory.error.message), mallory.ok ? '' : mallory.error.message);
+  }
+  assert.equal((await g.status(s.value.graphId)).ok && events.filter((e) => e.type === 'graph.gate_decided').length, 0, 'a refused decision decides nothing');
+  assert.ok((await g.decide(s.value.graphId, 'go', { decision: 'approve', by: 'bob' })).ok);
+  const w = await g.wait(s.value.graphId);
+  assert.ok(w.ok && w.value.state === 'completed');
+  const timed = await g.run(spec({ approvers: ['alice'], timeout_ms: 30 }));
+  assert.ok(timed.ok);
+  const t = await g.wait(timed.value.graphId);
+  assert.ok(t.ok);
+  assert.deepEqual([t.value.nodes.find((n) => n.id === 'go')!.gate!.by, t.value.state], ['timeout', 'failed']);
+});
+
 test('a cancel ends a waiting gate cancelled and the graph cancelled', async () => {
   const { g } = service();
   const s = await g.run(spec());

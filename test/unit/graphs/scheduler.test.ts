@@ -41,7 +41,7 @@ class TwinSupervisor {
     const ended = new Promise<void>((r) => (end = r));
     this.running++;
     this.maxRunning = Math.max(this.maxRunning, this.running);
-    this.log.push({ node, event: 'start', inputs: (ctx.inputs ?? []).map((i) => `${i.as}=${i.runId}`) });
+    this.log.push({ node, event: 'start', inputs: (ctx.inputs ?? []).map((i) => `${i.as}=${'runId' in i ? i.runId : i.ref}`) });
     const finish = (reason: RunRecord['endReason']) => {
       if (rec.status === 'ended') return;
       rec.status = 'ended';
