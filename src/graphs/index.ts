@@ -8,7 +8,7 @@ export { defineGraph, defineGraphText, leaves, taskOf, topoOrder, type DefineOpt
 export { expand } from './macros.js';
 export { readField, tally, tallyLine, type Ballot } from './tally.js';
 export { evaluateWhen, graphEnd, isEnded, plan, tripped, type PlanInput, type PlanStep, type WhenVerdict } from './plan.js';
-export { GraphStore, GRAPH_FILES } from './store.js';
+export { GraphStore, GRAPH_FILES, SNAPSHOT_EVERY } from './store.js';
 export { explainGraph, renderGraphExplain, whenText } from './explain.js';
 export { definitionOf, GraphService, newGraphId, nodeResultOf, parseItems, requestOf, stopHolds, type GraphPorts, type GraphWaitOptions, type RunGraphOptions } from './service.js';
 export { graphEnvelope, manifestRows } from './envelope.js';

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
 import { daemonHome, recordsOnDisk, type DaemonHome } from '../daemon/serve-proc.js';
 import { until } from '../runs/fixture.js';
+import { GraphStore } from '../../../src/graphs/index.js';
 import type { GraphRecord } from '../../../src/protocol/index.js';
 
 /** a → b → c → d; c runs for a while (the crash lands while it runs), d reads c's out/. */
@@ -36,13 +37,9 @@ function chain(h: DaemonHome, onRestart: 'resume' | 'fail'): string {
   return file;
 }
 
-/** The graph record as the daemon last wrote it (read straight from disk: no process between). */
-function onDisk(h: DaemonHome, gid: string): GraphRecord | null {
-  try {
-    return JSON.parse(fs.readFileSync(path.join(h.paths.graphs, gid, 'graph.json'), 'utf8')) as GraphRecord;
-  } catch {
-    return null;
-  }
+/** The graph record as the daemon last wrote it (its snapshot and journal read straight from disk, as a restart reads them). */
+async function onDisk(h: DaemonHome, gid: string): Promise<GraphRecord | null> {
+  return (await new GraphStore(h.paths.graphs).load(gid).catch(() => undefined)) ?? null;
 }
 
 function ledgerLines(h: DaemonHome): Record<string, unknown>[] {
@@ -76,12 +73,12 @@ async function crashAfter(h: DaemonHome, file: string, k: string): Promise<{ gid
   assert.equal(started.code, 0, started.stderr);
   const gid = (JSON.parse(started.stdout) as { graph: { graphId: string } }).graph.graphId;
   let before: GraphRecord | null = null;
-  await until(() => {
-    before = onDisk(h, gid);
+  await until(async () => {
+    before = await onDisk(h, gid);
     return before?.nodes.find((n) => n.id === k)?.state === 'succeeded';
   }, `node ${k} ended (serve stderr: ${first.stderr()})`);
   await first.signal('SIGKILL');
-  return { gid, before: onDisk(h, gid)! };
+  return { gid, before: (await onDisk(h, gid))! };
 }
 
 test('on_restart resume: a daemon SIGKILLed after node 2 of 4 ended — the restart re-runs no completed node, reattaches the running one, and ends the graph once', async (t) => {
@@ -130,7 +127,7 @@ test('on_restart resume: a daemon SIGKILLed after node 2 of 4 ended — the rest
   // A third start takes nothing up: the end came once.
   await second.signal('SIGTERM');
   await (await h.serve()).signal('SIGTERM');
-  assert.equal(onDisk(h, gid)!.endedAt, rec.endedAt);
+  assert.equal((await onDisk(h, gid))!.endedAt, rec.endedAt);
   assert.equal(graphEvents(h, gid, 'graph.ended').length, 1);
 });
 
@@ -182,6 +179,6 @@ test('on_restart fail: a daemon SIGKILLed after node 1 of 4 ended — the restar
   assert.equal(graphEvents(h, gid, 'graph.resumed').length, 0);
   await second.signal('SIGTERM');
   await (await h.serve()).signal('SIGTERM');
-  assert.equal(onDisk(h, gid)!.endedAt, rec.endedAt);
+  assert.equal((await onDisk(h, gid))!.endedAt, rec.endedAt);
   assert.equal(graphEvents(h, gid, 'graph.ended').length, 1, 'a third start ends nothing again');
 });

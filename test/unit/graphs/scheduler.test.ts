@@ -27,14 +27,14 @@ class TwinSupervisor {
   constructor(
     readonly outcomes: (node: string, attempt: number) => End,
     readonly auto = true,
-    readonly onSpawn?: (node: string) => void,
+    readonly onSpawn?: (node: string) => void | Promise<void>,
     readonly prefix = 'twin',
   ) {}
 
   async spawn(req: SpawnRequestInput, ctx: SpawnContext = {}) {
     const node = req.label!.split('/')[1]!;
     const attempt = Number(ctx.callerId!.split(':').at(-1));
-    this.onSpawn?.(node);
+    await this.onSpawn?.(node);
     const id = `r-${this.prefix}${String(++this.#n).padStart(6, '0')}`;
     const rec = { id, status: 'running', endReason: null, tokens: null, costUsd: null } as unknown as RunRecord;
     let end!: () => void;
@@ -196,9 +196,10 @@ test('the parallel cap is min(max_parallel, the caller\'s children cap)', async 
 test('write-ahead: every attempt is on disk as starting (with its key) before its spawn is asked', async () => {
   let checked = 0;
   const holder: { store?: GraphStore; id?: () => string } = {};
-  const sup = new TwinSupervisor(() => 'completed', true, (n) => {
+  const sup = new TwinSupervisor(() => 'completed', true, async (n) => {
+    // What a restart would read: a fresh store over the same directory (snapshot + journal).
     const ids = fs.readdirSync(holder.store!.dir);
-    const rec = JSON.parse(fs.readFileSync(path.join(holder.store!.dir, ids[0]!, 'graph.json'), 'utf8')) as GraphRecord;
+    const rec = (await new GraphStore(holder.store!.dir).load(ids[0]!))!;
     const nr = rec.nodes.find((x) => x.id === n)!;
     assert.equal(nr.state, 'running');
     assert.equal(nr.attempts.at(-1)!.state, 'starting');
