@@ -103,11 +103,16 @@ export interface GraphWaitOptions {
   signal?: AbortSignal;
 }
 
-/** A run's end as a node result. A kill is `cancelled` only when the graph was cancelled. */
-export function nodeResultOf(r: Pick<RunRecord, 'endReason'>, cancelled: boolean): NodeResult {
+/**
+ * A run's end as a node result. A kill is `cancelled` only when the graph was cancelled. A run
+ * that completed without a file its spawn's `expected_outputs` names did not do the node's work:
+ * `failed` (error `expected_output_missing`), so dependents never see a partial output and
+ * `retry.on: [failed]` may run it again.
+ */
+export function nodeResultOf(r: Pick<RunRecord, 'endReason'> & { missingOutputs?: readonly string[] }, cancelled: boolean): NodeResult {
   switch (r.endReason) {
     case 'completed':
-      return 'succeeded';
+      return (r.missingOutputs?.length ?? 0) > 0 ? 'failed' : 'succeeded';
     case 'watchdog_timeout':
       return 'timed_out';
     case 'killed':
@@ -398,7 +403,7 @@ class LiveGraph {
     a.state = 'ended';
     a.result = result;
     a.endReason = lost ? 'supervisor_restart' : (ended?.endReason ?? null);
-    a.errorCode = ended?.error?.code ?? errorCode;
+    a.errorCode = ended?.error?.code ?? (ended?.endReason === 'completed' && (ended.missingOutputs?.length ?? 0) > 0 ? 'expected_output_missing' : errorCode);
     a.endedAt = this.#now();
     a.tokens = ended?.tokens ?? null;
     a.costUsd = ended?.costUsd ?? null;

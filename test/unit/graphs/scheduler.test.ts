@@ -498,3 +498,22 @@ test('plan starts nothing beyond the free slots and skips pending nodes on cance
   assert.deepEqual(plan({ def, states: new Map([['a', 'pending'], ['b', 'pending'], ['c', 'pending']]), parallel: 1 }), [{ kind: 'start', node: 'a' }]);
   assert.deepEqual(plan({ def, states: new Map([['a', 'running'], ['b', 'pending'], ['c', 'pending']]), parallel: 1, cancelled: true }), [{ kind: 'skip', node: 'b', reason: 'cancelled' }, { kind: 'skip', node: 'c', reason: 'cancelled' }]);
 });
+
+test("a run that completed without a file its spawn's expected_outputs names fails the node (expected_output_missing): no dependent sees it; retry.on failed runs it again", async () => {
+  const sup = new TwinSupervisor(() => 'completed');
+  let calls = 0;
+  const wait = sup.wait.bind(sup);
+  sup.wait = async (id: string) => {
+    const w = await wait(id);
+    // The first attempt of `a` completes without its expected file; the second with it.
+    if (w.ok && w.value.status === 'ended' && sup.runs.get(id)!.req.label!.endsWith('/a') && ++calls === 1) return { ...w, value: { ...w.value, missingOutputs: ['report.md'] } };
+    return w;
+  };
+  const { g } = service(sup);
+  const rec = await runToEnd(g, spec([node('a', { spawn: { task: 't', argv: ['true'], expected_outputs: ['report.md'] }, retry: { max: 1, on: ['failed'] } }), node('b', { depends_on: ['a'] })]));
+  const a = stateOf(rec, 'a');
+  assert.deepEqual(a.attempts.map((x) => [x.result, x.endReason, x.errorCode]), [['failed', 'completed', 'expected_output_missing'], ['succeeded', 'completed', null]]);
+  assert.equal(a.committedRunId, a.attempts[1]!.runId, 'only the attempt with its outputs commits');
+  assert.equal(rec.state, 'completed');
+  assert.deepEqual(sup.log.filter((l) => l.event === 'start').map((l) => l.node), ['a', 'a', 'b'], 'b started only after the attempt that had the file');
+});
