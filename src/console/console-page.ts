@@ -60,8 +60,19 @@ const token = new URLSearchParams(location.search).get('token') || '';
 // Out of the address bar and this history entry (screens, shared screenshots, synced history);
 // the page keeps it in memory for its own calls. A reload needs the printed address again.
 if (location.search) history.replaceState(null, '', location.pathname + location.hash);
+const staleToken = () => {
+  if (document.getElementById('stale')) return;
+  const b = document.createElement('div');
+  b.id = 'stale';
+  b.setAttribute('role', 'alert');
+  b.style.cssText = 'background:#b00020;color:#fff;padding:.6em 1em;font-weight:600';
+  b.textContent = "This page's token is no longer valid (the daemon was restarted, or its console): open the address brig serve --ui printed last.";
+  document.body.prepend(b);
+};
 const api = async (path, body) => {
   const r = await fetch('/api/v1' + path, body === undefined ? { headers: { authorization: 'Bearer ' + token } } : { method: 'POST', headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  // The daemon restarted since this page loaded (a new token): say so once, in place of a stream of errors.
+  if (r.status === 401) staleToken();
   const j = await r.json().catch(() => ({}));
   if (!r.ok) throw new Error((j.error && (j.error.code + ': ' + j.error.message)) || ('HTTP ' + r.status));
   return j;

@@ -76,6 +76,13 @@ function sameToken(given: string, token: string): boolean {
   return a.length === b.length && crypto.timingSafeEqual(a, b);
 }
 
+/**
+ * What a person opening the console without a valid token sees: the same constant text for a
+ * missing, wrong or stale token (a daemon restarted since makes a new one) — nothing of the
+ * daemon, its runs or whether a guess came close.
+ */
+export const STALE_TOKEN_PAGE = `<!doctype html><meta charset="utf-8"><title>Not signed in</title><style>body{font:15px/1.5 system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em}code{background:#eee;padding:0 .2em}</style><h1>This address has no valid token</h1><p>The token in the address is missing or no longer valid: each start of <code>brig serve --ui</code> makes a new one, and a reload of the page needs the address again.</p><p>Open the address the daemon printed last (its first output line, or the log under a service manager).</p>`;
+
 /** Serves the console; `api` is the daemon's own request listener (apiHandler). */
 export async function listenConsole(api: http.RequestListener, addr?: string): Promise<ConsoleServer> {
   const { host, port } = consoleAddress(addr);
@@ -88,6 +95,12 @@ export async function listenConsole(api: http.RequestListener, addr?: string): P
     }
     const url = new URL(req.url ?? '/', 'http://console');
     if (!sameToken(tokenOf(req, url), token)) {
+      // A person opening the page with a stale address gets a constant page saying what to do;
+      // everything else (the API, the event stream) an empty 401.
+      if (url.pathname === '/' && (req.method === 'GET' || req.method === 'HEAD')) {
+        res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'", 'content-length': Buffer.byteLength(STALE_TOKEN_PAGE) });
+        return void res.end(req.method === 'HEAD' ? undefined : STALE_TOKEN_PAGE);
+      }
       res.writeHead(401, { 'content-type': 'text/plain', 'cache-control': 'no-store', 'content-length': 0 });
       return void res.end();
     }

@@ -12,6 +12,7 @@ import { chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from '../../helpers/chromium.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { daemonHome, warmReady } from '../daemon/serve-proc.js';
+import { STALE_TOKEN_PAGE } from '../../../src/console/console.js';
 import { until } from '../runs/fixture.js';
 
 test('the console: 401 without the token; with it (gone from the address bar after load), live runs, a run\'s detail, a grep slice, a confirmed kill, and admission paused and resumed from the header', async (t) => {
@@ -25,22 +26,23 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   const base = url.split('?')[0]!;
   const token = new URL(url).searchParams.get('token')!;
 
-  // No token, no data: the page, the API and the event stream all answer 401 with nothing.
-  for (const p of ['', 'api/v1/runs', 'api/v1/events', `api/v1/runs?token=${'x'.repeat(token.length)}`]) {
+  // No token, no data: the API and the event stream answer 401 with nothing; the page a constant one saying what to do.
+  for (const p of ['', `?token=${'x'.repeat(token.length)}`, 'api/v1/runs', 'api/v1/events', `api/v1/runs?token=${'x'.repeat(token.length)}`]) {
     const r = await fetch(base + p);
     assert.equal(r.status, 401, p);
-    assert.equal(await r.text(), '', p);
+    assert.equal(await r.text(), p.startsWith('api/') ? '' : STALE_TOKEN_PAGE, p);
   }
   assert.equal((await fetch(`${base}api/v1/runs`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
 
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   t.after(() => browser.close());
   const outsider = await browser.newPage();
-  // Chromium reports an empty 401 as a failed navigation: either way, nothing of brig's shows.
-  const denied = await outsider.goto(base).then((r) => r?.status(), (e: Error) => e.message);
-  assert.ok(denied === 401 || /ERR_HTTP_RESPONSE_CODE_FAILURE/.test(String(denied)), String(denied));
+  // A stale address: the constant page says what to do, and nothing of brig's runs shows.
+  const denied = await outsider.goto(`${base}?token=${'y'.repeat(token.length)}`).then((r) => r?.status(), (e: Error) => e.message);
+  assert.equal(denied, 401);
   await outsider.waitForLoadState('load').catch(() => {});
   const shown = await outsider.evaluate<string>('document.documentElement.outerHTML').catch(() => '');
+  assert.match(shown, /This address has no valid token/);
   assert.doesNotMatch(shown, /brig console|r-[0-9a-f]{16}/, 'without the token the page shows nothing of brig');
   await outsider.close();
 
@@ -157,6 +159,12 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   page.once('dialog', (d) => void d.accept());
   await page.click('#admission-toggle');
   await page.waitForSelector('#admission:text("admission open")');
+  // The daemon restarted under an open page (its token changed): the page says so once, instead of a stream of errors.
+  assert.equal(await page.locator('#stale').count(), 0);
+  await page.route('**/api/v1/**', (r) => void r.fulfill({ status: 401, body: '' }));
+  await page.click('nav button[data-tab="leases"]');
+  await page.waitForSelector('#stale[role="alert"]:has-text("no longer valid")');
+  await page.unroute('**/api/v1/**');
   await serve.signal('SIGTERM');
   assert.doesNotMatch(serve.stderr(), new RegExp(token), 'the token is never logged');
   const ledger = fs.readdirSync(path.join(h.home, 'ledger')).map((f) => fs.readFileSync(path.join(h.home, 'ledger', f), 'utf8')).join('');

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { consoleAddress, listenConsole } from '../../../src/console/console.js';
+import { STALE_TOKEN_PAGE, consoleAddress, listenConsole } from '../../../src/console/console.js';
 import { isBrigError } from '../../../src/util/errors.js';
 
 test('the console address: loopback only, a free port by default, anything else refused with a hint', () => {
@@ -77,4 +77,30 @@ test('the console refuses a request whose Host is not a loopback name (DNS rebin
     assert.equal((await get(api, host, token)).status, 200, host);
   }
   assert.equal((await get(page, `127.0.0.1:${port}`, token)).status, 200);
+});
+
+test('a person opening the page with a missing, wrong or stale token gets one constant page saying what to do; the API an empty 401', async (t) => {
+  const ui = await listenConsole((_req, res) => {
+    res.writeHead(200, { 'content-length': 0 });
+    res.end();
+  });
+  t.after(() => ui.close());
+  const token = new URL(ui.url).searchParams.get('token')!;
+  const base = new URL('/', ui.url).toString();
+  const pages = [];
+  for (const q of ['', '?token=', `?token=${'x'.repeat(token.length)}`, `?token=${token.slice(0, -1)}`]) {
+    const r = await fetch(base + q);
+    assert.equal(r.status, 401, q);
+    assert.match(r.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+    pages.push(await r.text());
+  }
+  assert.deepEqual(new Set(pages), new Set([STALE_TOKEN_PAGE]), 'the same page whatever the guess');
+  assert.doesNotMatch(STALE_TOKEN_PAGE, /<script|r-[0-9a-f]{16}/);
+  const head = await fetch(base, { method: 'HEAD' });
+  assert.equal(head.status, 401);
+  for (const p of ['api/v1/runs', 'api/v1/events', 'nope']) {
+    const r = await fetch(base + p);
+    assert.equal(r.status, 401, p);
+    assert.equal(await r.text(), '', p);
+  }
 });
