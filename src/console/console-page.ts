@@ -22,7 +22,7 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
   .ended { color: #57606a; } .running { color: #1a7f37; } .queued, .starting, .materializing { color: #9a6700; }
   dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 0 0 8px; } dt { color: #57606a; }
   pre { background: #f6f8fa; padding: 6px; max-height: 320px; overflow: auto; white-space: pre-wrap; }
-  button { font: inherit; } .danger { color: #cf222e; }
+  button { font: inherit; } .danger { color: #cf222e; } .cut { color: #9a6700; font-weight: 600; }
   input, select, textarea { font: inherit; }
   nav button { background: none; border: 0; color: #c9d1d9; cursor: pointer; padding: 2px 6px; } nav button.on { color: #fff; border-bottom: 2px solid #fff; }
   .page { padding: 12px; } .page section { max-width: 1200px; }
@@ -182,6 +182,16 @@ async function show(id) {
   const arg = el('input', { id: 'arg', size: 40, placeholder: 'pattern / line / expression / SELECT … FROM ref' });
   const go = el('button', { id: 'go' }, 'slice');
   const out = el('div', { id: 'slice' });
+  // What each ref is, before slicing it: a row picks it.
+  const refTable = el('table', { id: 'refs' }, el('tr', {}, ...['path', 'kind', 'size', 'rows', 'columns', 'ref'].map((h) => el('th', {}, h))));
+  for (const r of refs) {
+    const cols = r.columns ? r.columns.slice(0, 8).join(', ') + ((r.columnCount || r.columns.length) > 8 ? ' +' + ((r.columnCount || r.columns.length) - 8) + ' more' : '') : '';
+    const tr = el('tr', { 'data-ref': r.ref, style: 'cursor:pointer' }, el('td', {}, r.path || '—'), el('td', {}, r.kind), el('td', {}, bytes(r.bytes)), el('td', {}, r.rows === undefined || r.rows === null ? (r.lines ? r.lines.toLocaleString() + ' lines' : '') : r.rows.toLocaleString()), el('td', {}, cols), el('td', {}, r.ref));
+    tr.addEventListener('click', () => { pick.value = r.ref; });
+    refTable.append(tr);
+  }
+  // A slice says when it is cut, and where: "cut at N of M rows".
+  const cut = (s) => s.more > 0 ? 'cut at ' + s.returned.toLocaleString() + ' of ' + (s.returned + s.more).toLocaleString() + (s.moreExact ? '' : '+') + ' ' + s.unit : s.returned.toLocaleString() + ' ' + s.unit + ', all of it';
   go.addEventListener('click', async () => {
     const v = verb.value, a = arg.value, ref = pick.value;
     const body = v === 'grep' ? { pattern: a } : v === 'read' ? { line: Number(a) || 1, lines: 20 } : v === 'jq' ? { expr: a } : v === 'sql' ? { query: a } : { expr: a };
@@ -190,8 +200,8 @@ async function show(id) {
       if (s.columns) {
         const t = el('table', {}, el('tr', {}, ...s.columns.map((c) => el('th', {}, c))));
         for (const row of s.rows) t.append(el('tr', {}, ...row.map((c) => el('td', {}, typeof c === 'object' ? JSON.stringify(c) : c))));
-        out.replaceChildren(t, el('p', {}, s.truncated ? 'truncated' : s.rows.length + ' row(s)'));
-      } else out.replaceChildren(el('pre', {}, s.text), el('p', {}, (s.returned ?? '') + ' ' + (s.unit ?? '') + (s.more ? ' — more' : '')));
+        out.replaceChildren(el('p', { class: s.more > 0 ? 'cut' : 'whole' }, cut(s)), t);
+      } else out.replaceChildren(el('p', { class: s.more > 0 ? 'cut' : 'whole' }, cut(s)), el('pre', {}, s.text));
     } catch (e) { out.replaceChildren(el('p', { class: 'danger' }, String(e.message))); }
   });
   const leaseBox = el('div', { id: 'lease' }, run.leaseId ? 'loading…' : 'no lease (not started)');
@@ -205,7 +215,7 @@ async function show(id) {
   d.replaceChildren(el('h2', {}, 'Run ' + run.id), dl, el('p', {}, kill, ' ', steer), el('h2', {}, 'Lease'), leaseBox, el('h2', {}, 'Jail (as the engine reported it, verified)'), jailBox,
     el('h2', {}, 'Egress'), egressBox,
     el('h2', {}, 'Envelope'), el('pre', { id: 'envelope' }, env ? env.envelope : '—'),
-    el('h2', {}, 'ResultRefs'), refs.length ? el('p', {}, pick, ' ', verb, ' ', arg, ' ', go) : el('p', {}, 'none yet'), out);
+    el('h2', {}, 'ResultRefs'), ...(refs.length ? [refTable, el('p', {}, pick, ' ', verb, ' ', arg, ' ', go)] : [el('p', {}, 'none yet')]), out);
   refresh();
 }
 

@@ -70,6 +70,15 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   assert.match(text, /2990/);
   assert.match(text, /2999/);
   assert.doesNotMatch(text, /^1$/m);
+  assert.equal(await page.textContent('#slice p'), '10 matches, all of it');
+  // The refs table says what each ref is before it is sliced; a cut slice says where it was cut.
+  const refRow = (await page.locator('#refs tr[data-ref]').allTextContents()).find((r) => r.startsWith('out/n.txt'));
+  assert.match(refRow ?? '', /^out\/n\.txt(text|log)[\d.]+ \S*B3,000 linesref_[a-z2-7]{26}$/, refRow);
+  await page.selectOption('#verb', 'read');
+  await page.fill('#arg', '1');
+  await page.click('#go');
+  await page.waitForSelector('#slice p.cut');
+  assert.equal(await page.textContent('#slice p.cut'), 'cut at 20 of 3,000 lines');
   const shots = process.env.BRIG_CONSOLE_SHOTS;
   if (shots) await page.screenshot({ path: path.join(shots, 'console-run.png') });
 
