@@ -29,6 +29,8 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
   .ok { color: #1a7f37; } .fail { color: #cf222e; }
   textarea { width: 100%; }
   [hidden] { display: none !important; }
+  .tl { position: relative; width: 120px; height: 10px; background: #eaeef2; border-radius: 2px; } .tl span { position: absolute; top: 0; height: 10px; border-radius: 2px; background: #1a7f37; min-width: 2px; }
+  .tl span.running { background: #0969da; } .tl span.bad { background: #cf222e; } .tl span.waiting { background: #9a6700; }
   tr.bad td { color: #cf222e; } a.id { color: #0969da; cursor: pointer; text-decoration: underline; }
   #filters { display: flex; flex-wrap: wrap; gap: 6px; margin-bottom: 6px; }
   @media (max-width: 1000px) { main { grid-template-columns: 1fr; } }
@@ -44,7 +46,7 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
 <main id="tab-runs">
   <section><h2>Runs</h2>
     <div id="filters"><select id="f-status"><option value="">any status</option><option>queued</option><option>starting</option><option>running</option><option>materializing</option><option>ended</option></select><select id="f-kind"><option value="">any kind</option><option>agent</option><option>script</option><option>command</option></select><input id="f-label" size="12" placeholder="label"><input id="f-root" size="22" placeholder="root run id"><select id="f-since"><option value="">any time</option><option value="60">1h</option><option value="1440">24h</option><option value="10080">7d</option></select></div>
-    <table id="runs"><thead><tr><th>run</th><th>label</th><th>kind</th><th>status</th><th>end</th><th>killed by</th><th>depth</th><th>steps</th><th>age</th><th>elapsed</th><th>progress</th></tr></thead><tbody></tbody></table>
+    <table id="runs"><thead><tr><th>run</th><th>label</th><th>kind</th><th>status</th><th>end</th><th>killed by</th><th>depth</th><th>steps</th><th>age</th><th>elapsed</th><th>tokens</th><th title="each run's time within its tree's, from the root's start to the last end (or now)">timeline</th><th>progress</th></tr></thead><tbody></tbody></table>
   </section>
   <section id="detail"><h2>Run</h2><p id="hint">Select a run.</p></section>
 </main>
@@ -120,10 +122,21 @@ async function refresh() {
   for (const [k, id] of [['status', 'f-status'], ['kind', 'f-kind'], ['label', 'f-label'], ['rootRunId', 'f-root'], ['since', 'f-since']]) { const v = document.getElementById(id).value.trim(); if (v) q.set(k, v); }
   runs = (await api('/runs?' + q)).runs;
   const body = document.querySelector('#runs tbody');
+  // A Gantt bar per run: its start and end within its tree's window (the root's start to the tree's last end, or now).
+  const now = Date.now();
+  const t0 = (r) => Date.parse(r.startedAt || r.createdAt);
+  const t1 = (r) => (r.endedAt ? Date.parse(r.endedAt) : now);
+  const windows = new Map();
+  for (const r of runs) { const w = windows.get(r.rootRunId) || [Infinity, -Infinity]; windows.set(r.rootRunId, [Math.min(w[0], t0(r)), Math.max(w[1], t1(r))]); }
+  const bar = (r) => {
+    const [a, b] = windows.get(r.rootRunId); const span = Math.max(1, b - a);
+    const left = ((t0(r) - a) / span) * 100, width = Math.max(1, ((t1(r) - t0(r)) / span) * 100);
+    return el('div', { class: 'tl', title: dur(t1(r) - t0(r)) + ' of the tree\'s ' + dur(b - a) }, el('span', { class: bad(r) ? 'bad' : r.status === 'ended' ? 'done' : r.status === 'running' ? 'running' : 'waiting', style: 'left:' + left.toFixed(1) + '%;width:' + Math.min(width, 100 - left).toFixed(1) + '%' }));
+  };
   body.replaceChildren(...tree(runs).map((r) => {
     const tr = el('tr', { class: 'run' + (r.id === selected ? ' sel' : '') + (bad(r) ? ' bad' : ''), 'data-run': r.id, 'data-status': r.status },
       el('td', { style: 'padding-left:' + (6 + 14 * (r.depth - 1)) + 'px' }, r.id), el('td', {}, r.label || ''), el('td', {}, r.kind), el('td', { class: r.status }, r.status), el('td', {}, r.endReason || ''),
-      el('td', {}, r.killedBy || ''), el('td', {}, r.depth), el('td', {}, r.stepsExecuted), el('td', { title: local(r.createdAt) }, age(r)), el('td', {}, elapsed(r)), el('td', {}, r.progressLine || ''));
+      el('td', {}, r.killedBy || ''), el('td', {}, r.depth), el('td', {}, r.stepsExecuted), el('td', { title: local(r.createdAt) }, age(r)), el('td', {}, elapsed(r)), el('td', {}, r.tokens ? r.tokens.toLocaleString() : ''), el('td', {}, bar(r)), el('td', {}, r.progressLine || ''));
     tr.addEventListener('click', () => open_(r.id));
     return tr;
   }));

@@ -60,6 +60,8 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   // It appears live (the page is driven by the event stream, not reloaded).
   const row = page.locator(`tr[data-run="${runId}"][data-status="ended"]`);
   await row.waitFor({ timeout: 15_000 });
+  // Its time bar within its tree (a root alone: the whole window), and no tokens (a command).
+  assert.match((await row.locator('.tl span.done').getAttribute('style')) ?? '', /^left:0\.0%;width:100\.0%$/);
   await row.click();
   await page.waitForSelector(`#detail h2:text("Run ${runId}")`);
   await page.selectOption('#verb', 'grep');
@@ -80,7 +82,7 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   await page.waitForSelector('#slice p.cut');
   assert.equal(await page.textContent('#slice p.cut'), 'cut at 20 of 3,000 lines');
   const shots = process.env.BRIG_CONSOLE_SHOTS;
-  if (shots) await page.screenshot({ path: path.join(shots, 'console-run.png') });
+  if (shots) await page.screenshot({ path: path.join(shots, 'console-run.png'), fullPage: true });
 
   // Kill another run from the page, confirming the dialog.
   const longOut = await h.run(['spawn', '--async', '--json', '--task', 'sleeper', '--', 'sleep', '120']);
@@ -89,7 +91,10 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   assert.match(long.runId ?? '', /^r-/, longOut.stdout);
   const live = page.locator(`tr[data-run="${long.runId}"][data-status="running"]`);
   await live.waitFor({ timeout: 20_000 });
-  if (shots) await page.screenshot({ path: path.join(shots, 'console-runs.png') });
+  if (shots) {
+    await page.evaluate('window.scrollTo(0, 0)');
+    await page.screenshot({ path: path.join(shots, 'console-runs.png') });
+  }
   await live.click();
   await page.waitForSelector(`#detail h2:text("Run ${long.runId}")`);
   page.once('dialog', (d) => void d.accept());
