@@ -55,7 +55,7 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
   <textarea id="sql" rows="3">SELECT type, count(*) AS n FROM ledger GROUP BY type ORDER BY n DESC</textarea><p><button id="query">query</button></p><div id="audit-result"></div></section></div>
 <div class="page" id="tab-doctor" hidden><section><h2>Doctor</h2><p><button id="doctor-run">run doctor</button> (starts a probe jail)</p><ul id="doctor"></ul></section></div>
 <div class="page" id="tab-graphs" hidden><section><h2>Graphs</h2><div id="graphs"></div><div id="graph"></div></section></div>
-<div class="page" id="tab-fleet" hidden><section><h2>Fleet</h2><p><select id="fleet-since"><option>1h</option><option selected>24h</option><option>7d</option></select></p><dl id="fleet"></dl></section></div>
+<div class="page" id="tab-fleet" hidden><section><h2>Fleet</h2><p><select id="fleet-since"><option>1h</option><option selected>24h</option><option>7d</option></select></p><dl id="fleet"></dl><div id="fleet-charts"></div></section></div>
 <script>
 "use strict";
 const token = new URLSearchParams(location.search).get('token') || '';
@@ -313,6 +313,55 @@ async function fleet() {
     ['egress', f.egress ? f.egress.connections + ' connection(s), ' + f.egress.bytesUp + ' B up, ' + f.egress.bytesDown + ' B down ' + JSON.stringify(Object.fromEntries(Object.entries(f.egress.byRule).map(([k, r]) => [k, r.connections]))) + '; ' + f.egress.refusals + ' refused ' + JSON.stringify(f.egress.refusalsByReason) : '—'],
     ['kept out of context', '~' + f.keptOutOfContext.estSavedTokens + ' tokens (estimate)'], ['top trees', f.topTrees.map((t) => t.rootRunId + ' $' + t.costUsd.toFixed(4)).join(', ') || '—']];
   document.getElementById('fleet').replaceChildren(...pairs.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+  const lat = f.spawnLatencyMs;
+  document.getElementById('fleet-charts').replaceChildren(
+    el('h2', {}, 'Runs per ' + (f.bucketMinutes === 60 ? 'hour' : f.bucketMinutes / 60 + ' hours') + ', by end reason'), stacked(f.buckets, f.bucketMinutes),
+    el('h2', {}, 'Tokens and cost per tree (the top ' + f.topTrees.length + ')'), treeBars(f.topTrees),
+    el('h2', {}, 'Spawn latency (request → child started)'),
+    el('p', { id: 'fleet-latency' }, lat.n ? 'p50 ' + dur(lat.p50) + ' · p95 ' + dur(lat.p95) + ' over ' + lat.n + ' run(s)' : 'no run started in the window'),
+    el('h2', {}, 'Kept out of context'),
+    el('p', { id: 'fleet-kept' }, bytes(f.keptOutOfContext.materializedBytes) + ' materialized as refs, ' + f.keptOutOfContext.charsReentered.toLocaleString() + ' chars re-entered a context — ~' + f.keptOutOfContext.estSavedTokens.toLocaleString() + ' tokens kept out (estimate, ' + f.keptOutOfContext.runs + ' envelope(s))'));
+}
+const REASON_COLOURS = { completed: '#1a7f37', failed: '#cf222e', killed: '#8250df', watchdog_timeout: '#9a6700', stuck: '#bc4c00' };
+const colourOf = (reason) => REASON_COLOURS[reason] || '#57606a';
+/** Runs per bucket as stacked bars by end reason (still running on top, grey), the hour under every few bars, a legend. */
+function stacked(buckets, minutes) {
+  const W = 720, H = 160, pad = 24, bw = Math.max(2, Math.floor((W - pad) / Math.max(1, buckets.length)) - 2);
+  const max = Math.max(1, ...buckets.map((b) => b.runs));
+  const pic = svg('svg', { id: 'fleet-hourly', width: W, height: H + 34, viewBox: '0 0 ' + W + ' ' + (H + 34), role: 'img' });
+  pic.append(svg('text', { x: 0, y: 10, 'font-size': 10 }, String(max)), svg('line', { x1: pad, y1: H, x2: W, y2: H, stroke: '#d0d7de' }));
+  const reasons = [...new Set(buckets.flatMap((b) => Object.keys(b.byEndReason)))].sort();
+  buckets.forEach((b, i) => {
+    const x = pad + i * (bw + 2);
+    let y = H;
+    const parts = [...reasons.map((r) => [r, b.byEndReason[r] || 0]), ['live', b.runs - Object.values(b.byEndReason).reduce((a, n) => a + n, 0)]];
+    for (const [r, n] of parts) {
+      if (!n) continue;
+      const h = (n / max) * (H - 14);
+      y -= h;
+      pic.append(svg('rect', { x, y, width: bw, height: h, fill: r === 'live' ? '#afb8c1' : colourOf(r), 'data-reason': r, 'data-count': n }, svg('title', {}, new Date(b.start).toLocaleString() + ': ' + n + ' ' + r)));
+    }
+    const every = Math.ceil(buckets.length / 8);
+    if (i % every === 0) pic.append(svg('text', { x, y: H + 12, 'font-size': 9 }, new Date(b.start).toLocaleString([], minutes >= 1440 ? { month: 'numeric', day: 'numeric' } : { hour: '2-digit', minute: '2-digit' })));
+  });
+  [...reasons, 'live'].forEach((r, i) => pic.append(svg('rect', { x: pad + i * 120, y: H + 20, width: 10, height: 10, fill: r === 'live' ? '#afb8c1' : colourOf(r) }), svg('text', { x: pad + i * 120 + 14, y: H + 29, 'font-size': 10 }, r === 'live' ? 'not ended' : r)));
+  return pic;
+}
+/** The trees that spent the most: a bar per tree (tokens), its cost beside it; a click opens the root run. */
+function treeBars(trees) {
+  if (!trees.length) return el('p', {}, 'no tree in the window');
+  const W = 720, row = 18, max = Math.max(1, ...trees.map((t) => t.tokens));
+  const pic = svg('svg', { id: 'fleet-trees', width: W, height: trees.length * row + 4, role: 'img' });
+  trees.forEach((t, i) => {
+    const w = Math.max(1, (t.tokens / max) * 360);
+    const g = svg('g', { 'data-root': t.rootRunId, style: 'cursor:pointer' },
+      svg('text', { x: 0, y: i * row + 13, 'font-size': 11 }, t.rootRunId),
+      svg('rect', { x: 170, y: i * row + 3, width: w, height: row - 6, fill: '#0969da' }),
+      svg('text', { x: 176 + w, y: i * row + 13, 'font-size': 11 }, t.tokens.toLocaleString() + ' tokens · $' + t.costUsd.toFixed(4) + ' · ' + t.runs + ' run(s)'));
+    g.addEventListener('click', () => { document.querySelector('nav button[data-tab="runs"]').click(); open_(t.rootRunId); });
+    pic.append(g);
+  });
+  return pic;
 }
 document.getElementById('fleet-since').addEventListener('change', () => fleet().catch(() => {}));
 /** The graphs on record, newest first; a click draws one. */

@@ -2,7 +2,8 @@
  * The fleet view: a content-free roll-up over a window, across every root — runs by end reason
  * and killedBy, stuck kills, refusals by code, tokens and cost, the estimated tokens kept out
  * of context (what the envelopes saved: reference 003's efficiency finding), and the trees that
- * spent the most. Ids, enums, counts and sums only (INV-7).
+ * spent the most, the window in time buckets (runs by end reason, tokens) and the spawn latency
+ * (request → child started, p50/p95). Ids, enums, counts and sums only (INV-7).
  *
  * Runs are those created within the window (their records); refusals are the ledger's lines
  * within it (`run.refused`, `lease.refused`, `broker.denied` with its aggregated `count`, and
@@ -83,7 +84,15 @@ export async function fleetReport(d: FleetDeps, o: FleetOptions): Promise<FleetR
     costUnknownRuns: 0,
     keptOutOfContext: { runs: 0, materializedBytes: 0, charsReentered: 0, estSavedTokens: 0 },
     topTrees: [],
+    bucketMinutes: o.sinceMinutes <= 48 * 60 ? 60 : 360,
+    buckets: [],
+    spawnLatencyMs: { n: 0, p50: null, p95: null },
   };
+  // Buckets aligned to the bucket size (whole hours), the last one holding `until`.
+  const size = r.bucketMinutes * 60_000;
+  const first = Math.floor(since.getTime() / size) * size;
+  for (let t = first; t <= until.getTime(); t += size) r.buckets.push({ start: new Date(t).toISOString(), runs: 0, byEndReason: {}, tokens: 0 });
+  const latencies: number[] = [];
   const trees = new Map<string, { rootRunId: string; runs: number; tokens: number; costUsd: number }>();
   for (const x of runs) {
     if (x.endReason) bump(r.byEndReason, x.endReason);
@@ -93,6 +102,13 @@ export async function fleetReport(d: FleetDeps, o: FleetOptions): Promise<FleetR
     r.tokens += tokens;
     if (x.costUsd === null) r.costUnknownRuns++;
     else r.costUsd += x.costUsd ?? 0;
+    const b = r.buckets[Math.floor((Date.parse(x.createdAt) - first) / size)];
+    if (b) {
+      b.runs++;
+      b.tokens += tokens;
+      if (x.endReason) bump(b.byEndReason, x.endReason);
+    }
+    if (x.startedAt) latencies.push(Math.max(0, Date.parse(x.startedAt) - Date.parse(x.createdAt)));
     const t = trees.get(x.rootRunId) ?? { rootRunId: x.rootRunId, runs: 0, tokens: 0, costUsd: 0 };
     t.runs++;
     t.tokens += tokens;
@@ -109,6 +125,9 @@ export async function fleetReport(d: FleetDeps, o: FleetOptions): Promise<FleetR
     r.keptOutOfContext.charsReentered += s.charsReentered;
     r.keptOutOfContext.estSavedTokens += s.estSavedTokens;
   }
+  latencies.sort((a, b) => a - b);
+  const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)]!;
+  r.spawnLatencyMs = latencies.length > 0 ? { n: latencies.length, p50: q(0.5), p95: q(0.95) } : { n: 0, p50: null, p95: null };
   r.costUsd = Math.round(r.costUsd * 1e6) / 1e6;
   r.topTrees = [...trees.values()]
     .sort((a, b) => b.costUsd - a.costUsd || b.tokens - a.tokens || b.runs - a.runs)

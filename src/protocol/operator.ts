@@ -103,6 +103,15 @@ export interface FleetReport {
   keptOutOfContext: { runs: number; materializedBytes: number; charsReentered: number; estSavedTokens: number };
   topTrees: { rootRunId: string; runs: number; tokens: number; costUsd: number }[];
   /**
+   * The window in buckets of `bucketMinutes` (60 up to a 48-hour window, else 360), oldest
+   * first, each from its `start`: runs created in it, and those of them that ended, by end
+   * reason; the tokens they spent.
+   */
+  bucketMinutes: number;
+  buckets: { start: string; runs: number; byEndReason: Record<string, number>; tokens: number }[];
+  /** Request → child started (a run's createdAt → startedAt, the queue included), over the runs that started: ms. */
+  spawnLatencyMs: { n: number; p50: number | null; p95: number | null };
+  /**
    * Egress through the gate (ledger `egress.conn` and `egress.deny` in the window): connections
    * and bytes by rule, refusals by reason — rule ids, reasons and counts only.
    */

@@ -18,6 +18,7 @@ function render(f: FleetReport, window: string): string {
     `killed by    ${counts(f.byKilledBy)}; stuck kills ${n(f.stuckKills)}`,
     `refusals     ${n(f.refusals.total)}${f.refusals.total ? ` (${counts(f.refusals.byKind)}): ${counts(f.refusals.byCode)}` : ''}`,
     `model        ${n(f.tokens)} tokens, $${f.costUsd.toFixed(4)}${f.costUnknownRuns ? ` (+ ${n(f.costUnknownRuns)} run(s) of unknown cost)` : ''}`,
+    `spawn latency ${f.spawnLatencyMs.n ? `p50 ${n(f.spawnLatencyMs.p50!)} ms, p95 ${n(f.spawnLatencyMs.p95!)} ms (request → child started, ${n(f.spawnLatencyMs.n)} run(s))` : 'none (no run started)'}`,
     `kept out of context  ~${n(f.keptOutOfContext.estSavedTokens)} tokens (estimate; ${n(f.keptOutOfContext.runs)} envelopes: ${n(f.keptOutOfContext.materializedBytes)} bytes materialized, ${n(f.keptOutOfContext.charsReentered)} chars re-entered)`,
   ];
   const e = f.egress;

@@ -162,6 +162,14 @@ test('the console: 401 without the token; with it (gone from the address bar aft
   await page.waitForSelector('#fleet dd');
   assert.match((await page.textContent('#fleet')) ?? '', /runs3 \(0 live\)/);
   assert.match((await page.textContent('#fleet')) ?? '', /egress0 connection\(s\), 0 B up, 0 B down \{\}; 0 refused \{\}/);
+  // The fleet as pictures: runs per hour stacked by end reason (the three runs, none live), the trees by tokens, the spawn latency.
+  const bars = await page.locator('#fleet-hourly rect[data-reason]').evaluateAll((rs) => rs.map((r) => [r.getAttribute('data-reason'), Number(r.getAttribute('data-count'))] as [string, number]));
+  const byReason: Record<string, number> = {};
+  for (const [r, n] of bars) byReason[r] = (byReason[r] ?? 0) + n;
+  assert.deepEqual(byReason, { completed: 1, killed: 2 }, JSON.stringify(bars));
+  assert.equal(await page.locator('#fleet-trees g[data-root]').count(), 3);
+  assert.match((await page.textContent('#fleet-latency')) ?? '', /^p50 \d+(ms|\.\ds) · p95 \d+(ms|\.\ds) over 3 run\(s\)$/);
+  if (shots) await page.screenshot({ path: path.join(shots, 'console-fleet.png'), fullPage: true });
   // Admission from the header: paused (confirmed), as the CLI sees it, then resumed.
   await page.waitForSelector('#admission:text("admission open")');
   page.once('dialog', (d) => void d.accept());

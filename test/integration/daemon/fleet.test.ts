@@ -45,6 +45,7 @@ test('brig fleet: ends by reason and killedBy, refusals by code, what stayed out
   assert.match(human.stdout, /runs +4 \(0 live\): completed 2, failed 1, killed 1/);
   assert.match(human.stdout, /refusals +1 \(broker 1\): capability_denied 1/);
   assert.match(human.stdout, /^egress +none$/m, 'no run had egress');
+  assert.match(human.stdout, /^spawn latency p50 [\d,]+ ms, p95 [\d,]+ ms \(request → child started, 4 run\(s\)\)$/m);
   assert.deepEqual(f.egress, { connections: 0, bytesUp: 0, bytesDown: 0, byRule: {}, refusals: 0, refusalsByReason: {} });
   assert.doesNotMatch(human.stdout + JSON.stringify(f), /SECRET-TASK/);
   const bad = await exchange({ socketPath: serve.socket, method: 'GET', path: '/v1/fleet?since=soon' });
