@@ -169,6 +169,7 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
       label: z.string().max(200).optional(),
       since: num.positive().optional(),
       limit: num.int().nonnegative().optional(),
+      before: ID.optional(),
     }),
     ok: { 200: z.object({ runs: z.array(RunView) }) },
     async handle({ brig, input }) {

@@ -45,8 +45,9 @@ export const CONSOLE_PAGE = String.raw`<!doctype html>
 <header><h1>brig console</h1><nav><button data-tab="runs" class="on">runs</button><button data-tab="leases">leases</button><button data-tab="audit">audit</button><button data-tab="doctor">doctor</button><button data-tab="fleet">fleet</button><button data-tab="graphs">graphs</button></nav><span id="live">connecting…</span><span id="count"></span><span id="admission"></span><button id="admission-toggle" hidden></button></header>
 <main id="tab-runs">
   <section><h2>Runs</h2>
-    <div id="filters"><select id="f-status"><option value="">any status</option><option>queued</option><option>starting</option><option>running</option><option>materializing</option><option>ended</option></select><select id="f-kind"><option value="">any kind</option><option>agent</option><option>script</option><option>command</option></select><input id="f-label" size="12" placeholder="label"><input id="f-root" size="22" placeholder="root run id"><select id="f-since"><option value="">any time</option><option value="60">1h</option><option value="1440">24h</option><option value="10080">7d</option></select></div>
+    <div id="filters"><select id="f-status"><option value="">any status</option><option>queued</option><option>starting</option><option>running</option><option>materializing</option><option>ended</option></select><select id="f-kind"><option value="">any kind</option><option>agent</option><option>script</option><option>command</option></select><input id="f-label" size="12" placeholder="label"><input id="f-root" size="22" placeholder="root run id"><select id="f-since"><option value="">any time</option><option value="60">1h</option><option value="1440">24h</option><option value="10080">7d</option></select><input id="f-search" size="16" placeholder="search id, label, agent"></div>
     <table id="runs"><thead><tr><th>run</th><th>label</th><th>kind</th><th>status</th><th>end</th><th>killed by</th><th>depth</th><th>steps</th><th>age</th><th>elapsed</th><th>tokens</th><th title="each run's time within its tree's, from the root's start to the last end (or now)">timeline</th><th>progress</th></tr></thead><tbody></tbody></table>
+    <p id="pager"><button id="newest" disabled>newest</button> <button id="older" disabled>older ›</button> <span id="page-note"></span></p>
   </section>
   <section id="detail"><h2>Run</h2><p id="hint">Select a run.</p></section>
 </main>
@@ -117,10 +118,21 @@ function tree(list) {
   return out;
 }
 
+/** Paging back: null is the newest page; else the run whose older runs the page shows (the API's before). */
+let before = null;
+const PAGE = 200;
 async function refresh() {
-  const q = new URLSearchParams({ limit: '200' });
+  const q = new URLSearchParams({ limit: String(PAGE) });
+  if (before) q.set('before', before);
   for (const [k, id] of [['status', 'f-status'], ['kind', 'f-kind'], ['label', 'f-label'], ['rootRunId', 'f-root'], ['since', 'f-since']]) { const v = document.getElementById(id).value.trim(); if (v) q.set(k, v); }
   runs = (await api('/runs?' + q)).runs;
+  document.getElementById('newest').disabled = !before;
+  // A full page may have older runs behind it.
+  document.getElementById('older').disabled = runs.length < PAGE;
+  document.getElementById('page-note').textContent = (before ? runs.length + ' run(s) created before ' + before : 'the newest ' + runs.length + ' run(s)') + (runs.length < PAGE ? '' : ' — older ones on the next page');
+  // Search: within the page, by id, label or agent (case-insensitive).
+  const needle = document.getElementById('f-search').value.trim().toLowerCase();
+  const shown = needle ? runs.filter((r) => [r.id, r.label, r.agent].some((v) => v && String(v).toLowerCase().includes(needle))) : runs;
   const body = document.querySelector('#runs tbody');
   // A Gantt bar per run: its start and end within its tree's window (the root's start to the tree's last end, or now).
   const now = Date.now();
@@ -133,7 +145,7 @@ async function refresh() {
     const left = ((t0(r) - a) / span) * 100, width = Math.max(1, ((t1(r) - t0(r)) / span) * 100);
     return el('div', { class: 'tl', title: dur(t1(r) - t0(r)) + ' of the tree\'s ' + dur(b - a) }, el('span', { class: bad(r) ? 'bad' : r.status === 'ended' ? 'done' : r.status === 'running' ? 'running' : 'waiting', style: 'left:' + left.toFixed(1) + '%;width:' + Math.min(width, 100 - left).toFixed(1) + '%' }));
   };
-  body.replaceChildren(...tree(runs).map((r) => {
+  body.replaceChildren(...tree(shown).map((r) => {
     const tr = el('tr', { class: 'run' + (r.id === selected ? ' sel' : '') + (bad(r) ? ' bad' : ''), 'data-run': r.id, 'data-status': r.status },
       el('td', { style: 'padding-left:' + (6 + 14 * (r.depth - 1)) + 'px' }, r.id), el('td', {}, r.label || ''), el('td', {}, r.kind), el('td', { class: r.status }, r.status), el('td', {}, r.endReason || ''),
       el('td', {}, r.killedBy || ''), el('td', {}, r.depth), el('td', {}, r.stepsExecuted), el('td', { title: local(r.createdAt) }, age(r)), el('td', {}, elapsed(r)), el('td', {}, r.tokens ? r.tokens.toLocaleString() : ''), el('td', {}, bar(r)), el('td', {}, r.progressLine || ''));
@@ -454,7 +466,9 @@ function follow() {
   for (const t of ['spawned', 'started', 'progress', 'completed', 'failed', 'lifecycle_ended', 'steered', 'gap']) es.addEventListener(t, soon);
   es.onerror = () => { document.getElementById('live').textContent = 'reconnecting…'; };
 }
-for (const id of ['f-status', 'f-kind', 'f-label', 'f-root', 'f-since']) document.getElementById(id).addEventListener(id === 'f-label' || id === 'f-root' ? 'input' : 'change', soon);
+for (const id of ['f-status', 'f-kind', 'f-label', 'f-root', 'f-since', 'f-search']) document.getElementById(id).addEventListener(id === 'f-label' || id === 'f-root' || id === 'f-search' ? 'input' : 'change', () => { if (id !== 'f-search') before = null; soon(); });
+document.getElementById('older').addEventListener('click', () => { if (runs.length) { before = runs[0].id; refresh().catch(() => {}); } });
+document.getElementById('newest').addEventListener('click', () => { before = null; refresh().catch(() => {}); });
 refresh().catch((e) => { document.getElementById('live').textContent = String(e.message); });
 if (/^#run=/.test(location.hash)) window.dispatchEvent(new HashChangeEvent('hashchange'));
 follow();

@@ -93,6 +93,11 @@ export interface ListFilter {
   sinceMinutes?: number;
   /** Only the newest this-many of the runs that match (a bounded answer; still oldest first). */
   limit?: number;
+  /**
+   * Paging back: only runs created before this run (by creation time, then id) — with `limit`,
+   * the page before the one whose oldest run this is. A run id not on record pages to nothing.
+   */
+  before?: string;
 }
 
 export interface WaitOptions {
@@ -219,6 +224,9 @@ export type Brig = Omit<Supervisor, 'start' | 'send'> & {
   readonly graphs?: GraphSurface;
 };
 
+/** Creation order: time, then id (two runs of one millisecond stay in one order on every page). */
+const byCreation = (a: Pick<RunRecord, 'createdAt' | 'id'>, b: Pick<RunRecord, 'createdAt' | 'id'>) => a.createdAt.localeCompare(b.createdAt) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
 /** One list filter for every view (a daemon's, an in-process one, the read-only records): oldest first. */
 export function filterRuns(runs: Iterable<RunRecord>, f: ListFilter, now: number = Date.now()): RunRecord[] {
   const all = [...runs]
@@ -228,7 +236,13 @@ export function filterRuns(runs: Iterable<RunRecord>, f: ListFilter, now: number
     .filter((r) => !f.label || r.label === f.label)
     .filter((r) => !f.kind || f.kind.includes(r.kind))
     .filter((r) => f.sinceMinutes === undefined || Date.parse(r.createdAt) >= now - f.sinceMinutes * 60_000)
-    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    .sort(byCreation);
+  if (f.before !== undefined) {
+    const cursor = all.find((r) => r.id === f.before) ?? [...runs].find((r) => r.id === f.before);
+    if (!cursor) return [];
+    const cut = all.findIndex((r) => byCreation(r, cursor) >= 0);
+    all.splice(cut < 0 ? all.length : cut);
+  }
   return f.limit !== undefined ? all.slice(Math.max(0, all.length - f.limit)) : all;
 }
 

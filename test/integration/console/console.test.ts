@@ -95,6 +95,17 @@ test('the console: 401 without the token; with it (gone from the address bar aft
     await page.evaluate('window.scrollTo(0, 0)');
     await page.screenshot({ path: path.join(shots, 'console-runs.png') });
   }
+  // Search within the page: one run by a piece of its id; the pager says this is the newest page, nothing older.
+  await page.fill('#f-search', long.runId.slice(2, 10));
+  await until(async () => (await page.locator('#runs tbody tr').count()) === 1, 'the search leaves one row');
+  assert.equal(await page.locator(`tr[data-run="${long.runId}"]`).count(), 1);
+  await page.fill('#f-search', '');
+  await until(async () => (await page.locator('#runs tbody tr').count()) === 2, 'both rows back');
+  assert.equal(await page.textContent('#page-note'), 'the newest 2 run(s)');
+  assert.ok((await page.isDisabled('#older')) && (await page.isDisabled('#newest')));
+  // Paging back through the API the page uses: the run before the sleeper is the first one.
+  const older = (await (await fetch(`${base}api/v1/runs?limit=1&before=${long.runId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { runs: { id: string }[] };
+  assert.deepEqual(older.runs.map((r) => r.id), [runId]);
   await live.click();
   await page.waitForSelector(`#detail h2:text("Run ${long.runId}")`);
   page.once('dialog', (d) => void d.accept());
