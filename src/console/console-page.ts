@@ -441,7 +441,9 @@ async function showGraph(id) {
     const ok = el('button', { class: 'approve', 'data-gate': n.id }, 'approve ' + n.id), no = el('button', { class: 'reject danger', 'data-gate': n.id }, 'reject ' + n.id);
     ok.addEventListener('click', decide('approve'));
     no.addEventListener('click', decide('reject'));
-    return el('p', {}, 'gate ', n.id, ' waits for an operator until ', local(n.gate.deadline), ': ', ok, ' ', no);
+    // What the person deciding needs: the spec's prompt, and the results the gate shows (its show list).
+    return el('div', { class: 'gate', 'data-gate': n.id }, el('p', {}, 'gate ', n.id, ' waits for an operator until ', local(n.gate.deadline), ': ', ok, ' ', no),
+      el('p', { class: 'prompt' }, n.prompt || ''), ...(n.shown || []).map((sh) => el('pre', { 'data-shows': sh.node }, sh.node + ': ' + sh.text)));
   });
   document.getElementById('graph').replaceChildren(el('h2', {}, 'Graph ' + x.graphId + (x.label ? ' (' + x.label + ')' : '')),
     el('p', { id: 'graph-state', 'data-state': x.state }, x.state + (x.endReason ? ' — ' + x.endReason : '') + ' · max ' + x.parallel + ' at once'), pic, ...gates);

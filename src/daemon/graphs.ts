@@ -145,19 +145,23 @@ export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; re
     // A node's summary: the head of its committed result value (an agent's answer.txt), from the store.
     async summaryOf(runId, maxBytes) {
       const refs = await o.results.list(runId);
-      const ref = refs.find((r) => r.source === 'value' && r.path === 'answer.txt') ?? refs.find((r) => r.source === 'value');
+      // Its result value; else (a command) its first text output, named.
+      const value = refs.find((r) => r.source === 'value' && r.path === 'answer.txt') ?? refs.find((r) => r.source === 'value');
+      const ref = value ?? refs.find((r) => r.source === 'out' && r.preview !== '');
       if (!ref) {
         const out = refs.filter((r) => r.source === 'out').slice(0, 8);
         return out.length > 0 ? `(no result value; out/: ${out.map((r) => `${r.path} (${r.bytes} B)`).join(', ')})` : null;
       }
+      const label = value ? '' : `${ref.path}: `;
+      const room = maxBytes - Buffer.byteLength(label);
       const fh = await fs.open(o.results.resolvePath(ref), 'r');
       try {
-        const buf = Buffer.alloc(Math.min(ref.bytes, maxBytes));
+        const buf = Buffer.alloc(Math.min(ref.bytes, room));
         const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
         const text = buf.subarray(0, bytesRead).toString('utf8');
-        if (ref.bytes <= maxBytes) return text;
-        const marker = ` …[cut at ${maxBytes} of ${ref.bytes} bytes; the whole is ${ref.ref}]`;
-        return headBytes(text, maxBytes - Buffer.byteLength(marker)) + marker;
+        if (ref.bytes <= room) return label + text;
+        const marker = ` …[cut at ${room} of ${ref.bytes} bytes; the whole is ${ref.ref}]`;
+        return label + headBytes(text, room - Buffer.byteLength(marker)) + marker;
       } finally {
         await fh.close();
       }

@@ -220,7 +220,14 @@ export function defineGraph(spec: GraphSpec, specLines: NodeLines = [], o: Defin
       for (const p of tallyProblems(n.tally!, deps.size)) add(i, p);
       return;
     }
-    if (n.kind === 'gate' || n.kind === 'join') return;
+    if (n.kind === 'gate') {
+      for (const d of n.gate!.show ?? []) {
+        const k = kindOf.get(d);
+        if (k === 'gate' || k === 'split' || partSuffix(d) !== null) add(i, `gate.show names ${d}, a ${k === 'join' ? 'macro with several parts' : k} with no single result to show`, 'Show a node that runs, a tally, or a refine/map_reduce/debate with a synthesizer.');
+      }
+      return;
+    }
+    if (n.kind === 'join') return;
     if (n.kind === 'split') {
       const over = n.split!.over;
       const input = 'from' in over ? graphInputOf(over.from) : null;

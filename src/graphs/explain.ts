@@ -177,6 +177,7 @@ export function explainGraph(rec: GraphRecord, def: GraphDefinition, leases: Rea
         lease: a.runId ? (leases.get(a.runId) ?? null) : null,
       })),
       ...(n.gate ? { gate: n.gate } : {}),
+      ...(spec.gate ? { prompt: spec.gate.prompt } : {}),
       ...(n.tally ? { tally: n.tally } : {}),
       ...(spec.budget ? { budget: { ...spec.budget } } : {}),
     };
@@ -213,6 +214,8 @@ export function renderGraphExplain(x: GraphExplanation): string {
     for (const w of n.waited) out.push(`  ${w}`);
     if (n.retry.max > 0 || n.retry.idempotent) out.push(`  retry: max ${n.retry.max} on [${n.retry.on.join(', ')}]${n.retry.idempotent ? ', idempotent' : ''}`);
     if (n.gate) out.push(`  gate: ${n.gate.decision ? `${n.gate.decision} by ${n.gate.by} at ${n.gate.at}` : `waiting until ${n.gate.deadline}`}`);
+    if (n.prompt && n.state === 'running') out.push(`  prompt: ${n.prompt}`);
+    for (const sh of n.shown ?? []) out.push(`  shows ${sh.node}: ${sh.text.replace(/\s*\n\s*/g, ' ⏎ ')}`);
     if (n.tally) out.push(`  tally: ${n.tally.outcome}${n.tally.winner ? ` → ${n.tally.winner}` : ''} (${n.tally.valid} valid, ${n.tally.invalid} invalid, ${n.tally.absent} absent)`);
     for (const a of n.attempts) {
       const took = a.endedAt ? dur(ms(a.startedAt, a.endedAt)) : 'running';

@@ -85,6 +85,7 @@ export function expand(nodes: readonly GraphNodeInput[], lines: NodeLines): { no
     if (n.kind === 'gate') {
       if (n.inputs.length > 0) say('a gate takes no inputs');
       if (n.retry.max > 0) say('a gate takes no retry: an operator decides it once');
+      for (const d of n.gate!.show ?? []) if (!n.depends_on.includes(d)) say(`gate.show names ${d}, which is not in its depends_on`, 'A gate shows only the results of nodes it waits for.');
       return push({ id: n.id, kind: 'gate', ...base, spawn: NO_SPAWN, gate: n.gate! });
     }
     if (n.kind === 'tally') {

@@ -46,7 +46,7 @@ import { defineGraph, defineGraphText, taskOf } from './define.js';
 import { graphEnd, plan, type PlanInput } from './plan.js';
 import type { GraphStore } from './store.js';
 import { graphEnvelope, manifestRows } from './envelope.js';
-import { readField, tally, type Ballot } from './tally.js';
+import { readField, tally, tallyLine, type Ballot } from './tally.js';
 import { explainGraph } from './explain.js';
 import { budgetState, isRunNode, reserve, type Reservation } from './budget.js';
 
@@ -806,7 +806,19 @@ export class GraphService {
     if (!def.ok) return def;
     const leases = new Map<string, GraphAttemptLease | null>();
     for (const n of s.value.nodes) for (const a of n.attempts) if (a.runId && this.p.leaseOf) leases.set(a.runId, await this.p.leaseOf(a.runId).catch(() => null));
-    return ok(explainGraph(s.value, def.value, leases, (this.p.now ?? (() => new Date()))().toISOString()));
+    const x = explainGraph(s.value, def.value, leases, (this.p.now ?? (() => new Date()))().toISOString());
+    // A gate that began shows the person deciding what it names: a tally's count, a run's committed result head.
+    for (const n of x.nodes) {
+      const show = def.value.expanded.find((e) => e.id === n.id)?.gate?.show;
+      if (!show || n.attempts.length === 0) continue;
+      n.shown = [];
+      for (const id of show) {
+        const dep = s.value.nodes.find((d) => d.id === id)!;
+        const text = dep.tally ? tallyLine(dep.tally) : dep.committedRunId && this.p.summaryOf ? await this.p.summaryOf(dep.committedRunId, SUMMARY_BOUNDS.bytes).catch(() => null) : null;
+        n.shown.push({ node: id, text: text ?? `(no result: ${id} ended ${dep.state})` });
+      }
+    }
+    return ok(x);
   }
 
   async list(): Promise<GraphRecord[]> {

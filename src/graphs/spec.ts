@@ -101,6 +101,7 @@ const GateSchema = z.strictObject({
   on_timeout: z.literal('reject').default('reject'),
   prevent_self: z.boolean().default(false),
   approvers: z.union([z.literal('operators'), z.array(z.string().min(1).max(128)).min(1).max(32)]).default('operators'),
+  show: z.array(id).min(1).max(SUMMARY_BOUNDS.count).optional(),
 });
 
 const NodeBudgetSchema = z.strictObject({ tokens: positive.optional(), cost_usd: z.number().positive().optional(), wall_ms: positive.max(24 * 3600_000).optional() });

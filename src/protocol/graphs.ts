@@ -167,6 +167,11 @@ export interface GateSpec {
    * its `by` field, the console's `console`, MCP's `mcp`). A timeout rejects it whoever is listed.
    */
   approvers: 'operators' | string[];
+  /**
+   * Dependencies whose results the person deciding is shown beside the prompt (explain, the
+   * console): a run node's committed result head (≤ 1 KiB), a tally's count.
+   */
+  show?: string[];
 }
 
 /** A gate's state on the record: its deadline (kept across saves) and the one decision. */
@@ -552,6 +557,9 @@ export interface GraphNodeExplained {
   retry: { max: number; on: RetryOn[]; idempotent: boolean };
   attempts: GraphAttemptExplained[];
   gate?: GateState;
+  /** A gate: its prompt as the spec wrote it, and what it shows the person deciding (`show`). */
+  prompt?: string;
+  shown?: { node: string; text: string }[];
   tally?: TallyOutcome;
   /** Its budget as written (a macro's on each run node it made). */
   budget?: NodeBudget;

@@ -28,7 +28,7 @@ test('the console draws a graph live, approves its waiting gate, and opens a nod
     nodes: [
       { id: 'facts', kind: 'command', spawn: { task: 'facts', argv: ['sh', '-c', 'echo 412 passed > /workspace/out/facts.txt'] } },
       { id: 'risks', kind: 'command', spawn: { task: 'risks', argv: ['sh', '-c', 'echo one risk > /workspace/out/risks.txt'] } },
-      { id: 'go', kind: 'gate', depends_on: ['facts', 'risks'], gate: { prompt: 'Ship?', timeout_ms: 600000 } },
+      { id: 'go', kind: 'gate', depends_on: ['facts', 'risks'], gate: { prompt: 'Ship?', timeout_ms: 600000, show: ['facts', 'risks'] } },
       { id: 'ship', kind: 'command', depends_on: ['go'], spawn: { task: 'ship', argv: ['sh', '-c', 'echo shipped > /workspace/out/ship.txt'] } },
     ],
   }));
@@ -52,6 +52,10 @@ test('the console draws a graph live, approves its waiting gate, and opens a nod
   const xOf = async (n: string) => Number(/translate\((\d+)/.exec((await page.getAttribute(`#graph-svg g[data-node="${n}"]`, 'transform')) ?? '')?.[1]);
   assert.deepEqual([await xOf('facts'), await xOf('risks'), await xOf('go'), await xOf('ship')], [10, 10, 210, 410]);
   assert.match((await page.textContent('#graph')) ?? '', /gate go waits for an operator until/);
+  // The person deciding sees the prompt and what the gate shows: each named node's result.
+  assert.equal(await page.textContent('div.gate[data-gate="go"] p.prompt'), 'Ship?');
+  assert.equal(await page.textContent('pre[data-shows="facts"]'), 'facts: out/facts.txt: 412 passed\n');
+  assert.equal(await page.textContent('pre[data-shows="risks"]'), 'risks: out/risks.txt: one risk\n');
   if (process.env.BRIG_CONSOLE_SHOTS) await page.screenshot({ path: path.join(process.env.BRIG_CONSOLE_SHOTS, 'console-graph.png') });
 
   // Approve from the page, with a note.

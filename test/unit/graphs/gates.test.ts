@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { defineGraphText, GraphService, GraphStore } from '../../../src/graphs/index.js';
+import { defineGraphText, GraphService, GraphStore, renderGraphExplain } from '../../../src/graphs/index.js';
 import type { GraphEvent, GraphRecord, RunRecord, SpawnRequestInput } from '../../../src/protocol/index.js';
 import { ok } from '../../../src/util/errors.js';
 
@@ -32,6 +32,7 @@ function service(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-gate-'))) {
     store: new GraphStore(dir),
     limits: { maxChildren: 5, maxDepth: 3, defaultTimeoutMs: 1000 },
     putManifest: async () => 'ref_m',
+    summaryOf: async (runId: string) => `result of ${runId}`,
     onEvent: (e) => events.push(e),
   });
   return { g, spawned, events, dir };
@@ -137,6 +138,33 @@ test('approvers: only a listed name decides (approve or reject); the deadline re
   const t = await g.wait(timed.value.graphId);
   assert.ok(t.ok);
   assert.deepEqual([t.value.nodes.find((n) => n.id === 'go')!.gate!.by, t.value.state], ['timeout', 'failed']);
+});
+
+test('a waiting gate explains itself to the person deciding: its prompt and what it shows (a run\'s result head), rendered by explain', async () => {
+  const { g } = service();
+  const s = await g.run(spec({ show: ['plan'] }));
+  assert.ok(s.ok);
+  await waiting(g, s.value.graphId);
+  const x = await g.explain(s.value.graphId);
+  assert.ok(x.ok);
+  const go = x.value.nodes.find((n) => n.id === 'go')!;
+  const plan = (await g.status(s.value.graphId)).ok ? x.value.nodes.find((n) => n.id === 'plan')!.attempts[0]!.runId : null;
+  assert.equal(go.prompt, 'Ship it?');
+  assert.deepEqual(go.shown, [{ node: 'plan', text: `result of ${plan}` }]);
+  assert.equal(x.value.nodes.find((n) => n.id === 'ship')!.shown, undefined, 'only a gate shows');
+  const text = renderGraphExplain(x.value);
+  assert.match(text, /^ {2}prompt: Ship it\?$/m);
+  assert.match(text, new RegExp(`^  shows plan: result of ${plan}$`, 'm'));
+  await g.cancel(s.value.graphId, { confirm: true });
+});
+
+test('define refuses a gate showing a node it does not wait for, or one with no single result', () => {
+  const bad = (nodes: unknown[]) => defineGraphText(JSON.stringify({ graph: 'brig/v1', nodes }));
+  const a = { id: 'a', kind: 'command', spawn: { task: 't', argv: ['x'] } };
+  const outside = bad([a, { id: 'b', kind: 'command', spawn: { task: 't', argv: ['x'] } }, { id: 'go', kind: 'gate', depends_on: ['a'], gate: { prompt: 'p', timeout_ms: 10, show: ['b'] } }]);
+  assert.ok(!outside.ok && /node go: gate.show names b, which is not in its depends_on/.test(outside.error.message));
+  const map = bad([{ id: 'm', kind: 'map', map: { over: { items: [1] }, item_kind: 'command' }, spawn: { task: 'x {{item}}', argv: ['x'] } }, { id: 'go', kind: 'gate', depends_on: ['m'], gate: { prompt: 'p', timeout_ms: 10, show: ['m'] } }]);
+  assert.ok(!map.ok && /gate.show names m, a macro with several parts with no single result to show/.test(map.error.message), map.ok ? '' : map.error.message);
 });
 
 test('a cancel ends a waiting gate cancelled and the graph cancelled', async () => {
