@@ -19,6 +19,7 @@ import {
   SEND_MODES,
   MAX_SEND_TURNS,
   GRAPH_STATES,
+  GRAPH_ID,
   type Brig,
   type GraphSurface,
   type SpawnRequestInput,
@@ -153,8 +154,8 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
     },
   }),
   events: route<'events'>()({
-    summary: 'The content-free event stream (SSE); resume with Last-Event-ID',
-    query: z.object({ runId: ID.optional(), rootRunId: ID.optional(), lastEventId: z.string().max(64).optional() }),
+    summary: "The content-free event stream (SSE) of runs and graphs; resume with Last-Event-ID; `graph` gives one graph's events only",
+    query: z.object({ runId: ID.optional(), rootRunId: ID.optional(), graph: z.string().regex(GRAPH_ID, 'a graph id looks like g-…').optional(), lastEventId: z.string().max(64).optional() }),
     ok: { 200: 'text/event-stream' },
     // The server streams it (server.ts streamEvents): one event ring per API.
     handle: async () => 'streamed',

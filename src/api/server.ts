@@ -14,7 +14,7 @@ import http from 'node:http';
 import { promises as fs } from 'node:fs';
 import { API_CALLERS, API_ROUTES, API_VERSION, LONG_ROUTES, REF_ID_RE, isGraphId, isRunId, routeList, type Brig, type RouteName } from '../protocol/index.js';
 import { openapiDocument, invalidRequest, queryObject } from './contract.js';
-import { EventHub, matches, type Numbered } from './event-hub.js';
+import { EventHub, matches, type Numbered, type StreamFilter } from './event-hub.js';
 import { ROUTE_TABLE, type RouteDef } from './routes.js';
 import { BrigError, httpStatusOf, toBrigError } from '../util/errors.js';
 import { hintFor } from '../util/face-hints.js';
@@ -141,9 +141,9 @@ function sse(n: Numbered): string {
   return `id: ${n.id}\nevent: ${n.ev.type}\ndata: ${JSON.stringify(n.ev)}\n\n`;
 }
 
-async function streamEvents(hub: EventHub, req: http.IncomingMessage, res: http.ServerResponse, q: { runId?: string; rootRunId?: string; lastEventId?: string }): Promise<void> {
+async function streamEvents(hub: EventHub, req: http.IncomingMessage, res: http.ServerResponse, q: StreamFilter & { lastEventId?: string }): Promise<void> {
   if (hub.unavailable !== undefined) throw hub.unavailable; // a Brig without events: its own refusal
-  const filter = { ...(q.runId ? { runId: q.runId } : {}), ...(q.rootRunId ? { rootRunId: q.rootRunId } : {}) };
+  const filter: StreamFilter = { ...(q.runId ? { runId: q.runId } : {}), ...(q.rootRunId ? { rootRunId: q.rootRunId } : {}), ...(q.graph ? { graph: q.graph } : {}) };
   const last = (req.headers['last-event-id'] as string | undefined) ?? q.lastEventId;
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
   res.write(': brig events v1\n\n');
@@ -176,6 +176,8 @@ async function streamEvents(hub: EventHub, req: http.IncomingMessage, res: http.
 export interface ApiOptions {
   metrics?: Metrics;
   log?: Logger;
+  /** Told of each request once its reply closed: its route (the operation name, or `unknown`), status and seconds (metrics). */
+  onRequest?: (route: RouteName | 'unknown', status: number, seconds: number) => void;
 }
 
 export function apiHandler(brig: Brig, o: ApiOptions = {}, hub: EventHub = new EventHub(brig)): http.RequestListener {
@@ -183,9 +185,16 @@ export function apiHandler(brig: Brig, o: ApiOptions = {}, hub: EventHub = new E
   return (req, res) => {
     const id = requestId(req);
     res.setHeader('x-request-id', id);
-    if (log) {
+    if (log || o.onRequest) {
       const t0 = performance.now();
-      res.once('close', () => logRequest(log, req, res.statusCode, performance.now() - t0, id));
+      res.once('close', () => {
+        const ms = performance.now() - t0;
+        if (log) logRequest(log, req, res.statusCode, ms, id);
+        if (o.onRequest) {
+          const m = matchRoute(req.method ?? 'GET', rawPath(req));
+          o.onRequest(m && 'name' in m ? m.name : 'unknown', res.statusCode, ms / 1000);
+        }
+      });
     }
     void serve(brig, o, hub, req, res).catch((e) => {
       const be = toBrigError(e);
@@ -254,7 +263,7 @@ async function serve(brig: Brig, o: ApiOptions, hub: EventHub, req: http.Incomin
   const def = ROUTE_TABLE[m.name] as RouteDef<RouteName>;
   const input = await inputOf(def, req, url);
   if (m.name === 'openapi') return send(res, 200, openapiDocument(API_VERSION));
-  if (m.name === 'events') return streamEvents(hub, req, res, input as { runId?: string; rootRunId?: string; lastEventId?: string });
+  if (m.name === 'events') return streamEvents(hub, req, res, input as StreamFilter & { lastEventId?: string });
   const answer = await def.handle({ params: m.params, input, brig, metrics: o.metrics, req, res });
   if (answer !== 'streamed') send(res, answer.status ?? 200, answer.body);
 }

@@ -72,7 +72,8 @@ function parseJson<T>(text: string): T {
  * torn after it delivered something (the daemon drops a reader that lags) is reconnected once
  * with `Last-Event-ID`, so the daemon replays what was missed (or says `gap`); a stream that
  * ends again before delivering anything, or a daemon that no longer answers, is
- * `streamEnded`. Ends quietly only on the caller's abort.
+ * `streamEnded`. Ends quietly only on the caller's abort. The graphs' events (`graph.*`) on the
+ * same stream move `Last-Event-ID` on but are not yielded: these are the runs' events.
  */
 async function* followEvents(socketPath: string, path: string, signal: AbortSignal | undefined, caller: ApiCaller, onSubscribed?: () => void): AsyncGenerator<SupervisorEvent> {
   const aborted = () => signal?.aborted === true;
@@ -84,6 +85,8 @@ async function* followEvents(socketPath: string, path: string, signal: AbortSign
       // `gap`: the daemon no longer holds what came after lastId; the stream goes on from now.
       if (ev.event === 'gap') continue;
       delivered = true;
+      // The graphs' events share the stream (and its ids); Supervisor.events yields run events.
+      if (ev.event.startsWith('graph.')) continue;
       yield JSON.parse(ev.data) as SupervisorEvent;
     }
     if (aborted()) return;

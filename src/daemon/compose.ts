@@ -14,7 +14,8 @@ import { DockerJailDriver, JAIL_USER, ownerForHome, WarmPool } from '../jail/ind
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { Metrics } from '../util/metrics.js';
-import { collectState, collectStorage, countBrokerCall, meterEvents } from './metrics-feed.js';
+import { collectState, collectStorage, countBrokerCall, meterEvents, meterSlices, setBuildInfo } from './metrics-feed.js';
+import { collectProcess } from './process-metrics.js';
 import { teeLedger } from './ledger-tee.js';
 import { silentLog, type Logger } from '../util/log.js';
 import { logEvents } from './log-feed.js';
@@ -30,7 +31,7 @@ import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
 import { Operator } from './operator.js';
 import { openDrillIn } from './refs.js';
-import { graphManifestReader, graphRunHandler, graphServiceFor, graphWaitHandler } from './graphs.js';
+import { graphFeed, graphManifestReader, graphRunHandler, graphServiceFor, graphSurfaceOf, graphWaitHandler } from './graphs.js';
 import type { GraphService } from '../graphs/index.js';
 
 export { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
@@ -67,6 +68,8 @@ export interface ComposeOptions {
    * and the shapes the last daemon of this home kept (warm-shapes.json).
    */
   warm?: number;
+  /** brig's package version, for brig_build_info (the CLI reads it; default `unknown`). */
+  version?: string;
 }
 
 export interface Composed {
@@ -131,6 +134,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const fileLedger = new FileLedger({ dir: paths.ledger });
   const log = o.log ?? silentLog();
   const ledger = teeLedger(fileLedger, [meterEvents(metrics), logEvents(log)]);
+  setBuildInfo(metrics, o.version ?? 'unknown');
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results });
   const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
@@ -151,7 +155,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const handlers: Handlers = {};
   // The operator's drill-in and a child's with `refs.read` (its descendants' refs only,
   // refs/child-refs.ts decides who), over one slicing of this supervisor.
-  const drill = openDrillIn(cfg, { store: results, ledger, getRun: async (id) => sup?.get(id) });
+  const drill = openDrillIn(cfg, { store: results, ledger, getRun: async (id) => sup?.get(id), onSlice: meterSlices(metrics) });
   const { refs, childRefs } = drill;
   const broker = new BrokerServer({
     leases,
@@ -212,8 +216,11 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   Object.assign(handlers, supervisor.childCalls, childRefs.handlers);
   collectState(metrics, () => supervisor, drill.pools, warm);
   collectStorage(metrics, () => supervisor.storage(), supervisor.settings.minFreeBytes);
+  const stopProcessMetrics = collectProcess(metrics);
   const operator = new Operator({ cfg, leases, ledger, runs: supervisor, refs, reserveBytes: supervisor.settings.minFreeBytes, admission: supervisor.admission });
-  const graphs = graphServiceFor({ dir: paths.graphs, supervisor, results, ledger, leases: operator.leases });
+  // The graphs' events: into the ledger, and live to whoever follows them (the API's event stream).
+  const feed = graphFeed();
+  const graphs = graphServiceFor({ dir: paths.graphs, supervisor, results, ledger, leases: operator.leases, feed });
   // An agent's graph_run (capability `graph`): its graph is one child of its own; it slices the manifest as a child's ref.
   handlers['graph.run'] = graphRunHandler(graphs, supervisor);
   handlers['graph.wait'] = graphWaitHandler(graphs, supervisor);
@@ -222,6 +229,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};
   const close = async () => {
       unwatch();
+      feed.close();
       // Idle slots first: nothing is handed out while the supervisor closes. An engine that
       // does not answer holds neither: the driver's close ends what waits on it (the slots go
       // with the next start's sweep, the children it runs are reattached).
@@ -237,6 +245,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
       await catalog.value.close();
       // Lines a full home would not take are lost with the process: said, not thrown (the rest must close).
       await ledger.close().catch((e: unknown) => log.error({ code: toBrigError(e).code, message: toBrigError(e).message }, 'ledger lines lost at close'));
+      stopProcessMetrics();
       await unlock();
   };
   return {
@@ -248,7 +257,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     log,
     ...(warm ? { warm } : {}),
     operator,
-    brig: { ...brigOf(supervisor, 'local', refs, operator, close), graphs },
+    brig: { ...brigOf(supervisor, 'local', refs, operator, close), graphs: graphSurfaceOf(graphs, feed) },
     graphs,
     close,
   };

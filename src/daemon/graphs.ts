@@ -2,15 +2,16 @@
  * The graphs' ports over this home's parts: the supervisor spawns every node attempt, the
  * graph store keeps the records under $BRIG_HOME/graphs, the result store keeps each graph's
  * manifest as a ResultRef (under the graph's id, never in a directory a child can write), the
- * ledger hears the graphs' content-free events.
+ * ledger hears the graphs' content-free events, and the graphs' live feed hands them on (the
+ * API's event stream numbers them beside the run events).
  */
 import { promises as fs } from 'node:fs';
 import { Readable } from 'node:stream';
 import { GraphService, GraphStore } from '../graphs/index.js';
 import type { Ledger } from '../ledger/index.js';
 import type { FsResultStore } from '../results/index.js';
-import type { SupervisorCore } from '../runs/index.js';
-import type { GraphCallReply, OperatorSurface } from '../protocol/index.js';
+import { EventBus, type SupervisorCore } from '../runs/index.js';
+import type { GraphCallReply, GraphEventsOptions, GraphStreamEvent, GraphSurface, OperatorSurface } from '../protocol/index.js';
 import type { Handler } from '../broker/index.js';
 import { isGraphId } from '../protocol/index.js';
 import { grantAllows } from '../lease/index.js';
@@ -98,7 +99,29 @@ export function graphManifestReader(store: GraphStore): (owner: string, callerRu
 /** A ballot over this is unreadable (counted invalid), never cut. */
 const BALLOT_MAX_BYTES = 64 * 1024;
 
-export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; results: FsResultStore; ledger: Ledger; leases?: OperatorSurface['leases'] }): GraphService {
+/** The graphs' live events: each subscriber's own bounded buffer, one graph's or all. */
+export type GraphFeed = EventBus<GraphStreamEvent, GraphEventsOptions>;
+
+export function graphFeed(): GraphFeed {
+  return new EventBus<GraphStreamEvent, GraphEventsOptions>((ev, o) => !o.graphId || ev.graphId === o.graphId);
+}
+
+/** The graphs as the faces see them: the service's verbs, and its events live from the feed. */
+export function graphSurfaceOf(g: GraphService, feed: GraphFeed): GraphSurface {
+  return {
+    define: (text, o) => g.define(text, o),
+    run: (text, o) => g.run(text, o),
+    decide: (id, node, d) => g.decide(id, node, d),
+    status: (id) => g.status(id),
+    wait: (id, o) => g.wait(id, o),
+    cancel: (id, o) => g.cancel(id, o),
+    list: () => g.list(),
+    explain: (id) => g.explain(id),
+    events: (o) => feed.subscribe(o),
+  };
+}
+
+export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; results: FsResultStore; ledger: Ledger; leases?: OperatorSurface['leases']; feed?: GraphFeed }): GraphService {
   const s = o.supervisor.settings;
   return new GraphService({
     supervisor: o.supervisor,
@@ -173,10 +196,12 @@ export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; re
       if (ref.bytes > maxBytes) throw new Error('items file too large');
       return fs.readFile(o.results.resolvePath(ref), 'utf8');
     },
-    // Content-free: ids, states, counts (INV-7); a node's run id is its own field.
+    // Content-free: ids, states, counts (INV-7); a node's run id is its own field. The feed
+    // gets the same fields (a gate's `by` is the operator name the ledger holds too), stamped.
     onEvent: (e) => {
       const { runId, ...rest } = e as typeof e & { runId?: string | null };
       o.ledger.append({ ...rest, ...(runId ? { runId } : {}) });
+      o.feed?.publish({ ...e, timestamp: new Date().toISOString() });
     },
   });
 }

@@ -4,7 +4,7 @@ import { condensationModel } from '../models/index.js';
 import { FsResultStore } from '../results/index.js';
 import type { RunRecord } from '../protocol/index.js';
 import { ChildRefs, RefService } from '../refs/index.js';
-import { DuckdbHelperPool, SLICE_SCHEDULE, SliceScheduler, Slicer, ToolRunner, type SliceLimits } from '../slice/index.js';
+import { DuckdbHelperPool, SLICE_SCHEDULE, SliceScheduler, Slicer, ToolRunner, type SliceLimits, type SliceObserver } from '../slice/index.js';
 
 /**
  * Builds the drill-in surface for one brig home: the result store, a slicer, and the model for
@@ -16,7 +16,7 @@ import { DuckdbHelperPool, SLICE_SCHEDULE, SliceScheduler, Slicer, ToolRunner, t
 export function openRefService(
   cfg: BrigConfig,
   getRun: (runId: string) => Promise<RunRecord | undefined>,
-  o: { store?: FsResultStore; scheduler?: SliceScheduler } = {},
+  o: { store?: FsResultStore; scheduler?: SliceScheduler; onSlice?: SliceObserver } = {},
 ): { refs: RefService; close(): Promise<void> } {
   const store = o.store ?? new FsResultStore({ dir: brigPaths(cfg.home).results });
   // Without a supervisor's scheduler: one of our own, the operator's lane only in use.
@@ -27,7 +27,7 @@ export function openRefService(
   const model = l2.ok ? l2.value : undefined;
   const refs = new RefService({
     store,
-    slicer: new Slicer(store, { scheduler }),
+    slicer: new Slicer(store, { scheduler, ...(o.onSlice ? { onSlice: o.onSlice } : {}) }),
     getRun,
     // Level 2 condensation through the same catalog as the agents (either wire, config.yaml or env).
     ...(model ? { model } : {}),
@@ -53,15 +53,16 @@ export interface DrillIn {
  */
 export function openDrillIn(
   cfg: BrigConfig,
-  o: { store: FsResultStore; ledger: Ledger; getRun: (runId: string) => Promise<RunRecord | undefined>; childLimits?: Partial<SliceLimits> },
+  o: { store: FsResultStore; ledger: Ledger; getRun: (runId: string) => Promise<RunRecord | undefined>; childLimits?: Partial<SliceLimits>; onSlice?: SliceObserver },
 ): DrillIn {
   const operatorPool = new DuckdbHelperPool({ size: SLICE_SCHEDULE.operator.helpers });
   const childPool = new DuckdbHelperPool({ size: SLICE_SCHEDULE.child.helpers, nice: SLICE_SCHEDULE.child.nice });
   // grep/jq of both lanes run isolated as the helpers are (tool-runner.ts).
   const tools = new ToolRunner();
   const scheduler = new SliceScheduler({ operator: { pool: operatorPool }, child: { pool: childPool }, tools });
-  const childRefs = new ChildRefs({ store: o.store, scheduler, ledger: o.ledger, getRun: o.getRun, ...(o.childLimits ? { limits: o.childLimits } : {}) });
-  const { refs } = openRefService(cfg, o.getRun, { store: o.store, scheduler });
+  const onSlice = o.onSlice ? { onSlice: o.onSlice } : {};
+  const childRefs = new ChildRefs({ store: o.store, scheduler, ledger: o.ledger, getRun: o.getRun, ...(o.childLimits ? { limits: o.childLimits } : {}), ...onSlice });
+  const { refs } = openRefService(cfg, o.getRun, { store: o.store, scheduler, ...onSlice });
   return {
     refs,
     childRefs,

@@ -5,6 +5,7 @@ import { operatorHooks } from './operator-hooks.js';
 import type { ReconcileReport, ShutdownOptions, ShutdownReport } from '../runs/index.js';
 import { BrigError } from '../util/errors.js';
 import { compose, type ComposeOptions, type Composed } from './compose.js';
+import { meterRequests } from './metrics-feed.js';
 
 /**
  * `brig serve`: the composed supervisor behind the HTTP API on $BRIG_HOME/brig.sock (0600).
@@ -59,7 +60,7 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
   });
   const socketPath = brigPaths(cfg.home).socket;
   // The API serves the composed Brig: the same supervisor, refs and operator (its own lease store).
-  const api = await listenApi(composed.brig, socketPath, { metrics: composed.metrics, log: composed.log });
+  const api = await listenApi(composed.brig, socketPath, { metrics: composed.metrics, log: composed.log, onRequest: meterRequests(composed.metrics) });
   // The console serves the same API handler (one event ring, one contract) to a browser.
   const ui = o.ui !== undefined ? await listenConsole(api.handler, o.ui).catch(async (e: unknown) => {
     await api.close();

@@ -83,7 +83,7 @@ export interface RouteInputs {
   openapi: undefined;
   metrics: undefined;
   fleet: { since?: string; top?: number };
-  events: { runId?: string; rootRunId?: string; lastEventId?: string };
+  events: { runId?: string; rootRunId?: string; graph?: string; lastEventId?: string };
   listRuns: { status?: RunStatus[]; kind?: RunKind[]; rootRunId?: string; parentRunId?: string; label?: string; since?: number; limit?: number };
   spawn: SpawnRequestInput;
   checkSpawn: SpawnRequestInput;

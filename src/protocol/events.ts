@@ -1,4 +1,5 @@
 import type { EndReason, KilledBy, RunKind, TerminalStatus } from './runs.js';
+import type { GraphStreamEvent } from './graphs.js';
 
 /** Supervisor events: content-free (INV-7) — ids, counts, enums and durations only. */
 
@@ -41,3 +42,13 @@ export type SupervisorEvent =
   | (EventBase & { type: 'steered'; mode: 'inject' | 'respawn'; newRunId: string | null });
 
 export type SupervisorEventType = SupervisorEvent['type'];
+
+/**
+ * What the API's event stream (`GET /v1/events`) carries: the runs' events and the graphs'
+ * (`graph.*`), numbered in one ring. Both content-free (INV-7).
+ */
+export type StreamEvent = SupervisorEvent | GraphStreamEvent;
+
+export function isGraphEvent(ev: StreamEvent): ev is GraphStreamEvent {
+  return ev.type.startsWith('graph.');
+}

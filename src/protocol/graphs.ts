@@ -482,6 +482,17 @@ export type GraphEvent =
   | { type: 'graph.resumed'; graphId: string; reattached: number; lost: number; respawned: number; gates: number }
   | { type: 'graph.gate_decided'; graphId: string; node: string; decision: 'approved' | 'rejected'; by: string; noteHash: string | null };
 
+/** A graph event as it goes live (the API's event stream, `graphs.events()`): the ledger's fields, stamped when the supervisor heard it. */
+export type GraphStreamEvent = GraphEvent & { timestamp: string };
+
+export interface GraphEventsOptions {
+  signal?: AbortSignal;
+  /** Only this graph's events. */
+  graphId?: string;
+  /** Called once the subscription is in place: every event published after it is delivered. */
+  onSubscribed?: () => void;
+}
+
 /** An operator's decision on a gate. */
 export interface GateDecision {
   decision: 'approve' | 'reject';
@@ -506,6 +517,11 @@ export interface GraphSurface {
   list(): Promise<GraphRecord[]>;
   /** An operator's view of a graph: per node its attempts, end reasons, why skipped, why it waited, retries, each attempt's lease. */
   explain(graphId: string): Promise<Result<GraphExplanation, BrigError>>;
+  /**
+   * The graphs' events live, from now on (content-free). Where the graphs run in this process
+   * (a daemon's own surface, a local Brig); over a daemon they come on `GET /v1/events`.
+   */
+  events?(o?: GraphEventsOptions): AsyncIterableIterator<GraphStreamEvent>;
 }
 
 /** The lease an attempt's run got, as `brig graph explain` shows it (what was granted and refused, never secrets). */

@@ -21,7 +21,7 @@ import { alreadyLedgered } from '../broker/index.js';
 import type { Ledger } from '../ledger/index.js';
 import type { ResultRef } from '../results/index.js';
 import type { FsResultStore } from '../results/index.js';
-import { Slicer, type SliceLimits, type SliceOutput } from '../slice/index.js';
+import { Slicer, type SliceLimits, type SliceObserver, type SliceOutput } from '../slice/index.js';
 import type { DuckdbHelperPool, SliceScheduler } from '../slice/index.js';
 import { BrigError, type Result } from '../util/errors.js';
 import { RefService } from './ref-service.js';
@@ -53,6 +53,8 @@ export interface ChildRefsDeps {
   getRun: (runId: string) => Promise<RunRecord | undefined>;
   ledger: Ledger;
   limits?: Partial<SliceLimits>;
+  /** Told of each slice call (metrics). */
+  onSlice?: SliceObserver;
 }
 
 /** A refs.* call as the broker hands it: the verified caller, its lease, the parsed params. */
@@ -109,7 +111,7 @@ export class ChildRefs {
   }
 
   constructor(private readonly d: ChildRefsDeps) {
-    this.slicer = new Slicer(d.store, { ...(d.scheduler ? { scheduler: d.scheduler } : {}), ...(d.pool ? { pool: d.pool } : {}), limits: { ...CHILD_SLICE_LIMITS, ...d.limits } });
+    this.slicer = new Slicer(d.store, { ...(d.scheduler ? { scheduler: d.scheduler } : {}), ...(d.pool ? { pool: d.pool } : {}), limits: { ...CHILD_SLICE_LIMITS, ...d.limits }, ...(d.onSlice ? { onSlice: d.onSlice } : {}) });
     this.service = new RefService({ store: d.store, slicer: this.slicer, getRun: d.getRun });
   }
 

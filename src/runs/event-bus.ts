@@ -1,26 +1,41 @@
 import type { EventsOptions, SupervisorEvent } from './types.js';
 
 /**
- * The subscribable event stream. Each subscriber gets its own bounded buffer; a slow one
- * loses its oldest events (counted) rather than growing the supervisor's memory.
+ * A subscribable event stream. Each subscriber gets its own bounded buffer; a slow one
+ * loses its oldest events (counted) rather than growing the supervisor's memory. The
+ * supervisor's run events are one; the graphs' live events (daemon/graphs.ts) another.
  */
 const MAX_BUFFER = 10_000;
 
-interface Sub {
-  buf: SupervisorEvent[];
+/** What every subscription takes, besides its filter. */
+export interface Subscription {
+  signal?: AbortSignal;
+  /** Called once the subscription is in place: every event published after it is delivered. */
+  onSubscribed?: () => void;
+}
+
+interface Sub<E, O> {
+  buf: E[];
   wake: (() => void) | null;
   closed: boolean;
   dropped: number;
-  opts: EventsOptions;
+  opts: O;
 }
 
-export class EventBus {
-  readonly #subs = new Set<Sub>();
+/** A run event passes a subscription to one run or one tree when it is of that run or tree. */
+export function passesRunFilter(ev: SupervisorEvent, o: EventsOptions): boolean {
+  return (!o.runId || o.runId === ev.runId) && (!o.rootRunId || o.rootRunId === ev.rootRunId);
+}
 
-  publish(ev: SupervisorEvent): void {
+export class EventBus<E = SupervisorEvent, O extends Subscription = EventsOptions> {
+  readonly #subs = new Set<Sub<E, O>>();
+
+  /** `passes`: whether an event is one a subscription asked for (its filter). */
+  constructor(private readonly passes: (ev: E, o: O) => boolean) {}
+
+  publish(ev: E): void {
     for (const s of this.#subs) {
-      if (s.opts.runId && s.opts.runId !== ev.runId) continue;
-      if (s.opts.rootRunId && s.opts.rootRunId !== ev.rootRunId) continue;
+      if (!this.passes(ev, s.opts)) continue;
       s.buf.push(ev);
       if (s.buf.length > MAX_BUFFER) {
         s.buf.shift();
@@ -42,8 +57,8 @@ export class EventBus {
     this.#subs.clear();
   }
 
-  subscribe(opts: EventsOptions = {}): AsyncIterableIterator<SupervisorEvent> {
-    const sub: Sub = { buf: [], wake: null, closed: false, dropped: 0, opts };
+  subscribe(opts: O = {} as O): AsyncIterableIterator<E> {
+    const sub: Sub<E, O> = { buf: [], wake: null, closed: false, dropped: 0, opts };
     this.#subs.add(sub);
     opts.onSubscribed?.();
     const stop = (): void => {
@@ -53,12 +68,11 @@ export class EventBus {
     };
     opts.signal?.addEventListener('abort', stop, { once: true });
     if (opts.signal?.aborted) stop();
-    const it: AsyncIterableIterator<SupervisorEvent> = {
+    const it: AsyncIterableIterator<E> = {
       [Symbol.asyncIterator]: () => it,
       next: async () => {
         for (;;) {
-          const ev = sub.buf.shift();
-          if (ev) return { value: ev, done: false };
+          if (sub.buf.length > 0) return { value: sub.buf.shift()!, done: false };
           if (sub.closed) return { value: undefined, done: true };
           await new Promise<void>((r) => (sub.wake = r));
           sub.wake = null;

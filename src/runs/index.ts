@@ -41,6 +41,7 @@ export type {
   Brig,
 } from './types.js';
 export { createSupervisor } from './supervisor.js';
+export { EventBus, passesRunFilter, type Subscription } from './event-bus.js';
 export { jailLimitsFor, CHILD_PATHS, egressEnv } from './launch.js';
 export type { ShutdownOptions, ShutdownReport, SupervisorCore } from './supervisor.js';
 export { SupervisorSettingsSchema, resolveSettings } from './settings.js';

@@ -2,7 +2,7 @@ import type { Jail, JailArtifact } from '../jail/index.js';
 import { RefusalLog, type Ledger } from '../ledger/index.js';
 import { toBrigError, type BrigError, type Result } from '../util/errors.js';
 import { performance } from 'node:perf_hooks';
-import { EventBus } from './event-bus.js';
+import { EventBus, passesRunFilter } from './event-bus.js';
 import { RunStopwatch } from './run-timing.js';
 import type { BrokerHandle, Clock, EnvelopeOf, HandlesOf, LeaseGrant } from './ports.js';
 import type { RunStore, SaveOptions } from './run-store.js';
@@ -72,7 +72,7 @@ export class RunTable {
   readonly releasing = new Map<string, string>();
   /** Graphs holding one child slot of their caller run while they run (admission.ts slotKey): holders per caller. */
   readonly graphSlots = new Map<string, Set<string>>();
-  readonly bus = new EventBus();
+  readonly bus = new EventBus(passesRunFilter);
   /**
    * Spawn refusals (`run.refused`) into the ledger: the first of a caller and code at once,
    * repeats counted per window (a client retrying a 429 costs a line per window, not per retry).

@@ -8,7 +8,7 @@ export type { HelperPoolOptions } from './duckdb-pool.js';
 export { guardSerializedSelect, READER_ALLOWLIST } from './sql-guard.js';
 export type { GuardPolicy, GuardVerdict } from './sql-guard.js';
 export { Slicer, SLICE_DEFAULTS, jqRefusal } from './slicer.js';
-export type { RefReader, SliceLimits, SliceOutput, SliceVerb, SlicerOptions } from './slicer.js';
+export type { RefReader, SliceLimits, SliceObserver, SliceOutput, SliceVerb, SlicerOptions } from './slicer.js';
 export { SliceScheduler, SLICE_SCHEDULE, OPERATOR_CALLER } from './slice-scheduler.js';
 export type { SliceCaller, SliceLane, SliceResource, SliceSchedulerOptions, SliceLaneOptions, SliceSlot } from './slice-scheduler.js';
 export type { GrepOptions, ReadRange } from '../protocol/index.js';

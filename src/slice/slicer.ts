@@ -25,7 +25,7 @@ import { lockedQuery } from './locked-query.js';
 import { readBytes, readLines } from './read-slice.js';
 import { OPERATOR_CALLER, type SliceCaller, SliceScheduler } from './slice-scheduler.js';
 import { GREP, JQ } from './tool-runner.js';
-import { type SliceOutput, clamp, intArg, out } from './slice-output.js';
+import { type SliceOutput, type SliceVerb, clamp, intArg, out } from './slice-output.js';
 
 export type { SliceOutput, SliceVerb } from './slice-output.js';
 
@@ -55,6 +55,9 @@ export const SLICE_DEFAULTS: SliceLimits = Object.freeze({
   toolMemoryBytes: 2 * 1024 ** 3,
 });
 
+/** Told of each verb call once it answered: its verb, lane, outcome (`ok` or the error code) and seconds from the call (metrics). */
+export type SliceObserver = (call: { verb: SliceVerb; lane: SliceCaller['lane']; outcome: string; seconds: number }) => void;
+
 export interface SlicerOptions {
   /**
    * The supervisor's one scheduler (its lanes hold the DuckDB pools). Without one the slicer
@@ -64,11 +67,13 @@ export interface SlicerOptions {
   /** Used only to make that scheduler. */
   pool?: DuckdbHelperPool;
   limits?: Partial<SliceLimits>;
+  onSlice?: SliceObserver;
 }
 
 export class Slicer {
   private readonly limits: SliceLimits;
   private readonly scheduler: SliceScheduler;
+  private readonly onSlice: SliceObserver | undefined;
 
   constructor(
     private readonly refs: RefReader,
@@ -78,22 +83,23 @@ export class Slicer {
   ) {
     this.limits = { ...SLICE_DEFAULTS, ...opts.limits };
     this.scheduler = opts.scheduler ?? new SliceScheduler({ operator: opts.pool ? { pool: opts.pool } : {}, child: opts.pool ? { pool: opts.pool } : {} });
+    this.onSlice = opts.onSlice;
   }
 
   /** The same slicer (store, limits, scheduler) calling as `caller`. */
   as(caller: SliceCaller): Slicer {
-    return new Slicer(this.refs, { scheduler: this.scheduler, limits: this.limits }, caller);
+    return new Slicer(this.refs, { scheduler: this.scheduler, limits: this.limits, ...(this.onSlice ? { onSlice: this.onSlice } : {}) }, caller);
   }
 
   read(ref: string, range: ReadRange): Promise<Result<SliceOutput>> {
-    return this.guard(ref, async (r, file) =>
+    return this.guard('read', ref, async (r, file) =>
       'line' in range ? readLines(r, file, range, await this.refs.lineIndex(r), this.limits.maxBytes, this.limits.maxLines) : readBytes(r, file, range, this.limits.maxBytes),
     );
   }
 
   grep(ref: string, pattern: string, o: GrepOptions = {}): Promise<Result<SliceOutput>> {
     const deadline = Date.now() + this.limits.timeoutMs;
-    return this.guard(ref, async (r, file) => {
+    return this.guard('grep', ref, async (r, file) => {
       if (pattern.length === 0 || pattern.length > 2000) throw refused('the pattern must be 1–2000 characters');
       // Bad numbers are the caller's mistake, said as such (not a grep error about `-C NaN`).
       const max = clamp(intArg(o.maxMatches ?? 50, 'maxMatches', 1), 1, this.limits.maxMatches);
@@ -141,7 +147,7 @@ export class Slicer {
 
   jq(ref: string, expr: string): Promise<Result<SliceOutput>> {
     const deadline = Date.now() + this.limits.timeoutMs;
-    return this.guard(ref, async (r, file) => {
+    return this.guard('jq', ref, async (r, file) => {
       if (r.kind !== 'json' && r.kind !== 'jsonl') throw refused(`jq needs a json or jsonl ref; this one is ${r.kind}`);
       const why = jqRefusal(expr);
       if (why) throw refused(why);
@@ -168,7 +174,7 @@ export class Slicer {
 
   sql(ref: string, query: string, o: { maxRows?: number } = {}): Promise<Result<SliceOutput>> {
     const deadline = Date.now() + this.limits.timeoutMs;
-    return this.guard(ref, async (r, file) => {
+    return this.guard('sql', ref, async (r, file) => {
       const reader = await readerFor(r, file);
       const maxRows = clamp(intArg(o.maxRows ?? 100, 'maxRows', 1), 1, this.limits.maxRows);
       const res = await this.scheduler.run(this.caller, 'helper', deadline, ({ pool, remainingMs }) =>
@@ -191,7 +197,7 @@ export class Slicer {
 
   jsonpath(ref: string, expr: string, o: { maxRows?: number } = {}): Promise<Result<SliceOutput>> {
     const deadline = Date.now() + this.limits.timeoutMs;
-    return this.guard(ref, async (r, file) => {
+    return this.guard('jsonpath', ref, async (r, file) => {
       if (r.kind !== 'json' && r.kind !== 'jsonl') throw refused(`jsonpath needs a json or jsonl ref; this one is ${r.kind}`);
       const p = parseJsonPath(expr);
       if (!p.ok) throw refused(`jsonpath: ${p.error}`);
@@ -216,7 +222,14 @@ export class Slicer {
   }
 
   /** Resolves the ref, runs the verb, turns any failure into a closed-set, path-free error. */
-  private async guard(ref: string, fn: (r: ResultRef, file: string) => Promise<SliceOutput>): Promise<Result<SliceOutput>> {
+  private async guard(verb: SliceVerb, ref: string, fn: (r: ResultRef, file: string) => Promise<SliceOutput>): Promise<Result<SliceOutput>> {
+    const t0 = performance.now();
+    const res = await this.answer(ref, fn);
+    this.onSlice?.({ verb, lane: this.caller.lane, outcome: res.ok ? 'ok' : res.error.code, seconds: (performance.now() - t0) / 1000 });
+    return res;
+  }
+
+  private async answer(ref: string, fn: (r: ResultRef, file: string) => Promise<SliceOutput>): Promise<Result<SliceOutput>> {
     let file = '';
     try {
       const r = await this.refs.get(ref);

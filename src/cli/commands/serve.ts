@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BrigError } from '../../util/errors.js';
 import { createLog, LOG_LEVELS, type LogLevel } from '../../util/log.js';
+import { readVersion } from './version.js';
 import { JSON_FLAG, flag, numberFlag, parseArgs, writeJson, type Command, type ParsedArgs, durationFlag } from '../command.js';
 
 /**
@@ -101,7 +102,7 @@ const command: Command = {
     }
     const queue = flag(p, 'drain-queue') ?? 'keep';
     if (!(DRAIN_QUEUE as readonly string[]).includes(queue)) throw new BrigError('invalid_input', `--drain-queue takes keep or kill, not ${queue.slice(0, 40)}`, { hint: '`brig serve --drain-queue kill` ends queued runs at a stop; keep (the default) leaves them for the next start.' });
-    const d = await startDaemon(cfg, { settings, log, ...(ui !== undefined ? { ui } : {}), ...(warm ? { warm } : {}) });
+    const d = await startDaemon(cfg, { settings, log, version: readVersion(), ...(ui !== undefined ? { ui } : {}), ...(warm ? { warm } : {}) });
     // It serves now; what the start reconciled is said once the slow rest of it is done.
     if (!p.bools.has('json')) {
       io.stdout.write(`brig serving on ${d.socketPath}\n`);

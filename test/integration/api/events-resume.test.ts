@@ -2,7 +2,7 @@
  * brig's own event client resumes with Last-Event-ID (issue 27 item 5), through the project's
  * one SSE parser (util/sse.ts): over a real unix socket, a real HTTP server that tears the
  * stream after two events gets a reconnect carrying `Last-Event-ID: 2` and the client yields
- * the replayed third; a `gap` event is no run event; a stream that ends again with nothing
+ * the replayed third; a `gap` event and a graph's event (`graph.*`) are no run events; a stream that ends again with nothing
  * delivered is the daemon's end (daemon_unavailable), not a reconnect loop.
  */
 import { test } from 'node:test';
@@ -32,7 +32,9 @@ test('the event client reconnects a torn stream with Last-Event-ID and yields wh
       res.write(`ted\r\ndata: ${JSON.stringify(ev('r-b'))}\r\n\r\n`);
       setTimeout(() => res.destroy(), 50); // torn, as the daemon drops a reader that lags
     } else if (seen.length === 2) {
-      res.write(`event: gap\ndata: {"reason":"test"}\n\nid: 3\nevent: started\ndata: ${JSON.stringify(ev('r-c'))}\n\n`);
+      // A graph's event shares the stream and its ids; the runs' events client moves past it.
+      const graphEv = { type: 'graph.node', graphId: 'g-aaaaaaaa', node: 'a', state: 'running', attempt: 1, runId: 'r-c', timestamp: '2026-01-01T00:00:00.000Z' };
+      res.write(`event: gap\ndata: {"reason":"test"}\n\nid: 3\nevent: graph.node\ndata: ${JSON.stringify(graphEv)}\n\nid: 4\nevent: started\ndata: ${JSON.stringify(ev('r-c'))}\n\n`);
       setTimeout(() => res.destroy(), 50);
     } else res.end(); // the daemon's end: nothing more
   });
@@ -46,7 +48,7 @@ test('the event client reconnects a torn stream with Last-Event-ID and yields wh
   } catch (e) {
     ended = e;
   }
-  assert.deepEqual(got, ['r-a', 'r-b', 'r-c'], 'the replayed event after the tear, the gap no run event');
-  assert.deepEqual(seen, [undefined, '2', '3'], 'each reconnect names the last event it saw');
+  assert.deepEqual(got, ['r-a', 'r-b', 'r-c'], 'the replayed event after the tear, the gap and the graph event no run events');
+  assert.deepEqual(seen, [undefined, '2', '4'], 'each reconnect names the last event it saw');
   assert.equal((ended as { code?: string }).code, 'daemon_unavailable');
 });

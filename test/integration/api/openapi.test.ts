@@ -1,12 +1,13 @@
 /**
  * GET /v1/openapi.json on a real daemon: generated from the schemas the server validates with
  * (src/api/contract.ts) and checked against the live routes — every documented path × method
- * is served (never 404 route_not_found or 405), every other method on it is 405 with Allow,
- * and a request the schemas refuse is 400 naming the field.
+ * is served (never 404 route_not_found or 405), a refusal it answers is one it declares (status
+ * and code), every other method on it is 405 with Allow, and a request the schemas refuse is
+ * 400 naming the field.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { API_ROUTES } from '../../../src/protocol/index.js';
+import { API_ROUTES, GRAPH_ID } from '../../../src/protocol/index.js';
 import { exchange } from '../../../src/client/wire.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { daemonHome } from '../daemon/serve-proc.js';
@@ -32,11 +33,16 @@ test('the OpenAPI 3.1 document matches the live routes, and the server validates
   for (const [p, ops] of Object.entries(doc.paths)) {
     for (const [m, op] of Object.entries(ops)) {
       assert.ok(op.summary && op.responses.default, `${m} ${p} has a summary and the error response`);
+      assert.ok(op.responses['401'] && op.responses['500'], `${m} ${p} declares the console's 401 and 500 internal`);
       assert.ok(Object.entries(API_ROUTES).some(([name, r]) => r.path === p && r.method === m.toUpperCase() && op.operationId === name), `${m} ${p} has its route's name as operationId`);
       for (const name of [...p.matchAll(/\{([a-z]+)\}/g)].map((x) => x[1])) assert.ok(op.parameters?.some((q) => q.in === 'path' && q.name === name), `${m} ${p} declares {${name}}`);
     }
   }
   assert.ok(doc.paths['/v1/runs']!.post!.requestBody, 'the spawn body is documented (SpawnRequestSchema)');
+  // The event stream's filters, `graph` a graph id by the protocol's pattern.
+  const evq = (doc.paths['/v1/events']!.get!.parameters ?? []) as { name: string; in: string; schema?: { pattern?: string } }[];
+  assert.deepEqual(evq.map((q) => q.name), ['runId', 'rootRunId', 'graph', 'lastEventId']);
+  assert.equal(evq.find((q) => q.name === 'graph')!.schema?.pattern, GRAPH_ID.source);
   assert.match(JSON.stringify(doc.paths['/v1/runs']!.post!.requestBody), /"task"/);
 
   // Every documented operation is served; every other method on its path is 405 with Allow.
@@ -54,6 +60,8 @@ test('the OpenAPI 3.1 document matches the live routes, and the server validates
       // (a handler may still refuse it for what the run is: a send to a command child).
       const schemaRefused = e.code === 'invalid_input' && /^(body|query): /.test(e.message);
       assert.ok(!['route_not_found', 'method_not_allowed'].includes(e.code) && !schemaRefused, `${m.toUpperCase()} ${p} is served (${r.status} ${e.code}: ${r.body.slice(0, 200)})`);
+      // A refusal is one the operation declares, naming its code.
+      if (r.status >= 400) assert.match(JSON.stringify(ops[m]!.responses[String(r.status)] ?? null), new RegExp(`\\b${e.code}\\b`), `${m.toUpperCase()} ${p} declares ${r.status} ${e.code}`);
     }
     const other = ops.get ? 'POST' : 'GET';
     if (!ops[other.toLowerCase()]) {

@@ -57,7 +57,7 @@ test('the event hub numbers events and tells a resuming client what it missed, o
     const all = hub.resume(`${hub.boot}-0`);
     assert.equal(all.kind, 'replay');
     if (all.kind !== 'replay') return;
-    assert.deepEqual(all.events.map((n) => [n.id, n.ev.runId]), [[`${hub.boot}-1`, 'r-a'], [`${hub.boot}-2`, 'r-b'], [`${hub.boot}-3`, 'r-a']]);
+    assert.deepEqual(all.events.map((n) => [n.id, (n.ev as SupervisorEvent).runId]), [[`${hub.boot}-1`, 'r-a'], [`${hub.boot}-2`, 'r-b'], [`${hub.boot}-3`, 'r-a']]);
     const onlyA = hub.resume(`${hub.boot}-1`, { runId: 'r-a' });
     assert.deepEqual(onlyA.kind === 'replay' && onlyA.events.map((n) => n.seq), [3], 'after 1, filtered');
     assert.deepEqual(hub.resume(`${hub.boot}-3`), { kind: 'replay', events: [] }, 'up to date');
