@@ -33,6 +33,8 @@ export const AGENT_TOOLS = {
   graph_run: 'graph',
   // Its companion: a graph it started, looked at (timeoutMs 0) or waited for, bounded.
   graph_wait: 'graph',
+  // And its stop: a graph it started, cancelled (its running nodes killed, the rest skipped).
+  graph_cancel: 'graph',
   // The `web` group: HTTP from inside the jail through its egress relay; the gate decides each host (docs/egress.md).
   web_fetch: 'net.egress',
   web_search: 'net.egress',
@@ -55,7 +57,7 @@ const SELF_TOOLS = ['session_status', 'ctx_search', 'ctx_expand'] as const satis
 const COORDINATOR_TOOLS: ReadonlySet<AgentTool> = new Set([
   'read_file', 'list_files', 'grep_files',
   'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath',
-  'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'graph_run', 'graph_wait',
+  'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'graph_run', 'graph_wait', 'graph_cancel',
   ...SELF_TOOLS, 'finish',
 ]);
 
@@ -117,6 +119,7 @@ export const TOOL_METHODS = {
   history: ['child.history'],
   graph_run: ['graph.run'],
   graph_wait: ['graph.wait'],
+  graph_cancel: ['graph.cancel'],
   finish: [],
   // Plain HTTP through the egress relay: the gate decides each request, no broker method.
   web_fetch: [],

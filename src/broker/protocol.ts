@@ -111,6 +111,7 @@ const PARAMS = {
   // timeoutMs 0: start it and answer at once (graph.wait polls or waits for it, bounded).
   'graph.run': z.strictObject({ spec: z.string().min(1).max(48 * 1024), timeoutMs: z.number().int().min(0).max(600_000).optional() }),
   'graph.wait': z.strictObject({ graphId: z.string().regex(GRAPH_ID), timeoutMs: z.number().int().min(0).max(600_000).optional() }),
+  'graph.cancel': z.strictObject({ graphId: z.string().regex(GRAPH_ID) }),
 } as const satisfies { [M in BrokerMethod]: z.ZodType<ParamsOf<M>> };
 
 export type Method = BrokerMethod;

@@ -1,4 +1,4 @@
-import type { ChildRefHandle, ChildSummary, ChildSummaryWithRefs, GrepOptions, SliceOutput, SteerOutcome } from '../protocol/index.js';
+import type { ChildRefHandle, ChildSummary, ChildSummaryWithRefs, GraphCallReply, GrepOptions, ReplyOf, SliceOutput, SteerOutcome } from '../protocol/index.js';
 import type { BrokerClient } from './broker-client.js';
 import { RESULT_INLINE_BYTES, RESULT_SPOOL, sendResult } from './result-spool.js';
 
@@ -70,6 +70,16 @@ export interface BrigSdk {
   refs(runId: string): Promise<RefHandle[]>;
   /** A handle for a descendant's ref id (e.g. one a child returned); the broker still checks it. */
   ref(id: string): RefHandle;
+  /**
+   * Runs a graph (a `graph: brig/v1` spec, YAML or JSON text) as one child of this run (needs
+   * `graph`); waits for its end at most `timeoutMs` (default 50 s, 0: not at all). Once it
+   * ended: its envelope and manifest ref (`brig.ref(manifestRef)` slices it with `refs.read`).
+   */
+  graphRun(spec: string, opts?: { timeoutMs?: number }): Promise<ReplyOf<'graph.run'>>;
+  /** A graph this run started: now (`timeoutMs` 0) or once it ends, waiting at most `timeoutMs` (default 50 s). */
+  graphWait(graphId: string, opts?: { timeoutMs?: number }): Promise<GraphCallReply>;
+  /** Cancels a graph this run started: its running nodes killed, the rest skipped; answers it as graphWait does. */
+  graphCancel(graphId: string): Promise<GraphCallReply>;
 }
 
 /**
@@ -152,6 +162,15 @@ export function createSdk(client: BrokerClient, packet: Record<string, unknown>,
     },
     ref(id: string) {
       return refHandle(client, { ref: id });
+    },
+    async graphRun(spec: string, opts: { timeoutMs?: number } = {}) {
+      return client.call('graph.run', { spec, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) });
+    },
+    async graphWait(graphId: string, opts: { timeoutMs?: number } = {}) {
+      return client.call('graph.wait', { graphId, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) });
+    },
+    async graphCancel(graphId: string) {
+      return client.call('graph.cancel', { graphId });
     },
   });
 }

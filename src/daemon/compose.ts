@@ -31,7 +31,7 @@ import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
 import { Operator } from './operator.js';
 import { openDrillIn } from './refs.js';
-import { graphFeed, graphManifestReader, graphRunHandler, graphServiceFor, graphSurfaceOf, graphWaitHandler } from './graphs.js';
+import { graphCancelHandler, graphFeed, graphManifestReader, graphRunHandler, graphServiceFor, graphSurfaceOf, graphWaitHandler } from './graphs.js';
 import type { GraphService } from '../graphs/index.js';
 
 export { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
@@ -224,6 +224,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   // An agent's graph_run (capability `graph`): its graph is one child of its own; it slices the manifest as a child's ref.
   handlers['graph.run'] = graphRunHandler(graphs, supervisor);
   handlers['graph.wait'] = graphWaitHandler(graphs, supervisor);
+  handlers['graph.cancel'] = graphCancelHandler(graphs, supervisor);
   childRefs.allowGraphManifests(graphManifestReader(graphs.p.store));
   // A revoke written by another process (`brig lease revoke`) must still end the run here.
   const unwatch = o.reconcile !== false ? leases.watchRevocations(1000) : () => {};

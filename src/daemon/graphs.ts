@@ -11,7 +11,7 @@ import { GraphService, GraphStore } from '../graphs/index.js';
 import type { Ledger } from '../ledger/index.js';
 import type { FsResultStore } from '../results/index.js';
 import { EventBus, type SupervisorCore } from '../runs/index.js';
-import type { GraphCallReply, GraphEventsOptions, GraphStreamEvent, GraphSurface, OperatorSurface } from '../protocol/index.js';
+import type { GraphCallReply, GraphEventsOptions, GraphRecord, GraphStreamEvent, GraphSurface, OperatorSurface } from '../protocol/index.js';
 import type { Handler } from '../broker/index.js';
 import { isGraphId } from '../protocol/index.js';
 import { grantAllows } from '../lease/index.js';
@@ -19,10 +19,13 @@ import { BrigError } from '../util/errors.js';
 import { headBytes } from '../util/utf8.js';
 
 /** The broker methods the graphs answer (the composition root installs their handlers beside the supervisor's). */
-export const GRAPH_METHODS = ['graph.run', 'graph.wait'] as const;
+export const GRAPH_METHODS = ['graph.run', 'graph.wait', 'graph.cancel'] as const;
 
 /** The longest one `graph_run` call blocks by default (under the agent loop's per-tool timeout); the graph goes on after it. */
 export const GRAPH_RUN_WAIT_MS = 50_000;
+
+/** How long `graph.cancel` waits for the kills of the graph's running nodes to go through before it answers. */
+export const GRAPH_CANCEL_WAIT_MS = 20_000;
 
 /**
  * `graph.run`, the broker method behind an agent's `graph_run` tool: the calling run (the
@@ -59,12 +62,39 @@ export function graphRunHandler(graphs: GraphService, sup: Pick<SupervisorCore, 
 export function graphWaitHandler(graphs: GraphService, sup: Pick<SupervisorCore, 'get' | 'whileBlocked'>): Handler<'graph.wait'> {
   return async (call) => {
     await callerMayAsk(sup, call);
-    const s = await graphs.status(call.params.graphId);
-    if (!s.ok || s.value.callerRunId !== call.runId) {
-      throw new BrigError('graph_not_found', `no graph ${call.params.graphId} of yours`, { data: { graphId: call.params.graphId }, hint: 'graph_wait takes the graphId a graph_run of yours answered.' });
-    }
+    await ownGraph(graphs, call.runId, call.params.graphId);
     return waitFor(graphs, sup, call.runId, call.params.graphId, call.params.timeoutMs ?? GRAPH_RUN_WAIT_MS);
   };
+}
+
+/**
+ * `graph.cancel`, behind the agent tool `graph_cancel` (capability `graph`): a graph the calling
+ * run started, cancelled as `brig graph cancel` does — its running nodes killed, the rest
+ * skipped — then answered as graph.wait answers it once the kills went through (bounded by
+ * GRAPH_CANCEL_WAIT_MS). One that already ended is answered as it ended. Any other graph is
+ * `graph_not_found`, as for graph.wait.
+ */
+export function graphCancelHandler(graphs: GraphService, sup: Pick<SupervisorCore, 'get' | 'whileBlocked'>): Handler<'graph.cancel'> {
+  return async (call) => {
+    await callerMayAsk(sup, call);
+    const { graphId } = call.params;
+    if ((await ownGraph(graphs, call.runId, graphId)).state !== 'running') return waitFor(graphs, sup, call.runId, graphId, 0);
+    // The call is the confirmation, as the MCP tool's `confirm: true` is.
+    const c = await graphs.cancel(graphId, { confirm: true, by: 'parent' });
+    // Ended between the look and the cancel: its end is the answer.
+    if (!c.ok && (await ownGraph(graphs, call.runId, graphId)).state === 'running') throw c.error;
+    const r = await waitFor(graphs, sup, call.runId, graphId, c.ok ? GRAPH_CANCEL_WAIT_MS : 0);
+    return r.state === 'running' ? { ...r, hint: 'cancelled: its nodes are still being killed; graph_wait with its graphId answers its end' } : r;
+  };
+}
+
+/** The graph, when the calling run started it; any other (another run's, the operator's, none) is `graph_not_found` alike. */
+async function ownGraph(graphs: GraphService, runId: string, graphId: string): Promise<GraphRecord> {
+  const s = await graphs.status(graphId);
+  if (!s.ok || s.value.callerRunId !== runId) {
+    throw new BrigError('graph_not_found', `no graph ${graphId} of yours`, { data: { graphId }, hint: 'graph_wait and graph_cancel take the graphId a graph_run of yours answered.' });
+  }
+  return s.value;
 }
 
 async function callerMayAsk(sup: Pick<SupervisorCore, 'get'>, call: { runId: string; lease: Parameters<typeof grantAllows>[0] }): Promise<void> {

@@ -159,6 +159,8 @@ export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: strin
 
 class LiveGraph {
   cancelled = false;
+  /** Who cancelled it: its kills are recorded as theirs (an operator, or `parent` for the run that started it). */
+  cancelledBy: 'operator' | 'parent' = 'operator';
   /** Set once a reservation could not be made (kept on the record as the nodes skipped `budget_exhausted`). */
   stopped: SkipReason | null;
   #wake: () => void = () => {};
@@ -381,7 +383,7 @@ class LiveGraph {
           await this.save();
           this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: 'running', attempt: a.n, runId: a.runId });
         }
-        if (this.cancelled) await this.p.supervisor.kill(a.runId, { confirm: true, by: 'operator' });
+        if (this.cancelled) await this.p.supervisor.kill(a.runId, { confirm: true, by: this.cancelledBy });
         for (;;) {
           const w = await this.p.supervisor.wait(a.runId);
           if (!w.ok) {
@@ -644,8 +646,9 @@ class LiveGraph {
   /** The attempts resume() found open, for drive() to go on with. */
   #open: (() => Promise<void>)[] = [];
 
-  cancel(): void {
+  cancel(by: 'operator' | 'parent' = 'operator'): void {
     this.cancelled = true;
+    this.cancelledBy = by;
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
     for (const n of this.rec.nodes) {
@@ -659,7 +662,7 @@ class LiveGraph {
         this.#dirty = true;
         continue;
       }
-      if (n.state === 'running' && a?.runId) void this.p.supervisor.kill(a.runId, { confirm: true, by: 'operator' });
+      if (n.state === 'running' && a?.runId) void this.p.supervisor.kill(a.runId, { confirm: true, by });
     }
     this.#wake();
   }
@@ -786,7 +789,8 @@ export class GraphService {
     return live.decideGate(node, d.decision === 'approve' ? 'approved' : 'rejected', d.by, noteHash);
   }
 
-  async cancel(graphId: string, o: { confirm: boolean }): Promise<Result<GraphRecord, BrigError>> {
+  /** `by`: whose kills they are — an operator's (default), or `parent` when the run that started the graph cancels it (graph.cancel). */
+  async cancel(graphId: string, o: { confirm: boolean; by?: 'operator' | 'parent' }): Promise<Result<GraphRecord, BrigError>> {
     if (o.confirm !== true) return err(new BrigError('invalid_input', 'cancelling a graph needs confirm: true', { hint: 'Pass --confirm.' }));
     const live = this.#live.get(graphId);
     if (!live) {
@@ -794,7 +798,7 @@ export class GraphService {
       if (!s.ok) return s;
       return err(new BrigError('not_running', `graph ${graphId} is not running here (${s.value.state})`, { data: { status: s.value.state } }));
     }
-    live.cancel();
+    live.cancel(o.by);
     return ok(structuredClone(live.rec));
   }
 

@@ -50,6 +50,7 @@ export const BROKER_METHODS = {
   'session.expand': null,
   'graph.run': 'graph',
   'graph.wait': 'graph',
+  'graph.cancel': 'graph',
 } as const satisfies Record<string, Capability | null>;
 export type BrokerMethod = keyof typeof BROKER_METHODS;
 
@@ -189,6 +190,8 @@ export interface BrokerParams {
   'graph.run': { spec: string; timeoutMs?: number | undefined };
   /** A graph the caller started: its state now (timeoutMs 0) or once it ends, waiting at most timeoutMs. */
   'graph.wait': { graphId: string; timeoutMs?: number | undefined };
+  /** A graph the caller started, cancelled: its running nodes killed, the rest skipped. */
+  'graph.cancel': { graphId: string };
 }
 
 export interface BrokerReplies {
@@ -235,6 +238,8 @@ export interface BrokerReplies {
    */
   'graph.run': GraphCallReply & { order: string[] };
   'graph.wait': GraphCallReply;
+  /** The graph once its cancel went through (bounded: `running`, with a hint, when its kills take longer). */
+  'graph.cancel': GraphCallReply;
 }
 
 /**

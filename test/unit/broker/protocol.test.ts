@@ -14,7 +14,7 @@ test('the method table: audience-bound capabilities, closed set', () => {
       'refs.list': 'refs.read', 'refs.read': 'refs.read', 'refs.grep': 'refs.read', 'refs.jq': 'refs.read', 'refs.sql': 'refs.read', 'refs.jsonpath': 'refs.read',
       'llm.append': 'llm', 'llm.reset': 'llm', 'llm.complete': 'llm', 'child.kill': 'kill', 'child.steer': 'steer', 'child.send': 'steer', 'child.status': 'spawn', 'child.explain': 'spawn', 'child.history': 'spawn',
       'session.status': null, 'session.search': null, 'session.expand': null,
-      'graph.run': 'graph', 'graph.wait': 'graph',
+      'graph.run': 'graph', 'graph.wait': 'graph', 'graph.cancel': 'graph',
     },
   );
   for (const m of METHOD_NAMES) {

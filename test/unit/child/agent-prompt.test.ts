@@ -102,7 +102,7 @@ test('huge packet fields are cut with a pointer to packet.json; with every tool 
 
 test('every tool has a one-line description and an object schema whose required fields are properties', () => {
   const tools = [...allTools(), ...offeredTools([]).slice(-1)];
-  assert.deepEqual(tools.map((t) => t.name), ['shell', 'read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'graph_run', 'graph_wait', 'session_status', 'ctx_search', 'ctx_expand', 'web_fetch', 'web_search', 'finish']);
+  assert.deepEqual(tools.map((t) => t.name), ['shell', 'read_file', 'write_file', 'edit_file', 'list_files', 'grep_files', 'ref_read', 'ref_grep', 'ref_jq', 'ref_sql', 'ref_jsonpath', 'spawn', 'list_children', 'wait_children', 'steer_child', 'kill_child', 'send', 'status', 'explain', 'history', 'graph_run', 'graph_wait', 'graph_cancel', 'session_status', 'ctx_search', 'ctx_expand', 'web_fetch', 'web_search', 'finish']);
   for (const t of tools) {
     assert.match(t.name, /^[a-zA-Z0-9_-]{1,64}$/);
     assert.ok(t.description.length > 10 && !t.description.includes('\n'), t.name);

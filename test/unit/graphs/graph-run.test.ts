@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { AGENT_TOOLS, agentMethodSurface, toolSurface } from '../../../src/agents/index.js';
 import { METHOD_NAMES, requiredCapability } from '../../../src/broker/index.js';
-import { graphManifestReader, graphRunHandler, graphWaitHandler } from '../../../src/daemon/graphs.js';
+import { graphCancelHandler, graphManifestReader, graphRunHandler, graphWaitHandler } from '../../../src/daemon/graphs.js';
 import { GraphService, GraphStore } from '../../../src/graphs/index.js';
 import { CAPABILITIES, LeaseStore, loadPolicyFile, shippedPoliciesDir, type Policy } from '../../../src/lease/index.js';
 import { isGraphAttemptKey, type GraphEvent, type LeaseRecord, type RunRecord, type SpawnContext } from '../../../src/protocol/index.js';
@@ -67,6 +67,14 @@ test('[INV-1] the tool surface follows the lease: graph_run only with `graph` (a
   assert.ok(!toolSurface({ caps: base, role: 'coordinator' }).includes('graph_wait'));
   assert.ok(agentMethodSurface(['graph_wait']).includes('graph.wait'));
   assert.ok(!agentMethodSurface(['graph_run']).includes('graph.wait'));
+  // graph_cancel, its stop, too; and the shipped `graphs` tool group keeps all three.
+  assert.equal(AGENT_TOOLS.graph_cancel, 'graph');
+  assert.ok(toolSurface({ caps: [...base, 'graph'], role: 'coordinator' }).includes('graph_cancel'));
+  assert.ok(!toolSurface({ caps: base, role: 'coordinator' }).includes('graph_cancel'));
+  assert.ok(agentMethodSurface(['graph_cancel']).includes('graph.cancel'));
+  assert.ok(!agentMethodSurface(['graph_run', 'graph_wait']).includes('graph.cancel'));
+  const grouped = toolSurface({ caps: [...base, 'graph'], role: 'coordinator', groupTools: shipped('default.yaml').groups.graphs!.tools });
+  assert.deepEqual(grouped.filter((x) => x.startsWith('graph_')), ['graph_run', 'graph_wait', 'graph_cancel']);
 });
 
 // req: lease:caps-intersect lease:graph-nodes-within-caller
@@ -253,6 +261,78 @@ test('[INV-1] graph.run with timeoutMs 0 answers at once; graph.wait polls (0) o
   await assert.rejects(async () => wait(waitCall(started.graphId, ['llm', 'spawn'])), (e: unknown) => e instanceof BrigError && e.code === 'capability_denied');
   status = 'ended';
   await assert.rejects(async () => wait(waitCall(started.graphId)), (e: unknown) => e instanceof BrigError && e.code === 'not_running');
+});
+
+/** A supervisor twin whose runs go on until killed: a kill ends one `killed`. */
+function heldTwin() {
+  const runs = new Map<string, { rec: RunRecord; end: () => void; ended: Promise<void> }>();
+  const killed: string[] = [];
+  let n = 0;
+  return {
+    killed,
+    sup: {
+      async spawn() {
+        const rec = { id: `r-held${String(++n).padStart(6, '0')}`, status: 'running', endReason: null, tokens: null, costUsd: null } as unknown as RunRecord;
+        let end!: () => void;
+        const ended = new Promise<void>((r) => (end = r));
+        runs.set(rec.id, { rec, end, ended });
+        return ok(rec);
+      },
+      async wait(id: string) {
+        await runs.get(id)!.ended;
+        return ok(runs.get(id)!.rec);
+      },
+      async kill(id: string, o: { by?: string }) {
+        const r = runs.get(id)!;
+        killed.push(id);
+        Object.assign(r.rec, { status: 'ended', endReason: 'killed', killedBy: o.by ?? 'operator' });
+        r.end();
+        return ok(r.rec);
+      },
+      async list() {
+        return [...runs.values()].map((r) => r.rec);
+      },
+    },
+  };
+}
+
+test('graph.cancel: the caller cancels a graph it started — its running node killed, the rest skipped, answered as graph.wait answers; another run\'s graph or the operator\'s is graph_not_found and goes on; an ended one is answered as it ended', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-graphcancel-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const tw = heldTwin();
+  const g = new GraphService({ supervisor: tw.sup as never, store: new GraphStore(dir), limits: { maxChildren: 10, maxDepth: 3, defaultTimeoutMs: 60_000 }, putManifest: async (id) => `ref_manifest_${id}` });
+  let status = 'running';
+  const sup = { get: async () => ({ status }) as RunRecord, whileBlocked: <T>(_id: string, fn: () => Promise<T>) => fn() };
+  const cancel = graphCancelHandler(g, sup);
+  const cancelCall = (graphId: string, runId = 'r-lead000001', caps = ['graph']) => ({ ...call(caps), runId, method: 'graph.cancel' as const, params: { graphId } });
+  const caller = { runId: 'r-lead000001', depth: 1, maxChildren: 2, maxDepth: 3 };
+  const mine = await g.run(SPEC, { caller });
+  const op = await g.run(SPEC);
+  assert.ok(mine.ok && op.ok);
+  await new Promise((r) => setTimeout(r, 50));
+  await assert.rejects(async () => cancel(cancelCall(mine.value.graphId, 'r-other00001')), (e: unknown) => e instanceof BrigError && e.code === 'graph_not_found', "another run's graph is not there for it");
+  await assert.rejects(async () => cancel(cancelCall(op.value.graphId)), (e: unknown) => e instanceof BrigError && e.code === 'graph_not_found', "the operator's graph is not the lead's");
+  await assert.rejects(async () => cancel(cancelCall(mine.value.graphId, 'r-lead000001', ['llm', 'spawn'])), (e: unknown) => e instanceof BrigError && e.code === 'capability_denied');
+  assert.equal(tw.killed.length, 0, 'nothing killed by a refused cancel');
+  const r = (await cancel(cancelCall(mine.value.graphId))) as { state: string; endReason: string; counts: Record<string, number>; envelope: string; manifestRef: string };
+  assert.equal(r.state, 'cancelled');
+  assert.equal(r.endReason, 'cancelled');
+  assert.deepEqual(r.counts, { cancelled: 1, skipped: 1 }, 'a (running) cancelled, b (waiting on a) skipped');
+  assert.match(r.envelope, /cancelled/);
+  assert.equal(r.manifestRef, `ref_manifest_${mine.value.graphId}`);
+  const rec = await g.status(mine.value.graphId);
+  assert.ok(rec.ok);
+  assert.deepEqual(tw.killed, [rec.value.nodes[0]!.attempts[0]!.runId], "only the cancelled graph's running node was killed");
+  const other = await g.status(op.value.graphId);
+  assert.ok(other.ok && other.value.state === 'running', "the operator's graph goes on");
+  const again = (await cancel(cancelCall(mine.value.graphId))) as { state: string };
+  assert.equal(again.state, 'cancelled', 'an ended graph is answered as it ended');
+  assert.equal(tw.killed.length, 1);
+  status = 'ended';
+  await assert.rejects(async () => cancel(cancelCall(mine.value.graphId)), (e: unknown) => e instanceof BrigError && e.code === 'not_running');
+  status = 'running';
+  await g.cancel(op.value.graphId, { confirm: true });
+  await g.wait(op.value.graphId);
 });
 
 // req: slice:descendants-only

@@ -288,10 +288,21 @@ const graphWaitTool: ToolDef = {
   },
 };
 
+const graphCancelTool: ToolDef = {
+  name: 'graph_cancel',
+  description:
+    "Cancel a graph you started with graph_run: its running nodes are killed (what they wrote so far kept as partial results), the rest skipped. Returns the graph as graph_wait does, once the kills went through.",
+  parameters: obj({ graphId: S.str('the graphId graph_run answered', { minLength: 1, maxLength: 64 }) }, ['graphId']),
+  timeoutMs: () => CONTROL_TIMEOUT_MS,
+  async run(a, ctx) {
+    return graphReply(await ctx.broker.call('graph.cancel', params('graph.cancel', { graphId: a.graphId })));
+  },
+};
+
 /** The envelope first (as a child's envelope reads), then the ids and counts. */
 function graphReply(r: { envelope: string | null }): string {
   const { envelope, ...rest } = r;
   return envelope ? `${envelope}\n${JSON.stringify(rest)}` : json(rest);
 }
 
-export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild, sendChild, statusTool, explainTool, historyTool, graphRunTool, graphWaitTool];
+export const CHILD_TOOLS: ToolDef[] = [spawnTool, listChildren, waitChildren, steerChild, killChild, sendChild, statusTool, explainTool, historyTool, graphRunTool, graphWaitTool, graphCancelTool];
