@@ -195,10 +195,10 @@ export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; re
       return fs.readFile(o.results.resolvePath(found), 'utf8');
     },
     checkRef: (ref, callerRunId) => o.supervisor.mayHandRef(ref, callerRunId),
-    // A node's summary: the head of its committed result value (an agent's answer.txt), from the store.
+    // A node's summary: the head of its committed result value (an agent's answer.txt), else of
+    // its first text output, named — the store's own preview of it (≤ 2 KiB, a character never cut), no read.
     async summaryOf(runId, maxBytes) {
       const refs = await o.results.list(runId);
-      // Its result value; else (a command) its first text output, named.
       const value = refs.find((r) => r.source === 'value' && r.path === 'answer.txt') ?? refs.find((r) => r.source === 'value');
       const ref = value ?? refs.find((r) => r.source === 'out' && r.preview !== '');
       if (!ref) {
@@ -207,17 +207,9 @@ export function graphServiceFor(o: { dir: string; supervisor: SupervisorCore; re
       }
       const label = value ? '' : `${ref.path}: `;
       const room = maxBytes - Buffer.byteLength(label);
-      const fh = await fs.open(o.results.resolvePath(ref), 'r');
-      try {
-        const buf = Buffer.alloc(Math.min(ref.bytes, room));
-        const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-        const text = buf.subarray(0, bytesRead).toString('utf8');
-        if (ref.bytes <= room) return label + text;
-        const marker = ` …[cut at ${room} of ${ref.bytes} bytes; the whole is ${ref.ref}]`;
-        return label + headBytes(text, room - Buffer.byteLength(marker)) + marker;
-      } finally {
-        await fh.close();
-      }
+      if (ref.bytes <= room && Buffer.byteLength(ref.preview) === ref.bytes) return label + ref.preview;
+      const marker = ` …[cut at ${room} of ${ref.bytes} bytes; the whole is ${ref.ref}]`;
+      return label + headBytes(ref.preview, room - Buffer.byteLength(marker)) + marker;
     },
     // A map's items: one bounded read of a committed out/ file; over the bound is refused, never cut.
     async readText(runId, file, maxBytes) {

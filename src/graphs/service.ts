@@ -157,6 +157,22 @@ export function requestOf(def: GraphDefinition, n: GraphNodeSpec, graphId: strin
   };
 }
 
+/**
+ * What a node is told of upstream nodes (`context.summaries_of`) and a gate shows its decider
+ * (`show`): each named node's committed result head (≤ 1 KiB) from the result store — never a
+ * file a child can still write — or a tally's count; a node with nothing to tell is said so,
+ * never left out.
+ */
+async function resultHeads(p: Pick<GraphPorts, 'summaryOf'>, nodes: readonly GraphNodeRecord[], ids: readonly string[]): Promise<{ node: string; text: string }[]> {
+  const out: { node: string; text: string }[] = [];
+  for (const id of ids) {
+    const n = nodes.find((x) => x.id === id)!;
+    const text = n.tally ? tallyLine(n.tally) : n.committedRunId && p.summaryOf ? await p.summaryOf(n.committedRunId, SUMMARY_BOUNDS.bytes).catch(() => null) : null;
+    out.push({ node: id, text: text ?? `(no result: ${id} ${n.state === 'succeeded' ? 'committed no result value' : `ended ${n.state}`})` });
+  }
+  return out;
+}
+
 class LiveGraph {
   cancelled = false;
   /** Who cancelled it: its kills are recorded as theirs (an operator, or `parent` for the run that started it). */
@@ -371,7 +387,7 @@ class LiveGraph {
     let ended: RunRecord | null = null;
     let errorCode: string | null = null;
     try {
-      if (spec.context && !a.runId) ctx.summaries = await this.#summaries(spec.context.summaries_of);
+      if (spec.context && !a.runId) ctx.summaries = await resultHeads(this.p, this.rec.nodes, spec.context.summaries_of);
       const item = spec.item && !a.runId ? (await this.#itemsOf(spec.item.split))[spec.item.index] : undefined;
       const r = a.runId ? ok({ id: a.runId }) : await this.p.supervisor.spawn(requestOf(this.def, spec, this.rec.id, item, a.reserved), ctx);
       if (!r.ok) errorCode = r.error.code;
@@ -422,22 +438,6 @@ class LiveGraph {
     this.#dirty = true;
     this.#emit({ type: 'graph.node', graphId: this.rec.id, node: n.id, state: n.state, attempt: a.n, runId: a.runId });
     this.#wake();
-  }
-
-  /**
-   * `context.summaries_of`: each named node's committed result, its head (≤ 1 KiB) as data —
-   * read from the result store (never a file a child can still write); a node with nothing to
-   * tell (skipped, failed, no result value) is said so, never left out silently.
-   */
-  async #summaries(ids: readonly string[]): Promise<{ node: string; text: string }[]> {
-    const out: { node: string; text: string }[] = [];
-    for (const id of ids) {
-      const n = this.#node(id);
-      const runId = n.committedRunId;
-      const text = runId && this.p.summaryOf ? await this.p.summaryOf(runId, SUMMARY_BOUNDS.bytes).catch(() => null) : null;
-      out.push({ node: id, text: text ?? `(no result: ${id} ${n.state === 'succeeded' ? 'committed no result value' : `ended ${n.state}`})` });
-    }
-    return out;
   }
 
   readonly #timers = new Set<NodeJS.Timeout>();
@@ -815,12 +815,7 @@ export class GraphService {
     for (const n of x.nodes) {
       const show = def.value.expanded.find((e) => e.id === n.id)?.gate?.show;
       if (!show || n.attempts.length === 0) continue;
-      n.shown = [];
-      for (const id of show) {
-        const dep = s.value.nodes.find((d) => d.id === id)!;
-        const text = dep.tally ? tallyLine(dep.tally) : dep.committedRunId && this.p.summaryOf ? await this.p.summaryOf(dep.committedRunId, SUMMARY_BOUNDS.bytes).catch(() => null) : null;
-        n.shown.push({ node: id, text: text ?? `(no result: ${id} ended ${dep.state})` });
-      }
+      n.shown = await resultHeads(this.p, s.value.nodes, show);
     }
     return ok(x);
   }

@@ -1,4 +1,7 @@
 import { PREVIEW_BYTES, type ResultKind } from './types.js';
+import { utf8Boundary } from '../util/utf8.js';
+
+export { utf8Boundary };
 
 /**
  * Pure kind detection: the name's extension proposes, the first bytes decide. Anything with a
@@ -46,22 +49,6 @@ export function looksBinary(head: Buffer): boolean {
   } catch {
     return true;
   }
-}
-
-/** The largest n ≤ limit such that buf[0..n) does not end inside a UTF-8 sequence. */
-export function utf8Boundary(buf: Buffer, limit: number): number {
-  let n = Math.min(limit, buf.length);
-  let i = n - 1;
-  let back = 0;
-  while (i >= 0 && back < 4 && (buf[i]! & 0xc0) === 0x80) {
-    i--;
-    back++;
-  }
-  if (i < 0) return 0;
-  const lead = buf[i]!;
-  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-  if (i + need > n) n = i;
-  return n;
 }
 
 /** ≤ 2048 bytes of the head as text, never splitting a character. Binary gets none. */

@@ -8,21 +8,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
+import { outOf, read } from './committed.js';
 import { freshHome, leftovers, supervisorAt } from '../runs/fixture.js';
-import type { GraphRecord, SpawnPacket } from '../../../src/protocol/index.js';
+import type { SpawnPacket } from '../../../src/protocol/index.js';
 
 const sh = (script: string) => ['sh', '-c', script];
 const ITEMS = '{"n":1}\n{"n":2}\n{"n":3}\n';
 
-function outOf(home: string, rec: GraphRecord, node: string): string {
-  const runId = rec.nodes.find((n) => n.id === node)!.committedRunId!;
-  assert.ok(runId, `${node} committed`);
-  return path.join(home, 'results', runId, runId, 'out');
-}
-const read = (dir: string, f: string) => fs.readFileSync(path.join(dir, f), 'utf8');
 
 // req: jail:no-host-paths
 test('[INV-2] a ref input is mounted read-only only where declared, a map reads its items from one, the lease ceiling is each node\'s, summaries_of reaches the packet', async (t) => {

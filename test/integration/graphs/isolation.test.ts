@@ -11,8 +11,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { requireEngine } from '../../helpers/engine.js';
+import { outOf, read } from './committed.js';
 import { freshHome, leftovers, supervisorAt } from '../runs/fixture.js';
-import type { GraphRecord } from '../../../src/protocol/index.js';
 
 const sh = (script: string) => ['sh', '-c', script];
 
@@ -58,14 +58,6 @@ const SPEC = JSON.stringify({
   ],
 });
 
-function outOf(home: string, rec: GraphRecord, node: string): string {
-  const runId = rec.nodes.find((n) => n.id === node)!.committedRunId!;
-  assert.ok(runId, `${node} committed`);
-  // An operator graph's nodes are root runs: results/<runId>/<runId>/out.
-  return path.join(home, 'results', runId, runId, 'out');
-}
-
-const read = (dir: string, f: string) => fs.readFileSync(path.join(dir, f), 'utf8');
 
 // req: jail:no-host-paths
 // req: results:no-symlink
