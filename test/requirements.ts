@@ -55,6 +55,7 @@ export const REQUIREMENTS: Readonly<Record<string, { inv: Inv; text: string }>> 
   'results:no-escape': { inv: 'INV-4', text: "no name lands outside the run's ref directory: `..`, absolute names, other roots and unsafe names are refused" },
   'results:caps-refuse': { inv: 'INV-4', text: 'per-file and per-run caps: what is over a cap is refused whole, never cut' },
   'results:atomic': { inv: 'INV-4', text: 'every write is temp + rename: a crash or a refusal leaves no half ref and no temp file' },
+  'results:journal': { inv: 'INV-4', text: "a run's and its results' state files go through the home's journal: a write acknowledged durable is never older after a crash, a removal never comes back, a torn line is never replayed" },
 
   // INV-5 — slicing reads one ref and nothing else.
   'slice:one-ref': { inv: 'INV-5', text: 'a slice reads the one ref it names: no other file, no glob over its siblings' },

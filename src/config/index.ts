@@ -388,6 +388,8 @@ export function brigPaths(home: string) {
     /** Execution graphs' records (graphs/store.ts). */
     graphs: path.join(home, 'graphs'),
     ledger: path.join(home, 'ledger'),
+    /** The write-ahead journal of run and result state (util/write-journal.ts): empty after a clean close. */
+    journal: path.join(home, 'journal'),
     /** Computed when first asked for: a non-root choice may look at (or make) directories. */
     get brokers(): string {
       return (brokers ??= brokersDirFor(home));

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { agentCatalogFor } from '../agents/index.js';
 import { BrokerServer, ensurePrivateDirs, grantRunSocket, type Handlers, type SocketOwner } from '../broker/index.js';
 import { EgressGate, egressCredentials, makeResolver, systemClassifier } from '../egress/index.js';
-import { brigPaths, type BrigConfig } from '../config/index.js';
+import { brigPaths, type BrigConfig, type BrigPaths } from '../config/index.js';
 import { DockerJailDriver, JAIL_USER, ownerForHome, WarmPool } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
@@ -26,6 +26,7 @@ import type { Brig } from '../protocol/index.js';
 import type { RefService } from '../refs/index.js';
 import { createSupervisor, jailLimitsFor, type StoragePort, type SupervisorCore, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
 import { diskSpace } from '../util/disk-space.js';
+import { WriteJournal } from '../util/write-journal.js';
 import { BrigError, toBrigError, type Result } from '../util/errors.js';
 import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
@@ -125,6 +126,40 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const paths = brigPaths(cfg.home);
   await fs.mkdir(paths.home, { recursive: true, mode: 0o700 });
   await refuseOpenHome(paths.home);
+  // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts). It
+  // alone writes the run and result state, through the home's journal (util/write-journal.ts),
+  // whose open replays what a crash left before anything reads the home.
+  const owner = o.reconcile !== false;
+  const unlock = owner ? await lockHome(paths.home) : async () => {};
+  if (!owner) await replayLeftJournal(paths);
+  const journal = owner ? await WriteJournal.open(paths.home, { dir: paths.journal }) : undefined;
+  try {
+    return await composeHeld(cfg, o, paths, unlock, journal);
+  } catch (e) {
+    await journal?.close().catch(() => undefined);
+    await unlock();
+    throw e;
+  }
+}
+
+/**
+ * A process that does not own the home (an in-process CLI beside no daemon) reads it as the
+ * last owner left it: a journal a crash left is replayed first when no supervisor holds the
+ * home (one that does replayed it when it opened).
+ */
+async function replayLeftJournal(paths: BrigPaths): Promise<void> {
+  const left = await fs.readdir(paths.journal).catch(() => [] as string[]);
+  if (left.length === 0) return;
+  const unlock = await lockHome(paths.home).catch(() => undefined);
+  if (!unlock) return;
+  try {
+    await (await WriteJournal.open(paths.home, { dir: paths.journal })).close();
+  } finally {
+    await unlock();
+  }
+}
+
+async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths, unlock: () => Promise<void>, journal: WriteJournal | undefined): Promise<Composed> {
   // The sockets' runtime directory (not under the home) and its brig-owned parent, both 0700.
   await ensurePrivateDirs(path.dirname(paths.brokers), paths.brokers);
   const pol = loadPolicyFile(policyFileFor(cfg.home));
@@ -136,7 +171,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const ledger = teeLedger(fileLedger, [meterEvents(metrics), logEvents(log)]);
   setBuildInfo(metrics, o.version ?? 'unknown');
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
-  const results = new FsResultStore({ dir: paths.results });
+  const results = new FsResultStore({ dir: paths.results, ...(journal ? { writer: journal } : {}) });
   const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
   const rootShape = leases.previewRootLimits();
   const warm = (o.warm ?? 0) > 0
@@ -184,8 +219,6 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     ...(cfg.egress.upstreamCaFile ? { upstreamCa: await readUpstreamCa(cfg.egress.upstreamCaFile) } : {}),
     credentials: egressCredentials(pol.value.egress.credentials, cfg.egressSecrets ?? {}),
   });
-  // Only the supervisor that reconciles owns the home's runs: one per home (home-lock.ts).
-  const unlock = o.reconcile !== false ? await lockHome(paths.home) : async () => {};
   sup = createSupervisor({
     jail,
     leases: leasePort(leases, pol.value, () => policyFileFor(cfg.home)),
@@ -196,6 +229,7 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
     agents: agentsPort(agentCatalogFor(cfg.home), pol.value.denylist.tools, pol.value.groups, cfg.egress.searchUrl),
     ...(models ? { models } : {}),
     paths: { runs: paths.runs, brokers: paths.brokers, admission: paths.admission },
+    ...(journal ? { writer: journal } : {}),
     ...(o.settings ? { settings: o.settings } : {}),
     ...(o.tickMs ? { tickMs: o.tickMs } : {}),
     reconcile: o.reconcile !== false,
@@ -247,6 +281,8 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
       // Lines a full home would not take are lost with the process: said, not thrown (the rest must close).
       await ledger.close().catch((e: unknown) => log.error({ code: toBrigError(e).code, message: toBrigError(e).message }, 'ledger lines lost at close'));
       stopProcessMetrics();
+      // Last before the lock goes: every journaled file made durable on its own, the journal emptied.
+      await journal?.close().catch((e: unknown) => log.error({ code: toBrigError(e).code, message: toBrigError(e).message }, 'journal checkpoint failed at close: the next start replays it'));
       await unlock();
   };
   return {

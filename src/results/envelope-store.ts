@@ -9,7 +9,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { writeFileAtomic } from '../util/atomic-file.js';
+import { directWriter } from '../util/write-journal.js';
 import type { ResultStore } from './result-store.js';
 import type { CondenseOptions } from './condense.js';
 import { type EnvelopeRun, type RunEnvelope, buildRunEnvelope } from './run-envelope.js';
@@ -49,7 +49,7 @@ export async function loadEnvelope(store: ResultStore, rootRunId: string, runId:
 export async function saveEnvelope(store: ResultStore, rootRunId: string, runId: string, env: RunEnvelope): Promise<void> {
   const dir = store.runDir(rootRunId, runId);
   await mkdirAll(dir, 0o700);
-  await writeFileAtomic(path.join(dir, ENVELOPE_FILE), JSON.stringify(env));
+  await (store.writer ?? directWriter).write(path.join(dir, ENVELOPE_FILE), JSON.stringify(env));
 }
 
 /**

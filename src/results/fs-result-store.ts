@@ -22,6 +22,7 @@ import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { commitTemp, fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
+import { directWriter, type DurableWriter } from '../util/write-journal.js';
 import { BrigError } from '../util/errors.js';
 import { mkdirAll } from '../util/disk-space.js';
 import { ContentScan, ScannedFile, decodeLineIndex, scanObserver } from './content-scan.js';
@@ -54,6 +55,8 @@ export interface ResultStoreOptions {
   /** How long refs live (default 24 h). */
   retentionMs?: number;
   now?: () => Date;
+  /** How manifests, pointers and envelopes are written: the home's journal in a supervisor; default each its own fsyncs. */
+  writer?: DurableWriter;
 }
 
 export const DEFAULT_RESULT_CAPS: ResultCaps = Object.freeze({ maxFileBytes: 4 * 1024 ** 3, maxRunBytes: 16 * 1024 ** 3 });
@@ -69,13 +72,15 @@ export class FsResultStore implements ResultStore {
   /** Bytes being streamed right now, per run, so concurrent writes share the run cap. */
   private readonly inflight = new Map<string, number>();
   private readonly retention: ResultRetention;
+  readonly writer: DurableWriter;
 
   constructor(opts: ResultStoreOptions) {
     this.dir = path.resolve(opts.dir);
     this.caps = { ...DEFAULT_RESULT_CAPS, ...opts.caps };
     this.retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
     this.now = opts.now ?? (() => new Date());
-    this.manifests = new RunManifests(this.dir);
+    this.writer = opts.writer ?? directWriter;
+    this.manifests = new RunManifests(this.dir, this.writer);
     this.retention = new ResultRetention(this.manifests, this.retentionMs);
   }
 
@@ -112,7 +117,8 @@ export class FsResultStore implements ResultStore {
     const dir = this.runDir(rootRunId, runId);
     const all = [...refs];
     const commit = async () => {
-      await fsyncDir(path.join(dir, INDEX_DIR));
+      // The line indexes' names (each written fsynced, its directory not): none written, none to sync.
+      if (all.length > 0) await fsyncDir(path.join(dir, INDEX_DIR));
       return this.manifests.commit(rootRunId, runId, all, skipped);
     };
     let pending = all.reduce((n, r) => n + r.bytes, 0);

@@ -82,9 +82,10 @@ export class ResultRetention {
 
   /** The run's directory, then its refs' pointers, then its own pointer. */
   async #drop(rootRunId: string, runId: string, m: RunManifest | undefined): Promise<void> {
-    await fsp.rm(path.join(this.manifests.dir, rootRunId, runId), { recursive: true, force: true });
-    for (const r of m?.refs ?? []) await fsp.rm(path.join(this.manifests.dir, '.refs', r.ref), { force: true });
-    await fsp.rm(path.join(this.manifests.dir, '.runs', runId), { force: true });
+    const w = this.manifests.writer;
+    await w.remove(path.join(this.manifests.dir, rootRunId, runId));
+    for (const r of m?.refs ?? []) await w.remove(path.join(this.manifests.dir, '.refs', r.ref));
+    await w.remove(path.join(this.manifests.dir, '.runs', runId));
   }
 
   /** fn for every run directory, each in its run's chain; a root left empty is removed. */

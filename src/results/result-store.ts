@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import type { scanObserver } from './content-scan.js';
 import type { SweepReport } from './result-retention.js';
 import type { RefSource, ResultCaps, ResultRef, RunManifest } from './types.js';
+import type { DurableWriter } from '../util/write-journal.js';
 
 /** What the jail's collect reported about one file: its path under the collected dir, and what scanObserver's end() gave. */
 export interface CollectedScan {
@@ -31,6 +32,8 @@ export function valueItem(value: unknown): StreamItem {
 export interface ResultStore {
   /** The host directory of a run's results (ids checked against the run-id alphabet). */
   runDir(rootRunId: string, runId: string): string;
+  /** How its small state files (manifests, pointers, envelopes) are written (util/write-journal.ts); absent: plain durable writes. */
+  readonly writer?: DurableWriter;
   /** Streams one output into a ref. `name` is relative (`stdout.txt`, `result.json`). */
   writeStream(runId: string, rootRunId: string, name: string, readable: NodeJS.ReadableStream | Readable, caps?: Partial<ResultCaps>, source?: RefSource): Promise<ResultRef>;
   /**

@@ -3,8 +3,8 @@
  * of refs, and the lookup pointers beside them (`.refs/<ref>` → run, `.runs/<run>` → root).
  *
  * Guarantees: a manifest is the commit point of every write — the refs' pointers go first (a
- * pointer to a ref no manifest lists reads as not found), the manifest last, each durable before
- * the next, so a crash anywhere leaves the run as it was or with its refs whole; one run's
+ * pointer to a ref no manifest lists reads as not found), the manifest last, in one durable
+ * commit of the writer (the home's journal replays its lines in that order), so a crash anywhere leaves the run as it was or with its refs whole; one run's
  * read-modify-writes (and retention's removals) run one after another in its chain.
  * Threat: interleaved writers losing refs, and a crash publishing half a run. Trusts: run ids
  * the store checked against the run-id alphabet (checked again here). Fails closed: a manifest
@@ -12,8 +12,8 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
-import { checkRunId, inParallel } from './store-fs.js';
+import { directWriter, type DurableWriter } from '../util/write-journal.js';
+import { checkRunId } from './store-fs.js';
 import { type ResultRef, type RunManifest, RunManifestSchema } from './types.js';
 import { mkdirAll } from '../util/disk-space.js';
 
@@ -22,9 +22,14 @@ const MANIFEST = 'refs.json';
 export class RunManifests {
   /** Per-run chain so manifest read-modify-writes never interleave. */
   private readonly chains = new Map<string, Promise<unknown>>();
+  /** The pointer directories were made by this process (never removed: retention removes files in them). */
+  #pointerDirs = false;
 
-  /** `dir`: the results root. */
-  constructor(readonly dir: string) {}
+  /** `dir`: the results root; `writer`: the home's journal in a supervisor (util/write-journal.ts). */
+  constructor(
+    readonly dir: string,
+    readonly writer: DurableWriter = directWriter,
+  ) {}
 
   runDir(rootRunId: string, runId: string): string {
     checkRunId(rootRunId);
@@ -49,13 +54,18 @@ export class RunManifests {
       const dir = this.runDir(rootRunId, runId);
       const m = (await this.read(rootRunId, runId)) ?? { runId, rootRunId, refs: [], skipped: [] };
       const next: RunManifest = { ...m, refs: [...m.refs, ...refs], skipped: [...m.skipped, ...skipped] };
-      await mkdirAll(path.join(this.dir, '.refs'), 0o777);
-      await mkdirAll(path.join(this.dir, '.runs'), 0o777);
-      const pointer = Buffer.from(`${rootRunId}/${runId}`);
-      await inParallel(refs, (r) => writeFileAtomic(path.join(this.dir, '.refs', r.ref), pointer, { syncDir: false }));
-      if (refs.length > 0) await fsyncDir(path.join(this.dir, '.refs'));
-      await writeFileAtomic(path.join(this.dir, '.runs', runId), rootRunId);
-      await writeFileAtomic(path.join(dir, MANIFEST), JSON.stringify(next));
+      if (!this.#pointerDirs) {
+        await mkdirAll(path.join(this.dir, '.refs'), 0o777);
+        await mkdirAll(path.join(this.dir, '.runs'), 0o777);
+        this.#pointerDirs = true;
+      }
+      const pointer = `${rootRunId}/${runId}`;
+      // One commit, in this order (a replay keeps it): the pointers, the run's own, the manifest.
+      await this.writer.writeMany([
+        ...refs.map((r) => ({ file: path.join(this.dir, '.refs', r.ref), data: pointer })),
+        { file: path.join(this.dir, '.runs', runId), data: rootRunId },
+        { file: path.join(dir, MANIFEST), data: JSON.stringify(next) },
+      ]);
       return next;
     });
   }

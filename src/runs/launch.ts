@@ -289,10 +289,14 @@ export async function collectOutputs(sup: CollectContext, runId: string, jail: J
   }
   try {
     // A redo (the supervisor died mid-materialization) starts from nothing: refs an earlier
-    // attempt indexed would be doubled, or refused as already there.
-    await sup.results?.remove(r.rootRunId, runId);
-    await fs.rm(dest, { recursive: true, force: true });
-    await fs.rm(spool, { recursive: true, force: true });
+    // attempt indexed would be doubled, or refused as already there. A first collection finds
+    // neither the run's result directory (where its manifest, refs and out/ live) nor a spool.
+    const [earlier, spooled] = await Promise.all([fs.lstat(path.dirname(dest)).catch(() => null), fs.lstat(spool).catch(() => null)]);
+    if (earlier) {
+      await sup.results?.remove(r.rootRunId, runId);
+      await fs.rm(dest, { recursive: true, force: true });
+    }
+    if (spooled) await fs.rm(spool, { recursive: true, force: true });
     // A home with no room even for the run's directory: collect still reads the archive and names every file no_space.
     await mkdirAll(path.dirname(dest), 0o700).catch((e: unknown) => {
       if (!isNoSpace(e)) throw e;

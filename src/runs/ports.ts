@@ -7,6 +7,7 @@ import type { AgentSpec } from '../agents/index.js';
 import type { ModelPort } from './model-port.js';
 import type { Timers } from './progress-fork.js';
 import type { ChildRefHandle, ResultRef, SpawnPacket, SupervisorSettings, RunRecord, ToolGroup } from './types.js';
+import type { DurableWriter } from '../util/write-journal.js';
 
 /**
  * What the supervisor needs from the parts around it, in its own words. The composition
@@ -195,6 +196,11 @@ export interface SupervisorDeps {
    * lasts as long as this supervisor).
    */
   paths: { runs: string; brokers: string; admission?: string };
+  /**
+   * How the run store writes a run's files: the home's journal (util/write-journal.ts, group
+   * commit) in the supervisor that holds the home; absent: each write its own fsyncs.
+   */
+  writer?: DurableWriter;
   settings?: Partial<SupervisorSettings>;
   hooks?: SupervisorHooks;
   /** Sweep labelled leftovers of runs this supervisor does not know (default true). */

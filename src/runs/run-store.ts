@@ -3,9 +3,12 @@
  * RUN_FILES) is written and read here, nowhere else.
  *
  * Guarantees: every write is temp + rename (util/atomic-file.ts), so whoever reads finds the
- * old content or the new one whole; a write is durable (file and directory fsynced) unless
- * the caller says the state may be lost to a machine crash — the table below says which and
- * why. Every read is parsed and checked (the record by protocol's runRecordProblem, the
+ * old content or the new one whole; a write is durable unless the caller says the state may
+ * be lost to a machine crash — the table below says which and why. In a supervisor the writes
+ * go through the home's journal (util/write-journal.ts: a line, one fdatasync shared by every
+ * writer of the moment, the next open replaying it over the files); elsewhere each write
+ * fsyncs its file and directory. A `durable: false` write still never comes back older after
+ * a crash of the process: its line precedes any later durable one, whose sync carries it. Every read is parsed and checked (the record by protocol's runRecordProblem, the
  * request by the one spawn schema, the packet and the agent spec by their shape): a file that
  * is not what brig wrote is `state_corrupt` naming the run, the file and the field — never a
  * cast. Run ids are validated before they become path parts.
@@ -35,7 +38,7 @@
  */
 import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '../util/atomic-file.js';
+import { directWriter, type DurableWriter } from '../util/write-journal.js';
 import { isNoSpace, mkdirAll } from '../util/disk-space.js';
 import { BrigError } from '../util/errors.js';
 import { RUN_FILES, SUMMARY_BOUNDS, isRunId, runRecordProblem, type AgentPacket, type SpawnPacket } from '../protocol/index.js';
@@ -129,10 +132,14 @@ export class RunStore {
   #retry: NodeJS.Timeout | undefined;
   /** The write in flight per file: writes to one file land in the order they were asked for. */
   readonly #chains = new Map<string, Promise<void>>();
+  /** Run directories made by this store (and not removed by it since): no mkdir per write. */
+  readonly #made = new Set<string>();
 
   constructor(
     readonly root: string,
     private readonly retryMs = RETRY_MS,
+    /** The home's journal (util/write-journal.ts) in a supervisor; plain durable writes elsewhere. */
+    private readonly writer: DurableWriter = directWriter,
   ) {}
 
   /** Writes held for want of space (0 while the disk takes every write), and since when. */
@@ -194,7 +201,7 @@ export class RunStore {
     return this.#serial(file, async () => {
       try {
         await this.ensureDir(runId);
-        await writeFileAtomic(file, data, { sync: o.sync });
+        await this.writer.write(file, data, { durable: o.sync });
       } catch (e) {
         if (!isNoSpace(e)) throw e;
         if (!o.hold) throw noSpace(runId, path.basename(file), e);
@@ -227,7 +234,7 @@ export class RunStore {
         if (!h) return;
         try {
           await this.ensureDir(h.runId);
-          await writeFileAtomic(file, h.data, { sync: h.sync });
+          await this.writer.write(file, h.data, { durable: h.sync });
         } catch (e) {
           // Still full: the next round. Anything else (the run's directory gone): nothing to keep.
           if (isNoSpace(e)) return void (full = true);
@@ -264,7 +271,9 @@ export class RunStore {
 
   async ensureDir(runId: string): Promise<string> {
     const d = this.dir(runId);
+    if (this.#made.has(runId)) return d;
     await mkdirAll(d, 0o700);
+    this.#made.add(runId);
     return d;
   }
 
@@ -420,7 +429,10 @@ export class RunStore {
     const file = this.file(runId, name);
     await this.#serial(file, async () => {
       this.#drop(file);
-      await fs.rm(file, { recursive: true, force: true });
+      // out/ and the transcript are never written through the writer (the collector fills out/, the transcript is appended): a journaled removal
+      // replayed after a crash would remove what came after it.
+      if (name === 'out' || name === 'transcript') await fs.rm(file, { recursive: true, force: true });
+      else await this.writer.remove(file);
     });
   }
 
@@ -429,6 +441,7 @@ export class RunStore {
     const dir = this.dir(runId);
     for (const [file, h] of [...this.#held]) if (h.runId === runId) this.#drop(file);
     for (const [file, h] of [...this.#tails]) if (h.runId === runId) this.#dropTail(file);
-    await fs.rm(dir, { recursive: true, force: true });
+    this.#made.delete(runId);
+    await this.writer.remove(dir);
   }
 }

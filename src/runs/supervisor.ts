@@ -183,7 +183,7 @@ class BrigSupervisor implements SupervisorCore {
   constructor(deps: SupervisorDeps) {
     this.#deps = deps;
     this.settings = resolveSettings(deps.settings);
-    this.#table = new RunTable(new RunStore(deps.paths.runs), deps.ledger, deps.clock ?? systemClock);
+    this.#table = new RunTable(new RunStore(deps.paths.runs, undefined, deps.writer), deps.ledger, deps.clock ?? systemClock);
     this.#fork = new ProgressFork(deps.timers ?? realTimers);
     this.#admission = new AdmissionSwitch(deps.paths.admission, this.#table.ledger, this.#table.clock);
     this.#views = deps.reconcile === false ? new LocalViews(this.#table) : new OwnedViews(this.#table);

@@ -114,7 +114,7 @@ export function writeFileAtomicSync(file: string, data: string | Uint8Array, opt
     try {
       fs.fchmodSync(fd, mode);
       fs.writeFileSync(fd, data);
-      fs.fsyncSync(fd);
+      if (opts.sync !== false) fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }
@@ -123,5 +123,5 @@ export function writeFileAtomicSync(file: string, data: string | Uint8Array, opt
     fs.rmSync(tmp, { force: true });
     throw e;
   }
-  if (opts.syncDir !== false) fsyncDirSync(path.dirname(file));
+  if (opts.sync !== false && opts.syncDir !== false) fsyncDirSync(path.dirname(file));
 }
