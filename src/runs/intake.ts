@@ -261,11 +261,13 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: A
   const { store } = d.table;
   try {
     await store.ensureDir(rec.id);
-    await store.writeJson(rec.id, 'request', req);
-    if (artifacts.length > 0) await store.writeJson(rec.id, 'artifacts', artifacts);
+    // Carried by the admitted save (one sync for all): a crash before it leaves a run without a
+    // record, which the next start removes (withoutRecord), never one without its request.
+    await store.writeJson(rec.id, 'request', req, { carried: true });
+    if (artifacts.length > 0) await store.writeJson(rec.id, 'artifacts', artifacts, { carried: true });
     // The spec is pinned like a script: a restart or a respawn runs what was admitted.
-    if (spec) await store.writeJson(rec.id, 'agent', spec);
-    if (req.kind === 'script' && req.script !== undefined) await store.write(rec.id, 'script', req.script);
+    if (spec) await store.writeJson(rec.id, 'agent', spec, { carried: true });
+    if (req.kind === 'script' && req.script !== undefined) await store.write(rec.id, 'script', req.script, { carried: true });
     // A resumed agent starts from the conversation its predecessor held, re-attested as data (agent-resume.ts).
     const held = rec.resumeOf && req.kind === 'agent' ? await store.read(rec.resumeOf, 'transcript') : null;
     const from = held ? d.table.get(rec.resumeOf!) : undefined;
@@ -280,7 +282,7 @@ async function prepare(d: IntakeDeps, rec: RunRecord, req: SpawnRequest, spec: A
     if (start) await store.write(rec.id, 'transcript', `${JSON.stringify({ at: new Date().toISOString(), t: 'reset', messages: start.messages, resumedFrom: start.resumedFrom })}\n`);
     const carried = rec.resumeOf && req.kind !== 'agent' ? await store.read(rec.resumeOf, 'checkpoint') : null;
     if (carried) {
-      await store.write(rec.id, 'checkpoint', carried);
+      await store.write(rec.id, 'checkpoint', carried, { carried: true });
       rec.hasCheckpoint = true;
     }
     // A failing hook degrades: ledgered, and the spawn goes on without it.

@@ -351,12 +351,18 @@ export class RunStore {
   }
 
   /** The spawn request as admitted (parsed by intake), the agent spec, the packet: durable, 0600. */
-  async writeJson(runId: string, name: 'request', value: SpawnRequest): Promise<void>;
-  async writeJson(runId: string, name: 'agent', value: AgentSpec): Promise<void>;
-  async writeJson(runId: string, name: 'packet', value: SpawnPacket): Promise<void>;
-  async writeJson(runId: string, name: 'artifacts', value: JailArtifact[]): Promise<void>;
-  async writeJson(runId: string, name: JsonFile, value: unknown): Promise<void> {
-    await this.#put(runId, this.file(runId, name), JSON.stringify(value), { sync: true, hold: false });
+  /**
+   * `carried`: made durable by the run's next durable save rather than on its own — the
+   * journal's lines are in order, so that save's sync carries this one (a writer without that
+   * order syncs it here). For what a crash before that save may lose: intake's files before
+   * the admitted save, the packet before the save that precedes the child's start.
+   */
+  async writeJson(runId: string, name: 'request', value: SpawnRequest, o?: { carried?: boolean }): Promise<void>;
+  async writeJson(runId: string, name: 'agent', value: AgentSpec, o?: { carried?: boolean }): Promise<void>;
+  async writeJson(runId: string, name: 'packet', value: SpawnPacket, o?: { carried?: boolean }): Promise<void>;
+  async writeJson(runId: string, name: 'artifacts', value: JailArtifact[], o?: { carried?: boolean }): Promise<void>;
+  async writeJson(runId: string, name: JsonFile, value: unknown, o: { carried?: boolean } = {}): Promise<void> {
+    await this.#put(runId, this.file(runId, name), JSON.stringify(value), { sync: !(o.carried && this.writer.ordered), hold: false });
   }
 
   /** The admitted request, parsed again by the one spawn schema; null when there is none. */
@@ -411,8 +417,14 @@ export class RunStore {
   }
 
   /** The pinned script or a checkpoint; `hold` (a live run's checkpoint): held on a full disk. */
-  async write(runId: string, name: RawFile, data: string | Buffer, o: { hold?: boolean } = {}): Promise<void> {
-    await this.#put(runId, this.file(runId, name), data, { sync: true, hold: o.hold === true });
+  async write(runId: string, name: RawFile, data: string | Buffer, o: { hold?: boolean; carried?: boolean } = {}): Promise<void> {
+    // The transcript is appended directly after its first write: never a journal line (a replay
+    // would put its first version back over the lines appended since).
+    if (name === 'transcript') return this.#serial(this.file(runId, name), async () => {
+      await this.ensureDir(runId);
+      await directWriter.write(this.file(runId, name), data);
+    });
+    await this.#put(runId, this.file(runId, name), data, { sync: !(o.carried && this.writer.ordered), hold: o.hold === true });
   }
 
   async read(runId: string, name: RawFile): Promise<Buffer | null> {

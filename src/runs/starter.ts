@@ -143,7 +143,8 @@ export class RunStarter {
       const agent = rec.kind === 'agent' ? await this.#agentPacket(runId, lease.value.caps, maxSteps, req.tool_groups) : undefined;
       const packet = buildPacket(table.get(runId)!, req, lease.value, settings, agent, artifacts);
       await fs.mkdir(brokerDir, { recursive: true, mode: 0o700 });
-      await table.store.writeJson(runId, 'packet', packet);
+      // Carried by the durable save before the child starts (below): one sync for both.
+      await table.store.writeJson(runId, 'packet', packet, { carried: true });
       const jailed = { ...jailSpecFor(table.get(runId)!, req, lease.value, packet, brokerDir, await table.store.read(runId, 'script'), artifacts, lease.value.egress ? deps.egress?.placeholders?.(runId, lease.value.egress) : undefined), ...(this.#specNamesToolbox(rec.agent, req.image) ? { imageFallback: true } : {}) };
       // A repository: a clean clone in the run's directory, copied onto the workspace disk (never mounted).
       const spec = rec.repo ? { ...jailed, repoDir: await stageRepo(table.store.dir(runId), rec.repo, Math.min(resultCapBytes, jailed.limits.diskMb * 1024 * 1024)) } : jailed;

@@ -40,6 +40,11 @@ import { mkdirAll } from './disk-space.js';
 
 /** What a store writes through: the journal, or the plain durable writes (directWriter). */
 export interface DurableWriter {
+  /**
+   * true: a durable write makes every earlier write durable too (the journal's lines are in
+   * order), so a write a later durable one will carry may skip its own sync.
+   */
+  readonly ordered: boolean;
   /** Replaces `file` with `data`; durable when the promise resolves unless `durable: false`. */
   write(file: string, data: string | Uint8Array, o?: WriteOptions): Promise<void>;
   /** Several files in one commit (in this order on a replay). */
@@ -57,6 +62,7 @@ export interface WriteOptions {
 
 /** The plain way: each write its own temp, fsync, rename and directory fsync. */
 export const directWriter: DurableWriter = {
+  ordered: false,
   write: (file, data, o = {}) => writeFileAtomic(file, data, { mode: o.mode ?? 0o600, sync: o.durable !== false }),
   writeMany: async (items, o = {}) => {
     for (const i of items) await writeFileAtomic(i.file, i.data, { mode: i.mode ?? 0o600, sync: o.durable !== false });
@@ -131,6 +137,7 @@ export interface Replayed {
 }
 
 export class WriteJournal implements DurableWriter {
+  readonly ordered = true;
   #seg: Segment;
   #queue: Waiter[] = [];
   #flushing: Promise<void> | undefined;
