@@ -250,7 +250,7 @@ export class FsResultStore implements ResultStore {
 
   async manifest(runId: string): Promise<RunManifest> {
     checkRunId(runId);
-    const root = await readPointer(path.join(this.dir, '.runs', runId));
+    const root = this.manifests.recentRoot(runId) ?? (await readPointer(path.join(this.dir, '.runs', runId)));
     if (!root) throw new BrigError('run_not_found', `no results for run ${runId}`, { hint: '`brig list` shows the known runs.' });
     return (await this.manifests.read(root, runId)) ?? { runId, rootRunId: root, refs: [], skipped: [] };
   }

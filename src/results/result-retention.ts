@@ -83,6 +83,7 @@ export class ResultRetention {
   /** The run's directory, then its refs' pointers, then its own pointer. */
   async #drop(rootRunId: string, runId: string, m: RunManifest | undefined): Promise<void> {
     const w = this.manifests.writer;
+    this.manifests.forget(rootRunId, runId);
     await w.remove(path.join(this.manifests.dir, rootRunId, runId));
     for (const r of m?.refs ?? []) await w.remove(path.join(this.manifests.dir, '.refs', r.ref));
     await w.remove(path.join(this.manifests.dir, '.runs', runId));

@@ -18,6 +18,9 @@ import { type ResultRef, type RunManifest, RunManifestSchema } from './types.js'
 import { mkdirAll } from '../util/disk-space.js';
 
 const MANIFEST = 'refs.json';
+/** Manifests kept in memory after their commit, and the most refs one may hold to be kept. */
+const RECENT_MAX = 256;
+const RECENT_MAX_REFS = 1000;
 
 export class RunManifests {
   /** Per-run chain so manifest read-modify-writes never interleave. */
@@ -38,8 +41,36 @@ export class RunManifests {
   }
 
   async read(rootRunId: string, runId: string): Promise<RunManifest | undefined> {
-    const text = await fsp.readFile(path.join(this.runDir(rootRunId, runId), MANIFEST), 'utf8').catch(() => undefined);
+    const dir = this.runDir(rootRunId, runId);
+    const kept = this.#recent.get(dir);
+    if (kept) return kept;
+    const text = await fsp.readFile(path.join(dir, MANIFEST), 'utf8').catch(() => undefined);
     return text === undefined ? undefined : RunManifestSchema.parse(JSON.parse(text));
+  }
+
+  /**
+   * The manifests this process committed last (frozen, each as written): a run's envelope and
+   * its refs are read right after its collection. Only the writer caches, so a reader in
+   * another process always reads the file; a removal forgets.
+   */
+  readonly #recent = new Map<string, RunManifest>();
+
+  #keep(dir: string, m: RunManifest): void {
+    this.#recent.delete(dir);
+    if (m.refs.length > RECENT_MAX_REFS) return;
+    this.#recent.set(dir, Object.freeze({ ...m, refs: Object.freeze([...m.refs]) as ResultRef[], skipped: Object.freeze([...m.skipped]) as RunManifest['skipped'] }));
+    if (this.#recent.size > RECENT_MAX) this.#recent.delete(this.#recent.keys().next().value!);
+  }
+
+  /** The root of a run whose manifest this process committed last (else undefined: read its pointer). */
+  recentRoot(runId: string): string | undefined {
+    for (const m of this.#recent.values()) if (m.runId === runId) return m.rootRunId;
+    return undefined;
+  }
+
+  /** A run's manifest is gone (retention): not served from memory either. */
+  forget(rootRunId: string, runId: string): void {
+    this.#recent.delete(this.runDir(rootRunId, runId));
   }
 
   /** The bytes of the run's committed refs (what counts against its run cap). */
@@ -66,6 +97,7 @@ export class RunManifests {
         { file: path.join(this.dir, '.runs', runId), data: rootRunId },
         { file: path.join(dir, MANIFEST), data: JSON.stringify(next) },
       ]);
+      this.#keep(dir, next);
       return next;
     });
   }

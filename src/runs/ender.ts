@@ -33,6 +33,9 @@ import { jailKeyOf } from './run-record.js';
 import { slotKey } from './admission.js';
 import type { EndReason, PendingEnd, RunRecord, SupervisorSettings } from './types.js';
 
+/** How long after a run's envelope its release starts (issue 26): its slot stays taken until the release is done. */
+export const RELEASE_AFTER_MS = 30;
+
 /** A failed hook's reason for the ledger: its message, one line, bounded (never the hook's output). */
 export function hookWhy(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 200);
@@ -142,7 +145,9 @@ export class RunEnder {
       // were told. The record says `unreleased` (durable since the end): a crash from here on
       // is released by the next start (reconcile's finishEnd), never twice.
       // Background work idle() waits for, whoever called this door.
-      const release = this.#release(rec, handle).finally(() => table.releasing.delete(runId));
+      // It starts RELEASE_AFTER_MS after the envelope: the coordinator's next call (reading the
+      // envelope, a slice) is served before the engine's removal competes with it for the cores.
+      const release = new Promise((r) => setTimeout(r, RELEASE_AFTER_MS)).then(() => this.#release(rec, handle)).finally(() => table.releasing.delete(runId));
       table.background(release);
       failed.push(...(await release));
       table.mark(runId, 'released');

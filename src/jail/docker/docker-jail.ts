@@ -93,6 +93,14 @@ export class DockerJail implements Jail {
   /** PID 1 exited (wait answered): the container is stopped and every process in it gone. */
   private exited = false;
   private sawOutput!: () => void;
+  /** Who waits for the next chunk of either stream (drained). */
+  readonly #chunkWaiters = new Set<() => void>();
+  #arrived(): void {
+    if (this.#chunkWaiters.size === 0) return;
+    const ws = [...this.#chunkWaiters];
+    this.#chunkWaiters.clear();
+    for (const w of ws) w();
+  }
   /** Resolves at the first byte on either stream (a pool slot's waiter says it is ready). */
   readonly firstOutput: Promise<void> = new Promise((resolve) => (this.sawOutput = resolve));
   /** The engine's stat of /workspace/out before the child ran (see collect). */
@@ -122,7 +130,7 @@ export class DockerJail implements Jail {
   /** Attach to stdout/stderr; done before start so no byte is missed. */
   async attachStreams(): Promise<void> {
     const stream = (await this.container.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
-    const sink = (t: TailBuffer) => new Writable({ write: (c: Buffer, _e, cb) => (t.push(c), this.sawOutput(), cb()) });
+    const sink = (t: TailBuffer) => new Writable({ write: (c: Buffer, _e, cb) => (t.push(c), this.sawOutput(), this.#arrived(), cb()) });
     const outS = new PassThrough();
     const errS = new PassThrough();
     outS.pipe(sink(this.out));
@@ -161,9 +169,18 @@ export class DockerJail implements Jail {
   async drained(marker: string, timeoutMs: number): Promise<boolean> {
     const m = Buffer.from(marker);
     const end = Date.now() + timeoutMs;
+    // Checked again on each chunk that arrives (not on a timer: the marker is usually there, or a chunk away).
     while (!(this.out.endsWith(m) && this.err.endsWith(m))) {
-      if (Date.now() > end) return false;
-      await new Promise((r) => setTimeout(r, 1));
+      const left = end - Date.now();
+      if (left <= 0) return false;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, left);
+        function done(): void {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.#chunkWaiters.add(done);
+      });
     }
     this.out.dropEnd(m.length);
     this.err.dropEnd(m.length);

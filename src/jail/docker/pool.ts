@@ -35,6 +35,9 @@ import { PooledJail } from './pooled-jail.js';
 import { JAIL_PATH, renderCreateBody } from './profile.js';
 import { verifyInspect, type InspectView } from './verify.js';
 
+/** How long after a taken slot's child started its refill begins (issue 26: off the short run's path). */
+export const REFILL_AFTER_MS = 50;
+
 export interface PoolEvent {
   type: 'jail.pool_assigned' | 'jail.pool_discarded' | 'jail.pool_fill_failed';
   runId?: string;
@@ -195,7 +198,7 @@ export class WarmPool implements JailDriver {
     };
     this.o.onEvent?.({ type: 'jail.pool_assigned', runId: spec.runId, slot: slot.key, containerId: verified.containerId });
     const assign = foreign ? { env: foreign.terms.env, path: foreign.terms.path, slotEnvKeys: slot.imageEnvKeys ?? [] } : undefined;
-    return new PooledJail(slot, spec, verified, recheck, () => this.#pump(), () => this.owned.delete(slot.key), assign);
+    return new PooledJail(slot, spec, verified, recheck, () => this.#refillSoon(), () => this.owned.delete(slot.key), assign);
   }
 
   /**
@@ -226,6 +229,17 @@ export class WarmPool implements JailDriver {
     for (const slot of wanted.dropped) void this.#destroy(slot);
     this.#pump();
     return wanted.key;
+  }
+
+  /**
+   * The refill after a slot was taken, REFILL_AFTER_MS after its child started: a short run
+   * reaches its envelope before a new container's making competes with it for the engine and
+   * the cores; a burst that empties the pool is refilled all the same (the next take, or the
+   * timer, pumps).
+   */
+  #refillSoon(): void {
+    if (this.closed) return;
+    setTimeout(() => this.#pump(), REFILL_AFTER_MS).unref();
   }
 
   /** Starts fills until every shape holds its target (bounded concurrency, backoff after a failure). */

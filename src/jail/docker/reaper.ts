@@ -54,15 +54,28 @@ export async function cgroupFilesOf(pid: number): Promise<{ procs: string; oomCo
   return { procs, oomControl: oom && (await fs.promises.access(oom).then(() => true, () => false)) ? oom : null };
 }
 
+/**
+ * A small kernel file (cgroup.procs, /proc/PID/stat, an oom counter), read synchronously: a
+ * few microseconds in the kernel against four hops through the thread pool (open, stat, read,
+ * close), on the path from a child's exit to its envelope. null when unreadable.
+ */
+function readSmall(file: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
 async function pidsIn(procs: string): Promise<number[] | null> {
-  const text = await fs.promises.readFile(procs, 'utf8').catch(() => null);
+  const text = readSmall(procs);
   return text === null ? null : text.split('\n').filter((l) => l !== '').map(Number);
 }
 
 /** The `oom_kill` count of a memory cgroup; null when unreadable. */
 export async function oomKills(file: string | null): Promise<number | null> {
   if (!file) return null;
-  const m = /^oom_kill (\d+)$/m.exec(await fs.promises.readFile(file, 'utf8').catch(() => ''));
+  const m = /^oom_kill (\d+)$/m.exec(readSmall(file) ?? '');
   return m ? Number(m[1]) : null;
 }
 
@@ -72,7 +85,7 @@ export async function reaperAlone(procs: string, pid: number): Promise<boolean> 
   if (!pids?.includes(pid)) return false;
   for (const other of pids) {
     if (other === pid) continue;
-    const stat = await fs.promises.readFile(`/proc/${other}/stat`, 'utf8').catch(() => null);
+    const stat = readSmall(`/proc/${other}/stat`);
     // Gone since the read: fine. Otherwise its state, after the command's closing parenthesis.
     if (stat !== null && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z') return false;
   }
