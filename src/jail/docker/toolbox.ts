@@ -61,7 +61,17 @@ export interface ToolboxRecipe {
   hooks: readonly string[];
   /** The host's apt sources file (its path and content are part of the fingerprint). */
   sources: { path: string; content: string } | null;
+  /** The image's environment (`ENV` lines of the import). */
+  env: readonly string[];
 }
+
+/**
+ * PYTHONDONTWRITEBYTECODE: an agent's edit and the next test run can fall in the same second
+ * with the file's size unchanged (`-` for `+`), and Python's cache, checked by mtime seconds and
+ * size, would run the old code (seen once brig's runs got fast). A jail is one run, so a cache
+ * saves nothing across runs anyway.
+ */
+const ENV = ['PATH=/usr/local/bin:/usr/bin:/bin', 'PYTHONDONTWRITEBYTECODE=1'];
 
 const HOOKS = [
   // The mount points and the workspace the jail user owns, like the child image's.
@@ -79,6 +89,7 @@ export function toolboxRecipe(): ToolboxRecipe {
     aptOptions: ['APT::Install-Recommends "false"'],
     hooks: HOOKS,
     sources: src ? { path: src, content: fs.readFileSync(src, 'utf8') } : null,
+    env: ENV,
   };
 }
 
@@ -142,7 +153,7 @@ export async function ensureToolbox(docker: Docker, opts: { force?: boolean; onP
     });
     const code = await new Promise<number>((res) => child.on('close', (c) => res(c ?? 1)));
     if (code !== 0) throw new BrigError('image_build_failed', `mmdebstrap exited ${code}: ${lines.slice(-3).join(' | ').slice(0, 600)}`);
-    const changes = ['USER 65534:65534', 'WORKDIR /workspace', 'ENV PATH=/usr/local/bin:/usr/bin:/bin', `LABEL ${LABELS.managed}=1 ${LABELS.image}=toolbox ${LABELS.imageHash}=${hash}`];
+    const changes = ['USER 65534:65534', 'WORKDIR /workspace', ...recipe.env.map((e) => `ENV ${e}`), `LABEL ${LABELS.managed}=1 ${LABELS.image}=toolbox ${LABELS.imageHash}=${hash}`];
     try {
       const stream = await docker.importImage(fs.createReadStream(tarFile) as unknown as string, { repo: TOOLBOX_IMAGE_REPO, tag: hash, changes } as never);
       await new Promise((res, rej) => docker.modem.followProgress(stream as unknown as NodeJS.ReadableStream, (e: Error | null, out: unknown) => (e ? rej(e) : res(out))));

@@ -17,6 +17,8 @@ test('the toolbox recipe: the list in one place, a tag that changes with any par
   assert.notEqual(toolboxFingerprint({ ...r, packages: [...r.packages, 'vim'] }), toolboxFingerprint(r));
   assert.notEqual(toolboxFingerprint({ ...r, hooks: [...r.hooks, 'true'] }), toolboxFingerprint(r));
   assert.notEqual(toolboxFingerprint({ ...r, sources: { path: '/x', content: 'other mirror' } }), toolboxFingerprint(r));
+  assert.notEqual(toolboxFingerprint({ ...r, env: [...r.env, 'X=1'] }), toolboxFingerprint(r), 'the image environment is part of the tag');
+  assert.ok(r.env.includes('PYTHONDONTWRITEBYTECODE=1'), "no bytecode cache to go stale under a fast agent's same-second edit");
   const argv = mmdebstrapArgv(r);
   assert.ok(argv.includes('--variant=apt'));
   assert.ok(argv.includes(`--include=${TOOLBOX_PACKAGES.join(',')}`));
