@@ -147,7 +147,8 @@ export class RunEnder {
       // Background work idle() waits for, whoever called this door.
       // It starts RELEASE_AFTER_MS after the envelope: the coordinator's next call (reading the
       // envelope, a slice) is served before the engine's removal competes with it for the cores.
-      const release = new Promise((r) => setTimeout(r, RELEASE_AFTER_MS)).then(() => this.#release(rec, handle)).finally(() => table.releasing.delete(runId));
+      // A close or a shutdown (idle()) starts it at once.
+      const release = table.after(RELEASE_AFTER_MS).then(() => this.#release(rec, handle)).finally(() => table.releasing.delete(runId));
       table.background(release);
       failed.push(...(await release));
       table.mark(runId, 'released');

@@ -195,7 +195,24 @@ export class RunTable {
   }
 
   async idle(): Promise<void> {
+    // Whoever waits for the background work (a close, a shutdown, a test) gets it now.
+    for (const go of [...this.#deferred]) go();
     while (this.#bg.size > 0) await Promise.allSettled([...this.#bg]);
+  }
+
+  readonly #deferred = new Set<() => void>();
+
+  /** Resolves after `ms`, or at once when idle() is asked for (background work deferred off a run's path). */
+  after(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const go = () => {
+        clearTimeout(timer);
+        this.#deferred.delete(go);
+        resolve();
+      };
+      const timer = setTimeout(go, ms);
+      this.#deferred.add(go);
+    });
   }
 }
 
