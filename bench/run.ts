@@ -51,6 +51,7 @@ export const BENCHES: readonly BenchEntry[] = [
   { name: 'health-under-flood', args: ['5000'], timeoutS: 180 },
   { name: 'api-stall', args: ['2'], timeoutS: 360 },
   { name: 'model-call', args: ['30'], timeoutS: 180 },
+  { name: 'agent-first-call', args: ['20'], timeoutS: 300 },
   { name: 'local-model', args: ['5'], timeoutS: 240 },
   { name: 'engine-outage', args: ['2'], timeoutS: 300 },
   { name: 'scaling', args: [], timeoutS: 360 },

@@ -1,7 +1,10 @@
 import { appendFileSync, readFileSync, rmSync } from 'node:fs';
 import { BrokerClient } from './broker-client.js';
 import { runAgent } from './agent/loop.js';
+import { JAIL_ROOTS } from './agent/confine.js';
 import { parseAgentPacket, type LoopPacket } from './agent/packet.js';
+import { PRESTART_FLAG, waitForRun } from './agent/prestart.js';
+import { gatherWorkspaceInfo, type ImageFacts } from './agent/workspace-info.js';
 import { AGENT_PATHS, PATHS } from './paths.js';
 import { toolBoundProblem } from './tool-bound.js';
 
@@ -12,13 +15,18 @@ import { toolBoundProblem } from './tool-bound.js';
  * it is non-dumpable (tool-bound.ts) before a tool can start a process, so nothing the shell
  * starts can read the bearer from the file or from this process. SIGTERM stops the loop at once and it salvages.
  * Exit 0 whenever the loop ran (its end is data in the result), 2 when set-up fails.
+ * With `--prestarted` (a warm slot's, agent/prestart.ts) it loads and waits before its run
+ * exists, then takes everything of the run from the assignment and goes on as above.
  */
 
 async function main(): Promise<number> {
   let client: BrokerClient;
   let packet: LoopPacket;
   let token: string;
+  let facts: ImageFacts | undefined;
   try {
+    // The one place the in-jail runtime touches its environment: a pre-started one replaces it with its run's.
+    if (process.argv.includes(PRESTART_FLAG)) facts = (await waitForRun({ env: process.env })).facts;
     packet = parseAgentPacket(JSON.parse(readFileSync(PATHS.packet, 'utf8')));
     token = readFileSync(PATHS.token, 'utf8').trim();
     // Reconnects (a daemon restart) are worth trying for as long as the run may live.
@@ -51,7 +59,9 @@ async function main(): Promise<number> {
     }
   };
   try {
-    const out = await runAgent({ broker: client, packet, stop: stop.signal, secrets: [token], log });
+    // Pre-started: the image's facts were gathered before the run; the workspace's are the run's own.
+    const workspaceInfo = facts && packet.agent.workspaceAware ? { workspaceInfo: gatherWorkspaceInfo(JAIL_ROOTS, facts.dirs, '/', facts) } : {};
+    const out = await runAgent({ broker: client, packet, stop: stop.signal, secrets: [token], log, ...workspaceInfo });
     if (!out.resultSent) process.stderr.write('brig-agent: the result could not be sent\n');
     return 0;
   } catch (e) {

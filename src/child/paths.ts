@@ -4,6 +4,8 @@ export const PATHS = {
   packet: '/workspace/.brig/packet.json',
   token: '/workspace/.brig/token',
   script: '/workspace/.brig/script.mjs',
+  /** A pre-started agent runtime's run environment (child/agent/prestart.ts), removed once read. */
+  env: '/workspace/.brig/env.json',
 } as const;
 
 /** The agent runtime's own files, inside the workspace's `.brig/` (never collected as output). */

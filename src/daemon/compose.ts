@@ -173,15 +173,16 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results, ...(journal ? { writer: journal } : {}) });
   const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
-  const rootShape = leases.previewRootLimits();
-  const warm = (o.warm ?? 0) > 0
-    ? new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime: rootShape ? [jailLimitsFor(rootShape)] : [], shapesFile: paths.warmShapes, onEvent: (e) => ledger.append({ ...e }) })
-    : undefined;
-  const jail = warm ?? docker;
   // A broken model configuration stops the supervisor here, loudly; none at all serves no agents.
   const catalog = loadModelCatalog(cfg);
   if (!catalog.ok) throw catalog.error;
   const models = catalog.value.aliases().length > 0 ? modelsPort(catalog.value) : undefined;
+  const rootShape = leases.previewRootLimits();
+  // With models, the default shape's agent-ready slots too (a pre-started agent runtime each).
+  const warm = (o.warm ?? 0) > 0
+    ? new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime: rootShape ? [jailLimitsFor(rootShape)] : [], primeAgent: models !== undefined, shapesFile: paths.warmShapes, onEvent: (e) => ledger.append({ ...e }) })
+    : undefined;
+  const jail = warm ?? docker;
   if (o.ensureImage !== false) await jail.ensureImage();
   // The broker's table is filled once the supervisor exists: the broker and the supervisor
   // need each other, and this is the one place that wires them. No run can call before

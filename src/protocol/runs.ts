@@ -44,7 +44,13 @@ export interface JailVerified {
    * A jail from the warm pool: its slot, when it was made and verified, and when it was
    * verified again and handed this run. Absent: made for this run (the cold path).
    */
-  pooled?: { slot: string; readyAt: string; assignedAt: string };
+  pooled?: {
+    slot: string;
+    readyAt: string;
+    assignedAt: string;
+    /** The child was the slot's pre-started agent runtime (loaded before the run, given the run at assignment), not an argv exec'd then. */
+    prestarted?: true;
+  };
   /**
    * A foreign image (not brig's child image): what the image contract overrode of its config
    * (`user`, `entrypoint`, `cmd`, `workdir`, `healthcheck`, `env:NAME`), the names of the image

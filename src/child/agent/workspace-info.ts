@@ -201,14 +201,47 @@ export function jailPathDirs(environ = '/proc/self/environ'): string[] {
     }
   }
   const line = text.split('\0').find((l) => l.startsWith('PATH='));
-  const dirs = (line?.slice(5) ?? '').split(':').filter((d) => d.startsWith('/'));
+  return pathDirsOf(line?.slice(5));
+}
+
+/** A PATH value's absolute directories (at most 32); the child image's when there are none. */
+export function pathDirsOf(value: string | undefined): string[] {
+  const dirs = (value ?? '').split(':').filter((d) => d.startsWith('/'));
   return dirs.length > 0 ? dirs.slice(0, 32) : JAIL_PATH_DIRS;
 }
 
-export function gatherWorkspaceInfo(roots: Roots, pathDirs: readonly string[] = jailPathDirs(), root = '/'): string[] {
-  const dirs = pathDirs.length > 0 ? pathDirs : JAIL_PATH_DIRS;
+/**
+ * What the Workspace section says of the image rather than of the run — its OS, the tools on
+ * the PATH, language versions, installed packages: the same for every run in that image and
+ * PATH, so a pre-started agent runtime (child/agent/prestart.ts) gathers it before its run.
+ */
+export interface ImageFacts {
+  /** The PATH directories the facts were gathered along. */
+  dirs: string[];
+  lines: string[];
+}
+
+export function gatherImageFacts(pathDirs: readonly string[] = jailPathDirs(), root = '/'): ImageFacts {
+  const dirs = pathDirs.length > 0 ? [...pathDirs] : JAIL_PATH_DIRS;
   const exes = onPath(dirs);
   const notable = NOTABLE.filter((t) => exes.has(t));
+  const os = osName(root);
+  const versions = languageVersions(exes);
+  const packages = installedPackages(root);
+  return {
+    dirs,
+    lines: [
+      `runtime: node ${process.version} (${process.platform}/${process.arch}) — brig's, for this agent loop; the image's own tools are below`,
+      ...(os ? [`image OS: ${os}`] : []),
+      cut(`tools on PATH (${dirs.join(':')}): ${notable.join(', ') || 'none of the usual ones'} (${exes.size} executables in all)`),
+      ...(versions.length ? [cut(`language versions: ${versions.join('; ')}`)] : []),
+      ...(packages.length ? packages.map((p) => cut(`installed (${p.manager}): ${nameList(p.names)}`)) : ['installed packages: no dpkg, apk, pip or global npm list in this image']),
+    ],
+  };
+}
+
+/** The Workspace section's lines: the image's facts (gathered now unless given), then the run's workspace. */
+export function gatherWorkspaceInfo(roots: Roots, pathDirs: readonly string[] = jailPathDirs(), root = '/', image: ImageFacts = gatherImageFacts(pathDirs, root)): string[] {
   let free = 'unknown';
   try {
     const s = fs.statfsSync(roots.workspace);
@@ -216,15 +249,8 @@ export function gatherWorkspaceInfo(roots: Roots, pathDirs: readonly string[] = 
   } catch {
     // not supported here
   }
-  const os = osName(root);
-  const versions = languageVersions(exes);
-  const packages = installedPackages(root);
   return [
-    `runtime: node ${process.version} (${process.platform}/${process.arch}) — brig's, for this agent loop; the image's own tools are below`,
-    ...(os ? [`image OS: ${os}`] : []),
-    cut(`tools on PATH (${dirs.join(':')}): ${notable.join(', ') || 'none of the usual ones'} (${exes.size} executables in all)`),
-    ...(versions.length ? [cut(`language versions: ${versions.join('; ')}`)] : []),
-    ...(packages.length ? packages.map((p) => cut(`installed (${p.manager}): ${nameList(p.names)}`)) : ['installed packages: no dpkg, apk, pip or global npm list in this image']),
+    ...image.lines,
     `disk free in ${roots.workspace}: ${free}`,
     `files in ${roots.workspace}: ${fileCount(roots.workspace, true)}; in ${roots.artifacts}: ${fileCount(roots.artifacts, false)}`,
     `workspace files: ${workspaceFiles(roots.workspace)}`,

@@ -1,7 +1,9 @@
 /**
  * The warm pool's shapes (pool.ts): which limit shapes are kept warm, how many ready jails each
  * is kept at, which is let go first, and the file that carries them to the next start. Plain
- * bookkeeping: making and destroying jails is the pool's.
+ * bookkeeping: making and destroying jails is the pool's. A shape is a limit shape of one image
+ * and a flavour: plain (the waiter execs the run's argv) or agent-ready (its slots hold a
+ * pre-started agent runtime, issue 26) — the two are kept, counted and let go apart.
  *
  * Guarantees: a shape is learned (kept warm, written to the file) only when an operator asks
  * for it; a child's spawn is served from a shape already kept or goes cold, and never evicts
@@ -14,15 +16,26 @@ import { writeFileAtomic } from '../../util/atomic-file.js';
 import type { JailLimits } from '../types.js';
 import type { Slot } from './pool-slot.js';
 
-/** A pool serves one exact limit shape of one image. */
-export function shapeKey(image: string, l: JailLimits): string {
-  return [image, l.memoryMb, l.cpu, l.pids, l.tmpfsMb, l.diskMb].join('|');
+/** A pool serves one exact limit shape of one image, plain or agent-ready. */
+export function shapeKey(image: string, l: JailLimits, agent = false): string {
+  return [image, l.memoryMb, l.cpu, l.pids, l.tmpfsMb, l.diskMb, ...(agent ? ['agent'] : [])].join('|');
+}
+
+/** A shape as the file keeps it: its limits and whether it is agent-ready. */
+export interface KeptShape {
+  limits: JailLimits;
+  agent: boolean;
 }
 
 const SHAPE_KEYS = ['memoryMb', 'cpu', 'pids', 'tmpfsMb', 'diskMb'] as const;
 
 /** The shapes a file holds: each a full set of positive finite limits, anything else dropped. */
 export function readShapes(file: string): JailLimits[] {
+  return readKeptShapes(file).map((s) => s.limits);
+}
+
+/** The shapes a file holds with their flavour (`agent: true` marks an agent-ready one; anything else is plain). */
+export function readKeptShapes(file: string): KeptShape[] {
   let raw: unknown;
   try {
     raw = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -33,13 +46,15 @@ export function readShapes(file: string): JailLimits[] {
   return raw.flatMap((x) => {
     const o = x as Record<string, unknown>;
     if (typeof o !== 'object' || o === null || !SHAPE_KEYS.every((k) => typeof o[k] === 'number' && Number.isFinite(o[k]) && (o[k] as number) > 0)) return [];
-    return [Object.fromEntries(SHAPE_KEYS.map((k) => [k, o[k]])) as unknown as JailLimits];
+    return [{ limits: Object.fromEntries(SHAPE_KEYS.map((k) => [k, o[k]])) as unknown as JailLimits, agent: o.agent === true }];
   });
 }
 
 export interface ShapeState {
   image: string;
   limits: JailLimits;
+  /** Agent-ready: each slot's waiter pre-starts the agent runtime (pool-waiter.ts). */
+  agent: boolean;
   ready: Slot[];
   filling: number;
   lastWanted: number;
@@ -60,6 +75,8 @@ export interface WantOptions {
   learn: boolean;
   /** Never let this shape go (the primed one). */
   pinned?: boolean;
+  /** The agent-ready flavour of the shape (default: plain). */
+  agent?: boolean;
 }
 
 export interface PoolShapesOptions {
@@ -80,8 +97,8 @@ export class PoolShapes {
   constructor(private readonly o: PoolShapesOptions) {}
 
   /** The shapes the file kept, oldest first, so the most recently asked ends up the most recently wanted. */
-  kept(): JailLimits[] {
-    return this.o.file ? readShapes(this.o.file).slice(0, this.o.maxShapes).reverse() : [];
+  kept(): KeptShape[] {
+    return this.o.file ? readKeptShapes(this.o.file).slice(0, this.o.maxShapes).reverse() : [];
   }
 
   /**
@@ -91,13 +108,14 @@ export class PoolShapes {
    * ready slots are returned for the caller to destroy.
    */
   want(image: string, limits: JailLimits, o: WantOptions): { key: string; dropped: Slot[] } | null {
-    const key = shapeKey(image, limits);
+    const agent = o.agent === true;
+    const key = shapeKey(image, limits, agent);
     const known = this.#shapes.get(key);
     if (!known && !o.learn) return null;
     // Strictly increasing: shapes wanted in the same millisecond keep their order.
     const now = Math.max(Date.now(), this.#lastWanted + 1);
     this.#lastWanted = now;
-    const s = known ?? { image, limits: { ...limits }, ready: [], filling: 0, lastWanted: now, target: Math.max(1, Math.min(this.o.size, o.target ?? 1)), pinned: o.pinned === true };
+    const s = known ?? { image, limits: { ...limits }, agent, ready: [], filling: 0, lastWanted: now, target: Math.max(1, Math.min(this.o.size, o.target ?? 1)), pinned: o.pinned === true };
     s.lastWanted = now;
     if (o.pinned) s.pinned = true;
     this.#shapes.set(key, s);
@@ -133,7 +151,7 @@ export class PoolShapes {
   #save(): void {
     const file = this.o.file;
     if (!file) return;
-    const shapes = [...this.#shapes.values()].sort((a, b) => b.lastWanted - a.lastWanted).map((s) => Object.fromEntries(SHAPE_KEYS.map((k) => [k, s.limits[k]])));
+    const shapes = [...this.#shapes.values()].sort((a, b) => b.lastWanted - a.lastWanted).map((s) => ({ ...Object.fromEntries(SHAPE_KEYS.map((k) => [k, s.limits[k]])), ...(s.agent ? { agent: true } : {}) }));
     this.#saving = this.#saving.then(() => writeFileAtomic(file, `${JSON.stringify(shapes)}\n`).catch(() => {}));
   }
 }

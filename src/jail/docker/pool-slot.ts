@@ -9,6 +9,11 @@
  * inside brig's private brokers directory, as a run's socket is. Each slot has a random nonce
  * in its waiter (pool-waiter.ts) and a recorded FIFO identity; `intact()` says whether its
  * PID 1 is still that waiter and its FIFO still that FIFO — the pool hands out nothing else.
+ * An agent-ready slot (issue 26) also holds its pre-started agent runtime: its host pid and
+ * start time are recorded once it said it waits, and `intact()` says yes only while the jail's
+ * pids cgroup holds exactly the waiter and that runtime — alive, not a zombie, the waiter's
+ * child, its argv the pre-start argv — so a runtime that died, was replaced, or started
+ * anything before its run is discarded with its slot and the run goes on without it.
  * Threat: a slot that is not what a cold jail would be, one taken over by something that
  * wrote to its FIFO, or one that leaves its container, disk or directory behind. Trusts: the
  * driver's create and verify, the engine's inspect (the waiter's host pid), /proc, the
@@ -23,7 +28,7 @@ import { execInHelper } from '../../util/spawner.js';
 import { POOL_KEY_PREFIX, type JailLimits, type JailSpec } from '../types.js';
 import type { DockerJail } from './docker-jail.js';
 import type { DockerJailDriver } from './docker-jail-driver.js';
-import { EXIT_FIFO, FIFO, SLOT_ENV, waiterReady, waiterScript } from './pool-waiter.js';
+import { EXIT_FIFO, FIFO, PRESTART_ARGV, SLOT_ENV, waiterReady, waiterScript } from './pool-waiter.js';
 import { JAIL_USER, renderCreateBody, type CreateBody } from './profile.js';
 import { RUNTIME_BUSYBOX } from './runtime-bundle.js';
 import { REAPER_SLEEPS, cgroupFilesOf, type ReaperTerms } from './reaper.js';
@@ -53,6 +58,8 @@ export interface Slot {
   taken: boolean;
   /** A foreign image's slot: the image ENV names its waiter holds (unset by the assignment). */
   imageEnvKeys?: string[];
+  /** An agent-ready slot's pre-started runtime: its host pid and its start time (clock ticks after boot, /proc/PID/stat). */
+  agent?: { pid: number; startTime: string };
 }
 
 /** What the host needs to believe a slot's reaper (reaper.ts), and the sleep it execs once it reported. */
@@ -73,6 +80,8 @@ export interface MakeSlot {
   shape: string;
   image: string;
   limits: JailLimits;
+  /** Agent-ready: the waiter pre-starts the agent runtime (brig's own image, with a reaper only). */
+  agent?: boolean;
 }
 
 /** Makes, starts and waits for one slot; on any failure what was made is gone before it throws. */
@@ -84,17 +93,23 @@ export async function makeSlot(o: MakeSlot): Promise<Slot> {
     const nonce = crypto.randomBytes(16).toString('hex');
     // A foreign image's waiter is brig's own busybox from the runtime bind: nothing of the image runs before the run.
     const foreign = await o.driver.imageTermsFor(o.image, { env: { ...SLOT_ENV } });
-    const argv = [foreign ? RUNTIME_BUSYBOX : '/bin/sh', ...(foreign ? ['sh'] : []), '-c', waiterScript(nonce)];
+    // A pre-started runtime is reaped like any child: without the reaper's FIFO (not root) or in a foreign image there is none.
+    const agent = o.agent === true;
+    if (agent && (foreign || !exitFifo)) throw new BrigError('jail_failed', 'an agent-ready slot needs brig\'s own image and the reaper (brig as root)');
+    const argv = [foreign ? RUNTIME_BUSYBOX : '/bin/sh', ...(foreign ? ['sh'] : []), '-c', waiterScript(nonce, agent)];
     const spec: JailSpec = { runId: o.key, leaseId: 'pool', rootRunId: o.key, argv, env: { ...SLOT_ENV }, limits: o.limits, artifacts: [], brokerDir: dir, inputs: [], image: o.image };
     const rendered = renderCreateBody(spec, o.image, o.driver.owner, foreign);
     if (!rendered.ok) throw rendered.error;
     jail = (await o.driver.create(spec)) as DockerJail;
     await jail.start();
-    if (!(await waiterReady(jail, 15_000))) throw new BrigError('jail_failed', 'the pooled jail\'s waiter did not start');
+    if (!(await waiterReady(jail, agent ? 30_000 : 15_000, agent))) throw new BrigError('jail_failed', agent ? 'the pooled jail\'s waiter or its pre-started agent runtime did not start' : 'the pooled jail\'s waiter did not start');
     jail.clearTails();
     const sleep = [...REAPER_SLEEPS[foreign ? 1 : 0]!];
     const reaper = exitFifo ? await reaperOf(jail, dir, exitFifo, sleep) : null;
-    return { key: o.key, dir, jail, body: rendered.value, shape: o.shape, readyAt: new Date().toISOString(), taken: false, nonce, argv, fifo, reaper, ...(foreign ? { imageEnvKeys: Object.keys(foreign.terms.env) } : {}) };
+    const runtime = agent ? await prestartedOf(reaper) : undefined;
+    if (agent && !runtime) throw new BrigError('jail_failed', 'the pooled jail\'s pre-started agent runtime was not found alone beside its waiter');
+    const slot: Slot = { key: o.key, dir, jail, body: rendered.value, shape: o.shape, readyAt: new Date().toISOString(), taken: false, nonce, argv, fifo, reaper, ...(foreign ? { imageEnvKeys: Object.keys(foreign.terms.env) } : {}), ...(runtime ? { agent: runtime } : {}) };
+    return slot;
   } catch (e) {
     await jail?.destroy().catch(() => {});
     await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
@@ -119,6 +134,61 @@ async function reaperOf(jail: DockerJail, dir: string, fifo: { dev: number; ino:
   if (!pid) return null;
   const files = await cgroupFilesOf(pid);
   return files ? { fifoPath: path.join(dir, EXIT_FIFO), fifo, pid, ...files, sleep } : null;
+}
+
+/** /proc/PID/stat's fields after the command (state is [0], ppid [1], starttime [19]); null when gone. */
+function statOf(pid: number): string[] | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  return text.slice(text.lastIndexOf(')') + 2).split(' ');
+}
+
+/** The pids in the jail's pids cgroup (cgroup.procs: processes, not threads); null when unreadable. */
+function procsOf(procs: string): number[] | null {
+  try {
+    return fs.readFileSync(procs, 'utf8').split('\n').filter((l) => l !== '').map(Number);
+  } catch {
+    return null;
+  }
+}
+
+/** Whether `pid` is the waiter's live child running the pre-start argv. */
+function isPrestarted(pid: number, waiter: number): boolean {
+  const st = statOf(pid);
+  if (!st || st[0] === 'Z' || Number(st[1]) !== waiter) return false;
+  const cmdline = (() => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      return null;
+    }
+  })();
+  return cmdline === `${PRESTART_ARGV.join('\0')}\0`;
+}
+
+/**
+ * The pre-started runtime of a slot whose waiter and runtime both said they are ready: the one
+ * other process of the jail's pids cgroup, the waiter's child with the pre-start argv. Undefined
+ * when the jail holds anything else (or no reaper terms to find it by).
+ */
+async function prestartedOf(reaper: SlotReaper | null): Promise<{ pid: number; startTime: string } | undefined> {
+  if (!reaper) return undefined;
+  const others = procsOf(reaper.procs)?.filter((p) => p !== reaper.pid);
+  if (!others || others.length !== 1 || !isPrestarted(others[0]!, reaper.pid)) return undefined;
+  const startTime = statOf(others[0]!)?.[19];
+  return startTime ? { pid: others[0]!, startTime } : undefined;
+}
+
+/** Whether an agent-ready slot's jail still holds exactly its waiter and its pre-started runtime, that runtime alive. */
+function prestartIntact(slot: Slot): boolean {
+  if (!slot.agent || !slot.reaper) return !slot.agent;
+  const procs = procsOf(slot.reaper.procs);
+  if (!procs || procs.length !== 2 || !procs.includes(slot.reaper.pid) || !procs.includes(slot.agent.pid)) return false;
+  return isPrestarted(slot.agent.pid, slot.reaper.pid) && statOf(slot.agent.pid)?.[19] === slot.agent.startTime;
 }
 
 /**
@@ -175,5 +245,6 @@ export async function intact(slot: Slot): Promise<{ ok: true } | { ok: false; wh
     if (!ex || !ex.isFIFO() || ex.dev !== slot.reaper.fifo.dev || ex.ino !== slot.reaper.fifo.ino || ex.uid !== 0 || (ex.mode & 0o777) !== 0o620) return { ok: false, why: 'fifo_changed' };
     if (inspect.State.Pid !== slot.reaper.pid) return { ok: false, why: 'not_its_waiter' };
   }
+  if (!prestartIntact(slot)) return { ok: false, why: 'runtime_gone' };
   return { ok: true };
 }

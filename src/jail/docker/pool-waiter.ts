@@ -20,8 +20,21 @@
  * (pooled-jail.ts), the marker only bounds the wait for the streams. It trusts the shell's
  * `wait` for the status (the child's to choose either way) and the kernel's ptrace refusal
  * (seccomp.ts) to keep its memory — the marker — from the child.
+ *
+ * An agent-ready slot (issue 26; only with a reaper): the waiter starts the agent runtime
+ * before it blocks — `node agent-runtime.js --prestarted` as its child, with an environment of
+ * three fixed variables (HOME, PATH, HOSTNAME) and nothing of any run — and the runtime loads,
+ * says so on stderr and waits for SIGUSR2 (child/agent/prestart.ts). The assignment then starts
+ * nothing: it sends that go to the waiting runtime and reaps it exactly as it reaps an exec'd
+ * argv (signals passed on, what is left killed, marker, status, sleep). The runtime takes the
+ * run's environment from the assignment's env file (`childEnv`: the very variables the cold
+ * path's container gets) and everything else from the packet and bearer files, as the cold
+ * runtime does. The go is the waiter's to send only after the nonce check, so no run's files
+ * are read before its assignment. Trusts, beside the above: that nothing but the waiter and
+ * its runtime runs in the jail before the assignment (pool-slot.ts `intact()` reads it back
+ * from the jail's pids cgroup before a slot is handed out).
  */
-import type { JailSpec } from '../types.js';
+import type { JailInput, JailSpec } from '../types.js';
 import type { DockerJail } from './docker-jail.js';
 import { JAIL_PATH, WORKSPACE_DIR } from './profile.js';
 
@@ -46,6 +59,31 @@ export const EXIT_FIFO = 'exit';
 const FORWARDED = ['TERM', 'INT', 'HUP', 'QUIT', 'USR1', 'USR2'] as const;
 
 /**
+ * The agent runtime's argv on the cold path (runs/launch.ts: CHILD_PATHS.node, agentRuntime):
+ * a spec with exactly this argv may be served by a pre-started runtime.
+ */
+export const AGENT_RUNTIME_ARGV: readonly string[] = ['/opt/brig/bin/node', '/opt/brig/child/agent-runtime.js'];
+/** The pre-started runtime's argv (child/agent/prestart.ts PRESTART_FLAG): PID 1's child in an agent-ready slot. */
+export const PRESTART_ARGV: readonly string[] = [...AGENT_RUNTIME_ARGV, '--prestarted'];
+/** Its line on stderr once it waits (child/agent/prestart.ts PRESTART_READY). */
+export const PRESTART_READY = 'brig-agent: pre-started';
+/** The go the assignment sends it (child/agent/prestart.ts PRESTART_GO). */
+export const PRESTART_GO = 'USR2';
+/** The run's environment for a pre-started runtime, in the assignment's tar (child/paths.ts PATHS.env). */
+export const RUN_ENV = '.brig/env.json';
+
+/**
+ * Variables that change how node starts (options, preloads, the loader, locale and allocator
+ * set-up): a run whose environment names one is never served by a runtime started without it.
+ */
+const STARTUP_ENV = /^(NODE_|UV_|LD_|LC_|OPENSSL_|SSL_|GLIBC_|MALLOC_|ICU_)|^(LANG|LANGUAGE|TZ|TZDIR)$/;
+
+/** Whether a spec's child may be a pre-started agent runtime: the cold agent argv exactly, no variable node reads at start. */
+export function prestartable(spec: Pick<JailSpec, 'argv' | 'env'>): boolean {
+  return spec.argv.length === AGENT_RUNTIME_ARGV.length && spec.argv.every((a, i) => a === AGENT_RUNTIME_ARGV[i]) && !Object.keys(spec.env).some((k) => STARTUP_ENV.test(k));
+}
+
+/**
  * PID 1 of a pooled jail. It says it is ready, blocks opening the FIFO (no CPU while it
  * waits), unpacks the run's inputs from it as the jail user with the cold path's umask,
  * checks that the assignment carries the slot's nonce — known to the engine's config of this
@@ -57,14 +95,17 @@ const FORWARDED = ['TERM', 'INT', 'HUP', 'QUIT', 'USR1', 'USR2'] as const;
  * assignment is the pool's own text — every value single-quoted (assignScript) — reaching the
  * waiter only through a FIFO only root may write, with the slot's nonce.
  */
-export function waiterScript(nonce: string): string {
+export function waiterScript(nonce: string, prestart = false): string {
   if (!/^[0-9a-f]{32}$/.test(nonce)) throw new Error('a slot nonce is 32 hex digits');
   return [
     `BRIG_NONCE=${nonce}`,
+    // An agent-ready slot: the runtime starts now, with the cold path's umask and cwd and an environment of nothing of any run.
+    ...(prestart ? ['umask 022', `env -i ${Object.entries(PRESTART_ENV).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')} ${PRESTART_ARGV.map(shQuote).join(' ')} &`, 'brig_p=$!'] : []),
     `echo '${READY}' >&2`,
     'umask 022',
     `tar -xf - -C ${WORKSPACE_DIR} </run/brig/${FIFO} || exit 70`,
-    `n=$(cat ${WORKSPACE_DIR}/${NONCE} 2>/dev/null) || exit 70`,
+    // The shell's own read (no fork on the run's path): a missing file leaves n empty, which no nonce is.
+    `n=; read -r n 2>/dev/null <${WORKSPACE_DIR}/${NONCE}`,
     `rm -f ${WORKSPACE_DIR}/${NONCE}`,
     '[ "$n" = "$BRIG_NONCE" ] || exit 70',
     `s=$(cat ${WORKSPACE_DIR}/${ASSIGN}) || exit 70`,
@@ -79,6 +120,8 @@ export function waiterScript(nonce: string): string {
 const ENGINE_ENV = { HOSTNAME: 'brig' } as const;
 /** The slot's own environment: what the waiter holds before its run's replaces it. */
 export const SLOT_ENV = { HOME: WORKSPACE_DIR } as const;
+/** A pre-started runtime's environment until its run's replaces it: the slot's, the cold path's PATH, the engine's HOSTNAME. */
+const PRESTART_ENV = { ...SLOT_ENV, PATH: JAIL_PATH, ...ENGINE_ENV } as const;
 
 /** Single-quoted for POSIX sh: safe for any string without NUL (argv and env never hold one). */
 export function shQuote(s: string): string {
@@ -103,8 +146,7 @@ export interface ForeignAssign {
  * program, never brig's applet (not found: 127 and a line on stderr, as a shell says it).
  */
 export function assignScript(spec: Pick<JailSpec, 'argv' | 'env'>, foreign?: ForeignAssign, reaper?: Reaper): string {
-  const image = Object.fromEntries(Object.entries(foreign?.env ?? {}).filter(([k]) => !(k in spec.env) && k !== 'PATH'));
-  const env: Record<string, string> = { ...ENGINE_ENV, ...image, ...spec.env, PATH: spec.env.PATH ?? foreign?.path ?? JAIL_PATH };
+  const env = childEnv(spec, foreign);
   const unset = ['PWD', 'OLDPWD', 'SHLVL', 'PATH', ...Object.keys(ENGINE_ENV), ...Object.keys(SLOT_ENV), ...(foreign?.slotEnvKeys ?? [])];
   const [argv0 = '', ...rest] = spec.argv;
   const exec =
@@ -115,7 +157,22 @@ export function assignScript(spec: Pick<JailSpec, 'argv' | 'env'>, foreign?: For
           `exec "$c"${rest.map((a) => ` ${shQuote(a)}`).join('')}`,
         ]
       : [`exec ${spec.argv.map(shQuote).join(' ')}`];
-  return [`unset ${[...new Set(unset)].join(' ')}`, `export ${Object.entries(env).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')}`, ...(reaper ? reaped(exec, reaper) : exec), ''].join('\n');
+  const start = reaper?.prestarted ? [`kill -${PRESTART_GO} "$brig_p" 2>/dev/null`] : [...exec.slice(0, -1), `${exec[exec.length - 1]!.replace(/^exec /, '')} &`, 'brig_p=$!'];
+  return [`unset ${[...new Set(unset)].join(' ')}`, `export ${Object.entries(env).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')}`, ...(reaper ? reaped(start, reaper) : exec), ''].join('\n');
+}
+
+/**
+ * The child's whole environment, exactly the cold path's container's: the engine's HOSTNAME, a
+ * foreign image's ENV as its contract keeps it, the spec's variables, PATH as render sets it.
+ */
+export function childEnv(spec: Pick<JailSpec, 'env'>, foreign?: ForeignAssign): Record<string, string> {
+  const image = Object.fromEntries(Object.entries(foreign?.env ?? {}).filter(([k]) => !(k in spec.env) && k !== 'PATH'));
+  return { ...ENGINE_ENV, ...image, ...spec.env, PATH: spec.env.PATH ?? foreign?.path ?? JAIL_PATH };
+}
+
+/** The assignment's input a pre-started runtime reads its environment from (0400, the jail user's; it removes it). */
+export function runEnvInput(spec: Pick<JailSpec, 'env'>): JailInput {
+  return { path: RUN_ENV, data: JSON.stringify({ env: childEnv(spec) }), mode: 0o400 };
 }
 
 /** How the reaper waits once it reported: a sleep by absolute path (brig's busybox in a foreign image). */
@@ -123,6 +180,8 @@ export interface Reaper {
   sleep: readonly string[];
   /** Written to both streams after the child ended: the host knows all it wrote has arrived (random per run, never the child's to know). */
   marker: string;
+  /** The child is the slot's pre-started runtime (`$brig_p` already): the assignment sends its go instead of starting the argv. */
+  prestarted?: boolean;
 }
 
 /**
@@ -135,13 +194,11 @@ export interface Reaper {
  * claim: pooled-jail.ts believes it only once the host saw the jail's pids cgroup hold the
  * reaper alone.
  */
-function reaped(exec: string[], r: Reaper): string[] {
-  const last = exec[exec.length - 1]!.replace(/^exec /, '');
+function reaped(start: string[], r: Reaper): string[] {
   return [
-    ...exec.slice(0, -1),
     ...FORWARDED.map((sig) => `trap 'kill -${sig} "$brig_p" 2>/dev/null' ${sig}`),
-    `${last} &`,
-    'brig_p=$!',
+    // The child starts (its pid in brig_p), or the pre-started one gets its go.
+    ...start,
     // A trapped signal ends the wait early: wait again while the child lives.
     'while :; do wait "$brig_p" 2>/dev/null; brig_r=$?; kill -0 "$brig_p" 2>/dev/null || break; done',
     'trap - ' + FORWARDED.join(' '),
@@ -155,14 +212,15 @@ function reaped(exec: string[], r: Reaper): string[] {
   ];
 }
 
-/** The waiter's whole ready line on its stderr (the stream may bring it in pieces), within the bound. */
-export async function waiterReady(jail: DockerJail, timeoutMs: number): Promise<boolean> {
+/** The waiter's whole ready line on its stderr (the stream may bring it in pieces) — and a pre-started runtime's — within the bound. */
+export async function waiterReady(jail: DockerJail, timeoutMs: number, prestart = false): Promise<boolean> {
   const end = Date.now() + timeoutMs;
   let timer: NodeJS.Timeout | undefined;
   const first = await Promise.race([jail.firstOutput.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
   clearTimeout(timer);
   while (first && Date.now() < end) {
-    if (jail.tails().stderrTail.includes(READY)) return true;
+    const err = jail.tails().stderrTail;
+    if (err.includes(READY) && (!prestart || err.includes(PRESTART_READY))) return true;
     await new Promise((r) => setTimeout(r, 2));
   }
   return false;

@@ -14,6 +14,13 @@
  * touched is reused. Slots never assigned are destroyed on close, and a supervisor that
  * died leaves them to the next start's sweep (their keys start `pool-`; no run holds them).
  * Anything the pool cannot serve takes the cold path, unchanged.
+ * Agent-ready slots (issue 26; brig's own image, brig as root): an operator's agent spawn whose
+ * spec is the cold agent argv (pool-waiter.ts `prestartable`) teaches the pool the agent-ready
+ * flavour of its shape, whose slots hold a pre-started agent runtime (node and the runtime's
+ * modules loaded, waiting for its go) beside the waiter; an agent run takes one of those, else
+ * a plain slot of its shape (its argv exec'd), else the cold path. A slot's runtime must still be
+ * alive and alone with its waiter when it is taken (pool-slot.ts `intact()`), or the slot is
+ * discarded like any other that is not as made.
  * Threat: a jail that differs from the cold path (limits, environment, leftovers, a stale or
  * tampered container) or a slot leaking past the supervisor. Trusts: the engine's inspect,
  * the kernel's FIFO and permission checks (the slot directory is the jail user's, 0700, in
@@ -32,6 +39,7 @@ import type { DockerJailDriver } from './docker-jail-driver.js';
 import { PoolShapes, type ShapeState, type WantOptions } from './pool-shapes.js';
 import { destroySlot, intact, makeSlot, newSlotKey, type Slot } from './pool-slot.js';
 import { PooledJail } from './pooled-jail.js';
+import { prestartable } from './pool-waiter.js';
 import { JAIL_PATH, renderCreateBody } from './profile.js';
 import { verifyInspect, type InspectView } from './verify.js';
 
@@ -66,6 +74,14 @@ export interface WarmPoolOptions {
    * start warms them again before any run asks. Absent: only `prime`.
    */
   shapesFile?: string;
+  /**
+   * Agent-ready shapes (a pre-started agent runtime per slot) for the agent runs that fit one.
+   * Default: on when brig runs as root (they are reaped, pool-waiter.ts); false: agent runs
+   * take plain slots, as before.
+   */
+  agentReady?: boolean;
+  /** Prime the agent-ready flavour of each `prime` shape too (the composition root: when models are configured). */
+  primeAgent?: boolean;
 }
 
 export class WarmPool implements JailDriver {
@@ -80,10 +96,13 @@ export class WarmPool implements JailDriver {
   private backoffUntil = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly fillConcurrency: number;
+  /** Whether agent-ready shapes are made (the reaper reaps a pre-started runtime: brig as root). */
+  private readonly agentReady: boolean;
 
   constructor(private readonly o: WarmPoolOptions) {
     this.shapes = new PoolShapes({ size: o.size, maxShapes: o.maxShapes ?? 4, ...(o.shapesFile ? { file: o.shapesFile } : {}) });
     this.fillConcurrency = o.fillConcurrency ?? 2;
+    this.agentReady = (o.agentReady ?? true) && process.getuid?.() === 0;
   }
 
   get size(): number {
@@ -97,7 +116,9 @@ export class WarmPool implements JailDriver {
     const image = await this.o.driver.ensureImage();
     const kept = this.shapes.kept();
     for (const limits of this.o.prime ?? []) this.#want(image, limits, { learn: true, pinned: true, target: this.o.size });
-    for (const limits of kept) this.#want(image, limits, { learn: true });
+    // Its agent-ready flavour too when agents are served: the first agent spawn finds its runtime started.
+    if (this.o.primeAgent && this.agentReady) for (const limits of this.o.prime ?? []) this.#want(image, limits, { learn: true, agent: true });
+    for (const k of kept) this.#want(image, k.limits, { learn: true, agent: k.agent && this.agentReady });
   }
 
   /** Ready and filling slots per shape (the metrics gauges). */
@@ -168,20 +189,17 @@ export class WarmPool implements JailDriver {
     // but an argv with NUL or an env name that is not an identifier must be refused, not run).
     if (!renderCreateBody(spec, image, this.o.driver.owner, foreign).ok) return null;
     // A shape is learned from an operator's spawn only: a child's is served if kept, else cold.
-    const key = this.#want(image, spec.limits, { learn: spec.askedBy !== 'child' });
-    if (key === null) return null;
-    const shape = this.shapes.get(key)!;
-    // Only a slot still exactly as made: its waiter as PID 1, its FIFO untouched. Any other
-    // (taken over through its FIFO, its waiter gone) is discarded, never handed to a run.
+    const learn = spec.askedBy !== 'child';
+    // An agent run that fits: a slot with its runtime pre-started, else a plain one of its shape (the argv exec'd), else cold.
+    const agent = !foreign && this.agentReady && prestartable(spec);
+    const keys = agent ? [this.#want(image, spec.limits, { learn, agent: true }), this.#want(image, spec.limits, { learn: false })] : [this.#want(image, spec.limits, { learn })];
     let slot: Slot | undefined;
-    while ((slot = shape.ready.shift())) {
-      const check = await intact(slot);
-      if (check.ok) break;
-      slot.taken = true; // its waiter's end is this discard's, not a second one
-      this.o.onEvent?.({ type: 'jail.pool_discarded', slot: slot.key, reason: check.why });
-      void this.#destroy(slot);
+    let shape: ShapeState | undefined;
+    for (const key of keys) {
+      shape = key === null ? undefined : this.shapes.get(key);
+      if (shape && (slot = await this.#intactSlot(shape))) break;
     }
-    if (!slot) return (this.#pump(), null);
+    if (!slot || !shape) return (this.#pump(), null);
     slot.taken = true;
     // Asked for again and served: keep more of it ready (the refill below makes them).
     shape.target = Math.min(this.o.size, shape.target * 2);
@@ -194,11 +212,28 @@ export class WarmPool implements JailDriver {
       ...slot.jail.verified!,
       // A foreign image's terms as they hold for this run (its env decides what was overridden).
       ...(foreign ? { foreignImage: { overridden: [...foreign.terms.overridden], envKept: Object.keys(foreign.terms.env).sort(), runtime: foreign.runtimeHash } } : {}),
-      pooled: { slot: slot.key, readyAt: slot.readyAt, assignedAt: new Date().toISOString() },
+      pooled: { slot: slot.key, readyAt: slot.readyAt, assignedAt: new Date().toISOString(), ...(slot.agent ? { prestarted: true as const } : {}) },
     };
     this.o.onEvent?.({ type: 'jail.pool_assigned', runId: spec.runId, slot: slot.key, containerId: verified.containerId });
     const assign = foreign ? { env: foreign.terms.env, path: foreign.terms.path, slotEnvKeys: slot.imageEnvKeys ?? [] } : undefined;
     return new PooledJail(slot, spec, verified, recheck, () => this.#refillSoon(), () => this.owned.delete(slot.key), assign);
+  }
+
+  /**
+   * The first ready slot of a shape still exactly as made: its waiter as PID 1, its FIFO
+   * untouched, an agent-ready one's runtime alive and alone beside it. Any other (taken over
+   * through its FIFO, its waiter or runtime gone) is discarded, never handed to a run.
+   */
+  async #intactSlot(shape: ShapeState): Promise<Slot | undefined> {
+    let slot: Slot | undefined;
+    while ((slot = shape.ready.shift())) {
+      const check = await intact(slot);
+      if (check.ok) return slot;
+      slot.taken = true; // its waiter's end is this discard's, not a second one
+      this.o.onEvent?.({ type: 'jail.pool_discarded', slot: slot.key, reason: check.why });
+      void this.#destroy(slot);
+    }
+    return undefined;
   }
 
   /**
@@ -267,7 +302,7 @@ export class WarmPool implements JailDriver {
     const key = newSlotKey();
     this.owned.add(key);
     try {
-      const slot = await makeSlot({ driver: this.o.driver, brokersDir: this.o.brokersDir, key, shape, image: s.image, limits: s.limits });
+      const slot = await makeSlot({ driver: this.o.driver, brokersDir: this.o.brokersDir, key, shape, image: s.image, limits: s.limits, agent: s.agent });
       // A waiter that exits before its run (killed, out of memory) takes its slot with it.
       void slot.jail.wait().then(
         () => !slot.taken && this.#discard(slot, 'exited'),

@@ -8,6 +8,9 @@
  * FIFO semantics and the pool's recheck. Fails closed: a recheck that failed, a waiter that is
  * not listening or does not take the tar within its bound fails the start (`jail_failed`,
  * `jail_unverified`) before the child exists; the run's ender destroys the slot.
+ * An agent-ready slot's assignment also carries the run's environment for its pre-started
+ * runtime (pool-waiter.ts `runEnvInput`) and sends that runtime its go instead of starting the
+ * argv; it is reaped as any child is, or not assigned at all (no reaper watch: `jail_failed`).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -17,7 +20,7 @@ import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailSpec, JailVerified, StreamTails } from '../types.js';
 import { inputsArchive } from './docker-jail.js';
 import type { Slot, SlotReaper } from './pool-slot.js';
-import { ASSIGN, FIFO, NONCE, assignScript, type ForeignAssign, type Reaper } from './pool-waiter.js';
+import { ASSIGN, FIFO, NONCE, assignScript, runEnvInput, type ForeignAssign, type Reaper } from './pool-waiter.js';
 import { ReaperWatch } from './reaper.js';
 
 export class PooledJail implements Jail {
@@ -63,9 +66,13 @@ export class PooledJail implements Jail {
   async #assign(): Promise<void> {
     await this.recheck;
     const reaper = this.slot.reaper ? await this.#listen(this.slot.reaper) : undefined;
+    const prestarted = this.slot.agent !== undefined;
+    // A pre-started runtime is the waiter's child already: only a reaper can give it its go and its end.
+    if (prestarted && !reaper) throw new BrigError('jail_failed', 'the pooled jail\'s reaper could not be watched: its pre-started runtime is not assigned');
     const archive = await inputsArchive([
       ...(this.spec.inputs ?? []),
-      { path: ASSIGN, data: assignScript(this.spec, this.foreign, reaper), mode: 0o444 },
+      ...(prestarted ? [runEnvInput(this.spec)] : []),
+      { path: ASSIGN, data: assignScript(this.spec, this.foreign, reaper && { ...reaper, prestarted }), mode: 0o444 },
       { path: NONCE, data: this.slot.nonce, mode: 0o444 },
     ], { outDir: false });
     const fifo = path.join(this.slot.dir, FIFO);
