@@ -17,6 +17,12 @@
  * Needs `make build`: `brig` is what package.json's bin names (dist/cli/brig.cjs, the thin
  * commands' bundle, which hands every other command to dist/cli/main.js). Prints figures;
  * never asserted.
+ *
+ *   node --import tsx bench/cli.bench.ts [N] [--thin] [--baseline OTHER/brig.cjs]
+ *
+ * --thin: only the thin commands and the 3,000 records (no spawn rows, no image build).
+ * --baseline: another build's brig.cjs (a copy of the old dist/cli/brig.cjs), timed in the same
+ * rounds beside each thin command, for a before/after under the same load.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -26,7 +32,12 @@ import { promisify } from 'node:util';
 import { BenchReport, type Goal } from './report.js';
 
 const run = promisify(execFile);
-const N = Math.max(5, Number(process.argv[2] ?? 20));
+const ARGS = process.argv.slice(2);
+const N = Math.max(5, Number(ARGS.find((a) => /^\d+$/.test(a)) ?? 20));
+/** --thin: the thin commands and the 3,000 records only (no spawn rows, no image build): the quick loop when only the CLI's start-up changed. */
+const THIN_ONLY = ARGS.includes('--thin');
+/** --baseline FILE: another build's brig.cjs, timed in the same rounds as each thin command (a before/after under the same load). */
+const BASELINE = ARGS.includes('--baseline') ? path.resolve(ARGS[ARGS.indexOf('--baseline') + 1] ?? '') : undefined;
 const PKG = path.resolve(import.meta.dirname, '..');
 /** What a user's `brig` runs: package.json's bin. */
 const MAIN = path.join(PKG, (JSON.parse(fs.readFileSync(path.join(PKG, 'package.json'), 'utf8')) as { bin: { brig: string } }).bin.brig);
@@ -93,6 +104,45 @@ async function stop(d: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** `brig spawn -- true` through a daemon (cold and warm) and one-shot without one, against `docker run --rm`. */
+async function spawnRows(brig: (...args: string[]) => Promise<unknown>): Promise<void> {
+  // `brig spawn -- true` end to end (the CLI, the daemon, the jail, the envelope printed),
+  // through this daemon (each jail made at spawn) and one with a warm pool.
+  const warmHome = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-cliw-'));
+  await fs.promises.chmod(warmHome, 0o700);
+  const dw = await daemon(warmHome, ['--warm', '2']);
+  try {
+    const warmEnv = { ...process.env, BRIG_HOME: warmHome };
+    await new Promise((r) => setTimeout(r, 3000)); // the pool fills
+    const spawns = await rounds([
+      ['node -e 0', () => run(NODE, ['-e', '0'])],
+      ['brig spawn -- true (cold)', () => brig('spawn', '--', 'true')],
+      // One slot is taken per round; the cold row's ~0.4 s in between lets it refill.
+      ['brig spawn -- true (--warm 2)', () => run(NODE, [MAIN, 'spawn', '--', 'true'], { env: warmEnv })],
+    ]);
+    print(`brig spawn -- true through a daemon (${N} runs each, round-robin)`, spawns, 'node -e 0', 'spawn');
+  } finally {
+    await stop(dw);
+    await fs.promises.rm(warmHome, { recursive: true, force: true });
+  }
+
+  // A one-shot spawn: a home with no daemon (each spawn composes a supervisor for itself),
+  // against docker run --rm of the very image the jail runs.
+  const oneHome = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-cli1-'));
+  await fs.promises.chmod(oneHome, 0o700);
+  try {
+    const oneEnv = { ...process.env, BRIG_HOME: oneHome };
+    const image = (JSON.parse((await run(NODE, [MAIN, 'image', 'build', '--json'], { env: oneEnv })).stdout) as { tag: string }).tag;
+    const oneShot = await rounds([
+      ['docker run --rm', () => run('docker', ['run', '--rm', '--network', 'none', image, 'true'])],
+      ['brig spawn -- true, no daemon', () => run(NODE, [MAIN, 'spawn', '--', 'true'], { env: oneEnv })],
+    ]);
+    print(`a one-shot spawn without a daemon (${N} runs each, round-robin)`, oneShot, 'docker run --rm', 'one-shot');
+  } finally {
+    await fs.promises.rm(oneHome, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   if (!fs.existsSync(MAIN)) throw new Error(`${path.relative(PKG, MAIN)} is missing: run \`make build\` first`);
   const home = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-clib-'));
@@ -105,51 +155,25 @@ async function main(): Promise<void> {
     const spawned = JSON.parse((await brig('spawn', '--json', '--', 'sh', '-c', 'seq 1 100000 > out/n.txt')).stdout) as { runId: string };
     const refs = JSON.parse((await brig('ref', 'list', spawned.runId, '--json')).stdout) as { refs: { ref: string; path?: string }[] };
     const ref = refs.refs.find((r) => r.path === 'out/n.txt')?.ref ?? refs.refs[0]!.ref;
+    /** Each row as `brig ARGS`, and beside it the same through --baseline's brig.cjs when given. */
+    const withBaseline = (rows: [string, string[]][]): [string, () => Promise<unknown>][] =>
+      rows.flatMap(([name, args]): [string, () => Promise<unknown>][] => [
+        [name, () => brig(...args)],
+        ...(BASELINE ? [[`${name} (baseline)`, () => run(NODE, [BASELINE, ...args], { env, maxBuffer: 64 << 20 })] as [string, () => Promise<unknown>]] : []),
+      ]);
+    const thinRows: [string, string[]][] = [
+      ['brig --version', ['--version']],
+      ['brig list', ['list']],
+      ['brig ref read', ['ref', 'read', ref, '--length', '100']],
+      ['brig wait (ended run)', ['wait', spawned.runId]],
+    ];
     const thin = await rounds([
       ['node -e 0', () => run(NODE, ['-e', '0'])],
       ['curl list', () => run('curl', ['-sf', '--unix-socket', sock, 'http://brig/v1/runs'])],
-      ['brig --version', () => brig('--version')],
-      ['brig list', () => brig('list')],
-      ['brig ref read', () => brig('ref', 'read', ref, '--length', '100')],
-      ['brig wait (ended run)', () => brig('wait', spawned.runId)],
+      ...withBaseline(thinRows),
     ]);
     print(`thin commands through a daemon (${N} runs each, round-robin)`, thin, 'node -e 0', '');
-
-    // `brig spawn -- true` end to end (the CLI, the daemon, the jail, the envelope printed),
-    // through this daemon (each jail made at spawn) and one with a warm pool.
-    const warmHome = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-cliw-'));
-    await fs.promises.chmod(warmHome, 0o700);
-    const dw = await daemon(warmHome, ['--warm', '2']);
-    try {
-      const warmEnv = { ...process.env, BRIG_HOME: warmHome };
-      await new Promise((r) => setTimeout(r, 3000)); // the pool fills
-      const spawns = await rounds([
-        ['node -e 0', () => run(NODE, ['-e', '0'])],
-        ['brig spawn -- true (cold)', () => brig('spawn', '--', 'true')],
-        // One slot is taken per round; the cold row's ~0.4 s in between lets it refill.
-        ['brig spawn -- true (--warm 2)', () => run(NODE, [MAIN, 'spawn', '--', 'true'], { env: warmEnv })],
-      ]);
-      print(`brig spawn -- true through a daemon (${N} runs each, round-robin)`, spawns, 'node -e 0', 'spawn');
-    } finally {
-      await stop(dw);
-      await fs.promises.rm(warmHome, { recursive: true, force: true });
-    }
-
-    // A one-shot spawn: a home with no daemon (each spawn composes a supervisor for itself),
-    // against docker run --rm of the very image the jail runs.
-    const oneHome = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-cli1-'));
-    await fs.promises.chmod(oneHome, 0o700);
-    try {
-      const oneEnv = { ...process.env, BRIG_HOME: oneHome };
-      const image = (JSON.parse((await run(NODE, [MAIN, 'image', 'build', '--json'], { env: oneEnv })).stdout) as { tag: string }).tag;
-      const oneShot = await rounds([
-        ['docker run --rm', () => run('docker', ['run', '--rm', '--network', 'none', image, 'true'])],
-        ['brig spawn -- true, no daemon', () => run(NODE, [MAIN, 'spawn', '--', 'true'], { env: oneEnv })],
-      ]);
-      print(`a one-shot spawn without a daemon (${N} runs each, round-robin)`, oneShot, 'docker run --rm', 'one-shot');
-    } finally {
-      await fs.promises.rm(oneHome, { recursive: true, force: true });
-    }
+    if (!THIN_ONLY) await spawnRows(brig);
 
     // 3,000 records: copies of the real run's directory under fresh ids, oldest first.
     await stop(d);
@@ -161,15 +185,22 @@ async function main(): Promise<void> {
       const id = `r-${(0x1000000000000000n + BigInt(i)).toString(16)}`;
       await fs.promises.mkdir(path.join(runsDir, id), { mode: 0o700 });
       const at = new Date(t0 + i * 1000).toISOString();
-      await fs.promises.writeFile(path.join(runsDir, id, 'run.json'), JSON.stringify({ ...rec, id, rootRunId: id, path: `/${id}`, createdAt: at, startedAt: at, endedAt: at }), { mode: 0o600 });
+      await fs.promises.writeFile(path.join(runsDir, id, 'run.json'), JSON.stringify({ ...rec, id, rootRunId: id, path: [id], createdAt: at, startedAt: at, endedAt: at }), { mode: 0o600 });
     }
     d = await daemon(home);
+    // A record the store refuses (its shape moved on) is left out of the list: count what the daemon holds
+    // (the copies, the first run, and the spawn rows' runs).
+    const held = (JSON.parse((await run('curl', ['-sf', '--unix-socket', sock, 'http://brig/v1/runs'], { maxBuffer: 256 << 20 })).stdout) as { runs: unknown[] }).runs.length;
+    if (held < 3000) throw new Error(`the daemon holds ${held} runs, not 3,000: the copies' records no longer pass the store's check`);
+    console.log(`(the daemon holds ${held} runs)`);
     const many = await rounds([
       ['node -e 0', () => run(NODE, ['-e', '0'])],
       ['curl list (3,000)', () => run('curl', ['-sf', '--unix-socket', sock, 'http://brig/v1/runs'], { maxBuffer: 256 << 20 })],
-      ['brig list (3,000)', () => brig('list')],
-      ['brig list --limit 20', () => brig('list', '--limit', '20')],
-      ['brig list --json (3,000)', () => brig('list', '--json')],
+      ...withBaseline([
+        ['brig list (3,000)', ['list']],
+        ['brig list --limit 20', ['list', '--limit', '20']],
+        ['brig list --json (3,000)', ['list', '--json']],
+      ]),
       ['brig list --json --all (3,000)', () => brig('list', '--json', '--all')],
     ]);
     await stop(d);

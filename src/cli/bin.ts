@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `brig`: the thin commands (thin.ts) through a listening daemon run here, from this one file
+ * `brig`: the thin commands (thin.ts) through a daemon that answers run here, from this one file
  * once bundled (dist/cli/brig.cjs, scripts/bundle-cli.mjs); every other command — and a thin
  * one without a daemon — is the full CLI's, loaded whole, so that no command runs half in the
  * bundle and half in dist/'s modules. The full CLI is dist/full/main.mjs when the build made it
@@ -9,7 +9,7 @@
  */
 import { homeFrom, socketPathFor } from '../config/paths.js';
 import { runCli } from './entry.js';
-import { daemonListening, isThinCommand, thinVersion } from './thin.js';
+import { daemonAnswering, isThinCommand, thinVersion } from './thin.js';
 
 const argv = process.argv.slice(2);
 const env = process.env;
@@ -30,7 +30,7 @@ const version = argv.length === 1 && argv[0] === '--version' ? thinVersion() : u
 if (version !== undefined) process.stdout.write(`brig ${version}\n`);
 else if (!isThinCommand(argv)) void full();
 else
-  void daemonListening(socketPathFor(homeFrom(env))).then((up) => {
-    if (up) runCli(argv, env);
+  void daemonAnswering(socketPathFor(homeFrom(env))).then((daemon) => {
+    if (daemon) runCli(argv, env, { daemon });
     else void full();
   });

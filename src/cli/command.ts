@@ -1,3 +1,4 @@
+import type { ApiClient } from '../light.js';
 import { BrigError } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 
@@ -17,6 +18,11 @@ export interface CliIO {
    * Writes after it are dropped, never thrown.
    */
   hangup?: AbortSignal;
+  /**
+   * The daemon, when the entry already had its answer (brig.cjs's thin path, bin.ts: the health
+   * probe that chose the path): openBrig uses it as it is, without a second probe.
+   */
+  daemon?: ApiClient;
 }
 
 /**

@@ -1,4 +1,5 @@
-import { openBrig as open, type Brig } from '../light.js';
+import { daemonBrig, openBrig as open, type Brig } from '../light.js';
+import { mark } from '../util/timing.js';
 import type { CliIO } from './command.js';
 
 /**
@@ -6,9 +7,15 @@ import type { CliIO } from './command.js';
  * answers (runs, refs and the operator's view over its socket, nothing heavy loaded); else,
  * for a command that runs children (`spawn`, `resume`), a supervisor in this process for this
  * one command that holds only the runs it spawns itself (`local`, no reconcile); else the
- * home's files, read-only (`read`). The caller closes it.
+ * home's files, read-only (`read`). The caller closes it. When the entry already probed the
+ * daemon (`io.daemon`, brig.cjs's thin path) it is that daemon, with no second probe: one
+ * exchange with the daemon fewer on every thin command (docs/performance.md).
  */
 export function openBrig(io: CliIO, o: { needsJail?: boolean } = {}): Promise<Brig> {
+  if (io.daemon) {
+    mark('open: daemon answers');
+    return Promise.resolve(daemonBrig(io.daemon));
+  }
   return open({ env: io.env, mode: 'auto', fallback: o.needsJail === true ? 'local' : 'read', reconcile: false, caller: 'cli' });
 }
 

@@ -1,3 +1,4 @@
+import type { ApiClient } from '../light.js';
 import type { CliIO } from './command.js';
 import { exitCodeFor } from '../util/errors.js';
 import { main } from './cli.js';
@@ -6,9 +7,10 @@ import { enableTiming } from '../util/timing.js';
 /**
  * Runs one brig command in this process with its standard streams: what both entries do
  * (main.js, the full CLI; brig.cjs, the thin commands through a daemon — bin.ts). `env` is the
- * process's environment, handed over by the entry (config/ and the entries are its only readers).
+ * process's environment, handed over by the entry (config/ and the entries are its only readers);
+ * `daemon`, the daemon the entry already found answering (CliIO.daemon).
  */
-export function runCli(argv: string[], env: NodeJS.ProcessEnv): void {
+export function runCli(argv: string[], env: NodeJS.ProcessEnv, o: { daemon?: ApiClient } = {}): void {
   // BRIG_TIMING=1: where the command's time goes, printed to stderr at exit (docs/cli.md).
   if (env.BRIG_TIMING === '1') enableTiming();
 
@@ -27,6 +29,7 @@ export function runCli(argv: string[], env: NodeJS.ProcessEnv): void {
     isTTY: Boolean(process.stdout.isTTY),
     ...(process.stdout.isTTY && process.stdout.columns > 0 ? { columns: process.stdout.columns } : {}),
     hangup: hangup.signal,
+    ...(o.daemon ? { daemon: o.daemon } : {}),
   };
   main(argv, io).then(
     (code) => {

@@ -1,6 +1,6 @@
 /**
  * The thin commands: the ones `brig` (dist/cli/brig.cjs, bin.ts) runs from one CommonJS file
- * when a daemon listens — a read of the daemon's answer, printed. Everything else, and these
+ * when a daemon answers — a read of the daemon's answer, printed. Everything else, and these
  * too without a daemon, goes to the full CLI (main.js).
  *
  * Why a second entry: Node's ES module loader costs about a fifth of Node's own start-up before
@@ -11,8 +11,8 @@
  * statically are inside it; every other module it could reach stays dist/'s own ES module.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
+import { ApiClient } from '../light.js';
 
 /** The command (as typed) → its module under dist/cli/commands/ (registry.ts loads the same). */
 export const THIN_COMMANDS: Readonly<Record<string, string>> = { list: 'list', wait: 'wait', 'ref read': 'ref-read' };
@@ -31,22 +31,15 @@ export function isThinCommand(argv: readonly string[]): boolean {
 }
 
 /**
- * Whether something accepts connections on the daemon's socket (a connect, no request): a stale
- * socket file of a daemon that died is refused here, and the command goes to the full CLI,
- * which reads the home's files. Never throws.
+ * The daemon's client when a daemon answers on its socket (its health probe, ≤ 2 s), else
+ * undefined: a missing socket, a stale socket file of a daemon that died (refused), or one that
+ * does not answer in time — the command then goes to the full CLI, which reads the home's
+ * files. The probe that chooses the path is the only one: the command is handed the client
+ * (CliIO.daemon) and does not probe again. Never throws.
  */
-export function daemonListening(socketPath: string, timeoutMs = 1000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = net.connect(socketPath);
-    const done = (up: boolean) => {
-      clearTimeout(timer);
-      sock.destroy();
-      resolve(up);
-    };
-    const timer = setTimeout(() => done(false), timeoutMs);
-    sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
-  });
+export async function daemonAnswering(socketPath: string): Promise<ApiClient | undefined> {
+  const api = new ApiClient(socketPath, 'cli');
+  return (await api.probe()) ? api : undefined;
 }
 
 /**

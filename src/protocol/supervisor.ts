@@ -225,7 +225,9 @@ export type Brig = Omit<Supervisor, 'start' | 'send'> & {
 };
 
 /** Creation order: time, then id (two runs of one millisecond stay in one order on every page). */
-const byCreation = (a: Pick<RunRecord, 'createdAt' | 'id'>, b: Pick<RunRecord, 'createdAt' | 'id'>) => a.createdAt.localeCompare(b.createdAt) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+/** Code-unit order (ISO-8601 UTC sorts as text): localeCompare's first call builds an ICU collator (~17 ms of a thin command). */
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const byCreation = (a: Pick<RunRecord, 'createdAt' | 'id'>, b: Pick<RunRecord, 'createdAt' | 'id'>) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id);
 
 /** One list filter for every view (a daemon's, an in-process one, the read-only records): oldest first. */
 export function filterRuns(runs: Iterable<RunRecord>, f: ListFilter, now: number = Date.now()): RunRecord[] {

@@ -2,6 +2,7 @@ import { BrigError } from '../../util/errors.js';
 import { parseArgs, type CliIO, type Command, type CommandTable } from '../command.js';
 import { bashCompletion, fishCompletion, ID_KINDS, zshCompletion, type CompletionModel, type IdKind } from '../completion.js';
 import { withBrig } from '../connect.js';
+import { byCreatedAt } from '../run-view.js';
 
 /** The completion model from the command table (loads every command for its flags). */
 export async function completionModel(table: CommandTable): Promise<CompletionModel> {
@@ -30,7 +31,7 @@ async function idsOf(kind: IdKind, io: CliIO): Promise<string[]> {
   }
   return withBrig(io, async (brig) => {
     if (kind === 'lease') return (await brig.operator.leases.list()).leases.map((l) => l.id);
-    const runs = [...(await brig.list({ limit: RECENT_RUNS }))].sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    const runs = [...(await brig.list({ limit: RECENT_RUNS }))].sort((a, b) => byCreatedAt(b, a));
     if (kind === 'run') return runs.map((r) => r.id);
     const refs: string[] = [];
     for (const r of runs.slice(0, RECENT_REF_RUNS)) {

@@ -3,7 +3,7 @@ import { BrigError } from '../../util/errors.js';
 import { JSON_FLAG, QUIET_FLAG, durationFlag, flag, numberFlag, parseArgs, writeJson, type Command } from '../command.js';
 import { openBrig } from '../connect.js';
 import { colourOn } from '../colour.js';
-import { runTable } from '../run-view.js';
+import { byCreatedAt, runTable } from '../run-view.js';
 
 const withRunId = (r: RunRecord) => ({ runId: r.id, ...r });
 
@@ -53,7 +53,7 @@ const command: Command = {
         ...(bound !== undefined ? { limit: bound } : {}),
       });
       // Oldest first, so the newest is next to the prompt; --limit keeps the newest N.
-      const sorted = [...got].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+      const sorted = [...got].sort(byCreatedAt);
       const cut = limit === undefined && bound !== undefined && sorted.length > TABLE_DEFAULT;
       const runs = limit !== undefined ? sorted.slice(-limit) : cut ? sorted.slice(-TABLE_DEFAULT) : sorted;
       if (p.bools.has('quiet')) io.stdout.write(runs.map((r) => `${r.id}\n`).join(''));

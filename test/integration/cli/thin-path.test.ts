@@ -6,8 +6,10 @@
  *
  * `brig` itself (package.json's bin) is dist/cli/brig.cjs, the bundle `make build` makes
  * (scripts/bundle-cli.mjs, built afresh here from dist/): through a daemon its thin commands
- * load no module of dist/ and no package at all — the one file and Node's built-ins — and give
- * the full CLI's answers; any other command, and a thin one without a daemon, runs the full CLI.
+ * load no module of dist/ and no package at all — the one file and Node's built-ins — give the
+ * full CLI's answers, and ask the daemon once for its health (the probe that chose the thin
+ * path) and then what the command needs, nothing more (counted in the daemon's debug log); any
+ * other command, and a thin one without a daemon, runs the full CLI.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,7 +45,8 @@ const heavyIn = (modules: string[]) => modules.filter((m) => HEAVY.some((h) => h
 test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, yaml or node:http (control: image build --help does)', async (t) => {
   if (!(await requireEngine(t))) return;
   const h = await daemonHome(t);
-  const serve = await h.serve();
+  // debug: the daemon logs every request it answers (route, caller), which the bundle's part counts.
+  const serve = await h.serve(['--log-level', 'debug']);
   const spawned = await h.run(['spawn', '--json', '--', 'sh', '-c', 'seq 1 500 > out/n.txt']);
   assert.equal(spawned.code, 0, spawned.stderr);
   const runId = (JSON.parse(spawned.stdout) as { runId: string }).runId;
@@ -69,20 +72,40 @@ test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, y
   const control = await traced(h.home, ['image', 'build', '--help']);
   assert.ok(heavyIn(control.modules).some((m) => m.includes('/dockerode/')), 'the control loads dockerode, so the tracer would see it');
 
+  /** What `fn` asked the daemon, in order (`METHOD /route`, from its debug log), once at least `least` requests are logged and no more come. */
+  const apiLines = () => serve.stderr().split('\n').filter((l) => l.includes('"msg":"api"'));
+  async function requestsOf<T>(fn: () => Promise<T>, least: number): Promise<T & { requests: string[] }> {
+    const before = apiLines().length;
+    const r = await fn();
+    for (let i = 0; i < 100 && apiLines().length < before + least; i++) await new Promise((res) => setTimeout(res, 50));
+    await new Promise((res) => setTimeout(res, 300)); // a request the daemon had not logged yet would be by now
+    const requests = apiLines()
+      .slice(before)
+      .map((l) => JSON.parse(l) as { method: string; route: string })
+      .map((j) => `${j.method} ${j.route}`);
+    return { ...r, requests };
+  }
+
   // The bin bundle: the same answers from one file and Node's built-ins.
   const bin = await bundle(h.home);
   const binUrl = `file://${bin}`;
   const only = (modules: string[]) => modules.filter((m) => m !== binUrl && !m.startsWith('node:'));
-  const bList = await traced(h.home, ['list'], bin);
+  const bList = await requestsOf(() => traced(h.home, ['list'], bin), 2);
   assert.match(bList.stdout, new RegExp(`${runId}\\s+ended\\s+completed`));
-  const bRead = await traced(h.home, ['ref', 'read', ref, '--length', '8'], bin);
+  const bRead = await requestsOf(() => traced(h.home, ['ref', 'read', ref, '--length', '8'], bin), 2);
   assert.equal(bRead.stdout, read.stdout);
-  const bWait = await traced(h.home, ['wait', runId, '--json'], bin);
+  const bWait = await requestsOf(() => traced(h.home, ['wait', runId, '--json'], bin), 2);
   assert.equal(bWait.stdout, wait.stdout);
   for (const [name, r] of [['list', bList], ['ref read', bRead], ['wait', bWait]] as const) {
     assert.ok(r.modules.includes(binUrl), `${name}: the tracer saw the bundle`);
     assert.deepEqual(only(r.modules), [], `${name} through the bundle loaded nothing but it and Node's built-ins`);
+    // The probe that chose the thin path is the command's only one (test/unit/cli/thin.test.ts: and its only connection before the request).
+    assert.deepEqual(r.requests.filter((q) => q.endsWith('/v1/health')), ['GET /v1/health'], `${name}: one health probe`);
+    assert.equal(r.requests[0], 'GET /v1/health', `${name}: the probe comes first`);
   }
+  assert.deepEqual(bList.requests, ['GET /v1/health', 'GET /v1/runs'], 'list: the probe and the list, nothing else');
+  assert.deepEqual(bRead.requests, ['GET /v1/health', 'POST /v1/refs/{ref}/read'], 'ref read: the probe and the read, nothing else');
+  assert.deepEqual(bWait.requests.slice(0, 2), ['GET /v1/health', 'POST /v1/runs/{run}/wait'], 'wait: the probe, then the wait (then its refs, for --json)');
   // Not a thin command: the full CLI (whose dockerode the tracer sees); its answer is the full CLI's.
   const bControl = await traced(h.home, ['image', 'build', '--help'], bin);
   assert.ok(bControl.modules.some((m) => m.endsWith('/dist/cli/main.js')) && heavyIn(bControl.modules).some((m) => m.includes('/dockerode/')), 'image build --help ran the full CLI');
@@ -115,6 +138,7 @@ test('a one-shot spawn through `brig` without a daemon runs the bundled full CLI
   const h = await daemonHome(t);
   // The layout `make build` writes to dist/: cli/brig.cjs beside full/main.mjs and its chunks,
   // inside the checkout (the bundle's package imports resolve from its node_modules).
+  fs.mkdirSync(path.join(ROOT, '.cache'), { recursive: true }); // absent on a checkout that never ran `make model`
   const dir = fs.mkdtempSync(path.join(ROOT, '.cache', 'thin-path-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const bin = path.join(dir, 'cli', 'brig.cjs');
