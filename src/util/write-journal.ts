@@ -184,16 +184,18 @@ export class WriteJournal implements DurableWriter {
   async writeMany(items: readonly { file: string; data: string | Uint8Array; mode?: number }[], o: { durable?: boolean } = {}): Promise<void> {
     if (items.length === 0) return;
     const durable = o.durable !== false;
-    const lines: string[] = [];
+    // Every path checked before anything is written.
+    const rels = items.map((i) => this.#rel(i.file));
     const big: typeof items = items.filter((i) => byteLength(i.data) > BIG);
     // A big write is on disk (fsynced) before its keep line: a replay never puts an older line over it.
     for (const i of big) await writeFileAtomic(i.file, i.data, { mode: i.mode ?? 0o600 });
-    for (const i of items) {
-      const p = this.#rel(i.file);
-      if (big.includes(i)) lines.push(encode({ o: 'keep', p }));
-      else lines.push(encode(typeof i.data === 'string' ? { o: 'put', p, m: i.mode ?? 0o600, t: i.data } : { o: 'put', p, m: i.mode ?? 0o600, b: Buffer.from(i.data).toString('base64') }));
-    }
-    const rels = items.map((i) => this.#rel(i.file));
+    const lines = items.map((i, n) => {
+      const p = rels[n]!;
+      if (big.includes(i)) return encode({ o: 'keep', p });
+      return encode(typeof i.data === 'string' ? { o: 'put', p, m: i.mode ?? 0o600, t: i.data } : { o: 'put', p, m: i.mode ?? 0o600, b: Buffer.from(i.data).toString('base64') });
+    });
+    // Live from now (a removal racing this write fences it), and in the segment it lands in.
+    for (const p of rels) this.#seg.puts.add(p);
     const seg = await this.#commit(lines.join(''), durable);
     for (const p of rels) seg.puts.add(p);
     const small = items.filter((i) => !big.includes(i));

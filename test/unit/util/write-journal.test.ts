@@ -189,6 +189,8 @@ test('[INV-4] a path outside the home is refused before anything is written', as
   const j = await WriteJournal.open(path.join(d, 'home'));
   t.after(() => j.close());
   await assert.rejects(j.write(path.join(d, 'elsewhere'), 'x'), /not under/);
+  await assert.rejects(j.write(path.join(d, 'elsewhere-big'), 'x'.repeat(BIG + 1)), /not under/);
+  assert.equal(await read(path.join(d, 'elsewhere-big')), null, 'a big write outside is refused before it is written');
   await assert.rejects(j.remove(path.join(d, 'home')), /not under/);
   assert.equal(j.stats.lines, 0);
 });
