@@ -22,6 +22,7 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../src/config/index.js';
 import { compose, type Composed } from '../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
+import { splitTiming } from '../src/index.js';
 import { startModelServer, toolCallTurn, type ModelServer } from '../test/helpers/model-server.js';
 import { BenchReport } from './report.js';
 
@@ -65,7 +66,7 @@ async function close(x: { c: Composed; home: string }): Promise<void> {
 }
 
 /** One agent run: ms from the request to its first model call, and whether a pre-started runtime served it. */
-async function firstCall(c: Composed, arrivals: number[]): Promise<{ ms: number; pooled: boolean; prestarted: boolean }> {
+async function firstCall(c: Composed, arrivals: number[]): Promise<{ ms: number; pooled: boolean; prestarted: boolean; id: string }> {
   const before = arrivals.length;
   const t0 = performance.now();
   const r = await c.supervisor.spawn({ task: 'say ok', kind: 'agent', agent: 'general' });
@@ -73,7 +74,7 @@ async function firstCall(c: Composed, arrivals: number[]): Promise<{ ms: number;
   const at = arrivals[before];
   if (at === undefined) throw new Error('the agent made no model call');
   const pooled = r.value.jail?.pooled;
-  return { ms: at - t0, pooled: pooled !== undefined, prestarted: pooled?.prestarted === true };
+  return { ms: at - t0, pooled: pooled !== undefined, prestarted: pooled?.prestarted === true, id: r.value.id };
 }
 
 async function rawNode(image: string): Promise<number> {
@@ -89,6 +90,7 @@ async function main(): Promise<void> {
   const image = await new DockerJailDriver({ owner: ownerForHome(pooled.home) }).ensureImage();
   const xs = { p: [] as number[], c: [] as number[], r: [] as number[] };
   let notPrestarted = 0;
+  const phases = new Map<string, number[]>();
   try {
     // Warm-up: the first operator agent spawn teaches the pool its shape (an agent-ready one).
     await firstCall(pooled.c, arrivals);
@@ -101,6 +103,19 @@ async function main(): Promise<void> {
       const p = await firstCall(pooled.c, arrivals);
       if (!p.prestarted) notPrestarted++;
       xs.p.push(p.ms);
+      // Where it went: the supervisor's marks up to the child's start, the rest until the model call.
+      await pooled.c.supervisor.idle();
+      const t = (await pooled.c.supervisor.get(p.id))?.timing;
+      if (t) {
+        const split = splitTiming(t).phases;
+        const upto = split.findIndex((x) => x.phase === 'first instruction');
+        let before = 0;
+        for (const x of split.slice(0, upto + 1)) {
+          before += x.ms;
+          phases.set(x.phase, [...(phases.get(x.phase) ?? []), x.ms]);
+        }
+        phases.set('started → first llm.complete at the server', [...(phases.get('started → first llm.complete at the server') ?? []), p.ms - before]);
+      }
       await cold.c.supervisor.idle();
       xs.c.push((await firstCall(cold.c, arrivals)).ms);
       xs.r.push(await rawNode(image));
@@ -115,6 +130,11 @@ async function main(): Promise<void> {
     row('agent, pooled', xs.p);
     row('agent, cold', xs.c);
     row('docker run node (raw floor)', xs.r);
+    console.log(`${'pooled, by phase'.padEnd(34)}     p50     p95`);
+    for (const [name, v] of phases) {
+      report.samples(`agent child, pooled: ${name}`, v);
+      console.log(`${name.padEnd(34)}${fmt(pct(v, 0.5))}${fmt(pct(v, 0.95))}`);
+    }
     if (notPrestarted > 0) console.log(`(${notPrestarted} pooled rounds were not served by a pre-started runtime)`);
   } finally {
     await close(pooled);
