@@ -123,6 +123,9 @@ export class AgentLoop {
     let reason: EndReason;
     try {
       this.#o.log?.({ ev: 'start', tools: this.tools.map((t) => t.name), systemBytes: Buffer.byteLength(this.system) });
+      // The first step's steer poll goes beside the start message (the broker runs a
+      // connection's calls side by side): one round trip before the first model call, not two.
+      this.#firstPoll = this.#poll();
       await this.#append([{ role: 'user', content: START_MESSAGE }]);
       for (;;) {
         if (this.#o.stop.aborted) throw new EndRun('terminated');
@@ -141,7 +144,9 @@ export class AgentLoop {
   async #oneStep(): Promise<{ answer: string; files: string[] } | null> {
     const t0 = Date.now();
     // (a) steers, only here: never between a tool call and its result.
-    const steers = [...this.#inbox.splice(0), ...(await this.#poll())];
+    const polled = this.#firstPoll ?? this.#poll();
+    this.#firstPoll = undefined;
+    const steers = [...this.#inbox.splice(0), ...(await polled)];
     if (steers.length) await this.#append([{ role: 'user', content: steers.map((s) => `${STEER_PREFIX} ${s}`).join('\n\n') }]);
     // (b) compaction from the last reply's real count.
     if (this.#contextUsed >= this.#agent.autoCompactThreshold * this.#window) await this.#compact();
@@ -199,6 +204,9 @@ export class AgentLoop {
       clearInterval(timer);
     }
   }
+
+  /** The first step's poll, sent beside the start message. */
+  #firstPoll: Promise<string[]> | undefined;
 
   async #poll(): Promise<string[]> {
     try {
