@@ -133,6 +133,8 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   const unlock = owner ? await lockHome(paths.home) : async () => {};
   if (!owner) await replayLeftJournal(paths);
   const journal = owner ? await WriteJournal.open(paths.home, { dir: paths.journal }) : undefined;
+  // A journal left by a stop that was not clean was replayed over the files: said once.
+  if (journal && journal.replayed.segments > 0) (o.log ?? silentLog()).warn?.({ ...journal.replayed }, 'journal replayed after an unclean stop');
   try {
     return await composeHeld(cfg, o, paths, unlock, journal);
   } catch (e) {

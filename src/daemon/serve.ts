@@ -68,9 +68,11 @@ export async function startDaemon(cfg: BrigConfig, o: DaemonOptions = {}): Promi
     throw e;
   }) : undefined;
   composed.log.info({ socket: socketPath, console: ui ? new URL(ui.url).host : null }, 'daemon serving');
-  void reconciled.then((report) =>
-    composed.log.info({ reattached: report.reattached.length, requeued: report.requeued?.length ?? 0, ghostSwept: report.ghostSwept.length, swept: report.swept }, 'daemon reconciled'),
-  );
+  void reconciled.then((report) => {
+    composed.log.info({ reattached: report.reattached.length, requeued: report.requeued?.length ?? 0, ghostSwept: report.ghostSwept.length, swept: report.swept }, 'daemon reconciled');
+    // Records that are not what brig wrote are left alone (ledgered run.corrupt): said, not skipped silently.
+    if (report.corrupt?.length) composed.log.warn?.({ corrupt: report.corrupt.slice(0, 20), count: report.corrupt.length }, 'run records not read (state_corrupt): left as they are, see the ledger (run.corrupt)');
+  });
   return {
     socketPath,
     composed,

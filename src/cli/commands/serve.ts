@@ -113,6 +113,7 @@ const command: Command = {
       if (p.bools.has('json')) return writeJson(io, { socket: d.socketPath, reconcile: r, ...(d.consoleUrl ? { console: d.consoleUrl } : {}) });
       if (d.composed.warm) io.stdout.write(`warm pool: ${d.composed.warm.size} jails per shape, filling\n`);
       io.stdout.write(`reconciled: ${r.reattached.length} reattached, ${r.requeued?.length ?? 0} queued again, ${r.ghostSwept.length} ghost-swept, ${r.swept.containers} containers and ${r.swept.volumes} volumes swept\n`);
+      if (r.corrupt?.length) io.stdout.write(`unreadable run records (left as they are, ledgered run.corrupt): ${r.corrupt.slice(0, 10).join(' ')}${r.corrupt.length > 10 ? ` and ${r.corrupt.length - 10} more` : ''}\n`);
       if (r.resumable?.length) io.stdout.write(`resumable: ${r.resumable.join(' ')}\n`);
       for (const o of r.orphaned ?? []) io.stdout.write(`no longer resumable: ${o.runId} (${o.reason})\n`);
     });

@@ -44,6 +44,7 @@ test('[INV-4] a SIGKILL, then the files lost as a machine crash would lose them:
 
   const again = await h.serve();
   const api2 = new ApiClient(again.socket);
+  assert.match(again.stderr(), /journal replayed after an unclean stop/, 'the operator is told the journal was replayed');
   const back = recordOnDisk(h.home, id);
   assert.deepEqual([back?.status, back?.endReason, back?.exitCode], ['ended', 'completed', 0], 'the record is the last one written');
   const m = await api2.route('manifest', { params: { run: id } });
@@ -57,4 +58,18 @@ test('[INV-4] a SIGKILL, then the files lost as a machine crash would lose them:
   // A clean stop checkpoints the journal: nothing is left to replay.
   await again.signal('SIGTERM');
   assert.deepEqual(segments(h.paths.journal), []);
+});
+
+test('a run record that is not what brig wrote is left as it is, and said: in the start report, the log and the ledger', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const h = await daemonHome(t);
+  const id = 'r-0123456789abcdef';
+  fs.mkdirSync(path.join(h.paths.runs, id), { recursive: true, mode: 0o700 });
+  fs.writeFileSync(path.join(h.paths.runs, id, 'run.json'), '{"not": "a run record"', { mode: 0o600 });
+  const serve = await h.serve();
+  assert.deepEqual(serve.report.corrupt, [id], 'the start report names it');
+  await new Promise((r) => setTimeout(r, 200));
+  assert.match(serve.stderr(), /run records not read \(state_corrupt\)/, 'the log says so');
+  assert.equal(fs.readFileSync(path.join(h.paths.runs, id, 'run.json'), 'utf8'), '{"not": "a run record"', 'left as it is');
+  await serve.signal('SIGTERM');
 });
