@@ -9,13 +9,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { ApiClient } from '../../../src/client/index.js';
 import { exchange } from '../../../src/client/wire.js';
 import { loadConfig } from '../../../src/config/index.js';
 import { startDaemon } from '../../../src/daemon/index.js';
 import type { GraphRecord, GraphStarted } from '../../../src/protocol/index.js';
 import { requireEngine } from '../../helpers/engine.js';
+import { followEvents } from '../../helpers/sse-follow.js';
 import { freshHome, until } from '../runs/fixture.js';
 
 interface Seen {
@@ -25,39 +25,14 @@ interface Seen {
   data: Record<string, unknown> & { type: string; graphId?: string; node?: string; state?: string; runId?: string | null; timestamp: string };
 }
 
-/**
- * An SSE client on the daemon's socket: every event it got (gap included), `until(pred)`
- * resolves once one matches, `close()` ends it. `connected` resolves with the response's head.
- */
+/** The daemon's event stream (test/helpers/sse-follow.ts); `until(pred)` resolves once an event matches. */
 function listen(socketPath: string, query: string, headers: Record<string, string> = {}) {
-  const got: Seen[] = [];
-  let connected!: () => void;
-  const head = new Promise<void>((r) => (connected = r));
-  const req = http.request({ socketPath, path: `/v1/events${query}`, headers }, (res) => {
-    assert.equal(res.statusCode, 200);
-    connected();
-    let buf = '';
-    res.on('data', (d: Buffer) => {
-      buf += d.toString();
-      let i: number;
-      while ((i = buf.indexOf('\n\n')) !== -1) {
-        const block = buf.slice(0, i).split('\n');
-        buf = buf.slice(i + 2);
-        const field = (k: string) => block.find((l) => l.startsWith(`${k}: `))?.slice(k.length + 2);
-        const event = field('event');
-        if (event === undefined) continue;
-        const id = field('id') ?? '';
-        got.push({ id, seq: Number(/-(\d+)$/.exec(id)?.[1] ?? 0), event, data: JSON.parse(field('data') ?? '{}') as Seen['data'] });
-      }
-    });
-  });
-  req.on('error', () => {});
-  req.end();
+  const f = followEvents<Seen['data']>(socketPath, query, headers);
   return {
-    got,
-    connected: head,
-    until: (pred: (e: Seen) => boolean, what: string) => until(() => got.some(pred), what),
-    close: () => req.destroy(),
+    got: f.got,
+    connected: f.connected.then((status) => assert.equal(status, 200)),
+    until: (pred: (e: Seen) => boolean, what: string) => until(() => f.got.some(pred), what),
+    close: () => f.close(),
   };
 }
 

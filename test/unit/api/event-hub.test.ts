@@ -1,12 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { EventHub } from '../../../src/api/event-hub.js';
 import { listenApi } from '../../../src/api/server.js';
+import { followEvents } from '../../helpers/sse-follow.js';
 import type { Brig, Supervisor, SupervisorEvent } from '../../../src/protocol/index.js';
 
 /**
@@ -76,40 +76,11 @@ test('the event hub numbers events and tells a resuming client what it missed, o
 
 type Followed = Promise<{ id: string; type: string; runId: string }[]> & { connected: Promise<void> };
 
-/**
- * Reads an SSE stream until `want` events arrived. `connected` resolves with the response's
- * head: the server subscribes the client in the tick it writes that head, so what is pushed
- * after it reaches this client.
- */
+/** Reads the event stream until `want` events arrived (test/helpers/sse-follow.ts), as id, type and run id. */
 function follow(socketPath: string, headers: Record<string, string>, want: number): Followed {
-  let connected!: () => void;
-  const head = new Promise<void>((r) => (connected = r));
-  const events = new Promise<{ id: string; type: string; runId: string }[]>((resolve, reject) => {
-    const got: { id: string; type: string; runId: string }[] = [];
-    const req = http.request({ socketPath, path: '/v1/events', headers }, (res) => {
-      connected();
-      let buf = '';
-      res.on('data', (d: Buffer) => {
-        buf += d.toString();
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) !== -1) {
-          const block = buf.slice(0, i).split('\n');
-          buf = buf.slice(i + 2);
-          const field = (k: string) => block.find((l) => l.startsWith(`${k}: `))?.slice(k.length + 2);
-          const data = field('data');
-          if (field('event') === undefined) continue;
-          got.push({ id: field('id') ?? '', type: field('event')!, runId: data ? ((JSON.parse(data) as { runId?: string }).runId ?? '') : '' });
-          if (got.length === want) {
-            req.destroy();
-            resolve(got);
-          }
-        }
-      });
-    });
-    req.on('error', (e) => (got.length === want ? undefined : reject(e)));
-    req.end();
-  });
-  return Object.assign(events, { connected: head });
+  const f = followEvents(socketPath, '', headers);
+  const events = f.first(want).then((es) => es.map((e) => ({ id: e.id, type: e.event, runId: typeof e.data.runId === 'string' ? e.data.runId : '' })));
+  return Object.assign(events, { connected: f.connected.then(() => undefined) });
 }
 
 /** The real API on a unix socket over a supervisor whose events the test pushes; gone after the test. */

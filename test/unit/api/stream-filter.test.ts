@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { EventHub, matches, type Numbered } from '../../../src/api/event-hub.js';
 import { listenApi } from '../../../src/api/server.js';
+import { followEvents, type FollowedEvent } from '../../helpers/sse-follow.js';
 import { graphFeed } from '../../../src/daemon/graphs.js';
 import { EventBus, passesRunFilter } from '../../../src/runs/index.js';
 import type { Brig, GraphStreamEvent, StreamEvent, SupervisorEvent } from '../../../src/protocol/index.js';
@@ -107,35 +108,10 @@ test('run and graph events are numbered in one ring: a resume from the middle ge
   }
 });
 
-/** Reads an SSE stream until `want` events came (their id, event name and data). */
-function follow(socketPath: string, query: string, want: number): Promise<{ id: string; event: string; data: Record<string, unknown> }[]> & { connected: Promise<void> } {
-  let connected!: () => void;
-  const head = new Promise<void>((r) => (connected = r));
-  const got = new Promise<{ id: string; event: string; data: Record<string, unknown> }[]>((resolve, reject) => {
-    const out: { id: string; event: string; data: Record<string, unknown> }[] = [];
-    const req = http.request({ socketPath, path: `/v1/events${query}` }, (res) => {
-      connected();
-      let buf = '';
-      res.on('data', (d: Buffer) => {
-        buf += d.toString();
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) !== -1) {
-          const block = buf.slice(0, i).split('\n');
-          buf = buf.slice(i + 2);
-          const field = (k: string) => block.find((l) => l.startsWith(`${k}: `))?.slice(k.length + 2);
-          if (field('event') === undefined) continue;
-          out.push({ id: field('id') ?? '', event: field('event')!, data: JSON.parse(field('data') ?? '{}') as Record<string, unknown> });
-          if (out.length === want) {
-            req.destroy();
-            resolve(out);
-          }
-        }
-      });
-    });
-    req.on('error', (e) => (out.length === want ? undefined : reject(e)));
-    req.end();
-  });
-  return Object.assign(got, { connected: head });
+/** Reads the event stream until `want` events came (test/helpers/sse-follow.ts). */
+function follow(socketPath: string, query: string, want: number): Promise<FollowedEvent[]> & { connected: Promise<void> } {
+  const f = followEvents(socketPath, query);
+  return Object.assign(f.first(want), { connected: f.connected.then(() => undefined) });
 }
 
 test('GET /v1/events?graph=: that graph\'s events only, each named by its type and stamped; a malformed graph id is a 400', async (t) => {
