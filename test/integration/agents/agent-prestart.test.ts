@@ -119,6 +119,19 @@ async function agentSlot(home: string): Promise<{ key: string; pid: number; runt
   return undefined;
 }
 
+/** The pool full with an agent-ready slot among it (primed at start: models are configured). */
+async function agentReady(c: Composed, home: string): Promise<void> {
+  await c.warm!.filled();
+  await until(async () => (await agentSlot(home)) !== undefined, 'an agent-ready slot');
+  await c.warm!.filled();
+}
+
+/** Every line of the home's ledger. */
+function ledgerText(home: string): string {
+  const dir = brigPaths(home).ledger;
+  return fs.readdirSync(dir).map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('');
+}
+
 /** Which of `needles` a process's readable memory holds (read as root through /proc/PID/mem). */
 function memoryHolds(pid: number, needles: string[]): string[] {
   const found = new Set<string>();
@@ -175,10 +188,8 @@ test('[INV-2] [INV-6] [INV-11] a pooled agent child is served by a pre-started r
   const warm = await agentSupervisor(warmHome, mw, 1);
   const cold = await agentSupervisor(coldHome, mc, 0);
   try {
-    await warm.warm!.filled();
     // Models are configured: the default shape's agent-ready flavour is primed with the pool, before any agent was asked for.
-    await until(async () => (await agentSlot(warmHome)) !== undefined, 'an agent-ready slot primed at start');
-    await warm.warm!.filled();
+    await agentReady(warm, warmHome);
     const before = mw.requests.length;
     const pooled = await agentRun(warm, 'Report on your jail.');
     const c = await agentRun(cold, 'Report on your jail.');
@@ -277,17 +288,14 @@ test('a pre-started runtime that died, or a jail with anything beside it, before
   t.after(() => m.close());
   const c = await agentSupervisor(home, m, 1);
   try {
-    await c.warm!.filled();
-    await agentRun(c, 'Report on your jail.');
-    await until(async () => (await agentSlot(home)) !== undefined, 'an agent-ready slot');
-    await c.warm!.filled();
+    await agentReady(c, home);
     const victim = (await agentSlot(home))!;
     process.kill(victim.runtime, 'SIGKILL');
     const r = await agentRun(c, 'Report on your jail.');
     assert.notEqual(r.jailKey, victim.key, 'the slot whose runtime died was not handed out');
     assert.notEqual(r.jail?.pooled?.prestarted, true, 'the run went on without a pre-started runtime');
     await until(async () => !(await slots(home)).some((s) => s.key === victim.key), 'the victim slot destroyed');
-    const ledger = fs.readdirSync(brigPaths(home).ledger).map((f) => fs.readFileSync(path.join(brigPaths(home).ledger, f), 'utf8')).join('');
+    const ledger = ledgerText(home);
     // Its waiter notices first (its blocked open is interrupted by the child's end: exit 70, `exited`
     // or `not_running`); the take's check of the runtime (`runtime_gone`) is the backstop.
     assert.match(ledger, new RegExp(`"type":"jail.pool_discarded"[^\\n]*"slot":"${victim.key}"[^\\n]*"reason":"(exited|not_running|runtime_gone)"`), 'the discard is ledgered');
@@ -307,7 +315,7 @@ test('a pre-started runtime that died, or a jail with anything beside it, before
     fs.writeFileSync(cg.procs, String(stranger.pid));
     const r2 = await agentRun(c, 'Report on your jail.');
     assert.notEqual(r2.jailKey, crowded.key, 'a slot with a stranger beside its runtime was not handed out');
-    const ledger2 = fs.readdirSync(brigPaths(home).ledger).map((f) => fs.readFileSync(path.join(brigPaths(home).ledger, f), 'utf8')).join('');
+    const ledger2 = ledgerText(home);
     assert.match(ledger2, new RegExp(`"type":"jail.pool_discarded"[^\\n]*"slot":"${crowded.key}"[^\\n]*"reason":"runtime_gone"`), 'discarded by the runtime check');
   } finally {
     await c.close();
@@ -317,11 +325,8 @@ test('a pre-started runtime that died, or a jail with anything beside it, before
 test('the reaper holds for a pre-started runtime: a kill reaches it as SIGTERM through PID 1, its one salvage call is made, the run is killed with that report', async (t) => {
   if (!(await requireEngine(t))) return;
   const home = await freshHome(t);
-  let phase: 'learn' | 'kill' = 'learn';
-  const probe = agentScript();
   const m = await startModelServer({
     script: (req) => {
-      if (phase === 'learn') return probe(req);
       if (toolResults(req).length === 0 && req.body.tool_choice !== 'none') return toolCallTurn('shell', { command: 'echo found-a-clue > /workspace/out/clue.txt; sleep 60' }, { usage: { input: 400, output: 20 } });
       return textTurn(req.body.tool_choice !== 'none' ? 'unexpected: tools callable' : 'Salvage: found a clue in clue.txt', { usage: { input: 450, output: 30 } });
     },
@@ -329,11 +334,7 @@ test('the reaper holds for a pre-started runtime: a kill reaches it as SIGTERM t
   t.after(() => m.close());
   const c = await agentSupervisor(home, m, 1);
   try {
-    await c.warm!.filled();
-    await agentRun(c, 'Report on your jail.');
-    await until(async () => (await agentSlot(home)) !== undefined, 'an agent-ready slot');
-    await c.warm!.filled();
-    phase = 'kill';
+    await agentReady(c, home);
     const before = m.requests.length;
     const r = await c.supervisor.spawn({ task: 'Look for clues.', kind: 'agent', async: true });
     assert.ok(r.ok);
