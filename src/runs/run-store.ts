@@ -441,10 +441,8 @@ export class RunStore {
     const file = this.file(runId, name);
     await this.#serial(file, async () => {
       this.#drop(file);
-      // out/ and the transcript are never written through the writer (the collector fills out/, the transcript is appended): a journaled removal
-      // replayed after a crash would remove what came after it.
-      if (name === 'out' || name === 'transcript') await fs.rm(file, { recursive: true, force: true });
-      else await this.writer.remove(file);
+      // The journal fences only what it wrote: out/ and the transcript (never its lines) go as plain removals.
+      await this.writer.remove(file);
     });
   }
 
