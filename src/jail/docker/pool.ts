@@ -305,7 +305,7 @@ export class WarmPool implements JailDriver {
       const slot = await makeSlot({ driver: this.o.driver, brokersDir: this.o.brokersDir, key, shape, image: s.image, limits: s.limits, agent: s.agent });
       // A waiter that exits before its run (killed, out of memory) takes its slot with it.
       void slot.jail.wait().then(
-        () => !slot.taken && this.#discard(slot, 'exited'),
+        (end) => !slot.taken && this.#discard(slot, `exited ${end.exitCode}`),
         () => !slot.taken && this.#discard(slot, 'lost'),
       );
       this.backoffMs = 0;
