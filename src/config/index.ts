@@ -3,7 +3,7 @@ import path from 'node:path';
 import { BrigError } from '../util/errors.js';
 import { nearest } from '../util/nearest.js';
 import YAML from 'yaml';
-import { EgressConfigSchema, keyEnvNames, MODEL_APIS } from './models-file.js';
+import { EgressConfigSchema, KubernetesConfigSchema, keyEnvNames, MODEL_APIS } from './models-file.js';
 import { homeFrom, runsDirFor, socketPathFor } from './paths.js';
 import { homeTag, userBrokersDir } from './runtime-dir.js';
 
@@ -71,6 +71,15 @@ export interface ModelsConfig {
 }
 
 /**
+ * Where jails run. `docker` (the default): the engine at DOCKER_HOST. `kubernetes` (issue 33):
+ * bare pods in a namespace brig owns, on the cluster the kubeconfig names, in an image its nodes
+ * already hold (brig pulls nothing).
+ */
+export type DriverConfig =
+  | { kind: 'docker' }
+  | { kind: 'kubernetes'; kubeconfig: string; namespace: string; image: string; runtimeClassName?: string };
+
+/**
  * The only reader of process.env in brig. Everything else receives a BrigConfig.
  */
 export interface BrigConfig {
@@ -85,6 +94,8 @@ export interface BrigConfig {
   workspaceQuota: 'loop' | 'none';
   /** True in CI: a missing engine fails tests instead of skipping them. */
   ci: boolean;
+  /** Where jails run (BRIG_DRIVER, config.yaml `driver:`; default docker). */
+  driver: DriverConfig;
   /**
    * @deprecated use `loadModelCatalog(cfg)` (models/): this is the quick path only, and only when
    * it speaks openai-chat (apiKey '' for a keyless local server). Absent → Level 3.
@@ -205,9 +216,45 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
     egress: egressConfigFrom(env, models.fileText),
     egressSecrets: egressSecretsFrom(env, home),
     ci: env.CI === 'true' || env.CI === '1',
+    driver: driverConfigFrom(env, models.fileText),
     model: legacyModel(models.env),
     models,
   };
+}
+
+/**
+ * BRIG_DRIVER (docker | kubernetes), else config.yaml's `driver:`; for kubernetes, the cluster
+ * from KUBECONFIG (else config.yaml's `kubernetes.kubeconfig`, else ~/.kube/config), the
+ * namespace (BRIG_K8S_NAMESPACE, default `brig`), the image (BRIG_K8S_IMAGE: required) and an
+ * optional RuntimeClass (BRIG_K8S_RUNTIME_CLASS).
+ */
+export function driverConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null = null): DriverConfig {
+  let file: { driver?: unknown; kubernetes?: unknown } = {};
+  if (fileText !== null && /^(driver|kubernetes):/m.test(fileText)) {
+    try {
+      const doc = YAML.parse(fileText, { maxAliasCount: 50 }) as unknown;
+      if (doc && typeof doc === 'object') file = doc as typeof file;
+    } catch {
+      // the models loader reports a broken file
+    }
+  }
+  const kind = set(env.BRIG_DRIVER) ? env.BRIG_DRIVER.trim() : (file.driver ?? 'docker');
+  if (kind === 'docker') return { kind: 'docker' };
+  if (kind !== 'kubernetes') {
+    throw new BrigError('invalid_input', `BRIG_DRIVER is ${JSON.stringify(String(kind).slice(0, 40))}`, { hint: 'Jails run on `docker` (the default) or `kubernetes` (docs/kubernetes.md).' });
+  }
+  const parsed = KubernetesConfigSchema.safeParse(file.kubernetes ?? {});
+  if (!parsed.success) throw new BrigError('invalid_input', `config.yaml kubernetes: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(section)'}: ${i.message}`).join('; ')}`, { hint: 'kubernetes takes kubeconfig: /abs/path, namespace: brig, image: brig-child:TAG and runtimeClassName: NAME.' });
+  const k = parsed.data;
+  const kubeconfig = set(env.KUBECONFIG) ? env.KUBECONFIG.split(':')[0]!.trim() : (k.kubeconfig ?? path.join(env.HOME ?? '/root', '.kube', 'config'));
+  const namespace = set(env.BRIG_K8S_NAMESPACE) ? env.BRIG_K8S_NAMESPACE.trim() : (k.namespace ?? 'brig');
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace)) throw new BrigError('invalid_input', `BRIG_K8S_NAMESPACE: "${namespace.slice(0, 70)}" is not a namespace name`, { hint: 'A DNS-1123 label: lowercase letters, digits and dashes, e.g. brig.' });
+  const image = set(env.BRIG_K8S_IMAGE) ? env.BRIG_K8S_IMAGE.trim() : k.image;
+  if (!image) {
+    throw new BrigError('invalid_input', 'the kubernetes driver needs the child image its nodes hold', { hint: "Name it in BRIG_K8S_IMAGE (or config.yaml kubernetes.image): brig pulls nothing, so import `brig image build`'s image into the nodes first (`make k8s-up` does and prints BRIG_K8S_CHILD_IMAGE)." });
+  }
+  const runtimeClassName = set(env.BRIG_K8S_RUNTIME_CLASS) ? env.BRIG_K8S_RUNTIME_CLASS.trim() : k.runtimeClassName;
+  return { kind: 'kubernetes', kubeconfig: path.resolve(kubeconfig), namespace, image, ...(runtimeClassName ? { runtimeClassName } : {}) };
 }
 
 function workspaceQuotaFrom(v: string | undefined): BrigConfig['workspaceQuota'] {

@@ -89,9 +89,20 @@ export const EgressConfigSchema = z.strictObject({
   upstreamCaFile: z.string().min(1).max(4096).optional(),
 });
 
+/** config.yaml `kubernetes:` (the driver's cluster; BRIG_K8S_* and KUBECONFIG override it). */
+export const KubernetesConfigSchema = z.strictObject({
+  kubeconfig: z.string().min(1).max(4096).optional(),
+  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a namespace name (DNS-1123 label)').optional(),
+  image: z.string().min(1).max(512).optional(),
+  runtimeClassName: z.string().min(1).max(253).optional(),
+});
+
 export const ConfigFileSchema = z.strictObject({
   models: ModelsSectionSchema.optional(),
   egress: EgressConfigSchema.optional(),
+  /** Where jails run: `docker` (the default) or `kubernetes`. */
+  driver: z.enum(['docker', 'kubernetes']).optional(),
+  kubernetes: KubernetesConfigSchema.optional(),
   /** Operator hooks (hooks-file.ts); checked in full by parseHooksConfig. */
   hooks: HooksSectionSchema.optional(),
 });

@@ -10,7 +10,7 @@ import { agentCatalogFor } from '../agents/index.js';
 import { BrokerServer, ensurePrivateDirs, grantRunSocket, type Handlers, type SocketOwner } from '../broker/index.js';
 import { EgressGate, egressCredentials, makeResolver, systemClassifier } from '../egress/index.js';
 import { brigPaths, type BrigConfig, type BrigPaths } from '../config/index.js';
-import { DockerJailDriver, JAIL_USER, ownerForHome, WarmPool } from '../jail/index.js';
+import { DockerJailDriver, JAIL_USER, K8sJailDriver, ownerForHome, WarmPool, type JailDriver } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { Metrics } from '../util/metrics.js';
@@ -174,6 +174,10 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
   setBuildInfo(metrics, o.version ?? 'unknown');
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results, ...(journal ? { writer: journal } : {}) });
+  // The jail seam's two drivers: Docker's (with its warm pool) or Kubernetes' bare pods (issue 33).
+  const k8s = cfg.driver.kind === 'kubernetes'
+    ? new K8sJailDriver({ kubeconfig: cfg.driver.kubeconfig, namespace: cfg.driver.namespace, image: cfg.driver.image, owner: ownerForHome(cfg.home), ...(cfg.driver.runtimeClassName ? { runtimeClassName: cfg.driver.runtimeClassName } : {}) })
+    : undefined;
   const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
   // A broken model configuration stops the supervisor here, loudly; none at all serves no agents.
   const catalog = loadModelCatalog(cfg);
@@ -181,10 +185,11 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
   const models = catalog.value.aliases().length > 0 ? modelsPort(catalog.value) : undefined;
   const rootShape = leases.previewRootLimits();
   // With models, the default shape's agent-ready slots too (a pre-started agent runtime each).
-  const warm = (o.warm ?? 0) > 0
+  if (k8s && (o.warm ?? 0) > 0) log.warn?.({ warm: o.warm }, 'the kubernetes driver has no warm pool yet: every run gets a fresh pod');
+  const warm = !k8s && (o.warm ?? 0) > 0
     ? new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime: rootShape ? [jailLimitsFor(rootShape)] : [], primeAgent: models !== undefined, shapesFile: paths.warmShapes, onEvent: (e) => ledger.append({ ...e }) })
     : undefined;
-  const jail = warm ?? docker;
+  const jail: JailDriver = k8s ?? warm ?? docker;
   if (o.ensureImage !== false) await jail.ensureImage();
   // The broker's table is filled once the supervisor exists: the broker and the supervisor
   // need each other, and this is the one place that wires them. No run can call before
@@ -275,6 +280,7 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
       await warm?.close();
       await supervisor.close();
       await docker.close();
+      await k8s?.close();
       await broker.close();
       await egress.close();
       // This home's runtime directory goes once no run's socket directory is left in it.

@@ -23,6 +23,7 @@ export type {
 export { POOL_KEY_PREFIX, isPoolKey } from './types.js';
 export { WarmPool, type WarmPoolOptions, type PoolEvent } from './docker/pool.js';
 export { DockerJailDriver, ownerForHome, type DockerJailDriverOptions } from './docker/docker-jail-driver.js';
+export { K8sJailDriver, type K8sJailDriverOptions } from './k8s/k8s-jail-driver.js';
 export { HARDENED, JAIL_USER, WORKSPACE_DIR, BROKER_DIR, ARTIFACTS_DIR, renderCreateBody } from './docker/profile.js';
 export { verifyInspect, type Drift } from './docker/verify.js';
 export { LIMIT_FLOORS } from './docker/limits.js';

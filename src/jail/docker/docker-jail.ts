@@ -319,7 +319,7 @@ export class DockerJail implements Jail {
 }
 
 /** Nothing to collect: the destination made, empty. */
-async function emptyCollect(destDir: string): Promise<CollectReport> {
+export async function emptyCollect(destDir: string): Promise<CollectReport> {
   await fs.promises.mkdir(path.dirname(destDir), { recursive: true });
   await fs.promises.mkdir(destDir, { mode: 0o755 }).catch(() => {
     throw new BrigError('invalid_input', 'the collect destination already exists', { data: { destDir } });

@@ -93,6 +93,11 @@ export class KubeApi {
     throw new BrigError(code, `Kubernetes ${verb}: ${res.statusCode} ${message}`, { data: { status: res.statusCode } });
   }
 
+  /** The https URL of a pod's subresource (`exec`, `attach`) on the kubeconfig's server: what a WebSocket (kube-exec.ts) connects to. */
+  podSubresourceUrl(name: string, subresource: 'exec' | 'attach'): string {
+    return `${this.config.server}${this.#pods(name)}/${subresource}`;
+  }
+
   createPod(manifest: unknown): Promise<Record<string, unknown>> {
     return this.#call('create pod', 'POST', this.#pods(), manifest);
   }
@@ -121,6 +126,34 @@ export class KubeApi {
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new BrigError('jail_failed', `Kubernetes pod log: ${res.statusCode} ${text.slice(0, 300)}`, { data: { status: res.statusCode } });
     return text;
+  }
+
+  /**
+   * The last `bytes` of a container's log: the API serves whole lines (`tailLines`), read as a
+   * stream and only the tail kept (one long line cannot make it large in memory).
+   */
+  async podLogTail(name: string, container: string, bytes: number): Promise<{ tail: string; read: number }> {
+    const res = await this.#undici.request(`${this.config.server}${this.#pods(name)}/log?container=${encodeURIComponent(container)}&tailLines=${Math.max(100, Math.ceil(bytes / 16))}`, {
+      dispatcher: this.#agent,
+      headers: this.config.token ? { authorization: `Bearer ${this.config.token}` } : {},
+      headersTimeout: 30_000,
+      bodyTimeout: 30_000,
+    });
+    let tail = Buffer.alloc(0);
+    let read = 0;
+    for await (const chunk of res.body) {
+      const b = chunk as Buffer;
+      read += b.length;
+      tail = Buffer.concat([tail, b]);
+      if (tail.length > 2 * bytes) tail = tail.subarray(tail.length - bytes);
+    }
+    if (res.statusCode !== 200) throw new BrigError('jail_failed', `Kubernetes pod log: ${res.statusCode} ${tail.toString('utf8', 0, 300)}`, { data: { status: res.statusCode } });
+    return { tail: tail.subarray(Math.max(0, tail.length - bytes)).toString('utf8'), read };
+  }
+
+  /** The API server's version (`/version`): whether it answers, and what it runs. */
+  version(): Promise<{ gitVersion: string; platform: string }> {
+    return this.#call('version', 'GET', '/version');
   }
 
   /** A JSON merge patch (`null` removes a field). */

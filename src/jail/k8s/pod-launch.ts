@@ -13,7 +13,7 @@
  */
 import { BrigError } from '../../util/errors.js';
 import type { KubeApi } from './kube-api.js';
-import { CONTAINER, VERIFY_GATE, verifyPod, type Drift, type PodManifest } from './pod-spec.js';
+import { CONTAINER, PREPARE, VERIFY_GATE, verifyPod, type Drift, type PodManifest } from './pod-spec.js';
 
 export interface LaunchedPod {
   name: string;
@@ -32,6 +32,13 @@ const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v
 
 /** Creates the pod gated, verifies the read-back, lifts the gate; drift: deleted and refused. */
 export async function launchVerified(api: KubeApi, manifest: PodManifest, hooks: LaunchHooks = {}): Promise<LaunchedPod> {
+  const pod = await createVerified(api, manifest, hooks);
+  await liftGate(api, pod);
+  return pod;
+}
+
+/** Creates the pod gated and verifies the read-back; drift: deleted and refused. Nothing runs until liftGate. */
+export async function createVerified(api: KubeApi, manifest: PodManifest, hooks: LaunchHooks = {}): Promise<LaunchedPod> {
   const name = manifest.metadata.name;
   await api.createPod(manifest);
   const admitted = await api.getPod(name);
@@ -45,11 +52,14 @@ export async function launchVerified(api: KubeApi, manifest: PodManifest, hooks:
       hint: "Something in the cluster's admission chain (a mutating webhook, a policy engine) changes brig's pods: exempt brig's namespace from it.",
     });
   }
-  const meta = obj(admitted.metadata);
-  const gates = (obj(admitted.spec).schedulingGates as { name: string }[] | undefined) ?? [];
-  // Lifted at the verified version only: a change since the read-back is a conflict, not a run.
-  await api.patchPod(name, { metadata: { resourceVersion: meta.resourceVersion }, spec: { schedulingGates: gates.filter((g) => g.name !== VERIFY_GATE) } });
-  return { name, uid: String(meta.uid ?? ''), admitted };
+  return { name, uid: String(obj(admitted.metadata).uid ?? ''), admitted };
+}
+
+/** Lifts brig's gate at the verified version only: a change since the read-back is a conflict (409), not a run. */
+export async function liftGate(api: KubeApi, pod: LaunchedPod): Promise<void> {
+  const meta = obj(pod.admitted.metadata);
+  const gates = (obj(pod.admitted.spec).schedulingGates as { name: string }[] | undefined) ?? [];
+  await api.patchPod(pod.name, { metadata: { resourceVersion: meta.resourceVersion }, spec: { schedulingGates: gates.filter((g) => g.name !== VERIFY_GATE) } });
 }
 
 export interface PodEnd {
@@ -58,6 +68,31 @@ export interface PodEnd {
   /** Pod phase at the end (Succeeded, Failed). */
   phase: string;
   reason: string | null;
+}
+
+/**
+ * Why the pod cannot run its child, when its state says so for good: the image is not on the
+ * node (`imagePullPolicy: Never`), the container cannot be made, the workspace could not be
+ * prepared. Null while it may still start. Waiting reasons that pass (ContainerCreating,
+ * PodInitializing) are not failures.
+ */
+export function podStuck(pod: unknown): { reason: string; message: string } | null {
+  const status = obj(obj(pod).status);
+  const stuck = new Set(['ErrImageNeverPull', 'ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
+  for (const c of [...((status.initContainerStatuses as Obj[] | undefined) ?? []), ...((status.containerStatuses as Obj[] | undefined) ?? [])]) {
+    const waiting = obj(obj(c.state).waiting);
+    if (typeof waiting.reason === 'string' && stuck.has(waiting.reason)) return { reason: waiting.reason, message: `${String(c.name)}: ${String(waiting.message ?? waiting.reason).slice(0, 300)}` };
+    const term = obj(obj(c.state).terminated);
+    if (c.name === PREPARE && Object.keys(term).length > 0 && Number(term.exitCode) !== 0) return { reason: 'PrepareFailed', message: `preparing /workspace exited ${String(term.exitCode)}${term.message ? `: ${String(term.message).slice(0, 300)}` : ''}` };
+  }
+  return null;
+}
+
+/** Why the scheduler cannot place the pod (its PodScheduled condition: Unschedulable), else null. */
+export function podUnschedulable(pod: unknown): string | null {
+  const conds = (obj(obj(pod).status).conditions as Obj[] | undefined) ?? [];
+  const c = conds.find((x) => x.type === 'PodScheduled' && x.status === 'False' && x.reason === 'Unschedulable');
+  return c ? String(c.message ?? 'Unschedulable').slice(0, 300) : null;
 }
 
 /** The child container's end, when the pod has one (null while it runs). */

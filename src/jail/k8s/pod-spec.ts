@@ -6,7 +6,7 @@
  * Guarantees: the rendered pod is PodSecurity `restricted` and stricter — read-only root, uid
  * and gid 65534, no privilege escalation, every capability dropped, seccomp RuntimeDefault, no
  * service-account token, no service links, no host namespaces, no hostPath, limits from the
- * lease (requests = limits), `restartPolicy: Never`, `activeDeadlineSeconds` behind brig's own
+ * lease (memory and disk reserved in full, CPU up to CPU_REQUEST_MAX), `restartPolicy: Never`, `activeDeadlineSeconds` behind brig's own
  * timeout, brig's labels (owner, run, lease); `verifyPod` names every way the admitted pod
  * differs from it in what matters to the jail (a container or volume added, an image, command
  * or env changed, a security field dropped, a RuntimeClass changed, a token mounted, a host
@@ -21,9 +21,38 @@ export const VERIFY_GATE = 'brig.dev/verified';
 export const LABEL_OWNER = 'brig.dev/owner';
 export const LABEL_RUN = 'brig.dev/run';
 export const LABEL_LEASE = 'brig.dev/lease';
+export const LABEL_ROOT = 'brig.dev/root';
 /** The jail user on every driver. */
 export const JAIL_UID = 65534;
+/** The child's container: PID 1 is CHILD_INIT, the program its only child. */
 export const CONTAINER = 'child';
+/** The relay's container: it outlives the child's program, with /workspace read-only, so its outputs can be read after the end. */
+export const RELAY = 'relay';
+/** The init container that lays the inputs into /workspace before the child's container starts. */
+export const PREPARE = 'prepare';
+
+/**
+ * PID 1 of the child's container (busybox sh): runs the program as its only child, forwards
+ * SIGTERM to it, and exits with its status. When PID 1 exits the kernel kills everything left
+ * in the container's PID namespace, so the end the kubelet reports (the container terminated)
+ * is the end of every process of the child — nothing lingers, and the exit code is the
+ * program's own. A SIGKILL from inside (`kill -KILL -1`, exec'd by the driver) reaches every
+ * process but PID 1, whose wait then returns 137. A wait a forwarded SIGTERM interrupted is
+ * waited again (the status kept in the shell's job table once the program was reaped).
+ */
+export const CHILD_INIT = 'trap \'kill -TERM $p 2>/dev/null\' TERM; "$@" & p=$!; while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done; wait $p 2>/dev/null; t=$?; [ $t -ne 127 ] && s=$t; exit $s';
+/** The relay's program: waits to be exec'd into (collection, signals), ends on SIGTERM. */
+export const RELAY_SCRIPT = 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done';
+/** The prepare container's program: out/ made, then the inputs' tar (base64 in BRIG_INPUTS_0…n) unpacked into /workspace. */
+export const PREPARE_SCRIPT = 'set -e; mkdir -p /workspace/out; if [ -n "${BRIG_INPUTS_0-}" ]; then i=0; { while eval "v=\\${BRIG_INPUTS_$i-}"; [ -n "$v" ]; do printf %s "$v"; i=$((i+1)); done; } | base64 -d | tar -x -o -C /workspace; fi';
+/** Base64 characters per input variable: one environment string may not pass 128 KiB (MAX_ARG_STRLEN). */
+export const INPUT_CHUNK = 96 * 1024;
+/** The inputs' tar, base64, at most this long: they travel in the pod object (etcd keeps objects under 1.5 MiB). */
+export const MAX_INPUTS_B64 = 8 * INPUT_CHUNK;
+/** The most CPU a pod's child asks the scheduler to reserve (its limit, the lease's, may be higher). */
+export const CPU_REQUEST_MAX = 0.25;
+/** The relay's own small limits (it runs `sleep`, and `tar` or `kill` when exec'd). */
+export const RELAY_LIMITS = { cpu: '100m', memory: '32Mi', 'ephemeral-storage': '1Mi' } as const;
 
 export interface PodOptions {
   namespace: string;
@@ -34,6 +63,8 @@ export interface PodOptions {
   runtimeClassName?: string;
   /** Backs up brig's own timeout (the kubelet ends the pod past it). */
   activeDeadlineSeconds?: number;
+  /** The inputs' tar (jail/docker inputsArchive), base64; at most MAX_INPUTS_B64 characters. */
+  inputsB64?: string;
 }
 
 export type PodManifest = {
@@ -56,16 +87,28 @@ export function labelValue(s: string): string {
 const mi = (mb: number) => `${Math.max(1, Math.round(mb))}Mi`;
 const milli = (cpu: number) => `${Math.max(1, Math.round(cpu * 1000))}m`;
 
-/** The pod for a jail spec, gated (pure). */
+/** The hardened container security context every container of the pod carries. */
+const hardened = () => ({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, runAsNonRoot: true, runAsUser: JAIL_UID, runAsGroup: JAIL_UID, capabilities: { drop: ['ALL'] } });
+
+/**
+ * The pod for a jail spec, gated (pure): `prepare` (init: out/ and the inputs), `child` (the
+ * program under CHILD_INIT, limits from the lease) and `relay` (sleeps with /workspace read-only
+ * until brig reads the outputs through it).
+ */
 export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
   const limits = { cpu: milli(spec.limits.cpu), memory: mi(spec.limits.memoryMb), 'ephemeral-storage': mi(spec.limits.diskMb + spec.limits.tmpfsMb) };
+  // The lease's limits are ceilings, enforced; what the scheduler reserves is the memory and disk
+  // in full but only a share of the CPU ceiling (a lease's 2 CPUs must not need 2 idle cores).
+  const requests = { ...limits, cpu: milli(Math.min(spec.limits.cpu, CPU_REQUEST_MAX)) };
+  const b64 = o.inputsB64 ?? '';
+  const inputsEnv = Array.from({ length: Math.ceil(b64.length / INPUT_CHUNK) }, (_, i) => ({ name: `BRIG_INPUTS_${i}`, value: b64.slice(i * INPUT_CHUNK, (i + 1) * INPUT_CHUNK) }));
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
       name: podName(spec.runId),
       namespace: o.namespace,
-      labels: { [LABEL_OWNER]: labelValue(o.owner), [LABEL_RUN]: labelValue(spec.runId), [LABEL_LEASE]: labelValue(spec.leaseId) },
+      labels: { [LABEL_OWNER]: labelValue(o.owner), [LABEL_RUN]: labelValue(spec.runId), [LABEL_ROOT]: labelValue(spec.rootRunId), [LABEL_LEASE]: labelValue(spec.leaseId) },
     },
     spec: {
       schedulingGates: [{ name: VERIFY_GATE }],
@@ -79,20 +122,43 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
       ...(o.activeDeadlineSeconds ? { activeDeadlineSeconds: Math.max(1, Math.ceil(o.activeDeadlineSeconds)) } : {}),
       terminationGracePeriodSeconds: 2,
       securityContext: { runAsNonRoot: true, runAsUser: JAIL_UID, runAsGroup: JAIL_UID, fsGroup: JAIL_UID, seccompProfile: { type: 'RuntimeDefault' } },
+      initContainers: [
+        {
+          name: PREPARE,
+          image: o.image,
+          imagePullPolicy: 'Never',
+          command: ['/bin/sh', '-c', PREPARE_SCRIPT],
+          env: inputsEnv,
+          securityContext: hardened(),
+          resources: { limits, requests },
+          volumeMounts: [{ name: 'workspace', mountPath: '/workspace' }],
+        },
+      ],
       containers: [
         {
           name: CONTAINER,
           image: o.image,
           imagePullPolicy: 'Never',
-          command: [...spec.argv],
+          command: ['/bin/sh', '-c', CHILD_INIT, 'brig-init', ...spec.argv],
           env: Object.entries(spec.env).map(([name, value]) => ({ name, value })),
           workingDir: '/workspace',
-          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, runAsNonRoot: true, runAsUser: JAIL_UID, runAsGroup: JAIL_UID, capabilities: { drop: ['ALL'] } },
-          resources: { limits, requests: limits },
+          securityContext: hardened(),
+          resources: { limits, requests },
           volumeMounts: [
             { name: 'workspace', mountPath: '/workspace' },
             { name: 'tmp', mountPath: '/tmp' },
           ],
+        },
+        {
+          name: RELAY,
+          image: o.image,
+          imagePullPolicy: 'Never',
+          command: ['/bin/sh', '-c', RELAY_SCRIPT],
+          env: [],
+          workingDir: '/workspace',
+          securityContext: hardened(),
+          resources: { limits: { ...RELAY_LIMITS }, requests: { ...RELAY_LIMITS } },
+          volumeMounts: [{ name: 'workspace', mountPath: '/workspace', readOnly: true }],
         },
       ],
       volumes: [
@@ -142,16 +208,20 @@ export function verifyPod(asked: PodManifest, got: unknown): Drift[] {
   }
   for (const k of ['hostNetwork', 'hostPID', 'hostIPC', 'shareProcessNamespace'] as const) if (gs[k] === true) d(`spec.${k}`, false, true);
   if (!same(as.securityContext, gs.securityContext)) d('spec.securityContext', as.securityContext, gs.securityContext);
-  if (arr(gs.initContainers).length > 0) d('spec.initContainers', [], arr(gs.initContainers).map((c) => obj(c).name));
   if (arr(gs.ephemeralContainers).length > 0) d('spec.ephemeralContainers', [], arr(gs.ephemeralContainers).map((c) => obj(c).name));
-  const askedC = arr(as.containers).map(obj);
-  const gotC = arr(gs.containers).map(obj);
-  if (!same(askedC.map((c) => c.name), gotC.map((c) => c.name))) d('spec.containers', askedC.map((c) => c.name), gotC.map((c) => c.name));
+  const askedC = [...arr(as.initContainers), ...arr(as.containers)].map(obj);
+  const gotC = [...arr(gs.initContainers), ...arr(gs.containers)].map(obj);
+  for (const k of ['initContainers', 'containers'] as const) {
+    const names = (v: unknown) => arr(v).map((c) => obj(c).name);
+    if (!same(names(as[k]), names(gs[k]))) d(`spec.${k}`, names(as[k]), names(gs[k]));
+  }
   for (const a of askedC) {
     const g = gotC.find((c) => c.name === a.name);
     if (!g) continue;
-    for (const k of ['image', 'imagePullPolicy', 'command', 'args', 'env', 'envFrom', 'workingDir', 'securityContext', 'volumeMounts', 'volumeDevices', 'lifecycle'] as const) {
-      if (!same(a[k], g[k])) d(`containers.${String(a.name)}.${k}`, a[k], g[k]);
+    for (const k of ['image', 'imagePullPolicy', 'command', 'args', 'env', 'envFrom', 'workingDir', 'securityContext', 'volumeMounts', 'volumeDevices', 'lifecycle', 'restartPolicy'] as const) {
+      // An empty list is how the server writes back an absent one (and the other way round).
+      const norm = (v: unknown) => (Array.isArray(v) && v.length === 0 ? undefined : v);
+      if (!same(norm(a[k]), norm(g[k]))) d(`containers.${String(a.name)}.${k}`, a[k], g[k]);
     }
     for (const side of ['limits', 'requests'] as const) {
       const al = obj(obj(a.resources)[side]);

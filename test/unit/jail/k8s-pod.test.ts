@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { podEnd } from '../../../src/jail/k8s/pod-launch.js';
-import { VERIFY_GATE, podName, renderPod, verifyPod } from '../../../src/jail/k8s/pod-spec.js';
+import { INPUT_CHUNK, VERIFY_GATE, podName, renderPod, verifyPod } from '../../../src/jail/k8s/pod-spec.js';
 import type { JailSpec } from '../../../src/jail/index.js';
 
 const spec: JailSpec = { runId: 'r-0123456789abcdef', leaseId: 'l-1', rootRunId: 'r-0123456789abcdef', argv: ['sh', '-c', 'true'], env: { HOME: '/workspace' }, limits: { memoryMb: 256, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 128 }, artifacts: [] };
@@ -19,7 +19,9 @@ function admitted(): Record<string, any> {
   p.metadata.resourceVersion = '42';
   Object.assign(p.spec, { dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', serviceAccountName: 'default', priority: 0, preemptionPolicy: 'PreemptLowerPriority', tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }] });
   const c = p.spec.containers[0];
-  Object.assign(c, { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' });
+  for (const x of [...p.spec.containers, ...p.spec.initContainers]) Object.assign(x, { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' });
+  // The server drops an empty env list.
+  delete p.spec.initContainers[0].env;
   c.resources.limits.memory = '256Mi';
   c.resources.limits.cpu = '500m';
   c.securityContext = Object.fromEntries(Object.entries(c.securityContext as object).reverse());
@@ -39,10 +41,28 @@ test('the rendered pod: gated, restricted and stricter, labelled, limits from th
   assert.equal(c.securityContext.allowPrivilegeEscalation, false);
   assert.equal(c.imagePullPolicy, 'Never');
   assert.deepEqual(c.resources.limits, { cpu: '500m', memory: '256Mi', 'ephemeral-storage': '144Mi' });
-  assert.deepEqual(c.resources.requests, c.resources.limits);
+  assert.deepEqual(c.resources.requests, { ...c.resources.limits, cpu: '250m' }, 'memory and disk reserved in full, CPU up to a quarter');
+  assert.deepEqual(c.command.slice(0, 2), ['/bin/sh', '-c'], 'PID 1 is the init that forwards SIGTERM and exits with the program');
+  assert.deepEqual(c.command.slice(3), ['brig-init', 'sh', '-c', 'true'], 'the argv after it, never a shell string');
+  // Every container hardened alike; the relay reads /workspace only; prepare unpacks the inputs.
+  assert.deepEqual(s.containers.map((x: { name: string }) => x.name), ['child', 'relay']);
+  assert.deepEqual(s.initContainers.map((x: { name: string }) => x.name), ['prepare']);
+  for (const x of [...s.containers, ...s.initContainers]) assert.deepEqual(x.securityContext, c.securityContext, x.name);
+  assert.deepEqual(s.containers[1].volumeMounts, [{ name: 'workspace', mountPath: '/workspace', readOnly: true }]);
+  assert.deepEqual(s.initContainers[0].env, [], 'no inputs: no input variables');
   assert.ok(!JSON.stringify(s).includes('hostPath'), 'no hostPath');
   assert.equal(asked.metadata.labels['brig.dev/run'], 'r-0123456789abcdef');
   assert.equal(podName('r-ABC_def'), 'brig-r-abc-def');
+});
+
+test('renderPod: the inputs travel base64 in the prepare container only, split under the 128 KiB an environment string may hold', () => {
+  const b64 = 'A'.repeat(INPUT_CHUNK * 2 + 10);
+  const p = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', inputsB64: b64 });
+  const s = p.spec as Record<string, any>;
+  const env = s.initContainers[0].env as { name: string; value: string }[];
+  assert.deepEqual(env.map((e) => [e.name, e.value.length]), [['BRIG_INPUTS_0', INPUT_CHUNK], ['BRIG_INPUTS_1', INPUT_CHUNK], ['BRIG_INPUTS_2', 10]]);
+  assert.equal(env.map((e) => e.value).join(''), b64);
+  assert.ok(!JSON.stringify(s.containers).includes('BRIG_INPUTS'), 'the child never sees them as variables');
 });
 
 test('verifyPod: server defaults are not drift; every change that matters is named', () => {
@@ -50,6 +70,11 @@ test('verifyPod: server defaults are not drift; every change that matters is nam
   const cases: [string, (p: Record<string, any>) => void][] = [
     ['spec.containers', (p) => p.spec.containers.push({ name: 'sidecar', image: 'x' })],
     ['spec.initContainers', (p) => (p.spec.initContainers = [{ name: 'init', image: 'x' }])],
+    ['spec.initContainers', (p) => p.spec.initContainers.unshift({ name: 'first', image: 'x' })],
+    ['containers.prepare.command', (p) => (p.spec.initContainers[0].command = ['sh', '-c', 'chmod 777 /workspace'])],
+    ['containers.prepare.restartPolicy', (p) => (p.spec.initContainers[0].restartPolicy = 'Always')],
+    ['containers.relay.volumeMounts', (p) => (p.spec.containers[1].volumeMounts[0].readOnly = false)],
+    ['containers.child.command', (p) => (p.spec.containers[0].command = ['sh', '-c', 'true'])],
     ['spec.volumes', (p) => p.spec.volumes.push({ name: 'host', hostPath: { path: '/' } })],
     ['containers.child.volumeMounts', (p) => p.spec.containers[0].volumeMounts.push({ name: 'workspace', mountPath: '/x' })],
     ['spec.runtimeClassName', (p) => (p.spec.runtimeClassName = 'runc-plain')],

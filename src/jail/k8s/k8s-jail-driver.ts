@@ -1,0 +1,344 @@
+/**
+ * The Kubernetes implementation of `JailDriver` (issue 33): one bare pod per child, made from
+ * the same JailSpec as a Docker jail, created behind brig's scheduling gate, verified against
+ * what was asked, and started by lifting the gate. `runs/` does not change.
+ *
+ * The pod (pod-spec.ts): `prepare` (init) lays out /workspace and the inputs; `child` runs the
+ * program under a tiny PID 1 that forwards SIGTERM and exits with the program's status; `relay`
+ * sleeps with /workspace read-only and outlives the program, so the outputs are read through it
+ * (a `tar` exec'd in it, streamed into brig's collector with the same caps and checks as on
+ * Docker — never `kubectl cp`). Signals are exec'd into the child's container (`kill -TERM 1`,
+ * `kill -KILL -1`); the end is the kubelet's account of the child's container (terminated: its
+ * PID namespace is gone, every process of the child with it).
+ *
+ * Guarantees: no container of a pod starts before its read-back verified (pod-launch.ts); the
+ * exit code is the kubelet's, not a report from inside; a pod that cannot run (image not on the
+ * node, a container that cannot be made, inputs that did not unpack) ends wait() with the
+ * kubelet's reason instead of hanging; every pod carries brig's owner label and list/sweep/attach
+ * see only those; destroy() deletes the pod (its emptyDirs go with it) and is idempotent.
+ * Threat: a hostile child (it may write anything into out/, ignore SIGTERM, fork); an admission
+ * chain that changes the pod (verify). Trusts: the API server and the kubelet's status.
+ * Not yet (docs/kubernetes.md): the broker relay (a child has no /run/brig), artifacts and repos
+ * (refused), a workspace with a real ENOSPC (emptyDir sizeLimit evicts), the warm pool, a watch
+ * instead of polling, passing over a file above the per-file cap (the collection is refused).
+ */
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { BrigError } from '../../util/errors.js';
+import type { CollectCaps, CollectOptions, CollectReport, EngineInfo, Jail, JailDriver, JailExit, JailSpec, JailVerified, LabelledResource, StreamTails } from '../types.js';
+import { collectArchive } from '../docker/collect.js';
+import { emptyCollect, inputsArchive, workspaceRelative } from '../docker/docker-jail.js';
+import { execInPod, execText } from './kube-exec.js';
+import { KubeApi, readKubeconfig } from './kube-api.js';
+import { createVerified, liftGate, podEnd, podStuck, podUnschedulable, type LaunchedPod } from './pod-launch.js';
+import { CONTAINER, LABEL_OWNER, LABEL_ROOT, LABEL_RUN, MAX_INPUTS_B64, RELAY, labelValue, podName, renderPod } from './pod-spec.js';
+
+export interface K8sJailDriverOptions {
+  /** The admin's or brig's own kubeconfig (its current context's server and credentials). */
+  kubeconfig: string;
+  /** The namespace brig owns (PodSecurity `restricted`, brig's RBAC). */
+  namespace: string;
+  /** The child image as the cluster's nodes hold it (`imagePullPolicy: Never`). */
+  image: string;
+  /** Labels every pod; list/sweep/attach see only this owner's (ownerForHome). */
+  owner: string;
+  /** An operator's RuntimeClass (gVisor, Kata), or none. */
+  runtimeClassName?: string;
+  /** The kubelet's backstop behind brig's own timeouts (default 6 h). */
+  activeDeadlineSeconds?: number;
+  /** Bytes of the child's log kept as its tail (default 16 KiB). */
+  tailBytes?: number;
+  /** How often a running pod's status is read (default 200 ms). */
+  pollMs?: number;
+  /** How long a pod the scheduler cannot place may wait before its run fails (default 60 s). */
+  unschedulableMs?: number;
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
+
+const DEFAULT_DEADLINE_S = 6 * 3600;
+
+interface JailTimings {
+  tailBytes: number;
+  pollMs: number;
+  unschedulableMs: number;
+}
+const DEFAULT_TAIL_BYTES = 16 * 1024;
+
+export class K8sJailDriver implements JailDriver {
+  readonly api: KubeApi;
+
+  constructor(private readonly o: K8sJailDriverOptions) {
+    this.api = new KubeApi(readKubeconfig(o.kubeconfig), o.namespace);
+  }
+
+  async info(): Promise<EngineInfo> {
+    const v = await this.api.version();
+    return { version: `kubernetes ${v.gitVersion}`, apiVersion: 'v1', os: v.platform, runtimes: this.o.runtimeClassName ? [this.o.runtimeClassName] : ['default'] };
+  }
+
+  /** The image must already be on the cluster's nodes (imported; brig pulls nothing): its name as configured. */
+  async ensureImage(): Promise<string> {
+    return this.o.image;
+  }
+
+  async engineAnswers(timeoutMs: number): Promise<boolean> {
+    return Promise.race([this.api.version().then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), timeoutMs).unref())]);
+  }
+
+  async create(spec: JailSpec): Promise<Jail> {
+    const refuse = (what: string) => new BrigError('invalid_input', `the kubernetes driver does not take ${what} yet`, { hint: 'Run it on the Docker driver (BRIG_DRIVER=docker), or without it; docs/kubernetes.md lists what the Kubernetes driver holds.' });
+    if (spec.artifacts.length > 0) throw refuse('artifacts');
+    if (spec.repoDir) throw refuse('a repository (repo:)');
+    if (spec.image && spec.image !== this.o.image) throw refuse(`another image than brig's child image (${spec.image})`);
+    const inputsB64 = spec.inputs && spec.inputs.length > 0 ? (await inputsArchive(spec.inputs)).toString('base64') : '';
+    if (inputsB64.length > MAX_INPUTS_B64) {
+      throw new BrigError('invalid_input', `the run's input files are ${Math.round((inputsB64.length * 3) / 4 / 1024)} KiB as a tar: the kubernetes driver carries at most ${Math.floor((MAX_INPUTS_B64 * 3) / 4 / 1024)} KiB of inputs in the pod`, { hint: 'Give the child less input, or run it on the Docker driver.' });
+    }
+    const manifest = renderPod(spec, {
+      namespace: this.o.namespace,
+      owner: this.o.owner,
+      image: this.o.image,
+      activeDeadlineSeconds: this.o.activeDeadlineSeconds ?? DEFAULT_DEADLINE_S,
+      ...(this.o.runtimeClassName ? { runtimeClassName: this.o.runtimeClassName } : {}),
+      ...(inputsB64 ? { inputsB64 } : {}),
+    });
+    const pod = await createVerified(this.api, manifest);
+    return new K8sJail(this.api, spec.runId, pod.name, this.opts(), pod);
+  }
+
+  async attach(runId: string): Promise<Jail | null> {
+    const name = podName(runId);
+    const pod = await this.api.getPod(name);
+    if (!pod || obj(obj(pod.metadata).labels)[LABEL_OWNER] !== labelValue(this.o.owner)) return null;
+    return new K8sJail(this.api, runId, name, this.opts());
+  }
+
+  async listLabelled(): Promise<LabelledResource[]> {
+    const pods = await this.api.listPods(`${LABEL_OWNER}=${labelValue(this.o.owner)}`);
+    return pods.map((p) => {
+      const meta = obj(p.metadata);
+      const labels = obj(meta.labels);
+      const phase = String(obj(p.status).phase ?? '');
+      return { kind: 'container' as const, id: String(meta.name ?? ''), runId: String(labels[LABEL_RUN] ?? ''), rootRunId: String(labels[LABEL_ROOT] ?? labels[LABEL_RUN] ?? ''), running: phase === 'Pending' || phase === 'Running' };
+    });
+  }
+
+  async sweep(isLive: (runId: string) => boolean): Promise<{ containers: number; volumes: number }> {
+    let containers = 0;
+    for (const r of await this.listLabelled()) {
+      if (isLive(r.runId)) continue;
+      await this.api.deletePod(r.id);
+      containers++;
+    }
+    return { containers, volumes: 0 };
+  }
+
+  async close(): Promise<void> {
+    await this.api.close();
+  }
+
+  private opts(): JailTimings {
+    return { tailBytes: this.o.tailBytes ?? DEFAULT_TAIL_BYTES, pollMs: this.o.pollMs ?? 200, unschedulableMs: this.o.unschedulableMs ?? 60_000 };
+  }
+}
+
+/** The verified pod as the API server holds it (verify passed on this same read-back). */
+function verifiedOf(pod: LaunchedPod): JailVerified {
+  const spec = obj(pod.admitted.spec);
+  const child = ((spec.containers as Obj[] | undefined) ?? []).find((c) => c.name === CONTAINER) ?? {};
+  const sc = obj(child.securityContext);
+  const limits = obj(obj(child.resources).limits);
+  const cpu = (v: unknown): number | null => {
+    const m = /^([0-9.]+)(m)?$/.exec(String(v ?? ''));
+    return m ? Number(m[1]) / (m[2] ? 1000 : 1) : null;
+  };
+  const mib = (v: unknown): number | null => {
+    const m = /^([0-9.]+)(Ki|Mi|Gi)?$/.exec(String(v ?? ''));
+    return m ? Math.round(Number(m[1]) * (m[2] === 'Gi' ? 1024 : m[2] === 'Mi' ? 1 : m[2] === 'Ki' ? 1 / 1024 : 1 / 1048576) * 100) / 100 : null;
+  };
+  const vols = ((spec.volumes as Obj[] | undefined) ?? []).map(obj);
+  const size = (name: string) => mib(obj(vols.find((v) => v.name === name)?.emptyDir).sizeLimit);
+  return {
+    containerId: `pod/${pod.name}`,
+    image: String(child.image ?? ''),
+    user: `${String(sc.runAsUser ?? '')}:${String(sc.runAsGroup ?? '')}`,
+    network: 'pod',
+    readOnlyRoot: sc.readOnlyRootFilesystem === true,
+    capDrop: ((obj(sc.capabilities).drop as string[] | undefined) ?? []).slice(),
+    noNewPrivileges: sc.allowPrivilegeEscalation === false,
+    seccompSha: null,
+    ipc: 'pod',
+    limits: { cpu: cpu(limits.cpu), memoryMb: mib(limits.memory), memorySwapMb: null, pids: null, tmpfsMb: size('tmp'), diskMb: size('workspace') },
+    workspace: { driver: 'emptyDir', type: null, options: null },
+    binds: [],
+    verifiedAt: new Date().toISOString(),
+  };
+}
+
+/** One child's pod. Not started (gated) when create() hands it out. */
+export class K8sJail implements Jail {
+  readonly id: string;
+  readonly verified?: JailVerified;
+  #tails: StreamTails = { stdoutTail: '', stderrTail: '', stdoutBytes: 0, stderrBytes: 0 };
+  #end: Promise<JailExit> | undefined;
+  #exited = false;
+  #started: boolean;
+  #destroyed = false;
+
+  constructor(
+    private readonly api: KubeApi,
+    readonly runId: string,
+    private readonly name: string,
+    private readonly o: JailTimings,
+    private readonly launched?: LaunchedPod,
+  ) {
+    this.id = name;
+    this.#started = launched === undefined; // a reattached pod is past its gate
+    if (launched) this.verified = verifiedOf(launched);
+  }
+
+  async start(): Promise<void> {
+    if (!this.launched || this.#started) return;
+    await liftGate(this.api, this.launched);
+    this.#started = true;
+  }
+
+  wait(): Promise<JailExit> {
+    this.#end ??= this.#watch();
+    return this.#end;
+  }
+
+  async #watch(): Promise<JailExit> {
+    let unschedulableSince: number | undefined;
+    for (;;) {
+      const pod = await this.api.getPod(this.name);
+      if (!pod) throw new BrigError('jail_failed', `the pod ${this.name} is gone (deleted outside brig, or its node was lost)`);
+      const stuck = podStuck(pod);
+      if (stuck) {
+        const image = stuck.reason === 'ErrImageNeverPull' || stuck.reason === 'ErrImagePull' || stuck.reason === 'ImagePullBackOff' || stuck.reason === 'InvalidImageName';
+        throw new BrigError(image ? 'image_missing' : 'jail_failed', `the pod ${this.name} cannot run: ${stuck.reason} (${stuck.message})`, {
+          hint: image ? "brig pulls nothing: import brig's child image into the cluster's nodes (scripts/k8s-up.sh does for its own cluster) and name it in BRIG_K8S_IMAGE." : 'kubectl describe pod shows the kubelet\'s events.',
+        });
+      }
+      // A pod the scheduler cannot place (the lease's memory on no node) fails its run, past a bound, instead of waiting for ever.
+      const why = podUnschedulable(pod);
+      unschedulableSince = why ? (unschedulableSince ?? Date.now()) : undefined;
+      if (why && Date.now() - unschedulableSince! >= this.o.unschedulableMs) {
+        throw new BrigError('jail_failed', `the pod ${this.name} could not be scheduled for ${Math.round(this.o.unschedulableMs / 1000)} s: ${why}`, { hint: "Ask for less memory or disk (the lease's limits are reserved on a node), or give the cluster room." });
+      }
+      const end = podEnd(pod);
+      if (end) {
+        this.#exited = true;
+        await this.#readTails();
+        return { exitCode: end.exitCode, oomKilled: end.oomKilled };
+      }
+      await new Promise((r) => setTimeout(r, this.o.pollMs));
+    }
+  }
+
+  /** The child's log (its stdout and stderr, interleaved as the kubelet kept them), its last tailBytes. */
+  async #readTails(): Promise<void> {
+    const log = await this.api.podLogTail(this.name, CONTAINER, this.o.tailBytes).catch(() => null);
+    if (log === null) return;
+    this.#tails = { stdoutTail: log.tail, stderrTail: '', stdoutBytes: log.read, stderrBytes: 0 };
+  }
+
+  async kill(): Promise<void> {
+    if (this.#exited || this.#destroyed) return;
+    if (!this.#started) return this.destroy();
+    // Every process of the child but its PID 1, whose wait then returns 137 and ends the container.
+    const sent = await execText(this.api, this.name, CONTAINER, ['kill', '-KILL', '-1']).then(() => true, () => false);
+    // Nothing to exec into: a pod whose child never started (unscheduled, its image missing) holds no output — it goes.
+    if (!sent && (await this.#neverStarted())) await this.destroy();
+  }
+
+  /** The child's container has not run (no running or terminated state): nothing of the child exists yet. */
+  async #neverStarted(): Promise<boolean> {
+    const pod = await this.api.getPod(this.name).catch(() => undefined);
+    if (pod === undefined) return false;
+    if (pod === null) return true;
+    const cs = ((obj(pod.status).containerStatuses as Obj[] | undefined) ?? []).find((c) => c.name === CONTAINER);
+    const state = obj(cs?.state);
+    return !state.running && !state.terminated;
+  }
+
+  async stop(graceMs: number): Promise<void> {
+    if (this.#exited || this.#destroyed) return;
+    if (!this.#started) return this.destroy();
+    await execText(this.api, this.name, CONTAINER, ['kill', '-TERM', '1']).catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const ended = await Promise.race([this.wait().then(() => true, () => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs)))]);
+    clearTimeout(timer);
+    if (!ended) await this.kill();
+  }
+
+  tails(): StreamTails {
+    return this.#tails;
+  }
+
+  /** /workspace/<from> as the relay's `tar` streams it, into brig's collector (the same caps and checks as on Docker). */
+  async collect(destDir: string, caps: CollectCaps, from = 'out', opts: CollectOptions = {}): Promise<CollectReport> {
+    const rel = workspaceRelative(from);
+    if (rel === undefined) throw new BrigError('invalid_input', 'collect reads a relative path under /workspace', { data: { from } });
+    const dir = path.posix.join('/workspace', path.posix.dirname(rel));
+    const base = path.posix.basename(rel);
+    // Exit 3 with nothing written: the path is not there (an empty collection, as on Docker).
+    const session = await execInPod(this.api, this.name, RELAY, ['sh', '-c', 'cd "$1" && [ -e "$2" ] || exit 3; exec tar -c -f - "$2"', 'collect', dir, base]).catch(async (e: unknown) => {
+      // A child that never started (killed while unscheduled, its image missing) wrote nothing: an empty collection.
+      if (await this.#neverStarted()) return null;
+      throw e;
+    });
+    if (session === null) return emptyCollect(destDir);
+    const first = await firstChunk(session.stdout);
+    if (first === null) {
+      const done = await session.done;
+      if (done.exitCode === 3) return emptyCollect(destDir);
+      throw new BrigError('jail_failed', `reading the workspace failed: tar exited ${done.exitCode} (${done.stderr.trim().slice(-300)})`);
+    }
+    session.stdout.unshift(first);
+    const report = await collectArchive(session.stdout, base, destDir, caps, opts).catch((e: unknown) => {
+      session.close();
+      throw e;
+    });
+    const done = await session.done;
+    if (done.exitCode !== 0) {
+      // tar could not read some entry (a file the child made unreadable): what it streamed is kept, the rest is named.
+      report.skipped.push({ path: '(tar)', reason: `unreadable: ${done.stderr.trim().slice(-200)}` });
+      report.skippedCount = (report.skippedCount ?? 0) + 1;
+    }
+    return report;
+  }
+
+  async destroy(): Promise<void> {
+    if (this.#destroyed) return;
+    await this.api.deletePod(this.name, 0);
+    this.#destroyed = true;
+  }
+}
+
+/** The stream's first chunk, or null when it ended without one. */
+function firstChunk(s: Readable): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const done = (v: Buffer | null) => {
+      s.off('readable', onReadable);
+      s.off('end', onEnd);
+      s.off('error', onError);
+      resolve(v);
+    };
+    const onReadable = () => {
+      const c = s.read() as Buffer | null;
+      if (c !== null) done(c);
+    };
+    const onEnd = () => done(null);
+    const onError = (e: Error) => {
+      s.off('readable', onReadable);
+      s.off('end', onEnd);
+      reject(e);
+    };
+    s.on('readable', onReadable);
+    s.once('end', onEnd);
+    s.once('error', onError);
+  });
+}

@@ -1,0 +1,216 @@
+/**
+ * The Kubernetes jail driver behind brig's jail seam (issue 33 items 2, 5, 7) on brig's own
+ * cluster: a run's pod is created gated and verified, started by lifting the gate, ends with the
+ * kubelet's account of the child's container, and its outputs come out through the relay's `tar`
+ * into brig's collector with the same caps and checks as on Docker. Then the whole path through
+ * the CLI with `BRIG_DRIVER=kubernetes`: the same envelope and refs, no pod left behind.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { K8sJailDriver, type JailSpec } from '../../src/jail/index.js';
+import { LABEL_OWNER } from '../../src/jail/k8s/pod-spec.js';
+import { runCli } from '../helpers/cli.js';
+import { requireCluster, type Cluster } from '../helpers/k8s.js';
+
+const LIMITS = { memoryMb: 128, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 64 };
+const CAPS = { perFileBytes: 1024 * 1024, perRunBytes: 4 * 1024 * 1024, maxEntries: 1000 };
+
+function spec(argv: string[], extra: Partial<JailSpec> = {}): JailSpec {
+  const id = `r-${randomBytes(8).toString('hex')}`;
+  return { runId: id, leaseId: `l-${randomBytes(4).toString('hex')}`, rootRunId: id, argv, env: { HOME: '/workspace', PATH: '/bin:/usr/bin' }, limits: LIMITS, artifacts: [], ...extra };
+}
+
+function driverFor(c: Cluster, t: { after(fn: () => Promise<void>): void }): K8sJailDriver {
+  const d = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner: `k8s-drv-${randomBytes(3).toString('hex')}`, pollMs: 100 });
+  t.after(async () => {
+    await d.sweep(() => false);
+    await d.close();
+  });
+  return d;
+}
+
+function tmpDir(t: { after(fn: () => void): void }): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-k8s-'));
+  t.after(() => fs.rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+
+test('a run on the kubernetes driver: gated until start, its inputs in /workspace, its exit code, its log as the tail, out/ collected through the relay', async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const d = driverFor(c, t);
+  const s = spec(['sh', '-c', 'cat in/task.txt; mkdir -p out/sub && cp in/task.txt out/sub/copy.txt && printf abc > out/a.txt && echo oops >&2; exit 3'], { inputs: [{ path: 'in/task.txt', data: 'the task\n' }] });
+  const jail = await d.create(s);
+  try {
+    assert.equal(jail.verified?.readOnlyRoot, true);
+    assert.deepEqual(jail.verified?.capDrop, ['ALL']);
+    assert.equal(jail.verified?.user, '65534:65534');
+    assert.equal(jail.verified?.limits.memoryMb, 128);
+    // Created, verified, not started: the gate holds it unscheduled.
+    const gated = await d.api.getPod(jail.id);
+    assert.ok(((gated?.spec as { schedulingGates?: unknown[] }).schedulingGates ?? []).length > 0, 'still gated before start()');
+    await jail.start();
+    const end = await jail.wait();
+    assert.deepEqual(end, { exitCode: 3, oomKilled: false });
+    assert.match(jail.tails().stdoutTail, /the task\n/);
+    assert.match(jail.tails().stdoutTail, /oops/);
+    const dest = path.join(tmpDir(t), 'out');
+    const report = await jail.collect(dest, CAPS);
+    assert.deepEqual(report.files.map((f) => [f.path, f.bytes]).sort(), [['a.txt', 3], ['sub/copy.txt', 9]]);
+    assert.equal(fs.readFileSync(path.join(dest, 'sub/copy.txt'), 'utf8'), 'the task\n');
+  } finally {
+    await jail.destroy();
+  }
+  assert.equal(await d.api.getPod(jail.id).then((p) => (p ? String((p.metadata as { deletionTimestamp?: string }).deletionTimestamp ?? 'live') : 'gone')).then((x) => x !== 'live'), true, 'destroy deleted the pod');
+});
+
+test('a hostile out/ on the kubernetes driver: a symlink is skipped, never followed; a file over the per-file cap is refused with the collection (nothing to pass it over with yet)', async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const d = driverFor(c, t);
+  const jail = await d.create(spec(['sh', '-c', 'ln -s /etc/passwd out/passwd; printf ok > out/ok.txt; ln -s ../.. out/up']));
+  try {
+    await jail.start();
+    assert.equal((await jail.wait()).exitCode, 0);
+    const dest = path.join(tmpDir(t), 'out');
+    const report = await jail.collect(dest, CAPS);
+    assert.deepEqual(report.files.map((f) => f.path), ['ok.txt']);
+    assert.deepEqual(report.skipped.map((x) => [x.path, x.reason]).sort(), [['passwd', 'symlink'], ['up', 'symlink']]);
+    assert.ok(!fs.existsSync(path.join(dest, 'passwd')), 'no link made on the host');
+  } finally {
+    await jail.destroy();
+  }
+  const big = await d.create(spec(['sh', '-c', 'head -c 3000000 /dev/zero > out/big.bin']));
+  try {
+    await big.start();
+    assert.equal((await big.wait()).exitCode, 0);
+    await assert.rejects(big.collect(path.join(tmpDir(t), 'out'), CAPS), (e: Error & { code?: string }) => e.code === 'ref_too_large' && /per-file cap/.test(e.message));
+  } finally {
+    await big.destroy();
+  }
+});
+
+test("stop on the kubernetes driver: SIGTERM reaches the program through the pod's PID 1; one that ignores it is killed after the grace (137), its whole process tree with it", async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const d = driverFor(c, t);
+  const polite = await d.create(spec(['sh', '-c', 'trap "printf bye > out/bye.txt; exit 7" TERM; printf up > out/up.txt; while :; do sleep 1; done']));
+  const rude = await d.create(spec(['sh', '-c', 'trap "" TERM; (trap "" TERM; sleep 600) & printf up > out/up.txt; while :; do sleep 1; done']));
+  try {
+    await Promise.all([polite.start(), rude.start()]);
+    await Promise.all([running(d, polite.id), running(d, rude.id)]);
+    await Promise.all([polite.stop(10_000), rude.stop(1_500)]);
+    assert.equal((await polite.wait()).exitCode, 7, 'the program saw SIGTERM and chose its exit');
+    assert.equal((await rude.wait()).exitCode, 137, 'killed past the grace');
+    const dest = path.join(tmpDir(t), 'polite');
+    const report = await polite.collect(dest, CAPS);
+    assert.deepEqual(report.files.map((f) => f.path).sort(), ['bye.txt', 'up.txt'], 'outputs kept after a stop');
+  } finally {
+    await Promise.all([polite.destroy(), rude.destroy()]);
+  }
+});
+
+test('a pod the scheduler cannot place fails its run past the bound, naming why; a kill before it ran deletes it at once', async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const d = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner: `k8s-drv-${randomBytes(3).toString('hex')}`, pollMs: 100, unschedulableMs: 1500 });
+  t.after(async () => {
+    await d.sweep(() => false);
+    await d.close();
+  });
+  const huge = { ...LIMITS, memoryMb: 1024 * 1024 };
+  const jail = await d.create(spec(['true'], { limits: huge }));
+  await jail.start();
+  await assert.rejects(jail.wait(), (e: Error & { code?: string }) => e.code === 'jail_failed' && /could not be scheduled.*Insufficient memory/.test(e.message));
+  const dest = path.join(tmpDir(t), 'out');
+  assert.deepEqual((await jail.collect(dest, CAPS)).files, [], 'nothing ran: an empty collection');
+  const other = await d.create(spec(['true'], { limits: huge }));
+  await other.start();
+  await other.kill();
+  assert.equal(await d.api.getPod(other.id).then((p) => p === null || Boolean((p.metadata as { deletionTimestamp?: string }).deletionTimestamp)), true, 'deleted: it held nothing');
+  await jail.destroy();
+});
+
+test("a restarted supervisor's driver finds its pods by label, reattaches a running child and reads its end; another owner's pods are neither listed nor swept", async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const owner = `k8s-drv-${randomBytes(3).toString('hex')}`;
+  const first = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner, pollMs: 100 });
+  const s = spec(['sh', '-c', 'sleep 3; printf done > out/late.txt; exit 4']);
+  const jail = await first.create(s);
+  await jail.start();
+  await first.close(); // the supervisor is gone; its child runs on
+  const again = driverFor(c, t);
+  const stranger = await again.create(spec(['true']));
+  const second = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner, pollMs: 100 });
+  t.after(async () => {
+    await second.sweep(() => false);
+    await second.close();
+  });
+  assert.deepEqual((await second.listLabelled()).map((r) => [r.runId, r.rootRunId]), [[s.runId, s.runId]], 'its own pod only');
+  assert.equal(await second.attach(`r-${randomBytes(8).toString('hex')}`), null, 'no pod: null');
+  const back = await second.attach(s.runId);
+  assert.ok(back, 'reattached');
+  assert.equal((await back.wait()).exitCode, 4);
+  const report = await back.collect(path.join(tmpDir(t), 'out'), CAPS);
+  assert.deepEqual(report.files.map((f) => f.path), ['late.txt']);
+  assert.deepEqual(await second.sweep(() => false), { containers: 1, volumes: 0 });
+  assert.ok(await again.api.getPod(stranger.id), "another owner's pod is untouched");
+});
+
+/** Until the pod's child container runs and has written out/up.txt (its trap is set before). */
+async function running(d: K8sJailDriver, name: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    const pod = await d.api.getPod(name);
+    const cs = ((pod?.status as { containerStatuses?: { name: string; state?: { running?: unknown } }[] } | undefined)?.containerStatuses ?? []).find((x) => x.name === 'child');
+    if (cs?.state?.running) {
+      await new Promise((r) => setTimeout(r, 500));
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`pod ${name} never ran`);
+}
+
+test("brig spawn with BRIG_DRIVER=kubernetes: the same envelope and refs as on Docker, the verified pod in the run's record, no pod left behind", async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const home = tmpDir(t);
+  const env = { BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage };
+  const r = await runCli(['spawn', '--json', '--memory', '64', '--', 'sh', '-c', 'mkdir -p out/d && printf abc > out/d/x.txt && echo to-stdout'], { home, env });
+  assert.equal(r.code, 0, r.err + r.out);
+  const envelope = JSON.parse(r.out) as { runId: string; endReason: string; exitCode: number; files: { path: string; bytes: number }[]; refs: { ref: string; path: string }[]; stdoutPreview: string; run: { jail: { containerId: string; readOnlyRoot: boolean; capDrop: string[]; user: string; limits: { memoryMb: number } } } };
+  assert.equal(envelope.endReason, 'completed');
+  assert.equal(envelope.exitCode, 0);
+  assert.deepEqual(envelope.files, [{ path: 'd/x.txt', bytes: 3 }]);
+  assert.equal(envelope.stdoutPreview, 'to-stdout\n');
+  const read = await runCli(['ref', 'read', envelope.refs.find((x) => x.path === 'out/d/x.txt')!.ref], { home, env });
+  assert.equal(read.code, 0, read.err);
+  assert.match(read.out, /abc/);
+  // The run's record keeps the pod as verified, as it keeps a container on Docker.
+  const jail = envelope.run.jail;
+  assert.equal(jail.containerId, `pod/brig-${envelope.runId.toLowerCase()}`);
+  assert.deepEqual([jail.readOnlyRoot, jail.capDrop, jail.user, jail.limits.memoryMb], [true, ['ALL'], '65534:65534', 64]);
+  const ledger = fs.readdirSync(path.join(home, 'ledger')).map((f) => fs.readFileSync(path.join(home, 'ledger', f), 'utf8')).join('');
+  assert.match(ledger, /"type":"run\.lifecycle_ended"[^\n]*"endReason":"completed"/, 'the end is ledgered');
+  const d = driverFor(c, t);
+  const left = (await d.api.listPods(LABEL_OWNER)).filter((p) => JSON.stringify(p.metadata).includes(envelope.runId.toLowerCase()) && !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp);
+  assert.deepEqual(left.map((p) => (p.metadata as { name: string }).name), [], 'no pod of the run left');
+});
+
+test('brig spawn with BRIG_DRIVER=kubernetes past its timeout ends watchdog_timeout; an image the nodes lack ends with the kubelet\'s reason, not a hang', async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const home = tmpDir(t);
+  const env = { BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage };
+  const r = await runCli(['spawn', '--json', '--timeout', '4', '--', 'sh', '-c', 'sleep 600'], { home, env });
+  const envelope = JSON.parse(r.out) as { endReason: string };
+  assert.equal(envelope.endReason, 'watchdog_timeout', r.out + r.err);
+  const missing = await runCli(['spawn', '--json', '--', 'true'], { home, env: { ...env, BRIG_K8S_IMAGE: 'brig-child:not-on-the-node' } });
+  assert.notEqual(missing.code, 0);
+  assert.match(missing.out + missing.err, /ErrImageNeverPull|image/i);
+});
