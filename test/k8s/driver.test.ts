@@ -6,7 +6,7 @@
  * the CLI with `BRIG_DRIVER=kubernetes`: the same envelope and refs, no pod left behind.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -39,11 +39,15 @@ function tmpDir(t: { after(fn: () => void): void }): string {
   return d;
 }
 
-test('a run on the kubernetes driver: gated until start, its inputs in /workspace, its exit code, its log as the tail, out/ collected through the relay', async (t) => {
+test('a run on the kubernetes driver: gated until start, its inputs in /workspace by exec (never in the pod object), its exit code, its log as the tail, out/ collected through the relay', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
   const d = driverFor(c, t);
-  const s = spec(['sh', '-c', 'cat in/task.txt; mkdir -p out/sub && cp in/task.txt out/sub/copy.txt && printf abc > out/a.txt && echo oops >&2; exit 3'], { inputs: [{ path: 'in/task.txt', data: 'the task\n' }] });
+  const secret = `token-${randomBytes(12).toString('hex')}`;
+  const big = randomBytes(2 * 1024 * 1024);
+  const s = spec(['sh', '-c', 'cat in/task.txt; mkdir -p out/sub && cp in/task.txt out/sub/copy.txt && printf abc > out/a.txt && md5sum < in/big.bin > out/big.md5 && echo oops >&2; exit 3'], {
+    inputs: [{ path: 'in/task.txt', data: 'the task\n' }, { path: '.brig/token', data: secret, mode: 0o400 }, { path: 'in/big.bin', data: big }],
+  });
   const jail = await d.create(s);
   try {
     assert.equal(jail.verified?.readOnlyRoot, true);
@@ -54,13 +58,16 @@ test('a run on the kubernetes driver: gated until start, its inputs in /workspac
     const gated = await d.api.getPod(jail.id);
     assert.ok(((gated?.spec as { schedulingGates?: unknown[] }).schedulingGates ?? []).length > 0, 'still gated before start()');
     await jail.start();
+    // The inputs went in by exec: the pod object (what etcd stores) holds none of them.
+    assert.ok(!JSON.stringify(await d.api.getPod(jail.id)).includes(secret), 'the token is not in the pod object');
     const end = await jail.wait();
     assert.deepEqual(end, { exitCode: 3, oomKilled: false });
     assert.match(jail.tails().stdoutTail, /the task\n/);
     assert.match(jail.tails().stdoutTail, /oops/);
     const dest = path.join(tmpDir(t), 'out');
     const report = await jail.collect(dest, CAPS);
-    assert.deepEqual(report.files.map((f) => [f.path, f.bytes]).sort(), [['a.txt', 3], ['sub/copy.txt', 9]]);
+    assert.deepEqual(report.files.map((f) => [f.path, f.bytes]).sort(), [['a.txt', 3], ['big.md5', 36], ['sub/copy.txt', 9]]);
+    assert.equal(fs.readFileSync(path.join(dest, 'big.md5'), 'utf8').split(' ')[0], createHash('md5').update(big).digest('hex'), 'a 2 MiB input arrived whole');
     assert.equal(fs.readFileSync(path.join(dest, 'sub/copy.txt'), 'utf8'), 'the task\n');
   } finally {
     await jail.destroy();

@@ -31,7 +31,7 @@ import { emptyCollect, inputsArchive, workspaceRelative } from '../docker/docker
 import { execInPod, execText } from './kube-exec.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
 import { createVerified, liftGate, podEnd, podStuck, podUnschedulable, type LaunchedPod } from './pod-launch.js';
-import { CONTAINER, LABEL_OWNER, LABEL_ROOT, LABEL_RUN, MAX_INPUTS_B64, RELAY, labelValue, podName, renderPod } from './pod-spec.js';
+import { CONTAINER, LABEL_OWNER, LABEL_ROOT, LABEL_RUN, PREPARE, RELAY, UNPACK_ARGV, labelValue, podName, renderPod } from './pod-spec.js';
 
 export interface K8sJailDriverOptions {
   /** The admin's or brig's own kubeconfig (its current context's server and credentials). */
@@ -92,20 +92,18 @@ export class K8sJailDriver implements JailDriver {
     if (spec.artifacts.length > 0) throw refuse('artifacts');
     if (spec.repoDir) throw refuse('a repository (repo:)');
     if (spec.image && spec.image !== this.o.image) throw refuse(`another image than brig's child image (${spec.image})`);
-    const inputsB64 = spec.inputs && spec.inputs.length > 0 ? (await inputsArchive(spec.inputs)).toString('base64') : '';
-    if (inputsB64.length > MAX_INPUTS_B64) {
-      throw new BrigError('invalid_input', `the run's input files are ${Math.round((inputsB64.length * 3) / 4 / 1024)} KiB as a tar: the kubernetes driver carries at most ${Math.floor((MAX_INPUTS_B64 * 3) / 4 / 1024)} KiB of inputs in the pod`, { hint: 'Give the child less input, or run it on the Docker driver.' });
-    }
+    // The inputs (a run's token among them) go in by exec at start, never in the pod object.
+    const inputs = spec.inputs && spec.inputs.length > 0 ? await inputsArchive(spec.inputs) : undefined;
     const manifest = renderPod(spec, {
       namespace: this.o.namespace,
       owner: this.o.owner,
       image: this.o.image,
       activeDeadlineSeconds: this.o.activeDeadlineSeconds ?? DEFAULT_DEADLINE_S,
       ...(this.o.runtimeClassName ? { runtimeClassName: this.o.runtimeClassName } : {}),
-      ...(inputsB64 ? { inputsB64 } : {}),
+      inputs: inputs !== undefined,
     });
     const pod = await createVerified(this.api, manifest);
-    return new K8sJail(this.api, spec.runId, pod.name, this.opts(), pod);
+    return new K8sJail(this.api, spec.runId, pod.name, this.opts(), { pod, ...(inputs ? { inputs } : {}) });
   }
 
   async attach(runId: string): Promise<Jail | null> {
@@ -192,25 +190,33 @@ export class K8sJail implements Jail {
     readonly runId: string,
     private readonly name: string,
     private readonly o: JailTimings,
-    private readonly launched?: LaunchedPod,
+    private readonly launched?: { pod: LaunchedPod; inputs?: Buffer },
   ) {
     this.id = name;
     this.#started = launched === undefined; // a reattached pod is past its gate
-    if (launched) this.verified = verifiedOf(launched);
+    if (launched) this.verified = verifiedOf(launched.pod);
   }
 
+  /** Lifts the gate; with inputs, unpacks them through the prepare container once it runs (the child starts after it). */
   async start(): Promise<void> {
     if (!this.launched || this.#started) return;
-    await liftGate(this.api, this.launched);
+    await liftGate(this.api, this.launched.pod);
     this.#started = true;
+    const inputs = this.launched.inputs;
+    if (!inputs) return;
+    await this.#until((pod) => {
+      const st = ((obj(pod.status).initContainerStatuses as Obj[] | undefined) ?? []).find((c) => c.name === PREPARE);
+      return obj(st?.state).running !== undefined;
+    });
+    const r = await execText(this.api, this.name, PREPARE, UNPACK_ARGV, { stdin: inputs });
+    if (r.exitCode !== 0) throw new BrigError('jail_failed', `unpacking the inputs into /workspace failed (exit ${r.exitCode}): ${r.stderr.trim().slice(-300)}`);
   }
 
-  wait(): Promise<JailExit> {
-    this.#end ??= this.#watch();
-    return this.#end;
-  }
-
-  async #watch(): Promise<JailExit> {
+  /**
+   * Polls the pod until `ready` says so; a pod that cannot run (podStuck), cannot be placed past
+   * the bound, or is gone fails it with the kubelet's or the scheduler's reason.
+   */
+  async #until<T>(ready: (pod: Obj) => T | undefined | false): Promise<T> {
     let unschedulableSince: number | undefined;
     for (;;) {
       const pod = await this.api.getPod(this.name);
@@ -219,23 +225,31 @@ export class K8sJail implements Jail {
       if (stuck) {
         const image = stuck.reason === 'ErrImageNeverPull' || stuck.reason === 'ErrImagePull' || stuck.reason === 'ImagePullBackOff' || stuck.reason === 'InvalidImageName';
         throw new BrigError(image ? 'image_missing' : 'jail_failed', `the pod ${this.name} cannot run: ${stuck.reason} (${stuck.message})`, {
-          hint: image ? "brig pulls nothing: import brig's child image into the cluster's nodes (scripts/k8s-up.sh does for its own cluster) and name it in BRIG_K8S_IMAGE." : 'kubectl describe pod shows the kubelet\'s events.',
+          hint: image ? "brig pulls nothing: import brig's child image into the cluster's nodes (scripts/k8s-up.sh does for its own cluster) and name it in BRIG_K8S_IMAGE." : "kubectl describe pod shows the kubelet's events.",
         });
       }
-      // A pod the scheduler cannot place (the lease's memory on no node) fails its run, past a bound, instead of waiting for ever.
+      // A pod the scheduler cannot place (the lease's memory on no node) fails, past a bound, instead of waiting for ever.
       const why = podUnschedulable(pod);
       unschedulableSince = why ? (unschedulableSince ?? Date.now()) : undefined;
       if (why && Date.now() - unschedulableSince! >= this.o.unschedulableMs) {
         throw new BrigError('jail_failed', `the pod ${this.name} could not be scheduled for ${Math.round(this.o.unschedulableMs / 1000)} s: ${why}`, { hint: "Ask for less memory or disk (the lease's limits are reserved on a node), or give the cluster room." });
       }
-      const end = podEnd(pod);
-      if (end) {
-        this.#exited = true;
-        await this.#readTails();
-        return { exitCode: end.exitCode, oomKilled: end.oomKilled };
-      }
+      const v = ready(pod);
+      if (v !== undefined && v !== false) return v;
       await new Promise((r) => setTimeout(r, this.o.pollMs));
     }
+  }
+
+  wait(): Promise<JailExit> {
+    this.#end ??= this.#watch();
+    return this.#end;
+  }
+
+  async #watch(): Promise<JailExit> {
+    const end = await this.#until((pod) => podEnd(pod) ?? undefined);
+    this.#exited = true;
+    await this.#readTails();
+    return { exitCode: end.exitCode, oomKilled: end.oomKilled };
   }
 
   /** The child's log (its stdout and stderr, interleaved as the kubelet kept them), its last tailBytes. */

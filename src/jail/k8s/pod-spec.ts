@@ -43,12 +43,15 @@ export const PREPARE = 'prepare';
 export const CHILD_INIT = 'trap \'kill -TERM $p 2>/dev/null\' TERM; "$@" & p=$!; while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done; wait $p 2>/dev/null; t=$?; [ $t -ne 127 ] && s=$t; exit $s';
 /** The relay's program: waits to be exec'd into (collection, signals), ends on SIGTERM. */
 export const RELAY_SCRIPT = 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done';
-/** The prepare container's program: out/ made, then the inputs' tar (base64 in BRIG_INPUTS_0…n) unpacked into /workspace. */
-export const PREPARE_SCRIPT = 'set -e; mkdir -p /workspace/out; if [ -n "${BRIG_INPUTS_0-}" ]; then i=0; { while eval "v=\\${BRIG_INPUTS_$i-}"; [ -n "$v" ]; do printf %s "$v"; i=$((i+1)); done; } | base64 -d | tar -x -o -C /workspace; fi';
-/** Base64 characters per input variable: one environment string may not pass 128 KiB (MAX_ARG_STRLEN). */
-export const INPUT_CHUNK = 96 * 1024;
-/** The inputs' tar, base64, at most this long: they travel in the pod object (etcd keeps objects under 1.5 MiB). */
-export const MAX_INPUTS_B64 = 8 * INPUT_CHUNK;
+/**
+ * The prepare container's program: out/ made; with inputs (BRIG_INPUTS=1) it then waits for
+ * brig to unpack them into /workspace through an exec into this container (the inputs' tar on
+ * the exec's stdin — never in the pod object, so a run's token is never stored in etcd), which
+ * ends by making /workspace/.brig-prepared; bounded at 300 s, then it fails the pod.
+ */
+export const PREPARE_SCRIPT = 'set -e; mkdir -p /workspace/out; if [ "${BRIG_INPUTS-}" = 1 ]; then i=0; while [ ! -e /workspace/.brig-prepared ]; do i=$((i+1)); if [ $i -gt 3000 ]; then echo "brig: no inputs came within 300 s" >&2; exit 1; fi; sleep 0.1; done; rm -f /workspace/.brig-prepared; fi';
+/** What brig execs in the prepare container, the inputs' tar on its stdin. */
+export const UNPACK_ARGV = ['sh', '-c', 'tar -x -o -f - -C /workspace && : > /workspace/.brig-prepared'];
 /** The most CPU a pod's child asks the scheduler to reserve (its limit, the lease's, may be higher). */
 export const CPU_REQUEST_MAX = 0.25;
 /** The relay's own small limits (it runs `sleep`, and `tar` or `kill` when exec'd). */
@@ -63,8 +66,8 @@ export interface PodOptions {
   runtimeClassName?: string;
   /** Backs up brig's own timeout (the kubelet ends the pod past it). */
   activeDeadlineSeconds?: number;
-  /** The inputs' tar (jail/docker inputsArchive), base64; at most MAX_INPUTS_B64 characters. */
-  inputsB64?: string;
+  /** The run has inputs: the prepare container waits for them (UNPACK_ARGV). */
+  inputs?: boolean;
 }
 
 export type PodManifest = {
@@ -91,7 +94,7 @@ const milli = (cpu: number) => `${Math.max(1, Math.round(cpu * 1000))}m`;
 const hardened = () => ({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, runAsNonRoot: true, runAsUser: JAIL_UID, runAsGroup: JAIL_UID, capabilities: { drop: ['ALL'] } });
 
 /**
- * The pod for a jail spec, gated (pure): `prepare` (init: out/ and the inputs), `child` (the
+ * The pod for a jail spec, gated (pure): `prepare` (init: out/, then waits for the inputs), `child` (the
  * program under CHILD_INIT, limits from the lease) and `relay` (sleeps with /workspace read-only
  * until brig reads the outputs through it).
  */
@@ -100,8 +103,6 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
   // The lease's limits are ceilings, enforced; what the scheduler reserves is the memory and disk
   // in full but only a share of the CPU ceiling (a lease's 2 CPUs must not need 2 idle cores).
   const requests = { ...limits, cpu: milli(Math.min(spec.limits.cpu, CPU_REQUEST_MAX)) };
-  const b64 = o.inputsB64 ?? '';
-  const inputsEnv = Array.from({ length: Math.ceil(b64.length / INPUT_CHUNK) }, (_, i) => ({ name: `BRIG_INPUTS_${i}`, value: b64.slice(i * INPUT_CHUNK, (i + 1) * INPUT_CHUNK) }));
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -128,7 +129,7 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
           image: o.image,
           imagePullPolicy: 'Never',
           command: ['/bin/sh', '-c', PREPARE_SCRIPT],
-          env: inputsEnv,
+          env: o.inputs ? [{ name: 'BRIG_INPUTS', value: '1' }] : [],
           securityContext: hardened(),
           resources: { limits, requests },
           volumeMounts: [{ name: 'workspace', mountPath: '/workspace' }],

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { podEnd } from '../../../src/jail/k8s/pod-launch.js';
-import { INPUT_CHUNK, VERIFY_GATE, podName, renderPod, verifyPod } from '../../../src/jail/k8s/pod-spec.js';
+import { VERIFY_GATE, podName, renderPod, verifyPod } from '../../../src/jail/k8s/pod-spec.js';
 import type { JailSpec } from '../../../src/jail/index.js';
 
 const spec: JailSpec = { runId: 'r-0123456789abcdef', leaseId: 'l-1', rootRunId: 'r-0123456789abcdef', argv: ['sh', '-c', 'true'], env: { HOME: '/workspace' }, limits: { memoryMb: 256, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 128 }, artifacts: [] };
@@ -55,14 +55,11 @@ test('the rendered pod: gated, restricted and stricter, labelled, limits from th
   assert.equal(podName('r-ABC_def'), 'brig-r-abc-def');
 });
 
-test('renderPod: the inputs travel base64 in the prepare container only, split under the 128 KiB an environment string may hold', () => {
-  const b64 = 'A'.repeat(INPUT_CHUNK * 2 + 10);
-  const p = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', inputsB64: b64 });
+test('renderPod: with inputs the prepare container waits for them (they never travel in the pod object)', () => {
+  const p = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', inputs: true });
   const s = p.spec as Record<string, any>;
-  const env = s.initContainers[0].env as { name: string; value: string }[];
-  assert.deepEqual(env.map((e) => [e.name, e.value.length]), [['BRIG_INPUTS_0', INPUT_CHUNK], ['BRIG_INPUTS_1', INPUT_CHUNK], ['BRIG_INPUTS_2', 10]]);
-  assert.equal(env.map((e) => e.value).join(''), b64);
-  assert.ok(!JSON.stringify(s.containers).includes('BRIG_INPUTS'), 'the child never sees them as variables');
+  assert.deepEqual(s.initContainers[0].env, [{ name: 'BRIG_INPUTS', value: '1' }]);
+  assert.ok(!JSON.stringify(s.containers).includes('BRIG_INPUTS'), 'the child never sees it');
 });
 
 test('verifyPod: server defaults are not drift; every change that matters is named', () => {
