@@ -33,6 +33,7 @@ export const REQUIREMENTS: Readonly<Record<string, { inv: Inv; text: string }>> 
   'jail:no-caps': { inv: 'INV-2', text: 'no capabilities: CapEff and CapBnd are zero' },
   'jail:runtime-unreadable': { inv: 'INV-2', text: "nothing an agent's tools start can read the in-jail runtime: its memory, environment and fds refuse (EACCES), the bearer file is gone before a tool runs" },
   'cluster:pod-hardened': { inv: 'INV-2', text: "on brig's test cluster a pod is admitted only under PodSecurity restricted, and the hardened pod runs with CapEff 0, NoNewPrivs 1, seccomp filtering, a read-only root, uid 65534 and no service-account token" },
+  'kube:pod-verified': { inv: 'INV-2', text: "on the kubernetes driver a run's pod starts only after its read-back verified (gated until then); its inputs, a run's token among them, go in by exec and never into the pod object; its end is the kubelet's account of the child's container, whose PID namespace ends with it" },
   'cluster:no-route-out': { inv: 'INV-2', text: "on brig's test cluster a pod reaches nothing but itself: not the node address, a Service VIP, another pod (isolated bridge ports) or the host over IPv6 link-local" },
   'jail:no-new-privs': { inv: 'INV-2', text: 'no-new-privileges is set (NoNewPrivs 1): a set-uid binary gains nothing' },
   'jail:non-root': { inv: 'INV-2', text: 'the child runs as a non-root user and group' },

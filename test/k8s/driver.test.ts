@@ -39,7 +39,8 @@ function tmpDir(t: { after(fn: () => void): void }): string {
   return d;
 }
 
-test('a run on the kubernetes driver: gated until start, its inputs in /workspace by exec (never in the pod object), its exit code, its log as the tail, out/ collected through the relay', async (t) => {
+// req: kube:pod-verified
+test('[INV-2] a run on the kubernetes driver: gated until start, its inputs in /workspace by exec (never in the pod object), its exit code, its log as the tail, out/ collected through the relay', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
   const d = driverFor(c, t);
@@ -75,7 +76,8 @@ test('a run on the kubernetes driver: gated until start, its inputs in /workspac
   assert.equal(await d.api.getPod(jail.id).then((p) => (p ? String((p.metadata as { deletionTimestamp?: string }).deletionTimestamp ?? 'live') : 'gone')).then((x) => x !== 'live'), true, 'destroy deleted the pod');
 });
 
-test('a hostile out/ on the kubernetes driver: a symlink is skipped, never followed; a file over the per-file cap is refused with the collection (nothing to pass it over with yet)', async (t) => {
+// req: results:no-symlink
+test('[INV-4] a hostile out/ on the kubernetes driver: a symlink is skipped, never followed; a file over the per-file cap is refused with the collection (nothing to pass it over with yet)', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
   const d = driverFor(c, t);

@@ -132,7 +132,7 @@ export const TIERS: readonly Tier[] = [
     what: 'test/k8s: a real single-node Kubernetes (scripts/k8s-up.sh): pods, PodSecurity, the network holes, exec, the jail driver',
     concurrency: 1,
     // ~75 s here (2026-12-04): the driver's runs each wait on the kubelet's status (~1 s a change).
-    budgetS: 240,
+    budgetS: 180,
     shared: false,
     ownProcess: {},
     alone: {},
