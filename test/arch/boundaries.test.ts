@@ -108,7 +108,8 @@ const MAY_IMPORT: Record<string, string[]> = {
   client: [],
   console: [],
   repo: [],
-  jail: ['lease'],
+  // jail/k8s's host relay speaks the pod relay's wire: the one copy in child/ (built-ins only), through child/index.ts.
+  jail: ['lease', 'child'],
   egress: ['lease', 'ledger'],
   agents: ['lease'],
   results: ['lease', 'models', 'ledger'],

@@ -211,6 +211,29 @@ test("brig spawn with BRIG_DRIVER=kubernetes: the same envelope and refs as on D
   assert.deepEqual(left.map((p) => (p.metadata as { name: string }).name), [], 'no pod of the run left');
 });
 
+// req: kube:pod-verified
+test('[INV-2] a script child on the kubernetes driver reaches its broker through the relay: progress, a nested child spawned on the cluster, its ref read, its value returned — the same socket path as on Docker', async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const home = tmpDir(t);
+  const env = { BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage };
+  const script = path.join(home, 'job.mjs');
+  fs.writeFileSync(script, `import fs from 'node:fs';
+export default async function (brig) {
+  await brig.progress('on kubernetes');
+  const child = await brig.spawn({ task: 'nested', kind: 'command', argv: ['sh', '-c', 'printf nested-out > out/n.txt'] });
+  const text = (await child.refs.find((r) => r.path === 'out/n.txt').read()).text;
+  return { socket: fs.statSync('/run/brig/broker.sock').isSocket(), child: child.endReason, text };
+}
+`);
+  const r = await runCli(['spawn', '--json', '--script', script], { home, env });
+  assert.equal(r.code, 0, r.err + r.out);
+  const envelope = JSON.parse(r.out) as { runId: string; endReason: string; result: unknown; run: { stepsExecuted: number } };
+  assert.equal(envelope.endReason, 'completed', r.out);
+  assert.deepEqual(envelope.result, { socket: true, child: 'completed', text: 'nested-out' });
+  assert.equal(envelope.run.stepsExecuted, 1, 'the progress call was counted by the supervisor');
+});
+
 test('brig spawn with BRIG_DRIVER=kubernetes past its timeout ends watchdog_timeout; an image the nodes lack ends with the kubelet\'s reason, not a hang', async (t) => {
   const c = requireCluster(t);
   if (!c) return;

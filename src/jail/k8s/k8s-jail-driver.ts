@@ -18,20 +18,24 @@
  * see only those; destroy() deletes the pod (its emptyDirs go with it) and is idempotent.
  * Threat: a hostile child (it may write anything into out/, ignore SIGTERM, fork); an admission
  * chain that changes the pod (verify). Trusts: the API server and the kubelet's status.
- * Not yet (docs/kubernetes.md): the broker relay (a child has no /run/brig), artifacts and repos
- * (refused), a workspace with a real ENOSPC (emptyDir sizeLimit evicts), the warm pool, a watch
- * instead of polling, passing over a file above the per-file cap (the collection is refused).
+ * A run with a broker gets it relayed: pod-relay.js exec'd in the relay container makes
+ * /run/brig/broker.sock (read-only to the child), its connections framed over the exec's stdio
+ * to the run's host socket (host-relay.ts; the pod side is untrusted).
+ * Not yet (docs/kubernetes.md): egress over the relay, artifacts and repos (refused), a
+ * workspace with a real ENOSPC (emptyDir sizeLimit evicts), the warm pool, a watch instead of
+ * polling, passing over a file above the per-file cap (the collection is refused).
  */
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, EngineInfo, Jail, JailDriver, JailExit, JailSpec, JailVerified, LabelledResource, StreamTails } from '../types.js';
 import { collectArchive } from '../docker/collect.js';
 import { emptyCollect, inputsArchive, workspaceRelative } from '../docker/docker-jail.js';
 import { execInPod, execText } from './kube-exec.js';
+import { hostRelay } from './host-relay.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
 import { createVerified, liftGate, podEnd, podStuck, podUnschedulable, type LaunchedPod } from './pod-launch.js';
-import { CONTAINER, LABEL_OWNER, LABEL_ROOT, LABEL_RUN, PREPARE, RELAY, UNPACK_ARGV, labelValue, podName, renderPod } from './pod-spec.js';
+import { BROKER_SOCKET, CONTAINER, LABEL_OWNER, LABEL_ROOT, LABEL_RUN, PREPARE, RELAY, UNPACK_ARGV, labelValue, podName, renderPod } from './pod-spec.js';
 
 export interface K8sJailDriverOptions {
   /** The admin's or brig's own kubeconfig (its current context's server and credentials). */
@@ -52,6 +56,11 @@ export interface K8sJailDriverOptions {
   pollMs?: number;
   /** How long a pod the scheduler cannot place may wait before its run fails (default 60 s). */
   unschedulableMs?: number;
+  /**
+   * The supervisor's socket directories (a run's is `<brokersDir>/<runId>`): a reattached run's
+   * broker relay connects there. Default: the spec's brokerDir only (no relay after a restart).
+   */
+  brokersDir?: string;
 }
 
 type Obj = Record<string, unknown>;
@@ -64,6 +73,11 @@ interface JailTimings {
   pollMs: number;
   unschedulableMs: number;
 }
+
+/** The broker relay's program in the pod (src/child/pod-relay.ts as the image holds it), and the sockets it makes. */
+const RELAY_ARGV = ['/usr/bin/node', '/opt/brig/child/pod-relay.js', BROKER_SOCKET];
+/** A relay exec that ended while its run goes on is made again after this long. */
+const RELAY_RETRY_MS = 500;
 const DEFAULT_TAIL_BYTES = 16 * 1024;
 
 export class K8sJailDriver implements JailDriver {
@@ -101,16 +115,21 @@ export class K8sJailDriver implements JailDriver {
       activeDeadlineSeconds: this.o.activeDeadlineSeconds ?? DEFAULT_DEADLINE_S,
       ...(this.o.runtimeClassName ? { runtimeClassName: this.o.runtimeClassName } : {}),
       inputs: inputs !== undefined,
+      broker: spec.brokerDir !== undefined,
     });
     const pod = await createVerified(this.api, manifest);
-    return new K8sJail(this.api, spec.runId, pod.name, this.opts(), { pod, ...(inputs ? { inputs } : {}) });
+    return new K8sJail(this.api, spec.runId, pod.name, this.opts(), { pod, ...(inputs ? { inputs } : {}) }, spec.brokerDir);
   }
 
   async attach(runId: string): Promise<Jail | null> {
     const name = podName(runId);
     const pod = await this.api.getPod(name);
     if (!pod || obj(obj(pod.metadata).labels)[LABEL_OWNER] !== labelValue(this.o.owner)) return null;
-    return new K8sJail(this.api, runId, name, this.opts());
+    // A pod made with the broker's directory mounted gets its relay again (the last one went with the old supervisor's exec).
+    const hasBroker = ((obj(pod.spec).volumes as Obj[] | undefined) ?? []).some((v) => v.name === 'run-brig');
+    const jail = new K8sJail(this.api, runId, name, this.opts(), undefined, hasBroker && this.o.brokersDir ? path.join(this.o.brokersDir, runId) : undefined);
+    jail.startRelay();
+    return jail;
   }
 
   async listLabelled(): Promise<LabelledResource[]> {
@@ -185,12 +204,16 @@ export class K8sJail implements Jail {
   #started: boolean;
   #destroyed = false;
 
+  #relay: { stop(): void; done: Promise<void> } | undefined;
+
   constructor(
     private readonly api: KubeApi,
     readonly runId: string,
     private readonly name: string,
     private readonly o: JailTimings,
     private readonly launched?: { pod: LaunchedPod; inputs?: Buffer },
+    /** The run's host socket directory (its broker.sock): relayed into the pod at /run/brig. */
+    private readonly socketDir?: string,
   ) {
     this.id = name;
     this.#started = launched === undefined; // a reattached pod is past its gate
@@ -202,6 +225,7 @@ export class K8sJail implements Jail {
     if (!this.launched || this.#started) return;
     await liftGate(this.api, this.launched.pod);
     this.#started = true;
+    this.startRelay();
     const inputs = this.launched.inputs;
     if (!inputs) return;
     await this.#until((pod) => {
@@ -246,10 +270,51 @@ export class K8sJail implements Jail {
   }
 
   async #watch(): Promise<JailExit> {
-    const end = await this.#until((pod) => podEnd(pod) ?? undefined);
-    this.#exited = true;
-    await this.#readTails();
-    return { exitCode: end.exitCode, oomKilled: end.oomKilled };
+    try {
+      const end = await this.#until((pod) => podEnd(pod) ?? undefined);
+      this.#exited = true;
+      await this.#readTails();
+      return { exitCode: end.exitCode, oomKilled: end.oomKilled };
+    } finally {
+      this.#relay?.stop();
+    }
+  }
+
+  /**
+   * The broker relay (a run with a broker): once the relay container runs, `pod-relay.js` is
+   * exec'd in it, its stdin and stdout carrying the framed connections the child makes on
+   * /run/brig/broker.sock to the run's host broker.sock (host-relay.ts: the pod side is
+   * untrusted). An exec that ends while the run goes on (the API server's connection cut) is made
+   * again; the child's client reconnects and re-sends (its calls are idempotent by call id).
+   * Stops at the end, a kill of a pod that never ran, and destroy().
+   */
+  startRelay(): void {
+    if (!this.socketDir || this.#relay) return;
+    let stopped = false;
+    let current: { close(): void } | undefined;
+    const loop = async (): Promise<void> => {
+      while (!stopped && !this.#exited && !this.#destroyed) {
+        try {
+          await this.#until((pod) => {
+            const cs = ((obj(pod.status).containerStatuses as Obj[] | undefined) ?? []).find((c) => c.name === RELAY);
+            return stopped || obj(cs?.state).running !== undefined;
+          });
+          if (stopped) return;
+          const toPod = new PassThrough();
+          const session = await execInPod(this.api, this.name, RELAY, RELAY_ARGV, { stdin: toPod });
+          const relay = hostRelay({ input: session.stdout, output: toPod, sockets: [path.join(this.socketDir!, 'broker.sock')] });
+          current = { close: () => (relay.close(), session.close()) };
+          if (stopped) current.close();
+          await Promise.all([relay.done.catch(() => undefined), session.done.catch(() => undefined)]);
+        } catch {
+          // the pod is gone or cannot run: wait() says so; the loop ends with the run
+          if (this.#destroyed) return;
+        }
+        if (!stopped) await new Promise((r) => setTimeout(r, RELAY_RETRY_MS));
+      }
+    };
+    const done = loop();
+    this.#relay = { stop: () => ((stopped = true), current?.close()), done };
   }
 
   /** The child's log (its stdout and stderr, interleaved as the kubelet kept them), its last tailBytes. */
@@ -327,6 +392,7 @@ export class K8sJail implements Jail {
 
   async destroy(): Promise<void> {
     if (this.#destroyed) return;
+    this.#relay?.stop();
     await this.api.deletePod(this.name, 0);
     this.#destroyed = true;
   }

@@ -41,6 +41,13 @@ export const PREPARE = 'prepare';
  * waited again (the status kept in the shell's job table once the program was reaped).
  */
 export const CHILD_INIT = 'trap \'kill -TERM $p 2>/dev/null\' TERM; "$@" & p=$!; while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done; wait $p 2>/dev/null; t=$?; [ $t -ne 127 ] && s=$t; exit $s';
+/** Where the child finds brig's broker (the same path as on Docker): the relay's socket, in an emptyDir read-only to the child. */
+export const BROKER_SOCKET = '/run/brig/broker.sock';
+/**
+ * CHILD_INIT for a run with a broker: the program starts only once the relay's socket is there
+ * (brig execs the relay once the pod runs), bounded at 60 s (exit 70, said on stderr).
+ */
+export const CHILD_INIT_BROKER = `i=0; while [ ! -S ${BROKER_SOCKET} ]; do i=$((i+1)); if [ $i -gt 600 ]; then echo "brig: the broker relay did not come within 60 s" >&2; exit 70; fi; sleep 0.1; done; ${CHILD_INIT}`;
 /** The relay's program: waits to be exec'd into (collection, signals), ends on SIGTERM. */
 export const RELAY_SCRIPT = 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done';
 /**
@@ -54,8 +61,8 @@ export const PREPARE_SCRIPT = 'set -e; mkdir -p /workspace/out; if [ "${BRIG_INP
 export const UNPACK_ARGV = ['sh', '-c', 'tar -x -o -f - -C /workspace && : > /workspace/.brig-prepared'];
 /** The most CPU a pod's child asks the scheduler to reserve (its limit, the lease's, may be higher). */
 export const CPU_REQUEST_MAX = 0.25;
-/** The relay's own small limits (it runs `sleep`, and `tar` or `kill` when exec'd). */
-export const RELAY_LIMITS = { cpu: '100m', memory: '32Mi', 'ephemeral-storage': '1Mi' } as const;
+/** The relay's own small limits (it runs `sleep`; `tar` and the broker relay, node, when exec'd). */
+export const RELAY_LIMITS = { cpu: '100m', memory: '96Mi', 'ephemeral-storage': '1Mi' } as const;
 
 export interface PodOptions {
   namespace: string;
@@ -68,6 +75,8 @@ export interface PodOptions {
   activeDeadlineSeconds?: number;
   /** The run has inputs: the prepare container waits for them (UNPACK_ARGV). */
   inputs?: boolean;
+  /** The run has a broker: /run/brig (the relay's sockets) is mounted, and the child waits for broker.sock. */
+  broker?: boolean;
 }
 
 export type PodManifest = {
@@ -140,7 +149,7 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
           name: CONTAINER,
           image: o.image,
           imagePullPolicy: 'Never',
-          command: ['/bin/sh', '-c', CHILD_INIT, 'brig-init', ...spec.argv],
+          command: ['/bin/sh', '-c', o.broker ? CHILD_INIT_BROKER : CHILD_INIT, 'brig-init', ...spec.argv],
           env: Object.entries(spec.env).map(([name, value]) => ({ name, value })),
           workingDir: '/workspace',
           securityContext: hardened(),
@@ -148,6 +157,7 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
           volumeMounts: [
             { name: 'workspace', mountPath: '/workspace' },
             { name: 'tmp', mountPath: '/tmp' },
+            ...(o.broker ? [{ name: 'run-brig', mountPath: '/run/brig', readOnly: true }] : []),
           ],
         },
         {
@@ -159,12 +169,13 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
           workingDir: '/workspace',
           securityContext: hardened(),
           resources: { limits: { ...RELAY_LIMITS }, requests: { ...RELAY_LIMITS } },
-          volumeMounts: [{ name: 'workspace', mountPath: '/workspace', readOnly: true }],
+          volumeMounts: [{ name: 'workspace', mountPath: '/workspace', readOnly: true }, ...(o.broker ? [{ name: 'run-brig', mountPath: '/run/brig' }] : [])],
         },
       ],
       volumes: [
         { name: 'workspace', emptyDir: { sizeLimit: mi(spec.limits.diskMb) } },
         { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: mi(spec.limits.tmpfsMb) } },
+        ...(o.broker ? [{ name: 'run-brig', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }] : []),
       ],
     },
   };
