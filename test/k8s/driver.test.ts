@@ -13,7 +13,10 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { K8sJailDriver, type JailSpec } from '../../src/jail/index.js';
 import { LABEL_OWNER } from '../../src/jail/k8s/pod-spec.js';
+import { loadConfig } from '../../src/config/index.js';
+import { compose } from '../../src/daemon/index.js';
 import { runCli } from '../helpers/cli.js';
+import { startModelServer, toolCallTurn, type ModelServer } from '../helpers/model-server.js';
 import { requireCluster, type Cluster } from '../helpers/k8s.js';
 
 const LIMITS = { memoryMb: 128, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 64 };
@@ -232,6 +235,48 @@ export default async function (brig) {
   assert.equal(envelope.endReason, 'completed', r.out);
   assert.deepEqual(envelope.result, { socket: true, child: 'completed', text: 'nested-out' });
   assert.equal(envelope.run.stepsExecuted, 1, 'the progress call was counted by the supervisor');
+});
+
+// req: kube:pod-verified
+test('[INV-2] an LLM agent on the kubernetes driver: its whole tool loop runs in the pod, its model calls go through the relayed broker, the key stays on the host, the host unreachable from the pod', async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const home = tmpDir(t);
+  const key = `sk-brig-k8s-${randomBytes(12).toString('hex')}`;
+  let m!: ModelServer;
+  const probe = [
+    'id -u',
+    `node -e "require('http').get(process.argv[1],()=>console.log('NET-REACHED')).on('error',e=>console.log('NET-REFUSED',e.code))" "$URL"`,
+    `(env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n') | grep -c "$HINT" || true`,
+    "printf 'a\\nb\\n' > /workspace/out/data.txt && wc -l < /workspace/out/data.txt",
+  ].join('; echo ---; ');
+  m = await startModelServer({
+    script: [
+      () => toolCallTurn('shell', { command: probe.replace('$URL', `${m.origin}/v1/models`).replace('$HINT', key.slice(3, 19)) }),
+      toolCallTurn('finish', { answer: 'two lines', files: ['/workspace/out/data.txt'] }),
+    ],
+    expectKey: key,
+  });
+  t.after(() => m.close());
+  const cfg = loadConfig({ BRIG_HOME: home, BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_API: 'openai-chat', BRIG_MODEL_API_KEY: key, BRIG_MODEL_CONTEXT_WINDOW: '32000' });
+  const sup = await compose(cfg, { tickMs: 200, reconcile: true });
+  t.after(() => sup.brig.close());
+  await sup.supervisor.start();
+  const r = await sup.supervisor.spawn({ task: 'Write two lines and count them.', kind: 'agent', agent: 'general' });
+  assert.ok(r.ok, JSON.stringify(!r.ok && r.error));
+  const run = r.value;
+  assert.equal(run.endReason, 'completed', `${run.error?.message} ${run.stdoutTail}`);
+  assert.deepEqual(run.result, { answer: 'two lines', files: ['/workspace/out/data.txt'] });
+  assert.equal(run.jail?.containerId, `pod/brig-${run.id.toLowerCase()}`, 'it ran in a pod');
+  assert.equal(m.requests.length, 2);
+  for (const q of m.requests) assert.equal(q.headers.authorization, `Bearer ${key}`, 'the supervisor, not the pod, holds the key');
+  const last = m.requests[1]!.body as { messages: { role: string; content: unknown }[] };
+  const seen = last.messages.filter((x) => x.role === 'tool').map((x) => String(x.content)).join('\n');
+  const parts = seen.split('---').map((x) => x.trim());
+  assert.match(parts[0]!, /65534/, seen);
+  assert.match(parts[1]!, /NET-REFUSED/, 'the host loopback (the model server) is not reachable from the pod');
+  assert.match(parts[2]!, /^0/, 'the key is in no environment of the pod');
+  assert.match(parts[3]!, /2/);
 });
 
 test('brig spawn with BRIG_DRIVER=kubernetes past its timeout ends watchdog_timeout; an image the nodes lack ends with the kubelet\'s reason, not a hang', async (t) => {
