@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { BrigConfig } from '../config/index.js';
 import { brigPaths } from '../config/index.js';
-import { DockerJailDriver, gatherDoctorFacts, judgeDoctor, ownerForHome } from '../jail/index.js';
+import { DockerJailDriver, K8sJailDriver, gatherDoctorFacts, judgeDoctor, kubernetesDoctor, ownerForHome } from '../jail/index.js';
 import { explainPolicy, leaseState, LeaseStore, loadPolicyFile, policyFilesIn, shippedPoliciesDir, type LeaseRecord, type Policy } from '../lease/index.js';
 import { FileLedger, ledgerFiles, verifyLedger, type Ledger } from '../ledger/index.js';
 import type { AdmissionChange, AdmissionState, DoctorCheck, FleetOptions, FleetReport, LeaseView, LedgerReport, ListFilter, OperatorSurface, QueryResult, RefSurface, RunRecord } from '../protocol/index.js';
@@ -134,6 +134,15 @@ export class Operator implements OperatorSurface {
 
   async doctor(d: { build?: boolean } = {}): Promise<DoctorCheck[]> {
     const cfg = this.#p.cfg;
+    // The Kubernetes driver's cluster is judged instead of the engine (jail/k8s/k8s-doctor.ts).
+    if (cfg.driver.kind === 'kubernetes') {
+      const k8s = new K8sJailDriver({ kubeconfig: cfg.driver.kubeconfig, namespace: cfg.driver.namespace, image: cfg.driver.image, owner: `${ownerForHome(cfg.home)}-doctor`, ...(cfg.driver.runtimeClassName ? { runtimeClassName: cfg.driver.runtimeClassName } : {}) });
+      try {
+        return await kubernetesDoctor(k8s, cfg.driver.namespace);
+      } finally {
+        await k8s.close();
+      }
+    }
     const driver = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota });
     const [facts, helper, tools] = await Promise.all([
       gatherDoctorFacts(driver, { build: d.build === true }),

@@ -98,8 +98,19 @@ export class KubeApi {
     return `${this.config.server}${this.#pods(name)}/${subresource}`;
   }
 
-  createPod(manifest: unknown): Promise<Record<string, unknown>> {
-    return this.#call('create pod', 'POST', this.#pods(), manifest);
+  /** Creates a pod; `dryRun`: admitted (or refused) by the whole chain, nothing stored. */
+  createPod(manifest: unknown, o: { dryRun?: boolean } = {}): Promise<Record<string, unknown>> {
+    return this.#call('create pod', 'POST', `${this.#pods()}${o.dryRun ? '?dryRun=All' : ''}`, manifest);
+  }
+
+  /** Whether this kubeconfig's identity may do it (a SelfSubjectAccessReview: any authenticated user may ask). */
+  async canI(a: { verb: string; resource: string; subresource?: string; namespace: string }): Promise<boolean> {
+    const r = await this.#call<{ status?: { allowed?: boolean } }>('access review', 'POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectAccessReview',
+      spec: { resourceAttributes: { verb: a.verb, resource: a.resource, ...(a.subresource ? { subresource: a.subresource } : {}), ...(a.namespace ? { namespace: a.namespace } : {}) } },
+    });
+    return r.status?.allowed === true;
   }
 
   /** The pod, or null when it is gone. */
