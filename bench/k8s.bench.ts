@@ -89,6 +89,13 @@ try {
     }
     process.stderr.write('\n');
   });
+  const pct = (v: number[], q: number) => [...v].sort((a, b) => a - b)[Math.min(v.length - 1, Math.floor((v.length - 1) * q))]!;
+  const line = (name: string, v: number[], floorV?: number[]) =>
+    console.log(`${name.padEnd(44)} p50 ${pct(v, 0.5).toFixed(0).padStart(6)} ms  p95 ${pct(v, 0.95).toFixed(0).padStart(6)} ms${floorV ? `  ×${(pct(v, 0.5) / pct(floorV, 0.5)).toFixed(2)} of the floor` : ''}`);
+  console.log(`k8s bench, ${N} rounds, load ${os.loadavg()[0]!.toFixed(2)}`);
+  line('create pod → ended, bare API (floor)', xs.floor);
+  line('cold run, kubernetes driver (true)', xs.brig, xs.floor);
+  line('cold run with an input and an output', xs.io, xs.floor);
   report.samples('create pod → ended, bare API', xs.floor);
   report.samples('cold run on the kubernetes driver (true)', xs.brig, { floor: 'create pod → ended, bare API', headline: true, goal: { ratioMax: 1.3 } });
   report.samples('cold run with an input and an output', xs.io, { floor: 'create pod → ended, bare API' });

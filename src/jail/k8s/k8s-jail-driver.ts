@@ -3,8 +3,8 @@
  * the same JailSpec as a Docker jail, created behind brig's scheduling gate, verified against
  * what was asked, and started by lifting the gate. `runs/` does not change.
  *
- * The pod (pod-spec.ts): `prepare` (init) lays out /workspace and the inputs; `child` runs the
- * program under a tiny PID 1 that forwards SIGTERM and exits with the program's status; `relay`
+ * The pod (pod-spec.ts): `child` runs the program under a tiny PID 1 (out/ made, the inputs
+ * unpacked by an exec and the broker's socket awaited before the program starts) that forwards SIGTERM and exits with the program's status; `relay`
  * sleeps with /workspace read-only and outlives the program, so the outputs are read through it
  * (a `tar` exec'd in it, streamed into brig's collector with the same caps and checks as on
  * Docker — never `kubectl cp`). Signals are exec'd into the child's container (`kill -TERM 1`,
@@ -35,7 +35,7 @@ import { execInPod, execText } from './kube-exec.js';
 import { hostRelay } from './host-relay.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
 import { createVerified, liftGate, podEnd, podStuck, podUnschedulable, type LaunchedPod } from './pod-launch.js';
-import { BROKER_SOCKET, CONTAINER, LABEL_OWNER, LABEL_ROOT, LABEL_RUN, PREPARE, RELAY, UNPACK_ARGV, labelValue, podName, renderPod } from './pod-spec.js';
+import { BROKER_SOCKET, CONTAINER, LABEL_OWNER, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, renderPod } from './pod-spec.js';
 
 export interface K8sJailDriverOptions {
   /** The admin's or brig's own kubeconfig (its current context's server and credentials). */
@@ -220,7 +220,7 @@ export class K8sJail implements Jail {
     if (launched) this.verified = verifiedOf(launched.pod);
   }
 
-  /** Lifts the gate; with inputs, unpacks them through the prepare container once it runs (the child starts after it). */
+  /** Lifts the gate; with inputs, unpacks them into the child's container once it runs (its program starts after them). */
   async start(): Promise<void> {
     if (!this.launched || this.#started) return;
     await liftGate(this.api, this.launched.pod);
@@ -228,12 +228,31 @@ export class K8sJail implements Jail {
     this.startRelay();
     const inputs = this.launched.inputs;
     if (!inputs) return;
-    await this.#until((pod) => {
-      const st = ((obj(pod.status).initContainerStatuses as Obj[] | undefined) ?? []).find((c) => c.name === PREPARE);
-      return obj(st?.state).running !== undefined;
-    });
-    const r = await execText(this.api, this.name, PREPARE, UNPACK_ARGV, { stdin: inputs });
+    const r = await this.#whenUp(() => execText(this.api, this.name, CONTAINER, UNPACK_ARGV, { stdin: inputs }));
     if (r.exitCode !== 0) throw new BrigError('jail_failed', `unpacking the inputs into /workspace failed (exit ${r.exitCode}): ${r.stderr.trim().slice(-300)}`);
+  }
+
+  /**
+   * An exec into a container of this pod as soon as it runs: tried at once and again every
+   * pollMs while the exec is refused for a container not yet started (the kubelet reports a
+   * started container up to a second late; asking beats waiting for its status). Between tries
+   * the pod is read: a pod that cannot run, cannot be placed or is gone ends it with that reason.
+   */
+  async #whenUp<T>(exec: () => Promise<T>): Promise<T> {
+    const check = this.#checker();
+    for (;;) {
+      try {
+        return await exec();
+      } catch (e) {
+        const status = e instanceof BrigError ? (e.data as { status?: number } | undefined)?.status : undefined;
+        // A container the kubelet does not know as running yet refuses the upgrade (400/404/500), or
+        // cuts the stream abruptly (1006) before anything ran; the unpack is idempotent all the same.
+        const notYet = status === 400 || status === 404 || status === 500 || /not (found|running)|does not have a host|not started|ContainerCreating|closed \(1006\)/i.test((e as Error).message);
+        if (!notYet) throw e;
+      }
+      await check(await this.api.getPod(this.name));
+      await new Promise((r) => setTimeout(r, this.o.pollMs));
+    }
   }
 
   /**
@@ -241,9 +260,20 @@ export class K8sJail implements Jail {
    * the bound, or is gone fails it with the kubelet's or the scheduler's reason.
    */
   async #until<T>(ready: (pod: Obj) => T | undefined | false): Promise<T> {
-    let unschedulableSince: number | undefined;
+    const check = this.#checker();
     for (;;) {
       const pod = await this.api.getPod(this.name);
+      await check(pod);
+      const v = ready(pod!);
+      if (v !== undefined && v !== false) return v;
+      await new Promise((r) => setTimeout(r, this.o.pollMs));
+    }
+  }
+
+  /** One read of the pod judged: gone, stuck (the kubelet's reason) or unschedulable past the bound throw; else it may still run. */
+  #checker(): (pod: Obj | null) => Promise<void> {
+    let unschedulableSince: number | undefined;
+    return async (pod) => {
       if (!pod) throw new BrigError('jail_failed', `the pod ${this.name} is gone (deleted outside brig, or its node was lost)`);
       const stuck = podStuck(pod);
       if (stuck) {
@@ -258,10 +288,7 @@ export class K8sJail implements Jail {
       if (why && Date.now() - unschedulableSince! >= this.o.unschedulableMs) {
         throw new BrigError('jail_failed', `the pod ${this.name} could not be scheduled for ${Math.round(this.o.unschedulableMs / 1000)} s: ${why}`, { hint: "Ask for less memory or disk (the lease's limits are reserved on a node), or give the cluster room." });
       }
-      const v = ready(pod);
-      if (v !== undefined && v !== false) return v;
-      await new Promise((r) => setTimeout(r, this.o.pollMs));
-    }
+    };
   }
 
   wait(): Promise<JailExit> {
@@ -295,13 +322,9 @@ export class K8sJail implements Jail {
     const loop = async (): Promise<void> => {
       while (!stopped && !this.#exited && !this.#destroyed) {
         try {
-          await this.#until((pod) => {
-            const cs = ((obj(pod.status).containerStatuses as Obj[] | undefined) ?? []).find((c) => c.name === RELAY);
-            return stopped || obj(cs?.state).running !== undefined;
-          });
-          if (stopped) return;
           const toPod = new PassThrough();
-          const session = await execInPod(this.api, this.name, RELAY, RELAY_ARGV, { stdin: toPod });
+          const session = await this.#whenUp(() => (stopped ? Promise.resolve(null) : execInPod(this.api, this.name, RELAY, RELAY_ARGV, { stdin: toPod })));
+          if (!session) return;
           const relay = hostRelay({ input: session.stdout, output: toPod, sockets: [path.join(this.socketDir!, 'broker.sock')] });
           current = { close: () => (relay.close(), session.close()) };
           if (stopped) current.close();

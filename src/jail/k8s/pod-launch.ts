@@ -13,7 +13,7 @@
  */
 import { BrigError } from '../../util/errors.js';
 import type { KubeApi } from './kube-api.js';
-import { CONTAINER, PREPARE, VERIFY_GATE, verifyPod, type Drift, type PodManifest } from './pod-spec.js';
+import { CONTAINER, VERIFY_GATE, verifyPod, type Drift, type PodManifest } from './pod-spec.js';
 
 export interface LaunchedPod {
   name: string;
@@ -72,8 +72,7 @@ export interface PodEnd {
 
 /**
  * Why the pod cannot run its child, when its state says so for good: the image is not on the
- * node (`imagePullPolicy: Never`), the container cannot be made, the workspace could not be
- * prepared. Null while it may still start. Waiting reasons that pass (ContainerCreating,
+ * node (`imagePullPolicy: Never`), a container cannot be made. Null while it may still start. Waiting reasons that pass (ContainerCreating,
  * PodInitializing) are not failures.
  */
 export function podStuck(pod: unknown): { reason: string; message: string } | null {
@@ -82,8 +81,6 @@ export function podStuck(pod: unknown): { reason: string; message: string } | nu
   for (const c of [...((status.initContainerStatuses as Obj[] | undefined) ?? []), ...((status.containerStatuses as Obj[] | undefined) ?? [])]) {
     const waiting = obj(obj(c.state).waiting);
     if (typeof waiting.reason === 'string' && stuck.has(waiting.reason)) return { reason: waiting.reason, message: `${String(c.name)}: ${String(waiting.message ?? waiting.reason).slice(0, 300)}` };
-    const term = obj(obj(c.state).terminated);
-    if (c.name === PREPARE && Object.keys(term).length > 0 && Number(term.exitCode) !== 0) return { reason: 'PrepareFailed', message: `preparing /workspace exited ${String(term.exitCode)}${term.message ? `: ${String(term.message).slice(0, 300)}` : ''}` };
   }
   return null;
 }

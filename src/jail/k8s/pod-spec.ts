@@ -28,8 +28,6 @@ export const JAIL_UID = 65534;
 export const CONTAINER = 'child';
 /** The relay's container: it outlives the child's program, with /workspace read-only, so its outputs can be read after the end. */
 export const RELAY = 'relay';
-/** The init container that lays the inputs into /workspace before the child's container starts. */
-export const PREPARE = 'prepare';
 
 /**
  * PID 1 of the child's container (busybox sh): runs the program as its only child, forwards
@@ -43,22 +41,29 @@ export const PREPARE = 'prepare';
 export const CHILD_INIT = 'trap \'kill -TERM $p 2>/dev/null\' TERM; "$@" & p=$!; while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done; wait $p 2>/dev/null; t=$?; [ $t -ne 127 ] && s=$t; exit $s';
 /** Where the child finds brig's broker (the same path as on Docker): the relay's socket, in an emptyDir read-only to the child. */
 export const BROKER_SOCKET = '/run/brig/broker.sock';
-/**
- * CHILD_INIT for a run with a broker: the program starts only once the relay's socket is there
- * (brig execs the relay once the pod runs), bounded at 60 s (exit 70, said on stderr).
- */
-export const CHILD_INIT_BROKER = `i=0; while [ ! -S ${BROKER_SOCKET} ]; do i=$((i+1)); if [ $i -gt 600 ]; then echo "brig: the broker relay did not come within 60 s" >&2; exit 70; fi; sleep 0.1; done; ${CHILD_INIT}`;
 /** The relay's program: waits to be exec'd into (collection, signals), ends on SIGTERM. */
 export const RELAY_SCRIPT = 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done';
-/**
- * The prepare container's program: out/ made; with inputs (BRIG_INPUTS=1) it then waits for
- * brig to unpack them into /workspace through an exec into this container (the inputs' tar on
- * the exec's stdin — never in the pod object, so a run's token is never stored in etcd), which
- * ends by making /workspace/.brig-prepared; bounded at 300 s, then it fails the pod.
- */
-export const PREPARE_SCRIPT = 'set -e; mkdir -p /workspace/out; if [ "${BRIG_INPUTS-}" = 1 ]; then i=0; while [ ! -e /workspace/.brig-prepared ]; do i=$((i+1)); if [ $i -gt 3000 ]; then echo "brig: no inputs came within 300 s" >&2; exit 1; fi; sleep 0.1; done; rm -f /workspace/.brig-prepared; fi';
-/** What brig execs in the prepare container, the inputs' tar on its stdin. */
+/** What brig execs in the child's container before its program starts, the inputs' tar on its stdin. */
 export const UNPACK_ARGV = ['sh', '-c', 'tar -x -o -f - -C /workspace && : > /workspace/.brig-prepared'];
+
+/**
+ * The child container's PID 1 for a run: out/ made; with inputs, it waits (≤ 300 s) until brig
+ * has unpacked them into /workspace through an exec into this container (the inputs' tar on the
+ * exec's stdin — never in the pod object, so a run's token is never stored in etcd; the exec
+ * ends by making /workspace/.brig-prepared); with a broker, until the relay's socket is there
+ * (≤ 60 s); then CHILD_INIT runs the program. Nothing of the program runs before all of it, so
+ * nothing but brig can make the marker. A wait past its bound exits 70, said on stderr.
+ */
+export function childInit(o: { inputs?: boolean; broker?: boolean }): string {
+  const wait = (test: string, tenths: number, what: string) =>
+    `i=0; while ${test}; do i=$((i+1)); if [ $i -gt ${tenths} ]; then echo "brig: ${what}" >&2; exit 70; fi; sleep 0.1; done; `;
+  return [
+    'mkdir -p /workspace/out || exit 70; ',
+    o.inputs ? `${wait('[ ! -e /workspace/.brig-prepared ]', 3000, 'no inputs came within 300 s')}rm -f /workspace/.brig-prepared; ` : '',
+    o.broker ? wait(`[ ! -S ${BROKER_SOCKET} ]`, 600, 'the broker relay did not come within 60 s') : '',
+    CHILD_INIT,
+  ].join('');
+}
 /** The most CPU a pod's child asks the scheduler to reserve (its limit, the lease's, may be higher). */
 export const CPU_REQUEST_MAX = 0.25;
 /** The relay's own small limits (it runs `sleep`; `tar` and the broker relay, node, when exec'd). */
@@ -73,7 +78,7 @@ export interface PodOptions {
   runtimeClassName?: string;
   /** Backs up brig's own timeout (the kubelet ends the pod past it). */
   activeDeadlineSeconds?: number;
-  /** The run has inputs: the prepare container waits for them (UNPACK_ARGV). */
+  /** The run has inputs: the child's PID 1 waits for them (UNPACK_ARGV) before its program starts. */
   inputs?: boolean;
   /** The run has a broker: /run/brig (the relay's sockets) is mounted, and the child waits for broker.sock. */
   broker?: boolean;
@@ -103,7 +108,7 @@ const milli = (cpu: number) => `${Math.max(1, Math.round(cpu * 1000))}m`;
 const hardened = () => ({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, runAsNonRoot: true, runAsUser: JAIL_UID, runAsGroup: JAIL_UID, capabilities: { drop: ['ALL'] } });
 
 /**
- * The pod for a jail spec, gated (pure): `prepare` (init: out/, then waits for the inputs), `child` (the
+ * The pod for a jail spec, gated (pure): `child` (out/, the inputs and the broker awaited, then the
  * program under CHILD_INIT, limits from the lease) and `relay` (sleeps with /workspace read-only
  * until brig reads the outputs through it).
  */
@@ -132,24 +137,12 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
       ...(o.activeDeadlineSeconds ? { activeDeadlineSeconds: Math.max(1, Math.ceil(o.activeDeadlineSeconds)) } : {}),
       terminationGracePeriodSeconds: 2,
       securityContext: { runAsNonRoot: true, runAsUser: JAIL_UID, runAsGroup: JAIL_UID, fsGroup: JAIL_UID, seccompProfile: { type: 'RuntimeDefault' } },
-      initContainers: [
-        {
-          name: PREPARE,
-          image: o.image,
-          imagePullPolicy: 'Never',
-          command: ['/bin/sh', '-c', PREPARE_SCRIPT],
-          env: o.inputs ? [{ name: 'BRIG_INPUTS', value: '1' }] : [],
-          securityContext: hardened(),
-          resources: { limits, requests },
-          volumeMounts: [{ name: 'workspace', mountPath: '/workspace' }],
-        },
-      ],
       containers: [
         {
           name: CONTAINER,
           image: o.image,
           imagePullPolicy: 'Never',
-          command: ['/bin/sh', '-c', o.broker ? CHILD_INIT_BROKER : CHILD_INIT, 'brig-init', ...spec.argv],
+          command: ['/bin/sh', '-c', childInit(o), 'brig-init', ...spec.argv],
           env: Object.entries(spec.env).map(([name, value]) => ({ name, value })),
           workingDir: '/workspace',
           securityContext: hardened(),

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { podEnd } from '../../../src/jail/k8s/pod-launch.js';
-import { VERIFY_GATE, podName, renderPod, verifyPod } from '../../../src/jail/k8s/pod-spec.js';
+import { CHILD_INIT, VERIFY_GATE, podName, renderPod, verifyPod } from '../../../src/jail/k8s/pod-spec.js';
 import type { JailSpec } from '../../../src/jail/index.js';
 
 const spec: JailSpec = { runId: 'r-0123456789abcdef', leaseId: 'l-1', rootRunId: 'r-0123456789abcdef', argv: ['sh', '-c', 'true'], env: { HOME: '/workspace' }, limits: { memoryMb: 256, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 128 }, artifacts: [] };
@@ -19,9 +19,9 @@ function admitted(): Record<string, any> {
   p.metadata.resourceVersion = '42';
   Object.assign(p.spec, { dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', serviceAccountName: 'default', priority: 0, preemptionPolicy: 'PreemptLowerPriority', tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }] });
   const c = p.spec.containers[0];
-  for (const x of [...p.spec.containers, ...p.spec.initContainers]) Object.assign(x, { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' });
+  for (const x of p.spec.containers) Object.assign(x, { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' });
   // The server drops an empty env list.
-  delete p.spec.initContainers[0].env;
+  delete p.spec.containers[1].env;
   c.resources.limits.memory = '256Mi';
   c.resources.limits.cpu = '500m';
   c.securityContext = Object.fromEntries(Object.entries(c.securityContext as object).reverse());
@@ -43,23 +43,26 @@ test('the rendered pod: gated, restricted and stricter, labelled, limits from th
   assert.deepEqual(c.resources.limits, { cpu: '500m', memory: '256Mi', 'ephemeral-storage': '144Mi' });
   assert.deepEqual(c.resources.requests, { ...c.resources.limits, cpu: '250m' }, 'memory and disk reserved in full, CPU up to a quarter');
   assert.deepEqual(c.command.slice(0, 2), ['/bin/sh', '-c'], 'PID 1 is the init that forwards SIGTERM and exits with the program');
+  assert.ok(c.command[2].endsWith(CHILD_INIT) && !c.command[2].includes('.brig-prepared') && !c.command[2].includes('broker.sock'), 'no inputs, no broker: nothing awaited');
   assert.deepEqual(c.command.slice(3), ['brig-init', 'sh', '-c', 'true'], 'the argv after it, never a shell string');
-  // Every container hardened alike; the relay reads /workspace only; prepare unpacks the inputs.
+  // Both containers hardened alike; the relay reads /workspace only; no init container.
   assert.deepEqual(s.containers.map((x: { name: string }) => x.name), ['child', 'relay']);
-  assert.deepEqual(s.initContainers.map((x: { name: string }) => x.name), ['prepare']);
-  for (const x of [...s.containers, ...s.initContainers]) assert.deepEqual(x.securityContext, c.securityContext, x.name);
+  assert.equal(s.initContainers, undefined);
+  for (const x of s.containers) assert.deepEqual(x.securityContext, c.securityContext, x.name);
   assert.deepEqual(s.containers[1].volumeMounts, [{ name: 'workspace', mountPath: '/workspace', readOnly: true }]);
-  assert.deepEqual(s.initContainers[0].env, [], 'no inputs: no input variables');
   assert.ok(!JSON.stringify(s).includes('hostPath'), 'no hostPath');
   assert.equal(asked.metadata.labels['brig.dev/run'], 'r-0123456789abcdef');
   assert.equal(podName('r-ABC_def'), 'brig-r-abc-def');
 });
 
-test('renderPod: with inputs the prepare container waits for them (they never travel in the pod object)', () => {
-  const p = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', inputs: true });
+test('renderPod: with inputs and a broker the child\'s PID 1 awaits both before its program (the inputs never travel in the pod object)', () => {
+  const p = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', inputs: true, broker: true });
   const s = p.spec as Record<string, any>;
-  assert.deepEqual(s.initContainers[0].env, [{ name: 'BRIG_INPUTS', value: '1' }]);
-  assert.ok(!JSON.stringify(s.containers).includes('BRIG_INPUTS'), 'the child never sees it');
+  const init = s.containers[0].command[2] as string;
+  assert.ok(init.indexOf('.brig-prepared') < init.indexOf('broker.sock') && init.indexOf('broker.sock') < init.indexOf(CHILD_INIT), init);
+  assert.deepEqual(s.containers[0].volumeMounts.at(-1), { name: 'run-brig', mountPath: '/run/brig', readOnly: true }, 'the relay\'s sockets, read-only to the child');
+  assert.deepEqual(s.containers[1].volumeMounts.at(-1), { name: 'run-brig', mountPath: '/run/brig' });
+  assert.deepEqual(s.containers[0].env, [{ name: 'HOME', value: '/workspace' }], 'the spec\'s environment only');
 });
 
 test('verifyPod: server defaults are not drift; every change that matters is named', () => {
@@ -67,9 +70,7 @@ test('verifyPod: server defaults are not drift; every change that matters is nam
   const cases: [string, (p: Record<string, any>) => void][] = [
     ['spec.containers', (p) => p.spec.containers.push({ name: 'sidecar', image: 'x' })],
     ['spec.initContainers', (p) => (p.spec.initContainers = [{ name: 'init', image: 'x' }])],
-    ['spec.initContainers', (p) => p.spec.initContainers.unshift({ name: 'first', image: 'x' })],
-    ['containers.prepare.command', (p) => (p.spec.initContainers[0].command = ['sh', '-c', 'chmod 777 /workspace'])],
-    ['containers.prepare.restartPolicy', (p) => (p.spec.initContainers[0].restartPolicy = 'Always')],
+    ['containers.child.restartPolicy', (p) => (p.spec.containers[0].restartPolicy = 'Always')],
     ['containers.relay.volumeMounts', (p) => (p.spec.containers[1].volumeMounts[0].readOnly = false)],
     ['containers.child.command', (p) => (p.spec.containers[0].command = ['sh', '-c', 'true'])],
     ['spec.volumes', (p) => p.spec.volumes.push({ name: 'host', hostPath: { path: '/' } })],
