@@ -23,7 +23,7 @@ test('brig doctor on the kubernetes driver judges the cluster from the API and f
   const byName = new Map(out.checks.map((x) => [x.name, x]));
   assert.deepEqual(out.checks.filter((x) => !x.ok), [], r.out);
   assert.equal(r.code, 0);
-  for (const name of ['kubernetes API answers', `RBAC: brig's verbs in ${c.namespace}`, 'PodSecurity restricted', "the child image runs on the cluster's nodes", 'pod: non-root', 'pod: no capabilities', 'pod: no new privileges', 'pod: seccomp filtering', 'pod: read-only root', "pod: no route to the node's kubelet", "pod: no route to another pod (brig's own listener)"]) {
+  for (const name of ['kubernetes API answers', `RBAC: brig's verbs in ${c.namespace}`, 'PodSecurity restricted', 'NetworkPolicy default-deny', "the child image runs on the cluster's nodes", 'pod: non-root', 'pod: no capabilities', 'pod: no new privileges', 'pod: seccomp filtering', 'pod: read-only root', "pod: no route to the node's kubelet", "pod: no route to another pod (brig's own listener)"]) {
     assert.ok(byName.has(name), `${name} is checked: ${[...byName.keys()].join(' | ')}`);
   }
   assert.match(byName.get('PodSecurity restricted')!.detail, /PodSecurity|violates/);

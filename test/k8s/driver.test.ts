@@ -12,12 +12,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { K8sJailDriver, type JailSpec } from '../../src/jail/index.js';
-import { LABEL_OWNER } from '../../src/jail/k8s/pod-spec.js';
+import { DENY_POLICY, LABEL_OWNER, deniesAll, denyPolicy } from '../../src/jail/k8s/pod-spec.js';
 import { loadConfig } from '../../src/config/index.js';
 import { compose } from '../../src/daemon/index.js';
 import { runCli } from '../helpers/cli.js';
 import { startModelServer, toolCallTurn, type ModelServer } from '../helpers/model-server.js';
-import { requireCluster, type Cluster } from '../helpers/k8s.js';
+import { kubectl, requireCluster, type Cluster } from '../helpers/k8s.js';
 
 const LIMITS = { memoryMb: 128, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 64 };
 const CAPS = { perFileBytes: 1024 * 1024, perRunBytes: 4 * 1024 * 1024, maxEntries: 1000 };
@@ -172,6 +172,32 @@ test("a restarted supervisor's driver finds its pods by label, reattaches a runn
   assert.deepEqual(report.files.map((f) => f.path), ['late.txt']);
   assert.deepEqual(await second.sweep(() => false), { containers: 1, volumes: 0 });
   assert.ok(await again.api.getPod(stranger.id), "another owner's pod is untouched");
+});
+
+test("brig's default-deny NetworkPolicy is made before the first pod; one by that name that denies less is refused, not changed", async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const d = driverFor(c, t);
+  const jail = await d.create(spec(['true']));
+  await jail.destroy();
+  const policy = await d.api.getNetworkPolicy(DENY_POLICY);
+  assert.ok(policy && deniesAll(policy), JSON.stringify(policy?.spec));
+  // Someone replaces it with one that lets egress out: a fresh driver refuses to make pods beside it.
+  await kubectl(c, ['delete', 'networkpolicy', DENY_POLICY]);
+  t.after(async () => {
+    await kubectl(c, ['delete', 'networkpolicy', DENY_POLICY, '--ignore-not-found']);
+    await d.ensureDenyPolicy(); // the next driver's runs find the real one again
+  });
+  const weak = { ...denyPolicy(c.namespace), spec: { podSelector: {}, policyTypes: ['Ingress'] } };
+  const made = await kubectl(c, ['apply', '-f', '-'], JSON.stringify(weak));
+  assert.equal(made.code, 0, made.stderr);
+  const fresh = driverFor(c, t);
+  await assert.rejects(fresh.create(spec(['true'])), (e: Error & { code?: string }) => e.code === 'jail_unverified' && /does not deny all ingress and egress/.test(e.message));
+  assert.deepEqual(((await fresh.api.getNetworkPolicy(DENY_POLICY))?.spec as { policyTypes: string[] }).policyTypes, ['Ingress'], 'left as it was');
+  await kubectl(c, ['delete', 'networkpolicy', DENY_POLICY]);
+  const again = driverFor(c, t);
+  await again.ensureDenyPolicy();
+  assert.ok(deniesAll(await again.api.getNetworkPolicy(DENY_POLICY)), 'made again when it is gone');
 });
 
 /** Until the pod's child container runs and has written out/up.txt (its trap is set before). */

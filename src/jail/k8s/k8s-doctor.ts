@@ -16,6 +16,7 @@ import type { DoctorCheck } from '../../protocol/index.js';
 import { toBrigError } from '../../util/errors.js';
 import type { Jail, JailSpec } from '../types.js';
 import type { K8sJailDriver } from './k8s-jail-driver.js';
+import { DENY_POLICY } from './pod-spec.js';
 
 /** The verbs brig's driver uses in its namespace (deploy/kubernetes/rbac.yaml grants them). */
 export const NEEDED_RIGHTS: readonly { verb: string; resource: string; subresource?: string }[] = [
@@ -136,6 +137,11 @@ export async function kubernetesDoctor(d: K8sJailDriver, namespace: string): Pro
   checks.push(psa !== null && /PodSecurity|violates/i.test(psa)
     ? { name: 'PodSecurity restricted', ok: true, detail: `an unhardened pod is refused: ${psa.slice(0, 200)}` }
     : { name: 'PodSecurity restricted', ok: false, detail: psa ? `an unhardened pod was refused, but not by PodSecurity: ${psa.slice(0, 200)}` : 'an unhardened pod would be admitted', hint: `kubectl label namespace ${namespace} pod-security.kubernetes.io/enforce=restricted` });
+  // brig's default-deny policy: made (or found) as the driver does before its first pod; enforcement is the probe's to show.
+  const deny = await d.ensureDenyPolicy().then(() => null, (e: unknown) => toBrigError(e));
+  checks.push(deny
+    ? { name: 'NetworkPolicy default-deny', ok: false, detail: deny.message, ...(deny.hint ? { hint: deny.hint } : {}) }
+    : { name: 'NetworkPolicy default-deny', ok: true, detail: `${DENY_POLICY} in ${namespace}: every pod, no ingress, no egress (whether the CNI enforces it: the probe's lines below)` });
   // From inside: a listener pod, then the probe aimed at it, the node and the API server.
   let listener: Jail | undefined;
   let probe: Jail | undefined;

@@ -35,7 +35,7 @@ import { execInPod, execText } from './kube-exec.js';
 import { hostRelay } from './host-relay.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
 import { createVerified, liftGate, podEnd, podStuck, podUnschedulable, type LaunchedPod } from './pod-launch.js';
-import { BROKER_SOCKET, CONTAINER, LABEL_OWNER, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, renderPod } from './pod-spec.js';
+import { BROKER_SOCKET, CONTAINER, DENY_POLICY, LABEL_OWNER, deniesAll, denyPolicy, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, renderPod } from './pod-spec.js';
 
 export interface K8sJailDriverOptions {
   /** The admin's or brig's own kubeconfig (its current context's server and credentials). */
@@ -101,11 +101,37 @@ export class K8sJailDriver implements JailDriver {
     return Promise.race([this.api.version().then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), timeoutMs).unref())]);
   }
 
+  #deny: Promise<void> | undefined;
+
+  /**
+   * brig's default-deny NetworkPolicy in its namespace (every pod, no ingress, no egress), made
+   * once before the first pod, or found already there. One by that name that denies less is
+   * refused, not changed: someone else wrote it. Whether the cluster's CNI enforces it is what
+   * `brig doctor` probes from inside.
+   */
+  ensureDenyPolicy(): Promise<void> {
+    this.#deny ??= (async () => {
+      const fail = (why: string, hint: string) => new BrigError('jail_unverified', `brig's default-deny NetworkPolicy ${DENY_POLICY} in ${this.o.namespace}: ${why}`, { hint });
+      let have = await this.api.getNetworkPolicy(DENY_POLICY);
+      if (!have) {
+        have = await this.api.createNetworkPolicy(denyPolicy(this.o.namespace)).catch(async (e: unknown) => {
+          // Another supervisor made it meanwhile (409): read what it made.
+          if (e instanceof BrigError && (e.data as { status?: number }).status === 409) return (await this.api.getNetworkPolicy(DENY_POLICY)) ?? {};
+          throw fail(`it cannot be made (${(e as Error).message})`, 'Grant brig networkpolicies create in its namespace (deploy/kubernetes/rbac.yaml), or create it yourself: every pod, policyTypes Ingress and Egress, no rules.');
+        });
+      }
+      if (!deniesAll(have)) throw fail('one by that name exists and does not deny all ingress and egress to every pod', `Remove or correct it (kubectl -n ${this.o.namespace} get networkpolicy ${DENY_POLICY} -o yaml): brig refuses to run pods beside a weaker one.`);
+    })();
+    this.#deny.catch(() => (this.#deny = undefined));
+    return this.#deny;
+  }
+
   async create(spec: JailSpec): Promise<Jail> {
     const refuse = (what: string) => new BrigError('invalid_input', `the kubernetes driver does not take ${what} yet`, { hint: 'Run it on the Docker driver (BRIG_DRIVER=docker), or without it; docs/kubernetes.md lists what the Kubernetes driver holds.' });
     if (spec.artifacts.length > 0) throw refuse('artifacts');
     if (spec.repoDir) throw refuse('a repository (repo:)');
     if (spec.image && spec.image !== this.o.image) throw refuse(`another image than brig's child image (${spec.image})`);
+    await this.ensureDenyPolicy();
     // The inputs (a run's token among them) go in by exec at start, never in the pod object.
     const inputs = spec.inputs && spec.inputs.length > 0 ? await inputsArchive(spec.inputs) : undefined;
     const manifest = renderPod(spec, {

@@ -103,6 +103,20 @@ export class KubeApi {
     return this.#call('create pod', 'POST', `${this.#pods()}${o.dryRun ? '?dryRun=All' : ''}`, manifest);
   }
 
+  /** A NetworkPolicy of this namespace, or null when there is none by that name. */
+  async getNetworkPolicy(name: string): Promise<Record<string, unknown> | null> {
+    try {
+      return await this.#call('get networkpolicy', 'GET', `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/networkpolicies/${encodeURIComponent(name)}`);
+    } catch (e) {
+      if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return null;
+      throw e;
+    }
+  }
+
+  createNetworkPolicy(manifest: unknown): Promise<Record<string, unknown>> {
+    return this.#call('create networkpolicy', 'POST', `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/networkpolicies`, manifest);
+  }
+
   /** Whether this kubeconfig's identity may do it (a SelfSubjectAccessReview: any authenticated user may ask). */
   async canI(a: { verb: string; resource: string; subresource?: string; namespace: string }): Promise<boolean> {
     const r = await this.#call<{ status?: { allowed?: boolean } }>('access review', 'POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {

@@ -174,6 +174,25 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
   };
 }
 
+/** brig's default-deny NetworkPolicy in its namespace: every pod, no ingress, no egress. */
+export const DENY_POLICY = 'brig-default-deny';
+
+export function denyPolicy(namespace: string): { apiVersion: string; kind: string; metadata: { name: string; namespace: string; labels: Record<string, string> }; spec: { podSelector: Record<string, never>; policyTypes: string[]; ingress: []; egress: [] } } {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: DENY_POLICY, namespace, labels: { 'app.kubernetes.io/managed-by': 'brig' } },
+    spec: { podSelector: {}, policyTypes: ['Ingress', 'Egress'], ingress: [], egress: [] },
+  };
+}
+
+/** Whether a NetworkPolicy as the API server holds it denies everything to every pod of its namespace (pure). */
+export function deniesAll(policy: unknown): boolean {
+  const spec = obj(obj(policy).spec);
+  const types = arr(spec.policyTypes).map(String).sort();
+  return Object.keys(obj(spec.podSelector)).length === 0 && same(types, ['Egress', 'Ingress']) && arr(spec.ingress).length === 0 && arr(spec.egress).length === 0;
+}
+
 export interface Drift {
   field: string;
   asked: unknown;

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { podEnd } from '../../../src/jail/k8s/pod-launch.js';
-import { CHILD_INIT, VERIFY_GATE, podName, renderPod, verifyPod } from '../../../src/jail/k8s/pod-spec.js';
+import { CHILD_INIT, VERIFY_GATE, deniesAll, denyPolicy, podName, renderPod, verifyPod } from '../../../src/jail/k8s/pod-spec.js';
 import type { JailSpec } from '../../../src/jail/index.js';
 
 const spec: JailSpec = { runId: 'r-0123456789abcdef', leaseId: 'l-1', rootRunId: 'r-0123456789abcdef', argv: ['sh', '-c', 'true'], env: { HOME: '/workspace' }, limits: { memoryMb: 256, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 128 }, artifacts: [] };
@@ -99,4 +99,14 @@ test('podEnd: the child container\'s exit, OOM, and a pod ended without one', ()
   assert.deepEqual(podEnd({ status: { phase: 'Failed', containerStatuses: [{ name: 'child', state: { terminated: { exitCode: 3, reason: 'Error' } } }] } }), { exitCode: 3, oomKilled: false, phase: 'Failed', reason: 'Error' });
   assert.equal(podEnd({ status: { phase: 'Failed', containerStatuses: [{ name: 'child', state: { terminated: { exitCode: 137, reason: 'OOMKilled' } } }] } })?.oomKilled, true);
   assert.deepEqual(podEnd({ status: { phase: 'Failed', reason: 'DeadlineExceeded' } }), { exitCode: -1, oomKilled: false, phase: 'Failed', reason: 'DeadlineExceeded' });
+});
+
+test('denyPolicy denies all ingress and egress to every pod; deniesAll tells a weaker one', () => {
+  const p = denyPolicy('brig');
+  assert.equal(deniesAll(p), true);
+  // As the API server may write it back: empty lists dropped.
+  assert.equal(deniesAll({ spec: { podSelector: {}, policyTypes: ['Egress', 'Ingress'] } }), true);
+  assert.equal(deniesAll({ spec: { podSelector: {}, policyTypes: ['Ingress'] } }), false, 'egress left open');
+  assert.equal(deniesAll({ spec: { podSelector: { matchLabels: { a: 'b' } }, policyTypes: ['Ingress', 'Egress'] } }), false, 'some pods only');
+  assert.equal(deniesAll({ spec: { podSelector: {}, policyTypes: ['Ingress', 'Egress'], egress: [{}] } }), false, 'an allow-all egress rule');
 });
