@@ -34,6 +34,11 @@ export function testCluster(): Cluster | null {
   return { kubeconfig, kubectl, namespace: process.env.BRIG_K8S_NAMESPACE ?? 'brig', childImage };
 }
 
+/** The environment that points brig at the cluster with the Kubernetes driver. */
+export function driverEnv(c: Cluster): Record<string, string> {
+  return { BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage };
+}
+
 export function requireCluster(t: TestContext): Cluster | null {
   const c = testCluster();
   if (c) return c;

@@ -154,7 +154,7 @@ test('conformance: cross-run isolation on both drivers — a second run sees not
     const mark = `mark-${randomBytes(6).toString('hex')}`;
     await runOn(d, ['sh', '-c', `echo ${mark} > /workspace/secret; echo ${mark} > /tmp/secret`], t);
     const second = await runOn(d, ['sh', '-c', `cat /workspace/secret /tmp/secret 2>&1; grep -rs ${mark} /workspace /tmp || echo none`], t);
-    assert.doesNotMatch(second.out.replace(`grep -rs ${mark}`, ''), new RegExp(`^${mark}$`, 'm'), `${d.name}: ${second.out}`);
+    assert.doesNotMatch(second.out, new RegExp(`^${mark}$`, 'm'), `${d.name}: ${second.out}`);
     assert.match(second.out, /none/);
   }
 });

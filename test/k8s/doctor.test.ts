@@ -11,14 +11,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { runCli } from '../helpers/cli.js';
-import { kubectl, requireCluster } from '../helpers/k8s.js';
+import { driverEnv, kubectl, requireCluster } from '../helpers/k8s.js';
 
 test('brig doctor on the kubernetes driver judges the cluster from the API and from inside two real pods', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-k8s-doctor-'));
   t.after(() => fs.rmSync(home, { recursive: true, force: true }));
-  const r = await runCli(['doctor', '--json'], { home, env: { BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage } });
+  const r = await runCli(['doctor', '--json'], { home, env: driverEnv(c) });
   const out = JSON.parse(r.out) as { ok: boolean; checks: { name: string; ok: boolean; detail: string; hint?: string }[] };
   const byName = new Map(out.checks.map((x) => [x.name, x]));
   assert.deepEqual(out.checks.filter((x) => !x.ok), [], r.out);
@@ -41,7 +41,7 @@ test('brig doctor on the kubernetes driver with a kubeconfig for a cluster that 
   // The same credentials, aimed at a loopback port nothing listens on.
   const bad = path.join(home, 'kubeconfig');
   fs.writeFileSync(bad, fs.readFileSync(c.kubeconfig, 'utf8').replace(/server: https:\/\/[^\s]+/, 'server: https://127.0.0.1:1'));
-  const r = await runCli(['doctor', '--json'], { home, env: { BRIG_DRIVER: 'kubernetes', KUBECONFIG: bad, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage } });
+  const r = await runCli(['doctor', '--json'], { home, env: { ...driverEnv(c), KUBECONFIG: bad } });
   assert.equal(r.code, 1);
   const out = JSON.parse(r.out) as { ok: boolean; checks: { name: string; ok: boolean; detail: string; hint?: string }[] };
   assert.equal(out.ok, false);

@@ -17,7 +17,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { compose } from '../../src/daemon/index.js';
 import { runCli } from '../helpers/cli.js';
 import { startModelServer, toolCallTurn, type ModelServer } from '../helpers/model-server.js';
-import { kubectl, requireCluster, type Cluster } from '../helpers/k8s.js';
+import { driverEnv, kubectl, requireCluster, type Cluster } from '../helpers/k8s.js';
 
 const LIMITS = { memoryMb: 128, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 64 };
 const CAPS = { perFileBytes: 1024 * 1024, perRunBytes: 4 * 1024 * 1024, maxEntries: 1000 };
@@ -218,7 +218,7 @@ test("brig spawn with BRIG_DRIVER=kubernetes: the same envelope and refs as on D
   const c = requireCluster(t);
   if (!c) return;
   const home = tmpDir(t);
-  const env = { BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage };
+  const env = driverEnv(c);
   const r = await runCli(['spawn', '--json', '--memory', '64', '--', 'sh', '-c', 'mkdir -p out/d && printf abc > out/d/x.txt && echo to-stdout'], { home, env });
   assert.equal(r.code, 0, r.err + r.out);
   const envelope = JSON.parse(r.out) as { runId: string; endReason: string; exitCode: number; files: { path: string; bytes: number }[]; refs: { ref: string; path: string }[]; stdoutPreview: string; run: { jail: { containerId: string; readOnlyRoot: boolean; capDrop: string[]; user: string; limits: { memoryMb: number } } } };
@@ -241,25 +241,32 @@ test("brig spawn with BRIG_DRIVER=kubernetes: the same envelope and refs as on D
 });
 
 // req: kube:pod-verified
-test('[INV-2] a script child on the kubernetes driver reaches its broker through the relay: progress, a nested child spawned on the cluster, its ref read, its value returned — the same socket path as on Docker', async (t) => {
+test('[INV-2] a script child on the kubernetes driver reaches its broker through the relay: progress, a nested child spawned on the cluster, its ref read, its value returned — the same socket path as on Docker, read-only to it, the relay out of its sight', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
   const home = tmpDir(t);
-  const env = { BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage };
+  const env = driverEnv(c);
   const script = path.join(home, 'job.mjs');
   fs.writeFileSync(script, `import fs from 'node:fs';
 export default async function (brig) {
   await brig.progress('on kubernetes');
   const child = await brig.spawn({ task: 'nested', kind: 'command', argv: ['sh', '-c', 'printf nested-out > out/n.txt'] });
   const text = (await child.refs.find((r) => r.path === 'out/n.txt').read()).text;
-  return { socket: fs.statSync('/run/brig/broker.sock').isSocket(), child: child.endReason, text };
+  const tries = (f) => { try { f(); return 'DONE'; } catch (e) { return e.code; } };
+  // The relay's sockets are the child's to connect to, never to replace; its process is in another PID namespace.
+  const socketDir = [tries(() => fs.unlinkSync('/run/brig/broker.sock')), tries(() => fs.writeFileSync('/run/brig/fake.sock', 'x'))];
+  const cmdline = (p) => { try { return fs.readFileSync('/proc/' + p + '/cmdline', 'utf8'); } catch { return ''; } };
+  const procs = fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p)).map(cmdline);
+  // Its own runtime is listed (the look works); the relay is not.
+  const relaySeen = [procs.some((c) => c.includes('runtime.js')), procs.some((c) => c.includes('pod-relay'))];
+  return { socket: fs.statSync('/run/brig/broker.sock').isSocket(), child: child.endReason, text, socketDir, relaySeen };
 }
 `);
   const r = await runCli(['spawn', '--json', '--script', script], { home, env });
   assert.equal(r.code, 0, r.err + r.out);
   const envelope = JSON.parse(r.out) as { runId: string; endReason: string; result: unknown; run: { stepsExecuted: number } };
   assert.equal(envelope.endReason, 'completed', r.out);
-  assert.deepEqual(envelope.result, { socket: true, child: 'completed', text: 'nested-out' });
+  assert.deepEqual(envelope.result, { socket: true, child: 'completed', text: 'nested-out', socketDir: ['EROFS', 'EROFS'], relaySeen: [true, false] }, 'from inside: the socket cannot be removed or shadowed, the relay is not among its processes');
   assert.equal(envelope.run.stepsExecuted, 1, 'the progress call was counted by the supervisor');
 });
 
@@ -284,7 +291,7 @@ test('[INV-2] an LLM agent on the kubernetes driver: its whole tool loop runs in
     expectKey: key,
   });
   t.after(() => m.close());
-  const cfg = loadConfig({ BRIG_HOME: home, BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage, BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_API: 'openai-chat', BRIG_MODEL_API_KEY: key, BRIG_MODEL_CONTEXT_WINDOW: '32000' });
+  const cfg = loadConfig({ BRIG_HOME: home, ...driverEnv(c), BRIG_MODEL_BASE_URL: m.baseUrl, BRIG_MODEL: 'scripted-stand-in', BRIG_MODEL_API: 'openai-chat', BRIG_MODEL_API_KEY: key, BRIG_MODEL_CONTEXT_WINDOW: '32000' });
   const sup = await compose(cfg, { tickMs: 200, reconcile: true });
   t.after(() => sup.brig.close());
   await sup.supervisor.start();
@@ -309,7 +316,7 @@ test('brig spawn with BRIG_DRIVER=kubernetes past its timeout ends watchdog_time
   const c = requireCluster(t);
   if (!c) return;
   const home = tmpDir(t);
-  const env = { BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage };
+  const env = driverEnv(c);
   const r = await runCli(['spawn', '--json', '--timeout', '4', '--', 'sh', '-c', 'sleep 600'], { home, env });
   const envelope = JSON.parse(r.out) as { endReason: string };
   assert.equal(envelope.endReason, 'watchdog_timeout', r.out + r.err);

@@ -35,7 +35,7 @@ import { execInPod, execText } from './kube-exec.js';
 import { hostRelay } from './host-relay.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
 import { createVerified, liftGate, podEnd, podStuck, podUnschedulable, type LaunchedPod } from './pod-launch.js';
-import { BROKER_SOCKET, CONTAINER, DENY_POLICY, LABEL_OWNER, deniesAll, denyPolicy, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, renderPod } from './pod-spec.js';
+import { BROKER_SOCKET, CONTAINER, DENY_POLICY, LABEL_OWNER, deniesAll, denyPolicy, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, quantity, renderPod } from './pod-spec.js';
 
 export interface K8sJailDriverOptions {
   /** The admin's or brig's own kubeconfig (its current context's server and credentials). */
@@ -193,13 +193,10 @@ function verifiedOf(pod: LaunchedPod): JailVerified {
   const child = ((spec.containers as Obj[] | undefined) ?? []).find((c) => c.name === CONTAINER) ?? {};
   const sc = obj(child.securityContext);
   const limits = obj(obj(child.resources).limits);
-  const cpu = (v: unknown): number | null => {
-    const m = /^([0-9.]+)(m)?$/.exec(String(v ?? ''));
-    return m ? Number(m[1]) / (m[2] ? 1000 : 1) : null;
-  };
+  // Quantities by value, as verify compares them (`500m`, `128Mi`, `1Gi`).
   const mib = (v: unknown): number | null => {
-    const m = /^([0-9.]+)(Ki|Mi|Gi)?$/.exec(String(v ?? ''));
-    return m ? Math.round(Number(m[1]) * (m[2] === 'Gi' ? 1024 : m[2] === 'Mi' ? 1 : m[2] === 'Ki' ? 1 / 1024 : 1 / 1048576) * 100) / 100 : null;
+    const n = quantity(v);
+    return n === null ? null : Math.round((n / 1048576) * 100) / 100;
   };
   const vols = ((spec.volumes as Obj[] | undefined) ?? []).map(obj);
   const size = (name: string) => mib(obj(vols.find((v) => v.name === name)?.emptyDir).sizeLimit);
@@ -213,7 +210,7 @@ function verifiedOf(pod: LaunchedPod): JailVerified {
     noNewPrivileges: sc.allowPrivilegeEscalation === false,
     seccompSha: null,
     ipc: 'pod',
-    limits: { cpu: cpu(limits.cpu), memoryMb: mib(limits.memory), memorySwapMb: null, pids: null, tmpfsMb: size('tmp'), diskMb: size('workspace') },
+    limits: { cpu: quantity(limits.cpu), memoryMb: mib(limits.memory), memorySwapMb: null, pids: null, tmpfsMb: size('tmp'), diskMb: size('workspace') },
     workspace: { driver: 'emptyDir', type: null, options: null },
     binds: [],
     verifiedAt: new Date().toISOString(),
@@ -230,7 +227,8 @@ export class K8sJail implements Jail {
   #started: boolean;
   #destroyed = false;
 
-  #relay: { stop(): void; done: Promise<void> } | undefined;
+  /** Stops the broker relay's loop (set while it runs). */
+  #stopRelay: (() => void) | undefined;
 
   constructor(
     private readonly api: KubeApi,
@@ -329,7 +327,7 @@ export class K8sJail implements Jail {
       await this.#readTails();
       return { exitCode: end.exitCode, oomKilled: end.oomKilled };
     } finally {
-      this.#relay?.stop();
+      this.#stopRelay?.();
     }
   }
 
@@ -342,7 +340,7 @@ export class K8sJail implements Jail {
    * Stops at the end, a kill of a pod that never ran, and destroy().
    */
   startRelay(): void {
-    if (!this.socketDir || this.#relay) return;
+    if (!this.socketDir || this.#stopRelay) return;
     let stopped = false;
     let current: { close(): void } | undefined;
     const loop = async (): Promise<void> => {
@@ -362,8 +360,8 @@ export class K8sJail implements Jail {
         if (!stopped) await new Promise((r) => setTimeout(r, RELAY_RETRY_MS));
       }
     };
-    const done = loop();
-    this.#relay = { stop: () => ((stopped = true), current?.close()), done };
+    void loop();
+    this.#stopRelay = () => ((stopped = true), current?.close());
   }
 
   /** The child's log (its stdout and stderr, interleaved as the kubelet kept them), its last tailBytes. */
@@ -441,7 +439,7 @@ export class K8sJail implements Jail {
 
   async destroy(): Promise<void> {
     if (this.#destroyed) return;
-    this.#relay?.stop();
+    this.#stopRelay?.();
     await this.api.deletePod(this.name, 0);
     this.#destroyed = true;
   }

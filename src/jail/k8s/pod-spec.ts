@@ -208,7 +208,7 @@ const canon = (v: unknown): string =>
 const same = (a: unknown, b: unknown) => canon(a) === canon(b);
 
 /** Quantities as the API server writes them back (`500m` stays, `1` cpu may read `1`); compared by value. */
-function quantity(q: unknown): number | null {
+export function quantity(q: unknown): number | null {
   if (typeof q === 'number') return q;
   if (typeof q !== 'string') return null;
   const m = /^([0-9.]+)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(q);

@@ -19,6 +19,15 @@ import { encodeFrame, FrameParser, HEADER_BYTES, MAX_DATA, OUTPUT_CAP, RelayFram
 import { isBrigError } from '../../../src/util/errors.js';
 
 
+/** A raw frame header (a frame's 9 bytes, whatever they claim). */
+const header = (id: number, type: number, len: number) => {
+  const h = Buffer.alloc(HEADER_BYTES);
+  h.writeUInt32BE(id, 0);
+  h[4] = type;
+  h.writeUInt32BE(len, 5);
+  return h;
+};
+
 function tmpdir(t: TestContext): string {
   const d = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-relay-'));
   t.after(() => fs.rmSync(d, { recursive: true, force: true }));
@@ -165,13 +174,6 @@ test('frames round-trip through the parser whatever the chunk boundaries', () =>
 });
 
 test('the parser refuses an unknown type, an oversized payload and malformed OPEN/ACK/END/CLOSE, at the header', () => {
-  const header = (id: number, type: number, len: number) => {
-    const h = Buffer.alloc(HEADER_BYTES);
-    h.writeUInt32BE(id, 0);
-    h[4] = type;
-    h.writeUInt32BE(len, 5);
-    return h;
-  };
   const cases: [Buffer, string][] = [
     [header(1, 0, 0), 'unknown_type'],
     [header(1, 6, 0), 'unknown_type'],
@@ -413,14 +415,6 @@ async function until(what: string, cond: () => boolean, ms = 2000): Promise<void
     await new Promise((r) => setTimeout(r, 2));
   }
 }
-
-const header = (id: number, type: number, len: number) => {
-  const h = Buffer.alloc(HEADER_BYTES);
-  h.writeUInt32BE(id, 0);
-  h[4] = type;
-  h.writeUInt32BE(len, 5);
-  return h;
-};
 
 test('hostile: an OPEN with a listener brig did not give is answered CLOSE, connecting nothing', async (t) => {
   const h = await hostile(t);
