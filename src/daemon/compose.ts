@@ -10,7 +10,7 @@ import { agentCatalogFor } from '../agents/index.js';
 import { BrokerServer, ensurePrivateDirs, grantRunSocket, type Handlers, type SocketOwner } from '../broker/index.js';
 import { EgressGate, egressCredentials, makeResolver, systemClassifier } from '../egress/index.js';
 import { brigPaths, type BrigConfig, type BrigPaths } from '../config/index.js';
-import { DockerJailDriver, JAIL_USER, K8sJailDriver, ownerForHome, WarmPool, type JailDriver } from '../jail/index.js';
+import { DockerJailDriver, JAIL_USER, K8sJailDriver, K8sWarmPool, ownerForHome, WarmPool, type JailDriver } from '../jail/index.js';
 import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { Metrics } from '../util/metrics.js';
@@ -83,7 +83,7 @@ export interface Composed {
   /** The coordinator's drill-in surface, over the same store and helper pool as the children's. */
   refs: RefService;
   /** The warm pool, when one was asked for: start() it once the supervisor reconciled. */
-  warm?: WarmPool;
+  warm?: WarmPool | K8sWarmPool;
   /** The operator's services over this daemon's own lease store and ledger. */
   operator: Operator;
   /** The one client surface over these parts (runs, refs, operator): what the API serves. */
@@ -185,11 +185,14 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
   const models = catalog.value.aliases().length > 0 ? modelsPort(catalog.value) : undefined;
   const rootShape = leases.previewRootLimits();
   // With models, the default shape's agent-ready slots too (a pre-started agent runtime each).
-  if (k8s && (o.warm ?? 0) > 0) log.warn?.({ warm: o.warm }, 'the kubernetes driver has no warm pool yet: every run gets a fresh pod');
-  const warm = !k8s && (o.warm ?? 0) > 0
-    ? new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime: rootShape ? [jailLimitsFor(rootShape)] : [], primeAgent: models !== undefined, shapesFile: paths.warmShapes, onEvent: (e) => ledger.append({ ...e }) })
-    : undefined;
-  const jail: JailDriver = k8s ?? warm ?? docker;
+  const prime = rootShape ? [jailLimitsFor(rootShape)] : [];
+  // On Kubernetes, running pods with the relay exec'd (k8s-pool.ts); its shapes are kept apart from Docker's.
+  const warm = (o.warm ?? 0) <= 0
+    ? undefined
+    : k8s
+      ? new K8sWarmPool({ driver: k8s, size: o.warm!, prime, shapesFile: `${paths.warmShapes}.k8s`, onEvent: (e) => ledger.append({ ...e }) })
+      : new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime, primeAgent: models !== undefined, shapesFile: paths.warmShapes, onEvent: (e) => ledger.append({ ...e }) });
+  const jail: JailDriver = warm ?? k8s ?? docker;
   if (o.ensureImage !== false) await jail.ensureImage();
   // The broker's table is filled once the supervisor exists: the broker and the supervisor
   // need each other, and this is the one place that wires them. No run can call before
@@ -276,7 +279,7 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
       // Idle slots first: nothing is handed out while the supervisor closes. An engine that
       // does not answer holds neither: the driver's close ends what waits on it (the slots go
       // with the next start's sweep, the children it runs are reattached).
-      if (warm && !(await docker.engineAnswers(1500))) await docker.close();
+      if (warm && !(await warm.engineAnswers(1500))) await (k8s ? k8s.close() : docker.close());
       await warm?.close();
       await supervisor.close();
       await docker.close();

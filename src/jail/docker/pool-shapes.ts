@@ -50,12 +50,13 @@ export function readKeptShapes(file: string): KeptShape[] {
   });
 }
 
-export interface ShapeState {
+/** A shape's bookkeeping; S is the pool's slot (Docker's pool-slot.ts, Kubernetes' k8s-pool.ts). */
+export interface ShapeState<S = Slot> {
   image: string;
   limits: JailLimits;
   /** Agent-ready: each slot's waiter pre-starts the agent runtime (pool-waiter.ts). */
   agent: boolean;
-  ready: Slot[];
+  ready: S[];
   filling: number;
   lastWanted: number;
   /**
@@ -89,8 +90,8 @@ export interface PoolShapesOptions {
 }
 
 /** The shapes a pool keeps warm, by shapeKey, most recently wanted last let go. */
-export class PoolShapes {
-  readonly #shapes = new Map<string, ShapeState>();
+export class PoolShapes<S = Slot> {
+  readonly #shapes = new Map<string, ShapeState<S>>();
   #lastWanted = 0;
   #saving: Promise<void> = Promise.resolve();
 
@@ -107,7 +108,7 @@ export class PoolShapes {
    * nothing changes. The least recently wanted unpinned shapes past maxShapes are let go: their
    * ready slots are returned for the caller to destroy.
    */
-  want(image: string, limits: JailLimits, o: WantOptions): { key: string; dropped: Slot[] } | null {
+  want(image: string, limits: JailLimits, o: WantOptions): { key: string; dropped: S[] } | null {
     const agent = o.agent === true;
     const key = shapeKey(image, limits, agent);
     const known = this.#shapes.get(key);
@@ -115,12 +116,12 @@ export class PoolShapes {
     // Strictly increasing: shapes wanted in the same millisecond keep their order.
     const now = Math.max(Date.now(), this.#lastWanted + 1);
     this.#lastWanted = now;
-    const s = known ?? { image, limits: { ...limits }, agent, ready: [], filling: 0, lastWanted: now, target: Math.max(1, Math.min(this.o.size, o.target ?? 1)), pinned: o.pinned === true };
+    const s: ShapeState<S> = known ?? { image, limits: { ...limits }, agent, ready: [], filling: 0, lastWanted: now, target: Math.max(1, Math.min(this.o.size, o.target ?? 1)), pinned: o.pinned === true };
     s.lastWanted = now;
     if (o.pinned) s.pinned = true;
     this.#shapes.set(key, s);
     if (!known) this.#save();
-    const dropped: Slot[] = [];
+    const dropped: S[] = [];
     const pinned = [...this.#shapes.values()].filter((x) => x.pinned).length;
     const byAge = [...this.#shapes.entries()].filter(([, x]) => !x.pinned).sort((a, b) => b[1].lastWanted - a[1].lastWanted);
     for (const [k, old] of byAge.slice(Math.max(0, this.o.maxShapes - pinned))) {
@@ -130,15 +131,15 @@ export class PoolShapes {
     return { key, dropped };
   }
 
-  get(key: string): ShapeState | undefined {
+  get(key: string): ShapeState<S> | undefined {
     return this.#shapes.get(key);
   }
 
-  entries(): IterableIterator<[string, ShapeState]> {
+  entries(): IterableIterator<[string, ShapeState<S>]> {
     return this.#shapes.entries();
   }
 
-  values(): IterableIterator<ShapeState> {
+  values(): IterableIterator<ShapeState<S>> {
     return this.#shapes.values();
   }
 

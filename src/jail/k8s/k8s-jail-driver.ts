@@ -28,14 +28,14 @@
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { BrigError } from '../../util/errors.js';
-import type { CollectCaps, CollectOptions, CollectReport, EngineInfo, Jail, JailDriver, JailExit, JailSpec, JailVerified, LabelledResource, StreamTails } from '../types.js';
+import type { CollectCaps, CollectOptions, CollectReport, EngineInfo, Jail, JailDriver, JailExit, JailLimits, JailSpec, JailVerified, LabelledResource, StreamTails } from '../types.js';
 import { collectArchive } from '../docker/collect.js';
 import { emptyCollect, inputsArchive, workspaceRelative } from '../docker/docker-jail.js';
 import { execInPod, execText } from './kube-exec.js';
 import { hostRelay } from './host-relay.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
 import { createVerified, liftGate, podEnd, podStuck, podUnschedulable, type LaunchedPod } from './pod-launch.js';
-import { BROKER_SOCKET, CONTAINER, DENY_POLICY, LABEL_OWNER, deniesAll, denyPolicy, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, quantity, renderPod } from './pod-spec.js';
+import { BROKER_SOCKET, CONTAINER, DENY_POLICY, LABEL_OWNER, LABEL_POOL, type PodManifest, deniesAll, denyPolicy, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, quantity, renderPod } from './pod-spec.js';
 
 export interface K8sJailDriverOptions {
   /** The admin's or brig's own kubeconfig (its current context's server and credentials). */
@@ -75,7 +75,7 @@ interface JailTimings {
 }
 
 /** The broker relay's program in the pod (src/child/pod-relay.ts as the image holds it), and the sockets it makes. */
-const RELAY_ARGV = ['/usr/bin/node', '/opt/brig/child/pod-relay.js', BROKER_SOCKET];
+export const RELAY_ARGV = ['/usr/bin/node', '/opt/brig/child/pod-relay.js', BROKER_SOCKET];
 /** A relay exec that ended while its run goes on is made again after this long. */
 const RELAY_RETRY_MS = 500;
 const DEFAULT_TAIL_BYTES = 16 * 1024;
@@ -135,11 +135,7 @@ export class K8sJailDriver implements JailDriver {
     // The inputs (a run's token among them) go in by exec at start, never in the pod object.
     const inputs = spec.inputs && spec.inputs.length > 0 ? await inputsArchive(spec.inputs) : undefined;
     const manifest = renderPod(spec, {
-      namespace: this.o.namespace,
-      owner: this.o.owner,
-      image: this.o.image,
-      activeDeadlineSeconds: this.o.activeDeadlineSeconds ?? DEFAULT_DEADLINE_S,
-      ...(this.o.runtimeClassName ? { runtimeClassName: this.o.runtimeClassName } : {}),
+      ...this.#podOptions(),
       inputs: inputs !== undefined,
       broker: spec.brokerDir !== undefined,
     });
@@ -147,10 +143,45 @@ export class K8sJailDriver implements JailDriver {
     return new K8sJail(this.api, spec.runId, pod.name, this.opts(), { pod, ...(inputs ? { inputs } : {}) }, spec.brokerDir);
   }
 
+  /** The child image as the cluster's nodes hold it. */
+  get image(): string {
+    return this.o.image;
+  }
+
+  /**
+   * A warm-pool pod for a limit shape (k8s-pool.ts): rendered as a cold pod is (`pooled`: no
+   * argv, environment or inputs, the broker's directory mounted), created gated, verified and
+   * started. Its key labels it as a run id would.
+   */
+  async makePoolPod(key: string, limits: JailLimits): Promise<{ manifest: PodManifest; pod: LaunchedPod }> {
+    await this.ensureDenyPolicy();
+    const manifest = renderPod({ runId: key, leaseId: 'pool', rootRunId: key, argv: [], env: {}, limits, artifacts: [] }, { ...this.#podOptions(), broker: true, pooled: true });
+    const pod = await createVerified(this.api, manifest);
+    await liftGate(this.api, pod);
+    return { manifest, pod };
+  }
+
+  /** A started pod's jail (its outputs read through the relay, its pod deleted); with socketDir, its broker relay loop can run. */
+  jailFor(runId: string, name: string, socketDir?: string): K8sJail {
+    return new K8sJail(this.api, runId, name, this.opts(), undefined, socketDir);
+  }
+
+  #podOptions() {
+    return {
+      namespace: this.o.namespace,
+      owner: this.o.owner,
+      image: this.o.image,
+      activeDeadlineSeconds: this.o.activeDeadlineSeconds ?? DEFAULT_DEADLINE_S,
+      ...(this.o.runtimeClassName ? { runtimeClassName: this.o.runtimeClassName } : {}),
+    };
+  }
+
   async attach(runId: string): Promise<Jail | null> {
     const name = podName(runId);
     const pod = await this.api.getPod(name);
     if (!pod || obj(obj(pod.metadata).labels)[LABEL_OWNER] !== labelValue(this.o.owner)) return null;
+    // A warm-pool pod's program ran as an exec whose status went with the supervisor that made it: it is ended, never run again.
+    if (obj(obj(pod.metadata).labels)[LABEL_POOL] === 'true') return new K8sJail(this.api, runId, name, this.opts(), undefined, undefined, true);
     // A pod made with the broker's directory mounted gets its relay again (the last one went with the old supervisor's exec).
     const hasBroker = ((obj(pod.spec).volumes as Obj[] | undefined) ?? []).some((v) => v.name === 'run-brig');
     const jail = new K8sJail(this.api, runId, name, this.opts(), undefined, hasBroker && this.o.brokersDir ? path.join(this.o.brokersDir, runId) : undefined);
@@ -188,7 +219,7 @@ export class K8sJailDriver implements JailDriver {
 }
 
 /** The verified pod as the API server holds it (verify passed on this same read-back). */
-function verifiedOf(pod: LaunchedPod): JailVerified {
+export function verifiedOf(pod: LaunchedPod): JailVerified {
   const spec = obj(pod.admitted.spec);
   const child = ((spec.containers as Obj[] | undefined) ?? []).find((c) => c.name === CONTAINER) ?? {};
   const sc = obj(child.securityContext);
@@ -238,6 +269,8 @@ export class K8sJail implements Jail {
     private readonly launched?: { pod: LaunchedPod; inputs?: Buffer },
     /** The run's host socket directory (its broker.sock): relayed into the pod at /run/brig. */
     private readonly socketDir?: string,
+    /** A reattached warm-pool pod: its program's status is lost, so wait() ends it and fails. */
+    private readonly pooledOrphan = false,
   ) {
     this.id = name;
     this.#started = launched === undefined; // a reattached pod is past its gate
@@ -321,6 +354,7 @@ export class K8sJail implements Jail {
   }
 
   async #watch(): Promise<JailExit> {
+    if (this.pooledOrphan) return this.#endOrphan();
     try {
       const end = await this.#until((pod) => podEnd(pod) ?? undefined);
       this.#exited = true;
@@ -353,15 +387,32 @@ export class K8sJail implements Jail {
           current = { close: () => (relay.close(), session.close()) };
           if (stopped) current.close();
           await Promise.all([relay.done.catch(() => undefined), session.done.catch(() => undefined)]);
-        } catch {
-          // the pod is gone or cannot run: wait() says so; the loop ends with the run
-          if (this.#destroyed) return;
+        } catch (e) {
+          // the pod is gone or cannot run: wait() says so; the loop ends with the run (or the pod)
+          if (this.#destroyed || /is gone/.test((e as Error).message)) return;
         }
         if (!stopped) await new Promise((r) => setTimeout(r, RELAY_RETRY_MS));
       }
     };
     void loop();
     this.#stopRelay = () => ((stopped = true), current?.close());
+  }
+
+  /** Ends the broker relay's loop, if it runs. */
+  stopRelay(): void {
+    this.#stopRelay?.();
+  }
+
+  /**
+   * A warm-pool pod found after a restart: its program was an exec of the supervisor that died,
+   * so its status cannot be known. Whatever of it still runs is killed and PID 1 told to end the
+   * namespace; the run fails (never run again), its outputs still collected.
+   */
+  async #endOrphan(): Promise<JailExit> {
+    await execText(this.api, this.name, CONTAINER, ['sh', '-c', 'kill -KILL -1; kill -USR1 1']).catch(() => undefined);
+    await this.#until((pod) => podEnd(pod) ?? undefined);
+    this.#exited = true;
+    throw new BrigError('jail_failed', `the pooled pod ${this.name} lost its program's status with the supervisor that ran it: ended at restart, not run again`);
   }
 
   /** The child's log (its stdout and stderr, interleaved as the kubelet kept them), its last tailBytes. */

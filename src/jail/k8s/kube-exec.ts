@@ -58,6 +58,8 @@ export interface ExecEnd {
   exitCode: number;
   /** Its last 16 KiB. */
   stderr: string;
+  /** Every byte of stderr the process wrote. */
+  stderrBytes: number;
 }
 
 export interface ExecSession {
@@ -147,6 +149,7 @@ class ExecConnection {
   #end!: { resolve: (v: ExecEnd) => void; reject: (e: BrigError) => void };
   #stderr: Buffer[] = [];
   #stderrBytes = 0;
+  #stderrTotal = 0;
   #status: Buffer[] = [];
   #statusBytes = 0;
   #isOpen = false;
@@ -229,6 +232,7 @@ class ExecConnection {
       case STDERR:
         this.#stderr.push(payload);
         this.#stderrBytes += payload.length;
+        this.#stderrTotal += payload.length;
         while (this.#stderr.length > 1 && this.#stderrBytes - this.#stderr[0]!.length >= STDERR_TAIL) this.#stderrBytes -= this.#stderr.shift()!.length;
         return;
       case STATUS:
@@ -267,7 +271,7 @@ class ExecConnection {
     }
     this.#settled = true;
     this.stdout.push(null);
-    this.#end.resolve({ exitCode, stderr: this.#stderrTail() });
+    this.#end.resolve({ exitCode, stderr: this.#stderrTail(), stderrBytes: this.#stderrTotal });
   }
 
   #stderrTail(): string {

@@ -22,6 +22,10 @@ export const LABEL_OWNER = 'brig.dev/owner';
 export const LABEL_RUN = 'brig.dev/run';
 export const LABEL_LEASE = 'brig.dev/lease';
 export const LABEL_ROOT = 'brig.dev/root';
+/** A warm-pool pod (k8s-pool.ts): its child's program is exec'd at claim, not PID 1's child. */
+export const LABEL_POOL = 'brig.dev/pool';
+/** The run a warm-pool pod was claimed for (set at claim, for an operator's `kubectl get -l`). */
+export const LABEL_ASSIGNED = 'brig.dev/assigned-run';
 /** The jail user on every driver. */
 export const JAIL_UID = 65534;
 /** The child's container: PID 1 is CHILD_INIT, the program its only child. */
@@ -64,6 +68,49 @@ export function childInit(o: { inputs?: boolean; broker?: boolean }): string {
     CHILD_INIT,
   ].join('');
 }
+/**
+ * PID 1 of a warm-pool pod's child container (busybox sh): makes out/ and waits, running
+ * nothing else. The run's program is exec'd into the container at claim (POOL_ASSIGN); at its
+ * end brig sends SIGUSR1 and this PID 1 exits, so the kernel kills every process left in the
+ * container's PID namespace (zap_pid_ns_processes) — the pooled run's end is its whole process
+ * tree's, as on the cold path. A child may send SIGUSR1 itself (same uid): that only ends its
+ * own run early. SIGTERM and SIGKILL from inside the namespace never reach a PID 1 without a
+ * handler for them.
+ */
+export const POOL_WAITER = 'trap "exit 0" USR1; mkdir -p /workspace/out || exit 70; while :; do sleep 3600 & wait $!; done';
+
+/**
+ * What brig execs into a claimed warm-pool pod's child container: the run's inputs and its
+ * assignment (`.brig-assign`: `set --` its argv and `export` its environment, every value
+ * single-quoted) arrive as one tar on stdin — never in the pod object or the exec's URL — then
+ * the broker's socket is awaited (≤ 60 s) and the program run with no stdin, this wrapper its
+ * parent (SIGTERM ignored by the wrapper only: brig's stop reaches the program itself). When the
+ * program ends the wrapper exits with its status — the exec's status, the runtime's account — and
+ * a helper it left behind tells PID 1 to end the namespace once the wrapper is gone, so what the
+ * program left running (holding the exec's stdout open) is killed and the exec can end. A 137
+ * carries the container's OOM count on stderr's last line (`oom_kill N`).
+ */
+export const POOL_ASSIGN = [
+  'sh',
+  '-c',
+  'tar -x -o -f - -C /workspace || exit 70; . /workspace/.brig-assign || exit 70; rm -f /workspace/.brig-assign; ' +
+    `i=0; while [ ! -S ${BROKER_SOCKET} ]; do i=$((i+1)); if [ $i -gt 600 ]; then echo "brig: the broker relay did not come within 60 s" >&2; exit 70; fi; sleep 0.1; done; ` +
+    '"$@" </dev/null & p=$!; trap "" TERM; wait $p; s=$?; ' +
+    '[ $s -eq 137 ] && { grep -h oom_kill /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null | tail -n 1 >&2; }; ' +
+    '(while kill -0 $$ 2>/dev/null; do :; done; kill -USR1 1) </dev/null >/dev/null 2>&1 & exit $s',
+  'brig-assign',
+];
+
+/** An environment name the assignment can export (a shell identifier); any other spec goes cold. */
+export const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The assignment file POOL_ASSIGN sources: the run's argv and environment, single-quoted (pure). */
+export function poolAssignment(argv: readonly string[], env: Readonly<Record<string, string>>): string {
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  for (const k of Object.keys(env)) if (!SHELL_NAME.test(k)) throw new Error(`not a shell name: ${JSON.stringify(k)}`);
+  return [`set -- ${argv.map(q).join(' ')}`, ...Object.entries(env).map(([k, v]) => `export ${k}=${q(v)}`), ''].join('\n');
+}
+
 /** The most CPU a pod's child asks the scheduler to reserve (its limit, the lease's, may be higher). */
 export const CPU_REQUEST_MAX = 0.25;
 /** The relay's own small limits (it runs `sleep`; `tar` and the broker relay, node, when exec'd). */
@@ -82,6 +129,8 @@ export interface PodOptions {
   inputs?: boolean;
   /** The run has a broker: /run/brig (the relay's sockets) is mounted, and the child waits for broker.sock. */
   broker?: boolean;
+  /** A warm-pool pod: PID 1 is POOL_WAITER (no argv, no environment: those come at claim), labelled LABEL_POOL. */
+  pooled?: boolean;
 }
 
 export type PodManifest = {
@@ -123,7 +172,7 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
     metadata: {
       name: podName(spec.runId),
       namespace: o.namespace,
-      labels: { [LABEL_OWNER]: labelValue(o.owner), [LABEL_RUN]: labelValue(spec.runId), [LABEL_ROOT]: labelValue(spec.rootRunId), [LABEL_LEASE]: labelValue(spec.leaseId) },
+      labels: { [LABEL_OWNER]: labelValue(o.owner), [LABEL_RUN]: labelValue(spec.runId), [LABEL_ROOT]: labelValue(spec.rootRunId), [LABEL_LEASE]: labelValue(spec.leaseId), ...(o.pooled ? { [LABEL_POOL]: 'true' } : {}) },
     },
     spec: {
       schedulingGates: [{ name: VERIFY_GATE }],
@@ -142,8 +191,8 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
           name: CONTAINER,
           image: o.image,
           imagePullPolicy: 'Never',
-          command: ['/bin/sh', '-c', childInit(o), 'brig-init', ...spec.argv],
-          env: Object.entries(spec.env).map(([name, value]) => ({ name, value })),
+          command: o.pooled ? ['/bin/sh', '-c', POOL_WAITER] : ['/bin/sh', '-c', childInit(o), 'brig-init', ...spec.argv],
+          env: o.pooled ? [] : Object.entries(spec.env).map(([name, value]) => ({ name, value })),
           workingDir: '/workspace',
           securityContext: hardened(),
           resources: { limits, requests },
@@ -219,10 +268,10 @@ export function quantity(q: unknown): number | null {
 
 /**
  * Every way the pod the API server holds differs from the one asked for, in what matters to
- * the jail (pure). Defaults the server fills in that change nothing (a termination message
+ * the jail (pure); `started`: a pod already past its gate (a warm-pool pod at claim). Defaults the server fills in that change nothing (a termination message
  * path, a DNS policy, a scheduler name, tolerations for not-ready nodes) are not drift.
  */
-export function verifyPod(asked: PodManifest, got: unknown): Drift[] {
+export function verifyPod(asked: PodManifest, got: unknown, o: { started?: boolean } = {}): Drift[] {
   const out: Drift[] = [];
   const d = (field: string, a: unknown, g: unknown) => out.push({ field, asked: a, got: g });
   const gs = obj(obj(got).spec);
@@ -268,8 +317,10 @@ export function verifyPod(asked: PodManifest, got: unknown): Drift[] {
       if ((ae.medium ?? '') !== (ge.medium ?? '') || quantity(ae.sizeLimit) !== quantity(ge.sizeLimit)) d(`volumes.${String(a.name)}.emptyDir`, ae, ge);
     }
   }
+  // A started pod (a warm-pool pod read again at claim) is past brig's gate and bound to a node.
   const gates = arr(gs.schedulingGates).map((g) => obj(g).name);
-  if (!gates.includes(VERIFY_GATE)) d('spec.schedulingGates', [VERIFY_GATE], gates);
-  if (typeof gs.nodeName === 'string' && gs.nodeName !== '') d('spec.nodeName', undefined, gs.nodeName);
+  if (!o.started && !gates.includes(VERIFY_GATE)) d('spec.schedulingGates', [VERIFY_GATE], gates);
+  if (o.started && gates.length > 0) d('spec.schedulingGates', [], gates);
+  if (!o.started && typeof gs.nodeName === 'string' && gs.nodeName !== '') d('spec.nodeName', undefined, gs.nodeName);
   return out;
 }
