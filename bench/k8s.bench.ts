@@ -8,6 +8,11 @@
  * brig    the driver's whole cold path for `true`: create gated → verify → lift the gate →
  *         the kubelet's end → collect out/ through the relay's tar → delete.
  * brig+io the same with an input file (unpacked by exec) and one output file collected.
+ * exec    one `exec true` into a running pod of the same image (the floor of anything done in a
+ *         pod that already runs: a pooled run is at least three — assign, confirm, collect).
+ * pooled  the warm pool's round trip for `true` (k8s-pool.ts): claim a ready pod → verify it
+ *         again → exec the assignment → its end (the namespace ended, confirmed) → collect →
+ *         delete; the refill is not timed (the pool is filled before each round). Goal ≤ 300 ms.
  *
  * Rounds alternate floor and brig so a slow minute hits both. Needs brig's test cluster
  * (`make k8s-up`) or BRIG_K8S_LIVE=1 with KUBECONFIG. Prints p50/p95 and ratios; asserts nothing.
@@ -16,7 +21,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { K8sJailDriver, type JailSpec } from '../src/jail/index.js';
+import { K8sJailDriver, K8sWarmPool, type JailSpec } from '../src/jail/index.js';
+import { execText } from '../src/jail/k8s/kube-exec.js';
 import { renderPod } from '../src/jail/k8s/pod-spec.js';
 import { testCluster } from '../test/helpers/k8s.js';
 import { BenchReport } from './report.js';
@@ -34,11 +40,12 @@ if (!c) {
 const driver = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner: `bench-k8s-${process.pid}`, pollMs: 100 });
 const api = driver.api;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-k8s-bench-'));
+const pool = new K8sWarmPool({ driver, size: 1, prime: [LIMITS] });
 
 let seq = 0;
 function spec(argv: string[], extra: Partial<JailSpec> = {}): JailSpec {
   const id = `bench-${process.pid}-${++seq}`;
-  return { runId: id, leaseId: 'bench', rootRunId: id, argv, env: { PATH: '/usr/bin:/bin', HOME: '/workspace' }, limits: LIMITS, artifacts: [], ...extra };
+  return { runId: id, leaseId: 'bench', rootRunId: id, argv, env: { PATH: '/usr/bin:/bin', HOME: '/workspace' }, limits: LIMITS, artifacts: [], askedBy: 'operator', ...extra };
 }
 
 /** A plain pod: the same image and hardening, no gate, no init, no relay. */
@@ -60,10 +67,31 @@ async function floor(): Promise<number> {
   return performance.now() - t0;
 }
 
-async function viaBrig(io: boolean): Promise<number> {
-  const s = io ? spec(['sh', '-c', 'cp in/x.txt out/y.txt'], { inputs: [{ path: 'in/x.txt', data: 'bench\n' }] }) : spec(['true']);
+/** One `exec true` into a running pod (the pool's own idle pod would be taken: a plain one). */
+let execPod: string | undefined;
+async function execFloor(): Promise<number> {
+  if (!execPod) {
+    const m = renderPod(spec(['sleep', '3600']), { namespace: c!.namespace, owner: `bench-k8s-${process.pid}`, image: c!.childImage });
+    const s = m.spec as { schedulingGates?: unknown; containers: { name: string; command: string[] }[] };
+    delete s.schedulingGates;
+    s.containers = [{ ...s.containers[0]!, command: ['sleep', '3600'] }];
+    await api.createPod(m);
+    execPod = m.metadata.name;
+    while ((await execText(api, execPod, 'child', ['true']).catch(() => null)) === null) await new Promise((r) => setTimeout(r, 100));
+  }
   const t0 = performance.now();
-  const jail = await driver.create(s);
+  await execText(api, execPod, 'child', ['true']);
+  return performance.now() - t0;
+}
+
+async function viaBrig(io: boolean, pooled = false): Promise<number> {
+  // A pooled run has a broker (the pool serves only those); the cold rows stay without one, as before.
+  const extra = pooled ? { brokerDir: tmp } : {};
+  const s = io ? spec(['sh', '-c', 'cp in/x.txt out/y.txt'], { inputs: [{ path: 'in/x.txt', data: 'bench\n' }], ...extra }) : spec(['true'], extra);
+  if (pooled) await pool.filled(120_000);
+  const t0 = performance.now();
+  const jail = await (pooled ? pool.create(s) : driver.create(s));
+  if (pooled && !jail.verified?.pooled) throw new Error('the pool did not serve the round');
   try {
     await jail.start();
     await jail.wait();
@@ -74,17 +102,25 @@ async function viaBrig(io: boolean): Promise<number> {
   return performance.now() - t0;
 }
 
-const xs = { floor: [] as number[], brig: [] as number[], io: [] as number[] };
+const xs = { floor: [] as number[], brig: [] as number[], io: [] as number[], exec: [] as number[], pooled: [] as number[], pooledIo: [] as number[] };
 try {
+  await pool.start();
   await report.phase('warm-up', async () => {
     await floor();
     await viaBrig(false);
+    await execFloor();
+    await viaBrig(false, true);
   });
   await report.phase('rounds', async () => {
     for (let i = 0; i < N; i++) {
+      // No refill of the pool overlaps a cold round: the kubelet serves one pod start at a time well.
+      await pool.filled(120_000);
       xs.floor.push(await floor());
       xs.brig.push(await viaBrig(false));
       xs.io.push(await viaBrig(true));
+      xs.exec.push(await execFloor());
+      xs.pooled.push(await viaBrig(false, true));
+      xs.pooledIo.push(await viaBrig(true, true));
       process.stderr.write(`\rround ${i + 1}/${N}`);
     }
     process.stderr.write('\n');
@@ -99,7 +135,14 @@ try {
   report.samples('create pod → ended, bare API', xs.floor);
   report.samples('cold run on the kubernetes driver (true)', xs.brig, { floor: 'create pod → ended, bare API', headline: true, goal: { ratioMax: 1.3 } });
   report.samples('cold run with an input and an output', xs.io, { floor: 'create pod → ended, bare API' });
+  line('exec true into a running pod (floor)', xs.exec);
+  line('pooled round trip (true)', xs.pooled, xs.exec);
+  line('pooled round trip, an input and an output', xs.pooledIo, xs.exec);
+  report.samples('exec true into a running pod', xs.exec);
+  report.samples('pooled round trip on the kubernetes driver (true)', xs.pooled, { floor: 'exec true into a running pod', goal: { max: 300 } });
+  report.samples('pooled round trip, an input and an output', xs.pooledIo, { floor: 'exec true into a running pod' });
 } finally {
+  await pool.close().catch(() => undefined);
   await driver.sweep(() => false).catch(() => undefined);
   await driver.close();
   fs.rmSync(tmp, { recursive: true, force: true });

@@ -119,7 +119,7 @@ test('fails closed on what a server may do wrong: v4 chosen when stdin needs v5,
     ws.close();
   });
   // Without stdin v4 is enough: its status says the exit code.
-  assert.deepEqual(await execText(v4, 'p', 'c', ['x']), { exitCode: 5, stdout: 'hi', stderr: '' });
+  assert.deepEqual(await execText(v4, 'p', 'c', ['x']), { exitCode: 5, stdout: 'hi', stderr: '', stderrBytes: 0 });
   await assert.rejects(execInPod(v4, 'p', 'c', ['cat'], { stdin: Buffer.from('x') }), (e) => e instanceof BrigError && e.code === 'jail_failed' && /chose v4\.channel\.k8s\.io/.test(e.message) && /v5\.channel\.k8s\.io/.test(e.message));
   const noStatus = await fakeApi(t, 'v5.channel.k8s.io', (ws) => {
     ws.send(frame(1, 'partial'));
@@ -146,13 +146,13 @@ test('exec into a running pod over the WebSocket exec protocol (v5.channel.k8s.i
 
   await t.test('exit codes 0 and 3 come back from channel 3, stdout and stderr from 1 and 2', async () => {
     const ok = await execText(api, pod, CONTAINER, ['sh', '-c', 'echo "uid=$(id -u)"']);
-    assert.deepEqual(ok, { exitCode: 0, stdout: 'uid=65534\n', stderr: '' });
+    assert.deepEqual(ok, { exitCode: 0, stdout: 'uid=65534\n', stderr: '', stderrBytes: 0 });
     const three = await execText(api, pod, CONTAINER, ['sh', '-c', 'echo out; echo "to stderr: $0" >&2; exit 3', 'an arg with spaces & a quote "']);
-    assert.deepEqual(three, { exitCode: 3, stdout: 'out\n', stderr: 'to stderr: an arg with spaces & a quote "\n' });
+    assert.deepEqual(three, { exitCode: 3, stdout: 'out\n', stderr: 'to stderr: an arg with spaces & a quote "\n', stderrBytes: 42 });
     const s = await execInPod(api, pod, CONTAINER, ['true']);
     assert.equal(s.protocol, 'v5.channel.k8s.io');
     s.stdout.resume();
-    assert.deepEqual(await s.done, { exitCode: 0, stderr: '' });
+    assert.deepEqual(await s.done, { exitCode: 0, stderr: '', stderrBytes: 0 });
     // stderr is a bounded tail: its last 16 KiB.
     const loud = await execText(api, pod, CONTAINER, ['sh', '-c', 'i=0; while [ $i -lt 2000 ]; do echo "line $i ........................"; i=$((i+1)); done >&2']);
     assert.ok(loud.stderr.length <= 16 * 1024 && loud.stderr.endsWith('line 1999 ........................\n'), `${loud.stderr.length}`);
@@ -181,7 +181,7 @@ test('exec into a running pod over the WebSocket exec protocol (v5.channel.k8s.i
       const t0 = performance.now();
       try {
         await pipeline(s.stdout, sink);
-        assert.deepEqual(await s.done, { exitCode: 0, stderr: '' });
+        assert.deepEqual(await s.done, { exitCode: 0, stderr: '', stderrBytes: 0 });
       } finally {
         clearInterval(sampler);
       }
@@ -204,7 +204,7 @@ test('exec into a running pod over the WebSocket exec protocol (v5.channel.k8s.i
       for (let sent = 0; sent < n; sent += 64 * 1024) yield Buffer.alloc(Math.min(64 * 1024, n - sent), 0x61);
     }
     const wc = await execText(api, pod, CONTAINER, ['wc', '-c'], { stdin: Readable.from(chunks()) });
-    assert.deepEqual({ ...wc, stdout: wc.stdout.trim() }, { exitCode: 0, stdout: String(n), stderr: '' });
+    assert.deepEqual({ ...wc, stdout: wc.stdout.trim() }, { exitCode: 0, stdout: String(n), stderr: '', stderrBytes: 0 });
 
     const data = randomBytes(8 * MiB);
     const s = await execInPod(api, pod, CONTAINER, ['cat'], { stdin: data });

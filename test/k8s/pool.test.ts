@@ -14,7 +14,9 @@ import { K8sJailDriver, K8sWarmPool, type JailSpec } from '../../src/jail/index.
 import { execText } from '../../src/jail/k8s/kube-exec.js';
 import { CONTAINER, LABEL_ASSIGNED, POOL_WAITER } from '../../src/jail/k8s/pod-spec.js';
 import type { PoolEvent } from '../../src/jail/index.js';
-import { kubectl, requireCluster, type Cluster } from '../helpers/k8s.js';
+import { loadConfig } from '../../src/config/index.js';
+import { compose } from '../../src/daemon/index.js';
+import { driverEnv, kubectl, requireCluster, type Cluster } from '../helpers/k8s.js';
 
 const LIMITS = { memoryMb: 96, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 64 };
 const CAPS = { perFileBytes: 1024 * 1024, perRunBytes: 4 * 1024 * 1024, maxEntries: 1000 };
@@ -61,6 +63,7 @@ async function childEnded(driver: K8sJailDriver, pod: string): Promise<boolean> 
   );
 }
 
+// req: kube:pool-claimed
 test('[INV-2] a warm pod holds nothing of any run until claimed; the claimed run gets its inputs by exec (never in the pod object), its exit code, stdout and stderr apart, out/ collected; the pod is never reused', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
@@ -117,6 +120,7 @@ test('[INV-2] a warm pod holds nothing of any run until claimed; the claimed run
   assert.equal(await driver.api.getPod(jail.id).then((p) => p === null || Boolean((p.metadata as Obj).deletionTimestamp)), true, 'the served pod is deleted');
 });
 
+// req: kube:pool-claimed
 test('[INV-2] a pooled child cannot outlive its end: what it left running is killed with the pod\'s PID namespace; a kill ends the program (137) and everything it started', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
@@ -178,4 +182,32 @@ test('a warm pod changed after it was made is refused at claim (jail_unverified)
   } finally {
     await jail.destroy(); // the dead supervisor's stream, closed
   }
+});
+
+test('through the supervisor (compose with warm: 1 on the kubernetes driver): a script child is served a warm pod, reaches its broker through the pre-started relay, spawns a nested child, and returns the same envelope as a cold run', async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const home = tmpDir(t);
+  const cfg = loadConfig({ BRIG_HOME: home, ...driverEnv(c) });
+  const sup = await compose(cfg, { tickMs: 200, reconcile: true, warm: 1 });
+  t.after(() => sup.brig.close());
+  await sup.supervisor.start();
+  await sup.warm!.start();
+  await sup.warm!.filled(120_000);
+  const script = `export default async function (brig) {
+  await brig.progress('pooled on kubernetes');
+  const child = await brig.spawn({ task: 'nested', kind: 'command', argv: ['sh', '-c', 'printf nested-out > out/n.txt'] });
+  const text = (await child.refs.find((r) => r.path === 'out/n.txt').read()).text;
+  return { child: child.endReason, text };
+}`;
+  const r = await sup.supervisor.spawn({ task: 'pooled', kind: 'script', script });
+  assert.ok(r.ok, JSON.stringify(!r.ok && r.error));
+  const run = r.value;
+  assert.equal(run.endReason, 'completed', `${run.error?.message} ${run.stdoutTail} ${run.stderrTail}`);
+  assert.deepEqual(run.result, { child: 'completed', text: 'nested-out' });
+  assert.ok(run.jail?.pooled, `served warm: ${JSON.stringify(run.jail)}`);
+  assert.match(run.jail!.containerId, /^pod\/brig-pool-/);
+  assert.equal(run.stepsExecuted, 1, 'its progress call was counted');
+  const ledger = fs.readdirSync(path.join(home, 'ledger')).map((f) => fs.readFileSync(path.join(home, 'ledger', f), 'utf8')).join('');
+  assert.match(ledger, new RegExp(`"type":"jail\\.pool_assigned"[^\\n]*"runId":"${run.id}"`), 'the assignment is ledgered');
 });

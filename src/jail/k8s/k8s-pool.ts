@@ -402,7 +402,7 @@ export class K8sPooledJail implements Jail {
    */
   async #endNamespace(): Promise<void> {
     const until = Date.now() + END_CONFIRM_MS;
-    for (;;) {
+    for (let tries = 0; ; tries++) {
       const running = await execText(this.driver.api, this.slot.name, CONTAINER, ['kill', '-USR1', '1']).then(
         () => true,
         (e: unknown) => (NOT_RUNNING.test((e as Error).message) ? false : undefined),
@@ -412,7 +412,8 @@ export class K8sPooledJail implements Jail {
         await this.destroy();
         throw new BrigError('jail_failed', `the pooled pod ${this.slot.name} did not end after its program: deleted, its outputs with it`);
       }
-      await new Promise((r) => setTimeout(r, 50));
+      // An exec that ran sent SIGUSR1 itself (the wrapper's helper may not have yet): look again at once, then every 50 ms.
+      if (tries > 0) await new Promise((r) => setTimeout(r, 50));
     }
   }
 

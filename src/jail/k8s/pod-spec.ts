@@ -97,7 +97,7 @@ export const POOL_ASSIGN = [
     `i=0; while [ ! -S ${BROKER_SOCKET} ]; do i=$((i+1)); if [ $i -gt 600 ]; then echo "brig: the broker relay did not come within 60 s" >&2; exit 70; fi; sleep 0.1; done; ` +
     '"$@" </dev/null & p=$!; trap "" TERM; wait $p; s=$?; ' +
     '[ $s -eq 137 ] && { grep -h oom_kill /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null | tail -n 1 >&2; }; ' +
-    '(while kill -0 $$ 2>/dev/null; do :; done; kill -USR1 1) </dev/null >/dev/null 2>&1 & exit $s',
+    '(while kill -0 $$ 2>/dev/null; do usleep 1000; done; kill -USR1 1) </dev/null >/dev/null 2>&1 & exit $s',
   'brig-assign',
 ];
 
@@ -114,7 +114,13 @@ export function poolAssignment(argv: readonly string[], env: Readonly<Record<str
 /** The most CPU a pod's child asks the scheduler to reserve (its limit, the lease's, may be higher). */
 export const CPU_REQUEST_MAX = 0.25;
 /** The relay's own small limits (it runs `sleep`; `tar` and the broker relay, node, when exec'd). */
-export const RELAY_LIMITS = { cpu: '100m', memory: '96Mi', 'ephemeral-storage': '1Mi' } as const;
+export const RELAY_LIMITS = { cpu: '1', memory: '96Mi', 'ephemeral-storage': '1Mi' } as const;
+/**
+ * What the relay reserves: its memory in full, a tenth of a CPU. Its CPU ceiling is higher
+ * (it runs only brig's code — `tar`, pod-relay.js — never the child's): under a 100m quota a
+ * collection's `tar` waited for the next CFS period, ~100 ms a run.
+ */
+export const RELAY_REQUESTS = { ...RELAY_LIMITS, cpu: '100m' } as const;
 
 export interface PodOptions {
   namespace: string;
@@ -210,7 +216,7 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
           env: [],
           workingDir: '/workspace',
           securityContext: hardened(),
-          resources: { limits: { ...RELAY_LIMITS }, requests: { ...RELAY_LIMITS } },
+          resources: { limits: { ...RELAY_LIMITS }, requests: { ...RELAY_REQUESTS } },
           volumeMounts: [{ name: 'workspace', mountPath: '/workspace', readOnly: true }, ...(o.broker ? [{ name: 'run-brig', mountPath: '/run/brig' }] : [])],
         },
       ],
