@@ -33,7 +33,7 @@ test('brig doctor on the kubernetes driver judges the cluster from the API and f
   assert.doesNotMatch(left.stdout, /doctor-/, 'the probe pods are gone');
 });
 
-test('brig doctor on the kubernetes driver with a kubeconfig for a cluster that does not answer says so and fails', async (t) => {
+test('brig doctor --driver kubernetes with a kubeconfig for a cluster that does not answer says so and fails', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-k8s-doctor-'));
@@ -41,7 +41,9 @@ test('brig doctor on the kubernetes driver with a kubeconfig for a cluster that 
   // The same credentials, aimed at a loopback port nothing listens on.
   const bad = path.join(home, 'kubeconfig');
   fs.writeFileSync(bad, fs.readFileSync(c.kubeconfig, 'utf8').replace(/server: https:\/\/[^\s]+/, 'server: https://127.0.0.1:1'));
-  const r = await runCli(['doctor', '--json'], { home, env: { ...driverEnv(c), KUBECONFIG: bad } });
+  // The driver named by the flag alone (no BRIG_DRIVER): without it these would be Docker's checks.
+  const { BRIG_DRIVER: _, ...env } = driverEnv(c);
+  const r = await runCli(['doctor', '--driver', 'kubernetes', '--json'], { home, env: { ...env, KUBECONFIG: bad } });
   assert.equal(r.code, 1);
   const out = JSON.parse(r.out) as { ok: boolean; checks: { name: string; ok: boolean; detail: string; hint?: string }[] };
   assert.equal(out.ok, false);

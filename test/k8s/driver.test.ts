@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { K8sJailDriver, type JailSpec } from '../../src/jail/index.js';
+import { execText } from '../../src/jail/k8s/kube-exec.js';
 import { DENY_POLICY, LABEL_OWNER, deniesAll, denyPolicy } from '../../src/jail/k8s/pod-spec.js';
 import { loadConfig } from '../../src/config/index.js';
 import { compose } from '../../src/daemon/index.js';
@@ -323,4 +324,46 @@ test('brig spawn with BRIG_DRIVER=kubernetes past its timeout ends watchdog_time
   const missing = await runCli(['spawn', '--json', '--', 'true'], { home, env: { ...env, BRIG_K8S_IMAGE: 'brig-child:not-on-the-node' } });
   assert.notEqual(missing.code, 0);
   assert.match(missing.out + missing.err, /ErrImageNeverPull|image/i);
+});
+
+test('the end comes through one watch over the pods (item 7), not reads every 100 ms: a 3 s run is read a few times, the same run polled is read many; a pod deleted under a run (as the node-lifecycle controller deletes a lost node\'s pods) ends its wait at once with that reason, and nothing is run again', async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const watched = driverFor(c, t);
+  const polled = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner: `k8s-drv-${randomBytes(3).toString('hex')}`, pollMs: 100, watch: false });
+  t.after(async () => {
+    await polled.sweep(() => false);
+    await polled.close();
+  });
+  const reads = async (d: K8sJailDriver) => {
+    const jail = await d.create(spec(['sh', '-c', 'sleep 3; exit 5']));
+    try {
+      await jail.start();
+      const before = d.api.podReads;
+      assert.equal((await jail.wait()).exitCode, 5);
+      return d.api.podReads - before;
+    } finally {
+      await jail.destroy();
+    }
+  };
+  const [w, p] = await Promise.all([reads(watched), reads(polled)]);
+  assert.ok(w <= 4, `watched: ${w} reads of the pod while it ran`);
+  assert.ok(p >= 10, `polled: ${p} reads (the control: the count can tell the two apart)`);
+  assert.ok(watched.podWatch().relists >= 1 && watched.podWatch().events > 0, 'the watch listed and saw events');
+
+  const s = spec(['sh', '-c', 'printf half > out/half.txt; sleep 600']);
+  const jail = await watched.create(s);
+  await jail.start();
+  for (let i = 0; (await execText(watched.api, jail.id, 'relay', ['test', '-e', '/workspace/out/half.txt']).catch(() => ({ exitCode: 1 }))).exitCode !== 0; i++) {
+    assert.ok(i < 100, 'the program did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const gone = await kubectl(c, ['delete', 'pod', jail.id, '--grace-period=0', '--force', '--wait=false']);
+  assert.equal(gone.code, 0, gone.stderr);
+  const t0 = Date.now();
+  await assert.rejects(jail.wait(), (e: Error & { code?: string }) => e.code === 'jail_failed' && /is gone/.test(e.message));
+  assert.ok(Date.now() - t0 < 10_000, `seen in ${Date.now() - t0} ms`);
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal(await watched.api.getPod(jail.id), null, 'not made again: at most once');
+  await jail.destroy();
 });

@@ -1,5 +1,21 @@
-import { JSON_FLAG, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
+import { openBrig } from '../../light.js';
+import type { Brig } from '../../protocol/index.js';
+import { JSON_FLAG, flag, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
 import { withBrig } from '../connect.js';
+
+/**
+ * `--driver`: that driver's checks from this process over the home's files, whatever a daemon
+ * runs (config.yaml and BRIG_DRIVER otherwise decide, and a running daemon answers for its own).
+ */
+async function withDriver<T>(io: CliIO, driver: string | undefined, fn: (brig: Brig) => Promise<T>): Promise<T> {
+  if (!driver) return withBrig(io, fn);
+  const brig = await openBrig({ env: { ...io.env, BRIG_DRIVER: driver }, mode: 'read', caller: 'cli' });
+  try {
+    return await fn(brig);
+  } finally {
+    await brig.close();
+  }
+}
 
 /**
  * The doctor starts a real jail and a DuckDB helper: seconds of work in one call. On a
@@ -21,13 +37,17 @@ function progress(io: CliIO): () => void {
 const command: Command = {
   name: 'doctor',
   summary: 'Check that this host can give the hardened jail: engine, limits, child image, and a probe from inside a real jail.',
-  usage: 'brig doctor [--build] [--json]',
-  flags: [{ name: 'build', description: 'build the child image when it is missing' }, JSON_FLAG],
-  examples: ['brig doctor', 'brig doctor --build --json'],
+  usage: 'brig doctor [--build] [--driver docker|kubernetes] [--json]',
+  flags: [
+    { name: 'build', description: 'build the child image when it is missing' },
+    { name: 'driver', value: 'docker|kubernetes', choices: ['docker', 'kubernetes'], description: "judge this driver's jails (default: the configured one, BRIG_DRIVER or config.yaml `driver:`; a running daemon answers for its own); kubernetes takes its cluster from KUBECONFIG and BRIG_K8S_IMAGE" },
+    JSON_FLAG,
+  ],
+  examples: ['brig doctor', 'brig doctor --build --json', 'brig doctor --driver kubernetes'],
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const stop = progress(io);
-    const checks = await withBrig(io, (brig) => brig.operator.doctor({ build: p.bools.has('build') })).finally(stop);
+    const checks = await withDriver(io, flag(p, 'driver'), (brig) => brig.operator.doctor({ build: p.bools.has('build') })).finally(stop);
     const ok = checks.every((c) => c.ok);
     if (p.bools.has('json')) writeJson(io, { ok, checks });
     else {

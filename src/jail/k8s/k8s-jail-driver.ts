@@ -22,8 +22,8 @@
  * /run/brig/broker.sock (read-only to the child), its connections framed over the exec's stdio
  * to the run's host socket (host-relay.ts; the pod side is untrusted).
  * Not yet (docs/kubernetes.md): egress over the relay, artifacts and repos (refused), a
- * workspace with a real ENOSPC (emptyDir sizeLimit evicts), the warm pool, a watch instead of
- * polling, passing over a file above the per-file cap (the collection is refused).
+ * workspace with a real ENOSPC (emptyDir sizeLimit evicts),
+ * passing over a file above the per-file cap (the collection is refused).
  */
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -34,6 +34,7 @@ import { emptyCollect, inputsArchive, workspaceRelative } from '../docker/docker
 import { execInPod, execText } from './kube-exec.js';
 import { hostRelay } from './host-relay.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
+import { PodWatch } from './pod-watch.js';
 import { createVerified, liftGate, podEnd, podStuck, podUnschedulable, type LaunchedPod } from './pod-launch.js';
 import { BROKER_SOCKET, CONTAINER, DENY_POLICY, LABEL_OWNER, LABEL_POOL, type PodManifest, deniesAll, denyPolicy, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, quantity, renderPod } from './pod-spec.js';
 
@@ -52,8 +53,10 @@ export interface K8sJailDriverOptions {
   activeDeadlineSeconds?: number;
   /** Bytes of the child's log kept as its tail (default 16 KiB). */
   tailBytes?: number;
-  /** How often a running pod's status is read (default 200 ms). */
+  /** How often a running pod's status is read when the watch is not synced (default 200 ms). */
   pollMs?: number;
+  /** false: poll each pod instead of one watch over them all (item 7; default: the watch). */
+  watch?: boolean;
   /** How long a pod the scheduler cannot place may wait before its run fails (default 60 s). */
   unschedulableMs?: number;
   /**
@@ -72,7 +75,12 @@ interface JailTimings {
   tailBytes: number;
   pollMs: number;
   unschedulableMs: number;
+  /** The driver's one watch over its pods (started on first use); absent: polling. */
+  watch?: () => PodWatch;
 }
+
+/** While the watch is synced a waiting pod is still read itself this often (a stalled watch delays nothing longer). */
+const WATCH_FALLBACK_MS = 2_000;
 
 /** The broker relay's program in the pod (src/child/pod-relay.ts as the image holds it), and the sockets it makes. */
 export const RELAY_ARGV = ['/usr/bin/node', '/opt/brig/child/pod-relay.js', BROKER_SOCKET];
@@ -210,11 +218,20 @@ export class K8sJailDriver implements JailDriver {
   }
 
   async close(): Promise<void> {
+    await this.#watch?.close();
     await this.api.close();
   }
 
+  #watch: PodWatch | undefined;
+
+  /** The one watch over this owner's pods (item 7), started on first use. */
+  podWatch(): PodWatch {
+    this.#watch ??= new PodWatch(this.api, `${LABEL_OWNER}=${labelValue(this.o.owner)}`).start();
+    return this.#watch;
+  }
+
   private opts(): JailTimings {
-    return { tailBytes: this.o.tailBytes ?? DEFAULT_TAIL_BYTES, pollMs: this.o.pollMs ?? 200, unschedulableMs: this.o.unschedulableMs ?? 60_000 };
+    return { tailBytes: this.o.tailBytes ?? DEFAULT_TAIL_BYTES, pollMs: this.o.pollMs ?? 200, unschedulableMs: this.o.unschedulableMs ?? 60_000, ...(this.o.watch === false ? {} : { watch: () => this.podWatch() }) };
   }
 }
 
@@ -318,12 +335,24 @@ export class K8sJail implements Jail {
    */
   async #until<T>(ready: (pod: Obj) => T | undefined | false): Promise<T> {
     const check = this.#checker();
+    const watch = this.o.watch?.();
+    let lastRead = 0;
     for (;;) {
-      const pod = await this.api.getPod(this.name);
+      const since = watch?.version(this.name) ?? 0;
+      // The watch's copy while it is synced; a read of its own at first, when the watch has not
+      // seen the pod (it may not yet have its ADDED), and every WATCH_FALLBACK_MS.
+      const cached = watch?.get(this.name);
+      let pod: Obj | null;
+      if (cached && Date.now() - lastRead < WATCH_FALLBACK_MS) pod = cached;
+      else {
+        pod = await this.api.getPod(this.name);
+        lastRead = Date.now();
+      }
       await check(pod);
       const v = ready(pod!);
       if (v !== undefined && v !== false) return v;
-      await new Promise((r) => setTimeout(r, this.o.pollMs));
+      if (watch?.synced) await watch.changed(this.name, since, WATCH_FALLBACK_MS);
+      else await new Promise((r) => setTimeout(r, this.o.pollMs));
     }
   }
 

@@ -128,12 +128,59 @@ export class KubeApi {
   }
 
   /** The pod, or null when it is gone. */
+  /** How many pod reads this client made (a watch's cache saves them: the tests count). */
+  podReads = 0;
+
   async getPod(name: string): Promise<Record<string, unknown> | null> {
+    this.podReads++;
     try {
       return await this.#call('get pod', 'GET', this.#pods(name));
     } catch (e) {
       if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return null;
       throw e;
+    }
+  }
+
+  /** Pods by label with the list's resourceVersion: where a watch starts (pod-watch.ts). */
+  async listPodsVersioned(labelSelector: string): Promise<{ items: Record<string, unknown>[]; resourceVersion: string }> {
+    const r = await this.#call<{ items?: Record<string, unknown>[]; metadata?: { resourceVersion?: string } }>('list pods', 'GET', `${this.#pods()}?labelSelector=${encodeURIComponent(labelSelector)}`);
+    return { items: r.items ?? [], resourceVersion: String(r.metadata?.resourceVersion ?? '') };
+  }
+
+  /**
+   * A watch of pods by label from a resourceVersion: the API server's events, one JSON object a
+   * line (`{type, object}`), until the server ends the stream (after `timeoutSeconds`), `signal`
+   * aborts it, or the connection fails (thrown). A version too old to watch from comes as an
+   * `ERROR` event whose object is a Status with code 410, or as an HTTP 410 (thrown, status 410).
+   * A line over 4 MiB is refused, not buffered.
+   */
+  async *watchPods(labelSelector: string, resourceVersion: string, o: { signal?: AbortSignal; timeoutSeconds?: number } = {}): AsyncGenerator<{ type: string; object: Record<string, unknown> }> {
+    const q = `labelSelector=${encodeURIComponent(labelSelector)}&watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}&timeoutSeconds=${o.timeoutSeconds ?? 300}`;
+    const res = await this.#undici
+      .request(`${this.config.server}${this.#pods()}?${q}`, {
+        dispatcher: this.#agent,
+        headers: { accept: 'application/json', ...(this.config.token ? { authorization: `Bearer ${this.config.token}` } : {}) },
+        headersTimeout: 30_000,
+        bodyTimeout: 0,
+        ...(o.signal ? { signal: o.signal } : {}),
+      })
+      .catch((e: unknown) => {
+        throw new BrigError('engine_unavailable', `the Kubernetes API at ${this.config.server} did not answer (watch pods): ${(e as Error).message}`, { cause: e });
+      });
+    if (res.statusCode !== 200) {
+      const text = (await res.body.text()).slice(0, 300);
+      throw new BrigError('jail_failed', `Kubernetes watch pods: ${res.statusCode} ${text}`, { data: { status: res.statusCode } });
+    }
+    let buf = '';
+    for await (const chunk of res.body) {
+      buf += (chunk as Buffer).toString('utf8');
+      if (buf.length > 4 * 1024 * 1024) throw new BrigError('jail_failed', 'Kubernetes watch pods: an event line over 4 MiB');
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line) yield JSON.parse(line) as { type: string; object: Record<string, unknown> };
+      }
     }
   }
 
