@@ -172,10 +172,13 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
       limit: num.int().nonnegative().optional(),
       before: ID.optional(),
     }),
-    ok: { 200: z.object({ runs: z.array(RunView) }) },
+    ok: { 200: z.object({ runs: z.array(RunView), more: z.number().int().nonnegative().optional().describe('matching runs older than this page, left out by limit (page back with before)') }) },
     async handle({ brig, input }) {
       const { since, ...rest } = input;
-      return reply({ runs: await brig.list({ ...rest, ...(since !== undefined ? { sinceMinutes: since } : {}) }) });
+      const f = { ...rest, ...(since !== undefined ? { sinceMinutes: since } : {}) };
+      if (!brig.page) return reply({ runs: await brig.list(f) });
+      const page = await brig.page(f);
+      return reply({ runs: page.runs, ...(page.more > 0 ? { more: page.more } : {}) });
     },
   }),
   spawn: route<'spawn'>()({

@@ -17,6 +17,7 @@ import {
   type HistoryPage,
   type KillOptions,
   type ListFilter,
+  type RunPage,
   type ReconcileReport,
   type Result,
   type RouteInputs,
@@ -240,10 +241,14 @@ export class ApiClient implements Supervisor {
   }
 
   async list(filter: ListFilter = {}): Promise<RunRecord[]> {
+    return (await this.page(filter)).runs;
+  }
+
+  async page(filter: ListFilter = {}): Promise<RunPage> {
     const { sinceMinutes, ...rest } = filter;
     const r = await this.route('listRuns', { input: { ...rest, ...(sinceMinutes !== undefined ? { since: sinceMinutes } : {}) } });
     if (!r.ok) throw r.error;
-    return r.value.runs;
+    return { runs: r.value.runs, more: r.value.more ?? 0 };
   }
 
   async get(runId: string): Promise<RunRecord | undefined> {

@@ -5,6 +5,7 @@ import {
   RUN_FILES,
   err,
   filterRuns,
+  filterRunsPage,
   isRunId,
   ok,
   runRecordProblem,
@@ -13,6 +14,7 @@ import {
   type HistoryPage,
   type KillOptions,
   type ListFilter,
+  type RunPage,
   type OperatorSurface,
   type ReconcileReport,
   type RefSurface,
@@ -102,6 +104,10 @@ export class ReadOnlyRuns implements Supervisor {
 
   async list(f: ListFilter = {}): Promise<RunRecord[]> {
     return filterRuns(this.#store.loadAll(), f);
+  }
+
+  async page(f: ListFilter = {}): Promise<RunPage> {
+    return filterRunsPage(this.#store.loadAll(), f);
   }
 
   get(runId: string): Promise<RunRecord | undefined> {

@@ -130,7 +130,7 @@ export interface RouteReplies {
   metrics: string;
   fleet: { fleet: FleetReport };
   events: never;
-  listRuns: { runs: RunRecord[] };
+  listRuns: { runs: RunRecord[]; more?: number };
   spawn: { run: RunRecord };
   checkSpawn: { request: SpawnRequest };
   getRun: { run: RunRecord };

@@ -179,6 +179,8 @@ export interface Supervisor {
   check(req: SpawnRequestInput): Promise<Result<SpawnRequest, BrigError>>;
   wait(runId: string, opts?: WaitOptions): Promise<Result<RunRecord, BrigError>>;
   list(filter?: ListFilter): Promise<RunRecord[]>;
+  /** list() with how many matching runs older than the page were left out (absent on a partial fake). */
+  page?(filter?: ListFilter): Promise<RunPage>;
   get(runId: string): Promise<RunRecord | undefined>;
   kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>>;
   /** `by` is who a respawn-mode steer's kill is attributed to (default `operator`). */
@@ -230,7 +232,18 @@ const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const byCreation = (a: Pick<RunRecord, 'createdAt' | 'id'>, b: Pick<RunRecord, 'createdAt' | 'id'>) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id);
 
 /** One list filter for every view (a daemon's, an in-process one, the read-only records): oldest first. */
+/** A page of runs (oldest first) and how many matching runs older than it were left out. */
+export interface RunPage {
+  runs: RunRecord[];
+  more: number;
+}
+
 export function filterRuns(runs: Iterable<RunRecord>, f: ListFilter, now: number = Date.now()): RunRecord[] {
+  return filterRunsPage(runs, f, now).runs;
+}
+
+/** filterRuns with the count of matching runs older than the page (cut by `limit`): what `brig list` says is left. */
+export function filterRunsPage(runs: Iterable<RunRecord>, f: ListFilter, now: number = Date.now()): RunPage {
   const all = [...runs]
     .filter((r) => !f.status || f.status.includes(r.status))
     .filter((r) => !f.rootRunId || r.rootRunId === f.rootRunId)
@@ -241,10 +254,11 @@ export function filterRuns(runs: Iterable<RunRecord>, f: ListFilter, now: number
     .sort(byCreation);
   if (f.before !== undefined) {
     const cursor = all.find((r) => r.id === f.before) ?? [...runs].find((r) => r.id === f.before);
-    if (!cursor) return [];
+    if (!cursor) return { runs: [], more: 0 };
     const cut = all.findIndex((r) => byCreation(r, cursor) >= 0);
     all.splice(cut < 0 ? all.length : cut);
   }
-  return f.limit !== undefined ? all.slice(Math.max(0, all.length - f.limit)) : all;
+  const from = f.limit !== undefined ? Math.max(0, all.length - f.limit) : 0;
+  return { runs: all.slice(from), more: from };
 }
 

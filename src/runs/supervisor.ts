@@ -31,7 +31,7 @@ import { checkRefArtifact } from './ref-artifact.js';
 import { childLimit, parentKey, slotKey, type StorageState } from './admission.js';
 import { AdmissionSwitch } from './admission-pause.js';
 import { isActive } from './state-machine.js';
-import type { AdmissionChange, AdmissionState } from '../protocol/index.js';
+import type { AdmissionChange, AdmissionState, RunPage } from '../protocol/index.js';
 import { systemClock, type SupervisorDeps } from './ports.js';
 import { ProgressFork, realTimers } from './progress-fork.js';
 import { ensureDirs, reconcile, retentionSweep } from './reconcile.js';
@@ -411,7 +411,11 @@ class BrigSupervisor implements SupervisorCore {
     return ok(this.#table.get(runId)!);
   }
 
-  list(filter: ListFilter = {}): Promise<RunRecord[]> {
+  async list(filter: ListFilter = {}): Promise<RunRecord[]> {
+    return (await this.#views.list(filter)).runs;
+  }
+
+  page(filter: ListFilter = {}): Promise<RunPage> {
     return this.#views.list(filter);
   }
 

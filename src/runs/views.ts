@@ -5,13 +5,13 @@
  * are read from disk, read-only — it may wait on them (polling their record) and adopt an
  * ended one (to resume it), but a live one belongs to another process.
  */
-import { filterRuns } from '../protocol/index.js';
+import { filterRunsPage, type RunPage } from '../protocol/index.js';
 import { BrigError, err, ok, toBrigError, type Result } from '../util/errors.js';
 import type { RunTable } from './run-table.js';
 import type { ListFilter, RunRecord, WaitOptions } from './types.js';
 
 export interface RunViews {
-  list(filter: ListFilter): Promise<RunRecord[]>;
+  list(filter: ListFilter): Promise<RunPage>;
   get(runId: string): Promise<RunRecord | undefined>;
   /** The run to act on (own, or an ended one taken from disk); a BrigError when another process supervises it. */
   adopt(runId: string): Promise<RunRecord | BrigError | undefined>;
@@ -22,8 +22,8 @@ export interface RunViews {
 /** The daemon's view: everything is in the table. */
 export class OwnedViews implements RunViews {
   constructor(private readonly table: RunTable) {}
-  async list(f: ListFilter): Promise<RunRecord[]> {
-    return filterRuns(this.table.all(), f);
+  async list(f: ListFilter): Promise<RunPage> {
+    return filterRunsPage(this.table.all(), f);
   }
   async get(runId: string): Promise<RunRecord | undefined> {
     return this.table.get(runId);
@@ -40,11 +40,11 @@ export class OwnedViews implements RunViews {
 export class LocalViews implements RunViews {
   constructor(private readonly table: RunTable) {}
 
-  async list(f: ListFilter): Promise<RunRecord[]> {
+  async list(f: ListFilter): Promise<RunPage> {
     const all = new Map<string, RunRecord>();
     for (const r of (await this.table.store.loadAll()).records) all.set(r.id, r);
     for (const r of this.table.all()) all.set(r.id, r);
-    return filterRuns(all.values(), f);
+    return filterRunsPage(all.values(), f);
   }
 
   async get(runId: string): Promise<RunRecord | undefined> {

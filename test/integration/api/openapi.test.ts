@@ -70,6 +70,12 @@ test('the OpenAPI 3.1 document matches the live routes, and the server validates
     }
   }
 
+  // A page says how many older runs it left out (there are two runs now: the spawn and the one
+  // the loop above spawned); the whole list says nothing of the kind.
+  const count = (JSON.parse((await call('GET', '/v1/runs')).body) as { runs: unknown[]; more?: number });
+  assert.equal(count.more, undefined, 'all of them: nothing left out');
+  const page = JSON.parse((await call('GET', '/v1/runs?limit=1')).body) as { runs: unknown[]; more?: number };
+  assert.deepEqual([page.runs.length, page.more], [1, count.runs.length - 1], 'the newest one, and how many older ones');
   // The schemas refuse at the edge, naming the field.
   const badBody = await call('POST', `/v1/runs/${runId}/steer`, { message: 5 });
   assert.equal(badBody.status, 400);

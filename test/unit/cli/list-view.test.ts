@@ -102,17 +102,19 @@ test('spawn --json says oomKilled from the record\'s flag, never from the error 
   assert.ok(!('oomKilled' in (runJson(oom).run as Record<string, unknown>)), 'said once, at the top');
 });
 
-test('brig list --json pages like the table: the newest 50 and `more` when older runs were left out; --all gives every run', async (t) => {
+test('brig list --json pages like the table: the newest 50 and `more`, how many older runs were left out; --all gives every run', async (t) => {
   const runs = Array.from({ length: 55 }, (_, i) => rec(`r-${(0x100 + i).toString(16).padStart(16, '0')}`, new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(), { status: 'ended', endReason: 'completed' }));
   const home = await homeWith(runs);
   t.after(() => fs.rmSync(home, { recursive: true, force: true }));
-  const page = JSON.parse((await runCli(['list', '--json'], { home })).out) as { runs: { id: string }[]; more?: boolean; hint?: string };
+  const page = JSON.parse((await runCli(['list', '--json'], { home })).out) as { runs: { id: string }[]; more?: number; hint?: string };
   assert.equal(page.runs.length, 50);
   assert.equal(page.runs.at(-1)!.id, runs.at(-1)!.id, 'the newest is in the page');
   assert.equal(page.runs[0]!.id, runs[5]!.id, 'the five oldest are left out');
-  assert.equal(page.more, true);
-  assert.match(page.hint!, /--limit N or --all/);
-  const all = JSON.parse((await runCli(['list', '--json', '--all'], { home })).out) as { runs: unknown[]; more?: boolean };
+  assert.equal(page.more, 5, 'how many older runs were left out');
+  assert.match(page.hint!, /5 older runs left out: --limit N or --all/);
+  const table = (await runCli(['list'], { home })).out;
+  assert.match(table, /\(the newest 50 shown; 5 older runs left out: --limit N or --all\)\n$/, 'the table says how many too');
+  const all = JSON.parse((await runCli(['list', '--json', '--all'], { home })).out) as { runs: unknown[]; more?: number };
   assert.equal(all.runs.length, 55);
   assert.equal(all.more, undefined);
 });
