@@ -81,7 +81,7 @@ test('[INV-2] a run on the kubernetes driver: gated until start, its inputs in /
 });
 
 // req: results:no-symlink
-test('[INV-4] a hostile out/ on the kubernetes driver: a symlink is skipped, never followed; a file over the per-file cap is refused with the collection (nothing to pass it over with yet)', async (t) => {
+test('[INV-4] a hostile out/ on the kubernetes driver: a symlink is skipped, never followed; a file over the per-file cap is passed over as on Docker (named too_large), the rest kept; a sparse GiB never read', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
   const d = driverFor(c, t);
@@ -97,11 +97,13 @@ test('[INV-4] a hostile out/ on the kubernetes driver: a symlink is skipped, nev
   } finally {
     await jail.destroy();
   }
-  const big = await d.create(spec(['sh', '-c', 'head -c 3000000 /dev/zero > out/big.bin']));
+  const big = await d.create(spec(['sh', '-c', 'head -c 3000000 /dev/zero > out/big.bin; truncate -s 1G out/sparse.img; printf ok > out/z.txt']));
   try {
     await big.start();
     assert.equal((await big.wait()).exitCode, 0);
-    await assert.rejects(big.collect(path.join(tmpDir(t), 'out'), CAPS), (e: Error & { code?: string }) => e.code === 'ref_too_large' && /per-file cap/.test(e.message));
+    const report = await big.collect(path.join(tmpDir(t), 'big'), CAPS);
+    assert.deepEqual(report.files.map((f) => f.path), ['z.txt'], 'the rest is kept');
+    assert.deepEqual(report.tooLarge?.map((x) => [x.path, x.bytes]).sort(), [['big.bin', 3000000], ['sparse.img', 1024 ** 3]], 'named with their sizes');
   } finally {
     await big.destroy();
   }

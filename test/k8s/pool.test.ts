@@ -147,6 +147,32 @@ test('[INV-2] a pooled child cannot outlive its end: what it left running is kil
   }
 });
 
+test("stop on a pooled pod: SIGTERM reaches the program (it chooses its exit, its outputs kept); one that ignores it is killed after the grace (137)", async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const { pool, driver } = await poolFor(c, t, 2);
+  const polite = await pool.create(spec(t, ['sh', '-c', 'trap "printf bye > out/bye.txt; exit 7" TERM; printf up > out/up.txt; while :; do sleep 1; done']));
+  const rude = await pool.create(spec(t, ['sh', '-c', 'trap "" TERM; printf up > out/up.txt; while :; do sleep 1; done']));
+  try {
+    assert.ok(polite.verified?.pooled && rude.verified?.pooled, 'both pooled');
+    await Promise.all([polite.start(), rude.start()]);
+    for (const j of [polite, rude]) {
+      for (let i = 0; (await execText(driver.api, j.id, 'relay', ['test', '-e', '/workspace/out/up.txt'])).exitCode !== 0; i++) {
+        assert.ok(i < 100, 'the pooled program did not start');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    await Promise.all([polite.stop(10_000), rude.stop(1_500)]);
+    assert.equal((await polite.wait()).exitCode, 7, 'the program saw SIGTERM and chose its exit');
+    assert.equal((await rude.wait()).exitCode, 137, 'killed past the grace');
+    const report = await polite.collect(path.join(tmpDir(t), 'polite'), CAPS);
+    assert.deepEqual(report.files.map((f) => f.path).sort(), ['bye.txt', 'up.txt'], 'outputs kept after a stop');
+    assert.ok((await childEnded(driver, polite.id)) && (await childEnded(driver, rude.id)), 'both containers ended');
+  } finally {
+    await Promise.all([polite.destroy(), rude.destroy()]);
+  }
+});
+
 test('a warm pod changed after it was made is refused at claim (jail_unverified), never run; a pooled pod found after a restart is ended and fails, not run again', async (t) => {
   const c = requireCluster(t);
   if (!c) return;

@@ -6,7 +6,7 @@
  * The pod (pod-spec.ts): `child` runs the program under a tiny PID 1 (out/ made, the inputs
  * unpacked by an exec and the broker's socket awaited before the program starts) that forwards SIGTERM and exits with the program's status; `relay`
  * sleeps with /workspace read-only and outlives the program, so the outputs are read through it
- * (a `tar` exec'd in it, streamed into brig's collector with the same caps and checks as on
+ * (a `tar` exec'd in it, pod-tar.js to pass over a file above the cap, streamed into brig's collector with the same caps and checks as on
  * Docker — never `kubectl cp`). Signals are exec'd into the child's container (`kill -TERM 1`,
  * `kill -KILL -1`); the end is the kubelet's account of the child's container (terminated: its
  * PID namespace is gone, every process of the child with it).
@@ -22,16 +22,15 @@
  * /run/brig/broker.sock (read-only to the child), its connections framed over the exec's stdio
  * to the run's host socket (host-relay.ts; the pod side is untrusted).
  * Not yet (docs/kubernetes.md): egress over the relay, artifacts and repos (refused), a
- * workspace with a real ENOSPC (emptyDir sizeLimit evicts),
- * passing over a file above the per-file cap (the collection is refused).
+ * workspace with a real ENOSPC (emptyDir sizeLimit evicts).
  */
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, EngineInfo, Jail, JailDriver, JailExit, JailLimits, JailSpec, JailVerified, LabelledResource, StreamTails } from '../types.js';
-import { collectArchive } from '../docker/collect.js';
+import { collectArchive, type ArchiveSource } from '../docker/collect.js';
 import { emptyCollect, inputsArchive, workspaceRelative } from '../docker/docker-jail.js';
-import { execInPod, execText } from './kube-exec.js';
+import { execInPod, execText, type ExecSession } from './kube-exec.js';
 import { hostRelay } from './host-relay.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
 import { PodWatch } from './pod-watch.js';
@@ -84,6 +83,8 @@ const WATCH_FALLBACK_MS = 2_000;
 
 /** The broker relay's program in the pod (src/child/pod-relay.ts as the image holds it), and the sockets it makes. */
 export const RELAY_ARGV = ['/usr/bin/node', '/opt/brig/child/pod-relay.js', BROKER_SOCKET];
+/** The outputs' reader in the relay container (src/child/pod-tar.ts): `DIR NAME [PASSED…]` follow. */
+const POD_TAR_ARGV = ['/usr/bin/node', '--max-old-space-size=32', '/opt/brig/child/pod-tar.js'];
 /** A relay exec that ended while its run goes on is made again after this long. */
 const RELAY_RETRY_MS = 500;
 const DEFAULT_TAIL_BYTES = 16 * 1024;
@@ -484,37 +485,64 @@ export class K8sJail implements Jail {
     return this.#tails;
   }
 
-  /** /workspace/<from> as the relay's `tar` streams it, into brig's collector (the same caps and checks as on Docker). */
+  /**
+   * /workspace/<from> as the relay container's `tar` streams it, into brig's collector with the
+   * same caps and checks as on Docker. A file over the per-file cap is passed over as on Docker:
+   * the archive is read again by pod-tar.js (src/child/pod-tar.ts: the same walk, that entry
+   * written as a link to PASSED_OVER — the relay's /workspace is read-only and the child's
+   * container has ended, so the tree itself cannot change). busybox tar reads the first pass: a
+   * node start per collection would cost every run ~100 ms.
+   */
   async collect(destDir: string, caps: CollectCaps, from = 'out', opts: CollectOptions = {}): Promise<CollectReport> {
     const rel = workspaceRelative(from);
     if (rel === undefined) throw new BrigError('invalid_input', 'collect reads a relative path under /workspace', { data: { from } });
     const dir = path.posix.join('/workspace', path.posix.dirname(rel));
     const base = path.posix.basename(rel);
-    // Exit 3 with nothing written: the path is not there (an empty collection, as on Docker).
-    const session = await execInPod(this.api, this.name, RELAY, ['sh', '-c', 'cd "$1" && [ -e "$2" ] || exit 3; exec tar -c -f - "$2"', 'collect', dir, base]).catch(async (e: unknown) => {
+    const passed: string[] = [];
+    let next: ExecSession | null | undefined = await this.#archive(dir, base, passed).catch(async (e: unknown) => {
       // A child that never started (killed while unscheduled, its image missing) wrote nothing: an empty collection.
       if (await this.#neverStarted()) return null;
       throw e;
     });
-    if (session === null) return emptyCollect(destDir);
-    const first = await firstChunk(session.stdout);
-    if (first === null) {
-      const done = await session.done;
-      if (done.exitCode === 3) return emptyCollect(destDir);
-      throw new BrigError('jail_failed', `reading the workspace failed: tar exited ${done.exitCode} (${done.stderr.trim().slice(-300)})`);
-    }
-    session.stdout.unshift(first);
-    const report = await collectArchive(session.stdout, base, destDir, caps, opts).catch((e: unknown) => {
-      session.close();
+    if (next === null) return emptyCollect(destDir);
+    const sessions: ExecSession[] = [];
+    const source: ArchiveSource = {
+      archive: async () => {
+        const s = next ?? (await this.#archive(dir, base, passed));
+        next = undefined;
+        if (s === null) throw new BrigError('jail_failed', `the outputs at /workspace/${rel} went while they were read`);
+        sessions.push(s);
+        return s.stdout;
+      },
+      passOver: async (name) => void passed.push(name),
+    };
+    const close = () => sessions.forEach((s) => s.close());
+    const report = await collectArchive(source, base, destDir, caps, opts).catch((e: unknown) => {
+      close();
       throw e;
     });
-    const done = await session.done;
+    // The last pass read the archive to its end: its exit says whether an entry was left out unreadable.
+    const done = await sessions.at(-1)!.done.catch((e: unknown) => ({ exitCode: -1, stderr: (e as Error).message, stderrBytes: 0 }));
+    close();
     if (done.exitCode !== 0) {
-      // tar could not read some entry (a file the child made unreadable): what it streamed is kept, the rest is named.
       report.skipped.push({ path: '(tar)', reason: `unreadable: ${done.stderr.trim().slice(-200)}` });
       report.skippedCount = (report.skippedCount ?? 0) + 1;
     }
     return report;
+  }
+
+  /** The archive of dir/base (busybox tar; pod-tar once entries are passed over); null: the path is not there (exit 3 with nothing written). */
+  async #archive(dir: string, base: string, passed: readonly string[]): Promise<ExecSession | null> {
+    const argv = passed.length === 0 ? ['sh', '-c', 'cd "$1" && [ -e "$2" ] || exit 3; exec tar -c -f - "$2"', 'collect', dir, base] : [...POD_TAR_ARGV, dir, base, ...passed];
+    const session = await execInPod(this.api, this.name, RELAY, argv);
+    const first = await firstChunk(session.stdout);
+    if (first === null) {
+      const done = await session.done;
+      if (done.exitCode === 3) return null;
+      throw new BrigError('jail_failed', `reading the workspace failed: ${argv[0] === 'sh' ? 'tar' : 'pod-tar'} exited ${done.exitCode} (${done.stderr.trim().slice(-300)})`);
+    }
+    session.stdout.unshift(first);
+    return session;
   }
 
   async destroy(): Promise<void> {

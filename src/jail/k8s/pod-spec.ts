@@ -113,8 +113,8 @@ export function poolAssignment(argv: readonly string[], env: Readonly<Record<str
 
 /** The most CPU a pod's child asks the scheduler to reserve (its limit, the lease's, may be higher). */
 export const CPU_REQUEST_MAX = 0.25;
-/** The relay's own small limits (it runs `sleep`; `tar` and the broker relay, node, when exec'd). */
-export const RELAY_LIMITS = { cpu: '1', memory: '96Mi', 'ephemeral-storage': '1Mi' } as const;
+/** The relay's own small limits (it runs `sleep`; the broker relay and the outputs' reader, node both, when exec'd: 128 Mi holds the two at once). */
+export const RELAY_LIMITS = { cpu: '1', memory: '128Mi', 'ephemeral-storage': '1Mi' } as const;
 /**
  * What the relay reserves: its memory in full, a tenth of a CPU. Its CPU ceiling is higher
  * (it runs only brig's code — `tar`, pod-relay.js — never the child's): under a 100m quota a
