@@ -6,6 +6,8 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import type { TestContext } from 'node:test';
+import type { KubeApi } from '../../src/jail/k8s/kube-api.js';
+import { execText } from '../../src/jail/k8s/kube-exec.js';
 
 export interface Cluster {
   kubeconfig: string;
@@ -60,4 +62,12 @@ export function kubectl(c: Cluster, args: readonly string[], stdin?: string): Pr
     p.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
     p.stdin.end(stdin ?? '');
   });
+}
+
+/** Resolves once /workspace/<rel> exists in the pod (looked at through its relay container, which mounts the workspace); fails after ~10 s. */
+export async function untilInWorkspace(api: KubeApi, pod: string, rel: string): Promise<void> {
+  for (let i = 0; (await execText(api, pod, 'relay', ['test', '-e', `/workspace/${rel}`]).catch(() => ({ exitCode: 1 }))).exitCode !== 0; i++) {
+    if (i >= 100) throw new Error(`/workspace/${rel} did not appear in pod ${pod}: the program did not start`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

@@ -12,13 +12,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { K8sJailDriver, type JailSpec } from '../../src/jail/index.js';
-import { execText } from '../../src/jail/k8s/kube-exec.js';
 import { DENY_POLICY, LABEL_OWNER, deniesAll, denyPolicy } from '../../src/jail/k8s/pod-spec.js';
 import { loadConfig } from '../../src/config/index.js';
 import { compose } from '../../src/daemon/index.js';
 import { runCli } from '../helpers/cli.js';
 import { startModelServer, toolCallTurn, type ModelServer } from '../helpers/model-server.js';
-import { driverEnv, kubectl, requireCluster, type Cluster } from '../helpers/k8s.js';
+import { driverEnv, kubectl, requireCluster, untilInWorkspace, type Cluster } from '../helpers/k8s.js';
 
 const LIMITS = { memoryMb: 128, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 64 };
 const CAPS = { perFileBytes: 1024 * 1024, perRunBytes: 4 * 1024 * 1024, maxEntries: 1000 };
@@ -356,10 +355,7 @@ test('the end comes through one watch over the pods (item 7), not reads every 10
   const s = spec(['sh', '-c', 'printf half > out/half.txt; sleep 600']);
   const jail = await watched.create(s);
   await jail.start();
-  for (let i = 0; (await execText(watched.api, jail.id, 'relay', ['test', '-e', '/workspace/out/half.txt']).catch(() => ({ exitCode: 1 }))).exitCode !== 0; i++) {
-    assert.ok(i < 100, 'the program did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await untilInWorkspace(watched.api, jail.id, 'out/half.txt');
   const gone = await kubectl(c, ['delete', 'pod', jail.id, '--grace-period=0', '--force', '--wait=false']);
   assert.equal(gone.code, 0, gone.stderr);
   const t0 = Date.now();

@@ -16,7 +16,7 @@ import { CONTAINER, LABEL_ASSIGNED, POOL_WAITER } from '../../src/jail/k8s/pod-s
 import type { PoolEvent } from '../../src/jail/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { compose } from '../../src/daemon/index.js';
-import { driverEnv, kubectl, requireCluster, type Cluster } from '../helpers/k8s.js';
+import { driverEnv, kubectl, requireCluster, untilInWorkspace, type Cluster } from '../helpers/k8s.js';
 
 const LIMITS = { memoryMb: 96, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 64 };
 const CAPS = { perFileBytes: 1024 * 1024, perRunBytes: 4 * 1024 * 1024, maxEntries: 1000 };
@@ -156,12 +156,7 @@ test("stop on a pooled pod: SIGTERM reaches the program (it chooses its exit, it
   try {
     assert.ok(polite.verified?.pooled && rude.verified?.pooled, 'both pooled');
     await Promise.all([polite.start(), rude.start()]);
-    for (const j of [polite, rude]) {
-      for (let i = 0; (await execText(driver.api, j.id, 'relay', ['test', '-e', '/workspace/out/up.txt'])).exitCode !== 0; i++) {
-        assert.ok(i < 100, 'the pooled program did not start');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    for (const j of [polite, rude]) await untilInWorkspace(driver.api, j.id, 'out/up.txt');
     await Promise.all([polite.stop(10_000), rude.stop(1_500)]);
     assert.equal((await polite.wait()).exitCode, 7, 'the program saw SIGTERM and chose its exit');
     assert.equal((await rude.wait()).exitCode, 137, 'killed past the grace');
@@ -192,10 +187,7 @@ test('a warm pod changed after it was made is refused at claim (jail_unverified)
   try {
   await jail.start();
   // Running: its first output is there (read through the relay container).
-  for (let i = 0; (await execText(driver.api, jail.id, 'relay', ['test', '-e', '/workspace/out/up.txt'])).exitCode !== 0; i++) {
-    assert.ok(i < 100, 'the pooled program did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await untilInWorkspace(driver.api, jail.id, 'out/up.txt');
   // The supervisor dies (its exec stream with it); the next one finds the pod by its key.
   const second = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner, pollMs: 100 });
   t.after(() => second.close());
