@@ -140,7 +140,8 @@ test('[INV-2] a pooled child cannot outlive its end: what it left running is kil
     assert.ok(size > 0 && again === size, `the writer it left is gone (${size} then ${again} bytes)`);
     await new Promise((r) => setTimeout(r, 500));
     await long.kill();
-    assert.equal((await long.wait()).exitCode, 137, 'killed');
+    const killed = await long.wait();
+    assert.deepEqual([killed.exitCode, killed.oomKilled], [137, false], 'killed by brig, not by the OOM killer');
     assert.ok(await childEnded(driver, long.id), 'its background sleep went with it');
   } finally {
     await Promise.all([left.destroy(), long.destroy()]);
@@ -228,4 +229,21 @@ test('through the supervisor (compose with warm: 1 on the kubernetes driver): a 
   assert.equal(run.stepsExecuted, 1, 'its progress call was counted');
   const ledger = fs.readdirSync(path.join(home, 'ledger')).map((f) => fs.readFileSync(path.join(home, 'ledger', f), 'utf8')).join('');
   assert.match(ledger, new RegExp(`"type":"jail\\.pool_assigned"[^\\n]*"runId":"${run.id}"`), 'the assignment is ledgered');
+});
+
+test("a pooled program the kernel's OOM killer ends: 137 with oomKilled, read from the container's memory cgroup; the wrapper's count line is not left in the stderr tail", async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  const { pool } = await poolFor(c, t);
+  // Off-heap buffers, touched: the container's memory limit (96 MiB) is reached, not node's heap limit.
+  const jail = await pool.create(spec(t, ['/usr/bin/node', '-e', 'const a = []; for (;;) a.push(Buffer.alloc(4 << 20, 1));']));
+  try {
+    assert.ok(jail.verified?.pooled, 'pooled');
+    await jail.start();
+    const end = await jail.wait();
+    assert.deepEqual([end.exitCode, end.oomKilled], [137, true]);
+    assert.doesNotMatch(jail.tails().stderrTail, /oom_kill/, 'the count line is brig\'s, not the program\'s');
+  } finally {
+    await jail.destroy();
+  }
 });
