@@ -175,9 +175,7 @@ export const ROUTE_TABLE: { [N in RouteName]: RouteDef<N> } = {
     ok: { 200: z.object({ runs: z.array(RunView), more: z.number().int().nonnegative().optional().describe('matching runs older than this page, left out by limit (page back with before)') }) },
     async handle({ brig, input }) {
       const { since, ...rest } = input;
-      const f = { ...rest, ...(since !== undefined ? { sinceMinutes: since } : {}) };
-      if (!brig.page) return reply({ runs: await brig.list(f) });
-      const page = await brig.page(f);
+      const page = await brig.page({ ...rest, ...(since !== undefined ? { sinceMinutes: since } : {}) });
       return reply({ runs: page.runs, ...(page.more > 0 ? { more: page.more } : {}) });
     },
   }),

@@ -11,7 +11,10 @@ import type { CliIO } from './command.js';
  * daemon (`io.daemon`, brig.cjs's thin path) it is that daemon, with no second probe: one
  * exchange with the daemon fewer on every thin command (docs/performance.md).
  */
-export function openBrig(io: CliIO, o: { needsJail?: boolean } = {}): Promise<Brig> {
+export function openBrig(io: CliIO, o: { needsJail?: boolean; driver?: string } = {}): Promise<Brig> {
+  // A driver named by the command (`brig doctor --driver`): this process over the home's files,
+  // whatever a daemon runs.
+  if (o.driver) return open({ env: { ...io.env, BRIG_DRIVER: o.driver }, mode: 'read', caller: 'cli' });
   if (io.daemon) {
     mark('open: daemon answers');
     return Promise.resolve(daemonBrig(io.daemon));
@@ -20,8 +23,8 @@ export function openBrig(io: CliIO, o: { needsJail?: boolean } = {}): Promise<Br
 }
 
 /** Runs `fn` with this home's brig (openBrig) and closes it after (its DuckDB helper included). */
-export async function withBrig<T>(io: CliIO, fn: (brig: Brig) => Promise<T>): Promise<T> {
-  const brig = await openBrig(io);
+export async function withBrig<T>(io: CliIO, fn: (brig: Brig) => Promise<T>, o: { driver?: string } = {}): Promise<T> {
+  const brig = await openBrig(io, o);
   try {
     return await fn(brig);
   } finally {

@@ -16,7 +16,7 @@ export function brigOf(s: Supervisor, mode: Brig['mode'], refs: RefSurface, oper
     check: (req) => s.check(req),
     wait: (id, opts) => s.wait(id, opts),
     list: (f) => s.list(f),
-    ...(s.page ? { page: (f) => s.page!(f) } : {}),
+    page: (f) => s.page(f),
     get: (id) => s.get(id),
     kill: (id, opts) => s.kill(id, opts),
     steer: (id, m, opts) => s.steer(id, m, opts),

@@ -179,8 +179,8 @@ export interface Supervisor {
   check(req: SpawnRequestInput): Promise<Result<SpawnRequest, BrigError>>;
   wait(runId: string, opts?: WaitOptions): Promise<Result<RunRecord, BrigError>>;
   list(filter?: ListFilter): Promise<RunRecord[]>;
-  /** list() with how many matching runs older than the page were left out (absent on a partial fake). */
-  page?(filter?: ListFilter): Promise<RunPage>;
+  /** list() with how many matching runs older than the page were left out. */
+  page(filter?: ListFilter): Promise<RunPage>;
   get(runId: string): Promise<RunRecord | undefined>;
   kill(runId: string, opts: KillOptions): Promise<Result<RunRecord, BrigError>>;
   /** `by` is who a respawn-mode steer's kill is attributed to (default `operator`). */

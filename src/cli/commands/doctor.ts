@@ -1,21 +1,5 @@
-import { openBrig } from '../../light.js';
-import type { Brig } from '../../protocol/index.js';
 import { JSON_FLAG, flag, parseArgs, writeJson, type CliIO, type Command } from '../command.js';
 import { withBrig } from '../connect.js';
-
-/**
- * `--driver`: that driver's checks from this process over the home's files, whatever a daemon
- * runs (config.yaml and BRIG_DRIVER otherwise decide, and a running daemon answers for its own).
- */
-async function withDriver<T>(io: CliIO, driver: string | undefined, fn: (brig: Brig) => Promise<T>): Promise<T> {
-  if (!driver) return withBrig(io, fn);
-  const brig = await openBrig({ env: { ...io.env, BRIG_DRIVER: driver }, mode: 'read', caller: 'cli' });
-  try {
-    return await fn(brig);
-  } finally {
-    await brig.close();
-  }
-}
 
 /**
  * The doctor starts a real jail and a DuckDB helper: seconds of work in one call. On a
@@ -47,7 +31,7 @@ const command: Command = {
   async run(args, io) {
     const p = parseArgs(args, command.flags);
     const stop = progress(io);
-    const checks = await withDriver(io, flag(p, 'driver'), (brig) => brig.operator.doctor({ build: p.bools.has('build') })).finally(stop);
+    const checks = await withBrig(io, (brig) => brig.operator.doctor({ build: p.bools.has('build') }), { driver: flag(p, 'driver') }).finally(stop);
     const ok = checks.every((c) => c.ok);
     if (p.bools.has('json')) writeJson(io, { ok, checks });
     else {

@@ -157,6 +157,11 @@ export class K8sJailDriver implements JailDriver {
     return this.o.image;
   }
 
+  /** Bytes of a child's output kept as its tail. */
+  get tailBytes(): number {
+    return this.o.tailBytes ?? DEFAULT_TAIL_BYTES;
+  }
+
   /**
    * A warm-pool pod for a limit shape (k8s-pool.ts): rendered as a cold pod is (`pooled`: no
    * argv, environment or inputs, the broker's directory mounted), created gated, verified and
@@ -232,7 +237,7 @@ export class K8sJailDriver implements JailDriver {
   }
 
   private opts(): JailTimings {
-    return { tailBytes: this.o.tailBytes ?? DEFAULT_TAIL_BYTES, pollMs: this.o.pollMs ?? 200, unschedulableMs: this.o.unschedulableMs ?? 60_000, ...(this.o.watch === false ? {} : { watch: () => this.podWatch() }) };
+    return { tailBytes: this.tailBytes, pollMs: this.o.pollMs ?? 200, unschedulableMs: this.o.unschedulableMs ?? 60_000, ...(this.o.watch === false ? {} : { watch: () => this.podWatch() }) };
   }
 }
 
@@ -361,7 +366,7 @@ export class K8sJail implements Jail {
   #checker(): (pod: Obj | null) => Promise<void> {
     let unschedulableSince: number | undefined;
     return async (pod) => {
-      if (!pod) throw new BrigError('jail_failed', `the pod ${this.name} is gone (deleted outside brig, or its node was lost)`);
+      if (!pod) throw new BrigError('jail_failed', `the pod ${this.name} is gone (deleted outside brig, or its node was lost)`, { data: { podGone: true } });
       const stuck = podStuck(pod);
       if (stuck) {
         const image = stuck.reason === 'ErrImageNeverPull' || stuck.reason === 'ErrImagePull' || stuck.reason === 'ImagePullBackOff' || stuck.reason === 'InvalidImageName';
@@ -419,7 +424,7 @@ export class K8sJail implements Jail {
           await Promise.all([relay.done.catch(() => undefined), session.done.catch(() => undefined)]);
         } catch (e) {
           // the pod is gone or cannot run: wait() says so; the loop ends with the run (or the pod)
-          if (this.#destroyed || /is gone/.test((e as Error).message)) return;
+          if (this.#destroyed || (e instanceof BrigError && (e.data as { podGone?: boolean } | undefined)?.podGone)) return;
         }
         if (!stopped) await new Promise((r) => setTimeout(r, RELAY_RETRY_MS));
       }
@@ -475,10 +480,7 @@ export class K8sJail implements Jail {
     if (this.#exited || this.#destroyed) return;
     if (!this.#started) return this.destroy();
     await execText(this.api, this.name, CONTAINER, ['kill', '-TERM', '1']).catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    const ended = await Promise.race([this.wait().then(() => true, () => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs)))]);
-    clearTimeout(timer);
-    if (!ended) await this.kill();
+    await killPastGrace(this, graceMs);
   }
 
   tails(): StreamTails {
@@ -551,6 +553,14 @@ export class K8sJail implements Jail {
     await this.api.deletePod(this.name, 0);
     this.#destroyed = true;
   }
+}
+
+/** After a SIGTERM: the jail's end within graceMs, else its kill (both Kubernetes jails' stop). */
+export async function killPastGrace(jail: Pick<Jail, 'wait' | 'kill'>, graceMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const ended = await Promise.race([jail.wait().then(() => true, () => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs)))]);
+  clearTimeout(timer);
+  if (!ended) await jail.kill();
 }
 
 /** The stream's first chunk, or null when it ended without one. */

@@ -42,7 +42,8 @@ import { execInPod, execText, type ExecEnd, type ExecSession } from './kube-exec
 import { hostRelay } from './host-relay.js';
 import { podStuck } from './pod-launch.js';
 import { CONTAINER, LABEL_ASSIGNED, POOL_ASSIGN, RELAY, SHELL_NAME, labelValue, poolAssignment, verifyPod, type PodManifest } from './pod-spec.js';
-import { RELAY_ARGV, verifiedOf, type K8sJail, type K8sJailDriver } from './k8s-jail-driver.js';
+import { killPastGrace, RELAY_ARGV, verifiedOf, type K8sJail, type K8sJailDriver } from './k8s-jail-driver.js';
+import { TailBuffer } from '../docker/tail.js';
 import type { LaunchedPod } from './pod-launch.js';
 
 export interface K8sWarmPoolOptions {
@@ -69,7 +70,6 @@ export interface PodSlot {
   name: string;
   manifest: PodManifest;
   pod: LaunchedPod;
-  limits: JailLimits;
   readyAt: string;
   relay: { session: ExecSession; toPod: PassThrough };
   taken: boolean;
@@ -79,8 +79,6 @@ export interface PodSlot {
 const END_CONFIRM_MS = 5_000;
 /** An exec refused because the container no longer runs (the runtime's words, across versions). */
 const NOT_RUNNING = /container not found|not running|CONTAINER_EXITED|cannot exec in a (stopped|deleted) state|no such container|container .* is not created or running|process already finished/i;
-/** The child's stdout kept as its tail (as the cold path's log tail). */
-const TAIL_BYTES = 16 * 1024;
 
 export class K8sWarmPool implements JailDriver {
   readonly #shapes: PoolShapes<PodSlot>;
@@ -228,7 +226,7 @@ export class K8sWarmPool implements JailDriver {
       await this.#running(name);
       const toPod = new PassThrough();
       const session = await execInPod(this.o.driver.api, name, RELAY, RELAY_ARGV, { stdin: toPod });
-      const slot: PodSlot = { key, name, manifest: made.manifest, pod: made.pod, limits: { ...s.limits }, readyAt: new Date().toISOString(), relay: { session, toPod }, taken: false };
+      const slot: PodSlot = { key, name, manifest: made.manifest, pod: made.pod, readyAt: new Date().toISOString(), relay: { session, toPod }, taken: false };
       // A relay that ends while the pod waits takes its pod with it.
       void session.done.then(
         (e) => !slot.taken && this.#discard(slot, `relay exited ${e.exitCode}`),
@@ -309,7 +307,9 @@ export class K8sPooledJail implements Jail {
   readonly key: string;
   #session: ExecSession | undefined;
   #end: Promise<JailExit> | undefined;
-  #tails: StreamTails = { stdoutTail: '', stderrTail: '', stdoutBytes: 0, stderrBytes: 0 };
+  /** The program's stdout, its tail kept as the cold path keeps its log's (the exec carries stderr apart). */
+  readonly #stdout: TailBuffer;
+  #stderr: { tail: string; bytes: number } = { tail: '', bytes: 0 };
   #exited = false;
   #destroyed = false;
   #relay: { close(): void } | undefined;
@@ -328,6 +328,7 @@ export class K8sPooledJail implements Jail {
     this.key = slot.key;
     // Reading the outputs and deleting the pod are the cold path's own (the relay's tar).
     this.#inner = driver.jailFor(spec.runId, slot.name, spec.brokerDir);
+    this.#stdout = new TailBuffer(driver.tailBytes);
   }
 
   /** Verified again, the relay bound to the run's socket, the run's assignment exec'd: its program starts. */
@@ -339,7 +340,7 @@ export class K8sPooledJail implements Jail {
     this.#bindRelay();
     const session = await execInPod(this.driver.api, this.slot.name, CONTAINER, POOL_ASSIGN, { stdin: tar });
     this.#session = session;
-    this.#keepTail(session);
+    session.stdout.on('data', (c: Buffer) => this.#stdout.push(c));
     // For an operator's `kubectl get pods -l brig.dev/assigned-run=…` (not on the run's path).
     void this.driver.api.patchPod(this.slot.name, { metadata: { labels: { [LABEL_ASSIGNED]: labelValue(this.runId) } } }).catch(() => undefined);
   }
@@ -351,16 +352,6 @@ export class K8sPooledJail implements Jail {
     this.#relay = { close: () => (relay.close(), session.close()) };
     void Promise.all([relay.done.catch(() => undefined), session.done.catch(() => undefined)]).then(() => {
       if (!this.#exited && !this.#destroyed) this.#inner.startRelay();
-    });
-  }
-
-  #keepTail(session: ExecSession): void {
-    let tail = Buffer.alloc(0);
-    session.stdout.on('data', (c: Buffer) => {
-      this.#tails.stdoutBytes += c.length;
-      tail = Buffer.concat([tail, c]);
-      if (tail.length > 2 * TAIL_BYTES) tail = tail.subarray(tail.length - TAIL_BYTES);
-      this.#tails.stdoutTail = tail.subarray(Math.max(0, tail.length - TAIL_BYTES)).toString('utf8');
     });
   }
 
@@ -385,7 +376,7 @@ export class K8sPooledJail implements Jail {
       // A 137's last stderr line is the wrapper's OOM count (POOL_ASSIGN), not the program's.
       const oom = end.exitCode === 137 ? /(?:^|\n)oom_kill (\d+)\n?$/.exec(end.stderr) : null;
       const stderrTail = oom ? end.stderr.slice(0, oom.index) : end.stderr;
-      this.#tails = { ...this.#tails, stderrTail, stderrBytes: end.stderrBytes - (end.stderr.length - stderrTail.length) };
+      this.#stderr = { tail: stderrTail, bytes: end.stderrBytes - (end.stderr.length - stderrTail.length) };
       return { exitCode: end.exitCode, oomKilled: oom !== null && Number(oom[1]) > 0 };
     } finally {
       this.#relay?.close();
@@ -428,14 +419,11 @@ export class K8sPooledJail implements Jail {
     if (this.#exited || this.#destroyed) return;
     if (!this.#session) return this.destroy();
     await execText(this.driver.api, this.slot.name, CONTAINER, ['kill', '-TERM', '-1']).catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    const ended = await Promise.race([this.wait().then(() => true, () => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs)))]);
-    clearTimeout(timer);
-    if (!ended) await this.kill();
+    await killPastGrace(this, graceMs);
   }
 
   tails(): StreamTails {
-    return this.#tails;
+    return { stdoutTail: this.#stdout.text(), stderrTail: this.#stderr.tail, stdoutBytes: this.#stdout.total, stderrBytes: this.#stderr.bytes };
   }
 
   collect(destDir: string, caps: CollectCaps, from?: string, opts?: CollectOptions): Promise<CollectReport> {

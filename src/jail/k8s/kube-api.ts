@@ -10,6 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { createRequire } from 'node:module';
 import type * as Undici from 'undici';
 import { parse } from 'yaml';
@@ -171,9 +172,11 @@ export class KubeApi {
       const text = (await res.body.text()).slice(0, 300);
       throw new BrigError('jail_failed', `Kubernetes watch pods: ${res.statusCode} ${text}`, { data: { status: res.statusCode } });
     }
+    // A character split across two chunks is decoded whole (a status message may hold any UTF-8).
+    const utf8 = new StringDecoder('utf8');
     let buf = '';
     for await (const chunk of res.body) {
-      buf += (chunk as Buffer).toString('utf8');
+      buf += utf8.write(chunk as Buffer);
       if (buf.length > 4 * 1024 * 1024) throw new BrigError('jail_failed', 'Kubernetes watch pods: an event line over 4 MiB');
       let nl: number;
       while ((nl = buf.indexOf('\n')) >= 0) {

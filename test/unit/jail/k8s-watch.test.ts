@@ -20,6 +20,8 @@ interface Fake {
   watches: string[];
   /** Sends one event line on the open watch stream. */
   send(ev: unknown): void;
+  /** Writes raw bytes on the open watch stream. */
+  raw(b: Buffer): void;
   close(): Promise<void>;
 }
 
@@ -50,6 +52,7 @@ async function fake(o: { listing: (n: number) => { rv: string; items: unknown[] 
     lists,
     watches,
     send: (ev) => open!.write(`${JSON.stringify(ev)}\n`),
+    raw: (b) => open!.write(b),
     close: async () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
@@ -65,7 +68,7 @@ const until = async (f: () => boolean, what: string) => {
   }
 };
 
-test('a 410 as an ERROR event is answered by a fresh list; events update the cache, a DELETED pod reads null, a bookmark moves the version', async (t) => {
+test('a 410 as an ERROR event is answered by a fresh list; events update the cache, a DELETED pod reads null, a bookmark moves the version, a character split across chunks is read whole', async (t) => {
   const f = await fake({
     listing: (n) => (n === 0 ? { rv: '10', items: [pod('a', '10', 'Pending')] } : { rv: '20', items: [pod('a', '19', 'Running'), pod('b', '20', 'Running')] }),
     watching: (rv, res) => {
@@ -96,6 +99,15 @@ test('a 410 as an ERROR event is answered by a fresh list; events update the cac
   assert.ok(Date.now() - t0 < 5_000, 'woken by the event, not the bound');
   assert.equal(w.get('b'), null, 'deleted: gone');
   assert.equal(w.events, 2, 'the MODIFIED and the DELETED (a bookmark is no event of a pod)');
+  // A character split across two writes (the stream's chunks) is read whole.
+  const line = Buffer.from(`${JSON.stringify({ type: 'ADDED', object: { ...pod('c', '27', 'Pending'), status: { phase: 'Pending', message: 'naïve ✓ done' } } })}\n`);
+  const cut = line.indexOf(Buffer.from('✓')) + 1;
+  const seen = w.changed('c', w.version('c'), 10_000);
+  f.raw(line.subarray(0, cut));
+  await new Promise((r) => setTimeout(r, 50));
+  f.raw(line.subarray(cut));
+  await seen;
+  assert.equal((w.get('c')!.status as { message: string }).message, 'naïve ✓ done');
 });
 
 test('a 410 as the watch\'s HTTP status is answered by a fresh list too; a watch that stalls delays a waiter only to its bound', async (t) => {
