@@ -5,6 +5,8 @@
 # hash); the Go build cache is deleted after a build (~3 GB). Only the Go module proxy is used.
 #
 #   scripts/k8s-build.sh            build if missing, print the bin directory
+#   scripts/k8s-build.sh kube-router  the NetworkPolicy controller the test cluster runs
+#                                   (kube-router, policy controller only), print its path
 #   K8S_VERSION=v1.34.4             the version (1.35+ kubelets refuse cgroup v1: stay on 1.34)
 #   BRIG_K8S_CACHE=/var/cache/brig/k8s
 set -euo pipefail
@@ -26,6 +28,29 @@ KEY="$(printf '%s\n' "$K8S_VERSION" "$LDFLAGS" "${CMDS[@]}" "$(go env GOVERSION)
 BIN="$CACHE/$KEY/bin"
 
 say() { echo "k8s-build: $*" >&2; }
+
+# kube-router: `go install` of its own module (no replaces), once per machine, its own cache key.
+# v2.1.0 is the one version the module proxy here serves (its release notes list flaws in its
+# BGP and proxy parts; the test cluster runs only its policy controller, on loopback).
+if [[ "${1:-}" == kube-router ]]; then
+  KR_VERSION="${KUBE_ROUTER_VERSION:-v2.1.0}"
+  KR_KEY="$(printf '%s\n' kube-router "$KR_VERSION" "$(go env GOVERSION)" | sha256sum | cut -c1-16)"
+  KR_BIN="$CACHE/kube-router-$KR_KEY/kube-router"
+  if [[ ! -x "$KR_BIN" ]]; then
+    command -v go >/dev/null || { say "go is not installed (kube-router is built from its Go module)"; exit 1; }
+    WORK="$(mktemp -d "${TMPDIR:-/tmp}/brig-kube-router.XXXXXX")"
+    trap 'rm -rf "$WORK"' EXIT
+    say "building kube-router $KR_VERSION into $KR_BIN (once per machine; ~100 s on 2 cores)"
+    t0=$(date +%s)
+    GOFLAGS=-mod=mod GOCACHE="$WORK/gocache" GOBIN="$WORK/bin" GOTOOLCHAIN=local \
+      go install -trimpath -ldflags "-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KR_VERSION"
+    mkdir -p "$(dirname "$KR_BIN")"
+    install -m 0755 "$WORK/bin/kube-router" "$KR_BIN"
+    say "kube-router built in $(( $(date +%s) - t0 )) s; build cache removed"
+  fi
+  echo "$KR_BIN"
+  exit 0
+fi
 
 if [[ -f "$CACHE/$KEY/stamp" ]] && for c in "${CMDS[@]}"; do [[ -x "$BIN/${c#cmd/}" ]] || exit 1; done; then
   echo "$BIN"

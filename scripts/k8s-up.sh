@@ -11,11 +11,20 @@
 #                             and the pods' shims, unmount, remove the bridges, the network
 #                             namespaces and every path it wrote (the binary cache stays)
 #   scripts/k8s-up.sh status  one line per part: running or not
+#   scripts/k8s-up.sh policy off|on
+#                             stop the NetworkPolicy controller and remove every rule and ipset
+#                             it wrote (a cluster whose network ignores NetworkPolicy), or start
+#                             it again and wait for its chains — for the doctor's negative test
+#   scripts/k8s-up.sh open NS pods of namespace NS made from now on get a bridge port that is not
+#                             isolated, so pod-to-pod traffic is held back by NetworkPolicy alone
+#                             (the test of enforcement); `brig` is refused
 #
 # What it guarantees: the API server, etcd and the kubelet listen on 127.0.0.1 or the node's
 # own address on a port-less bridge; pods get one on-link IPv4 route on an isolated bridge port
 # (no route to the host, the API, another pod: `bridge link … isolated on`, IPv6 off), the
-# namespace `brig` enforces PodSecurity `restricted`. Nothing is pulled: the pause image is
+# namespace `brig` enforces PodSecurity `restricted`, and kube-router's policy controller
+# (built from its Go module, scripts/k8s-build.sh kube-router) enforces NetworkPolicy in the
+# host's iptables filter table — its rules and ipsets are removed by `down` and `policy off`. Nothing is pulled: the pause image is
 # built here (images/k8s-pause, Go, static) and brig's child image is imported from the engine.
 # Environment: BRIG_K8S_STATE (default /var/lib/brig-k8s), BRIG_K8S_CACHE (the binaries),
 # K8S_API_PORT (6443), BRIG_K8S_IMAGES (extra engine images to import, space separated).
@@ -67,6 +76,8 @@ ensure_packages() {
   command -v jq >/dev/null || missing+=(jq)
   command -v bridge >/dev/null || missing+=(iproute2)
   command -v conntrack >/dev/null || missing+=(conntrack)
+  command -v iptables-save >/dev/null || missing+=(iptables)
+  command -v ipset >/dev/null || missing+=(ipset)
   if ((${#missing[@]})); then
     say "installing ${missing[*]} (apt-get)"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
@@ -192,8 +203,15 @@ write_cni() {
 #!/bin/bash
 set -euo pipefail
 conf="$(cat)"
+# The test of NetworkPolicy enforcement names namespaces whose pods keep pod-to-pod traffic
+# (scripts/k8s-up.sh open NS, never `brig`): their ports stay as the bridge made them.
+ns="$(tr ';' '\n' <<<"${CNI_ARGS:-}" | sed -n 's/^K8S_POD_NAMESPACE=//p')"
+open_list="$(dirname "$0")/../open-namespaces"
 case "${CNI_COMMAND:-}" in
   ADD)
+    if [[ -n "$ns" && "$ns" != brig && -f "$open_list" ]] && grep -qx "$ns" "$open_list"; then
+      jq -c '.prevResult + {cniVersion: .cniVersion}' <<<"$conf"; exit 0
+    fi
     for dev in $(jq -r '.prevResult.interfaces[]? | select((.sandbox // "") == "") | .name' <<<"$conf"); do
       if [[ -e "/sys/class/net/$dev/brport" ]]; then
         bridge link set dev "$dev" isolated on
@@ -373,8 +391,61 @@ EOF
   wait_for kube-controller-manager 60 "the brig namespace's default ServiceAccount" KUBECTL -n brig get serviceaccount default
   # What the tests and brig read: the admin kubeconfig, this kubectl, the imported child image.
   printf 'export KUBECONFIG=%s\nexport BRIG_KUBECTL=%s\nexport BRIG_K8S_CHILD_IMAGE=%s\n' "$ADMIN_KUBECONFIG" "$BIN/kubectl" "${CHILD_IMAGE:-}" > "$STATE/env"
+  policy_on
   say "ready in $((SECONDS - t0)) s (node $NODE_NAME, API https://127.0.0.1:$API_PORT, namespace brig, logs in $LOGS)"
   echo "export KUBECONFIG=$ADMIN_KUBECONFIG"
+}
+
+# ---- NetworkPolicy: kube-router's policy controller ---------------------------------------
+# Policy controller only: no routing, no service proxy, no CNI, no health or metrics port.
+policy_on() {
+  alive kube-router && return 0
+  local kr; kr="$("$HERE/k8s-build.sh" kube-router)"
+  start_part kube-router "$kr" --kubeconfig="$ADMIN_KUBECONFIG" --hostname-override="$NODE_NAME" \
+    --run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
+    --health-port=0 --metrics-port=0 --service-cluster-ip-range="$SERVICE_RANGE"
+  # Its first full sync hooks its chains into the filter table's built-in ones.
+  wait_for kube-router 60 "its chains in the filter table" sh -c 'iptables-save -t filter | grep -q "^-A FORWARD .*KUBE-ROUTER-FORWARD"'
+}
+
+# kube-router's --cleanup-config leaves its chains and ipsets (and then panics without IPVS):
+# its rules are removed here, by the names and comments it gives them, and nothing else.
+policy_clean() {
+  command -v iptables-save >/dev/null || return 0
+  local rule chain set
+  iptables-save -t filter | grep -E '^-A (INPUT|FORWARD|OUTPUT) .*kube-router' | sed 's/^-A /-D /' | while read -r rule; do
+    eval "iptables -t filter $rule" || true
+  done
+  local chains; chains="$(iptables-save -t filter | sed -n 's/^:\(KUBE-ROUTER-[^ ]*\|KUBE-POD-FW-[^ ]*\|KUBE-NWPLCY-[^ ]*\) .*/\1/p')"
+  for chain in $chains; do iptables -t filter -F "$chain" || true; done
+  for chain in $chains; do iptables -t filter -X "$chain" || true; done
+  if command -v ipset >/dev/null; then
+    for set in $(ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router)' || true); do ipset destroy "$set" 2>/dev/null || true; done
+  fi
+}
+
+policy_off() {
+  if [[ -f "$PIDS/kube-router.pid" ]]; then stop_pid "$(cat "$PIDS/kube-router.pid")" kube-router; fi
+  rm -f "$PIDS/kube-router.pid"
+  policy_clean
+}
+
+policy() {
+  need_root
+  case "${1:-}" in
+    on) BIN="$("$HERE/k8s-build.sh")"; policy_on; say "NetworkPolicy enforced (kube-router)" ;;
+    off) policy_off; say "NetworkPolicy not enforced: kube-router stopped, its rules and ipsets removed" ;;
+    *) say "usage: scripts/k8s-up.sh policy on|off"; exit 2 ;;
+  esac
+}
+
+open_namespace() {
+  local ns="${1:-}"
+  [[ "$ns" =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || { say "usage: scripts/k8s-up.sh open NAMESPACE (a namespace name)"; exit 2; }
+  [[ "$ns" != brig ]] || { say "brig's own namespace keeps isolated ports"; exit 2; }
+  [[ -d "$STATE/cni" ]] || { say "no cluster here: scripts/k8s-up.sh up first"; exit 1; }
+  grep -qx "$ns" "$STATE/cni/open-namespaces" 2>/dev/null || echo "$ns" >> "$STATE/cni/open-namespaces"
+  say "pods of $ns made from now on keep pod-to-pod traffic over the bridge (NetworkPolicy alone holds it)"
 }
 
 # ---- down -----------------------------------------------------------------------------------
@@ -391,6 +462,7 @@ down() {
   [[ -d "$STATE" ]] || { say "nothing to end: $STATE does not exist"; return 0; }
   # The kubelet first (it would restart what the rest stops), the control plane, then the pods'
   # shims (children of this containerd: their command line names its socket), containerd, etcd.
+  policy_off
   local name
   for name in kubelet kube-scheduler kube-controller-manager kube-apiserver; do
     [[ -f "$PIDS/$name.pid" ]] && stop_pid "$(cat "$PIDS/$name.pid")" "$name"
@@ -429,7 +501,7 @@ down() {
 
 status() {
   local name rc=0
-  for name in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+  for name in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-router; do
     if alive "$name"; then echo "$name running (pid $(cat "$PIDS/$name.pid"))"; else echo "$name not running"; rc=1; fi
   done
   return $rc
@@ -439,5 +511,7 @@ case "${1:-up}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) say "usage: scripts/k8s-up.sh up|down|status"; exit 2 ;;
+  policy) policy "${2:-}" ;;
+  open) open_namespace "${2:-}" ;;
+  *) say "usage: scripts/k8s-up.sh up|down|status|policy on|off|open NAMESPACE"; exit 2 ;;
 esac

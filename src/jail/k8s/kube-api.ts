@@ -118,12 +118,27 @@ export class KubeApi {
     return this.#call('create networkpolicy', 'POST', `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/networkpolicies`, manifest);
   }
 
+  async listNetworkPolicies(): Promise<Record<string, unknown>[]> {
+    const r = await this.#call<{ items?: Record<string, unknown>[] }>('list networkpolicies', 'GET', `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/networkpolicies`);
+    return r.items ?? [];
+  }
+
+  /** Deletes a NetworkPolicy of this namespace (gone already: fine). */
+  async deleteNetworkPolicy(name: string): Promise<void> {
+    try {
+      await this.#call('delete networkpolicy', 'DELETE', `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/networkpolicies/${encodeURIComponent(name)}`);
+    } catch (e) {
+      if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return;
+      throw e;
+    }
+  }
+
   /** Whether this kubeconfig's identity may do it (a SelfSubjectAccessReview: any authenticated user may ask). */
-  async canI(a: { verb: string; resource: string; subresource?: string; namespace: string }): Promise<boolean> {
+  async canI(a: { verb: string; resource: string; subresource?: string; group?: string; namespace: string }): Promise<boolean> {
     const r = await this.#call<{ status?: { allowed?: boolean } }>('access review', 'POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
       apiVersion: 'authorization.k8s.io/v1',
       kind: 'SelfSubjectAccessReview',
-      spec: { resourceAttributes: { verb: a.verb, resource: a.resource, ...(a.subresource ? { subresource: a.subresource } : {}), ...(a.namespace ? { namespace: a.namespace } : {}) } },
+      spec: { resourceAttributes: { verb: a.verb, resource: a.resource, ...(a.group ? { group: a.group } : {}), ...(a.subresource ? { subresource: a.subresource } : {}), ...(a.namespace ? { namespace: a.namespace } : {}) } },
     });
     return r.status?.allowed === true;
   }
