@@ -90,7 +90,8 @@ test('child/ (runs inside the jail) imports Node built-ins, child/, and protocol
 
 test('only config/ reads process.env (the CLI entries, cli/main.ts and cli/bin.ts, hand it to the CLI once; the in-jail agent runtime\'s entry hands its own to a pre-started runtime, which replaces it with its run\'s)', () => {
   const bad = files
-    .filter((f) => /process\.env\b/.test(fs.readFileSync(f, 'utf8')))
+    // A program written as a String.raw template runs elsewhere (a probe pod, a jail): its env is not this process's.
+    .filter((f) => /process\.env\b/.test(fs.readFileSync(f, 'utf8').replace(/String\.raw`[^`]*`/g, '')))
     .map((f) => path.relative(SRC, f))
     .filter((r) => !r.startsWith('config/') && r !== 'cli/main.ts' && r !== 'cli/bin.ts' && r !== 'child/agent-runtime.ts');
   assert.deepEqual(bad, []);

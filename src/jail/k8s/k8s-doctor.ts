@@ -84,8 +84,7 @@ const out = { uid: process.getuid(), gid: process.getgid(), capEff: field('CapEf
 for (const [name, addrs] of Object.entries(os.networkInterfaces())) for (const a of addrs || []) if (a.family === 'IPv6' && !a.internal) out.v6.push(a.address + (a.address.startsWith('fe80') ? '%' + name : ''));
 const plan = JSON.parse(process.argv[1] || '{}');
 const rest = [...(plan.rest || [])];
-const penv = Object.fromEntries(fs.readFileSync('/proc/self/environ', 'utf8').split('\0').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const vh = penv.KUBERNETES_SERVICE_HOST, vp = penv.KUBERNETES_SERVICE_PORT;
+const vh = process.env.KUBERNETES_SERVICE_HOST, vp = process.env.KUBERNETES_SERVICE_PORT;
 if (vh && vp) { const t = (vh.includes(':') ? '[' + vh + ']' : vh) + ':' + vp; out.extra[t] = 'the Service VIP (KUBERNETES_SERVICE_HOST)'; rest.push(t); }
 const linkLocalHops = ${linkLocalHops.toString()};
 try {
