@@ -37,7 +37,7 @@ if (!c) {
   console.log('k8s bench: no cluster (run `make k8s-up`, or BRIG_K8S_LIVE=1 with KUBECONFIG): skipped');
   process.exit(0);
 }
-const driver = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner: `bench-k8s-${process.pid}`, pollMs: 100 });
+const driver = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, workspace: c.workspace, owner: `bench-k8s-${process.pid}`, pollMs: 100 });
 const api = driver.api;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-k8s-bench-'));
 const pool = new K8sWarmPool({ driver, size: 1, prime: [LIMITS] });
@@ -50,7 +50,7 @@ function spec(argv: string[], extra: Partial<JailSpec> = {}): JailSpec {
 
 /** A plain pod: the same image and hardening, no gate, no init, no relay. */
 async function floor(): Promise<number> {
-  const m = renderPod(spec(['true']), { namespace: c!.namespace, owner: `bench-k8s-${process.pid}`, image: c!.childImage });
+  const m = renderPod(spec(['true']), { namespace: c!.namespace, owner: `bench-k8s-${process.pid}`, image: c!.childImage, workspace: c!.workspace });
   const s = m.spec as { schedulingGates?: unknown; initContainers?: unknown; containers: { name: string; command: string[] }[] };
   delete s.schedulingGates;
   delete s.initContainers;
@@ -71,7 +71,7 @@ async function floor(): Promise<number> {
 let execPod: string | undefined;
 async function execFloor(): Promise<number> {
   if (!execPod) {
-    const m = renderPod(spec(['sleep', '3600']), { namespace: c!.namespace, owner: `bench-k8s-${process.pid}`, image: c!.childImage });
+    const m = renderPod(spec(['sleep', '3600']), { namespace: c!.namespace, owner: `bench-k8s-${process.pid}`, image: c!.childImage, workspace: c!.workspace });
     const s = m.spec as { schedulingGates?: unknown; containers: { name: string; command: string[] }[] };
     delete s.schedulingGates;
     s.containers = [{ ...s.containers[0]!, command: ['sleep', '3600'] }];

@@ -11,6 +11,9 @@
 #                             and the pods' shims, unmount, remove the bridges, the network
 #                             namespaces and every path it wrote (the binary cache stays)
 #   scripts/k8s-up.sh status  one line per part: running or not
+# The StorageClass `brig-loop` (brig's workspaces): each claim gets an ext4 image of exactly its
+# size on a loop device (scripts/k8s-loop-provisioner.ts, a part `up` starts), so a full
+# workspace is ENOSPC, not an eviction.
 #   scripts/k8s-up.sh policy off|on
 #                             stop the NetworkPolicy controller and remove every rule and ipset
 #                             it wrote (a cluster whose network ignores NetworkPolicy), or start
@@ -392,6 +395,7 @@ EOF
   # What the tests and brig read: the admin kubeconfig, this kubectl, the imported child image.
   printf 'export KUBECONFIG=%s\nexport BRIG_KUBECTL=%s\nexport BRIG_K8S_CHILD_IMAGE=%s\n' "$ADMIN_KUBECONFIG" "$BIN/kubectl" "${CHILD_IMAGE:-}" > "$STATE/env"
   policy_on
+  start_loop_provisioner
   say "ready in $((SECONDS - t0)) s (node $NODE_NAME, API https://127.0.0.1:$API_PORT, namespace brig, logs in $LOGS)"
   echo "export KUBECONFIG=$ADMIN_KUBECONFIG"
 }
@@ -448,6 +452,24 @@ open_namespace() {
   say "pods of $ns made from now on keep pod-to-pod traffic over the bridge (NetworkPolicy alone holds it)"
 }
 
+# ---- storage: the brig-loop class ------------------------------------------------------------
+start_loop_provisioner() {
+  alive loop-provisioner && return 0
+  [[ -x "$ROOT/node_modules/.bin/tsx" ]] || fail_part loop-provisioner "node_modules is missing (make deps)"
+  ( cd "$ROOT" && start_part loop-provisioner node --import tsx scripts/k8s-loop-provisioner.ts \
+      --server "https://127.0.0.1:$API_PORT" --ca "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+      --dir "$STATE/loop-pv" --node "$NODE_NAME" )
+  KUBECTL apply -f - >/dev/null <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: brig-loop, labels: {app.kubernetes.io/managed-by: brig-k8s-up}}
+provisioner: brig.dev/loop
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+EOF
+  wait_for loop-provisioner 30 "its first pass" grep -q "brig-loop provisioner" "$LOGS/loop-provisioner.log"
+}
+
 # ---- down -----------------------------------------------------------------------------------
 stop_pid() { # pid name
   local pid="$1" i
@@ -464,7 +486,7 @@ down() {
   # shims (children of this containerd: their command line names its socket), containerd, etcd.
   policy_off
   local name
-  for name in kubelet kube-scheduler kube-controller-manager kube-apiserver; do
+  for name in loop-provisioner kubelet kube-scheduler kube-controller-manager kube-apiserver; do
     [[ -f "$PIDS/$name.pid" ]] && stop_pid "$(cat "$PIDS/$name.pid")" "$name"
     rm -f "$PIDS/$name.pid"
   done
@@ -501,7 +523,7 @@ down() {
 
 status() {
   local name rc=0
-  for name in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-router; do
+  for name in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-router loop-provisioner; do
     if alive "$name"; then echo "$name running (pid $(cat "$PIDS/$name.pid"))"; else echo "$name not running"; rc=1; fi
   done
   return $rc

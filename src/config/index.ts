@@ -77,7 +77,7 @@ export interface ModelsConfig {
  */
 export type DriverConfig =
   | { kind: 'docker' }
-  | { kind: 'kubernetes'; kubeconfig: string; namespace: string; image: string; runtimeClassName?: string };
+  | { kind: 'kubernetes'; kubeconfig: string; namespace: string; image: string; runtimeClassName?: string; workspace: { storageClass: string } | { emptyDir: true } };
 
 /**
  * The only reader of process.env in brig. Everything else receives a BrigConfig.
@@ -225,8 +225,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrigConfig {
 /**
  * BRIG_DRIVER (docker | kubernetes), else config.yaml's `driver:`; for kubernetes, the cluster
  * from KUBECONFIG (else config.yaml's `kubernetes.kubeconfig`, else ~/.kube/config), the
- * namespace (BRIG_K8S_NAMESPACE, default `brig`), the image (BRIG_K8S_IMAGE: required) and an
- * optional RuntimeClass (BRIG_K8S_RUNTIME_CLASS).
+ * namespace (BRIG_K8S_NAMESPACE, default `brig`), the image (BRIG_K8S_IMAGE: required), an
+ * optional RuntimeClass (BRIG_K8S_RUNTIME_CLASS) and the workspace (required): a StorageClass
+ * (BRIG_K8S_WORKSPACE_CLASS, `kubernetes.workspaceStorageClass`) or an emptyDir the operator
+ * allows knowing its cost (BRIG_K8S_WORKSPACE_EMPTYDIR=1, `kubernetes.workspaceEmptyDir: true`).
  */
 export function driverConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null = null): DriverConfig {
   let file: { driver?: unknown; kubernetes?: unknown } = {};
@@ -244,7 +246,7 @@ export function driverConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null
     throw new BrigError('invalid_input', `BRIG_DRIVER is ${JSON.stringify(String(kind).slice(0, 40))}`, { hint: 'Jails run on `docker` (the default) or `kubernetes` (docs/kubernetes.md).' });
   }
   const parsed = KubernetesConfigSchema.safeParse(file.kubernetes ?? {});
-  if (!parsed.success) throw new BrigError('invalid_input', `config.yaml kubernetes: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(section)'}: ${i.message}`).join('; ')}`, { hint: 'kubernetes takes kubeconfig: /abs/path, namespace: brig, image: brig-child:TAG and runtimeClassName: NAME.' });
+  if (!parsed.success) throw new BrigError('invalid_input', `config.yaml kubernetes: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(section)'}: ${i.message}`).join('; ')}`, { hint: 'kubernetes takes kubeconfig: /abs/path, namespace: brig, image: brig-child:TAG, runtimeClassName: NAME, workspaceStorageClass: NAME and workspaceEmptyDir: true.' });
   const k = parsed.data;
   const kubeconfig = set(env.KUBECONFIG) ? env.KUBECONFIG.split(':')[0]!.trim() : (k.kubeconfig ?? path.join(env.HOME ?? '/root', '.kube', 'config'));
   const namespace = set(env.BRIG_K8S_NAMESPACE) ? env.BRIG_K8S_NAMESPACE.trim() : (k.namespace ?? 'brig');
@@ -254,7 +256,21 @@ export function driverConfigFrom(env: NodeJS.ProcessEnv, fileText: string | null
     throw new BrigError('invalid_input', 'the kubernetes driver needs the child image its nodes hold', { hint: "Name it in BRIG_K8S_IMAGE (or config.yaml kubernetes.image): brig pulls nothing, so import `brig image build`'s image into the nodes first (`make k8s-up` does and prints BRIG_K8S_CHILD_IMAGE)." });
   }
   const runtimeClassName = set(env.BRIG_K8S_RUNTIME_CLASS) ? env.BRIG_K8S_RUNTIME_CLASS.trim() : k.runtimeClassName;
-  return { kind: 'kubernetes', kubeconfig: path.resolve(kubeconfig), namespace, image, ...(runtimeClassName ? { runtimeClassName } : {}) };
+  const storageClass = set(env.BRIG_K8S_WORKSPACE_CLASS) ? env.BRIG_K8S_WORKSPACE_CLASS.trim() : k.workspaceStorageClass;
+  const emptyDir = set(env.BRIG_K8S_WORKSPACE_EMPTYDIR) ? env.BRIG_K8S_WORKSPACE_EMPTYDIR.trim() : k.workspaceEmptyDir;
+  if (emptyDir !== undefined && !['1', 'true', '0', 'false', true, false].includes(emptyDir)) {
+    throw new BrigError('invalid_input', `BRIG_K8S_WORKSPACE_EMPTYDIR is ${JSON.stringify(String(emptyDir).slice(0, 20))}`, { hint: 'Set it to 1 to allow an emptyDir workspace, or leave it unset.' });
+  }
+  if (storageClass !== undefined && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(storageClass)) {
+    throw new BrigError('invalid_input', `BRIG_K8S_WORKSPACE_CLASS: "${storageClass.slice(0, 70)}" is not a StorageClass name`, { hint: 'A DNS-1123 subdomain: lowercase letters, digits, dashes and dots, e.g. brig-loop.' });
+  }
+  const workspace = storageClass ? { storageClass } : emptyDir === true || emptyDir === '1' || emptyDir === 'true' ? { emptyDir: true as const } : null;
+  if (!workspace) {
+    throw new BrigError('invalid_input', "the kubernetes driver needs to know where a run's /workspace lives", {
+      hint: 'Name a StorageClass whose volumes are exactly the size asked (BRIG_K8S_WORKSPACE_CLASS, or config.yaml kubernetes.workspaceStorageClass): a write past the lease\'s disk then fails ENOSPC. Or allow an emptyDir (BRIG_K8S_WORKSPACE_EMPTYDIR=1, or kubernetes.workspaceEmptyDir: true), knowing that past its size the kubelet evicts the pod and its outputs are lost. brig\'s test cluster has brig-loop.',
+    });
+  }
+  return { kind: 'kubernetes', kubeconfig: path.resolve(kubeconfig), namespace, image, ...(runtimeClassName ? { runtimeClassName } : {}), workspace };
 }
 
 function workspaceQuotaFrom(v: string | undefined): BrigConfig['workspaceQuota'] {

@@ -95,6 +95,10 @@ export const KubernetesConfigSchema = z.strictObject({
   namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a namespace name (DNS-1123 label)').optional(),
   image: z.string().min(1).max(512).optional(),
   runtimeClassName: z.string().min(1).max(253).optional(),
+  /** The StorageClass whose volumes hold each run's /workspace (its size the lease's disk). */
+  workspaceStorageClass: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'a StorageClass name').optional(),
+  /** Allows an emptyDir workspace instead: past its size the kubelet evicts the pod, its outputs lost. */
+  workspaceEmptyDir: z.boolean().optional(),
 });
 
 export const ConfigFileSchema = z.strictObject({

@@ -176,7 +176,7 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
   const results = new FsResultStore({ dir: paths.results, ...(journal ? { writer: journal } : {}) });
   // The jail seam's two drivers: Docker's (with its warm pool) or Kubernetes' bare pods (issue 33).
   const k8s = cfg.driver.kind === 'kubernetes'
-    ? new K8sJailDriver({ kubeconfig: cfg.driver.kubeconfig, namespace: cfg.driver.namespace, image: cfg.driver.image, owner: ownerForHome(cfg.home), brokersDir: paths.brokers, ...(cfg.driver.runtimeClassName ? { runtimeClassName: cfg.driver.runtimeClassName } : {}) })
+    ? new K8sJailDriver({ kubeconfig: cfg.driver.kubeconfig, namespace: cfg.driver.namespace, image: cfg.driver.image, workspace: cfg.driver.workspace, owner: ownerForHome(cfg.home), brokersDir: paths.brokers, ...(cfg.driver.runtimeClassName ? { runtimeClassName: cfg.driver.runtimeClassName } : {}) })
     : undefined;
   const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
   // A broken model configuration stops the supervisor here, loudly; none at all serves no agents.

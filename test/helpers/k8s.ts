@@ -15,6 +15,8 @@ export interface Cluster {
   namespace: string;
   /** brig's child image as the cluster's containerd holds it (imported by k8s-up.sh). */
   childImage: string;
+  /** Where a run's /workspace lives: brig-loop on brig's own cluster; on a user's, BRIG_K8S_WORKSPACE_CLASS or else an emptyDir. */
+  workspace: { storageClass: string } | { emptyDir: true };
 }
 
 /** The cluster `make k8s-up` started (its env file), or the one KUBECONFIG names with BRIG_K8S_LIVE=1. */
@@ -33,12 +35,13 @@ export function testCluster(): Cluster | null {
   const kubectl = process.env.BRIG_KUBECTL ?? fromFile.BRIG_KUBECTL ?? 'kubectl';
   if (!kubeconfig || !fs.existsSync(kubeconfig)) return null;
   const childImage = process.env.BRIG_K8S_CHILD_IMAGE ?? fromFile.BRIG_K8S_CHILD_IMAGE ?? '';
-  return { kubeconfig, kubectl, namespace: process.env.BRIG_K8S_NAMESPACE ?? 'brig', childImage };
+  const cls = live ? process.env.BRIG_K8S_WORKSPACE_CLASS : 'brig-loop';
+  return { kubeconfig, kubectl, namespace: process.env.BRIG_K8S_NAMESPACE ?? 'brig', childImage, workspace: cls ? { storageClass: cls } : { emptyDir: true } };
 }
 
 /** The environment that points brig at the cluster with the Kubernetes driver. */
 export function driverEnv(c: Cluster): Record<string, string> {
-  return { BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage };
+  return { BRIG_DRIVER: 'kubernetes', KUBECONFIG: c.kubeconfig, BRIG_K8S_NAMESPACE: c.namespace, BRIG_K8S_IMAGE: c.childImage, ...('storageClass' in c.workspace ? { BRIG_K8S_WORKSPACE_CLASS: c.workspace.storageClass } : { BRIG_K8S_WORKSPACE_EMPTYDIR: '1' }) };
 }
 
 export function requireCluster(t: TestContext): Cluster | null {

@@ -32,9 +32,10 @@ const drivers: Promise<Driver>[] = [
     const c = testCluster();
     return {
       name: 'kubernetes' as const,
-      driver: c ? new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner: OWNER, pollMs: 100 }) : (null as unknown as JailDriver),
+      driver: c ? new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, workspace: c.workspace, owner: OWNER, pollMs: 100 }) : (null as unknown as JailDriver),
       cannot: {
-        enospc: "the workspace is an emptyDir with sizeLimit: past it the kubelet evicts the pod instead of a write failing ENOSPC (a provisioned volume is not built: docs/kubernetes.md)",
+        // On brig's cluster the workspace is a brig-loop volume of the lease's size; a user's cluster may have allowed an emptyDir.
+        ...(c && 'emptyDir' in c.workspace ? { enospc: 'the workspace is an emptyDir (BRIG_K8S_WORKSPACE_EMPTYDIR): past its sizeLimit the kubelet evicts the pod instead of a write failing ENOSPC; name a StorageClass in BRIG_K8S_WORKSPACE_CLASS' } : {}),
         pids: "the pod has no PID field: processes are bounded by the kubelet's podPidsLimit (512 here), not the lease's",
       },
     };

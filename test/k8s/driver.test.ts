@@ -28,7 +28,7 @@ function spec(argv: string[], extra: Partial<JailSpec> = {}): JailSpec {
 }
 
 function driverFor(c: Cluster, t: { after(fn: () => Promise<void>): void }): K8sJailDriver {
-  const d = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner: `k8s-drv-${randomBytes(3).toString('hex')}`, pollMs: 100 });
+  const d = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, workspace: c.workspace, owner: `k8s-drv-${randomBytes(3).toString('hex')}`, pollMs: 100 });
   t.after(async () => {
     await d.sweep(() => false);
     await d.close();
@@ -131,7 +131,7 @@ test("stop on the kubernetes driver: SIGTERM reaches the program through the pod
 test('a pod the scheduler cannot place fails its run past the bound, naming why; a kill before it ran deletes it at once', async (t) => {
   const c = requireCluster(t);
   if (!c) return;
-  const d = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner: `k8s-drv-${randomBytes(3).toString('hex')}`, pollMs: 100, unschedulableMs: 1500 });
+  const d = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, workspace: c.workspace, owner: `k8s-drv-${randomBytes(3).toString('hex')}`, pollMs: 100, unschedulableMs: 1500 });
   t.after(async () => {
     await d.sweep(() => false);
     await d.close();
@@ -153,14 +153,14 @@ test("a restarted supervisor's driver finds its pods by label, reattaches a runn
   const c = requireCluster(t);
   if (!c) return;
   const owner = `k8s-drv-${randomBytes(3).toString('hex')}`;
-  const first = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner, pollMs: 100 });
+  const first = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, workspace: c.workspace, owner, pollMs: 100 });
   const s = spec(['sh', '-c', 'sleep 3; printf done > out/late.txt; exit 4']);
   const jail = await first.create(s);
   await jail.start();
   await first.close(); // the supervisor is gone; its child runs on
   const again = driverFor(c, t);
   const stranger = await again.create(spec(['true']));
-  const second = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner, pollMs: 100 });
+  const second = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, workspace: c.workspace, owner, pollMs: 100 });
   t.after(async () => {
     await second.sweep(() => false);
     await second.close();
@@ -331,7 +331,7 @@ test('the end comes through one watch over the pods (item 7), not reads every 10
   const c = requireCluster(t);
   if (!c) return;
   const watched = driverFor(c, t);
-  const polled = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner: `k8s-drv-${randomBytes(3).toString('hex')}`, pollMs: 100, watch: false });
+  const polled = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, workspace: c.workspace, owner: `k8s-drv-${randomBytes(3).toString('hex')}`, pollMs: 100, watch: false });
   t.after(async () => {
     await polled.sweep(() => false);
     await polled.close();

@@ -32,7 +32,7 @@ function manifest(c: Cluster) {
   const id = `r-${randomBytes(8).toString('hex')}`;
   // /workspace holds the 64 MiB file the stream reads: a disk limit above it.
   const spec: JailSpec = { runId: id, leaseId: 'l-exec', rootRunId: id, argv: ['sh', '-c', 'mkdir -p /workspace/out; sleep 600'], env: { HOME: '/workspace', PATH: '/bin:/usr/bin' }, limits: { memoryMb: 128, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 256 }, artifacts: [] };
-  return renderPod(spec, { namespace: c.namespace, owner: 'k8s-test', image: c.childImage, activeDeadlineSeconds: 600 });
+  return renderPod(spec, { namespace: c.namespace, owner: 'k8s-test', image: c.childImage, workspace: c.workspace, activeDeadlineSeconds: 600 });
 }
 
 async function waitRunning(api: KubeApi, name: string, timeoutMs: number): Promise<void> {

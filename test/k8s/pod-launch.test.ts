@@ -31,7 +31,7 @@ function spec(argv: string[]): JailSpec {
 }
 
 function manifest(c: Cluster, argv: string[], labels: Record<string, string> = {}): PodManifest {
-  const m = renderPod(spec(argv), { namespace: c.namespace, owner: 'k8s-test', image: c.childImage, activeDeadlineSeconds: 120 });
+  const m = renderPod(spec(argv), { namespace: c.namespace, owner: 'k8s-test', image: c.childImage, workspace: c.workspace, activeDeadlineSeconds: 120 });
   Object.assign(m.metadata.labels, labels);
   return m;
 }

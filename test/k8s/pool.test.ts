@@ -36,7 +36,7 @@ function spec(t: { after(fn: () => void): void }, argv: string[], extra: Partial
 
 async function poolFor(c: Cluster, t: { after(fn: () => Promise<void>): void }, size = 1): Promise<{ pool: K8sWarmPool; driver: K8sJailDriver; events: PoolEvent[]; owner: string }> {
   const owner = `k8s-pool-${randomBytes(3).toString('hex')}`;
-  const driver = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner, pollMs: 100 });
+  const driver = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, workspace: c.workspace, owner, pollMs: 100 });
   const events: PoolEvent[] = [];
   const pool = new K8sWarmPool({ driver, size, prime: [LIMITS], onEvent: (e) => events.push(e) });
   t.after(async () => {
@@ -190,7 +190,7 @@ test('a warm pod changed after it was made is refused at claim (jail_unverified)
   // Running: its first output is there (read through the relay container).
   await untilInWorkspace(driver.api, jail.id, 'out/up.txt');
   // The supervisor dies (its exec stream with it); the next one finds the pod by its key.
-  const second = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, owner, pollMs: 100 });
+  const second = new K8sJailDriver({ kubeconfig: c.kubeconfig, namespace: c.namespace, image: c.childImage, workspace: c.workspace, owner, pollMs: 100 });
   t.after(() => second.close());
   const back = await second.attach(jail.key!);
   assert.ok(back, 'reattached by its key');

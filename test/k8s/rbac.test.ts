@@ -43,7 +43,7 @@ test('the shipped RBAC: its ServiceAccount runs a child pod through create → v
   const id = `r-${randomBytes(8).toString('hex')}`;
   const m = renderPod(
     { runId: id, leaseId: 'l-rbac', rootRunId: id, argv: ['sh', '-c', 'exit 7'], env: { HOME: '/workspace' }, limits: { memoryMb: 64, cpu: 0.25, pids: 32, tmpfsMb: 8, diskMb: 32 }, artifacts: [] },
-    { namespace: c.namespace, owner: 'rbac-test', image: c.childImage, activeDeadlineSeconds: 60 },
+    { namespace: c.namespace, owner: 'rbac-test', image: c.childImage, workspace: c.workspace, activeDeadlineSeconds: 60 },
   );
   cleanups.push(async () => {
     await api.deletePod(m.metadata.name);

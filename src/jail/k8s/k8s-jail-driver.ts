@@ -21,8 +21,10 @@
  * A run with a broker gets it relayed: pod-relay.js exec'd in the relay container makes
  * /run/brig/broker.sock (read-only to the child), its connections framed over the exec's stdio
  * to the run's host socket (host-relay.ts; the pod side is untrusted).
- * Not yet (docs/kubernetes.md): egress over the relay, artifacts and repos (refused), a
- * workspace with a real ENOSPC (emptyDir sizeLimit evicts).
+ * The workspace is a generic ephemeral volume of the lease's size from the operator's
+ * StorageClass (ENOSPC past it where the class sizes its volumes exactly, as brig-loop on the
+ * test cluster does), or an emptyDir the operator allowed (past its sizeLimit the kubelet evicts).
+ * Not yet (docs/kubernetes.md): egress over the relay, artifacts and repos (refused).
  */
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -35,7 +37,7 @@ import { hostRelay } from './host-relay.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
 import { PodWatch } from './pod-watch.js';
 import { createVerified, liftGate, podEnd, podStuck, podUnschedulable, type LaunchedPod } from './pod-launch.js';
-import { BROKER_SOCKET, CONTAINER, DENY_POLICY, LABEL_OWNER, LABEL_POOL, type PodManifest, deniesAll, denyPolicy, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, quantity, renderPod } from './pod-spec.js';
+import { BROKER_SOCKET, CONTAINER, DENY_POLICY, LABEL_OWNER, LABEL_POOL, type K8sWorkspace, type PodManifest, deniesAll, denyPolicy, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, quantity, renderPod } from './pod-spec.js';
 
 export interface K8sJailDriverOptions {
   /** The admin's or brig's own kubeconfig (its current context's server and credentials). */
@@ -48,6 +50,8 @@ export interface K8sJailDriverOptions {
   owner: string;
   /** An operator's RuntimeClass (gVisor, Kata), or none. */
   runtimeClassName?: string;
+  /** Where `/workspace` lives: a StorageClass's volume of the lease's size (ENOSPC past it), or an emptyDir the operator allowed. */
+  workspace: K8sWorkspace;
   /** The kubelet's backstop behind brig's own timeouts (default 6 h). */
   activeDeadlineSeconds?: number;
   /** Bytes of the child's log kept as its tail (default 16 KiB). */
@@ -185,6 +189,7 @@ export class K8sJailDriver implements JailDriver {
       namespace: this.o.namespace,
       owner: this.o.owner,
       image: this.o.image,
+      workspace: this.o.workspace,
       activeDeadlineSeconds: this.o.activeDeadlineSeconds ?? DEFAULT_DEADLINE_S,
       ...(this.o.runtimeClassName ? { runtimeClassName: this.o.runtimeClassName } : {}),
     };
@@ -254,6 +259,8 @@ export function verifiedOf(pod: LaunchedPod): JailVerified {
   };
   const vols = ((spec.volumes as Obj[] | undefined) ?? []).map(obj);
   const size = (name: string) => mib(obj(vols.find((v) => v.name === name)?.emptyDir).sizeLimit);
+  const ws = vols.find((v) => v.name === 'workspace');
+  const claim = obj(obj(obj(ws?.ephemeral).volumeClaimTemplate).spec);
   return {
     containerId: `pod/${pod.name}`,
     image: String(child.image ?? ''),
@@ -264,8 +271,8 @@ export function verifiedOf(pod: LaunchedPod): JailVerified {
     noNewPrivileges: sc.allowPrivilegeEscalation === false,
     seccompSha: null,
     ipc: 'pod',
-    limits: { cpu: quantity(limits.cpu), memoryMb: mib(limits.memory), memorySwapMb: null, pids: null, tmpfsMb: size('tmp'), diskMb: size('workspace') },
-    workspace: { driver: 'emptyDir', type: null, options: null },
+    limits: { cpu: quantity(limits.cpu), memoryMb: mib(limits.memory), memorySwapMb: null, pids: null, tmpfsMb: size('tmp'), diskMb: ws?.ephemeral ? mib(obj(obj(claim.resources).requests).storage) : size('workspace') },
+    workspace: ws?.ephemeral ? { driver: 'ephemeral', type: typeof claim.storageClassName === 'string' ? claim.storageClassName : null, options: null } : { driver: 'emptyDir', type: null, options: null },
     binds: [],
     verifiedAt: new Date().toISOString(),
   };

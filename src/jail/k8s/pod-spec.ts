@@ -122,8 +122,18 @@ export const RELAY_LIMITS = { cpu: '1', memory: '128Mi', 'ephemeral-storage': '1
  */
 export const RELAY_REQUESTS = { ...RELAY_LIMITS, cpu: '100m' } as const;
 
+/**
+ * Where a pod's `/workspace` lives. `storageClass`: a generic ephemeral volume of the lease's
+ * disk size from that class (on brig's test cluster `brig-loop`: an ext4 image of exactly that
+ * size, so a write past it fails ENOSPC), made with the pod and deleted with it. `emptyDir`:
+ * node disk with `sizeLimit` — past it the kubelet evicts the pod and its outputs are lost; only
+ * when the operator allows it.
+ */
+export type K8sWorkspace = { storageClass: string } | { emptyDir: true };
+
 export interface PodOptions {
   namespace: string;
+  workspace: K8sWorkspace;
   owner: string;
   /** The image as the cluster knows it (imported: `imagePullPolicy: Never`). */
   image: string;
@@ -221,11 +231,20 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
         },
       ],
       volumes: [
-        { name: 'workspace', emptyDir: { sizeLimit: mi(spec.limits.diskMb) } },
+        workspaceVolume(o.workspace, spec.limits.diskMb),
         { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: mi(spec.limits.tmpfsMb) } },
         ...(o.broker ? [{ name: 'run-brig', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }] : []),
       ],
     },
+  };
+}
+
+/** The `workspace` volume: an ephemeral claim of the class (its size the lease's), or an emptyDir with sizeLimit. */
+export function workspaceVolume(w: K8sWorkspace, diskMb: number): Record<string, unknown> {
+  if ('emptyDir' in w) return { name: 'workspace', emptyDir: { sizeLimit: mi(diskMb) } };
+  return {
+    name: 'workspace',
+    ephemeral: { volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'], storageClassName: w.storageClass, volumeMode: 'Filesystem', resources: { requests: { storage: mi(diskMb) } } } } },
   };
 }
 
@@ -321,6 +340,16 @@ export function verifyPod(asked: PodManifest, got: unknown, o: { started?: boole
       const ae = obj(a.emptyDir);
       const ge = obj(g.emptyDir);
       if ((ae.medium ?? '') !== (ge.medium ?? '') || quantity(ae.sizeLimit) !== quantity(ge.sizeLimit)) d(`volumes.${String(a.name)}.emptyDir`, ae, ge);
+    } else if (a.ephemeral) {
+      // The claim the pod will get: its class, size, access and mode as asked (a mutated
+      // template could give the workspace another class or size, or none of its limits).
+      const at = obj(obj(obj(a.ephemeral).volumeClaimTemplate).spec);
+      const gt = obj(obj(obj(g.ephemeral).volumeClaimTemplate).spec);
+      const size = (t: Obj) => quantity(obj(obj(t.resources).requests).storage);
+      if (at.storageClassName !== gt.storageClassName || size(at) !== size(gt) || !same(at.accessModes, gt.accessModes) || (gt.volumeMode ?? 'Filesystem') !== at.volumeMode
+        || obj(obj(gt.resources).limits).storage !== undefined || gt.selector !== undefined || gt.dataSource !== undefined || gt.dataSourceRef !== undefined || gt.volumeName !== undefined) {
+        d(`volumes.${String(a.name)}.ephemeral`, at, gt);
+      }
     }
   }
   // A started pod (a warm-pool pod read again at claim) is past brig's gate and bound to a node.

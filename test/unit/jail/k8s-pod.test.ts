@@ -10,7 +10,7 @@ import { CHILD_INIT, VERIFY_GATE, deniesAll, denyPolicy, podName, renderPod, ver
 import type { JailSpec } from '../../../src/jail/index.js';
 
 const spec: JailSpec = { runId: 'r-0123456789abcdef', leaseId: 'l-1', rootRunId: 'r-0123456789abcdef', argv: ['sh', '-c', 'true'], env: { HOME: '/workspace' }, limits: { memoryMb: 256, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 128 }, artifacts: [] };
-const asked = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', activeDeadlineSeconds: 60 });
+const asked = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', workspace: { emptyDir: true }, activeDeadlineSeconds: 60 });
 
 /** What an API server writes back: defaults added, keys reordered, quantities respelled. */
 function admitted(): Record<string, any> {
@@ -56,7 +56,7 @@ test('the rendered pod: gated, restricted and stricter, labelled, limits from th
 });
 
 test('renderPod: with inputs and a broker the child\'s PID 1 awaits both before its program (the inputs never travel in the pod object)', () => {
-  const p = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', inputs: true, broker: true });
+  const p = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', workspace: { emptyDir: true }, inputs: true, broker: true });
   const s = p.spec as Record<string, any>;
   const init = s.containers[0].command[2] as string;
   assert.ok(init.indexOf('.brig-prepared') < init.indexOf('broker.sock') && init.indexOf('broker.sock') < init.indexOf(CHILD_INIT), init);
@@ -92,6 +92,27 @@ test('verifyPod: server defaults are not drift; every change that matters is nam
     change(p);
     assert.ok(verifyPod(asked, p).some((d) => d.field === field), `${field}: ${JSON.stringify(verifyPod(asked, p))}`);
   }
+});
+
+test("verifyPod: a workspace claim's class, size, access and source are the jail's — each change named; the server's defaults are not drift", () => {
+  const vol = renderPod(spec, { namespace: 'brig', owner: 'default', image: 'brig-child:abc', workspace: { storageClass: 'brig-loop' } });
+  const w = (vol.spec.volumes as Record<string, any>[]).find((v) => v.name === 'workspace')!;
+  assert.deepEqual(w, { name: 'workspace', ephemeral: { volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'brig-loop', volumeMode: 'Filesystem', resources: { requests: { storage: '128Mi' } } } } } });
+  const got = (change: (t: Record<string, any>) => void) => {
+    const p = JSON.parse(JSON.stringify(vol)) as Record<string, any>;
+    change(p.spec.volumes.find((v: Record<string, any>) => v.name === 'workspace').ephemeral.volumeClaimTemplate.spec);
+    return verifyPod(vol, p).map((x) => x.field);
+  };
+  assert.deepEqual(got((t) => { delete t.volumeMode; t.resources.requests.storage = '134217728'; }), [], 'defaults and respelled quantities are not drift');
+  assert.deepEqual(got((t) => { t.storageClassName = 'standard'; }), ['volumes.workspace.ephemeral']);
+  assert.deepEqual(got((t) => { t.resources.requests.storage = '10Gi'; }), ['volumes.workspace.ephemeral']);
+  assert.deepEqual(got((t) => { t.accessModes = ['ReadWriteMany']; }), ['volumes.workspace.ephemeral']);
+  assert.deepEqual(got((t) => { t.dataSource = { kind: 'PersistentVolumeClaim', name: 'someone-elses' }; }), ['volumes.workspace.ephemeral'], 'a claim cloned from another volume is not an empty workspace');
+  assert.deepEqual(got((t) => { t.volumeName = 'pv-prepared'; }), ['volumes.workspace.ephemeral']);
+  // The workspace swapped for node disk: another volume kind.
+  const p = JSON.parse(JSON.stringify(vol)) as Record<string, any>;
+  p.spec.volumes = p.spec.volumes.map((v: Record<string, any>) => (v.name === 'workspace' ? { name: 'workspace', emptyDir: {} } : v));
+  assert.deepEqual(verifyPod(vol, p).map((x) => x.field), ['volumes.workspace']);
 });
 
 test('podEnd: the child container\'s exit, OOM, and a pod ended without one', () => {

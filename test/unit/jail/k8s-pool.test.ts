@@ -18,7 +18,7 @@ const LIMITS = { memoryMb: 128, cpu: 0.5, pids: 64, tmpfsMb: 16, diskMb: 64 };
 const spec = (extra: Partial<JailSpec> = {}): JailSpec => ({ runId: 'r-1', leaseId: 'l-1', rootRunId: 'r-1', argv: ['sh', '-c', 'true'], env: { HOME: '/workspace' }, limits: LIMITS, artifacts: [], brokerDir: '/tmp/x', ...extra });
 
 test('a pool pod is rendered with no argv, no environment and no run: PID 1 is the waiter, the broker mounted, labelled as pooled', () => {
-  const pod = renderPod({ ...spec({ runId: 'pool-abc', rootRunId: 'pool-abc', leaseId: 'pool', argv: [], env: {} }) }, { namespace: 'brig', owner: 'o', image: 'img:1', broker: true, pooled: true });
+  const pod = renderPod({ ...spec({ runId: 'pool-abc', rootRunId: 'pool-abc', leaseId: 'pool', argv: [], env: {} }) }, { namespace: 'brig', owner: 'o', image: 'img:1', workspace: { storageClass: 'brig-loop' }, broker: true, pooled: true });
   const child = (pod.spec.containers as Record<string, unknown>[])[0]!;
   assert.deepEqual(child.command, ['/bin/sh', '-c', POOL_WAITER]);
   assert.deepEqual(child.env, []);
@@ -50,7 +50,7 @@ test('the pool serves only what it can run exactly as the cold path would; anyth
 });
 
 test('a started pod is verified without its gate and bound to a node, and still refuses a changed image or an added gate', () => {
-  const asked = renderPod(spec({ argv: [], env: {} }), { namespace: 'brig', owner: 'o', image: 'img:1', broker: true, pooled: true });
+  const asked = renderPod(spec({ argv: [], env: {} }), { namespace: 'brig', owner: 'o', image: 'img:1', workspace: { storageClass: 'brig-loop' }, broker: true, pooled: true });
   const got = JSON.parse(JSON.stringify(asked)) as { spec: Record<string, any> };
   got.spec.schedulingGates = [];
   got.spec.nodeName = 'node-1';
