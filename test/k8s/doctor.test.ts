@@ -45,6 +45,8 @@ test('brig doctor on the kubernetes driver judges the cluster from the API and f
     // brig's own cluster: isolated bridge ports and no IPv6 in a pod, whatever the policies say.
     assert.match(byName.get('NetworkPolicy enforced')!.detail, /^not observable: .*allowed by a policy: (TIMEOUT|EHOSTUNREACH)/);
     assert.match(byName.get('pod: IPv6 link-local')!.detail, /IPv6 is off in the pod/);
+    // The workspace is a brig-loop volume of the size the doctor's pods asked: ENOSPC past it.
+    assert.match(byName.get('pod: workspace capped')!.detail, /^StorageClass brig-loop: 1[0-5]\.\d MiB for the 16 MiB asked/);
   }
   const left = await kubectl(c, ['get', 'pods,networkpolicies', '-o', 'name']);
   assert.doesNotMatch(left.stdout, /doctor/, "the probe pods and the doctor's policy are gone");

@@ -25,7 +25,7 @@ import type { DoctorCheck } from '../../protocol/index.js';
 import { toBrigError } from '../../util/errors.js';
 import type { Jail, JailSpec } from '../types.js';
 import type { K8sJailDriver } from './k8s-jail-driver.js';
-import { DENY_POLICY, LABEL_RUN, labelValue } from './pod-spec.js';
+import { DENY_POLICY, type K8sWorkspace, LABEL_RUN, labelValue } from './pod-spec.js';
 
 /** The verbs brig's driver uses in its namespace (deploy/kubernetes/rbac.yaml grants them). */
 export const NEEDED_RIGHTS: readonly { verb: string; resource: string; subresource?: string; group?: string }[] = [
@@ -81,6 +81,7 @@ const field = (k) => (st.match(new RegExp('^' + k + ':\\s*(\\S+)', 'm')) || [])[
 let rootWrite = 'WROTE';
 try { fs.writeFileSync('/brig-probe', 'x'); } catch (e) { rootWrite = e.code; }
 const out = { uid: process.getuid(), gid: process.getgid(), capEff: field('CapEff'), capBnd: field('CapBnd'), noNewPrivs: field('NoNewPrivs'), seccomp: field('Seccomp'), rootWrite, connects: {}, v6: [], extra: {} };
+try { const f = fs.statfsSync('/workspace'); out.workspaceBytes = f.blocks * f.bsize; } catch (e) { out.workspaceError = e.code || String(e); }
 for (const [name, addrs] of Object.entries(os.networkInterfaces())) for (const a of addrs || []) if (a.family === 'IPv6' && !a.internal) out.v6.push(a.address + (a.address.startsWith('fe80') ? '%' + name : ''));
 const plan = JSON.parse(process.argv[1] || '{}');
 const rest = [...(plan.rest || [])];
@@ -150,6 +151,24 @@ export interface K8sProbe {
   v6?: string[];
   /** Targets the probe added itself (the Service VIP, IPv6 next hops), with what they stand for. */
   extra?: Record<string, string>;
+  /** The size of the file system under /workspace (statfs), or why it could not be read. */
+  workspaceBytes?: number;
+  workspaceError?: string;
+}
+
+/** Pure: what the probe saw of /workspace, against the disk the doctor's pods asked for. */
+export function judgeWorkspace(p: K8sProbe, ws: K8sWorkspace, diskMb: number): DoctorCheck {
+  const name = 'pod: workspace capped';
+  const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
+  if (p.workspaceBytes === undefined) return { name, ok: false, detail: `/workspace could not be read: ${p.workspaceError ?? 'no report'}`, hint: 'kubectl describe pod shows what its workspace volume is.' };
+  if ('emptyDir' in ws) {
+    return { name, ok: true, detail: `an emptyDir (allowed by the operator): ${mib(p.workspaceBytes)} of node disk visible for the ${diskMb} MiB asked`, hint: `Not a failure, but its cost: past ${diskMb} MiB the kubelet evicts the pod and the run's outputs are lost, where a volume of the size asked fails the write with ENOSPC — name a StorageClass (BRIG_K8S_WORKSPACE_CLASS).` };
+  }
+  // A file system of exactly the size asked shows a little less (its own metadata); more is not a cap.
+  const ok = p.workspaceBytes > 0 && p.workspaceBytes <= diskMb * 1048576;
+  return ok
+    ? { name, ok, detail: `StorageClass ${ws.storageClass}: ${mib(p.workspaceBytes)} for the ${diskMb} MiB asked — a write past it fails ENOSPC` }
+    : { name, ok, detail: `StorageClass ${ws.storageClass} gave ${mib(p.workspaceBytes)} for the ${diskMb} MiB asked: a run's disk would not be capped at its lease`, hint: 'Name a StorageClass whose volumes are exactly the size claimed (an LVM or loop-device provisioner, most block-storage CSI drivers; not a shared file system or hostPath).' };
 }
 
 /** The pair the NetworkPolicy test compares: a listener the doctor's policy allows, one brig's default-deny forbids. */
@@ -315,7 +334,8 @@ export async function kubernetesDoctor(d: K8sJailDriver, namespace: string): Pro
     const line = /BRIG-PROBE (\{.*\})/.exec(probe.tails().stdoutTail)?.[1];
     if (!line) throw new Error(`the probe pod printed no report (exit ${end.exitCode}): ${probe.tails().stdoutTail.slice(-300)}`);
     checks.push({ name: "the child image runs on the cluster's nodes", ok: true, detail: `${await d.ensureImage()} (a probe pod and two listener pods ran)` });
-    checks.push(...judgeK8sProbe(JSON.parse(line) as K8sProbe, targets, pair));
+    const report = JSON.parse(line) as K8sProbe;
+    checks.push(...judgeK8sProbe(report, targets, pair), judgeWorkspace(report, d.workspace, LIMITS.diskMb));
   } catch (e) {
     const be = toBrigError(e);
     checks.push({ name: 'a probe pod runs', ok: false, detail: be.message, hint: be.hint ?? 'kubectl describe pod in brig\'s namespace shows why.' });

@@ -156,6 +156,11 @@ export class K8sJailDriver implements JailDriver {
     return new K8sJail(this.api, spec.runId, pod.name, this.opts(), { pod, ...(inputs ? { inputs } : {}) }, spec.brokerDir);
   }
 
+  /** Where a run's /workspace lives (the operator's choice). */
+  get workspace(): K8sWorkspace {
+    return this.o.workspace;
+  }
+
   /** The child image as the cluster's nodes hold it. */
   get image(): string {
     return this.o.image;

@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { allowPairPolicy, foreignPolicies, judgeK8sProbe, judgePolicy, K8S_PROBE_SCRIPT, linkLocalHops, type K8sProbe } from '../../../src/jail/index.js';
+import { allowPairPolicy, foreignPolicies, judgeK8sProbe, judgePolicy, judgeWorkspace, K8S_PROBE_SCRIPT, linkLocalHops, type K8sProbe } from '../../../src/jail/index.js';
 
 const good: K8sProbe = { uid: 65534, gid: 65534, capEff: '0000000000000000', capBnd: '0000000000000000', noNewPrivs: '1', seccomp: '2', rootWrite: 'EROFS', connects: { '10.0.0.1:10250': 'ENETUNREACH', '10.89.0.7:8080': 'TIMEOUT' } };
 const targets = { '10.0.0.1:10250': "the node's kubelet", '10.89.0.7:8080': 'another pod' };
@@ -82,4 +82,20 @@ test("linkLocalHops reads a route table's IPv6 link-local next hops with their i
   assert.deepEqual(linkLocalHops(table), ['fe80:0:0:0:ecee:ff:feee:eeee%eth0', 'fe80:0:0:0:0:0:0:1%net1']);
   assert.deepEqual(linkLocalHops(''), []);
   assert.ok(K8S_PROBE_SCRIPT.includes(linkLocalHops.toString()), 'the pod runs the function this test ran');
+});
+
+test('the workspace: a class volume within the size asked passes, a larger one fails, an allowed emptyDir passes with its cost, an unreadable one fails', () => {
+  const cls = { storageClass: 'brig-loop' };
+  const at = (workspaceBytes?: number, workspaceError?: string) => ({ ...good, ...(workspaceBytes !== undefined ? { workspaceBytes } : {}), ...(workspaceError ? { workspaceError } : {}) });
+  const fits = judgeWorkspace(at(15_459_328), cls, 16);
+  assert.deepEqual([fits.ok, fits.hint], [true, undefined]);
+  assert.match(fits.detail, /brig-loop: 14\.7 MiB for the 16 MiB asked .*ENOSPC/);
+  const big = judgeWorkspace(at(50 * 1024 ** 3), cls, 16);
+  assert.equal(big.ok, false);
+  assert.match(big.detail, /would not be capped/);
+  assert.ok(big.hint);
+  const node = judgeWorkspace(at(50 * 1024 ** 3), { emptyDir: true }, 16);
+  assert.equal(node.ok, true);
+  assert.match(node.hint ?? '', /evicts the pod and the run's outputs are lost/);
+  assert.equal(judgeWorkspace(at(undefined, 'ENOENT'), cls, 16).ok, false);
 });
