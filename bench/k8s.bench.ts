@@ -2,9 +2,10 @@
  * The Kubernetes driver against the bare API, on the same cluster in the same run (issue 33
  * item 8: cold spawn ≤ ×1.3 of the `create pod → ended` floor):
  *
- * floor   a plain pod of the same image running `true` (hardened the same, no gate, no relay,
- *         no prepare): POST the pod, poll its status until the container terminated (every
- *         100 ms, as brig's driver does), DELETE it.
+ * floor   a plain pod of the same image running `true` (hardened the same, the same workspace
+ *         volume — brig-loop on the test cluster — no gate, no relay, no prepare): POST the pod,
+ *         poll its status until the container terminated (every 100 ms, as brig's driver does),
+ *         DELETE it. Beside it the same pod with an emptyDir workspace: the volume's own cost.
  * brig    the driver's whole cold path for `true`: create gated → verify → lift the gate →
  *         the kubelet's end → collect out/ through the relay's tar → delete.
  * brig+io the same with an input file (unpacked by exec) and one output file collected.
@@ -48,9 +49,9 @@ function spec(argv: string[], extra: Partial<JailSpec> = {}): JailSpec {
   return { runId: id, leaseId: 'bench', rootRunId: id, argv, env: { PATH: '/usr/bin:/bin', HOME: '/workspace' }, limits: LIMITS, artifacts: [], askedBy: 'operator', ...extra };
 }
 
-/** A plain pod: the same image and hardening, no gate, no init, no relay. */
-async function floor(): Promise<number> {
-  const m = renderPod(spec(['true']), { namespace: c!.namespace, owner: `bench-k8s-${process.pid}`, image: c!.childImage, workspace: c!.workspace });
+/** A plain pod: the same image, hardening and workspace volume, no gate, no init, no relay (`node`: an emptyDir workspace instead). */
+async function floor(workspace: NonNullable<typeof c>["workspace"] = c!.workspace): Promise<number> {
+  const m = renderPod(spec(['true']), { namespace: c!.namespace, owner: `bench-k8s-${process.pid}`, image: c!.childImage, workspace });
   const s = m.spec as { schedulingGates?: unknown; initContainers?: unknown; containers: { name: string; command: string[] }[] };
   delete s.schedulingGates;
   delete s.initContainers;
@@ -102,7 +103,7 @@ async function viaBrig(io: boolean, pooled = false): Promise<number> {
   return performance.now() - t0;
 }
 
-const xs = { floor: [] as number[], brig: [] as number[], io: [] as number[], exec: [] as number[], pooled: [] as number[], pooledIo: [] as number[] };
+const xs = { floorNode: [] as number[], floor: [] as number[], brig: [] as number[], io: [] as number[], exec: [] as number[], pooled: [] as number[], pooledIo: [] as number[] };
 try {
   await pool.start();
   await report.phase('warm-up', async () => {
@@ -116,6 +117,7 @@ try {
       // No refill of the pool overlaps a cold round: the kubelet serves one pod start at a time well.
       await pool.filled(120_000);
       xs.floor.push(await floor());
+      xs.floorNode.push(await floor({ emptyDir: true }));
       xs.brig.push(await viaBrig(false));
       xs.io.push(await viaBrig(true));
       xs.exec.push(await execFloor());
@@ -130,9 +132,11 @@ try {
     console.log(`${name.padEnd(44)} p50 ${pct(v, 0.5).toFixed(0).padStart(6)} ms  p95 ${pct(v, 0.95).toFixed(0).padStart(6)} ms${floorV ? `  ×${(pct(v, 0.5) / pct(floorV, 0.5)).toFixed(2)} of the floor` : ''}`);
   console.log(`k8s bench, ${N} rounds, load ${os.loadavg()[0]!.toFixed(2)}`);
   line('create pod → ended, bare API (floor)', xs.floor);
+  line('  the same with an emptyDir workspace', xs.floorNode);
   line('cold run, kubernetes driver (true)', xs.brig, xs.floor);
   line('cold run with an input and an output', xs.io, xs.floor);
   report.samples('create pod → ended, bare API', xs.floor);
+  report.samples('create pod → ended, bare API, an emptyDir workspace', xs.floorNode);
   report.samples('cold run on the kubernetes driver (true)', xs.brig, { floor: 'create pod → ended, bare API', headline: true, goal: { ratioMax: 1.3 } });
   report.samples('cold run with an input and an output', xs.io, { floor: 'create pod → ended, bare API' });
   line('exec true into a running pod (floor)', xs.exec);
