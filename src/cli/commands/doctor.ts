@@ -24,7 +24,7 @@ const command: Command = {
   usage: 'brig doctor [--build] [--driver docker|kubernetes] [--json]',
   flags: [
     { name: 'build', description: 'build the child image when it is missing' },
-    { name: 'driver', value: 'docker|kubernetes', choices: ['docker', 'kubernetes'], description: "judge this driver's jails (default: the configured one, BRIG_DRIVER or config.yaml `driver:`; a running daemon answers for its own); kubernetes takes its cluster from KUBECONFIG and BRIG_K8S_IMAGE" },
+    { name: 'driver', value: 'docker|kubernetes', choices: ['docker', 'kubernetes'], description: "judge this driver's jails (default: the configured one, BRIG_DRIVER or config.yaml `driver:`; a running daemon answers for its own); kubernetes takes its cluster from KUBECONFIG, BRIG_K8S_IMAGE and BRIG_K8S_WORKSPACE_CLASS" },
     JSON_FLAG,
   ],
   examples: ['brig doctor', 'brig doctor --build --json', 'brig doctor --driver kubernetes'],

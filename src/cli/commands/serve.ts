@@ -64,7 +64,7 @@ const command: Command = {
     { name: 'drain', value: 'DURATION', description: 'on SIGTERM/Ctrl-C, let running children finish this long before killing them (default 30) (90s, 10m; a bare number: seconds)' },
     { name: 'drain-queue', value: 'keep|kill', choices: DRAIN_QUEUE, description: 'on SIGTERM/Ctrl-C, what happens to queued runs: kept queued on disk for the next start (default), or killed' },
     { name: 'min-free-mb', value: 'MB', description: 'keep this much free in $BRIG_HOME: below it spawns are refused storage_full and collections skip what would not fit (default 64)' },
-    { name: 'driver', value: 'docker|kubernetes', choices: ['docker', 'kubernetes'], description: 'where jails run (default docker, or BRIG_DRIVER / config.yaml `driver:`); kubernetes takes its cluster from KUBECONFIG and BRIG_K8S_IMAGE (docs/kubernetes.md)' },
+    { name: 'driver', value: 'docker|kubernetes', choices: ['docker', 'kubernetes'], description: 'where jails run (default docker, or BRIG_DRIVER / config.yaml `driver:`); kubernetes takes its cluster from KUBECONFIG, BRIG_K8S_IMAGE and BRIG_K8S_WORKSPACE_CLASS (docs/kubernetes.md)' },
     { name: 'warm', value: 'N', description: 'keep up to N started, verified jails ready per limit shape (single-use; N of the default spawn\'s, a shape asked for since from 1 doubling with use; default 0: each jail is made at spawn)' },
     { name: 'no-steer-inject', description: 'steer by kill + respawn instead of injecting at the next step' },
     { name: 'ui', description: 'also serve the web console on loopback behind a random token; prints `console: URL`' },
