@@ -245,6 +245,31 @@ EOF
 # ---- containerd -----------------------------------------------------------------------------
 write_containerd() {
   mkdir -p "$STATE/containerd/root" "$STATE/containerd/state" "$STATE/runc"
+  # A pod has no PID field: the kubelet's podPidsLimit bounds a whole pod. brig asks for its
+  # lease's cap in the pod annotation brig.dev/pids-max; the CRI passes it into each container's
+  # OCI spec (pod_annotations below) and this wrapper of runc writes it into the child
+  # container's linux.resources.pids.limit before `runc create`, so runc's own cgroup setup
+  # enforces it. Other containers and other commands pass through untouched.
+  cat > "$STATE/brig-runc" <<'EOF'
+#!/bin/bash
+set -euo pipefail
+bundle=""; create=0; prev=""
+for a in "$@"; do
+  case "$prev" in --bundle|-b) bundle="$a" ;; esac
+  case "$a" in create) create=1 ;; --bundle=*) bundle="${a#--bundle=}" ;; esac
+  prev="$a"
+done
+if [[ "$create" == 1 && -n "$bundle" && -f "$bundle/config.json" ]]; then
+  name="$(jq -r '.annotations["io.kubernetes.cri.container-name"] // ""' "$bundle/config.json")"
+  limit="$(jq -r '.annotations["brig.dev/pids-max"] // ""' "$bundle/config.json")"
+  if [[ "$name" == child && "$limit" =~ ^[1-9][0-9]{0,6}$ ]]; then
+    jq --argjson n "$limit" '.linux.resources.pids.limit = $n' "$bundle/config.json" > "$bundle/config.json.brig"
+    mv "$bundle/config.json.brig" "$bundle/config.json"
+  fi
+fi
+exec /usr/sbin/runc "$@"
+EOF
+  chmod 0755 "$STATE/brig-runc"
   cat > "$STATE/containerd/config.toml" <<EOF
 version = 2
 root = "$STATE/containerd/root"
@@ -267,8 +292,10 @@ disabled_plugins = ["io.containerd.internal.v1.tracing", "io.containerd.grpc.v1.
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
+      pod_annotations = ["brig.dev/pids-max"]
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         Root = "$STATE/runc"
+        BinaryName = "$STATE/brig-runc"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$STATE/cni/bin"

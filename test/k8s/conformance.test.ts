@@ -36,7 +36,8 @@ const drivers: Promise<Driver>[] = [
       cannot: {
         // On brig's cluster the workspace is a brig-loop volume of the lease's size; a user's cluster may have allowed an emptyDir.
         ...(c && 'emptyDir' in c.workspace ? { enospc: 'the workspace is an emptyDir (BRIG_K8S_WORKSPACE_EMPTYDIR): past its sizeLimit the kubelet evicts the pod instead of a write failing ENOSPC; name a StorageClass in BRIG_K8S_WORKSPACE_CLASS' } : {}),
-        pids: "the pod has no PID field: processes are bounded by the kubelet's podPidsLimit (512 here), not the lease's",
+        // brig asks for the lease's cap in the pod annotation brig.dev/pids-max; brig's cluster applies it (a runc wrapper), a user's may not.
+        ...(process.env.BRIG_K8S_LIVE === '1' ? { pids: "the pod has no PID field: on a user's cluster processes are bounded by the kubelet's podPidsLimit unless the node's runtime applies brig.dev/pids-max (docs/kubernetes.md)" } : {}),
       },
     };
   })(),

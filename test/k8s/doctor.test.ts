@@ -47,6 +47,8 @@ test('brig doctor on the kubernetes driver judges the cluster from the API and f
     assert.match(byName.get('pod: IPv6 link-local')!.detail, /IPv6 is off in the pod/);
     // The workspace is a brig-loop volume of the size the doctor's pods asked: ENOSPC past it.
     assert.match(byName.get('pod: workspace capped')!.detail, /^StorageClass brig-loop: 1[0-5]\.\d MiB for the 16 MiB asked/);
+    // The runc wrapper of brig's cluster applies the annotation: the probe's own cap is the one asked.
+    assert.equal(byName.get("pod: the lease's process cap")!.detail, 'pids.max 64: the cap asked in brig.dev/pids-max');
   }
   const left = await kubectl(c, ['get', 'pods,networkpolicies', '-o', 'name']);
   assert.doesNotMatch(left.stdout, /doctor/, "the probe pods and the doctor's policy are gone");

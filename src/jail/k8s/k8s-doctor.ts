@@ -82,6 +82,7 @@ let rootWrite = 'WROTE';
 try { fs.writeFileSync('/brig-probe', 'x'); } catch (e) { rootWrite = e.code; }
 const out = { uid: process.getuid(), gid: process.getgid(), capEff: field('CapEff'), capBnd: field('CapBnd'), noNewPrivs: field('NoNewPrivs'), seccomp: field('Seccomp'), rootWrite, connects: {}, v6: [], extra: {} };
 try { const f = fs.statfsSync('/workspace'); out.workspaceBytes = f.blocks * f.bsize; } catch (e) { out.workspaceError = e.code || String(e); }
+for (const f of ['/sys/fs/cgroup/pids/pids.max', '/sys/fs/cgroup/pids.max']) { try { out.pidsMax = fs.readFileSync(f, 'utf8').trim(); break; } catch {} }
 for (const [name, addrs] of Object.entries(os.networkInterfaces())) for (const a of addrs || []) if (a.family === 'IPv6' && !a.internal) out.v6.push(a.address + (a.address.startsWith('fe80') ? '%' + name : ''));
 const plan = JSON.parse(process.argv[1] || '{}');
 const rest = [...(plan.rest || [])];
@@ -154,6 +155,15 @@ export interface K8sProbe {
   /** The size of the file system under /workspace (statfs), or why it could not be read. */
   workspaceBytes?: number;
   workspaceError?: string;
+  /** The child container's own pids.max (cgroup v1 or v2), as it reads it. */
+  pidsMax?: string;
+}
+
+/** Pure: whether the node's runtime applied the lease's process cap (brig.dev/pids-max) to the child container. */
+export function judgePids(p: K8sProbe, pids: number): DoctorCheck {
+  const name = "pod: the lease's process cap";
+  if (p.pidsMax === String(pids)) return { name, ok: true, detail: `pids.max ${p.pidsMax}: the cap asked in brig.dev/pids-max` };
+  return { name, ok: true, detail: `pids.max ${p.pidsMax ?? 'unreadable'} for the ${pids} asked: the node's runtime does not apply brig.dev/pids-max`, hint: "Not a failure: a pod's processes are then bounded by the kubelet's podPidsLimit alone, not each lease's — set podPidsLimit, or have the node's runtime apply the annotation as brig's test cluster does (docs/kubernetes.md)." };
 }
 
 /** Pure: what the probe saw of /workspace, against the disk the doctor's pods asked for. */
@@ -335,7 +345,7 @@ export async function kubernetesDoctor(d: K8sJailDriver, namespace: string): Pro
     if (!line) throw new Error(`the probe pod printed no report (exit ${end.exitCode}): ${probe.tails().stdoutTail.slice(-300)}`);
     checks.push({ name: "the child image runs on the cluster's nodes", ok: true, detail: `${await d.ensureImage()} (a probe pod and two listener pods ran)` });
     const report = JSON.parse(line) as K8sProbe;
-    checks.push(...judgeK8sProbe(report, targets, pair), judgeWorkspace(report, d.workspace, LIMITS.diskMb));
+    checks.push(...judgeK8sProbe(report, targets, pair), judgeWorkspace(report, d.workspace, LIMITS.diskMb), judgePids(report, LIMITS.pids));
   } catch (e) {
     const be = toBrigError(e);
     checks.push({ name: 'a probe pod runs', ok: false, detail: be.message, hint: be.hint ?? 'kubectl describe pod in brig\'s namespace shows why.' });

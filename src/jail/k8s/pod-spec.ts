@@ -19,6 +19,8 @@ import type { JailSpec } from '../types.js';
 /** The gate a pod is created behind; brig lifts it only after the read-back verified. */
 export const VERIFY_GATE = 'brig.dev/verified';
 export const LABEL_OWNER = 'brig.dev/owner';
+/** The lease's process cap for the child container (applied by the node's runtime where it knows it). */
+export const ANNOTATION_PIDS = 'brig.dev/pids-max';
 export const LABEL_RUN = 'brig.dev/run';
 export const LABEL_LEASE = 'brig.dev/lease';
 export const LABEL_ROOT = 'brig.dev/root';
@@ -152,7 +154,7 @@ export interface PodOptions {
 export type PodManifest = {
   apiVersion: 'v1';
   kind: 'Pod';
-  metadata: { name: string; namespace: string; labels: Record<string, string> };
+  metadata: { name: string; namespace: string; labels: Record<string, string>; annotations: Record<string, string> };
   spec: Record<string, unknown>;
 };
 
@@ -186,6 +188,9 @@ export function renderPod(spec: JailSpec, o: PodOptions): PodManifest {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
+      // The lease's process cap, for a node runtime that applies it to the child container (the
+      // test cluster's runc wrapper, scripts/k8s-up.sh): a pod has no PID field of its own.
+      annotations: { [ANNOTATION_PIDS]: String(spec.limits.pids) },
       name: podName(spec.runId),
       namespace: o.namespace,
       labels: { [LABEL_OWNER]: labelValue(o.owner), [LABEL_RUN]: labelValue(spec.runId), [LABEL_ROOT]: labelValue(spec.rootRunId), [LABEL_LEASE]: labelValue(spec.leaseId), ...(o.pooled ? { [LABEL_POOL]: 'true' } : {}) },
@@ -301,6 +306,9 @@ export function verifyPod(asked: PodManifest, got: unknown, o: { started?: boole
   const d = (field: string, a: unknown, g: unknown) => out.push({ field, asked: a, got: g });
   const gs = obj(obj(got).spec);
   const as = asked.spec;
+  // brig's own annotations as asked (one removed or raised would lift the child's process cap).
+  const gotA = obj(obj(obj(got).metadata).annotations);
+  for (const [k, v] of Object.entries(asked.metadata.annotations)) if (gotA[k] !== v) d(`metadata.annotations.${k}`, v, gotA[k]);
   for (const k of ['restartPolicy', 'automountServiceAccountToken', 'enableServiceLinks', 'runtimeClassName', 'activeDeadlineSeconds'] as const) {
     if (!same(as[k], gs[k])) d(`spec.${k}`, as[k], gs[k]);
   }

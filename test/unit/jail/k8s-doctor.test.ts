@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { allowPairPolicy, foreignPolicies, judgeK8sProbe, judgePolicy, judgeWorkspace, K8S_PROBE_SCRIPT, linkLocalHops, type K8sProbe } from '../../../src/jail/index.js';
+import { allowPairPolicy, foreignPolicies, judgeK8sProbe, judgePids, judgePolicy, judgeWorkspace, K8S_PROBE_SCRIPT, linkLocalHops, type K8sProbe } from '../../../src/jail/index.js';
 
 const good: K8sProbe = { uid: 65534, gid: 65534, capEff: '0000000000000000', capBnd: '0000000000000000', noNewPrivs: '1', seccomp: '2', rootWrite: 'EROFS', connects: { '10.0.0.1:10250': 'ENETUNREACH', '10.89.0.7:8080': 'TIMEOUT' } };
 const targets = { '10.0.0.1:10250': "the node's kubelet", '10.89.0.7:8080': 'another pod' };
@@ -98,4 +98,13 @@ test('the workspace: a class volume within the size asked passes, a larger one f
   assert.equal(node.ok, true);
   assert.match(node.hint ?? '', /evicts the pod and the run's outputs are lost/);
   assert.equal(judgeWorkspace(at(undefined, 'ENOENT'), cls, 16).ok, false);
+});
+
+test("the lease's process cap: the child's pids.max as asked passes quietly; otherwise the line says podPidsLimit alone bounds it", () => {
+  assert.deepEqual(judgePids({ ...good, pidsMax: '64' }, 64), { name: "pod: the lease's process cap", ok: true, detail: 'pids.max 64: the cap asked in brig.dev/pids-max' });
+  const node = judgePids({ ...good, pidsMax: '512' }, 64);
+  assert.equal(node.ok, true);
+  assert.match(node.detail, /pids.max 512 for the 64 asked/);
+  assert.match(node.hint ?? '', /podPidsLimit alone/);
+  assert.match(judgePids(good, 64).detail, /unreadable/);
 });

@@ -115,6 +115,17 @@ test("verifyPod: a workspace claim's class, size, access and source are the jail
   assert.deepEqual(verifyPod(vol, p).map((x) => x.field), ['volumes.workspace']);
 });
 
+test("verifyPod: the lease's process cap rides in the annotation brig.dev/pids-max; removed or raised is drift", () => {
+  assert.deepEqual(asked.metadata.annotations, { 'brig.dev/pids-max': '64' });
+  const p = admitted();
+  p.metadata.annotations = { ...p.metadata.annotations, 'other.example/x': 'y' };
+  assert.deepEqual(verifyPod(asked, p), [], 'another annotation beside it is not drift');
+  p.metadata.annotations['brig.dev/pids-max'] = '4096';
+  assert.deepEqual(verifyPod(asked, p).map((x) => x.field), ['metadata.annotations.brig.dev/pids-max']);
+  delete p.metadata.annotations['brig.dev/pids-max'];
+  assert.deepEqual(verifyPod(asked, p).map((x) => x.field), ['metadata.annotations.brig.dev/pids-max']);
+});
+
 test('podEnd: the child container\'s exit, OOM, and a pod ended without one', () => {
   assert.equal(podEnd({ status: { phase: 'Running', containerStatuses: [{ name: 'child', state: { running: {} } }] } }), null);
   assert.deepEqual(podEnd({ status: { phase: 'Failed', containerStatuses: [{ name: 'child', state: { terminated: { exitCode: 3, reason: 'Error' } } }] } }), { exitCode: 3, oomKilled: false, phase: 'Failed', reason: 'Error' });
