@@ -24,8 +24,11 @@
  * The workspace is a generic ephemeral volume of the lease's size from the operator's
  * StorageClass (ENOSPC past it where the class sizes its volumes exactly, as brig-loop on the
  * test cluster does), or an emptyDir the operator allowed (past its sizeLimit the kubelet evicts).
- * Not yet (docs/kubernetes.md): egress over the relay, artifacts and repos (refused).
+ * Egress (a lease with egress rules) takes the same relay: the pod's egress.sock to the run's
+ * host egress.sock, where the gate decides; an inspecting gate's CA is put into /run/brig first.
+ * Not yet (docs/kubernetes.md): artifacts and repos (refused).
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { BrigError } from '../../util/errors.js';
@@ -85,8 +88,36 @@ interface JailTimings {
 /** While the watch is synced a waiting pod is still read itself this often (a stalled watch delays nothing longer). */
 const WATCH_FALLBACK_MS = 2_000;
 
-/** The broker relay's program in the pod (src/child/pod-relay.ts as the image holds it), and the sockets it makes. */
-export const RELAY_ARGV = ['/usr/bin/node', '/opt/brig/child/pod-relay.js', BROKER_SOCKET];
+/** The egress gate's socket as the child sees it (EGRESS_PATHS.socket), relayed beside broker.sock. */
+export const EGRESS_SOCKET = '/run/brig/egress.sock';
+/**
+ * The broker relay's program in the pod (src/child/pod-relay.ts as the image holds it), and the
+ * sockets it makes, in this order: egress.sock first, so that once broker.sock exists — what the
+ * child's PID 1 waits for — both do. A run without egress has no host egress.sock: a connection
+ * to the pod's is refused at the host, as a missing socket is on Docker.
+ */
+export const RELAY_ARGV = ['/usr/bin/node', '/opt/brig/child/pod-relay.js', EGRESS_SOCKET, BROKER_SOCKET];
+
+/** The host sockets RELAY_ARGV's listeners are connected to, by index: the run's egress.sock and broker.sock. */
+export function relayTargets(socketDir: string): string[] {
+  return [path.join(socketDir, 'egress.sock'), path.join(socketDir, 'broker.sock')];
+}
+
+/** The run CA bundle the egress gate writes beside egress.sock for `tls: inspect` (the child reads it at EGRESS_PATHS.caBundle). */
+const EGRESS_CA = 'egress-ca.pem';
+const PUT_CA_ARGV = ['sh', '-c', 'cat > /run/brig/.egress-ca.part && mv /run/brig/.egress-ca.part /run/brig/egress-ca.pem'];
+
+/**
+ * A run whose egress gate inspects TLS: its CA bundle put into the pod's /run/brig (the relay
+ * container writes it; the child's mount is read-only), before the child's program can start.
+ */
+export async function putEgressCa(api: KubeApi, pod: string, socketDir: string | undefined): Promise<void> {
+  if (!socketDir) return;
+  const ca = await fs.promises.readFile(path.join(socketDir, EGRESS_CA)).catch(() => null);
+  if (!ca) return;
+  const r = await execText(api, pod, RELAY, PUT_CA_ARGV, { stdin: ca });
+  if (r.exitCode !== 0) throw new BrigError('jail_failed', `putting the egress CA into the pod failed (exit ${r.exitCode}): ${r.stderr.trim().slice(-300)}`);
+}
 /** The outputs' reader in the relay container (src/child/pod-tar.ts): `DIR NAME [PASSED…]` follow. */
 const POD_TAR_ARGV = ['/usr/bin/node', '--max-old-space-size=32', '/opt/brig/child/pod-tar.js'];
 /** A relay exec that ended while its run goes on is made again after this long. */
@@ -317,6 +348,8 @@ export class K8sJail implements Jail {
     if (!this.launched || this.#started) return;
     await liftGate(this.api, this.launched.pod);
     this.#started = true;
+    // The egress CA first: the child starts only once the relay below made broker.sock.
+    if (this.socketDir && fs.existsSync(path.join(this.socketDir, EGRESS_CA))) await this.#whenUp(() => putEgressCa(this.api, this.name, this.socketDir));
     this.startRelay();
     const inputs = this.launched.inputs;
     if (!inputs) return;
@@ -430,7 +463,7 @@ export class K8sJail implements Jail {
           const toPod = new PassThrough();
           const session = await this.#whenUp(() => (stopped ? Promise.resolve(null) : execInPod(this.api, this.name, RELAY, RELAY_ARGV, { stdin: toPod })));
           if (!session) return;
-          const relay = hostRelay({ input: session.stdout, output: toPod, sockets: [path.join(this.socketDir!, 'broker.sock')] });
+          const relay = hostRelay({ input: session.stdout, output: toPod, sockets: relayTargets(this.socketDir!) });
           current = { close: () => (relay.close(), session.close()) };
           if (stopped) current.close();
           await Promise.all([relay.done.catch(() => undefined), session.done.catch(() => undefined)]);

@@ -42,7 +42,7 @@ import { execInPod, execText, type ExecEnd, type ExecSession } from './kube-exec
 import { hostRelay } from './host-relay.js';
 import { podStuck } from './pod-launch.js';
 import { CONTAINER, LABEL_ASSIGNED, POOL_ASSIGN, RELAY, SHELL_NAME, labelValue, poolAssignment, verifyPod, type PodManifest } from './pod-spec.js';
-import { killPastGrace, RELAY_ARGV, verifiedOf, type K8sJail, type K8sJailDriver } from './k8s-jail-driver.js';
+import { killPastGrace, putEgressCa, RELAY_ARGV, relayTargets, verifiedOf, type K8sJail, type K8sJailDriver } from './k8s-jail-driver.js';
 import { TailBuffer } from '../docker/tail.js';
 import type { LaunchedPod } from './pod-launch.js';
 
@@ -337,6 +337,8 @@ export class K8sPooledJail implements Jail {
     await this.recheck;
     const files = [...(this.spec.inputs ?? []), { path: '.brig-assign', data: poolAssignment(this.spec.argv, this.spec.env), mode: 0o600 }];
     const tar = await inputsArchive(files, { outDir: false });
+    // The egress CA (a run whose gate inspects TLS) is in /run/brig before the program starts.
+    await putEgressCa(this.driver.api, this.slot.name, this.spec.brokerDir);
     this.#bindRelay();
     const session = await execInPod(this.driver.api, this.slot.name, CONTAINER, POOL_ASSIGN, { stdin: tar });
     this.#session = session;
@@ -348,7 +350,7 @@ export class K8sPooledJail implements Jail {
   /** The pre-started relay, bound to the run's broker.sock; if it ends while the run goes on, the cold path's relay loop takes over. */
   #bindRelay(): void {
     const { session, toPod } = this.slot.relay;
-    const relay = hostRelay({ input: session.stdout, output: toPod, sockets: [path.join(this.spec.brokerDir!, 'broker.sock')] });
+    const relay = hostRelay({ input: session.stdout, output: toPod, sockets: relayTargets(this.spec.brokerDir!) });
     this.#relay = { close: () => (relay.close(), session.close()) };
     void Promise.all([relay.done.catch(() => undefined), session.done.catch(() => undefined)]).then(() => {
       if (!this.#exited && !this.#destroyed) this.#inner.startRelay();
