@@ -15,6 +15,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { podRelay, type PodRelay } from '../../../src/child/pod-relay.js';
 import { hostRelay, type HostRelay } from '../../../src/jail/k8s/host-relay.js';
+import { RELAY_ARGV, relayTargets } from '../../../src/jail/k8s/k8s-jail-driver.js';
 import { encodeFrame, FrameParser, HEADER_BYTES, MAX_DATA, OUTPUT_CAP, RelayFrameError, WINDOW, type Frame } from '../../../src/child/relay-frames.js';
 import { isBrigError } from '../../../src/util/errors.js';
 
@@ -498,4 +499,26 @@ test("the pod relay refuses an OPEN from brig's side: only the pod opens", async
   input.write(encodeFrame({ kind: 'open', id: 1, listener: 0 }));
   await assert.rejects(pod.done, (e: unknown) => e instanceof RelayFrameError && e.fault === 'protocol');
   assert.equal(fs.existsSync(path.join(dir, 'x.sock')), false);
+});
+
+test("the driver's two sockets: egress.sock is made before broker.sock, each reaches its own host socket, and a run without a host egress.sock gets its connection closed, the broker's untouched", async (t) => {
+  const dir = tmpdir(t);
+  assert.deepEqual(RELAY_ARGV.slice(2), ['/run/brig/egress.sock', '/run/brig/broker.sock'], 'the child waits for broker.sock: egress.sock is there by then');
+  const [egressSock, brokerSock] = relayTargets(dir);
+  assert.deepEqual([egressSock, brokerSock], [path.join(dir, 'egress.sock'), path.join(dir, 'broker.sock')]);
+  await serve(t, brokerSock!, (s) => s.once('data', (b: Buffer) => s.write(`broker: ${b.toString()}`)));
+  // No gate for this run: nothing listens at the host's egress.sock.
+  const w = await wire(t, dir, relayTargets(dir));
+  const e = await connect(w.paths[0]!);
+  e.on('error', () => undefined);
+  e.write('CONNECT anywhere:443 HTTP/1.1\r\n\r\n');
+  assert.equal((await readAll(e)).length, 0, 'closed with nothing read');
+  const b = await connect(w.paths[1]!);
+  b.write('hi');
+  assert.equal((await readBytes(b, 10)).toString(), 'broker: hi');
+  b.destroy();
+  await serve(t, egressSock!, (s) => s.once('data', () => s.end('gate')));
+  const e2 = await connect(w.paths[0]!);
+  e2.write('x');
+  assert.equal((await readAll(e2)).toString(), 'gate', 'once the gate has a socket, the same listener reaches it');
 });
