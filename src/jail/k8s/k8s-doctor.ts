@@ -134,7 +134,7 @@ setTimeout(() => process.exit(0), 90000);
 `;
 const LIMITS = { memoryMb: 128, cpu: 0.25, pids: 64, tmpfsMb: 8, diskMb: 16 };
 /** How long the probe waits for the listener a policy allows before judging what it saw. */
-const ALLOWED_WITHIN_MS = 8000;
+const ALLOWED_WITHIN_MS = 5000;
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
