@@ -26,7 +26,9 @@
  * test cluster does), or an emptyDir the operator allowed (past its sizeLimit the kubelet evicts).
  * Egress (a lease with egress rules) takes the same relay: the pod's egress.sock to the run's
  * host egress.sock, where the gate decides; an inspecting gate's CA is put into /run/brig first.
- * Not yet (docs/kubernetes.md): artifacts and repos (refused).
+ * A repository's clean clone goes in as a tar by exec before the inputs (the program starts after
+ * both), and /workspace/repo is collected at the end like out/ (run-repo.ts makes the patch).
+ * Not yet (docs/kubernetes.md): artifacts (refused).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -35,6 +37,7 @@ import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, EngineInfo, Jail, JailDriver, JailExit, JailLimits, JailSpec, JailVerified, LabelledResource, StreamTails } from '../types.js';
 import { collectArchive, type ArchiveSource } from '../docker/collect.js';
 import { emptyCollect, inputsArchive, workspaceRelative } from '../docker/docker-jail.js';
+import { repoArchive } from '../docker/repo-copy.js';
 import { execInPod, execText, type ExecSession } from './kube-exec.js';
 import { hostRelay } from './host-relay.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
@@ -87,6 +90,9 @@ interface JailTimings {
 
 /** While the watch is synced a waiting pod is still read itself this often (a stalled watch delays nothing longer). */
 const WATCH_FALLBACK_MS = 2_000;
+
+/** Unpacks a repository's tar into /workspace (names start at repo/), before the inputs' exec starts the program. */
+const REPO_ARGV = ['tar', '-x', '-o', '-f', '-', '-C', '/workspace'];
 
 /** The egress gate's socket as the child sees it (EGRESS_PATHS.socket), relayed beside broker.sock. */
 export const EGRESS_SOCKET = '/run/brig/egress.sock';
@@ -173,18 +179,18 @@ export class K8sJailDriver implements JailDriver {
   async create(spec: JailSpec): Promise<Jail> {
     const refuse = (what: string) => new BrigError('invalid_input', `the kubernetes driver does not take ${what} yet`, { hint: 'Run it on the Docker driver (BRIG_DRIVER=docker), or without it; docs/kubernetes.md lists what the Kubernetes driver holds.' });
     if (spec.artifacts.length > 0) throw refuse('artifacts');
-    if (spec.repoDir) throw refuse('a repository (repo:)');
     if (spec.image && spec.image !== this.o.image) throw refuse(`another image than brig's child image (${spec.image})`);
     await this.ensureDenyPolicy();
-    // The inputs (a run's token among them) go in by exec at start, never in the pod object.
-    const inputs = spec.inputs && spec.inputs.length > 0 ? await inputsArchive(spec.inputs) : undefined;
+    // The inputs (a run's token among them) go in by exec at start, never in the pod object; a
+    // repository's clone too, before them (the last exec's marker starts the program).
+    const inputs = (spec.inputs && spec.inputs.length > 0) || spec.repoDir !== undefined ? await inputsArchive(spec.inputs ?? []) : undefined;
     const manifest = renderPod(spec, {
       ...this.#podOptions(),
       inputs: inputs !== undefined,
       broker: spec.brokerDir !== undefined,
     });
     const pod = await createVerified(this.api, manifest);
-    return new K8sJail(this.api, spec.runId, pod.name, this.opts(), { pod, ...(inputs ? { inputs } : {}) }, spec.brokerDir);
+    return new K8sJail(this.api, spec.runId, pod.name, this.opts(), { pod, ...(inputs ? { inputs } : {}), ...(spec.repoDir !== undefined ? { repoDir: spec.repoDir } : {}) }, spec.brokerDir);
   }
 
   /** Where a run's /workspace lives (the operator's choice). */
@@ -332,7 +338,7 @@ export class K8sJail implements Jail {
     readonly runId: string,
     private readonly name: string,
     private readonly o: JailTimings,
-    private readonly launched?: { pod: LaunchedPod; inputs?: Buffer },
+    private readonly launched?: { pod: LaunchedPod; inputs?: Buffer; repoDir?: string },
     /** The run's host socket directory (its broker.sock): relayed into the pod at /run/brig. */
     private readonly socketDir?: string,
     /** A reattached warm-pool pod: its program's status is lost, so wait() ends it and fails. */
@@ -353,6 +359,20 @@ export class K8sJail implements Jail {
     this.startRelay();
     const inputs = this.launched.inputs;
     if (!inputs) return;
+    const repoDir = this.launched.repoDir;
+    if (repoDir !== undefined) {
+      // A clean clone (repo/repo-stage.ts) as a tar made here, owned by the jail user, into
+      // /workspace/repo; a fresh archive for each try (one that was refused was not read).
+      const put = await this.#whenUp(async () => {
+        const archive = repoArchive(repoDir);
+        try {
+          return await execText(this.api, this.name, CONTAINER, REPO_ARGV, { stdin: archive });
+        } finally {
+          (archive as unknown as { destroy(): void }).destroy();
+        }
+      });
+      if (put.exitCode !== 0) throw new BrigError('jail_failed', `copying the repository into /workspace/repo failed (exit ${put.exitCode}): ${put.stderr.trim().slice(-300)}`, { data: { step: 'repo' } });
+    }
     const r = await this.#whenUp(() => execText(this.api, this.name, CONTAINER, UNPACK_ARGV, { stdin: inputs }));
     if (r.exitCode !== 0) throw new BrigError('jail_failed', `unpacking the inputs into /workspace failed (exit ${r.exitCode}): ${r.stderr.trim().slice(-300)}`);
   }
