@@ -38,6 +38,7 @@ export const NEEDED_RIGHTS: readonly { verb: string; resource: string; subresour
   { verb: 'get', resource: 'pods', subresource: 'log' },
   { verb: 'create', resource: 'pods', subresource: 'exec' },
   { verb: 'get', resource: 'pods', subresource: 'exec' },
+  { verb: 'get', resource: 'persistentvolumeclaims' },
   { verb: 'get', resource: 'networkpolicies', group: 'networking.k8s.io' },
   { verb: 'create', resource: 'networkpolicies', group: 'networking.k8s.io' },
   { verb: 'list', resource: 'networkpolicies', group: 'networking.k8s.io' },

@@ -143,6 +143,16 @@ export class KubeApi {
     return r.status?.allowed === true;
   }
 
+  /** A PersistentVolumeClaim of this namespace, or null when there is none (yet). */
+  async getClaim(name: string): Promise<Record<string, unknown> | null> {
+    try {
+      return await this.#call('get persistentvolumeclaim', 'GET', `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/persistentvolumeclaims/${encodeURIComponent(name)}`);
+    } catch (e) {
+      if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return null;
+      throw e;
+    }
+  }
+
   /** The pod, or null when it is gone. */
   /** How many pod reads this client made (a watch's cache saves them: the tests count). */
   podReads = 0;

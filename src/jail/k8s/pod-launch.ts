@@ -13,7 +13,7 @@
  */
 import { BrigError } from '../../util/errors.js';
 import type { KubeApi } from './kube-api.js';
-import { CONTAINER, VERIFY_GATE, verifyPod, type Drift, type PodManifest } from './pod-spec.js';
+import { CONTAINER, VERIFY_GATE, quantity, verifyPod, type Drift, type PodManifest } from './pod-spec.js';
 
 export interface LaunchedPod {
   name: string;
@@ -57,9 +57,49 @@ export async function createVerified(api: KubeApi, manifest: PodManifest, hooks:
 
 /** Lifts brig's gate at the verified version only: a change since the read-back is a conflict (409), not a run. */
 export async function liftGate(api: KubeApi, pod: LaunchedPod): Promise<void> {
+  await workspaceBound(api, pod);
   const meta = obj(pod.admitted.metadata);
   const gates = (obj(pod.admitted.spec).schedulingGates as { name: string }[] | undefined) ?? [];
   await api.patchPod(pod.name, { metadata: { resourceVersion: meta.resourceVersion }, spec: { schedulingGates: gates.filter((g) => g.name !== VERIFY_GATE) } });
+}
+
+/** How long a workspace claim may stay unbound before the run fails, and how often it is read. */
+const CLAIM_BOUND_MS = 60_000;
+const CLAIM_POLL_MS = 40;
+
+/**
+ * A pod whose workspace is a generic ephemeral volume: its claim (made by Kubernetes' ephemeral
+ * volume controller as `<pod>-workspace`) read until Bound and compared with the verified
+ * template — the class and the size asked, nothing else bound to it. Lifting the gate before
+ * the claim is bound lets the scheduler try, fail ("unbound immediate PersistentVolumeClaims")
+ * and back off a second; a claim changed after the template was verified is refused.
+ */
+export async function workspaceBound(api: KubeApi, pod: LaunchedPod): Promise<void> {
+  const vol = ((obj(pod.admitted.spec).volumes as Obj[] | undefined) ?? []).find((v) => v.name === 'workspace');
+  const template = obj(obj(obj(vol?.ephemeral).volumeClaimTemplate).spec);
+  if (!vol?.ephemeral) return;
+  const claim = `${pod.name}-workspace`;
+  const until = Date.now() + CLAIM_BOUND_MS;
+  for (;;) {
+    const pvc = await api.getClaim(claim);
+    if (pvc) {
+      const owner = ((obj(pvc.metadata).ownerReferences as Obj[] | undefined) ?? []).some((o) => o.kind === 'Pod' && o.uid === pod.uid);
+      const spec = obj(pvc.spec);
+      const size = (s: Obj) => quantity(obj(obj(s.resources).requests).storage);
+      if (!owner || spec.storageClassName !== template.storageClassName || size(spec) !== size(template) || spec.dataSource !== undefined || spec.dataSourceRef !== undefined) {
+        throw new BrigError('jail_unverified', `the workspace claim ${claim} is not the one the verified pod asked for (class ${String(spec.storageClassName)}, ${String(obj(obj(spec.resources).requests).storage)}, owned by this pod: ${owner})`, {
+          hint: 'Something in the admission chain changed the claim (a mutating webhook on PersistentVolumeClaims?): brig does not run the pod on it.',
+        });
+      }
+      if (obj(pvc.status).phase === 'Bound') return;
+    }
+    if (Date.now() > until) {
+      throw new BrigError('jail_failed', `the workspace claim ${claim} (StorageClass ${String(template.storageClassName)}) was not bound within ${CLAIM_BOUND_MS / 1000} s`, {
+        hint: `Does the StorageClass exist, with a provisioner that answers? kubectl describe pvc ${claim} shows why.`,
+      });
+    }
+    await new Promise((r) => setTimeout(r, CLAIM_POLL_MS));
+  }
 }
 
 export interface PodEnd {
