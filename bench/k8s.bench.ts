@@ -15,7 +15,11 @@
  *         again → exec the assignment → its end (the namespace ended, confirmed) → collect →
  *         delete; the refill is not timed (the pool is filled before each round). Goal ≤ 300 ms.
  *
- * Rounds alternate floor and brig so a slow minute hits both. Needs brig's test cluster
+ * Rounds alternate floor and brig so a slow minute hits both. Before each timed step the bench
+ * waits a random 0–1 s (not timed): the kubelet sees a container's end at its next relist, once
+ * a second, so a sequence of steps of steady lengths locks onto one phase of that tick — one
+ * run of this bench measured every cold run at ~2.0 s, the next at ~1.0 s, the same code. The
+ * random start samples every phase, so each median is the typical wait. Needs brig's test cluster
  * (`make k8s-up`) or BRIG_K8S_LIVE=1 with KUBECONFIG. Prints p50/p95 and ratios; asserts nothing.
  *   node --import tsx bench/k8s.bench.ts [ROUNDS]     (default 8)
  */
@@ -103,6 +107,9 @@ async function viaBrig(io: boolean, pooled = false): Promise<number> {
   return performance.now() - t0;
 }
 
+/** A random pause of up to a second, untimed: the next step starts at any phase of the kubelet's 1 s relist. */
+const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 1000));
+
 const xs = { floorNode: [] as number[], floor: [] as number[], brig: [] as number[], io: [] as number[], exec: [] as number[], pooled: [] as number[], pooledIo: [] as number[] };
 try {
   await pool.start();
@@ -116,9 +123,13 @@ try {
     for (let i = 0; i < N; i++) {
       // No refill of the pool overlaps a cold round: the kubelet serves one pod start at a time well.
       await pool.filled(120_000);
+      await jitter();
       xs.floor.push(await floor());
+      await jitter();
       xs.floorNode.push(await floor({ emptyDir: true }));
+      await jitter();
       xs.brig.push(await viaBrig(false));
+      await jitter();
       xs.io.push(await viaBrig(true));
       xs.exec.push(await execFloor());
       xs.pooled.push(await viaBrig(false, true));
