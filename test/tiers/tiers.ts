@@ -131,8 +131,10 @@ export const TIERS: readonly Tier[] = [
     name: 'k8s',
     what: 'test/k8s: a real single-node Kubernetes (scripts/k8s-up.sh): pods, PodSecurity, the network holes, exec, the jail driver',
     concurrency: 1,
-    // ~75 s here (2026-12-04): the driver's runs each wait on the kubelet's status (~1 s a change).
-    budgetS: 180,
+    // ~155 s here (2026-12-04, 10 files, 51 tests; ~75 s before the pool, egress, repository,
+    // doctor-enforcement and conformance ENOSPC/PID rows): the driver's runs each wait on the
+    // kubelet's status (~1 s a change), and the doctor's runs wait for NetworkPolicy to apply.
+    budgetS: 240,
     shared: false,
     ownProcess: {},
     alone: {},
