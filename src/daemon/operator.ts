@@ -136,7 +136,7 @@ export class Operator implements OperatorSurface {
     const cfg = this.#p.cfg;
     // The Kubernetes driver's cluster is judged instead of the engine (jail/k8s/k8s-doctor.ts).
     if (cfg.driver.kind === 'kubernetes') {
-      const k8s = new K8sJailDriver({ kubeconfig: cfg.driver.kubeconfig, namespace: cfg.driver.namespace, image: cfg.driver.image, workspace: cfg.driver.workspace, owner: `${ownerForHome(cfg.home)}-doctor`, ...(cfg.driver.runtimeClassName ? { runtimeClassName: cfg.driver.runtimeClassName } : {}) });
+      const k8s = new K8sJailDriver({ kubeconfig: cfg.driver.kubeconfig, namespace: cfg.driver.namespace, image: cfg.driver.image, workspace: cfg.driver.workspace, owner: `${ownerForHome(cfg.home)}-doctor`, foreignPolicyCheck: false, ...(cfg.driver.runtimeClassName ? { runtimeClassName: cfg.driver.runtimeClassName } : {}) });
       try {
         return await kubernetesDoctor(k8s, cfg.driver.namespace);
       } finally {

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { K8sJailDriver, type JailSpec } from '../../src/jail/index.js';
-import { DENY_POLICY, LABEL_OWNER, deniesAll, denyPolicy } from '../../src/jail/k8s/pod-spec.js';
+import { DENY_POLICY, LABEL_OWNER, deniesAll, denyPolicy, podName } from '../../src/jail/k8s/pod-spec.js';
 import { loadConfig } from '../../src/config/index.js';
 import { compose } from '../../src/daemon/index.js';
 import { runCli } from '../helpers/cli.js';
@@ -200,6 +200,24 @@ test("brig's default-deny NetworkPolicy is made before the first pod; one by tha
   const again = driverFor(c, t);
   await again.ensureDenyPolicy();
   assert.ok(deniesAll(await again.api.getNetworkPolicy(DENY_POLICY)), 'made again when it is gone');
+});
+
+test("another NetworkPolicy beside brig's default-deny (policies add up) stops the next pod, named; once it is gone a run goes again", async (t) => {
+  const c = requireCluster(t);
+  if (!c) return;
+  // Allows egress to everywhere for pods labelled app=web: none of brig's, but brig cannot know who will carry the label.
+  const other = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'allow-web-egress' }, spec: { podSelector: { matchLabels: { app: 'web' } }, policyTypes: ['Egress'], egress: [{}] } };
+  assert.equal((await kubectl(c, ['apply', '-f', '-'], JSON.stringify(other))).code, 0);
+  t.after(() => kubectl(c, ['delete', 'networkpolicy', 'allow-web-egress', '--ignore-not-found']));
+  const d = driverFor(c, t);
+  const refused = spec(['true']);
+  await assert.rejects(d.create(refused), (e: Error & { code?: string; hint?: string }) => e.code === 'jail_unverified' && /other NetworkPolicies in .*: allow-web-egress/.test(e.message) && /delete networkpolicy allow-web-egress/.test(e.hint ?? ''));
+  const pods = await kubectl(c, ['get', 'pods', '-o', 'name']);
+  assert.doesNotMatch(pods.stdout, new RegExp(podName(refused.runId)), 'no pod was made');
+  await kubectl(c, ['delete', 'networkpolicy', 'allow-web-egress']);
+  // A refusal is not cached: the same driver reads the namespace again and runs.
+  const jail = await d.create(spec(['true']));
+  await jail.destroy();
 });
 
 /** Until the pod's child container runs and has written out/up.txt (its trap is set before). */

@@ -25,7 +25,9 @@ import type { DoctorCheck } from '../../protocol/index.js';
 import { toBrigError } from '../../util/errors.js';
 import type { Jail, JailSpec } from '../types.js';
 import type { K8sJailDriver } from './k8s-jail-driver.js';
-import { DENY_POLICY, type K8sWorkspace, LABEL_RUN, labelValue } from './pod-spec.js';
+import { DENY_POLICY, foreignPolicies, type K8sWorkspace, LABEL_RUN, labelValue } from './pod-spec.js';
+
+export { foreignPolicies };
 
 /** The verbs brig's driver uses in its namespace (deploy/kubernetes/rbac.yaml grants them). */
 export const NEEDED_RIGHTS: readonly { verb: string; resource: string; subresource?: string; group?: string }[] = [
@@ -241,19 +243,6 @@ export function allowPairPolicy(namespace: string, name: string, runIds: string[
   };
 }
 
-/** Pure: a policy of brig's namespace other than its default-deny and the doctor's own pairs — one that may allow what brig denies. */
-export function foreignPolicies(items: Record<string, unknown>[]): string[] {
-  return items.filter((p) => {
-    const md = obj(p.metadata);
-    if (md.name === DENY_POLICY) return false;
-    // A doctor pair names only doctor pods by run id (a left-over one, from a doctor that died, allows nothing else).
-    const exprs = (obj(obj(p.spec).podSelector).matchExpressions as Obj[] | undefined) ?? [];
-    const onlyDoctor = String(md.name ?? '').startsWith('brig-doctor-allow-') && exprs.length === 1 && exprs[0]!.key === LABEL_RUN && exprs[0]!.operator === 'In'
-      && Array.isArray(exprs[0]!.values) && (exprs[0]!.values as unknown[]).every((v) => typeof v === 'string' && v.startsWith('doctor-'))
-      && Object.keys(obj(obj(p.spec).podSelector)).length === 1;
-    return !onlyDoctor;
-  }).map((p) => String(obj(p.metadata).name ?? '?'));
-}
 
 /** The kubeconfig's API server as host:port, when it is not on loopback (a pod's own loopback would prove nothing). */
 function apiServerTarget(server: string): string | null {

@@ -43,7 +43,7 @@ import { hostRelay } from './host-relay.js';
 import { KubeApi, readKubeconfig } from './kube-api.js';
 import { PodWatch } from './pod-watch.js';
 import { createVerified, liftGate, podEnd, podStuck, podUnschedulable, type LaunchedPod } from './pod-launch.js';
-import { BROKER_SOCKET, CONTAINER, DENY_POLICY, LABEL_OWNER, LABEL_POOL, type K8sWorkspace, type PodManifest, deniesAll, denyPolicy, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, quantity, renderPod } from './pod-spec.js';
+import { BROKER_SOCKET, CONTAINER, DENY_POLICY, foreignPolicies, LABEL_OWNER, LABEL_POOL, type K8sWorkspace, type PodManifest, deniesAll, denyPolicy, LABEL_ROOT, LABEL_RUN, RELAY, UNPACK_ARGV, labelValue, podName, quantity, renderPod } from './pod-spec.js';
 
 export interface K8sJailDriverOptions {
   /** The admin's or brig's own kubeconfig (its current context's server and credentials). */
@@ -56,6 +56,12 @@ export interface K8sJailDriverOptions {
   owner: string;
   /** An operator's RuntimeClass (gVisor, Kata), or none. */
   runtimeClassName?: string;
+  /**
+   * false: other NetworkPolicies in the namespace do not stop a pod (the doctor's own driver,
+   * which reports them as a failing line and still probes). Default: refused, checked at most
+   * every 30 s.
+   */
+  foreignPolicyCheck?: boolean;
   /** Where `/workspace` lives: a StorageClass's volume of the lease's size (ENOSPC past it), or an emptyDir the operator allowed. */
   workspace: K8sWorkspace;
   /** The kubelet's backstop behind brig's own timeouts (default 6 h). */
@@ -129,6 +135,8 @@ const POD_TAR_ARGV = ['/usr/bin/node', '--max-old-space-size=32', '/opt/brig/chi
 /** A relay exec that ended while its run goes on is made again after this long. */
 const RELAY_RETRY_MS = 500;
 const DEFAULT_TAIL_BYTES = 16 * 1024;
+/** How long a look at the namespace's other NetworkPolicies stands before the next pod reads them again. */
+const FOREIGN_POLICY_TTL_MS = 30_000;
 
 export class K8sJailDriver implements JailDriver {
   readonly api: KubeApi;
@@ -160,6 +168,33 @@ export class K8sJailDriver implements JailDriver {
    * `brig doctor` probes from inside.
    */
   ensureDenyPolicy(): Promise<void> {
+    return Promise.all([this.#ensureDeny(), this.#noForeignPolicies()]).then(() => undefined);
+  }
+
+  #foreign: { at: number; check: Promise<void> } | undefined;
+
+  /**
+   * No other NetworkPolicy in brig's namespace (the doctor's own pairs aside, which name only its
+   * pods): policies add up, so one that allows traffic opens brig's pods whatever brig's
+   * default-deny says. Read at most every 30 s (one list); a refusal is not cached.
+   */
+  #noForeignPolicies(): Promise<void> {
+    if (this.o.foreignPolicyCheck === false) return Promise.resolve();
+    if (this.#foreign && Date.now() - this.#foreign.at < FOREIGN_POLICY_TTL_MS) return this.#foreign.check;
+    const check = (async () => {
+      const others = foreignPolicies(await this.api.listNetworkPolicies());
+      if (others.length > 0) {
+        throw new BrigError('jail_unverified', `other NetworkPolicies in ${this.o.namespace} beside brig's ${DENY_POLICY}: ${others.slice(0, 5).join(', ')} — policies add up, so one that allows traffic opens brig's pods`, {
+          hint: `Keep ${this.o.namespace} for brig alone: kubectl -n ${this.o.namespace} delete networkpolicy ${others[0]} (brig doctor lists them).`,
+        });
+      }
+    })();
+    this.#foreign = { at: Date.now(), check };
+    check.catch(() => (this.#foreign = undefined));
+    return check;
+  }
+
+  #ensureDeny(): Promise<void> {
     this.#deny ??= (async () => {
       const fail = (why: string, hint: string) => new BrigError('jail_unverified', `brig's default-deny NetworkPolicy ${DENY_POLICY} in ${this.o.namespace}: ${why}`, { hint });
       let have = await this.api.getNetworkPolicy(DENY_POLICY);

@@ -253,6 +253,20 @@ export function workspaceVolume(w: K8sWorkspace, diskMb: number): Record<string,
   };
 }
 
+/** Pure: a policy of brig's namespace other than its default-deny and the doctor's own pairs — one that may allow what brig denies. */
+export function foreignPolicies(items: Record<string, unknown>[]): string[] {
+  return items.filter((p) => {
+    const md = obj(p.metadata);
+    if (md.name === DENY_POLICY) return false;
+    // A doctor pair names only doctor pods by run id (a left-over one, from a doctor that died, allows nothing else).
+    const exprs = (obj(obj(p.spec).podSelector).matchExpressions as Obj[] | undefined) ?? [];
+    const onlyDoctor = String(md.name ?? '').startsWith('brig-doctor-allow-') && exprs.length === 1 && exprs[0]!.key === LABEL_RUN && exprs[0]!.operator === 'In'
+      && Array.isArray(exprs[0]!.values) && (exprs[0]!.values as unknown[]).every((v) => typeof v === 'string' && v.startsWith('doctor-'))
+      && Object.keys(obj(obj(p.spec).podSelector)).length === 1;
+    return !onlyDoctor;
+  }).map((p) => String(obj(p.metadata).name ?? '?'));
+}
+
 /** brig's default-deny NetworkPolicy in its namespace: every pod, no ingress, no egress. */
 export const DENY_POLICY = 'brig-default-deny';
 
