@@ -32,10 +32,12 @@ test('every test file is in exactly one tier, and every file a tier names exists
 // 15 minutes from round 2026-12-03 (14 integration files more; a quiet run should bring it back), 16 minutes 40 s with its
 // second part's 10 (graph crash tests, replay, admission, hooks, the toolbox), 17 minutes 40 s with its third
 // part's 16 (handles and the package, a foreign warm pool, graph budgets, inspected TLS, timing). The Kubernetes tier has its own
-// bound: its pods cost ~1 s each (the kubelet's relist).
-test('the engine tiers add up to at most 17 minutes 40 s, the Kubernetes tier to at most 3, and the unit tier to at most 40 s', () => {
+// bound: its pods cost ~1 s each (the kubelet's relist); 3 minutes until 2026-12-04's second stop, 4 with its 10 files
+// (the pool, egress, a repository, NetworkPolicy enforcement shown by the doctor, the ENOSPC and PID conformance rows:
+// 166 s in CI). Its files run one at a time: one stops the policy controller, one puts a policy beside brig's.
+test('the engine tiers add up to at most 17 minutes 40 s, the Kubernetes tier to at most 4, and the unit tier to at most 40 s', () => {
   assert.ok(TIERS.filter((t) => t.name !== 'k8s').reduce((n, t) => n + t.budgetS, 0) <= 1060);
-  assert.ok(TIERS.find((t) => t.name === 'k8s')!.budgetS <= 180);
+  assert.ok(TIERS.find((t) => t.name === 'k8s')!.budgetS <= 240);
   assert.ok(TIERS.find((t) => t.name === 'unit')!.budgetS <= 40);
   assert.ok(TIERS.find((t) => t.name === 'integration')!.concurrency <= 2, 'integration files run at most two at a time');
 });
