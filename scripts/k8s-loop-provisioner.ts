@@ -151,6 +151,8 @@ async function pass(): Promise<void> {
         await provision(c).catch((e: unknown) => log(`provision ${String(md.namespace)}/${String(md.name)}: ${(e as Error).message}`));
       }
       for (const v of ours) {
+        // Released once already: its DELETE waits on the pv-protection finalizer, not on us.
+        if (obj(v.metadata).deletionTimestamp) continue;
         const phase = obj(v.status).phase;
         if (phase === 'Released' || phase === 'Failed') await release(v).catch((e: unknown) => log(`release ${String(obj(v.metadata).name)}: ${(e as Error).message}`));
       }

@@ -25,7 +25,8 @@ export { WarmPool, type WarmPoolOptions, type PoolEvent } from './docker/pool.js
 export { DockerJailDriver, ownerForHome, type DockerJailDriverOptions } from './docker/docker-jail-driver.js';
 export { K8sJailDriver, type K8sJailDriverOptions } from './k8s/k8s-jail-driver.js';
 export { K8sWarmPool, type K8sWarmPoolOptions } from './k8s/k8s-pool.js';
-export { kubernetesDoctor, judgeK8sProbe, judgePids, judgePolicy, judgeWorkspace, foreignPolicies, allowPairPolicy, linkLocalHops, K8S_PROBE_SCRIPT, type K8sProbe } from './k8s/k8s-doctor.js';
+export { foreignPolicies } from './k8s/pod-spec.js';
+export { kubernetesDoctor, judgeK8sProbe, judgePids, judgePolicy, judgeWorkspace, allowPairPolicy, linkLocalHops, K8S_PROBE_SCRIPT, type K8sProbe } from './k8s/k8s-doctor.js';
 export { HARDENED, JAIL_USER, WORKSPACE_DIR, BROKER_DIR, ARTIFACTS_DIR, renderCreateBody } from './docker/profile.js';
 export { verifyInspect, type Drift } from './docker/verify.js';
 export { LIMIT_FLOORS } from './docker/limits.js';

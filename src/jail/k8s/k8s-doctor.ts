@@ -27,8 +27,6 @@ import type { Jail, JailSpec } from '../types.js';
 import type { K8sJailDriver } from './k8s-jail-driver.js';
 import { DENY_POLICY, foreignPolicies, type K8sWorkspace, LABEL_RUN, labelValue } from './pod-spec.js';
 
-export { foreignPolicies };
-
 /** The verbs brig's driver uses in its namespace (deploy/kubernetes/rbac.yaml grants them). */
 export const NEEDED_RIGHTS: readonly { verb: string; resource: string; subresource?: string; group?: string }[] = [
   { verb: 'create', resource: 'pods' },
@@ -109,7 +107,7 @@ const once = (t, ms) => new Promise((res) => {
 });
 (async () => {
   if (plan.first) {
-    const until = Date.now() + (plan.firstWithinMs || 8000);
+    const until = Date.now() + plan.firstWithinMs;
     let r;
     for (;;) {
       r = await once(plan.first, 1000);

@@ -33,6 +33,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
+import { EGRESS_JAIL } from '../../protocol/index.js';
 import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, EngineInfo, Jail, JailDriver, JailExit, JailLimits, JailSpec, JailVerified, LabelledResource, StreamTails } from '../types.js';
 import { collectArchive, type ArchiveSource } from '../docker/collect.js';
@@ -100,33 +101,36 @@ const WATCH_FALLBACK_MS = 2_000;
 /** Unpacks a repository's tar into /workspace (names start at repo/), before the inputs' exec starts the program. */
 const REPO_ARGV = ['tar', '-x', '-o', '-f', '-', '-C', '/workspace'];
 
-/** The egress gate's socket as the child sees it (EGRESS_PATHS.socket), relayed beside broker.sock. */
-export const EGRESS_SOCKET = '/run/brig/egress.sock';
 /**
  * The broker relay's program in the pod (src/child/pod-relay.ts as the image holds it), and the
  * sockets it makes, in this order: egress.sock first, so that once broker.sock exists — what the
  * child's PID 1 waits for — both do. A run without egress has no host egress.sock: a connection
  * to the pod's is refused at the host, as a missing socket is on Docker.
  */
-export const RELAY_ARGV = ['/usr/bin/node', '/opt/brig/child/pod-relay.js', EGRESS_SOCKET, BROKER_SOCKET];
+const RELAY_SOCKETS = [EGRESS_JAIL.socket, BROKER_SOCKET];
+export const RELAY_ARGV = ['/usr/bin/node', '/opt/brig/child/pod-relay.js', ...RELAY_SOCKETS];
 
-/** The host sockets RELAY_ARGV's listeners are connected to, by index: the run's egress.sock and broker.sock. */
+/**
+ * The host sockets RELAY_ARGV's listeners are connected to, by index: the same names in the
+ * run's socket directory (what Docker mounts at /run/brig), the run's egress.sock and broker.sock.
+ */
 export function relayTargets(socketDir: string): string[] {
-  return [path.join(socketDir, 'egress.sock'), path.join(socketDir, 'broker.sock')];
+  return RELAY_SOCKETS.map((s) => path.join(socketDir, path.posix.basename(s)));
 }
 
-/** The run CA bundle the egress gate writes beside egress.sock for `tls: inspect` (the child reads it at EGRESS_PATHS.caBundle). */
-const EGRESS_CA = 'egress-ca.pem';
-const PUT_CA_ARGV = ['sh', '-c', 'cat > /run/brig/.egress-ca.part && mv /run/brig/.egress-ca.part /run/brig/egress-ca.pem'];
+/** Writes stdin to the run CA bundle's place in the pod (EGRESS_JAIL.caBundle), whole or not at all. */
+const PUT_CA_ARGV = ['sh', '-c', 'cat > "$1.part" && mv "$1.part" "$1"', 'put-ca', EGRESS_JAIL.caBundle];
+
+/** The run CA bundle the egress gate wrote beside egress.sock for `tls: inspect` (its name in the pod's /run/brig), or null. */
+export function readEgressCa(socketDir: string | undefined): Promise<Buffer | null> {
+  return socketDir ? fs.promises.readFile(path.join(socketDir, path.posix.basename(EGRESS_JAIL.caBundle))).catch(() => null) : Promise.resolve(null);
+}
 
 /**
  * A run whose egress gate inspects TLS: its CA bundle put into the pod's /run/brig (the relay
  * container writes it; the child's mount is read-only), before the child's program can start.
  */
-export async function putEgressCa(api: KubeApi, pod: string, socketDir: string | undefined): Promise<void> {
-  if (!socketDir) return;
-  const ca = await fs.promises.readFile(path.join(socketDir, EGRESS_CA)).catch(() => null);
-  if (!ca) return;
+export async function putEgressCa(api: KubeApi, pod: string, ca: Buffer): Promise<void> {
   const r = await execText(api, pod, RELAY, PUT_CA_ARGV, { stdin: ca });
   if (r.exitCode !== 0) throw new BrigError('jail_failed', `putting the egress CA into the pod failed (exit ${r.exitCode}): ${r.stderr.trim().slice(-300)}`);
 }
@@ -390,7 +394,8 @@ export class K8sJail implements Jail {
     await liftGate(this.api, this.launched.pod);
     this.#started = true;
     // The egress CA first: the child starts only once the relay below made broker.sock.
-    if (this.socketDir && fs.existsSync(path.join(this.socketDir, EGRESS_CA))) await this.#whenUp(() => putEgressCa(this.api, this.name, this.socketDir));
+    const ca = await readEgressCa(this.socketDir);
+    if (ca) await this.#whenUp(() => putEgressCa(this.api, this.name, ca));
     this.startRelay();
     const inputs = this.launched.inputs;
     if (!inputs) return;

@@ -42,7 +42,7 @@ import { execInPod, execText, type ExecEnd, type ExecSession } from './kube-exec
 import { hostRelay } from './host-relay.js';
 import { podStuck } from './pod-launch.js';
 import { CONTAINER, LABEL_ASSIGNED, POOL_ASSIGN, RELAY, SHELL_NAME, labelValue, poolAssignment, verifyPod, type PodManifest } from './pod-spec.js';
-import { killPastGrace, putEgressCa, RELAY_ARGV, relayTargets, verifiedOf, type K8sJail, type K8sJailDriver } from './k8s-jail-driver.js';
+import { killPastGrace, putEgressCa, readEgressCa, RELAY_ARGV, relayTargets, verifiedOf, type K8sJail, type K8sJailDriver } from './k8s-jail-driver.js';
 import { TailBuffer } from '../docker/tail.js';
 import type { LaunchedPod } from './pod-launch.js';
 
@@ -338,7 +338,8 @@ export class K8sPooledJail implements Jail {
     const files = [...(this.spec.inputs ?? []), { path: '.brig-assign', data: poolAssignment(this.spec.argv, this.spec.env), mode: 0o600 }];
     const tar = await inputsArchive(files, { outDir: false });
     // The egress CA (a run whose gate inspects TLS) is in /run/brig before the program starts.
-    await putEgressCa(this.driver.api, this.slot.name, this.spec.brokerDir);
+    const ca = await readEgressCa(this.spec.brokerDir);
+    if (ca) await putEgressCa(this.driver.api, this.slot.name, ca);
     this.#bindRelay();
     const session = await execInPod(this.driver.api, this.slot.name, CONTAINER, POOL_ASSIGN, { stdin: tar });
     this.#session = session;

@@ -53,6 +53,16 @@ export function readKubeconfig(file: string): KubeConfig {
   return { server: cluster.server.replace(/\/+$/, ''), ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}), ...(user.token ? { token: user.token } : {}), ...(ctx.namespace ? { namespace: ctx.namespace } : {}) };
 }
 
+/** The answer, or null where the API server said 404 (not there, or gone already). */
+async function orAbsent<T>(p: Promise<T>): Promise<T | null> {
+  try {
+    return await p;
+  } catch (e) {
+    if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return null;
+    throw e;
+  }
+}
+
 export class KubeApi {
   readonly #agent: Undici.Agent;
   readonly #undici: typeof Undici;
@@ -105,13 +115,8 @@ export class KubeApi {
   }
 
   /** A NetworkPolicy of this namespace, or null when there is none by that name. */
-  async getNetworkPolicy(name: string): Promise<Record<string, unknown> | null> {
-    try {
-      return await this.#call('get networkpolicy', 'GET', `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/networkpolicies/${encodeURIComponent(name)}`);
-    } catch (e) {
-      if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return null;
-      throw e;
-    }
+  getNetworkPolicy(name: string): Promise<Record<string, unknown> | null> {
+    return orAbsent(this.#call('get networkpolicy', 'GET', `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/networkpolicies/${encodeURIComponent(name)}`));
   }
 
   createNetworkPolicy(manifest: unknown): Promise<Record<string, unknown>> {
@@ -125,12 +130,7 @@ export class KubeApi {
 
   /** Deletes a NetworkPolicy of this namespace (gone already: fine). */
   async deleteNetworkPolicy(name: string): Promise<void> {
-    try {
-      await this.#call('delete networkpolicy', 'DELETE', `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/networkpolicies/${encodeURIComponent(name)}`);
-    } catch (e) {
-      if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return;
-      throw e;
-    }
+    await orAbsent(this.#call('delete networkpolicy', 'DELETE', `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/networkpolicies/${encodeURIComponent(name)}`));
   }
 
   /** Whether this kubeconfig's identity may do it (a SelfSubjectAccessReview: any authenticated user may ask). */
@@ -144,13 +144,8 @@ export class KubeApi {
   }
 
   /** A PersistentVolumeClaim of this namespace, or null when there is none (yet). */
-  async getClaim(name: string): Promise<Record<string, unknown> | null> {
-    try {
-      return await this.#call('get persistentvolumeclaim', 'GET', `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/persistentvolumeclaims/${encodeURIComponent(name)}`);
-    } catch (e) {
-      if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return null;
-      throw e;
-    }
+  getClaim(name: string): Promise<Record<string, unknown> | null> {
+    return orAbsent(this.#call('get persistentvolumeclaim', 'GET', `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/persistentvolumeclaims/${encodeURIComponent(name)}`));
   }
 
   /** The pod, or null when it is gone. */
@@ -159,12 +154,7 @@ export class KubeApi {
 
   async getPod(name: string): Promise<Record<string, unknown> | null> {
     this.podReads++;
-    try {
-      return await this.#call('get pod', 'GET', this.#pods(name));
-    } catch (e) {
-      if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return null;
-      throw e;
-    }
+    return orAbsent(this.#call('get pod', 'GET', this.#pods(name)));
   }
 
   /** Pods by label with the list's resourceVersion: where a watch starts (pod-watch.ts). */
@@ -263,12 +253,7 @@ export class KubeApi {
 
   /** Deletes the pod (gone already: fine). */
   async deletePod(name: string, graceSeconds = 0): Promise<void> {
-    try {
-      await this.#call('delete pod', 'DELETE', `${this.#pods(name)}?gracePeriodSeconds=${graceSeconds}`);
-    } catch (e) {
-      if (e instanceof BrigError && (e.data as { status?: number }).status === 404) return;
-      throw e;
-    }
+    await orAbsent(this.#call('delete pod', 'DELETE', `${this.#pods(name)}?gracePeriodSeconds=${graceSeconds}`));
   }
 
   async close(): Promise<void> {
