@@ -4,6 +4,8 @@
  * looks up its own dependencies. The broker's handlers forward every authenticated child
  * call to the supervisor by the run id the broker verified (never one the child claims).
  */
+import { mark } from '../util/timing.js';
+import { spawner } from '../util/spawner.js';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { agentCatalogFor } from '../agents/index.js';
@@ -131,8 +133,10 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   // whose open replays what a crash left before anything reads the home.
   const owner = o.reconcile !== false;
   const unlock = owner ? await lockHome(paths.home) : async () => {};
+  mark('compose: home locked');
   if (!owner) await replayLeftJournal(paths);
   const journal = owner ? await WriteJournal.open(paths.home, { dir: paths.journal }) : undefined;
+  mark('compose: journal open');
   // A journal left by a stop that was not clean was replayed over the files: said once.
   if (journal && journal.replayed.segments > 0) (o.log ?? silentLog()).warn?.({ ...journal.replayed }, 'journal replayed after an unclean stop');
   try {
@@ -162,10 +166,22 @@ async function replayLeftJournal(paths: BrigPaths): Promise<void> {
 }
 
 async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths, unlock: () => Promise<void>, journal: WriteJournal | undefined): Promise<Composed> {
+  // The jail seam's two drivers: Docker's (with its warm pool) or Kubernetes' bare pods (issue 33).
+  const k8s = cfg.driver.kind === 'kubernetes'
+    ? new K8sJailDriver({ kubeconfig: cfg.driver.kubeconfig, namespace: cfg.driver.namespace, image: cfg.driver.image, workspace: cfg.driver.workspace, owner: ownerForHome(cfg.home), brokersDir: paths.brokers, ...(cfg.driver.runtimeClassName ? { runtimeClassName: cfg.driver.runtimeClassName } : {}) })
+    : undefined;
+  const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
+  // Started now, awaited once the rest is composed: the image check (a stat of its inputs, the
+  // engine asked for the tag) waits on files and the engine while the policy and the stores are
+  // read on this thread; the disk tools' helper starts beside them (util/spawner.ts).
+  const image = o.ensureImage !== false ? (k8s ?? docker).ensureImage() : undefined;
+  image?.catch(() => undefined);
+  if (!k8s && cfg.workspaceQuota === 'loop') spawner.prestart();
   // The sockets' runtime directory (not under the home) and its brig-owned parent, both 0700.
   await ensurePrivateDirs(path.dirname(paths.brokers), paths.brokers);
   const pol = loadPolicyFile(policyFileFor(cfg.home));
   if (!pol.ok) throw pol.error;
+  mark('compose: policy read');
   // Metrics count what is ledgered (a tee), the broker's calls, and the table at scrape time.
   const metrics = new Metrics();
   const fileLedger = new FileLedger({ dir: paths.ledger });
@@ -174,14 +190,11 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
   setBuildInfo(metrics, o.version ?? 'unknown');
   const leases = new LeaseStore({ dir: paths.leases, policy: pol.value, ledger });
   const results = new FsResultStore({ dir: paths.results, ...(journal ? { writer: journal } : {}) });
-  // The jail seam's two drivers: Docker's (with its warm pool) or Kubernetes' bare pods (issue 33).
-  const k8s = cfg.driver.kind === 'kubernetes'
-    ? new K8sJailDriver({ kubeconfig: cfg.driver.kubeconfig, namespace: cfg.driver.namespace, image: cfg.driver.image, workspace: cfg.driver.workspace, owner: ownerForHome(cfg.home), brokersDir: paths.brokers, ...(cfg.driver.runtimeClassName ? { runtimeClassName: cfg.driver.runtimeClassName } : {}) })
-    : undefined;
-  const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
+  mark('compose: ledger, leases, results');
   // A broken model configuration stops the supervisor here, loudly; none at all serves no agents.
   const catalog = loadModelCatalog(cfg);
   if (!catalog.ok) throw catalog.error;
+  mark('compose: drivers, models');
   const models = catalog.value.aliases().length > 0 ? modelsPort(catalog.value) : undefined;
   const rootShape = leases.previewRootLimits();
   // With models, the default shape's agent-ready slots too (a pre-started agent runtime each).
@@ -193,7 +206,8 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
       ? new K8sWarmPool({ driver: k8s, size: o.warm!, prime, shapesFile: `${paths.warmShapes}.k8s`, onEvent: (e) => ledger.append({ ...e }) })
       : new WarmPool({ driver: docker, size: o.warm!, brokersDir: paths.brokers, prime, primeAgent: models !== undefined, shapesFile: paths.warmShapes, onEvent: (e) => ledger.append({ ...e }) });
   const jail: JailDriver = warm ?? k8s ?? docker;
-  if (o.ensureImage !== false) await jail.ensureImage();
+  if (image) await image;
+  mark('compose: image checked');
   // The broker's table is filled once the supervisor exists: the broker and the supervisor
   // need each other, and this is the one place that wires them. No run can call before
   // (none has started), and the broker reads the table per call.
@@ -203,6 +217,7 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
   // refs/child-refs.ts decides who), over one slicing of this supervisor.
   const drill = openDrillIn(cfg, { store: results, ledger, getRun: async (id) => sup?.get(id), onSlice: meterSlices(metrics) });
   const { refs, childRefs } = drill;
+  mark('compose: drill-in');
   const broker = new BrokerServer({
     leases,
     ledger,
@@ -230,6 +245,7 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
     ...(cfg.egress.upstreamCaFile ? { upstreamCa: await readUpstreamCa(cfg.egress.upstreamCaFile) } : {}),
     credentials: egressCredentials(pol.value.egress.credentials, cfg.egressSecrets ?? {}),
   });
+  mark('compose: broker, egress');
   sup = createSupervisor({
     jail,
     leases: leasePort(leases, pol.value, () => policyFileFor(cfg.home)),
@@ -282,19 +298,25 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
       if (warm && !(await warm.engineAnswers(1500))) await (k8s ? k8s.close() : docker.close());
       await warm?.close();
       await supervisor.close();
+      mark('close: supervisor (releases)');
       await docker.close();
+      mark('close: docker');
       await k8s?.close();
       await broker.close();
       await egress.close();
+      mark('close: broker, egress');
       // This home's runtime directory goes once no run's socket directory is left in it.
       await fs.rmdir(paths.brokers).catch(() => {});
       await drill.close();
+      mark('close: drill');
       await catalog.value.close();
       // Lines a full home would not take are lost with the process: said, not thrown (the rest must close).
       await ledger.close().catch((e: unknown) => log.error({ code: toBrigError(e).code, message: toBrigError(e).message }, 'ledger lines lost at close'));
+      mark('close: ledger');
       stopProcessMetrics();
       // Last before the lock goes: every journaled file made durable on its own, the journal emptied.
       await journal?.close().catch((e: unknown) => log.error({ code: toBrigError(e).code, message: toBrigError(e).message }, 'journal checkpoint failed at close: the next start replays it'));
+      mark('close: journal');
       await unlock();
   };
   return {

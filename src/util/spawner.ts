@@ -116,6 +116,20 @@ export class Spawner {
     });
   }
 
+  /**
+   * Starts the helper now, holding no event loop open, so the first command does not wait for
+   * its start (~50 ms of node): a one-shot supervisor asks while it composes itself. A helper
+   * that cannot start is left to the first call to report.
+   */
+  prestart(): void {
+    try {
+      this.#helper();
+      if (this.#pending.size === 0) this.#hold(false);
+    } catch {
+      // the first execFile says why
+    }
+  }
+
   /** Ends the helper (commands it runs finish on their own); the next call starts another. */
   close(): void {
     this.#proc?.stdin?.end();

@@ -378,7 +378,8 @@ export class DockerJailDriver implements JailDriver {
       const inspect = await this.verify(container, body, spec.limits);
       jail.verified = verifiedSummary(inspect, disk ? { driver: 'local', type: disk.volumeOptions.type, options: disk.volumeOptions.o, diskMb: spec.limits.diskMb } : null, foreign);
       mark('jail: verified');
-      await jail.putInputs(spec.inputs ?? []);
+      // A workspace disk was made holding out/ and the inputs (workspace-disk.ts): only a plain volume needs them put.
+      if (!disk) await jail.putInputs(spec.inputs ?? []);
       if (spec.repoDir !== undefined) await jail.putRepo(spec.repoDir);
       return jail;
     } catch (e) {
@@ -420,7 +421,7 @@ export class DockerJailDriver implements JailDriver {
       });
     }
     const [uid, gid] = JAIL_USER.split(':').map(Number);
-    return this.disks.create(spec.runId, spec.limits.diskMb, { uid: uid!, gid: gid! });
+    return this.disks.create(spec.runId, spec.limits.diskMb, { uid: uid!, gid: gid! }, spec.inputs ?? []);
   }
 
   /** The engine's own account of the volume: the run's device, ext4, nosuid,nodev; the image exactly diskMb. */

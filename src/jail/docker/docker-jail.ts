@@ -18,26 +18,17 @@ import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailIn
 import { type ArchiveSource, PASSED_OVER, collectArchive } from './collect.js';
 import { engineError, ignoreStatus, isUnreachable, statusOf } from './engine-errors.js';
 import { EXIT_WATCH_TIMING, watchExit, type ExitState, type ExitWatchTiming } from './exit-watch.js';
-import { WORKSPACE_DIR } from './profile.js';
-
-/** The child's output directory, relative to /workspace. */
-const OUT_DIR = 'out';
+import { OUT_DIR, WORKSPACE_DIR, workspaceRelative } from './profile.js';
 import { TailBuffer } from './tail.js';
 import { putRepo } from './repo-copy.js';
 import type { ArtifactStages } from './artifact-stage.js';
 import type { WorkspaceDisks } from './workspace-disk.js';
 
+export { workspaceRelative };
+
 /** Default bytes kept of each of stdout and stderr (the supervisor's stdoutTailBytes). */
 export const DEFAULT_TAIL_BYTES = 16 * 1024;
 const STREAM_DRAIN_MS = 2000;
-
-/** A relative path under /workspace with no `..`, or undefined. */
-export function workspaceRelative(p: string): string | undefined {
-  if (p.startsWith('/') || p.includes('\0') || p.includes('\\')) return undefined;
-  const parts = p.split('/').filter((x) => x !== '' && x !== '.');
-  if (parts.length === 0 || parts.some((x) => x === '..')) return undefined;
-  return parts.join('/');
-}
 
 /** A tar of the inputs, owned by the jail user, with their parent directories. */
 export async function inputsArchive(inputs: JailInput[], o: { outDir?: boolean } = {}): Promise<Buffer> {
@@ -208,6 +199,7 @@ export class DockerJail implements Jail {
     this.outBefore = await statPath(this.container, `${WORKSPACE_DIR}/out`).catch(() => undefined);
   }
 
+  /** The inputs and out/ onto a plain volume (a workspace disk is made holding them: workspace-disk.ts). */
   async putInputs(inputs: JailInput[]): Promise<void> {
     const archive = await inputsArchive(inputs);
     await this.container.putArchive(archive, { path: WORKSPACE_DIR }).catch((e: unknown) => {

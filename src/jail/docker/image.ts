@@ -65,9 +65,9 @@ export async function sharedLibraries(binary: string): Promise<string[]> {
   return [...new Set(libs)].sort();
 }
 
-async function listFiles(dir: string): Promise<string[]> {
+function listFiles(dir: string): string[] {
   const out: string[] = [];
-  for (const d of await fs.promises.readdir(dir, { withFileTypes: true, recursive: true })) {
+  for (const d of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
     if (d.isFile()) out.push(path.relative(dir, path.join(d.parentPath, d.name)));
   }
   return out.sort();
@@ -106,7 +106,7 @@ export async function planChildImage(src: ChildImageSources, cache: ImageCache =
   entries.push({ kind: 'data', dest: 'opt/brig/package.json', mode: 0o644, data: Buffer.from('{"type":"module"}\n') });
   if (src.childRuntimeDir !== undefined && fs.existsSync(src.childRuntimeDir)) {
     dir('opt/brig/child');
-    for (const f of await listFiles(src.childRuntimeDir)) {
+    for (const f of listFiles(src.childRuntimeDir)) {
       if (f.endsWith('.map') || f.endsWith('.d.ts')) continue;
       const dest = `opt/brig/child/${f.split(path.sep).join('/')}`;
       for (let d = path.posix.dirname(dest); d !== 'opt/brig/child'; d = path.posix.dirname(d)) dir(d);
@@ -141,7 +141,7 @@ export async function fingerprint(plan: ImagePlan, cache: ImageCache = new Image
     else if (e.kind === 'link') h.update(`${e.target}\0`);
     else if (e.kind === 'data') h.update(`${e.mode}\0`).update(e.data);
     else {
-      const st = await fs.promises.stat(e.hostPath);
+      const st = fs.statSync(e.hostPath); // synchronously: see image-cache.ts's fileIdentity
       if (st.size <= CONTENT_HASH_MAX_BYTES) h.update(`${e.mode}\0content\0${st.size}\0${await cache.contentSha(e.hostPath)}\0`);
       else h.update(`${e.mode}\0meta\0${e.hostPath}\0${st.size}\0${st.mtimeMs}\0${st.ino}\0`);
     }

@@ -29,6 +29,17 @@ import { SECCOMP_JSON } from './seccomp.js';
 /** The jail's user: `nobody` in the child image's /etc/passwd. Never root. */
 export const JAIL_USER = '65534:65534';
 export const WORKSPACE_DIR = '/workspace';
+/** The child's outputs: /workspace/out, the jail user's, collected after its end. */
+export const OUT_DIR = 'out';
+
+/** A path under /workspace as relative parts joined, or undefined when it is absolute, empty or climbs out (`..`). */
+export function workspaceRelative(p: string): string | undefined {
+  if (p.startsWith('/') || p.includes('\0') || p.includes('\\')) return undefined;
+  const parts = p.split('/').filter((x) => x !== '' && x !== '.');
+  if (parts.length === 0 || parts.some((x) => x === '..')) return undefined;
+  return parts.join('/');
+}
+
 export const BROKER_DIR = '/run/brig';
 export const ARTIFACTS_DIR = '/artifacts';
 /** Where brig's runtime is in every jail: baked into the child image, bound read-only into a foreign one (runtime-bundle.ts). */

@@ -190,3 +190,92 @@ test('[INV-1] the lease\'s diskMb sizes the jail, and a child asking for more is
   }
   assert.deepEqual(await leftovers(home, { released: true }), []);
 });
+
+/** Runs in the jail: each input's owner, mode and bytes, out/'s, and what /workspace lists. */
+const SEE = `
+const fs = require('node:fs');
+const see = (p) => { const s = fs.statSync(p); return { uid: s.uid, gid: s.gid, mode: (s.mode & 0o7777).toString(8), dir: s.isDirectory() }; };
+fs.writeFileSync('/workspace/out/made.txt', 'by the child');
+console.log(JSON.stringify({
+  root: fs.readdirSync('/workspace').sort(),
+  a: { ...see('/workspace/a.txt'), text: fs.readFileSync('/workspace/a.txt', 'utf8') },
+  deep: see('/workspace/deep/er'),
+  tool: see('/workspace/deep/er/tool.sh'),
+  secret: see('/workspace/.brig/token'),
+  out: see('/workspace/out'),
+}));
+`;
+
+test('a disk-backed jail holds its inputs and out/ from the disk\'s making: the jail user\'s, with their modes, and no archive is put through the engine before the start', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const why = WorkspaceDisks.unavailable();
+  if (why !== null) {
+    if (process.env.CI === 'true' || process.env.CI === '1') assert.fail(`the workspace quota is unavailable in CI: ${why}`);
+    return t.skip(`no quota here: ${why}`);
+  }
+  t.after(sweepOwn);
+  // Every request the driver makes of the engine, as method and path.
+  const calls: string[] = [];
+  const modem = driver.docker.modem as unknown as { dial: (o: { method: string; path: string }, cb: unknown) => unknown };
+  const dial = modem.dial;
+  modem.dial = function (o, cb) {
+    calls.push(`${o.method} ${o.path.split('?')[0]}`);
+    return dial.call(this, o, cb);
+  };
+  t.after(() => {
+    modem.dial = dial;
+  });
+  const s = spec('inputs', ['node', '-e', SEE], {
+    inputs: [
+      { path: 'a.txt', data: 'hello' },
+      { path: 'deep/er/tool.sh', data: '#!/bin/sh\n', mode: 0o755 },
+      { path: '.brig/token', data: 'secret', mode: 0o400 },
+    ],
+  });
+  let startedAt = -1;
+  const jail = await driver.create(s);
+  try {
+    startedAt = calls.length;
+    await jail.start();
+    const exit = await jail.wait();
+    const out = jail.tails().stdoutTail.trim();
+    assert.equal(exit.exitCode, 0, jail.tails().stderrTail);
+    const seen = JSON.parse(out) as Record<string, { uid: number; gid: number; mode: string; dir: boolean; text?: string }> & { root: string[] };
+    assert.deepEqual(seen.root, ['.brig', 'a.txt', 'deep', 'out'], 'the inputs and out/, no lost+found');
+    for (const k of ['a', 'deep', 'tool', 'secret', 'out'] as const) assert.deepEqual([seen[k]!.uid, seen[k]!.gid], [65534, 65534], `${k} is the jail user's`);
+    assert.deepEqual([seen.a!.mode, seen.a!.text], ['644', 'hello']);
+    assert.deepEqual([seen.deep!.mode, seen.deep!.dir], ['755', true], 'a parent directory made for an input');
+    assert.equal(seen.tool!.mode, '755');
+    assert.equal(seen.secret!.mode, '400');
+    assert.deepEqual([seen.out!.mode, seen.out!.dir], ['755', true]);
+    const dest = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-in-'));
+    t.after(() => fs.promises.rm(dest, { recursive: true, force: true }));
+    const collected = await jail.collect(path.join(dest, 'out'), { perFileBytes: MIB, perRunBytes: MIB, maxEntries: 10 });
+    assert.deepEqual(collected.files.map((f) => f.path), ['made.txt'], 'what the child wrote in out/ is collected');
+  } finally {
+    await jail.destroy();
+  }
+  const before = calls.slice(0, startedAt);
+  assert.ok(before.some((c) => /^POST \/containers\/create$/.test(c)), `the watch saw the create: ${before.join(', ')}`);
+  assert.deepEqual(before.filter((c) => /\/archive$/.test(c)), [], 'no archive put before the start');
+});
+
+test('inputs larger than the workspace disk are refused as invalid_input, naming both sizes, and nothing is left', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const why = WorkspaceDisks.unavailable();
+  if (why !== null) {
+    if (process.env.CI === 'true' || process.env.CI === '1') assert.fail(`the workspace quota is unavailable in CI: ${why}`);
+    return t.skip(`no quota here: ${why}`);
+  }
+  t.after(sweepOwn);
+  const s = spec('toobig', ['true'], { inputs: [{ path: 'big.bin', data: Buffer.alloc(20 * MIB, 1) }], limits: { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 16 } });
+  await assert.rejects(driver.create(s), (e: Error & { code?: string }) => {
+    assert.equal(e.code, 'invalid_input', e.message);
+    assert.match(e.message, /20971520 bytes.*16 MiB/);
+    return true;
+  });
+  assert.equal(fs.existsSync(driver.disks.imagePath(s.runId)), false, 'no image left');
+  assert.equal(fs.existsSync(driver.disks.stagePath(s.runId)), false, 'no stage left');
+  const left = await driver.docker.listContainers({ all: true, filters: { name: [s.runId] } });
+  assert.deepEqual(left, [], 'no container made');
+});

@@ -66,3 +66,23 @@ test('spawner: an idle helper does not keep its caller alive', () => {
   assert.equal(r.signal, null, 'it exited on its own, not by the timeout');
   assert.equal(r.stdout.trim(), 'done');
 });
+
+test('spawner: prestart starts the helper the next call uses, and holds no event loop open meanwhile', () => {
+  const src = new URL('../../../src/util/spawner.ts', import.meta.url).pathname;
+  // The helper's start is ~50 ms of node: a call 300 ms after the prestart finds it running (its
+  // pid, the $PPID of the command, was already the helper's); then the process exits on its own.
+  const code = `import { spawner } from ${JSON.stringify(src)};
+    import fs from 'node:fs';
+    spawner.prestart();
+    spawner.prestart();
+    const helpers = () => fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p)).filter((p) => { try { return fs.readFileSync('/proc/' + p + '/stat', 'utf8').split(') ')[1].split(' ')[1] === String(process.pid) && fs.readFileSync('/proc/' + p + '/cmdline', 'utf8').includes('--max-old-space-size=64'); } catch { return false; } });
+    await new Promise((r) => setTimeout(r, 300));
+    const before = helpers();
+    const ppid = (await spawner.execFile('/bin/sh', ['-c', 'echo $PPID'])).stdout.trim();
+    console.log(JSON.stringify({ before, ppid }));`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(r.signal, null, `it exited on its own, not by the timeout: ${r.stderr}`);
+  const seen = JSON.parse(r.stdout.trim().split('\n').pop()!) as { before: string[]; ppid: string };
+  assert.equal(seen.before.length, 1, `one helper after two prestarts: ${seen.before.join(', ')}`);
+  assert.equal(seen.ppid, seen.before[0], 'the command ran in the prestarted helper');
+});
