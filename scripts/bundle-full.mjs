@@ -9,7 +9,8 @@
  * rewritten to its own file's URL, relative to the bundle (`__brigUrl`), so the paths it
  * resolves (shipped policies, agents, helpers) stay those of dist/. Other packages stay
  * requires: native parts, workers and dockerode's lazy stand-ins (jail/docker/dockerode.ts)
- * need their own files.
+ * need their own files. The bundle holds no import(): a script compiled from V8's code cache
+ * has no loader for one in Node 20 (a built-in's becomes a require; any other fails the build).
  *
  *   node scripts/bundle-full.mjs [--dist DIR] [--out DIR]
  */
@@ -43,6 +44,9 @@ const plugin = {
     build.onLoad({ filter: /\.js$/ }, async (args) => {
       if (!args.path.startsWith(DIST + path.sep)) return undefined;
       let text = await fs.promises.readFile(args.path, 'utf8');
+      // A dynamic import of a built-in (kept lazy for the thin path) becomes a require in a promise:
+      // an import() in a script compiled from V8's code cache fails (below), so the bundle has none.
+      text = text.replace(/\bimport\((['"])(node:[a-z_/]+)\1\)/g, (_, q, id) => `Promise.resolve().then(() => { const m = require(${q}${id}${q}); return { __proto__: m, default: m }; })`);
       if (text.includes('import.meta.url')) {
         // The bundle lands in OUT: the module's file relative to it.
         const rel = path.relative(OUT, args.path).split(path.sep).join('/');
@@ -82,6 +86,10 @@ for (const f of result.outputFiles) {
   fs.writeFileSync(f.path, text, { mode: 0o755 });
   if (!isAscii(fs.readFileSync(f.path))) throw new Error(`${f.path} is not ASCII after escaping`);
 }
+// Node 20 runs an import() of a script compiled from a code cache without its loader
+// (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING): the bundle must hold none.
+const dynamic = Object.values(result.metafile.outputs).flatMap((o) => o.imports.filter((i) => i.kind === 'dynamic-import').map((i) => i.path));
+if (dynamic.length > 0) throw new Error(`the full bundle holds dynamic imports (${[...new Set(dynamic)].join(', ')}): import it statically, or lazily by require (createRequire)`);
 const inputs = Object.keys(result.metafile.inputs);
 const outputs = Object.keys(result.metafile.outputs).filter((o) => o.endsWith('.cjs'));
 console.log(`${path.relative(ROOT, OUT)}: ${inputs.length} modules in ${outputs.length} files`);

@@ -68,11 +68,10 @@ export function runFullBundle(bundle: string, argv: readonly string[]): boolean 
   const cacheFile = cacheFileFor(bundle, argv);
   const cachedData = trustedCache(cacheFile, uid);
   // The shebang line is emptied, not dropped: line numbers in a stack stay the bundle's.
-  const script = new vm.Script(Module.wrap(source.replace(/^#!.*/, '')), {
-    filename: bundle,
-    ...(cachedData ? { cachedData } : {}),
-    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
-  });
+  // No importModuleDynamically: in Node 20 a script compiled from a cache loses it (an import()
+  // fails with ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING), and USE_MAIN_CONTEXT_DEFAULT_LOADER warns
+  // as experimental — so the bundle holds no import() at all (bundle-full.mjs refuses one).
+  const script = new vm.Script(Module.wrap(source.replace(/^#!.*/, '')), { filename: bundle, ...(cachedData ? { cachedData } : {}) });
   if (cachedData === undefined || script.cachedDataRejected === true) {
     process.once('exit', () => {
       const tmp = `${cacheFile}.${process.pid}.tmp`;

@@ -179,6 +179,7 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
   if (!k8s && cfg.workspaceQuota === 'loop') spawner.prestart();
   // The sockets' runtime directory (not under the home) and its brig-owned parent, both 0700.
   await ensurePrivateDirs(path.dirname(paths.brokers), paths.brokers);
+  mark('compose: runtime dirs');
   const pol = loadPolicyFile(policyFileFor(cfg.home));
   if (!pol.ok) throw pol.error;
   mark('compose: policy read');

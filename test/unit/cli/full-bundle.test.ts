@@ -79,3 +79,25 @@ test('no bundle: false, for the caller to load dist/cli/main.js', (t) => {
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   assert.deepEqual(runBundle(path.join(dir, 'main.cjs'), ['spawn']).out, { absent: true });
 });
+
+test('the bundle script leaves no import(): a built-in\'s becomes a require, any other fails the build naming it', (t) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-bundle-src-'));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  const script = new URL('../../../scripts/bundle-full.mjs', import.meta.url).pathname;
+  const build = (main: string) => {
+    fs.mkdirSync(path.join(root, 'dist', 'cli'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'dist', 'cli', 'main.js'), main);
+    return spawnSync(process.execPath, [script, '--dist', path.join(root, 'dist'), '--out', path.join(root, 'out')], { encoding: 'utf8', timeout: 60_000 });
+  };
+  const ok = build("export const os = () => import('node:os');\nos().then((m) => console.log(JSON.stringify({ named: typeof m.cpus, dflt: typeof m.default.cpus })));\n");
+  assert.equal(ok.status, 0, ok.stderr);
+  const text = fs.readFileSync(path.join(root, 'out', 'main.cjs'), 'utf8');
+  assert.doesNotMatch(text, /\bimport\(/, 'no import() in the bundle');
+  const out = runBundle(path.join(root, 'out', 'main.cjs'), ['list']);
+  assert.deepEqual([out.code, out.out], [0, { named: 'function', dflt: 'function' }], out.stderr);
+  const again = runBundle(path.join(root, 'out', 'main.cjs'), ['list']);
+  assert.deepEqual([again.code, again.out], [0, { named: 'function', dflt: 'function' }], `the built-in's lazy load works from the code cache too: ${again.stderr}`);
+  const refused = build("export const u = () => import('undici');\n");
+  assert.notEqual(refused.status, 0);
+  assert.match(refused.stderr, /dynamic imports \(undici\)/);
+});
