@@ -16,6 +16,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { writeFileAtomicSync } from '../util/atomic-file.js';
 import { DEFAULT_ROOT_DISK_MB, LeaseRecordSchema, type LeaseRecord } from './types.js';
+import { byCodeUnits } from '../util/text-order.js';
 
 /** Lease ids are `ls_` + 20 hex digits: safe as file names, never a path. */
 export const LEASE_ID_RE = /^ls_[0-9a-f]{20}$/;
@@ -75,6 +76,6 @@ export class LeaseFiles {
     return this.ids()
       .map((id) => this.read(id))
       .filter((r): r is LeaseRecord => r !== undefined)
-      .sort((a, b) => a.issuedAt.localeCompare(b.issuedAt) || a.id.localeCompare(b.id));
+      .sort((a, b) => byCodeUnits(a.issuedAt, b.issuedAt) || byCodeUnits(a.id, b.id));
   }
 }

@@ -19,6 +19,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { byCodeUnits } from '../util/text-order.js';
 
 /** The ledger line format version; pino writes it first on every line. */
 export const LEDGER_FORMAT = 1;
@@ -86,7 +87,7 @@ const LINK_WINDOW = 50;
 export function linkableSegments(dir: string, anchor: { segments: Record<string, { hash: string; closed: boolean }> } | undefined, except: string): string[] {
   return Object.entries(anchor?.segments ?? {})
     .filter(([name, e]) => e.closed && name !== except)
-    .sort(([a], [b]) => b.localeCompare(a))
+    .sort(([a], [b]) => byCodeUnits(b, a))
     .slice(0, LINK_WINDOW)
     .filter(([name, e]) => lastLine(path.join(dir, name))?.hash === e.hash)
     .map(([name, e]) => `${name} ${e.hash}`);

@@ -12,6 +12,7 @@ import path from 'node:path';
 import type { AnchorReport, LedgerBreak, LedgerReport } from '../protocol/index.js';
 import { type Anchor, anchorPath, readAnchor } from './anchor.js';
 import { LEDGER_FORMAT, checkLink, genesisHash, lineHash } from './chain.js';
+import { byCodeUnits } from '../util/text-order.js';
 
 export type { AnchorReport, LedgerBreak, LedgerReport };
 
@@ -136,7 +137,7 @@ function verifyOnce(dir: string): { report: LedgerReport; unaccounted?: true } {
     return done(anchorBad(`the anchor is missing while ${files.length} segment(s) exist (deleted, or a ledger written before anchors were kept)`));
   }
   const present = new Set(files.map((f) => path.basename(f)));
-  for (const [name, e] of Object.entries(anchor.segments).sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [name, e] of Object.entries(anchor.segments).sort(([a], [b]) => byCodeUnits(a, b))) {
     if (!present.has(name)) return done(anchorBad(`records segment ${name} (${e.lines} line(s)), which is missing (a segment was deleted)`));
   }
   // The anchor read again after the segments: a writer that started while they were read has

@@ -3,6 +3,7 @@ import { mib } from '../util/disk-space.js';
 import { isGraphAttemptKey } from '../protocol/index.js';
 import { isActive } from './state-machine.js';
 import type { RunRecord, SupervisorSettings } from './types.js';
+import { byCodeUnits } from '../util/text-order.js';
 
 /**
  * Admission, pure: given the live runs and a new request, decide admit | queue | duplicate |
@@ -159,7 +160,7 @@ export function nextToStart(live: readonly RunRecord[], s: Settings, blocked: Re
     .filter((r) => r.status === 'queued')
     // Stable: runs queued in one millisecond keep the order they were admitted in (the table's),
     // not their random ids' — a burst queued while paused starts in the order it came.
-    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    .sort((a, b) => byCodeUnits(a.createdAt, b.createdAt));
   const out: string[] = [];
   for (const r of queued) {
     if (allActive >= s.maxConcurrent) break;
