@@ -5,9 +5,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCli } from '../../helpers/cli.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 test('brig admission without a daemon: pause writes $BRIG_HOME/admission.json (what the next daemon starts in) and a ledger line; status reads it back, with no queue count; resume opens it', async () => {
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-adm-cli-'));
+  const home = tempDir('brig-adm-cli-');
   fs.chmodSync(home, 0o700);
   try {
     assert.match((await runCli(['admission', 'status'], { home })).out, /^admission open \(no daemon: the queue is not counted\)\n$/);

@@ -37,5 +37,6 @@ test('fleet rolls the gate up from a real ledger: connections and bytes by rule,
     assert.ok(!JSON.stringify(f).includes('pypi.org') && !JSON.stringify(f).includes('evil'), 'rule ids and reasons only, never a host');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(`${dir}.anchor`, { force: true }); // the ledger's anchor sits beside its directory
   }
 });

@@ -14,8 +14,9 @@ import path from 'node:path';
 import { defineGraphText, GraphService, GraphStore, renderGraphExplain } from '../../../src/graphs/index.js';
 import type { GraphEvent, GraphRecord, RunRecord, SpawnRequestInput } from '../../../src/protocol/index.js';
 import { ok } from '../../../src/util/errors.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
-function service(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-gate-'))) {
+function service(dir = tempDir('brig-gate-')) {
   let n = 0;
   const spawned: string[] = [];
   const events: GraphEvent[] = [];

@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { GRAPH_FILES, GraphStore, SNAPSHOT_EVERY } from '../../../src/graphs/index.js';
 import type { GraphRecord, GraphSpec } from '../../../src/protocol/index.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const ID = 'g-journal0000test';
 const SPEC = { graph: 'brig/v1', nodes: [] } as unknown as GraphSpec;
@@ -35,7 +36,7 @@ function record(): GraphRecord {
 }
 
 function home(): { dir: string; file: (f: string) => string } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-gstore-'));
+  const dir = tempDir('brig-gstore-');
   return { dir, file: (f) => path.join(dir, ID, f) };
 }
 

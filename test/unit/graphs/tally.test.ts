@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { defineGraphText, GraphService, GraphStore, tally, type Ballot } from '../../../src/graphs/index.js';
 import type { RunRecord, SpawnContext, SpawnRequestInput, TallySpec } from '../../../src/protocol/index.js';
 import { ok } from '../../../src/util/errors.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const spec = (o: Partial<TallySpec> = {}): TallySpec => ({ field: '$.verdict', choices: ['BUY', 'HOLD', 'SELL'], rule: 'plurality', min_valid: 1, tie: 'fail', ballot: 'result', ...o });
 const read = (voter: string, value: unknown): Ballot => ({ voter, value, state: 'read' });
@@ -144,7 +145,7 @@ test('a vote runs over the twin: three voters in parallel, one malformed ballot 
     kill: async () => ok({} as RunRecord),
     list: async () => [],
   };
-  const store = new GraphStore(fs.mkdtempSync(path.join(os.tmpdir(), 'brig-vote-')));
+  const store = new GraphStore(tempDir('brig-vote-'));
   const asked: string[] = [];
   const g = new GraphService({
     supervisor: sup,
@@ -191,7 +192,7 @@ test('a vote with a tie (tie: fail) fails the tally and, under fail_fast, skips 
       kill: async () => ok({} as RunRecord),
       list: async () => [],
     },
-    store: new GraphStore(fs.mkdtempSync(path.join(os.tmpdir(), 'brig-vote-'))),
+    store: new GraphStore(tempDir('brig-vote-')),
     limits: { maxChildren: 5, maxDepth: 3, defaultTimeoutMs: 1000 },
     putManifest: async () => 'ref_m',
     readBallot: async (runId) => ballots[names.get(runId)!.split('.')[1]!],

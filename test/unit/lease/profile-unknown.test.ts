@@ -7,6 +7,7 @@ import { leasePort } from '../../../src/daemon/adapters.js';
 import { loadAgentCatalog } from '../../../src/agents/index.js';
 import { LeaseStore, loadPolicyFile } from '../../../src/lease/index.js';
 import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const POLICY = (extra = '') => `version: 1
 groups:
@@ -22,7 +23,7 @@ profiles:
 ${extra}`;
 
 test('a spawn naming an unknown profile is refused before any run: the name, the profiles there are; one added to the file since the start is named as such, with the restart that loads it', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-prof-'));
+  const dir = tempDir('brig-prof-');
   const file = path.join(dir, 'policy.yaml');
   fs.writeFileSync(file, POLICY());
   const pol = loadPolicyFile(file);
@@ -47,7 +48,7 @@ test('a spawn naming an unknown profile is refused before any run: the name, the
 });
 
 test('a spawn naming an unknown agent spec is refused with the name and the specs there are; one written since is found without a restart', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-spec-'));
+  const dir = tempDir('brig-spec-');
   fs.writeFileSync(path.join(dir, 'scout.md'), '---\nname: scout\ndescription: looks around\n---\nLook.\n');
   const catalog = loadAgentCatalog([dir]);
   const miss = catalog.get('reviewer');

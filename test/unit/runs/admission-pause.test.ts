@@ -13,6 +13,7 @@ import { DEFAULT_SETTINGS, type RunRecord, type RunStatus, type SupervisorSettin
 import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { FakeJailDriver } from '../../helpers/fakes/fake-jail.js';
 import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const T0 = new Date('2026-01-01T00:00:00Z');
 const SCRIPT = 'export default async function (brig) { return 1 }';
@@ -67,7 +68,7 @@ test('admission paused: a queued run does not time out in the queue (the wait is
 });
 
 test('the admission switch: kept on disk (0600), read again by the next switch, a repeat neither moves `since` nor ledgers twice; the reason only as its sha256', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-adm-'));
+  const dir = tempDir('brig-adm-');
   const file = path.join(dir, 'admission.json');
   const ledger = new MemoryLedger();
   let now = T0;
@@ -87,7 +88,7 @@ test('the admission switch: kept on disk (0600), read again by the next switch, 
 });
 
 test('the admission switch: a file that is not what brig writes refuses the start (state_corrupt, naming the file); none is open', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-adm-'));
+  const dir = tempDir('brig-adm-');
   const file = path.join(dir, 'admission.json');
   assert.equal(readAdmission(file).paused, false);
   for (const text of ['{"paused": "yes"}', 'not json', '{"paused": true, "since": null, "by": null, "reasonHash": null, "extra": 1}']) {
@@ -118,7 +119,7 @@ async function supervisor(home: string, o: { reconcile?: boolean; settings?: Par
 }
 
 test('the supervisor paused: a spawn waits queued past the queue timeout with no jail made; resumed, the queue starts in order and each run completes', async () => {
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-adm-'));
+  const home = tempDir('brig-adm-');
   const { sup, jail, ledger } = await supervisor(home, { settings: { maxConcurrent: 1, queueTimeoutMs: 400 } });
   try {
     assert.equal(sup.admission.pause({ by: 'alice' }).paused, true);
@@ -149,7 +150,7 @@ test('the supervisor paused: a spawn waits queued past the queue timeout with no
 });
 
 test('a supervisor that does not own the home (reconcile false) refuses a spawn while paused at once: it keeps no queue past itself', async () => {
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-adm-'));
+  const home = tempDir('brig-adm-');
   const owner = await supervisor(home);
   owner.sup.admission.pause({});
   await owner.sup.close();

@@ -8,13 +8,14 @@ import { RunStore } from '../../../src/runs/run-store.js';
 import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { FakeJailDriver } from '../../helpers/fakes/fake-jail.js';
 import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 export const SCRIPT = 'export default async function (brig) { return 1 }';
 
 export async function setupSup(
   o: { settings?: Partial<SupervisorSettings>; hooks?: SupervisorHooks; clock?: Clock; home?: string; jail?: FakeJailDriver; leases?: MemoryLeases; ledger?: MemoryLedger } = {},
 ) {
-  const home = o.home ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-')));
+  const home = o.home ?? tempDir('brig-sup-');
   const jail = o.jail ?? new FakeJailDriver();
   const leases = o.leases ?? new MemoryLeases();
   const ledger = o.ledger ?? new MemoryLedger();

@@ -10,6 +10,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SCRIPT, until } from './setup.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const MiB = 1024 * 1024;
 
@@ -29,7 +30,7 @@ test('storageRefusal: a writer holding what the disk refused, or free space belo
 });
 
 test('a supervisor whose home is full refuses new runs storage_full, ledgered as any refusal; runs already live go on and end as usual', async () => {
-  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-'));
+  const home = tempDir('brig-sup-');
   const ledger = new MemoryLedger();
   const jail = new FakeJailDriver();
   let free = 500 * MiB;

@@ -11,11 +11,12 @@ import { MemoryLedger } from '../../helpers/fakes/memory-ledger.js';
 import { FakeJailDriver, type FakeJail } from '../../helpers/fakes/fake-jail.js';
 import { ManualTimers } from '../../helpers/fakes/manual-time.js';
 import { MemoryLeases, NullBroker } from '../../helpers/fakes/memory-leases.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const SCRIPT = 'export default async function (brig) { return 1 }';
 
 async function setup(settings: Partial<SupervisorSettings> = {}, home?: string, jail = new FakeJailDriver(), leases = new MemoryLeases(), timers?: Timers) {
-  home ??= await fs.mkdtemp(path.join(os.tmpdir(), 'brig-sup-'));
+  home ??= tempDir('brig-sup-');
   const ledger = new MemoryLedger();
   const broker = new NullBroker();
   const sup = createSupervisor({
