@@ -139,13 +139,42 @@ export async function compose(cfg: BrigConfig, o: ComposeOptions = {}): Promise<
   mark('compose: journal open');
   // A journal left by a stop that was not clean was replayed over the files: said once.
   if (journal && journal.replayed.segments > 0) (o.log ?? silentLog()).warn?.({ ...journal.replayed }, 'journal replayed after an unclean stop');
+  const drivers = startDrivers(cfg, o, paths);
   try {
-    return await composeHeld(cfg, o, paths, unlock, journal);
+    return await composeHeld(cfg, o, paths, unlock, journal, drivers);
   } catch (e) {
+    // Their connections go, and with them an image build the check may have begun: a home
+    // that failed to compose does not stay for it.
+    await drivers.docker.close().catch(() => undefined);
+    await drivers.k8s?.close().catch(() => undefined);
     await journal?.close().catch(() => undefined);
     await unlock();
     throw e;
   }
+}
+
+interface Drivers {
+  docker: DockerJailDriver;
+  k8s: K8sJailDriver | undefined;
+  /** The child image's check (and build when missing), begun at once; awaited once the rest is composed. */
+  image: Promise<string> | undefined;
+}
+
+/**
+ * The jail seam's two drivers: Docker's (with its warm pool) or Kubernetes' bare pods (issue 33).
+ * The image check (a stat of its inputs, the engine asked for the tag) starts here and waits on
+ * files and the engine while the policy and the stores are read on this thread; the disk tools'
+ * helper starts beside them (util/spawner.ts): a one-shot spawn's first disk no longer waits.
+ */
+function startDrivers(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths): Drivers {
+  const k8s = cfg.driver.kind === 'kubernetes'
+    ? new K8sJailDriver({ kubeconfig: cfg.driver.kubeconfig, namespace: cfg.driver.namespace, image: cfg.driver.image, workspace: cfg.driver.workspace, owner: ownerForHome(cfg.home), brokersDir: paths.brokers, ...(cfg.driver.runtimeClassName ? { runtimeClassName: cfg.driver.runtimeClassName } : {}) })
+    : undefined;
+  const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
+  const image = o.ensureImage !== false ? (k8s ?? docker).ensureImage() : undefined;
+  image?.catch(() => undefined);
+  if (!k8s && cfg.workspaceQuota === 'loop') spawner.prestart();
+  return { docker, k8s, image };
 }
 
 /**
@@ -165,18 +194,8 @@ async function replayLeftJournal(paths: BrigPaths): Promise<void> {
   }
 }
 
-async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths, unlock: () => Promise<void>, journal: WriteJournal | undefined): Promise<Composed> {
-  // The jail seam's two drivers: Docker's (with its warm pool) or Kubernetes' bare pods (issue 33).
-  const k8s = cfg.driver.kind === 'kubernetes'
-    ? new K8sJailDriver({ kubeconfig: cfg.driver.kubeconfig, namespace: cfg.driver.namespace, image: cfg.driver.image, workspace: cfg.driver.workspace, owner: ownerForHome(cfg.home), brokersDir: paths.brokers, ...(cfg.driver.runtimeClassName ? { runtimeClassName: cfg.driver.runtimeClassName } : {}) })
-    : undefined;
-  const docker = new DockerJailDriver({ dockerHost: cfg.dockerHost, owner: ownerForHome(cfg.home), workspaceQuota: cfg.workspaceQuota, imageCacheFile: paths.imageCache });
-  // Started now, awaited once the rest is composed: the image check (a stat of its inputs, the
-  // engine asked for the tag) waits on files and the engine while the policy and the stores are
-  // read on this thread; the disk tools' helper starts beside them (util/spawner.ts).
-  const image = o.ensureImage !== false ? (k8s ?? docker).ensureImage() : undefined;
-  image?.catch(() => undefined);
-  if (!k8s && cfg.workspaceQuota === 'loop') spawner.prestart();
+async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths, unlock: () => Promise<void>, journal: WriteJournal | undefined, drivers: Drivers): Promise<Composed> {
+  const { k8s, docker, image } = drivers;
   // The sockets' runtime directory (not under the home) and its brig-owned parent, both 0700.
   await ensurePrivateDirs(path.dirname(paths.brokers), paths.brokers);
   mark('compose: runtime dirs');

@@ -234,7 +234,7 @@ export class DockerJailDriver implements JailDriver {
 
   async buildChildImage(opts: { force?: boolean; onProgress?: (line: string) => void } = {}): Promise<{ tag: string; built: boolean; runtimeIncluded: boolean }> {
     const plan = await this.childPlan();
-    const res = await ensurePlanImage(this.docker, plan, CHILD_IMAGE_REPO, { ...opts, cache: this.imageCache }).catch((e: unknown) => {
+    const res = await ensurePlanImage(this.docker, plan, CHILD_IMAGE_REPO, { ...opts, cache: this.imageCache, signal: this.closing.signal }).catch((e: unknown) => {
       throw engineError(e, 'image_build_failed', 'building the child image failed');
     });
     await this.imageCache.save();

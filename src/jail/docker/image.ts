@@ -195,10 +195,15 @@ export async function ensurePlanImage(
   docker: Docker,
   plan: ImagePlan,
   repo: string,
-  opts: { force?: boolean; onProgress?: (line: string) => void; cache?: ImageCache } = {},
+  opts: { force?: boolean; onProgress?: (line: string) => void; cache?: ImageCache; signal?: AbortSignal } = {},
 ): Promise<{ tag: string; built: boolean }> {
   const hash = await fingerprint(plan, opts.cache);
   const tag = `${repo}:${hash}`;
+  // A driver closed meanwhile (its connections gone) starts no request that would outlive it.
+  const closed = () => {
+    if (opts.signal?.aborted) throw new BrigError('engine_unavailable', `the check of ${tag} was stopped: its driver closed`);
+  };
+  closed();
   if (!opts.force) {
     try {
       await docker.getImage(tag).inspect();
@@ -207,6 +212,7 @@ export async function ensurePlanImage(
       if ((e as { statusCode?: number }).statusCode !== 404) throw e;
     }
   }
+  closed();
   let stream: NodeJS.ReadableStream;
   try {
     stream = await docker.buildImage(buildContext(plan, hash), { t: tag, rm: true, forcerm: true, nocache: Boolean(opts.force) });
