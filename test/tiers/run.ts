@@ -66,6 +66,26 @@ function parseArgs(argv: string[]): Args {
 }
 
 const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-tiers-'));
+/** The TAP directories kept for reading after a run: this one and the newest few before it (one per run piled up in /tmp). */
+const KEEP_LOG_DIRS = 5;
+pruneLogDirs(path.dirname(logDir), KEEP_LOG_DIRS);
+
+function pruneLogDirs(dir: string, keep: number): void {
+  const old = fs
+    .readdirSync(dir)
+    .filter((n) => n.startsWith('brig-tiers-'))
+    .map((n) => path.join(dir, n))
+    .flatMap((p) => {
+      try {
+        return [{ p, at: fs.statSync(p).mtimeMs }];
+      } catch {
+        return [];
+      }
+    })
+    .sort((a, b) => b.at - a.at)
+    .slice(keep);
+  for (const { p } of old) if (p !== logDir) fs.rmSync(p, { recursive: true, force: true });
+}
 const LOADER = ['--import', 'tsx', '--test-reporter=tap'];
 const LINGER_S = 20;
 
