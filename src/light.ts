@@ -4,7 +4,7 @@
  * in-process parts only when it picks them. The CLI loads this, and src/index.ts only to run
  * children itself (no daemon) or for what only the home's files answer.
  */
-export { RUN_STATUSES, CAPABILITIES, LIMIT_KEYS, PREVIEW_BYTES, REF_ID_RE, elapsedMs, replaySummary, resumeHint } from './protocol/index.js';
+export { RUN_STATUSES, CAPABILITIES, LIMIT_KEYS, PREVIEW_BYTES, REF_ID_RE, byCodeUnits, elapsedMs, replaySummary, resumeHint } from './protocol/index.js';
 // From util/, not repo/index.js: that would load the repository code (zlib, crypto, the spawner) into every thin command.
 export { parseRepoSpec } from './util/repo-spec.js';
 export type { Brig, Capability, FleetReport, LeaseView, OperatorSurface, RunRecord, RunStatus, ResultRef, SliceOutput, SpawnRequestInput } from './protocol/index.js';

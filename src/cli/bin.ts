@@ -7,12 +7,11 @@
  * (scripts/bundle-full.mjs: the same modules as one file, run with V8's code cache by
  * full-bundle.ts — docs/performance.md), else dist/cli/main.js.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { homeFrom, socketPathFor } from '../config/paths.js';
 import { runCli } from './entry.js';
 import { runFullBundle } from './full-bundle.js';
-import { daemonAnswering, isThinCommand, thinVersion } from './thin.js';
+import { daemonAnswering, entryDir, isThinCommand, thinVersion } from './thin.js';
 
 const argv = process.argv.slice(2);
 const env = process.env;
@@ -20,18 +19,10 @@ const failed = (e: unknown) => {
   process.stderr.write(`brig: internal error: the full CLI did not load: ${String(e)}\n`);
   process.exitCode = 70;
 };
-/** The bundle beside this entry's directory (brig.cjs is dist/cli/, reached through a bin link). */
-function bundlePath(): string | undefined {
-  const entry = process.argv[1];
-  if (!entry) return undefined;
-  try {
-    return path.join(path.dirname(fs.realpathSync(entry)), '..', 'full', 'main.cjs');
-  } catch {
-    return undefined;
-  }
-}
 const full = () => {
-  const bundle = bundlePath();
+  // The bundle beside the entry's directory (brig.cjs is in dist/cli/, reached through a bin link).
+  const dir = entryDir();
+  const bundle = dir === undefined ? undefined : path.join(dir, '..', 'full', 'main.cjs');
   try {
     if (bundle !== undefined && runFullBundle(bundle, argv)) return;
   } catch (e) {

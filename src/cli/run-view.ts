@@ -1,15 +1,11 @@
 import { endHue, paint } from './colour.js';
-import { PREVIEW_BYTES, elapsedMs, resumeHint, type Brig, type ResultRef, type RunRecord } from '../light.js';
+import { PREVIEW_BYTES, byCodeUnits, elapsedMs, resumeHint, type Brig, type ResultRef, type RunRecord } from '../light.js';
 
 /** How the CLI shows a run: one JSON shape for --json, one line (or a block) for people. */
 
-/**
- * Oldest first by `createdAt`, compared as code units: an ISO-8601 UTC timestamp of one fixed
- * shape sorts as text. Not localeCompare: its first call builds an ICU collator, ~17 ms of a
- * thin command's start — more than the rest of `brig list` over Node's own start-up.
- */
+/** Oldest first by `createdAt`, compared as code units (protocol's byCodeUnits: never localeCompare's collator). */
 export function byCreatedAt(a: Pick<RunRecord, 'createdAt'>, b: Pick<RunRecord, 'createdAt'>): number {
-  return a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0;
+  return byCodeUnits(a.createdAt, b.createdAt);
 }
 
 /** The record's fields --json shows at the top level; `run` carries the rest, so nothing big is said twice. */

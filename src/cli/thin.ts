@@ -42,14 +42,25 @@ export async function daemonAnswering(socketPath: string): Promise<ApiClient | u
   return (await api.probe()) ? api : undefined;
 }
 
+/** The entry's own directory (dist/cli/ for brig.cjs and bin.js, src/cli/ for bin.ts), through any bin symlink; undefined when it cannot be resolved. */
+export function entryDir(entry: string | undefined = process.argv[1]): string | undefined {
+  try {
+    return entry ? path.dirname(fs.realpathSync(entry)) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * `brig --version` without loading the full CLI: package.json's version, two directories above
  * the entry (dist/cli/brig.cjs, dist/cli/bin.js and src/cli/bin.ts alike, through any bin
  * symlink). Undefined when it cannot be read: the full CLI's `version` answers then.
  */
 export function thinVersion(entry: string | undefined = process.argv[1]): string | undefined {
+  const dir = entryDir(entry);
+  if (dir === undefined) return undefined;
   try {
-    const pkg = JSON.parse(fs.readFileSync(path.join(path.dirname(fs.realpathSync(entry!)), '..', '..', 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
+    const pkg = JSON.parse(fs.readFileSync(path.join(dir, '..', '..', 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
     return pkg.name === 'brig' && typeof pkg.version === 'string' ? pkg.version : undefined;
   } catch {
     return undefined;

@@ -4,8 +4,6 @@
  * looks up its own dependencies. The broker's handlers forward every authenticated child
  * call to the supervisor by the run id the broker verified (never one the child claims).
  */
-import { mark } from '../util/timing.js';
-import { spawner } from '../util/spawner.js';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { agentCatalogFor } from '../agents/index.js';
@@ -29,6 +27,8 @@ import type { RefService } from '../refs/index.js';
 import { createSupervisor, jailLimitsFor, type StoragePort, type SupervisorCore, type SupervisorHooks, type SupervisorSettings } from '../runs/index.js';
 import { diskSpace } from '../util/disk-space.js';
 import { WriteJournal } from '../util/write-journal.js';
+import { spawner } from '../util/spawner.js';
+import { mark } from '../util/timing.js';
 import { BrigError, toBrigError, type Result } from '../util/errors.js';
 import { agentsPort, leasePort, modelsPort, resultsPort } from './adapters.js';
 import { lockHome } from './home-lock.js';
@@ -214,7 +214,7 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
   // A broken model configuration stops the supervisor here, loudly; none at all serves no agents.
   const catalog = loadModelCatalog(cfg);
   if (!catalog.ok) throw catalog.error;
-  mark('compose: drivers, models');
+  mark('compose: models');
   const models = catalog.value.aliases().length > 0 ? modelsPort(catalog.value) : undefined;
   const rootShape = leases.previewRootLimits();
   // With models, the default shape's agent-ready slots too (a pre-started agent runtime each).

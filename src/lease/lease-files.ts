@@ -16,7 +16,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { writeFileAtomicSync } from '../util/atomic-file.js';
 import { DEFAULT_ROOT_DISK_MB, LeaseRecordSchema, type LeaseRecord } from './types.js';
-import { byCodeUnits } from '../util/text-order.js';
+import { byCodeUnits } from '../protocol/index.js';
 
 /** Lease ids are `ls_` + 20 hex digits: safe as file names, never a path. */
 export const LEASE_ID_RE = /^ls_[0-9a-f]{20}$/;

@@ -19,7 +19,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { byCodeUnits } from '../util/text-order.js';
+import { byCodeUnits } from '../protocol/index.js';
 
 /** The ledger line format version; pino writes it first on every line. */
 export const LEDGER_FORMAT = 1;

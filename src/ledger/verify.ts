@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { AnchorReport, LedgerBreak, LedgerReport } from '../protocol/index.js';
 import { type Anchor, anchorPath, readAnchor } from './anchor.js';
 import { LEDGER_FORMAT, checkLink, genesisHash, lineHash } from './chain.js';
-import { byCodeUnits } from '../util/text-order.js';
+import { byCodeUnits } from '../protocol/index.js';
 
 export type { AnchorReport, LedgerBreak, LedgerReport };
 

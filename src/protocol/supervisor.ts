@@ -227,9 +227,15 @@ export type Brig = Omit<Supervisor, 'start' | 'send'> & {
 };
 
 /** Creation order: time, then id (two runs of one millisecond stay in one order on every page). */
-/** Code-unit order (ISO-8601 UTC sorts as text): localeCompare's first call builds an ICU collator (~17 ms of a thin command). */
-const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-const byCreation = (a: Pick<RunRecord, 'createdAt' | 'id'>, b: Pick<RunRecord, 'createdAt' | 'id'>) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id);
+/**
+ * Code-unit order, for text brig makes itself (ISO-8601 UTC times, hex ids, segment names): the
+ * order `<` gives, which for these strings is localeCompare's — without its first call in a
+ * process building an ICU collator (~17 ms of a thin command, 6–17 ms of a one-shot spawn).
+ */
+export function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+const byCreation = (a: Pick<RunRecord, 'createdAt' | 'id'>, b: Pick<RunRecord, 'createdAt' | 'id'>) => byCodeUnits(a.createdAt, b.createdAt) || byCodeUnits(a.id, b.id);
 
 /** One list filter for every view (a daemon's, an in-process one, the read-only records): oldest first. */
 /** A page of runs (oldest first) and how many matching runs older than it were left out. */

@@ -1,9 +1,8 @@
 import { BrigError } from '../util/errors.js';
 import { mib } from '../util/disk-space.js';
-import { isGraphAttemptKey } from '../protocol/index.js';
+import { byCodeUnits, isGraphAttemptKey } from '../protocol/index.js';
 import { isActive } from './state-machine.js';
 import type { RunRecord, SupervisorSettings } from './types.js';
-import { byCodeUnits } from '../util/text-order.js';
 
 /**
  * Admission, pure: given the live runs and a new request, decide admit | queue | duplicate |

@@ -161,8 +161,8 @@ export class RunStarter {
       if (jail.brokerDir !== undefined && jail.brokerDir !== brokerDir) await fs.rm(brokerDir, { recursive: true, force: true });
       // The durable point before the child starts: its lease, limits and jail key survive a crash.
       await table.update(runId, (x) => ({ ...x, ...(jail.verified ? { jail: jail.verified } : {}), ...(key !== runId ? { jailKey: key } : {}) }));
-      // The socket is there before the child's first instruction, in the directory its jail binds.
       mark('run: durable before start');
+      // The socket is there before the child's first instruction, in the directory its jail binds.
       handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet, methods: brokerSurface(packet) });
       mark('run: broker socket open');
       if (gone()) return await abandon();

@@ -21,9 +21,9 @@ interface CacheFile {
   probes: Record<string, { id: string; out: string[] }>;
 }
 
-/** A file's identity: what must be unchanged for a value learned from it to hold. */
 /**
- * A file's identity, read synchronously: a plan stats its ~200 files twice each, and awaited
+ * A file's identity: what must be unchanged for a value learned from it to hold. Read
+ * synchronously: a plan stats its ~200 files twice each, and awaited
  * one after another on a thread busy composing a supervisor those hops cost ~50 ms of a one-shot
  * spawn; a stat is microseconds.
  */

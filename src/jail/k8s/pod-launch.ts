@@ -76,8 +76,8 @@ const CLAIM_POLL_MS = 40;
  */
 export async function workspaceBound(api: KubeApi, pod: LaunchedPod): Promise<void> {
   const vol = ((obj(pod.admitted.spec).volumes as Obj[] | undefined) ?? []).find((v) => v.name === 'workspace');
-  const template = obj(obj(obj(vol?.ephemeral).volumeClaimTemplate).spec);
   if (!vol?.ephemeral) return;
+  const template = obj(obj(obj(vol.ephemeral).volumeClaimTemplate).spec);
   const claim = `${pod.name}-workspace`;
   const until = Date.now() + CLAIM_BOUND_MS;
   for (;;) {

@@ -38,6 +38,18 @@ function hostFree(dir: string): number {
   return st.bavail * st.bsize;
 }
 
+/**
+ * Whether this host can give workspace quotas. In CI it must (the project's scripts make it so:
+ * a missing one fails the test); elsewhere the test is skipped saying why.
+ */
+function quotaHere(t: { skip: (why: string) => void }): boolean {
+  const why = WorkspaceDisks.unavailable();
+  if (why === null) return true;
+  if (process.env.CI === 'true' || process.env.CI === '1') assert.fail(`the workspace quota is unavailable in CI: ${why}`);
+  t.skip(`no quota here: ${why}`);
+  return false;
+}
+
 function loopsBacking(file: string): string[] {
   const out = execFileSync('/usr/sbin/losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE'], { encoding: 'utf8' });
   return out.split('\n').filter((l) => l.includes(file)).map((l) => l.trim().split(/\s+/)[0]!);
@@ -97,12 +109,7 @@ test('control: under the explicit opt-out (BRIG_WORKSPACE_QUOTA=none) the same w
 });
 
 test('disks outlive nothing: sweep releases a non-live run\'s image and a loop device left on a deleted image (a crash between detach and delete)', async (t) => {
-  const why = WorkspaceDisks.unavailable();
-  // In CI the quota must be there (the project's scripts make it so); elsewhere the skip says why.
-  if (why !== null) {
-    if (process.env.CI === 'true' || process.env.CI === '1') assert.fail(`the workspace quota is unavailable in CI: ${why}`);
-    return t.skip(`no quota here: ${why}`);
-  }
+  if (!quotaHere(t)) return;
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-disks-'));
   const disks = new WorkspaceDisks(path.join(dir, 'owner')); // made by the first create, as /var/lib/brig/disks/<owner> is
   t.after(async () => {
@@ -129,11 +136,7 @@ test('disks outlive nothing: sweep releases a non-live run\'s image and a loop d
 });
 
 test('a workspace disk\'s commands (mkfs, debugfs, losetup) are started by the command helper, never by the caller\'s thread — and the disk is still made, sized and released (issue 29 item 7)', async (t) => {
-  const why = WorkspaceDisks.unavailable();
-  if (why !== null) {
-    if (process.env.CI === 'true' || process.env.CI === '1') assert.fail(`the workspace quota is unavailable in CI: ${why}`);
-    return t.skip(`no quota here: ${why}`);
-  }
+  if (!quotaHere(t)) return;
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'brig-disks-'));
   const disks = new WorkspaceDisks(path.join(dir, 'owner'));
   // Every process this (the caller's) thread starts goes through ChildProcess.prototype.spawn.
@@ -208,11 +211,7 @@ console.log(JSON.stringify({
 
 test('a disk-backed jail holds its inputs and out/ from the disk\'s making: the jail user\'s, with their modes, and no archive is put through the engine before the start', async (t) => {
   if (!(await requireEngine(t))) return;
-  const why = WorkspaceDisks.unavailable();
-  if (why !== null) {
-    if (process.env.CI === 'true' || process.env.CI === '1') assert.fail(`the workspace quota is unavailable in CI: ${why}`);
-    return t.skip(`no quota here: ${why}`);
-  }
+  if (!quotaHere(t)) return;
   t.after(sweepOwn);
   // Every request the driver makes of the engine, as method and path.
   const calls: string[] = [];
@@ -262,11 +261,7 @@ test('a disk-backed jail holds its inputs and out/ from the disk\'s making: the 
 
 test('inputs larger than the workspace disk are refused as invalid_input, naming both sizes, and nothing is left', async (t) => {
   if (!(await requireEngine(t))) return;
-  const why = WorkspaceDisks.unavailable();
-  if (why !== null) {
-    if (process.env.CI === 'true' || process.env.CI === '1') assert.fail(`the workspace quota is unavailable in CI: ${why}`);
-    return t.skip(`no quota here: ${why}`);
-  }
+  if (!quotaHere(t)) return;
   t.after(sweepOwn);
   const s = spec('toobig', ['true'], { inputs: [{ path: 'big.bin', data: Buffer.alloc(20 * MIB, 1) }], limits: { memoryMb: 128, cpu: 1, pids: 64, tmpfsMb: 16, diskMb: 16 } });
   await assert.rejects(driver.create(s), (e: Error & { code?: string }) => {
