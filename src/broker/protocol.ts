@@ -85,6 +85,7 @@ const PARAMS = {
   'llm.reset': z.strictObject({ messages: z.array(LlmMessageSchema).max(64) }),
   'llm.complete': z.strictObject({
     system: z.string().max(MAX_CONTENT),
+    append: z.array(LlmMessageSchema).min(1).max(64).optional(),
     tools: z.array(LlmToolSchema).max(64).optional(),
     maxTokens: z.number().int().positive().max(200_000).optional(),
     model: z.string().max(128).optional(),

@@ -29,8 +29,9 @@ async function main(): Promise<number> {
     if (process.argv.includes(PRESTART_FLAG)) facts = (await waitForRun({ env: process.env })).facts;
     packet = parseAgentPacket(JSON.parse(readFileSync(PATHS.packet, 'utf8')));
     token = readFileSync(PATHS.token, 'utf8').trim();
-    // Reconnects (a daemon restart) are worth trying for as long as the run may live.
-    client = await BrokerClient.connect(PATHS.socket, token, { reconnectUntil: Date.now() + packet.timeoutMs + 120_000 });
+    // Reconnects (a daemon restart) are worth trying for as long as the run may live. The
+    // hello's reply is not waited for here: the loop's first calls follow it (its `ready`).
+    client = await BrokerClient.connect(PATHS.socket, token, { reconnectUntil: Date.now() + packet.timeoutMs + 120_000, pipelineHello: true });
   } catch (e) {
     process.stderr.write(`brig-agent: set-up failed: ${(e as Error).message}\n`);
     return 2;
@@ -58,13 +59,23 @@ async function main(): Promise<number> {
       // the log is a debugging aid only
     }
   };
+  // A refused hello is the set-up's failure (the bearer is refused for every call), as before the loop.
+  let refused: Error | undefined;
+  const ready = client.authenticated.catch((e: Error) => {
+    refused = e;
+    throw e;
+  });
   try {
     // Pre-started: the image's facts were gathered before the run; the workspace's are the run's own.
     const workspaceInfo = facts && packet.agent.workspaceAware ? { workspaceInfo: gatherWorkspaceInfo(JAIL_ROOTS, facts.dirs, '/', facts) } : {};
-    const out = await runAgent({ broker: client, packet, stop: stop.signal, secrets: [token], log, ...workspaceInfo });
+    const out = await runAgent({ broker: client, packet, stop: stop.signal, secrets: [token], log, ready, ...workspaceInfo });
     if (!out.resultSent) process.stderr.write('brig-agent: the result could not be sent\n');
     return 0;
   } catch (e) {
+    if (refused) {
+      process.stderr.write(`brig-agent: set-up failed: ${refused.message}\n`);
+      return 2;
+    }
     process.stderr.write(`brig-agent: the loop failed: ${(e as Error)?.message ?? String(e)}\n`);
     return 1;
   } finally {

@@ -45,6 +45,12 @@ type Pending = { line: string; resend: string; resolve: (v: unknown) => void; re
 export interface BrokerClientOptions {
   /** Give up connecting (the first time too) and reconnecting, and fail pending calls, at this epoch ms. */
   reconnectUntil?: number;
+  /**
+   * Resolve once connected and `hello` is sent, without its reply: calls made meanwhile follow
+   * it on the connection (each line carries the bearer and is checked on its own), and
+   * `authenticated` settles with the reply. Saves a round trip before the first real call.
+   */
+  pipelineHello?: boolean;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -70,6 +76,7 @@ export class BrokerClient {
   #buf = '';
   #closed = false;
   #reconnecting: Promise<void> | null = null;
+  #hello: Promise<ReplyOf<'hello'>> | undefined;
 
   private constructor(socketPath: string, token: string, opts: BrokerClientOptions) {
     this.#path = socketPath;
@@ -90,8 +97,15 @@ export class BrokerClient {
       }
     }
     // Authenticate now: the broker drops a connection that shows no bearer for a while.
-    await c.call('hello', {});
+    c.#hello = c.call('hello', {});
+    if (opts.pipelineHello) c.#hello.catch(() => {});
+    else await c.#hello;
     return c;
+  }
+
+  /** The first `hello`'s reply: rejects when the broker refused the bearer (it refuses every call of it then). */
+  get authenticated(): Promise<ReplyOf<'hello'>> {
+    return this.#hello ?? Promise.reject(new BrokerCallError('broker_closed', 'not connected'));
   }
 
   #attach(s: net.Socket): void {

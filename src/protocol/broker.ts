@@ -169,6 +169,12 @@ export interface BrokerParams {
   'llm.reset': { messages: LlmMessage[] };
   'llm.complete': {
     system: string;
+    /**
+     * Messages added to the conversation together with the turn, before it: both or neither
+     * (a refused or failed call appends nothing, so it may be sent again as it was). Saves the
+     * `llm.append` round trip before a model call.
+     */
+    append?: LlmMessage[] | undefined;
     tools?: LlmTool[] | undefined;
     maxTokens?: number | undefined;
     model?: string | undefined;

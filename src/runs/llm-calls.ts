@@ -128,12 +128,19 @@ export class Conversations {
     c.transcriptBytes += n;
   }
 
-  async append(runId: string, messages: ConversationMessage[]): Promise<number> {
+  /** Throws `ref_too_large` when these messages would take the conversation past its bound. */
+  async fits(runId: string, messages: readonly ConversationMessage[]): Promise<void> {
     const c = await this.#get(runId);
     const add = messages.reduce((n, m) => n + size(m), 0);
     if (c.bytes + add > MAX_CONVERSATION_BYTES) {
       throw new BrigError('ref_too_large', `the conversation would pass ${MAX_CONVERSATION_BYTES} bytes`, { hint: 'Compact it: summarize older turns and llm.reset.', data: { limit: MAX_CONVERSATION_BYTES, current: c.bytes } });
     }
+  }
+
+  async append(runId: string, messages: ConversationMessage[]): Promise<number> {
+    await this.fits(runId, messages);
+    const c = await this.#get(runId);
+    const add = messages.reduce((n, m) => n + size(m), 0);
     await this.#log(runId, c, { t: 'append', messages });
     c.messages.push(...messages);
     c.bytes += add;
@@ -264,8 +271,11 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
     throw new BrigError('capability_denied', `this run's model is fixed at spawn (${info.value.alias}); a child cannot call another`, { data: { what: 'model' } });
   }
   const system = params.system;
+  // What the call carries (`append`) is part of what the model is asked, and lands only with its turn.
+  const carried = (params.append ?? []) as ConversationMessage[];
+  if (carried.length > 0) await conv.fits(r.id, carried);
   // Tier-0 micro-compaction: old re-readable tool results go as placeholders.
-  const messages = microCompact(await conv.messages(r.id), d.microCompactKeep ?? 25);
+  const messages = microCompact([...(await conv.messages(r.id)), ...carried], d.microCompactKeep ?? 25);
   // What the provider will bill as input is known only after the call: a child that filled its
   // conversation must not spend a context window on one token of budget. Refused when even a
   // low estimate of it (characters / 4) is more than what is left.
@@ -296,6 +306,7 @@ async function llmComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversatio
   const step = typeof params.step === 'number' ? params.step : r.stepsExecuted;
   // What was sent, as a digest and a content-free shape: a replay compares its requests to it.
   const req = stampOf(system, messages, tools, info.value.contextWindow);
+  if (carried.length > 0) await conv.append(r.id, carried);
   await conv.reply(r.id, turn.message, { purpose, step, usage: turn.usage, costUsd: turn.costUsd, model: turn.model, finishReason: turn.finishReason, req });
   d.onReply?.(r.id, { startedAt: started, step, text: turn.message.content, toolCalls: turn.message.toolCalls.map((c) => c.name) });
   const next = await p.table.update(r.id, (x) => ({
@@ -335,7 +346,9 @@ async function replayComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversa
     calls.replay = { calls: recordedCalls(text), next: 0 };
   }
   const rp = calls.replay;
-  const raw = await conv.messages(r.id);
+  const carried = (params.append ?? []) as ConversationMessage[];
+  if (carried.length > 0) await conv.fits(r.id, carried);
+  const raw = [...(await conv.messages(r.id)), ...carried];
   const messages = microCompact(raw, d.microCompactKeep ?? 25);
   const rec = rp.calls[rp.next];
   const index = rp.next;
@@ -356,6 +369,7 @@ async function replayComplete(p: { table: RunTable }, d: LlmDeps, conv: Conversa
     throw new BrigError('model_unavailable', `replay of ${r.replayOf}: the recording has no reply for model call ${index + 1} (it holds ${rp.calls.length})`, { data: { recorded: rp.calls.length } });
   }
   const turn = rec.reply;
+  if (carried.length > 0) await conv.append(r.id, carried);
   await conv.reply(r.id, turn.message, { purpose, step, usage: turn.usage, costUsd: 0, model: turn.model, finishReason: turn.finishReason, req: stamp, replayed: index + 1 });
   d.onReply?.(r.id, { startedAt: Date.now(), step, text: turn.message.content, toolCalls: turn.message.toolCalls.map((c) => c.name) });
   const next = await p.table.update(r.id, (x) => ({

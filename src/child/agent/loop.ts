@@ -6,7 +6,7 @@
  * one result each → append → progress. The clean end is `finish`; every other end gets one
  * bounded salvage and a partial result, so the parent always learns something.
  */
-import { batches, fitMessage, headTail, Spiller } from './bound.js';
+import { batches, fitMessage, headTail, MAX_BATCH_JSON_BYTES, MAX_BATCH_MESSAGES, Spiller } from './bound.js';
 import { executeCall, notRun, type CallEnv } from './calls.js';
 import { chooseKept, COMPACT_REQUEST, resetMessages } from './compact.js';
 import { JAIL_ROOTS, type Roots } from './confine.js';
@@ -17,6 +17,7 @@ import { offeredTools, toolSchemas } from './tools/registry.js';
 import type { ChildInfo, ToolDef } from './tools/tool.js';
 import { errorCode, type Broker, type EndReason, type LlmMessage, type LlmReply, type LlmTool } from './types.js';
 import { gatherWorkspaceInfo } from './workspace-info.js';
+import { MAX_LINE_BYTES } from '../broker-client.js';
 import { AGENT_PATHS } from '../paths.js';
 import { RESULT_SPOOL, sendResult, type ResultSpool } from '../result-spool.js';
 
@@ -41,6 +42,12 @@ export interface AgentLoopOptions {
   resultSpool?: ResultSpool;
   /** Aborted on SIGTERM: the loop stops at once and salvages. */
   stop?: AbortSignal;
+  /**
+   * The connection's `hello` when the runtime did not wait for it (BrokerClient's
+   * `pipelineHello`): the first model call waits for it, and a refusal rejects run() before
+   * anything is asked or salvaged — the bearer is refused for every call then.
+   */
+  ready?: Promise<unknown>;
   /** The Workspace section's lines; by default gathered at start when the agent is workspaceAware. */
   workspaceInfo?: readonly string[] | null;
   shellPath?: string;
@@ -71,7 +78,7 @@ export class AgentLoop {
   readonly system: string;
   readonly tools: ToolDef[];
   readonly #schemas: LlmTool[];
-  readonly #o: Required<Omit<AgentLoopOptions, 'workspaceInfo' | 'shellPath' | 'log'>> & Pick<AgentLoopOptions, 'log'>;
+  readonly #o: Required<Omit<AgentLoopOptions, 'workspaceInfo' | 'shellPath' | 'log' | 'ready'>> & Pick<AgentLoopOptions, 'log' | 'ready'>;
   readonly #env: CallEnv;
   readonly #children = new Map<string, ChildInfo>();
   #mirror: LlmMessage[] = [];
@@ -85,6 +92,12 @@ export class AgentLoop {
   #lastText = '';
   /** Set when a model call was abandoned: the supervisor's conversation may hold a reply we never saw. */
   #unknownTail = false;
+  /**
+   * User messages that ride the next model call (`llm.complete`'s `append`: added with its turn,
+   * both or neither) instead of an `llm.append` round trip of their own: the start message and
+   * steers. Sent any other way first (#append, the salvage) when something else goes before.
+   */
+  #carry: LlmMessage[] = [];
 
   constructor(o: AgentLoopOptions) {
     const a = o.packet.agent;
@@ -95,6 +108,7 @@ export class AgentLoop {
       spillDir: o.spillDir ?? AGENT_PATHS.spill,
       resultSpool: o.resultSpool ?? RESULT_SPOOL,
       stop: o.stop ?? new AbortController().signal,
+      ready: o.ready,
       secrets: o.secrets ?? [],
       log: o.log,
       salvageTimeoutMs: o.salvageTimeoutMs ?? 60_000,
@@ -120,13 +134,15 @@ export class AgentLoop {
   }
 
   async run(): Promise<AgentOutcome> {
+    // The first step's steer poll goes at once (beside the connection's `hello`, when the
+    // runtime did not wait for it) and the start message rides the first model call: one
+    // round trip before that call, not three.
+    this.#firstPoll = this.#poll();
+    if (this.#o.ready) await this.#o.ready;
     let reason: EndReason;
     try {
       this.#o.log?.({ ev: 'start', tools: this.tools.map((t) => t.name), systemBytes: Buffer.byteLength(this.system) });
-      // The first step's steer poll goes beside the start message (the broker runs a
-      // connection's calls side by side): one round trip before the first model call, not two.
-      this.#firstPoll = this.#poll();
-      await this.#append([{ role: 'user', content: START_MESSAGE }]);
+      this.#carry.push(fitMessage({ role: 'user', content: START_MESSAGE }));
       for (;;) {
         if (this.#o.stop.aborted) throw new EndRun('terminated');
         if (this.#step >= this.#agent.maxSteps) throw new EndRun('max_steps');
@@ -147,7 +163,7 @@ export class AgentLoop {
     const polled = this.#firstPoll ?? this.#poll();
     this.#firstPoll = undefined;
     const steers = [...this.#inbox.splice(0), ...(await polled)];
-    if (steers.length) await this.#append([{ role: 'user', content: steers.map((s) => `${STEER_PREFIX} ${s}`).join('\n\n') }]);
+    if (steers.length) this.#carry.push(fitMessage({ role: 'user', content: steers.map((s) => `${STEER_PREFIX} ${s}`).join('\n\n') }));
     // (b) compaction from the last reply's real count.
     if (this.#contextUsed >= this.#agent.autoCompactThreshold * this.#window) await this.#compact();
     // (c) the model.
@@ -228,7 +244,14 @@ export class AgentLoop {
   }
 
   async #complete(purpose: 'step' | 'compact', extra: { tools?: LlmTool[]; maxTokens: number }): Promise<LlmReply> {
-    const r = await completeOnce(this.#o.broker, { system: this.system, purpose, step: this.#step, ...extra }, this.#o);
+    const params = { system: this.system, purpose, step: this.#step, ...extra };
+    // The carried messages ride this call when they fit its line; otherwise they go first on their own.
+    const carry = this.#carry.length > 0 && carries(params, this.#carry) ? this.#carry.splice(0) : [];
+    if (this.#carry.length > 0) await this.#append([]);
+    const r = await completeOnce(this.#o.broker, carry.length > 0 ? { ...params, append: carry } : params, this.#o);
+    // Both or neither: appended with the reply, or not at all (an abandoned call's fate is unknown: no model call follows it).
+    if (r.kind === 'reply') this.#mirror.push(...carry);
+    else this.#carry.unshift(...carry);
     if (r.kind === 'abandoned') {
       this.#unknownTail = true;
       throw new EndRun('terminated');
@@ -243,8 +266,9 @@ export class AgentLoop {
     return r.reply;
   }
 
+  /** Appends the carried messages, then these, in line-sized batches. */
   async #append(messages: LlmMessage[]): Promise<void> {
-    const fitted = messages.map((m) => fitMessage(m));
+    const fitted = [...this.#carry.splice(0), ...messages.map((m) => fitMessage(m))];
     for (const batch of batches(fitted)) {
       try {
         await this.#o.broker.call('llm.append', { messages: batch });
@@ -294,7 +318,8 @@ export class AgentLoop {
     if (!this.#unknownTail) {
       const ms = this.#o.stop.aborted ? Math.min(this.#o.salvageTimeoutMs, 5000) : this.#o.salvageTimeoutMs;
       const attempt = async () => {
-        await this.#o.broker.call('llm.append', { messages: [{ role: 'user', content: SALVAGE_REQUEST(reason) }] });
+        // What was carried for a model call that never took it (the start message, a steer) goes first.
+        for (const batch of batches([...this.#carry.splice(0), { role: 'user', content: SALVAGE_REQUEST(reason) }])) await this.#o.broker.call('llm.append', { messages: batch });
         const params = { system: this.system, purpose: 'salvage' as const, step: this.#step, maxTokens: Math.min(this.#agent.maxOutputTokens, SALVAGE_MAX_TOKENS) };
         return this.#o.broker.call('llm.complete', params);
       };
@@ -315,6 +340,15 @@ export class AgentLoop {
     const r = await bounded(sendResult((m, p) => this.#o.broker.call(m, p), value, this.#o.resultSpool), 30_000);
     return r.ok;
   }
+}
+
+/** Room a model call's line keeps for its envelope (id, method, bearer) beside the params. */
+const LINE_ENVELOPE_BYTES = 1024;
+/** Whether `append` fits beside these params in one line (and within an append's own caps). */
+function carries(params: object, append: readonly LlmMessage[]): boolean {
+  if (append.length > MAX_BATCH_MESSAGES) return false;
+  const bytes = Buffer.byteLength(JSON.stringify(append));
+  return bytes <= MAX_BATCH_JSON_BYTES && Buffer.byteLength(JSON.stringify(params)) + bytes + LINE_ENVELOPE_BYTES <= MAX_LINE_BYTES;
 }
 
 function strings(v: unknown): string[] {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadConfig } from '../../../src/config/index.js';
 import { compose, type Composed } from '../../../src/daemon/index.js';
 import { requireEngine } from '../../helpers/engine.js';
-import { startModelServer, textTurn, toolCallTurn, type ModelServer, type RecordedRequest, type Turn } from '../../helpers/model-server.js';
+import { startModelServer, statusTurn, textTurn, toolCallTurn, type ModelServer, type RecordedRequest, type Turn } from '../../helpers/model-server.js';
 import { freshHome, leftovers, until } from '../runs/fixture.js';
 
 /**
@@ -220,6 +220,45 @@ test('a hostile child on the broker gets nothing: tools outside its surface are 
     assert.equal(out.flood, 'ref_too_large', 'the conversation the supervisor holds is bounded');
     assert.equal(r.value.tokens, 12);
     assert.equal(m.requests.length, 1);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home, { released: true }), []);
+});
+
+/** A script child whose model call carries its user message (`append`): refused by the model once, then answered. */
+const CARRIED = brokerScript(`  const msg = { role: 'user', content: 'carried along' };
+  const first = await call('llm.complete', { system: 's', append: [msg] });
+  const second = await call('llm.complete', { system: 's', append: [msg] });
+  s.end();
+  return [first.ok ? 'ok' : first.error.code, second.ok ? second.result.message.content : second.error.code];`);
+
+test('a model call that carries messages (append) adds them with its turn, both or neither: a failed call appends nothing, so it is sent again as it was', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  // 400 is not retried by the supervisor: the first call fails; the second is answered.
+  const m = await startModelServer({ script: [statusTurn(400), textTurn('answered', { usage: { input: 10, output: 2 } })] });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: 'carry', script: CARRIED, timeout: 120_000 });
+    assert.ok(r.ok);
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    const [first, second] = r.value.result as [string, string];
+    assert.notEqual(first, 'ok', 'the scripted 400 fails the first call');
+    assert.equal(second, 'answered');
+    // The provider saw the carried message once per request, after what the conversation held.
+    assert.equal(m.requests.length, 2);
+    for (const req of m.requests) assert.deepEqual(userTexts(req), ['carried along']);
+    // The transcript holds it once, right before the turn it came with.
+    const refs = await c.refs.list(r.value.id);
+    assert.ok(refs.ok);
+    const tr = await c.refs.read(refs.value.find((x) => x.path === 'transcript.jsonl')!.ref, { offset: 0 });
+    assert.ok(tr.ok);
+    const lines = (tr.value.text ?? '').trim().split('\n').map((l) => JSON.parse(l) as { t: string; messages?: Msg[]; message?: Msg });
+    assert.deepEqual(lines.map((l) => l.t), ['append', 'reply']);
+    assert.deepEqual(lines[0]!.messages, [{ role: 'user', content: 'carried along' }]);
+    assert.equal(lines[1]!.message!.content, 'answered');
   } finally {
     await c.close();
   }

@@ -2,8 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { runAgent, NUDGE, STEER_PREFIX } from '../../../src/child/agent/loop.js';
+import { runAgent, NUDGE, START_MESSAGE, STEER_PREFIX } from '../../../src/child/agent/loop.js';
 import { call, CodeError, FakeBroker, loopOptions, packet, tempRoots } from './fake-broker.js';
+import type { LlmMessage } from '../../../src/child/agent/types.js';
 
 const toolMessages = (b: FakeBroker) => b.conversation.filter((m) => m.role === 'tool') as { toolCallId: string; content: string; isError?: boolean }[];
 
@@ -106,9 +107,9 @@ test('a steer is delivered as a user turn at the next step boundary only, never 
   assert.deepEqual(conv.slice(2, 7).map((m) => m.role), ['assistant', 'tool', 'tool', 'user', 'assistant'], 'step 1, its two results, the steer, step 2');
   assert.equal(steer, 5);
   assert.equal(conv.filter((m) => m.content.includes('use fewer shells')).length, 1);
-  // The broker saw it appended after step 1's progress and before step 2's model call.
-  const order = b.calls.map((c) => (c.method === 'llm.append' && c.params.messages[0].content.includes('fewer') ? 'steer' : c.method));
-  assert.deepEqual(order.slice(order.indexOf('progress'), order.indexOf('steer') + 2), ['progress', 'steer.poll', 'steer', 'llm.complete']);
+  // The broker saw it after step 1's progress, riding step 2's model call (its `append`).
+  const order = b.calls.map((c) => (c.method === 'llm.complete' && c.params.append?.some((m: LlmMessage) => m.content.includes('fewer')) ? 'steer+complete' : c.method));
+  assert.deepEqual(order.slice(order.indexOf('progress'), order.indexOf('steer+complete') + 1), ['progress', 'steer.poll', 'steer+complete']);
 });
 
 test('maxSteps: the loop stops itself after the last step and salvages', async (t) => {
@@ -305,4 +306,60 @@ test('the bearer never reaches the model: tool outputs are scrubbed of it', asyn
   await runAgent({ ...loopOptions(b, packet(), r), secrets: ['SECRET-BEARER-123'] });
   assert.ok(!JSON.stringify(b.calls).includes('SECRET-BEARER-123'));
   assert.match(toolMessages(b)[0]!.content, /token=\[redacted\]/);
+});
+
+test('the start message rides the first model call (its append): before it only the steer poll, and nothing appended on its own', async (t) => {
+  const r = tempRoots();
+  t.after(r.cleanup);
+  const b = new FakeBroker([() => ({ toolCalls: [call('finish', { answer: 'ok' })] })]);
+  const out = await runAgent(loopOptions(b, packet(), r));
+  assert.equal(out.finished, true);
+  assert.deepEqual(b.violations, []);
+  const methods = b.calls.map((c) => c.method);
+  assert.deepEqual(methods.slice(0, methods.indexOf('llm.complete') + 1), ['steer.poll', 'llm.complete']);
+  assert.deepEqual(b.of('llm.complete')[0]!.params.append, [{ role: 'user', content: START_MESSAGE }]);
+  assert.deepEqual(b.conversation.slice(0, 2).map((m) => m.role), ['user', 'assistant'], 'the supervisor holds the start message before the first turn');
+});
+
+test('a first model call that fails appends nothing: the salvage sends the start message before its request', async (t) => {
+  const r = tempRoots();
+  t.after(r.cleanup);
+  const b = new FakeBroker([
+    () => {
+      throw new CodeError('invalid_input', 'the provider refused the request');
+    },
+    () => ({ content: 'nothing done yet' }),
+  ]);
+  const out = await runAgent(loopOptions(b, packet(), r));
+  assert.equal(out.endReason, 'model_error');
+  assert.deepEqual(b.violations, []);
+  assert.deepEqual(b.conversation.map((m) => m.content.slice(0, 12)), [START_MESSAGE.slice(0, 12), '[Salvage] Th', 'nothing done'], 'once each, in order');
+  assert.equal(b.of('llm.complete')[1]!.params.purpose, 'salvage');
+  assert.equal(b.of('llm.complete')[1]!.params.append, undefined);
+});
+
+test('carried messages that do not fit beside the model call in one line go first as their own llm.append', async (t) => {
+  const r = tempRoots();
+  t.after(r.cleanup);
+  const b = new FakeBroker([() => ({ toolCalls: [call('finish', { answer: 'ok' })] })]);
+  // A long system prompt (the packet's fields near their caps) and a steer of tens of KiB waiting at the start.
+  b.steers.push(...Array.from({ length: 12 }, (_, i) => `${i} ${'s'.repeat(3900)}`));
+  const big = (c: string) => c.repeat(8000);
+  const out = await runAgent(loopOptions(b, packet({ instructions: big('i') }, { task: big('t'), domainKnowledge: [big('d')], parentSummary: big('p') }), r));
+  assert.equal(out.finished, true);
+  assert.deepEqual(b.violations, [], 'no line over 64 KiB');
+  const methods = b.calls.map((c) => c.method);
+  assert.deepEqual(methods.slice(0, methods.indexOf('llm.complete') + 1), ['steer.poll', 'llm.append', 'llm.complete']);
+  assert.equal(b.of('llm.complete')[0]!.params.append, undefined);
+  assert.deepEqual(b.conversation.slice(0, 3).map((m) => m.role), ['user', 'user', 'assistant'], 'the start message, the steers, the turn');
+});
+
+test('a refused hello (ready) rejects run() before any model call: the set-up failed, nothing is salvaged', async (t) => {
+  const r = tempRoots();
+  t.after(r.cleanup);
+  const b = new FakeBroker([() => ({ toolCalls: [call('finish', { answer: 'ok' })] })]);
+  const ready = Promise.reject(new CodeError('unauthorized', 'bearer refused'));
+  await assert.rejects(runAgent({ ...loopOptions(b, packet(), r), ready }), /bearer refused/);
+  assert.equal(b.of('llm.complete').length, 0);
+  assert.equal(b.of('result').length, 0);
 });

@@ -19,6 +19,7 @@ export class CodeError extends Error {
 
 export interface CompleteParams {
   system: string;
+  append?: LlmMessage[];
   tools?: { name: string; description: string; parameters: unknown }[];
   maxTokens?: number;
   purpose?: 'step' | 'compact' | 'salvage';
@@ -66,10 +67,21 @@ export class FakeBroker implements Broker {
         this.conversation = [...params.messages];
         return { messages: this.conversation.length };
       case 'llm.complete': {
+        // `append` lands with the turn, both or neither, as the supervisor does it.
+        const carried: LlmMessage[] = params.append ?? [];
+        if (params.append && (carried.length < 1 || carried.length > 64)) this.violations.push('append size');
+        const before = this.conversation.length;
+        this.conversation.push(...carried);
         this.#checkPairing();
-        const next = this.#script.shift();
-        if (!next) throw new CodeError('model_unavailable', 'script ran out');
-        const m = await next(params, this);
+        let m: Scripted;
+        try {
+          const next = this.#script.shift();
+          if (!next) throw new CodeError('model_unavailable', 'script ran out');
+          m = await next(params, this);
+        } catch (e) {
+          this.conversation.length = before;
+          throw e;
+        }
         const message = { role: 'assistant' as const, content: m.content ?? '', toolCalls: m.toolCalls ?? [] };
         this.conversation.push({ role: 'assistant', content: message.content, ...(message.toolCalls.length ? { toolCalls: message.toolCalls.map(({ id, name, input }) => ({ id, name, input })) } : {}) });
         return {
