@@ -96,7 +96,8 @@ export async function makeSlot(o: MakeSlot): Promise<Slot> {
     // A pre-started runtime is reaped like any child: without the reaper's FIFO (not root) or in a foreign image there is none.
     const agent = o.agent === true;
     if (agent && (foreign || !exitFifo)) throw new BrigError('jail_failed', 'an agent-ready slot needs brig\'s own image and the reaper (brig as root)');
-    const argv = [foreign ? RUNTIME_BUSYBOX : '/bin/sh', ...(foreign ? ['sh'] : []), '-c', waiterScript(nonce, agent)];
+    const sleep = [...REAPER_SLEEPS[foreign ? 1 : 0]!];
+    const argv = [foreign ? RUNTIME_BUSYBOX : '/bin/sh', ...(foreign ? ['sh'] : []), '-c', waiterScript(nonce, agent ? { sleep } : undefined)];
     const spec: JailSpec = { runId: o.key, leaseId: 'pool', rootRunId: o.key, argv, env: { ...SLOT_ENV }, limits: o.limits, artifacts: [], brokerDir: dir, inputs: [], image: o.image };
     const rendered = renderCreateBody(spec, o.image, o.driver.owner, foreign);
     if (!rendered.ok) throw rendered.error;
@@ -104,7 +105,6 @@ export async function makeSlot(o: MakeSlot): Promise<Slot> {
     await jail.start();
     if (!(await waiterReady(jail, agent ? 30_000 : 15_000, agent))) throw new BrigError('jail_failed', agent ? 'the pooled jail\'s waiter or its pre-started agent runtime did not start' : 'the pooled jail\'s waiter did not start');
     jail.clearTails();
-    const sleep = [...REAPER_SLEEPS[foreign ? 1 : 0]!];
     const reaper = exitFifo ? await reaperOf(jail, dir, exitFifo, sleep) : null;
     const runtime = agent ? await prestartedOf(reaper) : undefined;
     if (agent && !runtime) throw new BrigError('jail_failed', 'the pooled jail\'s pre-started agent runtime was not found alone beside its waiter');

@@ -24,13 +24,14 @@
  * An agent-ready slot (issue 26; only with a reaper): the waiter starts the agent runtime
  * before it blocks — `node agent-runtime.js --prestarted` as its child, with an environment of
  * three fixed variables (HOME, PATH, HOSTNAME) and nothing of any run — and the runtime loads,
- * says so on stderr and waits for SIGUSR2 (child/agent/prestart.ts). The assignment then starts
- * nothing: it sends that go to the waiting runtime and reaps it exactly as it reaps an exec'd
- * argv (signals passed on, what is left killed, marker, status, sleep). The runtime takes the
+ * says so on stderr and waits for SIGUSR2 (child/agent/prestart.ts). There is no assignment
+ * to eval: once the nonce matched and the inputs are unpacked the waiter sends that go itself
+ * and reaps the runtime exactly as it reaps an exec'd argv (signals passed on, what is left
+ * killed, the marker from the assignment's first line, status, sleep). The runtime takes the
  * run's environment from the assignment's env file (`childEnv`: the very variables the cold
  * path's container gets) and everything else from the packet and bearer files, as the cold
- * runtime does. The go is the waiter's to send only after the nonce check, so no run's files
- * are read before its assignment. Trusts, beside the above: that nothing but the waiter and
+ * runtime does. The go is the waiter's to send only after the nonce check and the unpack, so
+ * no run's files are read before its assignment. Trusts, beside the above: that nothing but the waiter and
  * its runtime runs in the jail before the assignment (pool-slot.ts `intact()` reads it back
  * from the jail's pids cgroup before a slot is handed out).
  */
@@ -45,8 +46,19 @@ export const ASSIGN = '.brig/assign.sh';
 /** The waiter's line on stderr once it is about to block (cleared from the tails before the run). */
 const READY = 'brig-pool: ready';
 
-/** Written by the pool beside the assignment: the slot's nonce, which the waiter checks first. */
-export const NONCE = '.brig/nonce';
+/**
+ * The first line the pool writes into the FIFO, before the inputs' archive: the slot's nonce,
+ * which the waiter checks before it unpacks anything, and the run's end marker (a reaper's,
+ * `-` without one). Read by the shell's own `read` (no process started, no file left to remove).
+ */
+export function assignmentHeader(nonce: string, marker?: string): string {
+  if (!/^[0-9a-f]{32}$/.test(nonce)) throw new Error('a slot nonce is 32 hex digits');
+  if (marker !== undefined && !MARKER.test(marker)) throw new Error('an end marker is brig-end- and 32 hex digits');
+  return `${nonce} ${marker ?? '-'}\n`;
+}
+
+/** A reaper's end marker (pooled-jail.ts makes one per run). */
+const MARKER = /^brig-end-[0-9a-f]{32}$/;
 
 /**
  * The FIFO the reaper reports its child's exit status on (/run/brig/exit inside). Writable by
@@ -63,8 +75,15 @@ const FORWARDED = ['TERM', 'INT', 'HUP', 'QUIT', 'USR1', 'USR2'] as const;
  * a spec with exactly this argv may be served by a pre-started runtime.
  */
 export const AGENT_RUNTIME_ARGV: readonly string[] = ['/opt/brig/bin/node', '/opt/brig/child/agent-runtime.js'];
+/**
+ * Node's flags for a pre-started runtime: V8 compiles every function of what it loads at once
+ * (`--no-lazy`) instead of at each function's first call — paid before the run asks, not in the
+ * milliseconds between its go and its first model call (~3–4 ms measured; ~40 ms more load and
+ * ~3 MB more memory per agent-ready slot, off the run's path).
+ */
+export const PRESTART_NODE_FLAGS: readonly string[] = ['--no-lazy'];
 /** The pre-started runtime's argv (child/agent/prestart.ts PRESTART_FLAG): PID 1's child in an agent-ready slot. */
-export const PRESTART_ARGV: readonly string[] = [...AGENT_RUNTIME_ARGV, '--prestarted'];
+export const PRESTART_ARGV: readonly string[] = [AGENT_RUNTIME_ARGV[0]!, ...PRESTART_NODE_FLAGS, ...AGENT_RUNTIME_ARGV.slice(1), '--prestarted'];
 /** Its line on stderr once it waits (child/agent/prestart.ts PRESTART_READY). */
 export const PRESTART_READY = 'brig-agent: pre-started';
 /** The go the assignment sends it (child/agent/prestart.ts PRESTART_GO). */
@@ -85,35 +104,43 @@ export function prestartable(spec: Pick<JailSpec, 'argv' | 'env'>): boolean {
 
 /**
  * PID 1 of a pooled jail. It says it is ready, blocks opening the FIFO (no CPU while it
- * waits), unpacks the run's inputs from it as the jail user with the cold path's umask,
- * checks that the assignment carries the slot's nonce — known to the engine's config of this
- * one container and to the pool, never to another jail — and only then evals it: unset its own
- * environment, export the run's, exec the run's argv. Any failure, a missing or wrong nonce
- * first, is exit 70 (the pool destroys the slot; a run that held it fails).
+ * waits), reads the assignment's first line and checks it carries the slot's nonce — known to
+ * the engine's config of this one container and to the pool, never to another jail — and only
+ * then unpacks the run's inputs from the rest of the stream as the jail user with the cold
+ * path's umask. Then it evals the assignment: unset its own environment, export the run's, exec
+ * the run's argv. Any failure, a missing or wrong nonce first, is exit 70 (the pool destroys
+ * the slot; a run that held it fails).
+ *
+ * An agent-ready slot (`prestart`: the sleep its reaper execs) has no assignment to eval: its
+ * runtime takes the run's environment from a file (RUN_ENV), so after the unpack the waiter
+ * itself gives the go and reaps (the same reaper as an assignment's, its end marker from the
+ * first line) — no process is started on the run's path but the runtime's go.
  *
  * Why eval: the run's argv must become PID 1 (exec), which only the shell can do here, and the
  * assignment is the pool's own text — every value single-quoted (assignScript) — reaching the
- * waiter only through a FIFO only root may write, with the slot's nonce.
+ * waiter only through a FIFO only root may write, after the slot's nonce.
  */
-export function waiterScript(nonce: string, prestart = false): string {
-  if (!/^[0-9a-f]{32}$/.test(nonce)) throw new Error('a slot nonce is 32 hex digits');
-  return [
+export function waiterScript(nonce: string, prestart?: { sleep: readonly string[] }): string {
+  assignmentHeader(nonce);
+  const head = [
     `BRIG_NONCE=${nonce}`,
     // An agent-ready slot: the runtime starts now, with the cold path's umask and cwd and an environment of nothing of any run.
     ...(prestart ? ['umask 022', `env -i ${Object.entries(PRESTART_ENV).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')} ${PRESTART_ARGV.map(shQuote).join(' ')} &`, 'brig_p=$!'] : []),
     `echo '${READY}' >&2`,
     'umask 022',
-    `tar -xf - -C ${WORKSPACE_DIR} </run/brig/${FIFO} || exit 70`,
-    // The shell's own read (no fork on the run's path): a missing file leaves n empty, which no nonce is.
-    `n=; read -r n 2>/dev/null <${WORKSPACE_DIR}/${NONCE}`,
-    `rm -f ${WORKSPACE_DIR}/${NONCE}`,
+    // The shell's own read of the first line (no process started); nothing is unpacked before the nonce matched.
+    `{ n=; m=; read -r n m && [ "$n" = "$BRIG_NONCE" ] && tar -xf - -C ${WORKSPACE_DIR}; } </run/brig/${FIFO} || exit 70`,
     '[ "$n" = "$BRIG_NONCE" ] || exit 70',
-    `s=$(cat ${WORKSPACE_DIR}/${ASSIGN}) || exit 70`,
-    `rm -f ${WORKSPACE_DIR}/${ASSIGN}`,
     'unset n BRIG_NONCE',
-    'eval "$s"',
-    'exit 70',
-  ].join('\n');
+  ];
+  if (prestart) {
+    return [
+      ...head,
+      `case "$m" in brig-end-${'[0-9a-f]'.repeat(32)}) ;; *) exit 70 ;; esac`,
+      ...reaped([`kill -${PRESTART_GO} "$brig_p" 2>/dev/null`], prestart.sleep, '"$m"'),
+    ].join('\n');
+  }
+  return [...head, 'unset m', `s=$(cat ${WORKSPACE_DIR}/${ASSIGN}) || exit 70`, `rm -f ${WORKSPACE_DIR}/${ASSIGN}`, 'eval "$s"', 'exit 70'].join('\n');
 }
 
 /** What the engine adds to a container's environment beside the body's (profile.ts Hostname). */
@@ -157,8 +184,8 @@ export function assignScript(spec: Pick<JailSpec, 'argv' | 'env'>, foreign?: For
           `exec "$c"${rest.map((a) => ` ${shQuote(a)}`).join('')}`,
         ]
       : [`exec ${spec.argv.map(shQuote).join(' ')}`];
-  const start = reaper?.prestarted ? [`kill -${PRESTART_GO} "$brig_p" 2>/dev/null`] : [...exec.slice(0, -1), `${exec[exec.length - 1]!.replace(/^exec /, '')} &`, 'brig_p=$!'];
-  return [`unset ${[...new Set(unset)].join(' ')}`, `export ${Object.entries(env).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')}`, ...(reaper ? reaped(start, reaper) : exec), ''].join('\n');
+  const start = [...exec.slice(0, -1), `${exec[exec.length - 1]!.replace(/^exec /, '')} &`, 'brig_p=$!'];
+  return [`unset ${[...new Set(unset)].join(' ')}`, `export ${Object.entries(env).map(([k, v]) => `${k}=${shQuote(v)}`).join(' ')}`, ...(reaper ? reaped(start, reaper.sleep, shQuote(reaper.marker)) : exec), ''].join('\n');
 }
 
 /**
@@ -180,8 +207,6 @@ export interface Reaper {
   sleep: readonly string[];
   /** Written to both streams after the child ended: the host knows all it wrote has arrived (random per run, never the child's to know). */
   marker: string;
-  /** The child is the slot's pre-started runtime (`$brig_p` already): the assignment sends its go instead of starting the argv. */
-  prestarted?: boolean;
 }
 
 /**
@@ -194,7 +219,7 @@ export interface Reaper {
  * claim: pooled-jail.ts believes it only once the host saw the jail's pids cgroup hold the
  * reaper alone.
  */
-function reaped(start: string[], r: Reaper): string[] {
+function reaped(start: string[], sleep: readonly string[], marker: string): string[] {
   return [
     ...FORWARDED.map((sig) => `trap 'kill -${sig} "$brig_p" 2>/dev/null' ${sig}`),
     // The child starts (its pid in brig_p), or the pre-started one gets its go.
@@ -203,12 +228,12 @@ function reaped(start: string[], r: Reaper): string[] {
     'while :; do wait "$brig_p" 2>/dev/null; brig_r=$?; kill -0 "$brig_p" 2>/dev/null || break; done',
     'trap - ' + FORWARDED.join(' '),
     'kill -KILL -1 2>/dev/null',
-    `printf %s ${shQuote(r.marker)}`,
-    `printf %s ${shQuote(r.marker)} >&2`,
+    `printf %s ${marker}`,
+    `printf %s ${marker} >&2`,
     `echo "$brig_r" >/run/brig/${EXIT_FIFO}`,
     // The status rides in the sleep's argv too (busybox sleep adds its arguments): a supervisor
     // that restarted after the report was read finds it in PID 1's cmdline (reaper.ts).
-    `exec ${r.sleep.map(shQuote).join(' ')} "$brig_r"`,
+    `exec ${sleep.map(shQuote).join(' ')} "$brig_r"`,
   ];
 }
 

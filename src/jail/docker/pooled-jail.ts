@@ -20,7 +20,7 @@ import { BrigError } from '../../util/errors.js';
 import type { CollectCaps, CollectOptions, CollectReport, Jail, JailExit, JailSpec, JailVerified, StreamTails } from '../types.js';
 import { inputsArchive } from './docker-jail.js';
 import type { Slot, SlotReaper } from './pool-slot.js';
-import { ASSIGN, FIFO, NONCE, assignScript, runEnvInput, type ForeignAssign, type Reaper } from './pool-waiter.js';
+import { ASSIGN, FIFO, assignmentHeader, assignScript, runEnvInput, type ForeignAssign, type Reaper } from './pool-waiter.js';
 import { ReaperWatch } from './reaper.js';
 
 export class PooledJail implements Jail {
@@ -69,12 +69,14 @@ export class PooledJail implements Jail {
     const prestarted = this.slot.agent !== undefined;
     // A pre-started runtime is the waiter's child already: only a reaper can give it its go and its end.
     if (prestarted && !reaper) throw new BrigError('jail_failed', 'the pooled jail\'s reaper could not be watched: its pre-started runtime is not assigned');
-    const archive = await inputsArchive([
-      ...(this.spec.inputs ?? []),
-      ...(prestarted ? [runEnvInput(this.spec)] : []),
-      { path: ASSIGN, data: assignScript(this.spec, this.foreign, reaper && { ...reaper, prestarted }), mode: 0o444 },
-      { path: NONCE, data: this.slot.nonce, mode: 0o444 },
-    ], { outDir: false });
+    // The nonce and the end marker on the first line; a pre-started runtime's waiter has no assignment to eval (pool-waiter.ts).
+    const archive = Buffer.concat([
+      Buffer.from(assignmentHeader(this.slot.nonce, reaper?.marker)),
+      await inputsArchive([
+        ...(this.spec.inputs ?? []),
+        ...(prestarted ? [runEnvInput(this.spec)] : [{ path: ASSIGN, data: assignScript(this.spec, this.foreign, reaper), mode: 0o444 }]),
+      ], { outDir: false }),
+    ]);
     const fifo = path.join(this.slot.dir, FIFO);
     const fd = await openWriter(fifo, 1000);
     // Gone before the child runs: the waiter holds its end, and nothing in the jail can open it again.

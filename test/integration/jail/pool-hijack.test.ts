@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { WarmPool, type PoolEvent } from '../../../src/jail/index.js';
 import { inputsArchive } from '../../../src/jail/docker/docker-jail.js';
+import { assignmentHeader } from '../../../src/jail/docker/pool-waiter.js';
 import { requireEngine } from '../../helpers/engine.js';
 import { driver, spec, sweepOwn } from './helpers.js';
 
@@ -103,12 +104,12 @@ test('[INV-2] a slot whose PID 1 is no longer its waiter is never handed to a ru
   // PID 1 becomes a program that would read the next run's assignment from the FIFO.
   const nonce = /BRIG_NONCE=([0-9a-f]+)/.exec(await waiterOf(key))?.[1] ?? '';
   const hijack = 'exec sh -c "cat /run/brig/go > /workspace/stolen; sleep 600"\n';
-  const tar = await inputsArchive([
-    { path: '.brig/assign.sh', data: hijack, mode: 0o444 },
-    { path: '.brig/nonce', data: nonce, mode: 0o444 },
-  ]);
-  fs.writeFileSync(path.join(slot, 'go'), tar);
+  const tar = await inputsArchive([{ path: '.brig/assign.sh', data: hijack, mode: 0o444 }]);
+  fs.writeFileSync(path.join(slot, 'go'), Buffer.concat([Buffer.from(assignmentHeader(nonce)), tar]));
   await new Promise((r) => setTimeout(r, 500));
+  // The premise: the hijack took PID 1 (with the nonce, the waiter ran it), so only the slot check can stop it.
+  const pid1 = (await containerOf(key))?.State.Pid;
+  assert.ok(pid1 && fs.readFileSync(`/proc/${pid1}/cmdline`, 'utf8').includes('cat /run/brig/go'), 'the hijack runs as PID 1');
   const s = spec('after-hijack', ['sh', '-c', 'echo mine'], { limits: LIMITS, brokerDir: fs.mkdtempSync(path.join(dir, 'run-')) });
   const jail = await p.create(s);
   try {

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { readKeptShapes, shapeKey, PoolShapes } from '../../../src/jail/docker/pool-shapes.js';
-import { AGENT_RUNTIME_ARGV, childEnv, PRESTART_ARGV, PRESTART_GO, PRESTART_READY, prestartable, RUN_ENV, runEnvInput, waiterScript } from '../../../src/jail/docker/pool-waiter.js';
+import { AGENT_RUNTIME_ARGV, assignmentHeader, childEnv, PRESTART_ARGV, PRESTART_NODE_FLAGS, PRESTART_GO, PRESTART_READY, prestartable, RUN_ENV, runEnvInput, waiterScript } from '../../../src/jail/docker/pool-waiter.js';
 import { inputsArchive } from '../../../src/jail/docker/docker-jail.js';
 import { CHILD_PATHS } from '../../../src/runs/launch.js';
 import { PATHS } from '../../../src/child/paths.js';
@@ -25,7 +25,9 @@ const BUSYBOX = '/bin/busybox';
 
 test('the pool and the in-jail runtime speak the same words: the cold agent argv, the flag, the ready line, the go, the env file', () => {
   assert.deepEqual(AGENT_RUNTIME_ARGV, [CHILD_PATHS.node, CHILD_PATHS.agentRuntime]);
-  assert.deepEqual(PRESTART_ARGV, [...AGENT_RUNTIME_ARGV, PRESTART_FLAG]);
+  // The cold runtime's node and script, with V8 flags only between them (nothing that changes what runs).
+  assert.deepEqual(PRESTART_ARGV, [AGENT_RUNTIME_ARGV[0], ...PRESTART_NODE_FLAGS, AGENT_RUNTIME_ARGV[1], PRESTART_FLAG]);
+  assert.deepEqual(PRESTART_NODE_FLAGS, ['--no-lazy']);
   assert.equal(PRESTART_READY, CHILD_READY);
   assert.equal(`SIG${PRESTART_GO}`, CHILD_GO);
   assert.equal(`${CHILD_PATHS.workspace}/${RUN_ENV}`, PATHS.env);
@@ -103,10 +105,15 @@ test('the waiter pre-starts the runtime (three fixed variables, umask 022, ready
   const fake = path.join(root, 'fake-runtime.cjs');
   fs.writeFileSync(fake, FAKE);
   // The jail's paths moved under the temp root; node and the runtime the host's and the stand-in.
-  const waiter = waiterScript(NONCE, true)
+  // The reaper's sleep becomes an exit with the status it carries, and its kill of everything
+  // left (for a jail's pid namespace only: here it would be the host's) a no-op.
+  const script = waiterScript(NONCE, { sleep: ['/bin/sh', '-c', 'exit "$0"'] });
+  assert.equal(script.split('kill -KILL -1 2>/dev/null').length, 2, 'the reaper kills what the runtime left, once');
+  const waiter = script
     .replaceAll('/workspace', ws)
     .replaceAll('/run/brig', runDir)
-    .replace(`'${PRESTART_ARGV[0]}' '${PRESTART_ARGV[1]}'`, `'${process.execPath}' '${fake}'`);
+    .replace('kill -KILL -1 2>/dev/null', ':')
+    .replace(PRESTART_ARGV.slice(0, -1).map((a) => `'${a}'`).join(' '), `'${process.execPath}' '${fake}'`);
   const child = spawn(BUSYBOX, ['sh', '-c', waiter], { env: { PATH: '/bin:/usr/bin', HOME: ws, SLOT_SECRET: 'never-inherited' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -121,14 +128,12 @@ test('the waiter pre-starts the runtime (three fixed variables, umask 022, ready
   assert.equal(start.umask, '22');
   assert.doesNotMatch(out, /^GO/m, 'no go before the assignment');
   const spec = { env: { BRIG_RUN_ID: 'r-1', HOME: ws } };
-  const archive = await inputsArchive([
-    runEnvInput(spec),
-    // The assignment's go without the reaper (its `kill -KILL -1` is for a jail only).
-    { path: '.brig/assign.sh', data: `kill -${PRESTART_GO} "$brig_p"; wait "$brig_p"; exit $?\n`, mode: 0o444 },
-    { path: '.brig/nonce', data: NONCE, mode: 0o444 },
-  ]);
-  await fs.promises.writeFile(path.join(runDir, 'go'), archive);
+  const archive = await inputsArchive([runEnvInput(spec)]);
+  const marker = `brig-end-${'ab'.repeat(16)}`;
+  await fs.promises.writeFile(path.join(runDir, 'go'), Buffer.concat([Buffer.from(assignmentHeader(NONCE, marker)), archive]));
   assert.equal(await exited, 7, `the runtime's own status is the waiter's: ${err}`);
+  assert.equal(fs.readFileSync(path.join(runDir, 'exit'), 'utf8'), '7\n', 'the status reported on the exit FIFO');
+  assert.ok(out.endsWith(marker) && err.endsWith(marker), 'the marker from the first line ends both streams');
   const go = JSON.parse(/^GO (.*)$/m.exec(out)![1]!) as { env: Record<string, string> };
   assert.deepEqual(go.env, childEnv(spec), 'at its go the run\'s environment was there');
 });

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { readShapes, shapeKey } from '../../../src/jail/docker/pool-shapes.js';
-import { assignScript, shQuote, waiterScript } from '../../../src/jail/docker/pool-waiter.js';
+import { assignmentHeader, assignScript, shQuote, waiterScript } from '../../../src/jail/docker/pool-waiter.js';
 
 const NONCE = '0123456789abcdef0123456789abcdef';
 const WAITER = waiterScript(NONCE);
@@ -88,14 +88,14 @@ test('the waiter: blocks on its FIFO, unpacks the inputs as given (modes kept, u
     { path: '.brig/packet.json', data: '{"v":1}', mode: 0o444 },
     { path: '.brig/token', data: 'secret', mode: 0o400 },
     { path: '.brig/assign.sh', data: assignScript({ argv: [BUSYBOX, 'sh', '-c', probe], env: { HOME: ws } }), mode: 0o444 },
-    { path: '.brig/nonce', data: NONCE, mode: 0o444 },
   ]);
-  await fs.promises.writeFile(path.join(runDir, 'go'), archive);
+  // The nonce goes first, on a line of its own: the waiter's own read takes it, tar the rest.
+  await fs.promises.writeFile(path.join(runDir, 'go'), Buffer.concat([Buffer.from(assignmentHeader(NONCE)), archive]));
   assert.equal(await exited, 0, err);
   assert.match(out, /^-r--r--r-- packet\.json$/m);
   assert.match(out, /^-r-------- token$/m);
   assert.doesNotMatch(out, /assign\.sh/, 'the assignment is removed before the exec');
-  assert.doesNotMatch(out, /nonce/, 'so is the nonce');
+  assert.doesNotMatch(out, /nonce/, 'the nonce was never a file');
   assert.match(out, /^secret$/m);
   assert.match(out, /^umask=0022$/m);
 });
@@ -127,13 +127,11 @@ for (const [what, nonce] of [['without a nonce', undefined], ['with another slot
     const child = spawn(BUSYBOX, ['sh', '-c', waiter], { env: { PATH: '/bin:/usr/bin' }, stdio: 'ignore' });
     const exited = new Promise<number | null>((r) => child.on('exit', r));
     const marker = path.join(root, 'ran');
-    const archive = await inputsArchive([
-      { path: '.brig/assign.sh', data: assignScript({ argv: [BUSYBOX, 'touch', marker], env: {} }), mode: 0o444 },
-      ...(nonce ? [{ path: '.brig/nonce', data: nonce, mode: 0o444 }] : []),
-    ]);
-    await fs.promises.writeFile(path.join(root, 'run', 'go'), archive);
+    const archive = await inputsArchive([{ path: '.brig/assign.sh', data: assignScript({ argv: [BUSYBOX, 'touch', marker], env: {} }), mode: 0o444 }]);
+    await fs.promises.writeFile(path.join(root, 'run', 'go'), nonce ? Buffer.concat([Buffer.from(assignmentHeader(nonce)), archive]) : archive);
     assert.equal(await exited, 70);
     assert.equal(fs.existsSync(marker), false, 'the forged assignment did not run');
+    assert.equal(fs.existsSync(path.join(ws, '.brig')), false, 'nothing of it was unpacked: the nonce is checked first');
   });
 }
 
