@@ -159,12 +159,18 @@ export class RunStarter {
       const jail = handle.jail;
       const key = jail.key ?? runId;
       if (jail.brokerDir !== undefined && jail.brokerDir !== brokerDir) await fs.rm(brokerDir, { recursive: true, force: true });
-      // The durable point before the child starts: its lease, limits and jail key survive a crash.
-      await table.update(runId, (x) => ({ ...x, ...(jail.verified ? { jail: jail.verified } : {}), ...(key !== runId ? { jailKey: key } : {}) }));
-      mark('run: durable before start');
-      // The socket is there before the child's first instruction, in the directory its jail binds.
-      handle.broker = await deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet, methods: brokerSurface(packet) });
-      mark('run: broker socket open');
+      // The durable point before the child starts (its lease, limits and jail key survive a
+      // crash) and the broker's socket, in the directory its jail binds: side by side, both
+      // before the child's first instruction. An opened socket is the rollback's to close
+      // whichever of the two failed.
+      const [saved, opened] = await Promise.allSettled([
+        table.update(runId, (x) => ({ ...x, ...(jail.verified ? { jail: jail.verified } : {}), ...(key !== runId ? { jailKey: key } : {}) })),
+        deps.broker.openRun({ runId, leaseId: lease.value.leaseId, dir: jail.brokerDir ?? brokerDir, packet, methods: brokerSurface(packet) }),
+      ]);
+      if (opened.status === 'fulfilled') handle.broker = opened.value;
+      if (saved.status === 'rejected') throw saved.reason;
+      if (opened.status === 'rejected') throw opened.reason;
+      mark('run: durable before start, broker socket open');
       if (gone()) return await abandon();
       // Egress: the gate's socket beside broker.sock (the jail still has no network, INV-2).
       if (lease.value.egress) {

@@ -65,6 +65,8 @@ export interface Slot {
 /** What the host needs to believe a slot's reaper (reaper.ts), and the sleep it execs once it reported. */
 export interface SlotReaper extends ReaperTerms {
   sleep: string[];
+  /** The waiter's start time (clock ticks after boot, /proc/PID/stat): with its pid, that very process. */
+  startTime?: string;
 }
 
 /** A fresh slot key: `pool-` and 12 hex (the sweep knows a slot by its prefix). */
@@ -133,7 +135,8 @@ async function reaperOf(jail: DockerJail, dir: string, fifo: { dev: number; ino:
   const pid = ((await jail.inspect().catch(() => null)) as { State?: { Pid?: number } } | null)?.State?.Pid;
   if (!pid) return null;
   const files = await cgroupFilesOf(pid);
-  return files ? { fifoPath: path.join(dir, EXIT_FIFO), fifo, pid, ...files, sleep } : null;
+  const startTime = statOf(pid)?.[19];
+  return files ? { fifoPath: path.join(dir, EXIT_FIFO), fifo, pid, ...files, sleep, ...(startTime ? { startTime } : {}) } : null;
 }
 
 /** /proc/PID/stat's fields after the command (state is [0], ppid [1], starttime [19]); null when gone. */
@@ -231,11 +234,14 @@ async function slotDir(dir: string): Promise<{ fifo: { dev: number; ino: number 
 /**
  * Whether the slot is still what was made: running, its PID 1 (the engine's host pid) exactly
  * its waiter's argv, its FIFO the same FIFO with the same owner and mode. Any doubt is no.
+ * With a reaper the host knows its waiter already — pid and start time, read at make — and
+ * finds it alive in /proc without asking the engine (a round trip off the run's path); the
+ * engine's account is still read before the child exists (pool.ts, the recheck).
  */
 export async function intact(slot: Slot): Promise<{ ok: true } | { ok: false; why: string }> {
-  const inspect = (await slot.jail.inspect().catch(() => null)) as { State?: { Running?: boolean; Pid?: number } } | null;
-  if (!inspect?.State?.Running || !inspect.State.Pid) return { ok: false, why: 'not_running' };
-  const cmdline = await fs.promises.readFile(`/proc/${inspect.State.Pid}/cmdline`).catch(() => null);
+  const pid = slot.reaper?.startTime ? waiterAlive(slot.reaper.pid, slot.reaper.startTime) : await enginePid(slot);
+  if (!pid) return { ok: false, why: 'not_running' };
+  const cmdline = await fs.promises.readFile(`/proc/${pid}/cmdline`).catch(() => null);
   if (!cmdline || cmdline.toString('utf8') !== `${slot.argv.join('\0')}\0`) return { ok: false, why: 'not_its_waiter' };
   const st = await fs.promises.lstat(path.join(slot.dir, FIFO)).catch(() => null);
   if (!st || !st.isFIFO() || st.dev !== slot.fifo.dev || st.ino !== slot.fifo.ino) return { ok: false, why: 'fifo_changed' };
@@ -243,8 +249,20 @@ export async function intact(slot: Slot): Promise<{ ok: true } | { ok: false; wh
   if (slot.reaper) {
     const ex = await fs.promises.lstat(path.join(slot.dir, EXIT_FIFO)).catch(() => null);
     if (!ex || !ex.isFIFO() || ex.dev !== slot.reaper.fifo.dev || ex.ino !== slot.reaper.fifo.ino || ex.uid !== 0 || (ex.mode & 0o777) !== 0o620) return { ok: false, why: 'fifo_changed' };
-    if (inspect.State.Pid !== slot.reaper.pid) return { ok: false, why: 'not_its_waiter' };
+    if (pid !== slot.reaper.pid) return { ok: false, why: 'not_its_waiter' };
   }
   if (!prestartIntact(slot)) return { ok: false, why: 'runtime_gone' };
   return { ok: true };
+}
+
+/** The waiter's pid while that very process (its start time) lives; undefined once it is gone or a zombie. */
+function waiterAlive(pid: number, startTime: string): number | undefined {
+  const st = statOf(pid);
+  return st && st[0] !== 'Z' && st[19] === startTime ? pid : undefined;
+}
+
+/** PID 1's host pid as the engine says it, while the container runs. */
+async function enginePid(slot: Slot): Promise<number | undefined> {
+  const inspect = (await slot.jail.inspect().catch(() => null)) as { State?: { Running?: boolean; Pid?: number } } | null;
+  return inspect?.State?.Running && inspect.State.Pid ? inspect.State.Pid : undefined;
 }
