@@ -59,6 +59,15 @@ export class LeaseFiles {
     }
   }
 
+  /** The directory's mtime (ns resolution where the filesystem has it): changes with every record written. */
+  dirMtime(): string {
+    try {
+      return String(fs.statSync(this.dir, { bigint: true }).mtimeNs);
+    } catch {
+      return '';
+    }
+  }
+
   ids(): string[] {
     return fs
       .readdirSync(this.dir)

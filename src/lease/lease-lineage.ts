@@ -4,10 +4,10 @@ import { leaseLive } from './lease-state.js';
 import type { LeaseRecord } from './types.js';
 
 /**
- * A lease's family, read from the records on disk: its ancestors up to the root, its
- * descendants, and whether the whole chain is live. A lease is live only while it and every
- * ancestor are: the revoke cascade marks descendants, but a revoke racing an issue in
- * another process must still end the child. An ancestor that is missing or unreadable
+ * A lease's family, read from the records on disk: its ancestors up to the root (its
+ * descendants are the store's index), and whether the whole chain is live. A lease is live
+ * only while it and every ancestor are: the revoke cascade marks descendants, but a revoke
+ * racing an issue in another process must still end the child. An ancestor that is missing or unreadable
  * cannot be shown unrevoked, so the lease is not live (fail closed).
  */
 
@@ -20,25 +20,6 @@ export function lineageOf(files: LeaseFiles, id: string): LeaseRecord[] {
     seen.add(cur.id);
     out.push(cur);
     cur = cur.parentLeaseId ? files.read(cur.parentLeaseId) : undefined;
-  }
-  return out;
-}
-
-/** Every lease under `id` (not including it), breadth-first. */
-export function descendantsOf(files: LeaseFiles, id: string): LeaseRecord[] {
-  const all = files.all();
-  const out: LeaseRecord[] = [];
-  const frontier = [id];
-  const seen = new Set([id]);
-  while (frontier.length > 0) {
-    const p = frontier.shift()!;
-    for (const r of all) {
-      if (r.parentLeaseId === p && !seen.has(r.id)) {
-        seen.add(r.id);
-        out.push(r);
-        frontier.push(r.id);
-      }
-    }
   }
   return out;
 }

@@ -301,3 +301,49 @@ test('a run holds one live lease: a second issue is refused until the first is r
     const third = restarted.issueRoot({ profile: 'worker', runId: 'run_q', rootRunId: 'run_q', timeoutMs: 60_000 });
     assert.ok(!third.ok, 'still one live lease after a restart');
   }));
+
+test('the store reads lease files only when it needs its index, once: a start reads none, and a revoke reads its own family, not the home', () =>
+  withStore((s, { dir, ledger, clock }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    const kid = s.issueChild({ parentLeaseId: root.value.record.id, request: {}, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(kid.ok);
+    // A home's history: forty ended runs.
+    for (let i = 0; i < 40; i++) {
+      const old = s.issueRoot({ profile: 'worker', runId: `old${i}`, rootRunId: `old${i}`, timeoutMs: 60_000 });
+      assert.ok(old.ok);
+      assert.ok(s.revoke(old.value.record.id, 'system', 'run_completed').ok);
+    }
+    const reads: string[] = [];
+    const real = fs.readFileSync;
+    (fs as { readFileSync: unknown }).readFileSync = (...a: Parameters<typeof fs.readFileSync>) => (String(a[0]).startsWith(dir) && reads.push(path.basename(String(a[0]))), real(...a));
+    try {
+      const fresh = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
+      assert.deepEqual(reads, [], 'a store that has asked nothing has read no lease');
+      // Its first need reads every record once (the index); the revoke after it only the family.
+      assert.ok(fresh.verify(root.value.token, 'r0').ok);
+      assert.ok(reads.length >= 42, `the index read the home once (${reads.length} reads)`);
+      reads.length = 0;
+      const revoked = fresh.revoke(root.value.record.id, 'operator');
+      assert.ok(revoked.ok);
+      assert.deepEqual(revoked.value.map((r) => r.runId), ['r0', 'r1'], 'the cascade reaches the child');
+      assert.ok(reads.length <= 4, `the revoke read its lease and its child's, not the home (${reads.length}: ${reads.join(', ')})`);
+    } finally {
+      (fs as { readFileSync: unknown }).readFileSync = real;
+    }
+  }));
+
+test('a child issued by another store after this one read its index is still in the cascade (the directory changed under it)', () =>
+  withStore((s, { dir, ledger, clock }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    assert.ok(s.verify(root.value.token, 'r0').ok, 'this store has its index');
+    const other = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
+    const kid = other.issueChild({ parentLeaseId: root.value.record.id, request: {}, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(kid.ok);
+    const revoked = s.revoke(root.value.record.id, 'operator');
+    assert.ok(revoked.ok);
+    assert.deepEqual(revoked.value.map((r) => r.runId), ['r0', 'r1']);
+    assert.ok(!s.verify(kid.value.token, 'r1').ok, 'the child\'s bearer is refused');
+    assert.equal(s.byRunId('r1')?.revoked?.by, 'operator');
+  }));
