@@ -44,14 +44,23 @@ export class Revocations {
   /**
    * Announces revokes written by another process (`brig lease revoke` while a daemon runs)
    * to this store's onRevoked listeners: a change in the leases directory is read at once,
-   * and a periodic scan catches anything the watch missed. Returns a stop function.
+   * and a periodic scan catches anything the watch missed — only when the directory changed
+   * since the last (every record is written by a rename into it, which moves its mtime): a
+   * scan reads every lease, ~40 ms in a home of 3,000, every 5 s before. Returns a stop function.
    */
   watch(intervalMs = 5000, timers: ScanTimers = realScanTimers): () => void {
+    let seen = this.files.dirMtime();
     for (const r of this.files.all()) if (r.revoked) this.announced.add(r.id);
     const check = (rec: LeaseRecord | undefined) => {
       if (rec?.revoked && !this.announced.has(rec.id)) this.announce([rec], rec.revoked.by);
     };
     const scan = () => {
+      // Taken before the read: a record written while it reads moves the mtime again for the
+      // next scan. An mtime under 2 s old may not have moved for a write in the same clock tick
+      // (file times take the kernel's coarse clock): the scan reads then whatever it says.
+      const mtime = this.files.dirMtime();
+      if (mtime === seen && mtime !== '' && Date.now() - Number(BigInt(mtime) / 1_000_000n) > 2000) return;
+      seen = mtime;
       // A timer's throw would end the process: a leases directory that cannot be read (removed
       // under a running daemon) is no revoke to announce now; the next scan tries again.
       let all: LeaseRecord[];

@@ -347,3 +347,31 @@ test('a child issued by another store after this one read its index is still in 
     assert.ok(!s.verify(kid.value.token, 'r1').ok, 'the child\'s bearer is refused');
     assert.equal(s.byRunId('r1')?.revoked?.by, 'operator');
   }));
+
+test('watchRevocations: the periodic scan reads no lease while the directory is unchanged, and reads them when another process revoked', () =>
+  withStore(async (s, { dir, ledger, clock }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    // The directory's last change more than the coarse clock's margin ago.
+    const old = new Date(Date.now() - 10_000);
+    fs.utimesSync(dir, old, old);
+    const heard: string[] = [];
+    s.onRevoked((recs, by) => heard.push(...recs.map((r) => `${r.runId}:${by}`)));
+    const timers = new ManualTimers();
+    const stop = s.watchRevocations(50, timers);
+    const reads: string[] = [];
+    const real = fs.readFileSync;
+    (fs as { readFileSync: unknown }).readFileSync = (...a: Parameters<typeof fs.readFileSync>) => (String(a[0]).startsWith(dir) && reads.push(String(a[0])), real(...a));
+    try {
+      for (let i = 0; i < 3; i++) timers.fire();
+      assert.deepEqual(reads, [], 'an unchanged directory: nothing read');
+      const cli = new LeaseStore({ dir, ledger, now: () => clock.t });
+      assert.ok(cli.revoke(root.value.record.id, 'operator').ok);
+      timers.fire();
+      assert.ok(reads.length > 0, 'a changed directory is read');
+      assert.deepEqual(heard, ['r0:operator']);
+    } finally {
+      (fs as { readFileSync: unknown }).readFileSync = real;
+      stop();
+    }
+  }));
