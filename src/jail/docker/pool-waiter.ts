@@ -31,9 +31,10 @@
  * run's environment from the assignment's env file (`childEnv`: the very variables the cold
  * path's container gets) and everything else from the packet and bearer files, as the cold
  * runtime does. The go is the waiter's to send only after the nonce check and the unpack, so
- * no run's files are read before its assignment. Trusts, beside the above: that nothing but the waiter and
- * its runtime runs in the jail before the assignment (pool-slot.ts `intact()` reads it back
- * from the jail's pids cgroup before a slot is handed out).
+ * no run's files are read before its assignment, and the marker is never in a file. Trusts,
+ * beside the above: that nothing but the waiter and its runtime runs in the jail before the
+ * assignment (pool-slot.ts `intact()` reads it back from the jail's pids cgroup before a slot
+ * is handed out).
  */
 import type { JailInput, JailSpec } from '../types.js';
 import type { DockerJail } from './docker-jail.js';
