@@ -10,6 +10,14 @@
  * Trusts: the file system's permissions (the supervisor's user owns the directory). Fails
  * closed: an unreadable or invalid record reads as no lease — the run holding it is refused —
  * and is listed (`unreadable`) for the operator, never repaired or guessed.
+ *
+ * Beside the records, `index.jsonl` keeps each record's facts that never change — its id, run,
+ * parent and issue time — one line per lease, appended when it is issued: what the store finds
+ * leases by (its run's latest, a parent's children) without reading every record (~40 ms in a
+ * home of 3,000). It is a cache, never an authority: the directory's list of records is; a
+ * record with no line (a crash between the two writes, a home from before the index) is read
+ * and its line written again, a line with no record is ignored, a line that does not parse is
+ * skipped; and every use reads the record itself and checks it (lease-store.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,6 +33,33 @@ export function newLeaseId(): string {
   return `ls_${randomBytes(10).toString('hex')}`;
 }
 
+/** A record's facts that never change, as the index keeps them. */
+export interface LeaseFact {
+  id: string;
+  runId: string;
+  parentLeaseId: string | null;
+  issuedAt: string;
+}
+
+/** The index's file in the leases directory (not a record: records end in `.json`). */
+export const LEASE_INDEX = 'index.jsonl';
+
+const factOf = (r: LeaseRecord): LeaseFact => ({ id: r.id, runId: r.runId, parentLeaseId: r.parentLeaseId, issuedAt: r.issuedAt });
+const factLine = (f: LeaseFact) => `${JSON.stringify({ id: f.id, run: f.runId, parent: f.parentLeaseId, at: f.issuedAt })}\n`;
+const byIssue = (a: LeaseFact, b: LeaseFact) => byCodeUnits(a.issuedAt, b.issuedAt) || byCodeUnits(a.id, b.id);
+
+/** One index line as a fact, or undefined when it is not one (skipped: its record is read instead). */
+function parseFact(line: string): LeaseFact | undefined {
+  try {
+    const o = JSON.parse(line) as { id?: unknown; run?: unknown; parent?: unknown; at?: unknown };
+    if (typeof o.id !== 'string' || !LEASE_ID_RE.test(o.id) || typeof o.run !== 'string' || typeof o.at !== 'string') return undefined;
+    if (o.parent !== null && (typeof o.parent !== 'string' || !LEASE_ID_RE.test(o.parent))) return undefined;
+    return { id: o.id, runId: o.run, parentLeaseId: o.parent, issuedAt: o.at };
+  } catch {
+    return undefined;
+  }
+}
+
 /** One JSON file per lease under the leases dir; written atomically (util/atomic-file.ts: temp + fsync + rename + directory fsync), 0600. */
 export class LeaseFiles {
   constructor(readonly dir: string) {
@@ -37,6 +72,50 @@ export class LeaseFiles {
 
   write(rec: LeaseRecord): void {
     writeFileAtomicSync(this.file(rec.id), JSON.stringify(rec, null, 2) + '\n', { mode: 0o600 });
+  }
+
+  /** A new record: written, then its facts appended to the index (a crash between is healed by facts()). */
+  add(rec: LeaseRecord): void {
+    this.write(rec);
+    try {
+      fs.appendFileSync(path.join(this.dir, LEASE_INDEX), factLine(factOf(rec)), { mode: 0o600 });
+    } catch {
+      // The next facts() reads this record and writes its line again.
+    }
+  }
+
+  /**
+   * Every record's facts, in issue order: the index's lines for the records the directory
+   * holds, and the records it has no line for read (then written into a fresh index).
+   */
+  facts(): LeaseFact[] {
+    const ids = new Set(this.ids());
+    const known = new Map<string, LeaseFact>();
+    let text = '';
+    try {
+      text = fs.readFileSync(path.join(this.dir, LEASE_INDEX), 'utf8');
+    } catch {
+      // none yet: every record is read below
+    }
+    for (const line of text.split('\n')) {
+      const f = line ? parseFact(line) : undefined;
+      if (f && ids.has(f.id) && !known.has(f.id)) known.set(f.id, f);
+    }
+    let healed = false;
+    for (const id of ids) {
+      if (known.has(id)) continue;
+      const rec = this.read(id);
+      if (rec) (known.set(id, factOf(rec)), (healed = true));
+    }
+    const out = [...known.values()].sort(byIssue);
+    if (healed) {
+      try {
+        writeFileAtomicSync(path.join(this.dir, LEASE_INDEX), out.map(factLine).join(''), { mode: 0o600 });
+      } catch {
+        // read again next time
+      }
+    }
+    return out;
   }
 
   /** The record, or undefined when absent, unreadable or not a valid record (fail closed). */

@@ -105,16 +105,28 @@ export class LeaseStore {
   private index(): { byRun: Map<string, string>; children: Map<string, string[]>; dirMtime: string } {
     const mtime = this.files.dirMtime();
     if (this.#index && this.#index.dirMtime === mtime) return this.#index;
-    const latest = new Map<string, LeaseRecord>();
+    // The records' facts from the leases' index (lease-files.ts), in issue order: children lists are too.
+    const byRunAll = new Map<string, string[]>();
     const children = new Map<string, string[]>();
-    // all() is in issue order: children lists are too.
-    for (const r of this.files.all()) {
-      const had = latest.get(r.runId);
-      // A live lease over a revoked one; else the later issued.
-      if (!had || (had.revoked && !r.revoked) || (!had.revoked === !r.revoked && r.issuedAt > had.issuedAt)) latest.set(r.runId, r);
-      if (r.parentLeaseId !== null) children.set(r.parentLeaseId, [...(children.get(r.parentLeaseId) ?? []), r.id]);
+    for (const f of this.files.facts()) {
+      byRunAll.set(f.runId, [...(byRunAll.get(f.runId) ?? []), f.id]);
+      if (f.parentLeaseId !== null) children.set(f.parentLeaseId, [...(children.get(f.parentLeaseId) ?? []), f.id]);
     }
-    this.#index = { byRun: new Map([...latest].map(([runId, r]) => [runId, r.id])), children, dirMtime: mtime };
+    const byRun = new Map<string, string>();
+    for (const [runId, ids] of byRunAll) {
+      if (ids.length === 1) {
+        byRun.set(runId, ids[0]!);
+        continue;
+      }
+      // A run launched again holds several: a live lease over a revoked one; else the later issued.
+      let latest: LeaseRecord | undefined;
+      for (const r of ids.map((id) => this.files.read(id))) {
+        if (!r) continue;
+        if (!latest || (latest.revoked && !r.revoked) || (!latest.revoked === !r.revoked && r.issuedAt > latest.issuedAt)) latest = r;
+      }
+      if (latest) byRun.set(runId, latest.id);
+    }
+    this.#index = { byRun, children, dirMtime: mtime };
     return this.#index;
   }
 
@@ -200,7 +212,8 @@ export class LeaseStore {
     if (!Number.isFinite(a.timeoutMs) || a.timeoutMs <= 0) return refuse(new BrigError('invalid_input', 'timeoutMs must be a positive number'));
     // The index is read from disk once and kept by every issue in this process.
     const held = this.index().byRun.get(a.runId);
-    if (held !== undefined && !this.files.read(held)?.revoked) {
+    const heldRec = held === undefined ? undefined : this.files.read(held);
+    if (heldRec && heldRec.runId === a.runId && !heldRec.revoked) {
       return refuse(new BrigError('invalid_input', `run ${a.runId} already holds a lease`));
     }
     const att: Attenuation = attenuate(a.parentGrant, req.data, prof.value.grant, this.policy.denylist.caps, this.policy.egress.multiTenantSuffixes);
@@ -236,7 +249,7 @@ export class LeaseStore {
       expiresAt: new Date(expiresMs).toISOString(),
       revoked: null,
     };
-    this.files.write(record);
+    this.files.add(record);
     this.indexed(record);
     this.ledger.append({
       type: 'lease.issued',
@@ -309,7 +322,7 @@ export class LeaseStore {
           if (seen.has(c)) continue;
           seen.add(c);
           const rec = this.files.read(c);
-          if (rec) (out.push(rec), next.push(c));
+          if (rec && rec.parentLeaseId === p) (out.push(rec), next.push(c));
         }
       }
       frontier = next;

@@ -302,7 +302,19 @@ test('a run holds one live lease: a second issue is refused until the first is r
     assert.ok(!third.ok, 'still one live lease after a restart');
   }));
 
-test('the store reads lease files only when it needs its index, once: a start reads none, and a revoke reads its own family, not the home', () =>
+/** Reads of files under `dir` while `fn` runs (basenames, in order). */
+function readsUnder<T>(dir: string, fn: () => T): { value: T; reads: string[] } {
+  const reads: string[] = [];
+  const real = fs.readFileSync;
+  (fs as { readFileSync: unknown }).readFileSync = (...a: Parameters<typeof fs.readFileSync>) => (String(a[0]).startsWith(dir) && reads.push(path.basename(String(a[0]))), real(...a));
+  try {
+    return { value: fn(), reads };
+  } finally {
+    (fs as { readFileSync: unknown }).readFileSync = real;
+  }
+}
+
+test('the store finds leases through their index: a start reads none, a verify and a revoke read the index and their own family, never the home', () =>
   withStore((s, { dir, ledger, clock }) => {
     const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
     assert.ok(root.ok);
@@ -314,23 +326,58 @@ test('the store reads lease files only when it needs its index, once: a start re
       assert.ok(old.ok);
       assert.ok(s.revoke(old.value.record.id, 'system', 'run_completed').ok);
     }
-    const reads: string[] = [];
-    const real = fs.readFileSync;
-    (fs as { readFileSync: unknown }).readFileSync = (...a: Parameters<typeof fs.readFileSync>) => (String(a[0]).startsWith(dir) && reads.push(path.basename(String(a[0]))), real(...a));
-    try {
-      const fresh = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
-      assert.deepEqual(reads, [], 'a store that has asked nothing has read no lease');
-      // Its first need reads every record once (the index); the revoke after it only the family.
-      assert.ok(fresh.verify(root.value.token, 'r0').ok);
-      assert.ok(reads.length >= 42, `the index read the home once (${reads.length} reads)`);
-      reads.length = 0;
-      const revoked = fresh.revoke(root.value.record.id, 'operator');
-      assert.ok(revoked.ok);
-      assert.deepEqual(revoked.value.map((r) => r.runId), ['r0', 'r1'], 'the cascade reaches the child');
-      assert.ok(reads.length <= 4, `the revoke read its lease and its child's, not the home (${reads.length}: ${reads.join(', ')})`);
-    } finally {
-      (fs as { readFileSync: unknown }).readFileSync = real;
-    }
+    assert.equal(fs.readFileSync(path.join(dir, 'index.jsonl'), 'utf8').trim().split('\n').length, 42, 'one line per lease issued');
+    assert.equal(fs.statSync(path.join(dir, 'index.jsonl')).mode & 0o777, 0o600);
+    const family = new Set(['index.jsonl', `${root.value.record.id}.json`, `${kid.value.record.id}.json`]);
+    const fresh = readsUnder(dir, () => new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t })).value;
+    const start = readsUnder(dir, () => new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t }));
+    assert.deepEqual(start.reads, [], 'a store that has asked nothing has read nothing');
+    const verified = readsUnder(dir, () => fresh.verify(root.value.token, 'r0'));
+    assert.ok(verified.value.ok);
+    assert.deepEqual(verified.reads.filter((f) => !family.has(f)), [], `the verify read the index and the lease: ${verified.reads.join(', ')}`);
+    const revoked = readsUnder(dir, () => fresh.revoke(root.value.record.id, 'operator'));
+    assert.ok(revoked.value.ok);
+    assert.deepEqual(revoked.value.value.map((r) => r.runId), ['r0', 'r1'], 'the cascade reaches the child');
+    assert.deepEqual(revoked.reads.filter((f) => !family.has(f)), [], `the revoke read its family only: ${revoked.reads.join(', ')}`);
+  }));
+
+test('the leases index is a cache: a home without one is read once and gets one; a record with no line is found and its line written again; a line with no record is ignored', () =>
+  withStore((s, { dir, ledger, clock }) => {
+    const a = s.issueRoot({ profile: 'worker', runId: 'ra', rootRunId: 'ra', timeoutMs: 60_000 });
+    const b = s.issueRoot({ profile: 'worker', runId: 'rb', rootRunId: 'rb', timeoutMs: 60_000 });
+    assert.ok(a.ok && b.ok);
+    const index = path.join(dir, 'index.jsonl');
+    // A home from before the index.
+    fs.rmSync(index);
+    const legacy = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
+    const first = readsUnder(dir, () => legacy.verify(a.value.token, 'ra'));
+    assert.ok(first.value.ok);
+    assert.ok(first.reads.includes(`${b.value.record.id}.json`), 'every record read once');
+    assert.equal(fs.readFileSync(index, 'utf8').trim().split('\n').length, 2, 'and the index written');
+    // A crash between a record and its line (the line for rb lost), and a line whose record is gone.
+    fs.writeFileSync(index, fs.readFileSync(index, 'utf8').split('\n').filter((l) => !l.includes('"rb"')).join('\n') + `{"id":"ls_${'0'.repeat(20)}","run":"rb","parent":null,"at":"2099-01-01T00:00:00.000Z"}\nnot json\n`);
+    const after = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
+    const again = after.issueRoot({ profile: 'worker', runId: 'rb', rootRunId: 'rb', timeoutMs: 60_000 });
+    assert.ok(!again.ok && /already holds a lease/.test(again.error.message), 'rb\'s live lease is found without its line');
+    assert.ok(after.verify(b.value.token, 'rb').ok);
+    assert.match(fs.readFileSync(index, 'utf8'), new RegExp(b.value.record.id), 'its line written again');
+  }));
+
+test('a wrong index line cannot keep a revoked parent\'s child alive: the child\'s own record is what verify checks', () =>
+  withStore((s, { dir, ledger, clock }) => {
+    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+    assert.ok(root.ok);
+    const kid = s.issueChild({ parentLeaseId: root.value.record.id, request: {}, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
+    assert.ok(kid.ok);
+    // The child's line names no parent: the cascade through the index misses it.
+    const index = path.join(dir, 'index.jsonl');
+    fs.writeFileSync(index, fs.readFileSync(index, 'utf8').replace(`"parent":"${root.value.record.id}"`, '"parent":null'));
+    const other = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
+    const revoked = other.revoke(root.value.record.id, 'operator');
+    assert.ok(revoked.ok);
+    assert.deepEqual(revoked.value.map((r) => r.runId), ['r0'], 'the cascade found no child through the wrong line');
+    const v = other.verify(kid.value.token, 'r1');
+    assert.ok(!v.ok, 'the child is refused all the same: its record names its revoked parent');
   }));
 
 test('a child issued by another store after this one read its index is still in the cascade (the directory changed under it)', () =>
