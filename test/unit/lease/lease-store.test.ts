@@ -302,6 +302,15 @@ test('a run holds one live lease: a second issue is refused until the first is r
     assert.ok(!third.ok, 'still one live lease after a restart');
   }));
 
+/** A root lease (run r0) and its child's (run r1). */
+function family(s: LeaseStore) {
+  const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
+  assert.ok(root.ok);
+  const kid = s.issueChild({ parentLeaseId: root.value.record.id, request: {}, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
+  assert.ok(kid.ok);
+  return { root: root.value, kid: kid.value };
+}
+
 /** Reads of files under `dir` while `fn` runs (basenames, in order). */
 function readsUnder<T>(dir: string, fn: () => T): { value: T; reads: string[] } {
   const reads: string[] = [];
@@ -316,10 +325,7 @@ function readsUnder<T>(dir: string, fn: () => T): { value: T; reads: string[] } 
 
 test('the store finds leases through their index: a start reads none, a verify and a revoke read the index and their own family, never the home', () =>
   withStore((s, { dir, ledger, clock }) => {
-    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
-    assert.ok(root.ok);
-    const kid = s.issueChild({ parentLeaseId: root.value.record.id, request: {}, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
-    assert.ok(kid.ok);
+    const { root, kid } = family(s);
     // A home's history: forty ended runs.
     for (let i = 0; i < 40; i++) {
       const old = s.issueRoot({ profile: 'worker', runId: `old${i}`, rootRunId: `old${i}`, timeoutMs: 60_000 });
@@ -328,17 +334,17 @@ test('the store finds leases through their index: a start reads none, a verify a
     }
     assert.equal(fs.readFileSync(path.join(dir, 'index.jsonl'), 'utf8').trim().split('\n').length, 42, 'one line per lease issued');
     assert.equal(fs.statSync(path.join(dir, 'index.jsonl')).mode & 0o777, 0o600);
-    const family = new Set(['index.jsonl', `${root.value.record.id}.json`, `${kid.value.record.id}.json`]);
+    const own = new Set(['index.jsonl', `${root.record.id}.json`, `${kid.record.id}.json`]);
     const fresh = readsUnder(dir, () => new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t })).value;
     const start = readsUnder(dir, () => new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t }));
     assert.deepEqual(start.reads, [], 'a store that has asked nothing has read nothing');
-    const verified = readsUnder(dir, () => fresh.verify(root.value.token, 'r0'));
+    const verified = readsUnder(dir, () => fresh.verify(root.token, 'r0'));
     assert.ok(verified.value.ok);
-    assert.deepEqual(verified.reads.filter((f) => !family.has(f)), [], `the verify read the index and the lease: ${verified.reads.join(', ')}`);
-    const revoked = readsUnder(dir, () => fresh.revoke(root.value.record.id, 'operator'));
+    assert.deepEqual(verified.reads.filter((f) => !own.has(f)), [], `the verify read the index and the lease: ${verified.reads.join(', ')}`);
+    const revoked = readsUnder(dir, () => fresh.revoke(root.record.id, 'operator'));
     assert.ok(revoked.value.ok);
     assert.deepEqual(revoked.value.value.map((r) => r.runId), ['r0', 'r1'], 'the cascade reaches the child');
-    assert.deepEqual(revoked.reads.filter((f) => !family.has(f)), [], `the revoke read its family only: ${revoked.reads.join(', ')}`);
+    assert.deepEqual(revoked.reads.filter((f) => !own.has(f)), [], `the revoke read its family only: ${revoked.reads.join(', ')}`);
   }));
 
 test('the leases index is a cache: a home without one is read once and gets one; a record with no line is found and its line written again; a line with no record is ignored', () =>
@@ -365,18 +371,15 @@ test('the leases index is a cache: a home without one is read once and gets one;
 
 test('a wrong index line cannot keep a revoked parent\'s child alive: the child\'s own record is what verify checks', () =>
   withStore((s, { dir, ledger, clock }) => {
-    const root = s.issueRoot({ profile: 'coordinator', runId: 'r0', rootRunId: 'r0', timeoutMs: 600_000 });
-    assert.ok(root.ok);
-    const kid = s.issueChild({ parentLeaseId: root.value.record.id, request: {}, profile: 'worker', runId: 'r1', rootRunId: 'r0', timeoutMs: 60_000 });
-    assert.ok(kid.ok);
+    const { root, kid } = family(s);
     // The child's line names no parent: the cascade through the index misses it.
     const index = path.join(dir, 'index.jsonl');
-    fs.writeFileSync(index, fs.readFileSync(index, 'utf8').replace(`"parent":"${root.value.record.id}"`, '"parent":null'));
+    fs.writeFileSync(index, fs.readFileSync(index, 'utf8').replace(`"parent":"${root.record.id}"`, '"parent":null'));
     const other = new LeaseStore({ dir, policy: policy(), ledger, now: () => clock.t });
-    const revoked = other.revoke(root.value.record.id, 'operator');
+    const revoked = other.revoke(root.record.id, 'operator');
     assert.ok(revoked.ok);
     assert.deepEqual(revoked.value.map((r) => r.runId), ['r0'], 'the cascade found no child through the wrong line');
-    const v = other.verify(kid.value.token, 'r1');
+    const v = other.verify(kid.token, 'r1');
     assert.ok(!v.ok, 'the child is refused all the same: its record names its revoked parent');
   }));
 
