@@ -24,17 +24,15 @@ import { compose, type Composed } from '../src/daemon/index.js';
 import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 import { splitTiming } from '../src/index.js';
 import { startModelServer, toolCallTurn, type ModelServer } from '../test/helpers/model-server.js';
-import { BenchReport } from './report.js';
+import { BenchReport, quantile } from './report.js';
 
 const run = promisify(execFile);
 const N = Math.max(5, Number(process.argv[2] ?? 20));
 const WARM = 2;
 const report = new BenchReport('agent-first-call');
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((s.length - 1) * p))]!;
-};
+/** The report's own quantile (nearest rank): what is printed is the figure the report keeps. */
+const pct = (xs: number[], p: number) => quantile(xs, p) ?? NaN;
 const fmt = (x: number) => x.toFixed(1).padStart(8);
 
 /** The scripted server, with the moment (performance.now) each request arrived. */

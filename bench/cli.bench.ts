@@ -29,7 +29,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { BenchReport, type Goal } from './report.js';
+import { BenchReport, quantile, type Goal } from './report.js';
 
 const run = promisify(execFile);
 const ARGS = process.argv.slice(2);
@@ -43,10 +43,8 @@ const PKG = path.resolve(import.meta.dirname, '..');
 const MAIN = path.join(PKG, (JSON.parse(fs.readFileSync(path.join(PKG, 'package.json'), 'utf8')) as { bin: { brig: string } }).bin.brig);
 const NODE = process.execPath;
 
-const stats = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return { p50: s[Math.floor(s.length / 2)]!, p95: s[Math.min(s.length - 1, Math.ceil(s.length * 0.95) - 1)]! };
-};
+/** The report's own quantiles (nearest rank): the printed p50 is the figure the report keeps. */
+const stats = (xs: number[]) => ({ p50: quantile(xs, 0.5) ?? NaN, p95: quantile(xs, 0.95) ?? NaN });
 
 async function rounds(variants: [string, () => Promise<unknown>][]): Promise<Map<string, number[]>> {
   for (const [, fn] of variants) await fn(); // warm-up (page cache, the daemon's first answers)

@@ -21,7 +21,7 @@ import type { RunRecord } from '../src/runs/index.js';
 import { startEngineProxy, type EngineProxy } from '../test/helpers/engine-proxy.js';
 import { daemonHome, exitWithin, type DaemonHome, type Serve } from '../test/integration/daemon/serve-proc.js';
 
-import { BenchReport } from './report.js';
+import { BenchReport, quantile } from './report.js';
 
 const report = new BenchReport('engine-outage');
 const ROUNDS = Math.max(1, Number(process.argv[2] ?? 3));
@@ -60,7 +60,8 @@ async function learned(api: ApiClient, id: string): Promise<{ learnedAt: number;
 
 const fmt = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
-  return `median ${s[Math.floor(s.length / 2)]!.toFixed(0)} ms (min ${s[0]!.toFixed(0)}, max ${s.at(-1)!.toFixed(0)})`;
+  // The report's own quantile (nearest rank): what is printed is the figure the report keeps.
+  return `median ${(quantile(s, 0.5) ?? NaN).toFixed(0)} ms (min ${s[0]!.toFixed(0)}, max ${s.at(-1)!.toFixed(0)})`;
 };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 

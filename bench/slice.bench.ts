@@ -25,7 +25,7 @@ import { performance } from 'node:perf_hooks';
 import { DockerJailDriver, identityOf, type Jail } from '../src/jail/index.js';
 import { FsResultStore } from '../src/results/index.js';
 import { DuckdbHelperPool, Slicer } from '../src/slice/index.js';
-import { BenchReport } from './report.js';
+import { BenchReport, quantile } from './report.js';
 
 /** Made in the measuring process only (the --probe processes of this file report through stdout). */
 let report: BenchReport;
@@ -118,10 +118,8 @@ function cmdMs(cmd: string, args: string[], input?: string): number {
   return bestMs;
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-};
+/** The report's own quantile (nearest rank): what is printed is the figure the report keeps. */
+const median = (xs: number[]) => quantile(xs, 0.5) ?? NaN;
 
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;

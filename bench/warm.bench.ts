@@ -35,7 +35,7 @@ const docker = new DockerJailDriver({ owner: `bench-warm-${process.pid}` }).dock
 
 const run = promisify(execFile);
 const N = Math.max(10, Number(process.argv[2] ?? 20));
-import { BenchReport, type Goal } from './report.js';
+import { BenchReport, quantile, type Goal } from './report.js';
 
 const report = new BenchReport('warm');
 const BATCH = 50;
@@ -44,10 +44,8 @@ const BIG = 200;
 const BIG_CONC = 10;
 const WARM = 5;
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((s.length - 1) * p))]!;
-};
+/** The report's own quantile (nearest rank): what is printed is the figure the report keeps. */
+const pct = (xs: number[], p: number) => quantile(xs, p) ?? NaN;
 const fmt = (x: number) => x.toFixed(1).padStart(8);
 const nowMs = () => performance.timeOrigin + performance.now();
 
