@@ -74,6 +74,13 @@ const MAX_TOKEN = 128;
 
 const RUN_END_REASON = /^run_[a-z_]{1,40}$/;
 
+/** Appends `v` to the list under `k` (made when absent). */
+function push(m: Map<string, string[]>, k: string, v: string): void {
+  const list = m.get(k);
+  if (list) list.push(v);
+  else m.set(k, [v]);
+}
+
 export class LeaseStore {
   private readonly files: LeaseFiles;
   private readonly policy: Policy | undefined;
@@ -109,8 +116,8 @@ export class LeaseStore {
     const byRunAll = new Map<string, string[]>();
     const children = new Map<string, string[]>();
     for (const f of this.files.facts()) {
-      byRunAll.set(f.runId, [...(byRunAll.get(f.runId) ?? []), f.id]);
-      if (f.parentLeaseId !== null) children.set(f.parentLeaseId, [...(children.get(f.parentLeaseId) ?? []), f.id]);
+      push(byRunAll, f.runId, f.id);
+      if (f.parentLeaseId !== null) push(children, f.parentLeaseId, f.id);
     }
     const byRun = new Map<string, string>();
     for (const [runId, ids] of byRunAll) {
@@ -136,8 +143,8 @@ export class LeaseStore {
     if (!idx) return;
     idx.byRun.set(rec.runId, rec.id);
     if (rec.parentLeaseId !== null) {
-      const kids = idx.children.get(rec.parentLeaseId) ?? [];
-      if (!kids.includes(rec.id)) idx.children.set(rec.parentLeaseId, [...kids, rec.id]);
+      // A new record: its id is in no list yet (a fan-out of thousands appends, never copies).
+      push(idx.children, rec.parentLeaseId, rec.id);
     }
     idx.dirMtime = this.files.dirMtime();
   }
