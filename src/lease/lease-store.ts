@@ -276,11 +276,7 @@ export class LeaseStore {
   verify(token: unknown, runId: string): Result<LeaseRecord> {
     const denied = new BrigError('unauthenticated', 'bad bearer token for this run');
     if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN) return err(denied);
-    let id = this.index().byRun.get(runId);
-    if (id === undefined) {
-      this.#index = undefined;
-      id = this.index().byRun.get(runId);
-    }
+    const id = this.leaseIdOf(runId);
     const rec = id === undefined ? undefined : this.files.read(id);
     // Compare even when the run is unknown so timing does not say which runs exist.
     const want = Buffer.from(rec?.tokenHash ?? '0'.repeat(64), 'hex');
@@ -298,8 +294,20 @@ export class LeaseStore {
   }
 
   byRunId(runId: string): LeaseRecord | undefined {
-    const id = this.index().byRun.get(runId);
-    return id === undefined ? this.files.all().find((r) => r.runId === runId) : this.files.read(id);
+    const id = this.leaseIdOf(runId);
+    return id === undefined ? undefined : this.files.read(id);
+  }
+
+  /**
+   * A run's latest lease id, from the index as this store holds it — every broker call asks,
+   * and a run's pointer moves only by an issue of its own supervisor, this store — read again
+   * (the index file, not every record) when the run is not in it.
+   */
+  private leaseIdOf(runId: string): string | undefined {
+    const id = (this.#index ?? this.index()).byRun.get(runId);
+    if (id !== undefined) return id;
+    this.#index = undefined;
+    return this.index().byRun.get(runId);
   }
 
   list(): LeaseRecord[] {

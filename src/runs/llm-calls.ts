@@ -128,19 +128,19 @@ export class Conversations {
     c.transcriptBytes += n;
   }
 
-  /** Throws `ref_too_large` when these messages would take the conversation past its bound. */
-  async fits(runId: string, messages: readonly ConversationMessage[]): Promise<void> {
+  /** The messages' size; throws `ref_too_large` when they would take the conversation past its bound. */
+  async fits(runId: string, messages: readonly ConversationMessage[]): Promise<number> {
     const c = await this.#get(runId);
     const add = messages.reduce((n, m) => n + size(m), 0);
     if (c.bytes + add > MAX_CONVERSATION_BYTES) {
       throw new BrigError('ref_too_large', `the conversation would pass ${MAX_CONVERSATION_BYTES} bytes`, { hint: 'Compact it: summarize older turns and llm.reset.', data: { limit: MAX_CONVERSATION_BYTES, current: c.bytes } });
     }
+    return add;
   }
 
   async append(runId: string, messages: ConversationMessage[]): Promise<number> {
-    await this.fits(runId, messages);
+    const add = await this.fits(runId, messages);
     const c = await this.#get(runId);
-    const add = messages.reduce((n, m) => n + size(m), 0);
     await this.#log(runId, c, { t: 'append', messages });
     c.messages.push(...messages);
     c.bytes += add;

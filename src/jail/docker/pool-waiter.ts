@@ -131,7 +131,6 @@ export function waiterScript(nonce: string, prestart?: { sleep: readonly string[
     'umask 022',
     // The shell's own read of the first line (no process started); nothing is unpacked before the nonce matched.
     `{ n=; m=; read -r n m && [ "$n" = "$BRIG_NONCE" ] && tar -xf - -C ${WORKSPACE_DIR}; } </run/brig/${FIFO} || exit 70`,
-    '[ "$n" = "$BRIG_NONCE" ] || exit 70',
     'unset n BRIG_NONCE',
   ];
   if (prestart) {

@@ -1,11 +1,11 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../../src/config/index.js';
 import { compose, type Composed } from '../../../src/daemon/index.js';
 import { requireEngine } from '../../helpers/engine.js';
-import { startModelServer, statusTurn, textTurn, toolCallTurn, type ModelServer, type RecordedRequest, type Turn } from '../../helpers/model-server.js';
+import { startModelServer, statusTurn, textTurn, toolCallTurn, type ModelServer, type ModelServerOptions, type RecordedRequest, type Turn } from '../../helpers/model-server.js';
 import { freshHome, leftovers, until } from '../runs/fixture.js';
 
 /**
@@ -186,6 +186,34 @@ export default async function () {
 ${body}
 }`;
 
+type ScriptRun = Extract<Awaited<ReturnType<Composed['supervisor']['spawn']>>, { ok: true }>['value'];
+
+/**
+ * A hostile script child (brokerScript) run to its end on a supervisor whose model is the
+ * scripted server, under the default policy with its token budgets set to `tokens` when given;
+ * `check` gets the ended run, the supervisor and the server. Nothing of the run is left after.
+ */
+async function scriptChild(t: TestContext, o: { task: string; script: string; model: ModelServerOptions['script']; tokens?: number }, check: (r: ScriptRun, c: Composed, m: ModelServer, home: string) => Promise<void> | void): Promise<void> {
+  if (!(await requireEngine(t))) return;
+  const home = await freshHome(t);
+  if (o.tokens !== undefined) {
+    const pol = fs.readFileSync(path.resolve(import.meta.dirname, '../../../policies/default.yaml'), 'utf8').replace(/tokens: \d+/g, `tokens: ${o.tokens}`);
+    fs.writeFileSync(path.join(home, 'policy.yaml'), pol);
+  }
+  const m = await startModelServer({ script: o.model });
+  t.after(() => m.close());
+  const c = await agentSupervisor(home, m);
+  try {
+    const r = await c.supervisor.spawn({ task: o.task, script: o.script, timeout: 120_000 });
+    assert.ok(r.ok);
+    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+    await check(r.value, c, m, home);
+  } finally {
+    await c.close();
+  }
+  assert.deepEqual(await leftovers(home, { released: true }), []);
+}
+
 /** Offers itself tools, names another model, floods its conversation. */
 const HOSTILE = brokerScript(`  const out = {};
   // Offer itself a tool no lease of a script grants, then try to flood the conversation.
@@ -202,29 +230,17 @@ const HOSTILE = brokerScript(`  const out = {};
   s.end();
   return out;`);
 
-test('a hostile child on the broker gets nothing: tools outside its surface are refused, the conversation is bounded, every call metered', async (t) => {
-  if (!(await requireEngine(t))) return;
-  const home = await freshHome(t);
-  const m = await startModelServer({ script: () => textTurn('ok', { usage: { input: 10, output: 2 } }) });
-  t.after(() => m.close());
-  const c = await agentSupervisor(home, m);
-  try {
-    const r = await c.supervisor.spawn({ task: 'hostile', script: HOSTILE, timeout: 120_000 });
-    assert.ok(r.ok);
-    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
-    const out = r.value.result as { tools: string; append: boolean; otherModel: string; noTools: boolean; flood: string };
+test('a hostile child on the broker gets nothing: tools outside its surface are refused, the conversation is bounded, every call metered', (t) =>
+  scriptChild(t, { task: 'hostile', script: HOSTILE, model: () => textTurn('ok', { usage: { input: 10, output: 2 } }) }, (r, _c, m) => {
+    const out = r.result as { tools: string; append: boolean; otherModel: string; noTools: boolean; flood: string };
     assert.equal(out.tools, 'capability_denied', 'a script has no tool surface: it cannot offer the model tools');
     assert.equal(out.otherModel, 'capability_denied', 'the model is the run\'s: a child cannot name another');
     assert.equal(out.append, true);
     assert.equal(out.noTools, true, 'a plain completion is served to a run with `llm`, and metered');
     assert.equal(out.flood, 'ref_too_large', 'the conversation the supervisor holds is bounded');
-    assert.equal(r.value.tokens, 12);
+    assert.equal(r.tokens, 12);
     assert.equal(m.requests.length, 1);
-  } finally {
-    await c.close();
-  }
-  assert.deepEqual(await leftovers(home, { released: true }), []);
-});
+  }));
 
 /** A script child whose model call carries its user message (`append`): refused by the model once, then answered. */
 const CARRIED = brokerScript(`  const msg = { role: 'user', content: 'carried along' };
@@ -233,25 +249,17 @@ const CARRIED = brokerScript(`  const msg = { role: 'user', content: 'carried al
   s.end();
   return [first.ok ? 'ok' : first.error.code, second.ok ? second.result.message.content : second.error.code];`);
 
-test('a model call that carries messages (append) adds them with its turn, both or neither: a failed call appends nothing, so it is sent again as it was', async (t) => {
-  if (!(await requireEngine(t))) return;
-  const home = await freshHome(t);
+test('a model call that carries messages (append) adds them with its turn, both or neither: a failed call appends nothing, so it is sent again as it was', (t) =>
   // 400 is not retried by the supervisor: the first call fails; the second is answered.
-  const m = await startModelServer({ script: [statusTurn(400), textTurn('answered', { usage: { input: 10, output: 2 } })] });
-  t.after(() => m.close());
-  const c = await agentSupervisor(home, m);
-  try {
-    const r = await c.supervisor.spawn({ task: 'carry', script: CARRIED, timeout: 120_000 });
-    assert.ok(r.ok);
-    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
-    const [first, second] = r.value.result as [string, string];
+  scriptChild(t, { task: 'carry', script: CARRIED, model: [statusTurn(400), textTurn('answered', { usage: { input: 10, output: 2 } })] }, async (r, c, m) => {
+    const [first, second] = r.result as [string, string];
     assert.notEqual(first, 'ok', 'the scripted 400 fails the first call');
     assert.equal(second, 'answered');
     // The provider saw the carried message once per request, after what the conversation held.
     assert.equal(m.requests.length, 2);
     for (const req of m.requests) assert.deepEqual(userTexts(req), ['carried along']);
     // The transcript holds it once, right before the turn it came with.
-    const refs = await c.refs.list(r.value.id);
+    const refs = await c.refs.list(r.id);
     assert.ok(refs.ok);
     const tr = await c.refs.read(refs.value.find((x) => x.path === 'transcript.jsonl')!.ref, { offset: 0 });
     assert.ok(tr.ok);
@@ -259,11 +267,7 @@ test('a model call that carries messages (append) adds them with its turn, both 
     assert.deepEqual(lines.map((l) => l.t), ['append', 'reply']);
     assert.deepEqual(lines[0]!.messages, [{ role: 'user', content: 'carried along' }]);
     assert.equal(lines[1]!.message!.content, 'answered');
-  } finally {
-    await c.close();
-  }
-  assert.deepEqual(await leftovers(home, { released: true }), []);
-});
+  }));
 
 /** A script child that sends six model calls at once (a hostile child, speaking the broker protocol itself). */
 const SIDE_BY_SIDE = brokerScript(`  await call('llm.append', { messages: [{ role: 'user', content: 'hi' }] });
@@ -271,31 +275,17 @@ const SIDE_BY_SIDE = brokerScript(`  await call('llm.append', { messages: [{ rol
   s.end();
   return all.map((r) => (r.ok ? 'ok' : r.error.code));`);
 
-test('model calls sent side by side are metered one after the other: the budget refuses what it cannot pay for, not only the next call after all of them', async (t) => {
-  if (!(await requireEngine(t))) return;
-  const home = await freshHome(t);
-  const pol = fs.readFileSync(path.resolve(import.meta.dirname, '../../../policies/default.yaml'), 'utf8').replace(/tokens: \d+/g, 'tokens: 30');
-  fs.writeFileSync(path.join(home, 'policy.yaml'), pol);
+test('model calls sent side by side are metered one after the other: the budget refuses what it cannot pay for, not only the next call after all of them', (t) =>
   // Each call takes a while (two frames 200 ms apart) and costs 12 tokens.
-  const m = await startModelServer({ script: () => textTurn('ok', { usage: { input: 10, output: 2 }, delayMs: 200 }) });
-  t.after(() => m.close());
-  const c = await agentSupervisor(home, m);
-  try {
-    const r = await c.supervisor.spawn({ task: 'six at once', script: SIDE_BY_SIDE, timeout: 120_000 });
-    assert.ok(r.ok);
-    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
+  scriptChild(t, { task: 'six at once', script: SIDE_BY_SIDE, tokens: 30, model: () => textTurn('ok', { usage: { input: 10, output: 2 }, delayMs: 200 }) }, (r, _c, m, home) => {
     // 12 → 24 → 36 tokens: the fourth finds the budget of 30 spent (without the per-run order,
     // all six passed the check before the first was charged: 72 tokens on a budget of 30).
-    assert.deepEqual(r.value.result, ['ok', 'ok', 'ok', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded']);
+    assert.deepEqual(r.result, ['ok', 'ok', 'ok', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded']);
     assert.equal(m.requests.length, 3);
-    assert.equal(r.value.tokens, 36);
+    assert.equal(r.tokens, 36);
     const ledger = fs.readdirSync(path.join(home, 'ledger')).map((f) => fs.readFileSync(path.join(home, 'ledger', f), 'utf8')).join('\n');
     assert.equal(ledger.match(/"type":"run\.model_refused"/g)?.length, 1, 'three refusals, one audit fact (the broker counts each)');
-  } finally {
-    await c.close();
-  }
-  assert.deepEqual(await leftovers(home, { released: true }), []);
-});
+  }));
 
 /** A script child that fills its conversation, then asks for a completion on a small budget. */
 const BIG_INPUT = brokerScript(`  for (let i = 0; i < 4; i++) await call('llm.append', { messages: [{ role: 'user', content: 'x'.repeat(40000) }] });
@@ -303,26 +293,12 @@ const BIG_INPUT = brokerScript(`  for (let i = 0; i < 4; i++) await call('llm.ap
   s.end();
   return r.ok ? 'ok' : r.error.code + ': ' + r.error.message;`);
 
-test('a call whose input alone is more than the token budget left is refused before the provider is asked (a full context is not billed on one token)', async (t) => {
-  if (!(await requireEngine(t))) return;
-  const home = await freshHome(t);
-  const pol = fs.readFileSync(path.resolve(import.meta.dirname, '../../../policies/default.yaml'), 'utf8').replace(/tokens: \d+/g, 'tokens: 5000');
-  fs.writeFileSync(path.join(home, 'policy.yaml'), pol);
-  const m = await startModelServer({ script: () => textTurn('ok', { usage: { input: 40_000, output: 2 } }) });
-  t.after(() => m.close());
-  const c = await agentSupervisor(home, m);
-  try {
-    const r = await c.supervisor.spawn({ task: 'big input', script: BIG_INPUT, timeout: 120_000 });
-    assert.ok(r.ok);
-    assert.equal(r.value.endReason, 'completed', r.value.stderrTail);
-    assert.match(String(r.value.result), /^budget_exceeded: this call's input \(about 400\d\d tokens\) is more than the token budget left \(5000\)/);
+test('a call whose input alone is more than the token budget left is refused before the provider is asked (a full context is not billed on one token)', (t) =>
+  scriptChild(t, { task: 'big input', script: BIG_INPUT, tokens: 5000, model: () => textTurn('ok', { usage: { input: 40_000, output: 2 } }) }, (r, _c, m) => {
+    assert.match(String(r.result), /^budget_exceeded: this call's input \(about 400\d\d tokens\) is more than the token budget left \(5000\)/);
     assert.equal(m.requests.length, 0, 'the provider was never asked');
-    assert.equal(r.value.tokens ?? 0, 0);
-  } finally {
-    await c.close();
-  }
-  assert.deepEqual(await leftovers(home, { released: true }), []);
-});
+    assert.equal(r.tokens ?? 0, 0);
+  }));
 
 test('an adversarial model gets nothing: unknown and malformed calls get error results, paths outside the workspace are refused, a flood is spilled, the loop goes on', async (t) => {
   if (!(await requireEngine(t))) return;

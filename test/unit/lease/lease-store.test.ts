@@ -345,6 +345,10 @@ test('the store finds leases through their index: a start reads none, a verify a
     assert.ok(revoked.value.ok);
     assert.deepEqual(revoked.value.value.map((r) => r.runId), ['r0', 'r1'], 'the cascade reaches the child');
     assert.deepEqual(revoked.reads.filter((f) => !own.has(f)), [], `the revoke read its family only: ${revoked.reads.join(', ')}`);
+    // A run that holds no lease (one that failed before its lease, a cut launch): the index, not the home.
+    const none = readsUnder(dir, () => fresh.byRunId('never-leased'));
+    assert.equal(none.value, undefined);
+    assert.deepEqual(none.reads.filter((f) => f !== 'index.jsonl'), [], `no record read for a run without a lease: ${none.reads.join(', ')}`);
   }));
 
 test('the leases index is a cache: a home without one is read once and gets one; a record with no line is found and its line written again; a line with no record is ignored', () =>
