@@ -14,6 +14,7 @@
  *
  *   node scripts/bundle-full.mjs [--dist DIR] [--out DIR]
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { builtinModules } from 'node:module';
@@ -28,8 +29,48 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const DIST = path.resolve(arg('--dist', path.join(ROOT, 'dist')));
 const OUT = path.resolve(arg('--out', path.join(DIST, 'full')));
 const BUILTIN = new Set(builtinModules);
-/** Pure-JS packages folded in; every other package stays a package import (native parts, workers, lazy requires). */
-const INLINE = new Set(['zod', 'yaml']);
+/**
+ * Pure-JS packages folded in; every other package stays a package import (native parts, workers,
+ * lazy requires). The engine's client and the archives it reads are on every one-shot spawn's
+ * path: required from node_modules they cost ~40 ms of resolving and compiling per process
+ * (issue 34), in the bundle the code cache holds them. dockerode's and docker-modem's own
+ * dependencies come with them (their nested copies too: a package's own node_modules resolves
+ * first, as node resolves it).
+ */
+const INLINE = new Set([
+  'zod', 'yaml',
+  'dockerode', 'docker-modem', 'split-ca', 'debug', 'ms', 'supports-color', 'has-flag', 'readable-stream', 'inherits', 'string_decoder', 'safe-buffer', 'util-deprecate',
+  'tar-stream', 'tar-fs', 'streamx', 'b4a', 'fast-fifo', 'text-decoder', 'events-universal', 'bare-events', 'queue-tick', 'bl', 'buffer', 'base64-js', 'ieee754', 'fs-constants', 'end-of-stream', 'once', 'wrappy', 'pump', 'chownr', 'mkdirp-classic', '@balena/dockerignore',
+  'pino', 'pino-std-serializers', 'sonic-boom', 'atomic-sleep', 'on-exit-leak-free', 'quick-format-unescaped', 'safe-stable-stringify', '@pinojs/redact', 'process-warning',
+]);
+/**
+ * Files of inlined packages that stay lazy, as dist/jail/docker/dockerode.ts keeps them outside
+ * the bundle: dockerode's BuildKit session (@grpc/*, protobufjs) and docker-modem's SSH transport
+ * (ssh2, a native part) are required at the top of their packages but called only by a BuildKit
+ * build and an ssh:// engine. Each becomes a stand-in whose function export requires the real
+ * file (by its package path, from node_modules) on its first call; buildkit, required inside a
+ * function already, is left a require of the real file. pino's transport (a worker thread whose
+ * file pino finds by its own __dirname) the same way: brig's logger writes to a stream, no
+ * transport, so it never loads.
+ */
+const LAZY = new Map([
+  ['dockerode/lib/session.js', 'function'],
+  ['docker-modem/lib/ssh.js', 'function'],
+  ['dockerode/lib/buildkit.js', 'require'],
+  // pino's transports run in a worker whose file it finds by __dirname: brig's logger has none.
+  ['pino/lib/transport.js', 'function'],
+]);
+/** A relative require inside a package, as `pkg/path/file.js`, when that is a LAZY file. */
+function lazyTarget(args) {
+  if (!args.path.startsWith('.')) return undefined;
+  const m = /^(.*[\\/]node_modules[\\/])((?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(args.importer);
+  if (!m) return undefined;
+  const inPkg = path.relative(m[1] + m[2], path.resolve(path.dirname(args.importer), args.path)).split(path.sep).join('/');
+  const id = `${m[2].split(path.sep).join('/')}/${inPkg.replace(/\.js$/, '')}.js`;
+  return LAZY.has(id) ? id : undefined;
+}
+/** dist/jail/docker/dockerode.js, in the bundle: dockerode itself (its lazy files are LAZY's). */
+const DOCKERODE_SHIM = path.join(DIST, 'jail', 'docker', 'dockerode.js');
 
 const plugin = {
   name: 'full',
@@ -37,11 +78,21 @@ const plugin = {
     build.onResolve({ filter: /.*/ }, (args) => {
       if (args.kind === 'entry-point') return undefined;
       if (args.path.startsWith('node:') || BUILTIN.has(args.path)) return { path: args.path, external: true };
+      const lazy = lazyTarget(args);
+      if (lazy) return LAZY.get(lazy) === 'require' ? { path: lazy, external: true } : { path: lazy, namespace: 'lazy' };
       if (args.path.startsWith('.') || path.isAbsolute(args.path)) return undefined;
       const pkg = args.path.startsWith('@') ? args.path.split('/').slice(0, 2).join('/') : args.path.split('/')[0];
       return INLINE.has(pkg) ? undefined : { path: args.path, external: true };
     });
+    build.onLoad({ filter: /.*/, namespace: 'lazy' }, (args) => ({
+      // By a require esbuild does not follow (the real file must stay out of the bundle: its
+      // __dirname is its own), made beside the bundle so it resolves from node_modules.
+      contents: `let real; module.exports = function deferred(...a) { real ??= require('node:module').createRequire(__filename)(${JSON.stringify(args.path)}); return real.apply(this, a); };`,
+      loader: 'js',
+      resolveDir: ROOT,
+    }));
     build.onLoad({ filter: /\.js$/ }, async (args) => {
+      if (args.path === DOCKERODE_SHIM) return { contents: "import Docker from 'dockerode';\nexport default Docker;\n", loader: 'js', resolveDir: path.dirname(args.path) };
       if (!args.path.startsWith(DIST + path.sep)) return undefined;
       let text = await fs.promises.readFile(args.path, 'utf8');
       // A dynamic import of a built-in (kept lazy for the thin path) becomes a require in a promise:
@@ -76,6 +127,8 @@ const result = await esbuild.build({
   charset: 'ascii',
   // The top-level require and __dirname, which a bundled module's own `require` may shadow.
   banner: { js: "const __brigUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;" },
+  // This build's id: caches of what this code computed (lease/policy-cache.ts) are its own.
+  define: { __BRIG_BUILD_ID__: JSON.stringify(crypto.randomUUID()) },
   metafile: true,
   write: false,
 });

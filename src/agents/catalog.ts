@@ -1,8 +1,9 @@
 /**
  * Where agent specs come from: $BRIG_HOME/agents/*.md first (the operator's), then the
  * package's agents/ (shipped, `general` among them). A name found in the home shadows the
- * shipped one. Every file is validated when the catalog loads; a broken spec is reported with
- * its file and line, never half-used.
+ * shipped one. Every file is validated when the catalog is first asked (not when it is made: a
+ * supervisor that runs no agent reads none); a broken spec is reported with its file and line,
+ * never half-used.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -30,11 +31,15 @@ export interface AgentCatalog {
 }
 
 export function loadAgentCatalog(dirs: readonly string[]): AgentCatalog {
-  let { specs, broken } = scan(dirs);
+  // Read at the first question, not at the load: a supervisor that runs no agent (a one-shot
+  // `brig spawn -- cmd`) parses no spec (~6 ms of YAML, issue 34).
+  let state: ReturnType<typeof scan> | undefined;
+  const now = () => (state ??= scan(dirs));
   return {
     get(name) {
+      let { specs, broken } = now();
       // A spec added (or fixed) since the load is seen without a restart: a miss reads again.
-      if (!specs.has(name)) ({ specs, broken } = scan(dirs));
+      if (!specs.has(name)) ({ specs, broken } = state = scan(dirs));
       const s = specs.get(name);
       if (s) return ok(s);
       const bad = broken.find((b) => path.basename(b.file, '.md') === name);
@@ -47,8 +52,8 @@ export function loadAgentCatalog(dirs: readonly string[]): AgentCatalog {
         hint: `${near ? `Did you mean "${near}"? ` : ''}Known: ${known.join(', ') || '(none)'} (\`brig agents list\`; a new $BRIG_HOME/agents/NAME.md is read at the next spawn naming it).`,
       }));
     },
-    list: () => [...specs.values()].sort((a, b) => a.name.localeCompare(b.name)),
-    broken: () => [...broken],
+    list: () => [...now().specs.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    broken: () => [...now().broken],
   };
 }
 

@@ -463,6 +463,8 @@ export function brigPaths(home: string) {
     warmShapes: path.join(home, 'warm-shapes.json'),
     /** The child image's plan and file hashes by file identity (jail/docker/image-cache.ts). */
     imageCache: path.join(home, 'image-cache.json'),
+    /** The policy file as the last start of this build parsed it (lease/policy-cache.ts). */
+    policyCache: path.join(home, 'policy-cache.v8'),
     /** Whether an operator paused admission (runs/admission-pause.ts): kept across restarts. */
     admission: path.join(home, 'admission.json'),
   };

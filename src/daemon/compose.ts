@@ -11,7 +11,7 @@ import { BrokerServer, ensurePrivateDirs, grantRunSocket, type Handlers, type So
 import { EgressGate, egressCredentials, makeResolver, systemClassifier } from '../egress/index.js';
 import { brigPaths, type BrigConfig, type BrigPaths } from '../config/index.js';
 import { DockerJailDriver, JAIL_USER, K8sJailDriver, K8sWarmPool, ownerForHome, WarmPool, type JailDriver } from '../jail/index.js';
-import { LeaseStore, loadPolicyFile, policyFileFor } from '../lease/index.js';
+import { LeaseStore, loadPolicyCached, policyFileFor } from '../lease/index.js';
 import { FileLedger, type Ledger } from '../ledger/index.js';
 import { Metrics } from '../util/metrics.js';
 import { collectState, collectStorage, countBrokerCall, meterEvents, meterSlices, setBuildInfo } from './metrics-feed.js';
@@ -199,7 +199,7 @@ async function composeHeld(cfg: BrigConfig, o: ComposeOptions, paths: BrigPaths,
   // The sockets' runtime directory (not under the home) and its brig-owned parent, both 0700.
   await ensurePrivateDirs(path.dirname(paths.brokers), paths.brokers);
   mark('compose: runtime dirs');
-  const pol = loadPolicyFile(policyFileFor(cfg.home));
+  const pol = loadPolicyCached(policyFileFor(cfg.home), paths.policyCache);
   if (!pol.ok) throw pol.error;
   mark('compose: policy read');
   // Metrics count what is ledgered (a tee), the broker's calls, and the table at scrape time.

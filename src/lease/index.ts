@@ -25,6 +25,7 @@ export { EMPTY_EGRESS_POLICY, type EgressPolicy } from './policy-egress.js';
 export type { CredentialBinding } from './policy-schema.js';
 export { parsePolicy, loadPolicyFile, profileOf, imageAllowed, shippedPoliciesDir, policyFileFor, policyFilesIn, type Policy, type ResolvedProfile } from './policy.js';
 export { explainPolicy } from './policy-explain.js';
+export { loadPolicyCached } from './policy-cache.js';
 export {
   LeaseStore,
   leaseLive,
