@@ -7,9 +7,12 @@
  * module is in the file once — a dynamic import of dist/ becomes a lazy initializer of the same
  * file — so no command runs half here and half in dist/. import.meta.url in a bundled module is
  * rewritten to its own file's URL, relative to the bundle (`__brigUrl`), so the paths it
- * resolves (shipped policies, agents, helpers) stay those of dist/. Other packages stay
- * requires: native parts, workers and dockerode's lazy stand-ins (jail/docker/dockerode.ts)
- * need their own files. The bundle holds no import(): a script compiled from V8's code cache
+ * resolves (shipped policies, agents, helpers) stay those of dist/. The pure-JS packages a
+ * one-shot spawn runs (INLINE: zod, yaml, the engine client, the archive streams, the logger)
+ * are folded in, with the files of theirs that must stay lazy as stand-ins (LAZY); every other
+ * package stays a require (native parts, workers, what only some commands load). Each build
+ * gets its own id (`__BRIG_BUILD_ID__`), the key of what caches this code's results
+ * (lease/policy-cache.ts). The bundle holds no import(): a script compiled from V8's code cache
  * has no loader for one in Node 20 (a built-in's becomes a require; any other fails the build).
  *
  *   node scripts/bundle-full.mjs [--dist DIR] [--out DIR]

@@ -148,14 +148,18 @@ export class RunEnder {
       // It starts RELEASE_AFTER_MS after the envelope: the coordinator's next call (reading the
       // envelope, a slice) is served before the engine's removal competes with it for the cores.
       // A close or a shutdown (idle()) starts it at once.
-      const release = table.after(RELEASE_AFTER_MS).then(() => this.#release(rec, handle)).finally(() => table.releasing.delete(runId));
+      // The record's last writes (the flag, the timing) are part of it: a close waits for the
+      // run's `releasing` to empty, and closes the journal after.
+      const release = table.after(RELEASE_AFTER_MS).then(async () => {
+        failed.push(...(await this.#release(rec, handle)));
+        table.mark(runId, 'released');
+        // Released: `unreleased` goes. Not: the record keeps it while the failed steps are tried again.
+        if (failed.length === 0) await this.#released(runId);
+        else this.#retryLater(runId, failed);
+        await this.#saveTiming(runId);
+      }).finally(() => table.releasing.delete(runId));
       table.background(release);
-      failed.push(...(await release));
-      table.mark(runId, 'released');
-      // Released: `unreleased` goes. Not: the record keeps it while the failed steps are tried again.
-      if (failed.length === 0) await this.#released(runId);
-      else this.#retryLater(runId, failed);
-      await this.#saveTiming(runId);
+      await release;
       try {
         await this.d.deps.hooks?.onEnded?.(endMeta(rec, table.clock.now()));
       } catch (e) {

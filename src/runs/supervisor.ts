@@ -249,8 +249,16 @@ class BrigSupervisor implements SupervisorCore {
     // waiting on it is left as saved (pending) for the next start.
     const through = () => this.#table.ending.size + this.#table.releasing.size;
     if (through() > 0) {
+      // Deferred releases start now (idle() hurries them: nothing is left for them to yield to)
+      // and the close goes on as soon as they are done — not at the next 50 ms look, which a
+      // one-shot `brig spawn` paid after every run (~30 ms deferral and up to 50 ms of polling).
       const ended = (async () => {
-        for (let i = 0; i < 200 && through() > 0; i++) await new Promise((r) => setTimeout(r, 50));
+        for (let i = 0; i < 200 && through() > 0; i++) {
+          let look: NodeJS.Timeout | undefined;
+          await Promise.race([this.#table.idle(), new Promise((r) => (look = setTimeout(r, 50)))]);
+          // Cleared, not left to fire: a pending look would hold a one-shot's exit ~50 ms.
+          clearTimeout(look);
+        }
       })();
       await untilDoneOrSilent(ended, this.#answers());
     }

@@ -9,6 +9,8 @@
  * cache as a stand-in whose export (a function in both) requires the real file on its first
  * call and forwards to it. Nothing else changes: the same dockerode, the same modem, the same
  * requests; an `ssh://` host still works (ssh2 loads on its first connection).
+ * In the full bundle (dist/full/main.cjs) this module is dockerode itself, folded in, and
+ * scripts/bundle-full.mjs makes the same two stand-ins at build time (its LAZY files).
  * Fails: loudly — a stand-in that cannot load its real file throws that require's error.
  */
 import Module, { createRequire } from 'node:module';
