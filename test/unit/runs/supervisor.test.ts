@@ -1,7 +1,7 @@
 import { childCall } from '../../helpers/child-call.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createSupervisor, type SupervisorCore } from '../../../src/runs/supervisor.js';
@@ -41,6 +41,33 @@ const running = (sup: SupervisorCore, id: string) => () => sup.peek(id)?.status 
 /** The record on disk says running: memory says so before the (non-durable) save lands, and a close does not wait for it. */
 const savedRunning = (home: string, id: string) => async () =>
   fs.readFile(path.join(home, 'runs', id, 'run.json'), 'utf8').then((t) => (JSON.parse(t) as { status: string }).status === 'running', () => false);
+
+// A one-shot CLI closes its supervisor as soon as its envelope is printed (issue 34).
+test('a close right after a run\'s end starts its deferred release and returns only after the record\'s last writes: released, flag gone, timing kept', async () => {
+  const { sup, jail, home } = await setup();
+  const r = await sup.spawn({ task: 't', script: SCRIPT, async: true });
+  assert.ok(r.ok);
+  const id = r.value.id;
+  await until(running(sup, id), 'running');
+  const j = jail.jails.get(id)!;
+  // The release takes a while (an engine removing a container): it ends well after close's first look.
+  const destroy = j.destroy.bind(j);
+  j.destroy = async () => {
+    await new Promise((res) => setTimeout(res, 60));
+    await destroy();
+  };
+  j.exit(0);
+  const w = await sup.wait(id);
+  assert.ok(w.ok);
+  assert.equal(j.destroyed, false, 'the envelope came before the release (issue 26)');
+  await sup.close();
+  assert.ok(j.destroyed, 'the close released the jail');
+  // Read as another process would, at once (synchronously: no write still queued may land first).
+  const rec = JSON.parse(readFileSync(path.join(home, 'runs', id, 'run.json'), 'utf8')) as { status: string; unreleased?: boolean; timing?: unknown };
+  assert.equal(rec.status, 'ended');
+  assert.equal(rec.unreleased, undefined, 'the release flag went before the close returned');
+  assert.ok(rec.timing, 'the run\'s timing was saved before the close returned');
+});
 
 // req: events:ledger-no-content end:one-reason end:released
 test('[INV-8] [INV-7] a run goes queued → running → ended completed, releases everything, events are content-free', async () => {
