@@ -136,9 +136,41 @@ const result = await esbuild.build({
   write: false,
 });
 fs.mkdirSync(OUT, { recursive: true });
+/**
+ * esbuild's __toESM makes a fresh namespace object for every import of a CommonJS module — one
+ * getter per property, per importing module: ~220 sites here (node:fs, node:crypto, … imported
+ * by module after module), ~12 ms of a one-shot spawn's start in a profile. The namespace is a
+ * read-only view whose getters read the module live, so one per module (and mode) serves every
+ * importer: the helper is kept as __toESM_each and __toESM hands back the one already made.
+ */
+function memoizeToESM(text) {
+  const head = 'var __toESM = (mod, isNodeMode, target) =>';
+  const at = text.indexOf(head);
+  if (at === -1) {
+    // No module imported CommonJS as ESM: no helper. One under another shape is not guessed at.
+    if (/\b__toESM\b/.test(text)) throw new Error("the bundle's __toESM helper is not the one bundle-full.mjs memoizes: check esbuild's helpers");
+    return text;
+  }
+  const tail = '\n));\n';
+  const end = text.indexOf(tail, at);
+  if (end === -1 || !text.slice(at, end).includes('__copyProps(')) throw new Error("the bundle's __toESM helper is not the one bundle-full.mjs memoizes: check esbuild's helpers");
+  const memo = [
+    'var __toESM_seen = new WeakMap();',
+    'var __toESM = (mod, isNodeMode) => {',
+    '  if (mod === null || (typeof mod !== "object" && typeof mod !== "function")) return __toESM_each(mod, isNodeMode);',
+    '  let made = __toESM_seen.get(mod);',
+    '  if (!made) __toESM_seen.set(mod, (made = [void 0, void 0]));',
+    '  return made[isNodeMode ? 1 : 0] ??= __toESM_each(mod, isNodeMode);',
+    '};',
+    '',
+  ].join('\n');
+  const cut = end + tail.length;
+  return `${text.slice(0, at)}var __toESM_each = (mod, isNodeMode, target) =>${text.slice(at + head.length, cut)}${memo}${text.slice(cut)}`;
+}
+
 for (const f of result.outputFiles) {
   // What esbuild left beyond ASCII is in comments (it escapes everything else): escaped there too.
-  const text = f.text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const text = memoizeToESM(f.text).replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   fs.writeFileSync(f.path, text, { mode: 0o755 });
   if (!isAscii(fs.readFileSync(f.path))) throw new Error(`${f.path} is not ASCII after escaping`);
 }

@@ -101,3 +101,29 @@ test('the bundle script leaves no import(): a built-in\'s becomes a require, any
   assert.notEqual(refused.status, 0);
   assert.match(refused.stderr, /dynamic imports \(undici\)/);
 });
+
+test('the bundle makes one namespace per CommonJS module for all its importers (esbuild\'s __toESM, memoized), each reading the module live', (t) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-bundle-src-'));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  const script = new URL('../../../scripts/bundle-full.mjs', import.meta.url).pathname;
+  const dist = path.join(root, 'dist');
+  fs.mkdirSync(path.join(dist, 'cli'), { recursive: true });
+  fs.writeFileSync(path.join(dist, 'cli', 'a.js'), "import * as os from 'node:os';\nexport const a = os;\n");
+  fs.writeFileSync(path.join(dist, 'cli', 'b.js'), "import * as os from 'node:os';\nexport const b = os;\n");
+  fs.writeFileSync(path.join(dist, 'cli', 'c.js'), "import os from 'node:os';\nexport const c = os;\n");
+  fs.writeFileSync(path.join(dist, 'cli', 'main.js'), [
+    "import { a } from './a.js';",
+    "import { b } from './b.js';",
+    "import { c } from './c.js';",
+    "import os from 'node:os';",
+    'const before = a.hostname;',
+    "os.hostname = () => 'patched';",
+    'console.log(JSON.stringify({ same: a === b, cpus: typeof a.cpus, dflt: a.default === c, live: a.hostname() === "patched" && before !== a.hostname }));',
+    '',
+  ].join('\n'));
+  const built = spawnSync(process.execPath, [script, '--dist', dist, '--out', path.join(root, 'out')], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(built.status, 0, built.stderr);
+  assert.match(fs.readFileSync(path.join(root, 'out', 'main.cjs'), 'latin1'), /var __toESM_each = /, 'the helper was memoized');
+  const out = runBundle(path.join(root, 'out', 'main.cjs'), ['list']);
+  assert.deepEqual([out.code, out.out], [0, { same: true, cpus: 'function', dflt: true, live: true }], out.stderr);
+});
