@@ -52,7 +52,8 @@ test('the cache is used while the key holds: a planted policy under the right ke
   assert.equal(got.value.source, 'planted', 'the entry was read, not the file parsed');
 });
 
-test('a change of the text, the path or the build parses again — never an older parse', (t) => {
+// req: lease:caps-intersect
+test('[INV-1] a change of the text, the path or the build parses again — never an older parse', (t) => {
   const { dir, policy, cache } = home(t);
   assert.ok(loadPolicyCached(policy, cache, 'b').ok);
   const plant = () => rewrite(cache, (e) => {
