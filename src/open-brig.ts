@@ -14,7 +14,6 @@ import { daemonBrig, ApiClient, readOnlyBrig } from './client/index.js';
 import { envOrProcess, homeFrom, runsDirFor, socketPathFor } from './config/paths.js';
 import { BrigError, type ApiCaller, type Brig, type OperatorSurface, type RefSurface } from './protocol/index.js';
 import type { LocalOptions } from './daemon/index.js';
-import { spawner } from './util/spawner.js';
 import { mark } from './util/timing.js';
 
 export interface OpenBrigOptions extends LocalOptions {
@@ -41,7 +40,8 @@ export async function openBrig(o: OpenBrigOptions = {}): Promise<Brig> {
     // The disk tools' helper (util/spawner.ts) starts now, while this process is small (a fork
     // costs by its size) and while the supervisor's modules load: a one-shot's first disk does
     // not wait for node to start. One the composition does not use ends with this process.
-    spawner.prestart();
+    // Imported here, not at the top: the thin path (light.ts) loads no child_process.
+    (await import('./util/spawner.js')).spawner.prestart();
     const m = await import('./daemon/index.js');
     mark('open: supervisor modules loaded');
     const b = await m.openLocal({ ...o, env, home });
