@@ -99,6 +99,8 @@ test('a thin command through a daemon loads no dockerode, DuckDB, zod, undici, y
   for (const [name, r] of [['list', bList], ['ref read', bRead], ['wait', bWait]] as const) {
     assert.ok(r.modules.includes(binUrl), `${name}: the tracer saw the bundle`);
     assert.deepEqual(only(r.modules), [], `${name} through the bundle loaded nothing but it and Node's built-ins`);
+    // Not even those it never uses: the one-shot's disk helper (util/spawner.ts) starts processes, a thin command none.
+    assert.deepEqual(r.modules.filter((m) => m === 'node:child_process' || m === 'node:readline'), [], `${name}: no child_process or readline`);
     // The probe that chose the thin path is the command's only one (test/unit/cli/thin.test.ts: and its only connection before the request).
     assert.deepEqual(r.requests.filter((q) => q.endsWith('/v1/health')), ['GET /v1/health'], `${name}: one health probe`);
     assert.equal(r.requests[0], 'GET /v1/health', `${name}: the probe comes first`);
