@@ -4,6 +4,7 @@
  * read the next run's bearer and task) fails at every step on its own:
  *  - the jail's uid cannot open a slot's FIFO for writing (it is root's, the jail may only read);
  *  - an assignment without the slot's nonce is not run: the waiter exits and the slot is gone;
+ *  - one under another slot's nonce unpacks nothing: none of its files is on the workspace;
  *  - a slot whose PID 1 is no longer its waiter is never handed to a run.
  * Real engine, real slots; the writes an attacker would make are made here as root or as the
  * jail's uid.
@@ -15,6 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WarmPool, type PoolEvent } from '../../../src/jail/index.js';
+import { destroySlot, makeSlot, newSlotKey } from '../../../src/jail/docker/pool-slot.js';
 import { inputsArchive } from '../../../src/jail/docker/docker-jail.js';
 import { assignmentHeader } from '../../../src/jail/docker/pool-waiter.js';
 import { requireEngine } from '../../helpers/engine.js';
@@ -120,4 +122,47 @@ test('[INV-2] a slot whose PID 1 is no longer its waiter is never handed to a ru
     await jail.destroy();
   }
   assert.ok(events.some((e) => e.type === 'jail.pool_discarded' && e.slot === key), `the hijacked slot was discarded: ${JSON.stringify(events)}`);
+});
+
+/** Whether `p` exists in the container's filesystem, as the engine's archive stat says (a stopped container too). */
+async function existsIn(containerId: string, p: string): Promise<boolean> {
+  try {
+    const res = (await driver.docker.getContainer(containerId).infoArchive({ path: p })) as { resume?: () => void };
+    res.resume?.();
+    return true;
+  } catch (e) {
+    if ((e as { statusCode?: number }).statusCode === 404) return false;
+    throw e;
+  }
+}
+
+// req: jail:fresh
+test('[INV-2] an assignment under another slot\'s nonce unpacks nothing in the jail: its files are not on the workspace the waiter left (control: under the slot\'s own, they are)', async (t) => {
+  if (!(await requireEngine(t))) return;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'brig-nonce-'));
+  const image = await driver.ensureImage();
+  const make = () => makeSlot({ driver, brokersDir: dir, key: newSlotKey(), shape: 'nonce-test', image, limits: LIMITS });
+  const [forged, control] = await Promise.all([make(), make()]);
+  t.after(async () => {
+    await Promise.all([destroySlot(forged), destroySlot(control)]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  // The assignment a run would get: a file and the script the waiter would exec — under a well-formed
+  // first line that names another slot (the control's nonce), as a stream written into the wrong slot would.
+  const tar = await inputsArchive([
+    { path: 'planted.txt', data: 'unpacked\n', mode: 0o644 },
+    { path: '.brig/assign.sh', data: 'exec sleep 600\n', mode: 0o444 },
+  ]);
+  fs.writeFileSync(path.join(forged.dir, 'go'), Buffer.concat([Buffer.from(assignmentHeader(control.nonce)), tar]));
+  const exit = await forged.jail.wait();
+  assert.equal(exit.exitCode, 70, 'the waiter refused the assignment (exit 70)');
+  // The jail is stopped, its workspace disk still mounted for the engine's archive: nothing of the tar is there.
+  assert.equal(await existsIn(forged.jail.id, '/workspace/planted.txt'), false, 'no file of the refused assignment was unpacked');
+  assert.equal(await existsIn(forged.jail.id, '/workspace/.brig'), false, 'nor its .brig/');
+  assert.equal(await existsIn(forged.jail.id, '/workspace/out'), true, 'the premise: the workspace is readable through the engine');
+  // The control: the same stream under the control's own nonce is unpacked and run.
+  fs.writeFileSync(path.join(control.dir, 'go'), Buffer.concat([Buffer.from(assignmentHeader(control.nonce)), tar]));
+  let seen = false;
+  for (let i = 0; i < 100 && !(seen = await existsIn(control.jail.id, '/workspace/planted.txt')); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(seen, 'under its own nonce the same assignment is unpacked (so the check above could see it)');
 });
