@@ -19,7 +19,12 @@ import { freshHome, leftovers, supervisorAt } from '../runs/fixture.js';
 const KEY = 'sk-brig-test-graphs-0123456789abcdef';
 const sys = (r: RecordedRequest) => String((r.body.messages as { content: unknown }[])[0]?.content ?? '');
 const turns = (r: RecordedRequest) => (r.body.messages as { role: string }[]).filter((m) => m.role === 'assistant').length;
-const states = (rec: GraphRecord) => Object.fromEntries(rec.nodes.map((n) => [n.id, `${n.state}${n.skipReason ? `/${n.skipReason}` : ''}:a${n.attempts.length}`]));
+/** Each node's state, skip reason and attempts; a failed one with its last attempt's end (so a failure in CI says why). */
+const states = (rec: GraphRecord) => Object.fromEntries(rec.nodes.map((n) => {
+  const last = n.attempts.at(-1);
+  const why = n.state === 'failed' && last ? ` (${last.endReason ?? '?'}/${last.errorCode ?? '-'} ${last.runId ?? ''})` : '';
+  return [n.id, `${n.state}${n.skipReason ? `/${n.skipReason}` : ''}:a${n.attempts.length}${why}`];
+}));
 const outFile = (home: string, runId: string, file: string) => fs.readFileSync(path.join(home, 'results', runId, runId, 'out', file), 'utf8');
 
 const PLAN = "import { writeFileSync } from 'node:fs';\nexport default async function () { writeFileSync('/workspace/out/items.jsonl', Array.from({ length: 12 }, (_, n) => JSON.stringify({ n }) + '\\n').join('')); return { items: 12 }; }";
