@@ -63,7 +63,8 @@ const fmt = (xs: number[]) => {
   // The report's own quantile (nearest rank): what is printed is the figure the report keeps.
   return `median ${(quantile(s, 0.5) ?? NaN).toFixed(0)} ms (min ${s[0]!.toFixed(0)}, max ${s.at(-1)!.toFixed(0)})`;
 };
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** The report's own quantile (nearest rank): a printed median or ratio is the one the report keeps. */
+const median = (xs: number[]) => quantile(xs, 0.5) ?? NaN;
 
 async function served(h: DaemonHome, proxy: EngineProxy, args: string[] = []): Promise<{ serve: Serve; api: ApiClient }> {
   const serve = await h.serve(args, { DOCKER_HOST: proxy.dockerHost });

@@ -19,14 +19,15 @@ import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 import { DEFAULT_RUNTIME_DIR, LocalModelClient, LocalModelHost } from '../src/models/index.js';
 import { LOCAL_GGUF } from '../test/helpers/local-model.js';
 
-import { BenchReport } from './report.js';
+import { BenchReport, quantile } from './report.js';
 import { modelCallsChild } from './model-child.js';
 
 const report = new BenchReport('local-model');
 const N = Math.max(3, Number(process.argv[2] ?? 5));
 const THREADS = Math.max(1, Number(process.argv[3] ?? 1));
 const MAX_TOKENS = 32;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** The report's own quantile (nearest rank): a printed median or ratio is the one the report keeps. */
+const median = (xs: number[]) => quantile(xs, 0.5) ?? NaN;
 const SYSTEM = 'You are a helpful assistant. Answer in one short sentence.';
 const ask = (i: number) => `Name one colour of the rainbow (${i}).`;
 

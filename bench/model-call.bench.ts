@@ -21,13 +21,14 @@ import { DockerJailDriver, ownerForHome } from '../src/jail/index.js';
 import { OpenAIChatClient } from '../src/models/index.js';
 import { startModelServer, textTurn } from '../test/helpers/model-server.js';
 
-import { BenchReport } from './report.js';
+import { BenchReport, quantile } from './report.js';
 import { modelCallsChild } from './model-child.js';
 
 const report = new BenchReport('model-call');
 const N = Math.max(10, Number(process.argv[2] ?? 30));
 const DELAY = Number(process.argv[3] ?? 15);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** The report's own quantile (nearest rank): a printed median or ratio is the one the report keeps. */
+const median = (xs: number[]) => quantile(xs, 0.5) ?? NaN;
 
 /** A script child that times its own model calls through the broker (bench/model-child.ts). */
 const CHILD = (n: number) => modelCallsChild({ calls: n, system: 'bench', before: 'say hi ' });

@@ -28,7 +28,7 @@ import { loadPolicyFile, parsePolicy, type Policy } from './policy.js';
 declare const __BRIG_BUILD_ID__: string | undefined;
 
 /** This build's id, or undefined when brig runs from dist/ or source (no cache then). */
-export function buildId(): string | undefined {
+function buildId(): string | undefined {
   return typeof __BRIG_BUILD_ID__ === 'string' ? __BRIG_BUILD_ID__ : undefined;
 }
 

@@ -163,4 +163,20 @@ test('a one-shot spawn through `brig` without a daemon runs the bundled full CLI
   const plainEnd = JSON.parse(plain.stdout) as { runId: string; endReason: string; outputs: { path: string }[] };
   assert.deepEqual([plainEnd.endReason, plainEnd.outputs.map((o) => o.path)], [end.endReason, end.outputs.map((o) => o.path)]);
   assert.deepEqual(Object.keys(recordOnDisk(h.home, plainEnd.runId) ?? {}).sort(), Object.keys(record ?? {}).sort(), 'the same record fields');
+
+  // The policy as the bundle parsed it is kept in the home (lease/policy-cache.ts): an edited
+  // policy is in force at the next one-shot all the same. Default: root may spawn; strict denies it.
+  const cache = path.join(h.home, 'policy-cache.v8');
+  assert.ok(fs.existsSync(cache), 'the bundled one-shot kept its parse of the policy');
+  const capsOf = (runId: string) => (JSON.parse(fs.readFileSync(path.join(h.home, 'leases', `${recordOnDisk(h.home, runId)!.leaseId}.json`), 'utf8')) as { caps: string[] }).caps;
+  // The home's own policy file, the default's text: parsed and kept under this path.
+  fs.copyFileSync(path.join(ROOT, 'policies', 'default.yaml'), path.join(h.home, 'policy.yaml'));
+  const asDefault = JSON.parse((await traced(h.home, ['spawn', '--json', '--', 'true'], bin)).stdout) as { runId: string };
+  assert.ok(capsOf(asDefault.runId).includes('spawn'), 'the premise: the default policy grants spawn');
+  // The same file edited in place (strict's text): the next one-shot must not take the kept parse.
+  fs.writeFileSync(path.join(h.home, 'policy.yaml'), fs.readFileSync(path.join(ROOT, 'policies', 'strict.yaml')));
+  const strict = await traced(h.home, ['spawn', '--json', '--', 'true'], bin);
+  const strictEnd = JSON.parse(strict.stdout) as { runId: string; endReason: string };
+  assert.equal(strictEnd.endReason, 'completed');
+  assert.deepEqual(capsOf(strictEnd.runId).filter((c) => c === 'spawn' || c === 'llm'), [], 'the edited policy (strict) was in force, not the cached default');
 });

@@ -60,7 +60,18 @@ test('a close right after a run\'s end starts its deferred release and returns o
   const w = await sup.wait(id);
   assert.ok(w.ok);
   assert.equal(j.destroyed, false, 'the envelope came before the release (issue 26)');
-  await sup.close();
+  // The record's writes after the release land slowly (a busy disk): a close that returned when
+  // the jail was gone, not when they landed, would leave the flag for the read below to see.
+  const rename = fs.rename;
+  fs.rename = (async (from: Parameters<typeof rename>[0], to: Parameters<typeof rename>[1]) => {
+    if (j.destroyed && String(to).endsWith(`${id}/run.json`)) await new Promise((res) => setTimeout(res, 80));
+    return rename(from, to);
+  }) as typeof rename;
+  try {
+    await sup.close();
+  } finally {
+    fs.rename = rename;
+  }
   assert.ok(j.destroyed, 'the close released the jail');
   // Read as another process would, at once (synchronously: no write still queued may land first).
   const rec = JSON.parse(readFileSync(path.join(home, 'runs', id, 'run.json'), 'utf8')) as { status: string; unreleased?: boolean; timing?: unknown };
